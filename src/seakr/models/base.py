@@ -1,0 +1,109 @@
+"""The language-model protocol every method talks to, and the records a generation returns.
+
+One call, :meth:`LanguageModel.generate`, serves every method: it returns, per prompt, the greedy
+continuation and/or ``n`` sampled continuations, each with the per-token numbers the uncertainty
+estimators need (chosen-token log-probabilities, entropies, logsumexp of the logits) and the
+*state vector* SeaKR reads at an EOS token appended after the continuation (paper §3.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+
+@dataclass
+class Sample:
+    """One continuation of a prompt.
+
+    ``logprobs``/``entropies``/``logsumexp`` are per generated token, measured on the model's raw
+    distribution (temperature 1, no truncation), so greedy and sampled rows are comparable.
+    ``state`` is the state vector at the appended EOS (None when not requested or when the
+    continuation is empty: the reference drops empty samples from the Gram matrix).
+    """
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    entropies: list[float]
+    logsumexp: list[float]
+    finish_reason: str  # "stop" (stop string) | "eos" | "length"
+    state: np.ndarray | None = None
+
+    def to_dict(self, with_state: bool = False) -> dict:
+        d = asdict(self)
+        d["state"] = self.state.tolist() if (with_state and self.state is not None) else None
+        return d
+
+
+@dataclass
+class Generation:
+    """Everything one prompt produced in one :meth:`LanguageModel.generate` call."""
+
+    prompt_tokens: int
+    greedy: Sample | None = None
+    samples: list[Sample] = field(default_factory=list)
+    cached_prefix_tokens: int = 0  # prompt tokens served from the prefix cache
+    seconds: float = 0.0
+
+    @property
+    def states(self) -> np.ndarray:
+        """(k, d) matrix of the valid samples' state vectors (empty samples excluded)."""
+        rows = [s.state for s in self.samples if s.state is not None and s.text.strip()]
+        if not rows:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(rows).astype(np.float32)
+
+    @property
+    def new_tokens(self) -> int:
+        n = len(self.greedy.token_ids) if self.greedy else 0
+        return n + sum(len(s.token_ids) for s in self.samples)
+
+
+@dataclass
+class GenerationConfig:
+    """Sampling knobs of one call (defaults: the reference's k=20 request, §1.2 of our notes)."""
+
+    n: int = 20
+    greedy: bool = True
+    temperature: float = 1.0
+    top_k: int = 50
+    top_p: float = 0.9
+    max_new_tokens: int = 100
+    stop: tuple[str, ...] = ()
+    seed: int | None = 42
+    with_states: bool = True
+    ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """What methods need from a model. Implementations: :class:`seakr.models.hf.HFLanguageModel`."""
+
+    name: str
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        config: GenerationConfig,
+        *,
+        prefix: str | None = None,
+    ) -> list[Generation]:
+        """Continue each prompt. When ``prefix`` is given every prompt must start with it; its
+        key/value cache is computed once per process and reused (the in-context demonstrations)."""
+        ...
+
+    def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
+        """Log-probability of each option's first token right after each prompt (prompting estimator)."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def info(self) -> dict: ...

