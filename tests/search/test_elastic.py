@@ -1,0 +1,98 @@
+"""The Elasticsearch adapter end to end against noida-db (an ES REST emulator) on loopback, and
+against a real cluster when SEAKR_ES_URL is set (e.g. http://localhost:9200/seakr-test)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import shared_path
+from seakr.search import SearchError, open_engine
+from seakr.search.corpora import read_corpus
+from seakr.search.elastic import ElasticEngine
+from seakr.search.tantivy_engine import TantivyEngine
+
+pytestmark = pytest.mark.es
+
+
+@pytest.fixture(scope="module")
+def noida(tmp_path_factory):
+    noida_db = pytest.importorskip("noida_db")
+    binary = os.path.join(os.path.dirname(noida_db.__file__), "noida-db")
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    data = tmp_path_factory.mktemp("noida")
+    proc = subprocess.Popen([binary, "start", "--only", "elasticsearch", "--host", "127.0.0.1",
+                             "--data-dir", str(data), "--elasticsearch-port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("noida-db did not start")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def fixture_corpus():
+    return list(read_corpus(shared_path("corpus", "wiki_filler1000.flashrag.jsonl")))[:400]
+
+
+QUERIES = ["history of the roman empire", "who won the football world cup", "american civil war general",
+           "largest city of the country", "novel written by the english author", "river that flows into the sea",
+           "album released by the rock band", "capital of the province", "olympic games gold medal", "university founded"]
+
+
+def test_adapter_matches_tantivy_top3(noida, fixture_corpus, tmp_path):
+    es = open_engine(f"{noida}/fixture")
+    assert isinstance(es, ElasticEngine)
+    es.create()
+    st = es.ingest(fixture_corpus + fixture_corpus[:5])  # duplicates are dropped client-side
+    assert st["sent"] == 400 and st["duplicates"] == 5 and es.count() == 400
+    ta = TantivyEngine.build(fixture_corpus, tmp_path / "t")
+    agree = 0
+    for q, hits in zip(QUERIES, es.search_many(QUERIES, 3)):
+        mine = ta.search(q, 3)
+        agree += [h.id for h in hits] == [h.id for h in mine]
+        for a, b in zip(hits, mine):
+            if a.id == b.id:  # same BM25 up to Porter vs Porter2 stemming of a few words
+                assert a.score == pytest.approx(b.score, rel=0.1)
+    assert agree >= 8, f"top-3 agreed on {agree}/10 queries"
+    assert es.metadata()["doc_count"] == 400
+
+
+def test_existing_index_needs_overwrite(noida):
+    es = open_engine(f"{noida}/again")
+    es.create()
+    with pytest.raises(SearchError, match="index exists"):
+        es.create()
+    es.create(overwrite=True)
+
+
+def test_bad_urls_and_dead_servers():
+    with pytest.raises(SearchError, match="index name in the URL path"):
+        open_engine("http://127.0.0.1:9")
+    dead = open_engine("http://127.0.0.1:9/idx", timeout=0.5, max_retries=0)
+    with pytest.raises(SearchError, match="search failed"):
+        dead.search("x")
+
+
+@pytest.mark.skipif(not os.environ.get("SEAKR_ES_URL"), reason="set SEAKR_ES_URL=http://host:9200/INDEX for a live cluster")
+def test_live_cluster(fixture_corpus):
+    es = open_engine(os.environ["SEAKR_ES_URL"])
+    es.create(overwrite=True)
+    es.ingest(fixture_corpus)
+    assert es.count() == len(fixture_corpus)
+    assert len(es.search(QUERIES[0], 3)) == 3

@@ -1,0 +1,152 @@
+"""The embedded engine: build, search, reopen, incremental add, atomicity, corruption, BM25 parity."""
+
+import json
+import math
+import os
+from collections import Counter
+
+import pytest
+
+from seakr.search import Passage, SearchError, open_engine
+from seakr.search.corpora import read_corpus
+from seakr.search.tantivy_engine import MANIFEST, TantivyEngine, analyzer
+
+DOCS = [
+    Passage("1", "Paris", "Paris is the capital and most populous city of France."),
+    Passage("2", "Lyon", "Lyon is the third-largest city of France, on the Rhone."),
+    Passage("3", "Berlin", "Berlin is the capital and largest city of Germany."),
+    Passage("4", "France", "France is a country in Western Europe whose capital is Paris. Paris Paris."),
+    Passage("5", "Seine", "The Seine is a river that flows through Paris to the English Channel."),
+]
+
+
+@pytest.fixture
+def idx(tmp_path):
+    return TantivyEngine.build(DOCS, tmp_path / "idx")
+
+
+def test_build_search_reopen(idx, tmp_path):
+    hits = idx.search("capital of France", 3)
+    assert len(hits) == 3 and hits[0].score >= hits[1].score >= hits[2].score
+    assert hits[0].id in {"1", "4"}
+    again = open_engine(str(tmp_path / "idx"))
+    assert [h.id for h in again.search("capital of France", 3)] == [h.id for h in hits]
+    assert again.count() == 5 and again.verify()
+    assert idx.search("the of and", 3) == []  # only stop words: nothing to match
+    assert idx.search_many(["Berlin", "Seine river"], 1)[1][0].id == "5"
+
+
+def _smallfloat_roundtrip(n):
+    # Lucene's SmallFloat.intToByte4/byte4ToInt (document-length quantisation shared by tantivy).
+    free = 24
+    def long_to_int4(i):
+        bits = i.bit_length()
+        if bits < 4:
+            return i
+        shift = bits - 4
+        return ((i >> shift) & 7) | ((shift + 1) << 3)
+    def int4_to_long(i):
+        bits, shift = i & 7, (i >> 3) - 1
+        return bits if shift < 0 else (bits | 8) << shift
+    if n < free:
+        return n
+    return free + int4_to_long(long_to_int4(n - free))
+
+
+def test_bm25_scores_match_independent_lucene_formula_times_es_scale(idx):
+    an = analyzer()
+    fields = {f: [an.analyze(getattr(d, f)) for d in DOCS] for f in ("title", "text")}
+    N = len(DOCS)
+
+    def field_score(f, i, terms):
+        toks = fields[f][i]
+        avg = sum(len(t) for t in fields[f]) / N
+        dl = _smallfloat_roundtrip(len(toks))
+        tf = Counter(toks)
+        s = 0.0
+        for t in terms:
+            n = sum(1 for d in fields[f] if t in d)
+            if tf[t] == 0:
+                continue
+            idf = math.log(1 + (N - n + 0.5) / (n + 0.5))
+            s += 2.2 * idf * tf[t] / (tf[t] + 1.2 * (1 - 0.75 + 0.75 * dl / avg))
+        return s
+
+    for q in ["capital of France", "Paris river", "largest city Germany"]:
+        terms = an.analyze(q)
+        expect = {}
+        for i, d in enumerate(DOCS):
+            a, b = field_score("title", i, terms), field_score("text", i, terms)
+            if a or b:
+                expect[d.id] = max(a, b) + 0.5 * min(a, b)  # dis_max, tie_breaker 0.5
+        got = {h.id: h.score for h in idx.search(q, 10)}
+        assert set(got) == set(expect)
+        for k in got:
+            assert got[k] == pytest.approx(expect[k], rel=1e-5), (q, k)
+
+
+def test_incremental_add_skips_known_ids(idx):
+    st = idx.add([Passage("6", "Rome", "Rome is the capital of Italy."), Passage("1", "dup", "ignored")])
+    assert st["added"] == 1 and st["duplicates"] == 1
+    assert idx.count() == 6 and idx.search("Italy", 1)[0].id == "6"
+    assert TantivyEngine(idx.path).verify()
+
+
+def test_duplicate_ids_first_wins_and_counted(tmp_path):
+    e = TantivyEngine.build(DOCS + [Passage("1", "Other", "A different Paris text")], tmp_path / "d")
+    assert e.count() == 5 and e.manifest["duplicates_skipped"] == 1
+
+
+def test_failed_build_leaves_nothing_and_keeps_the_old_index(idx, tmp_path):
+    def broken():
+        yield DOCS[0]
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        TantivyEngine.build(broken(), tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".")]
+    with pytest.raises(RuntimeError):
+        TantivyEngine.build(broken(), tmp_path / "idx", overwrite=True)
+    assert TantivyEngine(tmp_path / "idx").count() == 5  # untouched
+    with pytest.raises(SearchError, match="already exists"):
+        TantivyEngine.build(DOCS, tmp_path / "idx")
+
+
+def test_missing_foreign_corrupt_and_partial_indexes(idx, tmp_path):
+    with pytest.raises(SearchError, match="no index here"):
+        TantivyEngine(tmp_path / "nothing")
+    (tmp_path / "foreign").mkdir()
+    with pytest.raises(SearchError, match="not a seakr index"):
+        TantivyEngine(tmp_path / "foreign")
+    m = json.loads((idx.path / MANIFEST).read_text())
+    (idx.path / MANIFEST).write_text(json.dumps(dict(m, format="other/9")))
+    with pytest.raises(SearchError, match="foreign index format"):
+        TantivyEngine(idx.path)
+    (idx.path / MANIFEST).write_text(json.dumps(dict(m, doc_count=7)))
+    with pytest.raises(SearchError, match="holds 5 documents but its manifest says 7"):
+        TantivyEngine(idx.path)
+    (idx.path / MANIFEST).write_text(json.dumps(dict(m, checksum="0" * 64)))
+    with pytest.raises(SearchError, match="checksum mismatch"):
+        TantivyEngine(idx.path).verify()
+    (idx.path / MANIFEST).write_text("{not json")
+    with pytest.raises(SearchError, match="corrupt manifest"):
+        TantivyEngine(idx.path)
+    (idx.path / MANIFEST).write_text(json.dumps(m))
+    (idx.path / "meta.json").write_text("garbage")
+    with pytest.raises(SearchError, match="corrupt tantivy index"):
+        TantivyEngine(idx.path)
+
+
+def test_pooled_shared_corpus_recall(tmp_path):
+    from conftest import shared_path
+
+    hp = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    filler = shared_path("corpus", "wiki_filler1000.flashrag.jsonl")
+    e = TantivyEngine.build((p for s in (hp, filler) for p in read_corpus(s)), tmp_path / "pool")
+    hit = 0
+    qs = [json.loads(l) for l in open(hp)]
+    for q in qs:
+        gold = set(q["supporting_facts"]["title"])
+        hit += any(h.title in gold for h in e.search(q["question"], 5))
+    assert hit / len(qs) >= 0.9
