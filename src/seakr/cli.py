@@ -26,6 +26,15 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
 
 
+def _add_method_args(p, methods) -> None:
+    p.add_argument("--index", default=None, help="index directory or http(s)://host:9200/INDEX")
+    p.add_argument("--method", default="seakr", choices=list(methods))
+    p.add_argument("--delta", type=float, default=None, help="SeaKR threshold (default: calibration file)")
+    p.add_argument("--prompt-set", default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="any method option, e.g. estimator=energy rerank=engine max_steps=4 (repeatable)")
+
+
 def _load(args):
     from .models import load_model
 
@@ -127,6 +136,50 @@ def cmd_search(args) -> int:
     return 0
 
 
+def parse_options(pairs: list[str]) -> dict:
+    """``--option key=value`` pairs; values parsed as JSON when they look like it (numbers, true, null)."""
+    out = {}
+    for kv in pairs or []:
+        if "=" not in kv:
+            raise CLIError(f"--option expects key=value, got {kv!r}")
+        k, v = kv.split("=", 1)
+        try:
+            out[k.strip().replace("-", "_")] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k.strip().replace("-", "_")] = v
+    return out
+
+
+def _method_from_args(args, lm=None):
+    from .methods import build_method
+    from .search import open_engine
+
+    opts = parse_options(args.option)
+    if args.delta is not None:
+        opts["delta"] = args.delta
+    if getattr(args, "prompt_set", None):
+        opts["prompt_set"] = args.prompt_set
+    lm = lm or _load(args)
+    engine = open_engine(args.index) if args.index else None
+    return build_method(args.method, lm, engine, **opts)
+
+
+def cmd_ask(args) -> int:
+    m = _method_from_args(args)
+    print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    ans = m.answer(args.question)
+    if args.html:
+        from .serve.render import write_answer_html
+
+        write_answer_html(ans, args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(ans.to_dict()))
+    else:
+        print(ans.summary())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -148,7 +201,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_uncertainty)
 
+    from .methods import METHODS
     from .search.corpora import FORMATS
+
+    p = sub.add_parser("ask", help="answer one question with SeaKR or a baseline, printing the trace")
+    _add_model_args(p)
+    _add_method_args(p, METHODS)
+    p.add_argument("question")
+    p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
+    p.add_argument("--html", default=None, help="also write the trace viewer page for this answer")
+    p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)

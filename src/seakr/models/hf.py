@@ -200,6 +200,28 @@ class HFLanguageModel:
         return len(ids), 0, cache, out.logits[0, -1].float()
 
     # ---------------------------------------------------------------- API
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """The text each token contributes (for aligning token probabilities to words)."""
+        out, prev = [], ""
+        for i in range(len(ids)):  # decode prefixes: robust to multi-byte and space-marker tokens
+            cur = self.tokenizer.decode(list(ids[: i + 1]), skip_special_tokens=True)
+            out.append(cur[len(prev):] if cur.startswith(prev) else self.tokenizer.decode([ids[i]]))
+            prev = cur
+        return out
+
+    def attention(self, text: str) -> tuple[list[int], "np.ndarray"]:
+        """Token ids of ``text`` and the last layer's attention averaged over heads, (T, T) (DRAGIN)."""
+        torch = self._torch
+        ids = self.encode(text, special=False)
+        impl = self.model.config._attn_implementation
+        self.model.config._attn_implementation = "eager"  # the only implementation that returns weights
+        try:
+            with torch.inference_mode():
+                out = self.model(input_ids=torch.tensor([ids]), output_attentions=True, use_cache=False)
+        finally:
+            self.model.config._attn_implementation = impl
+        return ids, out.attentions[-1][0].float().mean(0).numpy()
+
     def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
         torch = self._torch
         res = []

@@ -1,0 +1,19 @@
+"""Methods: SeaKR and the paper's baselines over the three protocols (model, engine, estimator)."""
+
+from .base import Method, MethodConfig
+from .baselines import CoT, DRAGIN, FLARE, IRCoT, SingleRetrieval
+from .seakr import SeaKR, SeaKRConfig
+from .trace import Answer
+
+METHODS: dict[str, type[Method]] = {m.name: m for m in (SeaKR, CoT, SingleRetrieval, IRCoT, FLARE, DRAGIN)}
+
+
+def build_method(name: str, lm, engine=None, **options) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+    cls = METHODS[name]
+    return cls(lm, engine, **options)
+
+
+__all__ = ["METHODS", "Answer", "CoT", "DRAGIN", "FLARE", "IRCoT", "Method", "MethodConfig", "SeaKR", "SeaKRConfig",
+           "SingleRetrieval", "build_method"]

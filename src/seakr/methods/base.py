@@ -1,0 +1,209 @@
+"""What every method shares: its config, the model-call helper that scores uncertainty, answering."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from .. import uncertainty as U
+from ..models.base import GenerationConfig, LanguageModel
+from ..prompts import MARKER, PromptBuilder
+from ..search.base import Passage, SearchEngine
+from .text import extract_answer, is_unknown
+from .trace import Answer, Tracer
+
+#: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
+STEP_STOPS = (". ", ".\n", "\n", "\nQuestion:", "\nContext")
+#: Stop strings of a whole answer (final reasoning / CoT).
+ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n")
+#: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
+PAPER_DELTA = -6.0
+
+
+@dataclass
+class MethodConfig:
+    """Knobs shared by every method; each field documents where its default comes from."""
+
+    # sampling of every model call (reference: n=20, T=1, top-k 50, top-p 0.9, 100 tokens, seed 42)
+    k: int = 20
+    temperature: float = 1.0
+    top_k: int = 50
+    top_p: float = 0.9
+    max_new_tokens: int = 100
+    seed: int = 42
+    # uncertainty
+    estimator: str = "eigen"  # eigen | eigen-inside | prompt | perplexity | multi-perplexity | ln-entropy | energy
+    alpha: float = 1e-3
+    # retrieval
+    n_candidates: int = 3  # N: passages per retrieval
+    max_steps: int = 7  # reference README
+    max_passages: int = 5  # reference max_docs
+    query_max_words: int = 64
+    # prompts
+    prompt_set: str = "hotpotqa"
+    n_shot: int | None = None
+    prompt_style: str = "plain"
+    titles: bool = False
+    marker: str = MARKER
+
+    def to_dict(self) -> dict:
+        return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(sorted(unknown))}")
+        vals = {k: (float(v) if isinstance(v, str) and v in ("inf", "-inf") else v) for k, v in d.items()}
+        return cls(**vals)
+
+    def replace(self, **kw):
+        return self.from_dict({**asdict(self), **kw})
+
+
+def calibration_path(model_info: dict) -> Path:
+    from ..models.registry import cache_root
+
+    name = str(model_info.get("model", "model")).replace("/", "_")
+    return cache_root() / "calibration" / f"{name}-L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}.json"
+
+
+def default_delta(model_info: dict, estimator: str) -> tuple[float, str]:
+    """The threshold for this model/layer/estimator: its calibration file if one exists, else the
+    packaged measurement (methods/deltas.json), else the paper's -6 (eigen only)."""
+    p = calibration_path(model_info)
+    if p.exists():
+        d = json.loads(p.read_text())
+        if estimator in d.get("delta", {}):
+            return float(d["delta"][estimator]), str(p)
+    packaged = json.loads((Path(__file__).parent / "deltas.json").read_text())
+    key = f"{model_info.get('model')}:L{model_info.get('state_layer')}:{model_info.get('state_source', 'mlp')}"
+    if estimator in packaged.get(key, {}):
+        return float(packaged[key][estimator]), f"packaged:{key}"
+    if estimator in ("eigen",):
+        return PAPER_DELTA, "paper"
+    raise ValueError(f"no threshold for estimator {estimator!r} on {key}: pass delta= or run `seakr calibrate`")
+
+
+class Method:
+    """Base class: holds the model, the engine and the prompt builder; one public ``answer``."""
+
+    name = "method"
+    Config = MethodConfig
+
+    def __init__(self, lm: LanguageModel, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
+        self.lm, self.engine = lm, engine
+        self.config = (config or self.Config()).replace(**overrides) if overrides else (config or self.Config())
+        c = self.config
+        if c.estimator not in U.ESTIMATORS:
+            raise ValueError(f"unknown estimator {c.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
+        self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style, getattr(lm, "tokenizer", None),
+                                     c.titles, c.marker)
+
+    # ------------------------------------------------------------------ model calls
+    def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None) -> GenerationConfig:
+        c = self.config
+        need = U.NEEDS[c.estimator]
+        n = c.k if (sampled and need == "samples") else 0
+        return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
+                                max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), seed=c.seed,
+                                with_states=n > 0 and c.estimator.startswith("eigen"))
+
+    def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str],
+             scored: bool = True, questions: Sequence[str] = (), max_new: int | None = None) -> list[tuple]:
+        """Generate for several prompts in one batched call; return [(generation, U or None)]."""
+        t = time.perf_counter()
+        gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new), prefix=prefix)
+        us: list[float | None] = []
+        for i, (p, g) in enumerate(zip(prompts, gens)):
+            u = None
+            if scored:
+                if self.config.estimator == "prompt":
+                    q = questions[i] if i < len(questions) else tr.question
+                    lp = self.lm.next_token_logprobs([p + U.SUFFICIENCY_QUESTION.format(question=q)], [" Yes", " No"])[0]
+                    u = U.prompt_score(lp[" Yes"], lp[" No"])
+                else:
+                    u = U.score(self.config.estimator, g, self.config.alpha)
+                if g.greedy is not None and not g.greedy.text.strip():
+                    u = U.UNCERTAIN  # an empty step is a failed step (reference: +inf)
+            us.append(u)
+        dt = time.perf_counter() - t
+        for p, g, u in zip(prompts, gens, us):
+            tr.model_call(purpose, p, g, u, dt / len(gens))
+        return list(zip(gens, us))
+
+    def search(self, tr: Tracer, query: str, k: int) -> list[Passage]:
+        if self.engine is None:
+            raise ValueError(f"method {self.name!r} needs a search engine (pass --index)")
+        t = time.perf_counter()
+        hits = self.engine.search(query, k)
+        tr.retrieval(query, hits, time.perf_counter() - t)
+        return hits
+
+    # ------------------------------------------------------------------ answering
+    def answer_prompt(self, tr: Tracer, question: str, steps: Sequence[str], passages: Sequence, purpose: str,
+                      scored: bool = True) -> dict:
+        """A full answer (CoT) from (steps, passages); forced with the marker when the model gives none.
+        Returns {answer, u, text, forced}. The U is the one of the call that produced the answer
+        (the forced call when forcing happened, as the reference does)."""
+        prompt, prefix = self.prompts.render(question, steps, passages)
+        (g, u), = self.call(tr, purpose, [prompt], prefix, ANSWER_STOPS, scored)
+        text = g.greedy.text
+        ans = extract_answer(text)
+        forced = False
+        if ans is None:
+            tail = (" " + text.strip() if text.strip() else "") + f" {self.config.marker}"
+            p2, _ = self.prompts.render(question, steps, passages, tail=tail)
+            (g2, u2), = self.call(tr, purpose + "/forced", [p2], prefix, ANSWER_STOPS, scored, max_new=32)
+            ans = extract_answer(f"the answer is {g2.greedy.text}") or g2.greedy.text.strip()
+            text, u, forced = text + tail + g2.greedy.text, u2, True
+        return {"answer": ans or "", "u": u, "text": text, "forced": forced}
+
+    def answer(self, question: str) -> Answer:
+        tr = Tracer(question, self.name)
+        ans = self._run(question, tr)
+        return Answer(question, ans, self.name, tr.to_dict(), self.describe())
+
+    def _run(self, question: str, tr: Tracer) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        info = self.lm.info() if hasattr(self.lm, "info") else {}
+        eng = self.engine.metadata() if self.engine is not None else None
+        return {"method": self.name, "config": self.config.to_dict(), "prompt": self.prompts.to_dict(),
+                "model": {k: info.get(k) for k in ("model", "dtype", "state_layer", "state_source", "threads")},
+                "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
+
+
+def final_from_steps(steps: Sequence[str]) -> str | None:
+    for s in reversed(steps):
+        a = extract_answer(s)
+        if a is not None:
+            return a
+    return None
+
+
+def pick(rationale: dict, knowledge: dict) -> str:
+    """Self-aware reasoning (reference compare_answer): "unknown"/empty defers to the other answer;
+    else the lower U wins; a tie goes to the knowledge answer."""
+    ra, ka = rationale.get("answer"), knowledge.get("answer")
+    if is_unknown(ra) and not is_unknown(ka):
+        return "knowledge"
+    if is_unknown(ka) and not is_unknown(ra):
+        return "rationale"
+    ru = rationale.get("u")
+    ku = knowledge.get("u")
+    ru = math.inf if ru is None else ru
+    ku = math.inf if ku is None else ku
+    return "rationale" if ru < ku else "knowledge"
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false")

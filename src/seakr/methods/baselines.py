@@ -1,0 +1,221 @@
+"""The paper's baselines on the same model, engine and prompts.
+
+cot     chain of thought, no retrieval (paper: "similar prompts as SeaKR without retrieval")
+single  standard RAG: top-N passages for the question, then a chain of thought over them
+ircot   retrieve at every step with the last sentence as the query (the question first), keep top-1
+flare   FLARE re-implemented step-wise (as the paper did for multi-hop QA): a tentative sentence with
+        any token below probability theta triggers retrieval with that sentence minus its
+        low-probability words as the query; the sentence is regenerated with the top-N passages
+dragin  DRAGIN: RIND trigger (last-layer attention x token entropy x sentence length on content
+        words, threshold tau) and QFS query (the content words most attended by the flagged words,
+        top keep_top_k, in text order); regenerate and keep the first sentence
+Self-RAG needs its fine-tuned checkpoint, which cannot be obtained here: not implemented.
+
+Baselines generate greedily (no samples): their decisions use token probabilities, not U.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import ANSWER_STOPS, STEP_STOPS, Method, MethodConfig, final_from_steps
+from .text import QUERY_STOPWORDS, align_words, content_words, has_answer, mask_low_prob
+from .trace import Step, Tracer
+
+
+class _Greedy(Method):
+    """Baselines never sample: force n=0 whatever the estimator says."""
+
+    def gen_config(self, stops, sampled, max_new=None):
+        return super().gen_config(stops, False, max_new)
+
+    def call(self, tr, purpose, prompts, prefix, stops, scored=False, questions=(), max_new=None):
+        return super().call(tr, purpose, prompts, prefix, stops, False, questions, max_new)
+
+    def _finish(self, question: str, tr: Tracer, steps: list[str], passages: list) -> str:
+        """Answer from the steps when they contain one; else force it after the steps."""
+        ans = final_from_steps(steps)
+        if ans is not None:
+            tr.final = {"choice": "last step", "answer": ans}
+            return ans
+        body = [s for s in steps if s.strip()]
+        prompt, prefix = self.prompts.render(question, body, passages, tail=f" {self.config.marker}")
+        (g, _), = self.call(tr, "final/forced", [prompt], prefix, ANSWER_STOPS, max_new=32)
+        from .text import extract_answer
+
+        ans = extract_answer(f"the answer is {g.greedy.text}") or ""
+        tr.final = {"choice": "forced", "answer": ans}
+        return ans
+
+
+class CoT(_Greedy):
+    name = "cot"
+
+    def _run(self, question, tr):
+        r = self.answer_prompt(tr, question, [], [], "cot", scored=False)
+        tr.steps.append(Step(index=0, text=r["text"].strip()))
+        tr.final = {"choice": "cot", **r}
+        return r["answer"]
+
+
+class SingleRetrieval(_Greedy):
+    name = "single"
+
+    def _run(self, question, tr):
+        hits = self.search(tr, question, self.config.n_candidates)
+        r = self.answer_prompt(tr, question, [], hits, "single", scored=False)
+        tr.steps.append(Step(index=0, retrieved=True, query=question, text=r["text"].strip(),
+                             kept={"ids": [h.id for h in hits], "title": ", ".join(h.title for h in hits)}))
+        tr.final = {"choice": "single", **r}
+        return r["answer"]
+
+
+class IRCoT(_Greedy):
+    name = "ircot"
+
+    def _run(self, question, tr):
+        c = self.config
+        steps, kept = [], []
+        query = question
+        for i in range(c.max_steps):
+            st = Step(index=i, retrieved=True, query=query)
+            tr.steps.append(st)
+            known = {p.id for p in kept}
+            new = [h for h in self.search(tr, query, c.n_candidates) if h.id not in known][:1]
+            if new and len(kept) < c.max_passages:
+                kept.append(new[0])
+                st.kept = {"id": new[0].id, "title": new[0].title, "score": new[0].score}
+            prompt, prefix = self.prompts.render(question, steps, kept)
+            (g, _), = self.call(tr, "step", [prompt], prefix, STEP_STOPS)
+            st.text = g.greedy.text.strip()
+            if not st.text:
+                break
+            steps.append(st.text)
+            if has_answer(st.text):
+                break
+            query = st.text
+        return self._finish(question, tr, steps, kept)
+
+
+@dataclass
+class FLAREConfig(MethodConfig):
+    theta: float = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
+
+
+class FLARE(_Greedy):
+    name = "flare"
+    Config = FLAREConfig
+
+    def _run(self, question, tr):
+        c = self.config
+        steps, ctx = [], []
+        for i in range(c.max_steps):
+            st = Step(index=i, threshold=1 - c.theta)  # shown as U > threshold, like SeaKR's
+            tr.steps.append(st)
+            prompt, prefix = self.prompts.render(question, steps, ctx)
+            (g, _), = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)
+            st.pseudo = st.text = g.greedy.text.strip()
+            probs = np.exp(g.greedy.logprobs) if g.greedy.logprobs else np.array([0.0])
+            st.u = float(1 - probs.min())  # trigger score: 1 - min token probability
+            if probs.min() < c.theta and st.pseudo:
+                words = align_words(self.lm.token_strings(g.greedy.token_ids), g.greedy.logprobs)
+                st.query = mask_low_prob(words, c.theta, question, c.query_max_words)
+                hits = self.search(tr, st.query, c.n_candidates)
+                if hits:
+                    ctx = hits  # FLARE conditions the regeneration on the latest retrieval
+                    st.retrieved = True
+                    st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
+                    prompt, prefix = self.prompts.render(question, steps, ctx)
+                    (g2, _), = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)
+                    st.text = g2.greedy.text.strip()
+            if not st.text:
+                break
+            steps.append(st.text)
+            if has_answer(st.text):
+                break
+        return self._finish(question, tr, steps, ctx)
+
+
+@dataclass
+class DRAGINConfig(MethodConfig):
+    tau: float = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
+    keep_top_k: int = 25  # QFS: content words kept in the query
+
+
+class DRAGIN(_Greedy):
+    name = "dragin"
+    Config = DRAGINConfig
+
+    def _rind(self, g):
+        """Per-word RIND scores of a generated sentence: normalised max attention received (last
+        layer, over the sentence alone) x mean token entropy x number of words; content words only."""
+        ids = g.greedy.token_ids
+        pieces = self.lm.token_strings(ids)
+        words = align_words(pieces, g.greedy.logprobs)
+        if not words:
+            return words, []
+        text = "".join(pieces)
+        att_ids, att = self.lm.attention(text)
+        n = min(len(att_ids), len(ids))
+        received = np.zeros(len(ids))
+        for j in range(n):
+            later = att[j + 1 : n, j] if j + 1 < n else att[j : j + 1, j]
+            received[j] = later.max() if later.size else 0.0
+        wa = np.array([received[w.tokens].sum() for w in words])
+        wa = wa / wa.sum() if wa.sum() > 0 else wa
+        ent = np.array([np.mean([g.greedy.entropies[t] for t in w.tokens if t < len(g.greedy.entropies)] or [0.0]) for w in words])
+        scores = wa * ent * len(words)
+        real = np.array([w.text.lower() not in QUERY_STOPWORDS for w in words])
+        return words, list(np.where(real, scores, 0.0))
+
+    def _qfs(self, question: str, steps: list[str], sentence: str, flagged: list[str]) -> str:
+        """Content words of (question + accepted steps) weighted by the attention of the flagged words."""
+        before = " ".join([question] + steps)
+        text = f"{before} {sentence}"
+        ids, att = self.lm.attention(text)
+        pieces = self.lm.token_strings(ids)
+        words = align_words(pieces, [0.0] * len(pieces))
+        cut = len(before)
+        flagged_l = {f.lower() for f in flagged}
+        rows = [t - 1 for w in words if w.start >= cut and w.text.lower() in flagged_l for t in w.tokens if t > 0]
+        if not rows:
+            return " ".join(content_words(question))
+        weight = att[rows].mean(0)
+        cands = [(float(weight[w.tokens].sum()), w.start, w.text) for w in words
+                 if w.start < cut and w.text.lower() not in QUERY_STOPWORDS and w.text.lower() not in flagged_l]
+        top = sorted(cands, reverse=True)[: self.config.keep_top_k]
+        return " ".join(t for _, _, t in sorted(top, key=lambda x: x[1]))
+
+    def _run(self, question, tr):
+        c = self.config
+        steps, ctx = [], []
+        for i in range(c.max_steps):
+            st = Step(index=i, threshold=c.tau)
+            tr.steps.append(st)
+            prompt, prefix = self.prompts.render(question, steps, ctx)
+            (g, _), = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)
+            st.pseudo = st.text = g.greedy.text.strip()
+            if st.pseudo:
+                t0 = time.perf_counter()
+                words, scores = self._rind(g)
+                st.u = float(max(scores)) if scores else 0.0
+                flagged = [w.text for w, s in zip(words, scores) if s > c.tau]
+                tr.stage("rind", time.perf_counter() - t0)
+                if flagged:
+                    st.query = self._qfs(question, steps, st.pseudo, flagged)
+                    hits = self.search(tr, st.query, c.n_candidates)
+                    if hits:
+                        ctx, st.retrieved = hits, True
+                        st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
+                        prompt, prefix = self.prompts.render(question, steps, ctx)
+                        (g2, _), = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)
+                        st.text = g2.greedy.text.strip()
+            if not st.text:
+                break
+            steps.append(st.text)
+            if has_answer(st.text):
+                break
+        return self._finish(question, tr, steps, ctx)

@@ -1,0 +1,135 @@
+"""Text helpers shared by the methods: answer extraction, token->word alignment, query building."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..search.base import LUCENE_ENGLISH_STOPWORDS
+
+# Function words dropped from queries (stand-in for the reference's spaCy POS filter, which keeps
+# NOUN/ADJ/VERB/PROPN/NUM/ADV; we avoid a spaCy model download by filtering a stop list instead).
+QUERY_STOPWORDS = frozenset(LUCENE_ENGLISH_STOPWORDS) | {
+    "so", "thus", "answer", "was", "were", "has", "had", "have", "he", "she", "his", "her", "its", "which",
+    "who", "whom", "what", "when", "where", "why", "how", "did", "do", "does", "been", "being", "from",
+    "also", "than", "both", "after", "before", "about", "i", "we", "you", "our", "my", "me", "him", "them",
+    "s", "would", "could", "should", "can", "may", "one", "first", "born",
+}
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
+_ANSWER = re.compile(r"the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
+_IS_THE_ANSWER = re.compile(r"(?:^|[.!?]\s+)([^.!?]+?)\s+is the answer", re.IGNORECASE)
+
+
+def extract_answer(text: str) -> str | None:
+    """Text after "the answer is" up to the end of that sentence; None when there is no answer.
+
+    Unlike the reference, we do not cut at the first comma: "August 25, 1963" and "15,140" stay whole.
+    A sentence ends at a period followed by whitespace, at a newline, or at the end of the text.
+    """
+    if not text:
+        return None
+    m = None
+    for m in _ANSWER.finditer(text):
+        break
+    if m is not None:
+        rest = text[m.end():].split("\n", 1)[0]
+        ans = _first_sentence(rest).strip().rstrip(".").strip().strip('"').strip()
+        return ans or None
+    m2 = _IS_THE_ANSWER.search(text)
+    if m2:
+        ans = re.sub(r"^(?:so|thus|therefore|hence|then)\b[,:]?\s*", "", m2.group(1).strip(), flags=re.IGNORECASE)
+        return ans or None
+    return None
+
+
+_ABBREV = {"st", "dr", "mr", "mrs", "ms", "jr", "sr", "mt", "ft", "vs", "no", "co", "inc", "ltd", "prof", "gen",
+           "col", "lt", "sgt", "rev", "u.s", "d.c", "u.k", "e.g", "i.e", "etc", "ca", "op", "vol", "feat"}
+
+
+def _first_sentence(s: str) -> str:
+    """Up to the first period that ends a sentence (not an abbreviation or an initial)."""
+    for m in re.finditer(r"\.(?=\s|$)", s):
+        word = re.findall(r"[\w.]+$", s[: m.start()])
+        w = word[0].lower() if word else ""
+        if w in _ABBREV or (len(w) == 1 and w.isalpha()) or "." in w.rstrip("."):
+            if m.end() < len(s.rstrip()):
+                continue
+        return s[: m.start()]
+    return s
+
+
+def has_answer(text: str) -> bool:
+    return extract_answer(text) is not None
+
+
+def is_unknown(ans: str | None) -> bool:
+    return ans is None or not ans.strip() or "unknown" in ans.lower()
+
+
+def drop_answer_sentence(step: str) -> str:
+    """The step without its "the answer is ..." sentence (rationale-based final reasoning)."""
+    m = _ANSWER.search(step)
+    if not m:
+        return step
+    head = step[: m.start()]
+    head = re.sub(r"\bso\s*$", "", head.rstrip(), flags=re.IGNORECASE)
+    return head.strip().rstrip(",;").strip()
+
+
+@dataclass
+class Word:
+    text: str
+    start: int
+    tokens: list[int]  # indices into the token list
+    min_p: float
+
+
+def align_words(pieces: Sequence[str], logprobs: Sequence[float]) -> list[Word]:
+    """Group tokens into words by character offsets; a word's confidence is its least likely token."""
+    text, starts = "", []
+    for p in pieces:
+        starts.append(len(text))
+        text += p
+    ends = [s + len(p) for s, p in zip(starts, pieces)]
+    words = []
+    for m in _WORD.finditer(text):
+        toks = [i for i in range(len(pieces)) if starts[i] < m.end() and ends[i] > m.start()]
+        if not toks:
+            continue
+        ps = [math.exp(logprobs[i]) for i in toks if i < len(logprobs)]
+        words.append(Word(m.group(0), m.start(), toks, min(ps) if ps else 0.0))
+    return words
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text) if w.lower() not in QUERY_STOPWORDS]
+
+
+def build_query(words: Sequence[Word], question: str, previous: str = "", keep_p: float = 0.9,
+                max_words: int = 64) -> tuple[str, list[str]]:
+    """SeaKR's query (paper §3.1, FLARE-style): the pseudo-generated step minus its low-confidence
+    words. A word stays when it appears in the question or the previous step, or all its tokens have
+    p >= keep_p; stop words go. Empty -> the question's content words. Returns (query, dropped words)."""
+    ql, pl = question.lower(), previous.lower()
+    kept, dropped = [], []
+    for w in words:
+        lw = w.text.lower()
+        if lw in QUERY_STOPWORDS:
+            continue
+        if lw in ql or (pl and lw in pl) or w.min_p >= keep_p:
+            kept.append(w.text)
+        else:
+            dropped.append(w.text)
+    if not kept:
+        kept = content_words(question)
+    return " ".join(kept[-max_words:]), dropped
+
+
+def mask_low_prob(words: Sequence[Word], theta: float, question: str, max_words: int = 64) -> str:
+    """FLARE's masked query: the tentative sentence without its tokens below probability theta."""
+    kept = [w.text for w in words if w.min_p >= theta and w.text.lower() not in QUERY_STOPWORDS]
+    if not kept:
+        kept = content_words(question)
+    return " ".join(kept[-max_words:])

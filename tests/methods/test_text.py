@@ -1,0 +1,67 @@
+"""Answer extraction and query construction on hand-checked examples."""
+
+import math
+
+import pytest
+
+from seakr.methods.base import pick
+from seakr.methods.text import (Word, align_words, build_query, drop_answer_sentence, extract_answer, is_unknown,
+                                mask_low_prob)
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("He died on that day. So the answer is August 25, 1963.", "August 25, 1963"),
+    ("So the answer is 15,140.", "15,140"),
+    ("So the answer is Prince Philip, Duke of Edinburgh.", "Prince Philip, Duke of Edinburgh"),
+    ("So the answer is St. Louis.", "St. Louis"),
+    ("So the answer is John F. Kennedy. He was president", "John F. Kennedy"),
+    ("So the answer is 3.5 million.", "3.5 million"),
+    ("the answer is: yes\nQuestion: next", "yes"),
+    ("So the final answer is Paris.", "Paris"),
+    ("Thus, Lyon is the answer.", "Lyon"),
+    ("No marker at all.", None),
+    ("", None),
+])
+def test_extract_answer(text, expected):
+    assert extract_answer(text) == expected
+
+
+def test_drop_answer_sentence():
+    assert drop_answer_sentence("Paris is in France. So the answer is Paris") == "Paris is in France."
+    assert drop_answer_sentence("So the answer is Paris") == ""
+    assert drop_answer_sentence("No answer here") == "No answer here"
+
+
+def test_align_words_min_probability():
+    pieces = [" Steven", " Spiel", "berg", " was", " born", " in", " Cincinnati", "."]
+    lps = [math.log(p) for p in (0.95, 0.99, 0.5, 0.99, 0.99, 0.99, 0.3, 0.9)]
+    words = align_words(pieces, lps)
+    assert [w.text for w in words] == ["Steven", "Spielberg", "was", "born", "in", "Cincinnati"]
+    assert words[1].tokens == [1, 2] and words[1].min_p == pytest.approx(0.5)
+
+
+def test_build_query_keeps_question_words_and_confident_words():
+    words = [Word("Steven", 0, [0], 0.95), Word("Spielberg", 7, [1], 0.5), Word("was", 17, [2], 0.99),
+             Word("born", 21, [3], 0.99), Word("in", 26, [4], 0.99), Word("Cincinnati", 29, [5], 0.3)]
+    q, dropped = build_query(words, "Where was the director of Jaws born?", previous="Jaws was directed by Steven Spielberg")
+    assert q == "Steven Spielberg"  # Spielberg is in the previous step; Cincinnati is unsure; stop words go
+    assert dropped == ["Cincinnati"]
+    q2, _ = build_query(words, "Where was the director of Jaws born?")
+    assert q2 == "Steven"
+    # nothing confident: fall back to the question's content words
+    q3, _ = build_query([Word("Cincinnati", 0, [0], 0.1)], "Where was the director of Jaws born?")
+    assert q3 == "director Jaws"
+
+
+def test_flare_mask():
+    words = [Word("Paris", 0, [0], 0.9), Word("1889", 6, [1], 0.05)]
+    assert mask_low_prob(words, 0.2, "When was the tower built?") == "Paris"
+
+
+def test_pick_rules():
+    assert pick({"answer": "A", "u": -7.0}, {"answer": "B", "u": -6.0}) == "rationale"
+    assert pick({"answer": "A", "u": -6.0}, {"answer": "B", "u": -6.0}) == "knowledge"  # tie -> knowledge
+    assert pick({"answer": "unknown", "u": -9.0}, {"answer": "B", "u": 1.0}) == "knowledge"
+    assert pick({"answer": "A", "u": 5.0}, {"answer": "", "u": -9.0}) == "rationale"
+    assert pick({"answer": "A", "u": None}, {"answer": "B", "u": 3.0}) == "knowledge"
+    assert is_unknown(None) and is_unknown(" ") and is_unknown("Unknown person") and not is_unknown("Lyon")
