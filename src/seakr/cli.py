@@ -180,6 +180,150 @@ def cmd_ask(args) -> int:
     return 0
 
 
+def _eval_setup(args, lm=None):
+    """Dataset, index (given or pooled+cached), and a method factory sharing one loaded model."""
+    from .eval.corpus import pooled_index
+    from .eval.datasets import load_dataset
+    from .prompts import family_for
+    from .progress import progress_bar
+
+    examples = load_dataset(args.data, args.layout)
+    full = examples
+    if args.limit:
+        examples = examples[: args.limit]
+    if not args.index:
+        with progress_bar("pooling the dataset's paragraphs into an index") as adv:
+            # pool over the whole file, not only the --limit subset: distractors of the others stay in
+            args.index = pooled_index(args.data, full, args.filler or [], progress=adv)
+        print(f"index: {args.index}", file=sys.stderr)
+    family = family_for(examples[0].dataset if examples else args.data)
+    lm = lm or _load(args)
+    return examples, family, lm
+
+
+def _run_one(args, lm, examples, family, method, options, out, name):
+    from .methods import build_method
+    from .progress import progress_bar
+    from .search import open_engine
+
+    opts = dict(options)
+    opts.setdefault("prompt_set", args.prompt_set or family)
+    if method == "seakr" and family == "simpleqa":
+        opts.setdefault("mode", "simple")
+    if args.delta is not None and method == "seakr":
+        opts.setdefault("delta", args.delta)
+    opts.setdefault("seed", args.seed)
+    m = build_method(method, lm, open_engine(args.index), **opts)
+    print(f"config[{name}]: " + json.dumps(m.describe()), file=sys.stderr)
+    from .eval.runner import run_eval
+
+    with progress_bar(f"{name}", total=len(examples)) as adv:
+        s = run_eval(m, examples, out, resume=args.resume, name=name, progress=adv,
+                     extra_config={"data": os.path.abspath(args.data), "limit": args.limit})
+    return s
+
+
+def cmd_eval(args) -> int:
+    from .eval.runner import summary_markdown
+
+    runs = []
+    if args.config:
+        import tomllib
+
+        try:
+            conf = tomllib.loads(open(args.config).read())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise CLIError(f"{args.config}: {e}")
+        for key in ("data", "model", "index", "limit", "out", "seed"):
+            if key in conf and getattr(args, key, None) in (None, DEFAULTS.get(key)):
+                setattr(args, key, conf[key])
+        for i, r in enumerate(conf.get("run", [])):
+            if "method" not in r:
+                raise CLIError(f"{args.config}: [[run]] #{i + 1}: missing field 'method'")
+            runs.append((r.get("name", r["method"]), r["method"], r.get("options", {})))
+    if not args.data or not args.out:
+        raise CLIError("eval: --data and --out are required (or set them in --config)")
+    if not runs:
+        runs = [(args.method, args.method, parse_options(args.option))]
+    examples, family, lm = _eval_setup(args)
+    sums = []
+    for name, method, options in runs:
+        out = os.path.join(args.out, name) if len(runs) > 1 or args.config else args.out
+        sums.append(_run_one(args, lm, examples, family, method, options, out, name))
+    print(summary_markdown(sums))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .eval.runner import compare
+
+    print(compare(args.dirs))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from .eval.studies import calibrate
+    from .methods import SeaKR
+    from .progress import progress_bar
+    from .search import open_engine
+
+    examples, family, lm = _eval_setup(args)
+    opts = parse_options(args.option)
+    opts.setdefault("prompt_set", args.prompt_set or family)
+    for key in ("k", "n_candidates"):
+        if getattr(args, key) is not None:
+            opts[key] = getattr(args, key)
+    m = SeaKR(lm, open_engine(args.index), delta=0.0, **opts)
+    print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    with progress_bar("calibrating", total=len(examples)) as adv:
+        r = calibrate(m, examples, args.out, progress=adv, write=not args.no_write)
+    c = r["chosen"]
+    print(f"chosen delta = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})")
+    print(f"plot: {os.path.join(args.out, 'calibration.png')}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
+    return 0
+
+
+def cmd_detect(args) -> int:
+    from .eval.studies import detect
+    from .methods import SeaKR
+    from .progress import progress_bar
+
+    examples, family, lm = _eval_setup(args, lm=None) if args.index else (None, None, None)
+    if examples is None:
+        from .eval.datasets import load_dataset
+        from .prompts import family_for
+
+        examples = load_dataset(args.data, args.layout)[: args.limit or None]
+        family, lm = family_for(examples[0].dataset if examples else ""), _load(args)
+    m = SeaKR(lm, None, delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
+    print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    with progress_bar("detect", total=len(examples)) as adv:
+        r = detect(m, examples, args.out, progress=adv)
+    print(f"n={r['n']}  closed-book accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}")
+    print("| estimator | AUROC | PCC |\n|---|---|---|")
+    for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
+        print(f"| {name} | {v['auroc']:.3f} | {v['pcc_with_1_minus_f1']:.3f} |")
+    return 0
+
+
+def cmd_rerank_study(args) -> int:
+    from .eval.studies import rerank_study
+    from .methods import SeaKR
+    from .progress import progress_bar
+    from .search import open_engine
+
+    examples, family, lm = _eval_setup(args)
+    m = SeaKR(lm, open_engine(args.index), delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
+    print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    with progress_bar("re-rank study", total=len(examples)) as adv:
+        r = rerank_study(m, examples, args.out, progress=adv)
+    print(json.dumps(r))
+    return 0
+
+
+DEFAULTS = {"limit": None, "seed": 42}
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -211,6 +355,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
     p.add_argument("--html", default=None, help="also write the trace viewer page for this answer")
     p.set_defaults(func=cmd_ask)
+
+    from .eval.datasets import LAYOUTS
+
+    def data_args(p, out_required=True):
+        _add_model_args(p)
+        p.add_argument("--data", required=out_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
+        p.add_argument("--layout", default="auto", choices=LAYOUTS)
+        p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
+        p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
+        p.add_argument("--limit", type=int, default=None)
+        p.add_argument("--seed", type=int, default=42)
+        p.add_argument("--prompt-set", default=None)
+        p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+        p.add_argument("--out", required=out_required)
+
+    p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
+    data_args(p, out_required=False)
+    p.add_argument("--method", default="seakr", choices=list(METHODS))
+    p.add_argument("--delta", type=float, default=None)
+    p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
+    p.add_argument("--config", default=None, help="TOML file listing [[run]] entries (method, name, options)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("compare", help="paper-style table of several eval run directories")
+    p.add_argument("dirs", nargs="+")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("calibrate", help="sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration")
+    data_args(p)
+    p.add_argument("--k", type=int, default=None)
+    p.add_argument("--n-candidates", type=int, default=None)
+    p.add_argument("--no-write", action="store_true", help="do not write the calibration file")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("detect", help="closed-book answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
+    data_args(p)
+    p.set_defaults(func=cmd_detect)
+
+    p = sub.add_parser("rerank-study", help="recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
+    data_args(p)
+    p.set_defaults(func=cmd_rerank_study)
 
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)

@@ -1,0 +1,42 @@
+"""The open-domain corpus of an evaluation run: the dataset's own paragraphs (+ filler), cached."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Sequence
+
+from ..models.registry import cache_root, sha256_file
+from ..search.base import Passage
+from ..search.corpora import ctx_id, read_corpus
+from .datasets import Example
+
+
+def pooled_passages(examples: Sequence[Example]):
+    """Every context paragraph of the examples, deduplicated by title+text (ids = content hashes)."""
+    for ex in examples:
+        for title, text in ex.contexts:
+            if text:
+                yield Passage(ctx_id(title, text), title, text)
+
+
+def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[str] = (), progress=None) -> str:
+    """Build (once) and return the index pooling ``data_file``'s paragraphs and the filler corpora."""
+    from ..search.tantivy_engine import TantivyEngine
+
+    h = hashlib.sha256(sha256_file(Path(data_file)).encode())
+    for f in filler:
+        h.update(sha256_file(Path(f)).encode())
+    out = cache_root() / "indexes" / f"{Path(data_file).name}-{h.hexdigest()[:16]}"
+    if (out / "seakr-index.json").exists():
+        return str(out)
+    if not any(ex.contexts for ex in examples):
+        raise ValueError(f"{data_file}: its questions carry no context paragraphs to pool; pass --index")
+
+    def gen():
+        yield from pooled_passages(examples)
+        for f in filler:
+            yield from read_corpus(f)
+
+    TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress)
+    return str(out)

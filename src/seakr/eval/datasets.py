@@ -1,0 +1,217 @@
+"""QA datasets in their official layouts -> one :class:`Example` record.
+
+Loaders: HotpotQA (official JSON list, Hugging Face JSONL), 2WikiMultihopQA (official JSON list,
+FlashRAG JSONL; aliases from ``golden_answers`` or an ``id_aliases.json`` beside the file), NQ-open
+(plain or with ``ctxs``), SQuAD v1.1, TriviaQA (official JSON), IIRC (official JSON; unanswerable
+questions dropped, as in the paper), FlashRAG generic JSONL (``id, question, golden_answers``).
+Errors name the file, the line (JSONL) or record, and the field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+LAYOUTS = ("hotpotqa", "2wiki", "nq", "squad", "triviaqa", "iirc", "flashrag", "auto")
+
+
+class DatasetError(ValueError):
+    pass
+
+
+@dataclass
+class Example:
+    id: str
+    question: str
+    answers: list[str]  # gold answers + aliases
+    supporting_titles: list[str] = field(default_factory=list)
+    contexts: list[tuple[str, str]] = field(default_factory=list)  # (title, text) paragraphs given with the question
+    type: str = ""
+    dataset: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _open(path):
+    if not os.path.exists(path):
+        raise DatasetError(f"{path}: no such file")
+    if path.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _records(path):
+    """(location label, record) from a JSON list or JSONL file."""
+    with _open(path) as f:
+        head = f.read(2048).lstrip()
+    if head.startswith("[") or (head.startswith("{") and ('"data"' in head[:50] or '"Data"' in head[:200] or '"version"' in head[:50])):
+        with _open(path) as f:
+            try:
+                d = json.load(f)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        if isinstance(d, list):
+            for i, r in enumerate(d):
+                yield f"{path}: record {i}", r
+        else:
+            yield f"{path}", d
+        return
+    with _open(path) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield f"{path}:{n}", json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DatasetError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+
+
+def _req(where, rec, name, kind=None):
+    if not isinstance(rec, dict) or name not in rec:
+        raise DatasetError(f"{where}: missing field '{name}'")
+    v = rec[name]
+    if kind is not None and not isinstance(v, kind):
+        raise DatasetError(f"{where}: field '{name}' should be {kind.__name__ if isinstance(kind, type) else kind}")
+    return v
+
+
+def _contexts(where, ctx):
+    if isinstance(ctx, list):
+        return [(str(t), "".join(s).strip()) for t, s in ctx]
+    if isinstance(ctx, dict):
+        ts, ss = ctx.get("title", []), ctx.get("sentences", ctx.get("content", []))
+        return [(str(t), ("".join(s) if isinstance(s, list) else str(s)).strip()) for t, s in zip(ts, ss)]
+    raise DatasetError(f"{where}: field 'context' has an unknown layout")
+
+
+def _titles(sf):
+    if isinstance(sf, dict):
+        return list(dict.fromkeys(sf.get("title", [])))
+    return list(dict.fromkeys(t for t, *_ in sf or []))
+
+
+def load_hotpotqa(path):
+    for where, r in _records(path):
+        yield Example(str(_req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
+                      [_req(where, r, "answer", str)], _titles(r.get("supporting_facts")),
+                      _contexts(where, r["context"]) if "context" in r else [], r.get("type", ""), "hotpotqa")
+
+
+def load_2wiki(path):
+    aliases = {}
+    side = os.path.join(os.path.dirname(path), "id_aliases.json")
+    if os.path.exists(side):
+        with open(side) as f:
+            for line in f:
+                if line.strip():
+                    a = json.loads(line)
+                    aliases[a["Q_id"]] = a.get("aliases", [])
+    for where, r in _records(path):
+        if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
+            answers = _req(where, r, "golden_answers", list)
+            meta = r.get("metadata", {}) or {}
+            yield Example(str(_req(where, r, "id")), _req(where, r, "question", str), [str(a) for a in answers],
+                          _titles(meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
+                          meta.get("type", ""), "2wikimultihopqa")
+        else:
+            answers = [_req(where, r, "answer", str)] + aliases.get(r.get("answer_id"), [])
+            yield Example(str(_req(where, r, "_id")), _req(where, r, "question", str), answers,
+                          _titles(r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
+                          r.get("type", ""), "2wikimultihopqa")
+
+
+def load_nq(path):
+    for i, (where, r) in enumerate(_records(path)):
+        ans = _req(where, r, "answers", list)
+        ctxs = [(c.get("title", ""), c.get("text", "")) for c in r.get("ctxs", []) if c.get("isgold", True)]
+        yield Example(str(r.get("id", f"nq-{i}")), _req(where, r, "question", str), [str(a) for a in ans],
+                      [t for t, _ in ctxs], ctxs, "", "nq")
+
+
+def load_squad(path):
+    (where, d), = list(_records(path))
+    for i, art in enumerate(_req(where, d, "data", list)):
+        for j, para in enumerate(_req(f"{where} data[{i}]", art, "paragraphs", list)):
+            ctx = _req(f"{where} data[{i}].paragraphs[{j}]", para, "context", str)
+            for qa in _req(f"{where} data[{i}].paragraphs[{j}]", para, "qas", list):
+                w = f"{where} data[{i}].paragraphs[{j}].qas[{qa.get('id', '?')}]"
+                answers = list(dict.fromkeys(a["text"] for a in _req(w, qa, "answers", list)))
+                title = art.get("title", "").replace("_", " ")
+                yield Example(str(_req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
+
+
+def load_triviaqa(path):
+    (where, d), = list(_records(path))
+    for i, r in enumerate(_req(where, d, "Data", list)):
+        w = f"{where} Data[{i}]"
+        a = _req(w, r, "Answer", dict)
+        answers = [_req(w + ".Answer", a, "Value", str)] + [x for x in a.get("Aliases", []) if isinstance(x, str)]
+        yield Example(str(_req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
+                      [], [], "", "triviaqa")
+
+
+def load_iirc(path):
+    for where, passage in _records(path):
+        for j, q in enumerate(_req(where, passage, "questions", list)):
+            w = f"{where} questions[{j}]"
+            a = _req(w, q, "answer", dict)
+            kind = _req(w + ".answer", a, "type", str)
+            if kind == "none":  # unanswerable: dropped, as in the paper
+                continue
+            if kind == "span":
+                answers = [s["text"] for s in _req(w + ".answer", a, "answer_spans", list)]
+            elif kind in ("value", "binary"):
+                answers = [str(_req(w + ".answer", a, "answer_value"))]
+            else:
+                raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
+            yield Example(str(q.get("qid", f"iirc-{j}")), _req(w, q, "question", str), answers,
+                          [passage.get("title", "")], [], kind, "iirc")
+
+
+def load_flashrag(path):
+    for where, r in _records(path):
+        yield Example(str(_req(where, r, "id")), _req(where, r, "question", str),
+                      [str(a) for a in _req(where, r, "golden_answers", list)], [], [],
+                      (r.get("metadata") or {}).get("type", ""), "flashrag")
+
+
+LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,
+           "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag}
+
+
+def detect_layout(path: str) -> str:
+    name = os.path.basename(path).lower()
+    with _open(path) as f:
+        head = f.read(4096)
+    if '"Data"' in head and '"QuestionId"' in head or "trivia" in name:
+        return "triviaqa"
+    if '"questions"' in head and '"links"' in head or "iirc" in name:
+        return "iirc"
+    if '"paragraphs"' in head or "squad" in name:
+        return "squad"
+    if '"ctxs"' in head or ('"answers"' in head and '"question"' in head and '"context"' not in head):
+        return "nq"
+    if "2wiki" in name or '"evidences"' in head or ('"golden_answers"' in head and '"context"' in head):
+        return "2wiki"
+    if '"golden_answers"' in head:
+        return "flashrag"
+    if '"supporting_facts"' in head or "hotpot" in name:
+        return "hotpotqa"
+    raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
+
+
+def load_dataset(path: str, layout: str = "auto", limit: int | None = None) -> list[Example]:
+    if layout == "auto":
+        layout = detect_layout(path)
+    if layout not in LOADERS:
+        raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+    out = []
+    for ex in LOADERS[layout](path):
+        out.append(ex)
+        if limit and len(out) >= limit:
+            break
+    return out

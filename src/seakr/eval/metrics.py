@@ -1,0 +1,92 @@
+"""EM/F1 with SQuAD normalisation (max over gold answers and aliases), bootstrap CIs, AUROC."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Sequence
+
+import numpy as np
+
+_PUNCT = set(string.punctuation)
+
+
+def normalize(s) -> str:
+    """Lower-case, drop punctuation, drop articles a/an/the, collapse whitespace (SQuAD v1.1)."""
+    if not isinstance(s, str):
+        return ""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def exact_match(pred, golds: Sequence[str]) -> float:
+    p = normalize(pred)
+    if not p:
+        return 0.0
+    return float(any(p == normalize(g) for g in golds))
+
+
+def _f1(pred: str, gold: str) -> float:
+    p, g = normalize(pred), normalize(gold)
+    # HotpotQA rule: yes/no/noanswer must match exactly
+    if (p in ("yes", "no", "noanswer") or g in ("yes", "no", "noanswer")) and p != g:
+        return 0.0
+    pt, gt = p.split(), g.split()
+    common = Counter(pt) & Counter(gt)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    prec, rec = same / len(pt), same / len(gt)
+    return 2 * prec * rec / (prec + rec)
+
+
+def f1_score(pred, golds: Sequence[str]) -> float:
+    if not normalize(pred):
+        return 0.0
+    return max((_f1(pred, g) for g in golds), default=0.0)
+
+
+def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n, len(v)))].mean(1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
+def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
+    """Probability a random positive scores higher than a random negative (ties count 1/2)."""
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(positives, dtype=bool)
+    fin = s[np.isfinite(s)]
+    if len(fin):  # +inf ("uncertain") ranks above every finite score, -inf below
+        s = np.where(s == np.inf, fin.max() + 1, np.where(s == -np.inf, fin.min() - 1, s))
+    pos, neg = s[y], s[~y]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (len(pos) * len(neg)))
+
+
+def roc_curve(scores, positives):
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(positives, dtype=bool)
+    order = np.argsort(-s, kind="stable")
+    y = y[order]
+    tp = np.concatenate([[0], np.cumsum(y)])
+    fp = np.concatenate([[0], np.cumsum(~y)])
+    return fp / max(1, (~y).sum()), tp / max(1, y.sum())
+
+
+def pearson(x, y) -> float:
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3 or np.std(x[ok]) == 0 or np.std(y[ok]) == 0:
+        return float("nan")
+    return float(np.corrcoef(x[ok], y[ok])[0, 1])

@@ -1,0 +1,141 @@
+"""Run a method over a dataset: one JSONL line per question, flushed as each question ends.
+
+``results.jsonl`` is appended and fsync'd after every question, so ``kill -9`` loses at most the
+question in flight; ``resume=True`` skips the ids already there. Beside it: ``config.json`` (the
+method's effective config, the engine, versions) and, at the end, ``summary.json`` + ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .datasets import Example
+from .metrics import bootstrap_ci, exact_match, f1_score
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("seakr", "torch", "transformers", "tantivy", "numpy"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def read_results(path: Path) -> list[dict]:
+    """Read results.jsonl, ignoring a torn last line (a kill in the middle of a write)."""
+    rows = []
+    if not path.exists():
+        return rows
+    with open(path) as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                break
+    return rows
+
+
+def summarize(rows: Sequence[dict], name: str = "") -> dict:
+    if not rows:
+        return {"name": name, "n": 0}
+    em = [r["em"] for r in rows]
+    f1 = [r["f1"] for r in rows]
+    tot = [r["trace"]["totals"] for r in rows]
+    return {
+        "name": name,
+        "n": len(rows),
+        "em": statistics.mean(em), "em_ci95": bootstrap_ci(em),
+        "f1": statistics.mean(f1), "f1_ci95": bootstrap_ci(f1, seed=1),
+        "retrieval_rate": statistics.mean(t["retrievals"] > 0 for t in tot),
+        "retrievals_per_question": statistics.mean(t["retrievals"] for t in tot),
+        "model_calls_per_question": statistics.mean(t["model_calls"] for t in tot),
+        "sampled_sequences_per_question": statistics.mean(t["sampled_sequences"] for t in tot),
+        "generated_tokens_per_question": statistics.mean(t["generated_tokens"] for t in tot),
+        "seconds_per_question": statistics.mean(r["seconds"] for r in rows),
+    }
+
+
+def summary_markdown(summaries: Sequence[dict]) -> str:
+    head = "| run | n | EM | F1 | retrieval rate | retrievals/q | model calls/q | sampled seqs/q | s/q |\n|---|---|---|---|---|---|---|---|---|\n"
+    lines = []
+    for s in summaries:
+        if not s.get("n"):
+            lines.append(f"| {s['name']} | 0 | | | | | | | |")
+            continue
+        lines.append(
+            f"| {s['name']} | {s['n']} | {100 * s['em']:.1f} ± {50 * (s['em_ci95'][1] - s['em_ci95'][0]):.1f} "
+            f"| {100 * s['f1']:.1f} ± {50 * (s['f1_ci95'][1] - s['f1_ci95'][0]):.1f} | {s['retrieval_rate']:.2f} "
+            f"| {s['retrievals_per_question']:.2f} | {s['model_calls_per_question']:.1f} "
+            f"| {s['sampled_sequences_per_question']:.0f} | {s['seconds_per_question']:.1f} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *, resume: bool = False,
+             name: str | None = None, progress=None, extra_config: dict | None = None) -> dict:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    res_path = out / "results.jsonl"
+    cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
+           "examples": len(examples), **(extra_config or {})}
+    cfg_path = out / "config.json"
+    if res_path.exists() and res_path.stat().st_size and not resume:
+        raise ValueError(f"{out}: holds results already; pass --resume to continue or choose another --out")
+    if resume and cfg_path.exists():
+        old = json.loads(cfg_path.read_text())
+        if old.get("method", {}).get("config") != cfg["method"]["config"]:
+            raise ValueError(f"{out}: --resume with a different method config than the one recorded in config.json")
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+    done_rows = read_results(res_path)
+    # rewrite without a torn tail so appends start on a clean line
+    if res_path.exists():
+        with open(res_path, "w") as f:
+            for r in done_rows:
+                f.write(json.dumps(r) + "\n")
+    done = {r["id"] for r in done_rows}
+    rows = list(done_rows)
+    if progress:
+        progress(len(done), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
+    with open(res_path, "a") as f:
+        for ex in examples:
+            if ex.id in done:
+                continue
+            t = time.perf_counter()
+            ans = method.answer(ex.question)
+            dt = time.perf_counter() - t
+            row = {"id": ex.id, "question": ex.question, "prediction": ans.answer, "golds": ex.answers,
+                   "em": exact_match(ans.answer, ex.answers), "f1": f1_score(ans.answer, ex.answers),
+                   "type": ex.type, "seconds": round(dt, 3), "trace": ans.trace}
+            f.write(json.dumps(row) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+            rows.append(row)
+            done.add(ex.id)
+            if progress:
+                progress(1, EM=f"{100 * statistics.mean(r['em'] for r in rows):.1f}",
+                         F1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}")
+    s = summarize(rows, cfg["name"])
+    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    (out / "summary.md").write_text(summary_markdown([s]))
+    return s
+
+
+def compare(dirs: Sequence[str]) -> str:
+    sums = []
+    for d in dirs:
+        p = Path(d)
+        rows = read_results(p / "results.jsonl")
+        name = json.loads((p / "config.json").read_text()).get("name", p.name) if (p / "config.json").exists() else p.name
+        if not rows and not (p / "config.json").exists():
+            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
+        sums.append(summarize(rows, name))
+    return summary_markdown(sums)

@@ -1,0 +1,199 @@
+"""Self-awareness measurements: threshold calibration (paper §5.3), INSIDE-style detection, re-ranking.
+
+calibrate  Simple-QA setting, counterfactual sweep: every question is answered closed-book (with its U)
+           *and* with SeaKR's single-retrieval re-rank, once. For a threshold delta, SeaKR keeps the
+           closed-book answer when U <= delta and the retrieval answer otherwise, so F1(delta) and the
+           retrieval rate are exact for every delta without re-running the model. The chosen delta
+           maximises F1 (ties: the higher delta, i.e. fewer retrievals) and is written to the model's
+           calibration file, which SeaKR reads by default.
+detect     Closed-book greedy answers + every estimator per question; AUROC and Pearson r of each
+           estimator for predicting an incorrect answer (F1 < 0.5).
+rerank     Distractor-setting multi-hop questions: recall@1 of a gold paragraph among the top-N BM25
+           hits for the search engine's order vs self-aware re-ranking (min U of the next step).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .. import uncertainty as U
+from ..methods.base import ANSWER_STOPS, STEP_STOPS, calibration_path
+from ..methods.seakr import SeaKR
+from ..methods.text import extract_answer
+from ..methods.trace import Tracer, clean
+from .datasets import Example
+from .metrics import auroc, f1_score, pearson, roc_curve
+
+
+def _finite(x):
+    return x if x is not None and math.isfinite(x) else math.inf
+
+
+def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True) -> dict:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for ex in examples:
+        tr = Tracer(ex.question, "calibrate")
+        direct = method.answer_prompt(tr, ex.question, [], [], "direct")
+        hits = method.search(tr, ex.question, method.config.n_candidates)
+        rag = [method.answer_prompt(tr, ex.question, [], [h], "rerank") for h in hits]
+        best = min(range(len(rag)), key=lambda j: _finite(rag[j]["u"])) if rag else None
+        ra = rag[best]["answer"] if best is not None else direct["answer"]
+        rows.append({"id": ex.id, "u": direct["u"], "f1_direct": f1_score(direct["answer"], ex.answers),
+                     "f1_rag": f1_score(ra, ex.answers), "direct": direct["answer"], "rag": ra})
+        if progress:
+            progress(1)
+    us = np.array([_finite(r["u"]) for r in rows])
+    fin = us[np.isfinite(us)]
+    grid = np.unique(np.concatenate([[-np.inf], np.quantile(fin, np.linspace(0, 1, 41)) if len(fin) else [], [np.inf]]))
+    sweep = []
+    for d in grid:
+        use_rag = us > d
+        f1 = float(np.mean([r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use_rag)]))
+        sweep.append({"delta": float(d), "f1": f1, "retrieval_rate": float(use_rag.mean())})
+    best = max(sweep, key=lambda s: (round(s["f1"], 6), s["delta"]))
+    info = method.lm.info()
+    result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
+              "estimator": method.config.estimator, "k": method.config.k, "alpha": method.config.alpha,
+              "n": len(rows), "chosen": best, "sweep": sweep}
+    (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
+    with open(out / "calibration_rows.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(clean(r)) + "\n")
+    _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}")
+    if write and math.isfinite(best["delta"]):
+        p = calibration_path(info)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        cur = json.loads(p.read_text()) if p.exists() else {"delta": {}}
+        cur["delta"][method.config.estimator] = best["delta"]
+        cur.setdefault("source", {})[method.config.estimator] = {"n": len(rows), "f1": best["f1"],
+                                                                  "retrieval_rate": best["retrieval_rate"],
+                                                                  "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        p.write_text(json.dumps(cur, indent=2))
+        result["written_to"] = str(p)
+    return result
+
+
+def _plot_sweep(sweep, best, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = [s for s in sweep if math.isfinite(s["delta"])]
+    if not pts:
+        return
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    ax.plot([s["delta"] for s in pts], [100 * s["f1"] for s in pts], "o-", label="F1")
+    ax.set_xlabel("threshold δ (retrieve when U > δ)")
+    ax.set_ylabel("F1 (%)")
+    ax2 = ax.twinx()
+    ax2.plot([s["delta"] for s in pts], [s["retrieval_rate"] for s in pts], "s--", color="tab:orange", label="retrieval rate")
+    ax2.set_ylabel("retrieval rate")
+    if math.isfinite(best["delta"]):
+        ax.axvline(best["delta"], color="gray", lw=1)
+    ax.set_title(f"calibration: {title}")
+    fig.legend(loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None) -> dict:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    lm = method.lm
+    for ex in examples:
+        prompt, prefix = method.prompts.render(ex.question, [], [])
+        cfg = method.gen_config(ANSWER_STOPS, True)
+        cfg.n, cfg.with_states = method.config.k, True
+        g = lm.generate([prompt], cfg, prefix=prefix)[0]
+        text = g.greedy.text
+        ans = extract_answer(text) or text.strip()
+        scores = U.all_scores(g, method.config.alpha)
+        lp = lm.next_token_logprobs([prompt + U.SUFFICIENCY_QUESTION.format(question=ex.question)], [" Yes", " No"])[0]
+        scores["prompt"] = U.prompt_score(lp[" Yes"], lp[" No"])
+        f1 = f1_score(ans, ex.answers)
+        rows.append({"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1, "scores": scores})
+        if progress:
+            progress(1)
+    wrong = [r["f1"] < 0.5 for r in rows]
+    table = {}
+    for name in rows[0]["scores"] if rows else []:
+        s = [r["scores"][name] for r in rows]
+        table[name] = {"auroc": auroc(s, wrong), "pcc_with_1_minus_f1": pearson(s, [1 - r["f1"] for r in rows])}
+    result = {"model": lm.info().get("model"), "n": len(rows), "accuracy_f1>=0.5": 1 - float(np.mean(wrong)) if rows else None,
+              "estimators": table}
+    (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
+    with open(out / "detect_rows.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(clean(r)) + "\n")
+    _plot_roc(rows, wrong, table, out / "roc.png")
+    return result
+
+
+def _plot_roc(rows, wrong, table, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not rows:
+        return
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    for name in table:
+        s = np.array([r["scores"][name] for r in rows], dtype=float)
+        fin = s[np.isfinite(s)]
+        s = np.where(np.isfinite(s), s, (fin.max() + 1) if len(fin) else 0)
+        fpr, tpr = roc_curve(s, wrong)
+        ax.plot(fpr, tpr, label=f"{name} ({table[name]['auroc']:.2f})")
+    ax.plot([0, 1], [0, 1], ":", color="gray")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate (incorrect answers)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None) -> dict:
+    """recall@1 of a gold paragraph: search-engine order vs self-aware re-ranking of the top-N."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for ex in examples:
+        tr = Tracer(ex.question, "rerank-study")
+        hits = method.search(tr, ex.question, method.config.n_candidates)
+        if not hits:
+            continue
+        prompts, prefix = [], None
+        for h in hits:
+            p, prefix = method.prompts.render(ex.question, [], [h])
+            prompts.append(p)
+        res = method.call(tr, "rerank", prompts, prefix, STEP_STOPS)
+        us = [_finite(u) for _, u in res]
+        best = min(range(len(us)), key=lambda j: (us[j], j))
+        gold = set(ex.supporting_titles)
+        rows.append({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us,
+                     "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
+                     "any_gold_in_top_n": any(h.title in gold for h in hits)})
+        if progress:
+            progress(1)
+    n = len(rows)
+    result = {"model": method.lm.info().get("model"), "n": n, "N": method.config.n_candidates,
+              "recall@1_engine": sum(r["engine_top1_gold"] for r in rows) / n if n else None,
+              "recall@1_self_aware": sum(r["seakr_top1_gold"] for r in rows) / n if n else None,
+              "gold_in_top_n": sum(r["any_gold_in_top_n"] for r in rows) / n if n else None}
+    (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))
+    with open(out / "rerank_rows.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(clean(r)) + "\n")
+    return result

@@ -1,0 +1,37 @@
+"""EM/F1 on hand-checked cases (commas and numbers inside answers), CIs and AUROC."""
+
+import pytest
+
+from seakr.eval.metrics import auroc, bootstrap_ci, exact_match, f1_score, normalize, pearson
+
+
+def test_normalize():
+    assert normalize("The  Eiffel-Tower!") == "eiffeltower"
+    assert normalize("An apple, a day") == "apple day"
+    assert normalize(None) == ""
+
+
+def test_em_f1_hand_checked():
+    assert exact_match("August 25, 1963", ["August 25, 1963"]) == 1.0
+    assert exact_match("august 25", ["August 25, 1963"]) == 0.0
+    assert f1_score("august 25", ["August 25, 1963"]) == pytest.approx(2 * 1.0 * (2 / 3) / (1 + 2 / 3))
+    assert exact_match("15,140", ["15140"]) == 1.0  # punctuation inside numbers is stripped
+    assert f1_score("the Danube river", ["Danube"]) == pytest.approx(2 * 0.5 * 1 / 1.5)
+    assert exact_match("Paris", ["Lyon", "paris"]) == 1.0  # max over golds and aliases
+    assert f1_score("", ["x"]) == 0.0 and exact_match("", [""]) == 0.0
+
+
+def test_yes_no_rule():
+    assert f1_score("yes", ["no"]) == 0.0
+    assert f1_score("yes it is", ["yes"]) == 0.0  # differing normalised strings with a yes/no gold score 0
+    assert f1_score("no", ["no"]) == 1.0
+
+
+def test_bootstrap_and_auroc():
+    lo, hi = bootstrap_ci([0, 1] * 50)
+    assert lo < 0.5 < hi and hi - lo < 0.25
+    assert auroc([3, 2, 1, 0], [True, True, False, False]) == 1.0
+    assert auroc([0, 1, 2, 3], [True, True, False, False]) == 0.0
+    assert auroc([1, 1], [True, False]) == 0.5
+    assert auroc([float("inf"), 0.0, -1.0], [True, False, False]) == 1.0
+    assert pearson([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)

@@ -1,0 +1,76 @@
+"""The eval runner with the real smollm2: JSONL per question, resume after kill -9, compare, TOML."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import shared_path
+
+pytestmark = pytest.mark.slow
+
+
+def seakr(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, text=True, **kw)
+
+
+def test_eval_resume_after_kill9_and_compare(tmp_path):
+    data = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    out = tmp_path / "run"
+    args = ["eval", "--model", "smollm2-135m", "--data", data, "--limit", "3", "--method", "cot",
+            "--option", "max_new_tokens=24", "--out", str(out)]
+    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    res = out / "results.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (res.exists() and res.read_text().count("\n") >= 1):
+        time.sleep(0.2)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    n_before = res.read_text().count("\n")
+    assert 1 <= n_before <= 3
+    r = seakr(*args)
+    assert r.returncode == 2 and "pass --resume" in r.stderr
+    r = seakr(*args, "--resume")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(l) for l in res.read_text().splitlines()]
+    assert len(rows) == 3 and len({x["id"] for x in rows}) == 3
+    assert {"prediction", "golds", "em", "f1", "trace", "seconds"} <= set(rows[0])
+    s = json.loads((out / "summary.json").read_text())
+    assert s["n"] == 3 and 0 <= s["f1"] <= 1
+    assert (out / "summary.md").exists() and json.loads((out / "config.json").read_text())["versions"]["torch"]
+    c = seakr("compare", str(out), str(out))
+    assert c.returncode == 0 and c.stdout.count("| cot | 3 |") == 2
+
+
+def test_toml_runs_methods_and_ablations(tmp_path):
+    data = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    conf = tmp_path / "runs.toml"
+    conf.write_text(f'''
+data = "{data}"
+model = "smollm2-135m"
+limit = 1
+out = "{tmp_path / 'grid'}"
+[[run]]
+name = "seakr-energy"
+method = "seakr"
+options = {{ estimator = "energy", delta = 0.0, max_new_tokens = 16, max_steps = 2 }}
+[[run]]
+method = "ircot"
+options = {{ max_new_tokens = 16, max_steps = 2 }}
+''')
+    r = seakr("eval", "--config", str(conf))
+    assert r.returncode == 0, r.stderr
+    assert "| seakr-energy | 1 |" in r.stdout and "| ircot | 1 |" in r.stdout
+    assert (tmp_path / "grid" / "seakr-energy" / "results.jsonl").exists()
+
+
+def test_bad_input_is_one_line_and_nonzero(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "1", "question": "q"}\n')
+    r = seakr("eval", "--data", str(bad), "--layout", "hotpotqa", "--out", str(tmp_path / "o"), "--model", "smollm2-135m")
+    assert r.returncode == 2 and "bad.jsonl:1: missing field 'answer'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
