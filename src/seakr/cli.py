@@ -218,7 +218,7 @@ def _run_one(args, lm, examples, family, method, options, out, name):
     from .eval.runner import run_eval
 
     with progress_bar(f"{name}", total=len(examples)) as adv:
-        s = run_eval(m, examples, out, resume=args.resume, name=name, progress=adv,
+        s = run_eval(m, examples, out, resume=args.resume, name=name, progress=adv, concurrency=args.concurrency,
                      extra_config={"data": os.path.abspath(args.data), "limit": args.limit})
     return s
 
@@ -246,6 +246,10 @@ def cmd_eval(args) -> int:
     if not runs:
         runs = [(args.method, args.method, parse_options(args.option))]
     examples, family, lm = _eval_setup(args)
+    if args.concurrency > 1:
+        from .models.batching import BatchingModel
+
+        lm = BatchingModel(lm)
     sums = []
     for name, method, options in runs:
         out = os.path.join(args.out, name) if len(runs) > 1 or args.config else args.out
@@ -434,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
     p.add_argument("--config", default=None, help="TOML file listing [[run]] entries (method, name, options)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="questions in flight; their model calls are merged into shared decode batches")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("compare", help="paper-style table of several eval run directories")

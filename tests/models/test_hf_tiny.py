@@ -135,3 +135,20 @@ def test_shared_prefix_attention_matches_transformers_cache_path(tiny_lm, monkey
             assert sa.token_ids == sb.token_ids
             assert np.allclose(sa.logprobs, sb.logprobs, atol=1e-4)
             assert np.allclose(sa.state, sb.state, atol=1e-4)
+
+
+def test_batching_model_merges_concurrent_calls(tiny_lm):
+    import concurrent.futures as cf
+
+    from seakr.models.batching import BatchingModel
+
+    cfg = GenerationConfig(n=0, max_new_tokens=8)
+    prompts = [P1, P2, "The quick brown fox", "Berlin is in"]
+    alone = [tiny_lm.generate([p], cfg)[0].greedy.token_ids for p in prompts]
+    bm = BatchingModel(tiny_lm, window=0.2)
+    before = tiny_lm.stats["calls"]
+    with cf.ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda p: bm.generate([p], cfg)[0].greedy.token_ids, prompts))
+    assert got == alone  # greedy results do not depend on who shares the batch
+    assert tiny_lm.stats["calls"] - before < 4 and bm.requests == 4
+    assert bm.token_strings(tiny_lm.encode("Paris"))  # other calls go through the worker too

@@ -29,9 +29,11 @@ class SharedPrefixState:
     def __init__(self, prompt_kv: list[list[tuple[torch.Tensor, torch.Tensor]]], row_prompt: list[int], max_new: int):
         # prompt_kv[j][layer] = (K, V) each (kv_heads, L_j, d); kept in float32 for the softmax
         n_layers = len(prompt_kv[0])
-        self.pk = [[prompt_kv[j][li][0].float() for j in range(len(prompt_kv))] for li in range(n_layers)]
-        self.pv = [[prompt_kv[j][li][1].float() for j in range(len(prompt_kv))] for li in range(n_layers)]
-        kvh, d = self.pk[0][0].shape[0], self.pk[0][0].shape[-1]
+        # K stored transposed, (kv_heads, d, L), so q @ K^T is a plain batched matmul with no per-step copy
+        self.pk = [[prompt_kv[j][li][0].float().transpose(1, 2).contiguous() for j in range(len(prompt_kv))]
+                   for li in range(n_layers)]
+        self.pv = [[prompt_kv[j][li][1].float().contiguous() for j in range(len(prompt_kv))] for li in range(n_layers)]
+        kvh, d = self.pk[0][0].shape[0], self.pk[0][0].shape[1]
         B = len(row_prompt)
         self.gk = [torch.zeros(B, kvh, max_new + 1, d) for _ in range(n_layers)]
         self.gv = [torch.zeros(B, kvh, max_new + 1, d) for _ in range(n_layers)]
@@ -58,21 +60,30 @@ class SharedPrefixState:
         gk, gv = self.gk[layer], self.gv[layer]
         gk[self.alive, :, t] = k[:, :, 0].float()
         gv[self.alive, :, t] = v[:, :, 0].float()
-        kg = gk.index_select(0, self.alive)[:, :, : t + 1]
+        kg = gk.index_select(0, self.alive)[:, :, : t + 1]  # (B, kvh, t+1, d): this row's own tokens
         vg = gv.index_select(0, self.alive)[:, :, : t + 1]
         qf = q[:, :, 0].float().reshape(B, kvh, g, D)
-        sg = torch.einsum("bkgd,bktd->bkgt", qf, kg) * scale
-        out = torch.empty(B, kvh, g, D)
+        sg = torch.matmul(qf, kg.transpose(-1, -2)).mul_(scale)  # (B, kvh, g, t+1)
+        single = len(self.groups) == 1
+        out = qf.new_empty(B, kvh, g, D)
         for j, rows in self.groups:
-            K, V = self.pk[layer][j], self.pv[layer][j]
-            qj = qf.index_select(0, rows)
-            sp = torch.einsum("nkgd,kld->nkgl", qj, K) * scale
-            sgj = sg.index_select(0, rows)
+            Kt, V = self.pk[layer][j], self.pv[layer][j]  # (kvh, d, L), (kvh, L, d), shared by the rows
+            qj = qf if single else qf.index_select(0, rows)
+            sgj = sg if single else sg.index_select(0, rows)
+            vgj = vg if single else vg.index_select(0, rows)
+            n = qj.shape[0]
+            # fold the rows into the matmul's M dimension: one (n*g x d) @ (d x L) product per kv head
+            sp = torch.bmm(qj.permute(1, 0, 2, 3).reshape(kvh, n * g, D), Kt).mul_(scale)  # (kvh, n*g, L)
+            sp = sp.view(kvh, n, g, -1).permute(1, 0, 2, 3)  # (n, kvh, g, L)
             m = torch.maximum(sp.amax(-1, keepdim=True), sgj.amax(-1, keepdim=True))
             ep, eg = (sp - m).exp_(), (sgj - m).exp_()
             den = ep.sum(-1, keepdim=True) + eg.sum(-1, keepdim=True)
-            o = torch.einsum("nkgl,kld->nkgd", ep, V) + torch.einsum("nkgt,nktd->nkgd", eg, vg.index_select(0, rows))
-            out[rows] = o / den
+            op = torch.bmm(ep.permute(1, 0, 2, 3).reshape(kvh, n * g, -1), V).view(kvh, n, g, D).permute(1, 0, 2, 3)
+            o = (op + torch.matmul(eg, vgj)) / den
+            if single:
+                out = o
+            else:
+                out[rows] = o
         return out.reshape(B, H, D)[:, None].to(q.dtype)  # (B, T=1, H, D), as transformers expects
 
 

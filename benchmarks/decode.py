@@ -1,0 +1,95 @@
+"""Decode speed against this machine's memory-bandwidth bound, and k samples vs one greedy run.
+
+Prints one JSON object per model, measured side by side in one process:
+* bandwidth: a large tensor copy (read + write bytes / seconds), the machine's streaming bound;
+* weight bytes read per decoded token (every parameter except the input embedding, which is only
+  gathered row-wise; tied lm_head counted once) -> the bound in tokens/s = bandwidth / bytes;
+* batch-1 greedy decode tokens/s (prefill excluded) and its fraction of the bound;
+* the k-sample estimate (greedy + k rows, same prompt and budget) / one greedy generation.
+Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from seakr.models import GenerationConfig, load_model  # noqa: E402
+from seakr.prompts import PromptBuilder  # noqa: E402
+
+
+def bandwidth(mb=1024, repeat=5):
+    a = torch.empty(mb * 2**20 // 4, dtype=torch.float32).fill_(1.0)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        b.copy_(a)
+        ts.append(time.perf_counter() - t)
+    return 2 * a.numel() * 4 / min(ts)
+
+
+def weight_bytes(model):
+    emb = model.get_input_embeddings().weight
+    out = model.get_output_embeddings().weight if model.get_output_embeddings() is not None else None
+    total = 0
+    for p in model.parameters():
+        if p is emb and (out is None or out is not emb):
+            continue  # untied input embedding: one row per token, negligible
+        total += p.numel() * p.element_size()
+    return total
+
+
+def median_time(fn, repeat):
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--k", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    lm = load_model(a.model, dtype=a.dtype)
+    prompt, _ = PromptBuilder("hotpotqa").render("Which city is farther north, Oslo or Helsinki?")
+    one = GenerationConfig(n=0, max_new_tokens=1, ignore_eos=True, with_states=False)
+    greedy = GenerationConfig(n=0, max_new_tokens=a.tokens, ignore_eos=True, with_states=False)
+    ksamp = GenerationConfig(n=a.k, max_new_tokens=a.tokens, ignore_eos=True, seed=1)
+    lm.generate([prompt], greedy)
+    bw = bandwidth()
+    t_prefill = median_time(lambda: lm.generate([prompt], one), a.repeat)
+    t_greedy = median_time(lambda: lm.generate([prompt], greedy), a.repeat)
+    t_k = median_time(lambda: lm.generate([prompt], ksamp), a.repeat)
+    wb = weight_bytes(lm.model)
+    decode_tps = (a.tokens - 1) / max(1e-9, t_greedy - t_prefill)
+    bound = bw / wb
+    res = {"benchmark": "decode", "model": a.model, "dtype": lm.dtype, "threads": torch.get_num_threads(),
+           "prompt_tokens": lm.count_tokens(prompt), "new_tokens": a.tokens,
+           "bandwidth_gb_s": round(bw / 1e9, 2), "weight_mb_per_token": round(wb / 1e6, 1),
+           "bound_tokens_per_s": round(bound, 1), "batch1_decode_tokens_per_s": round(decode_tps, 1),
+           "fraction_of_bound": round(decode_tps / bound, 3), "decode_ms_per_token": round(1000 / decode_tps, 1),
+           "greedy_seconds": round(t_greedy, 3), "k": a.k, "k_samples_seconds": round(t_k, 3),
+           "ratio_k_over_greedy": round(t_k / t_greedy, 2), "statistic": "median", "repeat": a.repeat}
+    print(json.dumps(res))
+    if a.out:
+        with open(a.out, "a") as f:
+            f.write(json.dumps(res) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
