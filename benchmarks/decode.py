@@ -9,6 +9,7 @@ Prints one JSON object per model, measured side by side in one process:
 Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
 """
 
+from _common import emit, median_time  # noqa: E402
 import argparse
 import json
 import os
@@ -47,13 +48,6 @@ def weight_bytes(model):
     return total
 
 
-def median_time(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main():
@@ -85,10 +79,7 @@ def main():
            "fraction_of_bound": round(decode_tps / bound, 3), "decode_ms_per_token": round(1000 / decode_tps, 1),
            "greedy_seconds": round(t_greedy, 3), "k": a.k, "k_samples_seconds": round(t_k, 3),
            "ratio_k_over_greedy": round(t_k / t_greedy, 2), "statistic": "median", "repeat": a.repeat}
-    print(json.dumps(res))
-    if a.out:
-        with open(a.out, "a") as f:
-            f.write(json.dumps(res) + "\n")
+    emit(res, a.out)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ recall@3/@5 of any and of all gold paragraphs for the pooled HotpotQA and 2Wiki 
 question as the query. Prints one JSON object. Usage: python benchmarks/search.py [--generated 1000000]
 """
 
+from _common import emit  # noqa: E402
 import argparse
 import json
 import os
@@ -131,11 +132,7 @@ def main():
         res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    line = json.dumps(res)
-    print(line)
-    if a.out:
-        with open(a.out, "a") as f:
-            f.write(line + "\n")
+    emit(res, a.out)
 
 
 if __name__ == "__main__":

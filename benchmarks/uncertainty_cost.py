@@ -6,6 +6,7 @@ tokens/s, the prefix-cache speedup (a ~1,500-token prefix + ~100-token suffix, c
 and peak RSS. Usage: python benchmarks/uncertainty_cost.py --model smollm2-135m [--out FILE]
 """
 
+from _common import emit, median_time  # noqa: E402
 import argparse
 import json
 import os
@@ -21,13 +22,6 @@ from seakr.models import GenerationConfig, load_model  # noqa: E402
 from seakr.prompts import FAMILIES, PromptBuilder  # noqa: E402
 
 
-def timed(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def main():
@@ -50,8 +44,8 @@ def main():
     ksamp = GenerationConfig(n=a.k, greedy=True, max_new_tokens=a.max_new_tokens, ignore_eos=True, seed=1)
     lm.generate([prompt], greedy)  # warm-up (allocator, oneDNN kernels)
     # Same prompt, no prefix cache for either side: the ratio is about sampling, not caching.
-    t_greedy = timed(lambda: lm.generate([prompt], greedy), a.repeat)
-    t_k = timed(lambda: lm.generate([prompt], ksamp), a.repeat)
+    t_greedy = median_time(lambda: lm.generate([prompt], greedy), a.repeat)
+    t_k = median_time(lambda: lm.generate([prompt], ksamp), a.repeat)
 
     # Prefix cache: demonstrations of every family, repeated up to ~prefix_tokens, + a ~100-token suffix.
     blocks = [PromptBuilder(f).demos for f in FAMILIES]
@@ -63,9 +57,9 @@ def main():
               "of Finland and lies at about 60.2 degrees north, on the Gulf of Finland.\n"
               "Question: Which city is farther north, Oslo or Helsinki?\nAnswer:")
     one = GenerationConfig(n=0, greedy=True, max_new_tokens=1, ignore_eos=True, with_states=False)
-    t_cold = timed(lambda: lm.generate([long_prefix + suffix], one), a.repeat)
+    t_cold = median_time(lambda: lm.generate([long_prefix + suffix], one), a.repeat)
     lm.generate([long_prefix + suffix], one, prefix=long_prefix)  # fills the cache once
-    t_warm = timed(lambda: lm.generate([long_prefix + suffix], one, prefix=long_prefix), a.repeat)
+    t_warm = median_time(lambda: lm.generate([long_prefix + suffix], one, prefix=long_prefix), a.repeat)
 
     res = {
         "benchmark": "uncertainty_cost",
@@ -90,11 +84,7 @@ def main():
         "repeat": a.repeat,
         "statistic": "median",
     }
-    line = json.dumps(res)
-    print(line)
-    if a.out:
-        with open(a.out, "a") as f:
-            f.write(line + "\n")
+    emit(res, a.out)
 
 
 if __name__ == "__main__":

@@ -100,33 +100,29 @@ class IRCoT(_Greedy):
         return self._finish(question, tr, steps, kept)
 
 
-@dataclass
-class FLAREConfig(MethodConfig):
-    theta: float = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
+class _ActiveRetrieval(_Greedy):
+    """FLARE and DRAGIN share this loop: a tentative sentence; if the trigger fires, retrieve with the
+    method's query, regenerate the sentence with the top-N passages as context, keep it."""
 
-
-class FLARE(_Greedy):
-    name = "flare"
-    Config = FLAREConfig
+    def _trigger(self, tr, question, steps, g, st) -> str | None:  # pragma: no cover - abstract
+        """Set ``st.u`` to the trigger score; return the query when retrieval fires, else None."""
+        raise NotImplementedError
 
     def _run(self, question, tr):
         c = self.config
         steps, ctx = [], []
         for i in range(c.max_steps):
-            st = Step(index=i, threshold=1 - c.theta)  # shown as U > threshold, like SeaKR's
+            st = Step(index=i, threshold=self._threshold())
             tr.steps.append(st)
             prompt, prefix = self.prompts.render(question, steps, ctx)
             (g, _), = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)
             st.pseudo = st.text = g.greedy.text.strip()
-            probs = np.exp(g.greedy.logprobs) if g.greedy.logprobs else np.array([0.0])
-            st.u = float(1 - probs.min())  # trigger score: 1 - min token probability
-            if probs.min() < c.theta and st.pseudo:
-                words = align_words(self.lm.token_strings(g.greedy.token_ids), g.greedy.logprobs)
-                st.query = mask_low_prob(words, c.theta, question, c.query_max_words)
-                hits = self.search(tr, st.query, c.n_candidates)
+            query = self._trigger(tr, question, steps, g, st) if st.pseudo else None
+            if query is not None:
+                st.query = query
+                hits = self.search(tr, query, c.n_candidates)
                 if hits:
-                    ctx = hits  # FLARE conditions the regeneration on the latest retrieval
-                    st.retrieved = True
+                    ctx, st.retrieved = hits, True  # the regeneration is conditioned on the latest retrieval
                     st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
                     prompt, prefix = self.prompts.render(question, steps, ctx)
                     (g2, _), = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)
@@ -140,14 +136,47 @@ class FLARE(_Greedy):
 
 
 @dataclass
+class FLAREConfig(MethodConfig):
+    theta: float = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
+
+
+class FLARE(_ActiveRetrieval):
+    name = "flare"
+    Config = FLAREConfig
+
+    def _threshold(self):
+        return 1 - self.config.theta  # shown as U > threshold, like SeaKR's
+
+    def _trigger(self, tr, question, steps, g, st):
+        c = self.config
+        probs = np.exp(g.greedy.logprobs) if g.greedy.logprobs else np.array([0.0])
+        st.u = float(1 - probs.min())  # trigger score: 1 - min token probability
+        if probs.min() >= c.theta:
+            return None
+        words = align_words(self.lm.token_strings(g.greedy.token_ids), g.greedy.logprobs)
+        return mask_low_prob(words, c.theta, question, c.query_max_words)
+
+
+@dataclass
 class DRAGINConfig(MethodConfig):
     tau: float = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
     keep_top_k: int = 25  # QFS: content words kept in the query
 
 
-class DRAGIN(_Greedy):
+class DRAGIN(_ActiveRetrieval):
     name = "dragin"
     Config = DRAGINConfig
+
+    def _threshold(self):
+        return self.config.tau
+
+    def _trigger(self, tr, question, steps, g, st):
+        t0 = time.perf_counter()
+        words, scores = self._rind(g)
+        st.u = float(max(scores)) if scores else 0.0
+        flagged = [w.text for w, s in zip(words, scores) if s > self.config.tau]
+        tr.stage("rind", time.perf_counter() - t0)
+        return self._qfs(question, steps, st.pseudo, flagged) if flagged else None
 
     def _rind(self, g):
         """Per-word RIND scores of a generated sentence: normalised max attention received (last
@@ -188,34 +217,3 @@ class DRAGIN(_Greedy):
                  if w.start < cut and w.text.lower() not in QUERY_STOPWORDS and w.text.lower() not in flagged_l]
         top = sorted(cands, reverse=True)[: self.config.keep_top_k]
         return " ".join(t for _, _, t in sorted(top, key=lambda x: x[1]))
-
-    def _run(self, question, tr):
-        c = self.config
-        steps, ctx = [], []
-        for i in range(c.max_steps):
-            st = Step(index=i, threshold=c.tau)
-            tr.steps.append(st)
-            prompt, prefix = self.prompts.render(question, steps, ctx)
-            (g, _), = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)
-            st.pseudo = st.text = g.greedy.text.strip()
-            if st.pseudo:
-                t0 = time.perf_counter()
-                words, scores = self._rind(g)
-                st.u = float(max(scores)) if scores else 0.0
-                flagged = [w.text for w, s in zip(words, scores) if s > c.tau]
-                tr.stage("rind", time.perf_counter() - t0)
-                if flagged:
-                    st.query = self._qfs(question, steps, st.pseudo, flagged)
-                    hits = self.search(tr, st.query, c.n_candidates)
-                    if hits:
-                        ctx, st.retrieved = hits, True
-                        st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
-                        prompt, prefix = self.prompts.render(question, steps, ctx)
-                        (g2, _), = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)
-                        st.text = g2.greedy.text.strip()
-            if not st.text:
-                break
-            steps.append(st.text)
-            if has_answer(st.text):
-                break
-        return self._finish(question, tr, steps, ctx)

@@ -294,6 +294,18 @@ class HFLanguageModel:
         pos = torch.tensor([L for L in lens for _ in range(R)], dtype=torch.long)
         logits = torch.stack([p[3] for p in prefilled]).repeat_interleave(R, 0)
         greedy_row = torch.tensor(kinds * len(prefilled))
+
+        def drop_rows(keep, mask, *row_tensors):
+            """Keep only these batch positions in the KV state and in every per-row tensor."""
+            sel = torch.tensor(keep)
+            if shared:
+                sps.select(sel)
+            else:
+                for layer in cache.layers:
+                    layer.batch_select_indices(sel)
+                mask = mask[sel]
+            return (mask, *(x[sel] for x in row_tensors))
+
         # --- per-row bookkeeping (python lists indexed by original row id)
         toks: list[list[int]] = [[] for _ in range(B)]
         lps: list[list[float]] = [[] for _ in range(B)]
@@ -346,14 +358,7 @@ class HFLanguageModel:
                 break
             # rows without a pending state read leave the batch now; pending ones leave after this step
             if len(keep) < len(alive):
-                sel = torch.tensor(keep)
-                if shared:
-                    sps.select(sel)
-                else:
-                    for layer in cache.layers:
-                        layer.batch_select_indices(sel)
-                    mask = mask[sel]
-                pos, feed = pos[sel], feed[sel]
+                mask, pos, feed = drop_rows(keep, mask, pos, feed)
                 alive = [alive[b] for b in keep]
             self._capture = cfg.with_states
             if shared:
@@ -386,14 +391,7 @@ class HFLanguageModel:
             if len(still) < len(alive):
                 if not still:
                     break
-                sel = torch.tensor(still)
-                if shared:
-                    sps.select(sel)
-                else:
-                    for layer in cache.layers:
-                        layer.batch_select_indices(sel)
-                    mask = mask[sel]
-                pos, logits = pos[sel], logits[sel]
+                mask, pos, logits = drop_rows(still, mask, pos, logits)
                 alive = [alive[b] for b in still]
         # --- assemble results
         res: dict[int, Generation] = {}
