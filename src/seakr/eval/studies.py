@@ -43,7 +43,7 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
         tr = Tracer(ex.question, "calibrate")
         direct = method.answer_prompt(tr, ex.question, [], [], "direct")
         hits = method.search(tr, ex.question, method.config.n_candidates)
-        rag = [method.answer_prompt(tr, ex.question, [], [h], "rerank") for h in hits]
+        rag = method.answer_prompts(tr, ex.question, [([], [h]) for h in hits], "rerank") if hits else []
         best = min(range(len(rag)), key=lambda j: _finite(rag[j]["u"])) if rag else None
         ra = rag[best]["answer"] if best is not None else direct["answer"]
         rows.append({"id": ex.id, "u": direct["u"], "f1_direct": f1_score(direct["answer"], ex.answers),

@@ -150,21 +150,32 @@ class Method:
     # ------------------------------------------------------------------ answering
     def answer_prompt(self, tr: Tracer, question: str, steps: Sequence[str], passages: Sequence, purpose: str,
                       scored: bool = True) -> dict:
-        """A full answer (CoT) from (steps, passages); forced with the marker when the model gives none.
-        Returns {answer, u, text, forced}. The U is the one of the call that produced the answer
-        (the forced call when forcing happened, as the reference does)."""
-        prompt, prefix = self.prompts.render(question, steps, passages)
-        (g, u), = self.call(tr, purpose, [prompt], prefix, ANSWER_STOPS, scored)
-        text = g.greedy.text
-        ans = extract_answer(text)
-        forced = False
-        if ans is None:
-            tail = (" " + text.strip() if text.strip() else "") + f" {self.config.marker}"
-            p2, _ = self.prompts.render(question, steps, passages, tail=tail)
-            (g2, u2), = self.call(tr, purpose + "/forced", [p2], prefix, ANSWER_STOPS, scored, max_new=32)
-            ans = extract_answer(f"the answer is {g2.greedy.text}") or g2.greedy.text.strip()
-            text, u, forced = text + tail + g2.greedy.text, u2, True
-        return {"answer": ans or "", "u": u, "text": text, "forced": forced}
+        """A full answer (CoT) from (steps, passages); see :meth:`answer_prompts`."""
+        return self.answer_prompts(tr, question, [(steps, passages)], purpose, scored)[0]
+
+    def answer_prompts(self, tr: Tracer, question: str, contexts: Sequence[tuple], purpose: str,
+                       scored: bool = True) -> list[dict]:
+        """Full answers for several (steps, passages) contexts in one batched call; an answer without
+        the marker is forced by appending it. Returns [{answer, u, text, forced}]; U is the one of the
+        call that produced the answer (the forced call when forcing happened, as the reference does)."""
+        rendered = [self.prompts.render(question, st, ps) for st, ps in contexts]
+        prefix = rendered[0][1]
+        res = self.call(tr, purpose, [p for p, _ in rendered], prefix, ANSWER_STOPS, scored)
+        out, todo = [], []
+        for i, (g, u) in enumerate(res):
+            text = g.greedy.text
+            ans = extract_answer(text)
+            out.append({"answer": ans or "", "u": u, "text": text, "forced": False})
+            if ans is None:
+                todo.append(i)
+        if todo:
+            tails = [(" " + out[i]["text"].strip() if out[i]["text"].strip() else "") + f" {self.config.marker}" for i in todo]
+            forced = [self.prompts.render(question, *contexts[i], tail=t)[0] for i, t in zip(todo, tails)]
+            res2 = self.call(tr, purpose + "/forced", forced, prefix, ANSWER_STOPS, scored, max_new=32)
+            for i, tail, (g2, u2) in zip(todo, tails, res2):
+                ans = extract_answer(f"the answer is {g2.greedy.text}") or g2.greedy.text.strip()
+                out[i] = {"answer": ans or "", "u": u2, "text": out[i]["text"] + tail + g2.greedy.text, "forced": True}
+        return out
 
     def answer(self, question: str, listener=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens."""

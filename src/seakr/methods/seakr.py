@@ -208,7 +208,7 @@ class SeaKR(Method):
             return direct["answer"]
         if c.rerank == "engine":
             hits = hits[:1]
-        res = [self.answer_prompt(tr, question, [], [h], "rerank") for h in hits]
+        res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank")  # one batched call
         best = 0 if c.rerank == "engine" else min(range(len(res)), key=lambda j: (math.inf if res[j]["u"] is None else res[j]["u"], j))
         st.candidates = [{"id": h.id, "title": h.title, "rank": r, "step": x["answer"], "u": x["u"], "chosen": r == best}
                          for r, (h, x) in enumerate(zip(hits, res))]
