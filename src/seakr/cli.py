@@ -20,7 +20,7 @@ def _fmt(x: float) -> str:
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
-    p.add_argument("--model", default=DEFAULT_MODEL, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
+    p.add_argument("--model", default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
@@ -36,9 +36,9 @@ def _add_method_args(p, methods) -> None:
 
 
 def _load(args):
-    from .models import load_model
+    from .models import DEFAULT_MODEL, load_model
 
-    return load_model(args.model, dtype=args.dtype, threads=args.threads, state_layer=args.layer)
+    return load_model(args.model or DEFAULT_MODEL, dtype=args.dtype, threads=args.threads, state_layer=args.layer)
 
 
 def cmd_uncertainty(args) -> int:

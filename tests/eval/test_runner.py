@@ -66,6 +66,8 @@ options = {{ max_new_tokens = 16, max_steps = 2 }}
     assert r.returncode == 0, r.stderr
     assert "| seakr-energy | 1 |" in r.stdout and "| ircot | 1 |" in r.stdout
     assert (tmp_path / "grid" / "seakr-energy" / "results.jsonl").exists()
+    cfg = json.loads((tmp_path / "grid" / "ircot" / "config.json").read_text())
+    assert cfg["method"]["model"]["model"] == "smollm2-135m"  # the TOML's model, not the CLI default
 
 
 def test_bad_input_is_one_line_and_nonzero(tmp_path):
