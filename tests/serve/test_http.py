@@ -71,3 +71,11 @@ def test_concurrency_limit_gives_429_not_5xx_and_bounded_memory(server):
     assert p.memory_info().rss - rss0 < 600 * 2**20
     h = httpx.get(url + "/v1/health").json()
     assert h["inflight"] == 0 and h["rejected"] >= codes.count(429)
+
+
+def test_options_are_type_checked_and_bounded(server):
+    url, _ = server
+    for opts in ({"k": "many"}, {"k": 10**9}, {"max_new_tokens": 10**6}, {"delta": "x"}, {"max_steps": 0},
+                 {"prompt_set": "/etc/passwd"}, {"top_p": 5}):
+        r = httpx.post(url + "/v1/answer", json={"question": "q", "options": opts}, timeout=60)
+        assert r.status_code == 422, (opts, r.status_code, r.text)

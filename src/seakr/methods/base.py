@@ -52,6 +52,32 @@ class MethodConfig:
     titles: bool = False
     marker: str = MARKER
 
+    def __post_init__(self):
+        """Type-check every option against its default (so a bad value fails here, not mid-answer)."""
+        for f in dataclasses.fields(self):
+            v, default = getattr(self, f.name), f.default
+            if default is None:  # optional numbers (delta, n_shot)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                    raise ValueError(f"option {f.name}: expected a number or null, got {v!r}")
+                continue
+            if isinstance(default, bool):
+                ok = isinstance(v, bool)
+            elif isinstance(default, int):
+                ok = isinstance(v, int) and not isinstance(v, bool)
+            elif isinstance(default, float):
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+                if ok:
+                    object.__setattr__(self, f.name, float(v))
+            else:
+                ok = isinstance(v, type(default))
+            if not ok:
+                raise ValueError(f"option {f.name}: expected {type(default).__name__}, got {v!r}")
+        for name in ("k", "max_new_tokens", "max_steps", "max_passages", "n_candidates", "query_max_words"):
+            if getattr(self, name) < (0 if name == "k" else 1):
+                raise ValueError(f"option {name}: must be positive, got {getattr(self, name)}")
+        if not 0 < self.top_p <= 1 or self.temperature < 0 or self.alpha <= 0:
+            raise ValueError("options top_p must be in (0, 1], temperature >= 0, alpha > 0")
+
     def to_dict(self) -> dict:
         return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in asdict(self).items()}
 

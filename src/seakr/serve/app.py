@@ -26,6 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ..methods import METHODS, build_method
 
 MAX_QUESTION = 2000
+#: Per-request ceilings on the options that scale compute or memory (the service protects itself).
+LIMITS = {"k": 64, "max_new_tokens": 256, "max_steps": 12, "max_passages": 12, "n_candidates": 10, "n_shot": 16,
+          "query_max_words": 256, "keep_top_k": 200, "top_k": 1000}
 MethodName = Literal["seakr", "cot", "single", "ircot", "flare", "dragin"]
 assert set(MethodName.__args__) == set(METHODS)
 
@@ -76,6 +79,12 @@ class AnswerService:
         unknown = sorted(set(opts) - cfg_fields)
         if unknown:
             raise HTTPException(422, detail=f"unknown option(s) for method {name}: {', '.join(unknown)}")
+        for key, cap in LIMITS.items():
+            v = opts.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
+                raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
+        if opts.get("prompt_set") not in (None, "hotpotqa", "2wikimultihopqa", "simpleqa"):
+            raise HTTPException(422, detail="option prompt_set: hotpotqa, 2wikimultihopqa or simpleqa")
         try:
             return build_method(name, self.lm, self.engine, **opts)
         except (ValueError, TypeError) as e:
@@ -137,6 +146,8 @@ def create_app(service: AnswerService) -> FastAPI:
             raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
         except ValueError as e:
             raise HTTPException(422, detail=str(e)) from None
+        except Exception as e:  # a bug must not take the service down; report it without a traceback
+            raise HTTPException(500, detail=f"internal error: {type(e).__name__}") from e
         return ans.to_dict()
 
     @app.post("/v1/answer/stream", responses={200: {"content": {"text/event-stream": {}}},
