@@ -59,13 +59,19 @@ def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: f
     return float(lo), float(hi)
 
 
+def _ranked(scores) -> np.ndarray:
+    """Scores with +inf ("uncertain") just above every finite score and -inf just below."""
+    s = np.asarray(scores, dtype=float)
+    fin = s[np.isfinite(s)]
+    if len(fin):
+        s = np.where(s == np.inf, fin.max() + 1, np.where(s == -np.inf, fin.min() - 1, s))
+    return s
+
+
 def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
     """Probability a random positive scores higher than a random negative (ties count 1/2)."""
-    s = np.asarray(scores, dtype=float)
+    s = _ranked(scores)
     y = np.asarray(positives, dtype=bool)
-    fin = s[np.isfinite(s)]
-    if len(fin):  # +inf ("uncertain") ranks above every finite score, -inf below
-        s = np.where(s == np.inf, fin.max() + 1, np.where(s == -np.inf, fin.min() - 1, s))
     pos, neg = s[y], s[~y]
     if len(pos) == 0 or len(neg) == 0:
         return float("nan")
@@ -75,7 +81,7 @@ def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
 
 
 def roc_curve(scores, positives):
-    s = np.asarray(scores, dtype=float)
+    s = _ranked(scores)
     y = np.asarray(positives, dtype=bool)
     order = np.argsort(-s, kind="stable")
     y = y[order]

@@ -150,10 +150,7 @@ def _plot_roc(rows, wrong, table, path):
         return
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     for name in table:
-        s = np.array([r["scores"][name] for r in rows], dtype=float)
-        fin = s[np.isfinite(s)]
-        s = np.where(np.isfinite(s), s, (fin.max() + 1) if len(fin) else 0)
-        fpr, tpr = roc_curve(s, wrong)
+        fpr, tpr = roc_curve([r["scores"][name] for r in rows], wrong)
         ax.plot(fpr, tpr, label=f"{name} ({table[name]['auroc']:.2f})")
     ax.plot([0, 1], [0, 1], ":", color="gray")
     ax.set_xlabel("false positive rate")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -246,7 +245,3 @@ def pick(rationale: dict, knowledge: dict) -> str:
     ru = math.inf if ru is None else ru
     ku = math.inf if ku is None else ku
     return "rationale" if ru < ku else "knowledge"
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0", "false")

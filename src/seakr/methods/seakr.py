@@ -29,7 +29,6 @@ import math
 import time
 from dataclasses import dataclass
 
-from .. import uncertainty as U
 from .base import ANSWER_STOPS, STEP_STOPS, Method, MethodConfig, default_delta, pick
 from .text import align_words, build_query, drop_answer_sentence, extract_answer, has_answer
 from .trace import Step, Tracer
@@ -218,4 +217,4 @@ class SeaKR(Method):
         return res[best]["answer"]
 
 
-__all__ = ["SeaKR", "SeaKRConfig", "U"]
+__all__ = ["SeaKR", "SeaKRConfig"]

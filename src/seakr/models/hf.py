@@ -107,9 +107,7 @@ class HFLanguageModel:
         self.eos_id = int(eos[0] if isinstance(eos, (list, tuple)) else eos)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         layers = self.model.get_decoder().layers
-        self._sliding = any(getattr(cfg, "layer_types", None) or []) and any(
-            t == "sliding_attention" for t in (getattr(cfg, "layer_types", None) or [])
-        )
+        self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
         # Decode through shared-prefix attention where the architecture allows (attention.py);
         # SEAKR_ATTENTION=hf keeps transformers' own cache + SDPA path (used by equivalence tests).
         self._holder = install(self.model) if os.environ.get("SEAKR_ATTENTION", "shared") == "shared" else None
