@@ -65,6 +65,9 @@ def test_concurrency_limit_gives_429_not_5xx_and_bounded_memory(server):
 
     with cf.ThreadPoolExecutor(16) as ex:
         codes = list(ex.map(one, range(16)))
+    growth = p.memory_info().rss - rss0
+    print(f"\nconcurrency: 16 clients -> {codes.count(200)} x 200, {codes.count(429)} x 429, "
+          f"other {[c for c in codes if c not in (200, 429)]}, server RSS growth {growth / 2**20:.0f} MiB")
     assert all(c < 500 for c in codes), codes
     assert codes.count(200) >= 2 and codes.count(429) >= 1, codes
     assert set(codes) <= {200, 429}
