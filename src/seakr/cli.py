@@ -280,7 +280,7 @@ def cmd_calibrate(args) -> int:
     m = SeaKR(lm, open_engine(args.index), delta=0.0, **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(examples)) as adv:
-        r = calibrate(m, examples, args.out, progress=adv, write=not args.no_write)
+        r = calibrate(m, examples, args.out, progress=adv, write=not args.no_write, resume=args.resume)
     c = r["chosen"]
     print(f"chosen delta = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})")
     print(f"plot: {os.path.join(args.out, 'calibration.png')}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
@@ -302,7 +302,7 @@ def cmd_detect(args) -> int:
     m = SeaKR(lm, None, delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("detect", total=len(examples)) as adv:
-        r = detect(m, examples, args.out, progress=adv)
+        r = detect(m, examples, args.out, progress=adv, resume=args.resume)
     print(f"n={r['n']}  closed-book accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}")
     print("| estimator | AUROC | PCC |\n|---|---|---|")
     for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
@@ -320,7 +320,7 @@ def cmd_rerank_study(args) -> int:
     m = SeaKR(lm, open_engine(args.index), delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(examples)) as adv:
-        r = rerank_study(m, examples, args.out, progress=adv)
+        r = rerank_study(m, examples, args.out, progress=adv, resume=args.resume)
     print(json.dumps(r))
     return 0
 
@@ -432,6 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
         p.add_argument("--out", required=out_required)
 
+    def study_args(p):
+        p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
+
     p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
     data_args(p, out_required=False)
     p.add_argument("--method", default="seakr", choices=list(METHODS))
@@ -448,6 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("calibrate", help="sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration")
     data_args(p)
+    study_args(p)
     p.add_argument("--k", type=int, default=None)
     p.add_argument("--n-candidates", type=int, default=None)
     p.add_argument("--no-write", action="store_true", help="do not write the calibration file")
@@ -455,10 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("detect", help="closed-book answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
     data_args(p)
+    study_args(p)
     p.set_defaults(func=cmd_detect)
 
     p = sub.add_parser("rerank-study", help="recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
     data_args(p)
+    study_args(p)
     p.set_defaults(func=cmd_rerank_study)
 
     p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")

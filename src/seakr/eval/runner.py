@@ -34,7 +34,7 @@ def versions() -> dict:
 
 
 def read_results(path: Path) -> list[dict]:
-    """Read results.jsonl, ignoring a torn last line (a kill in the middle of a write)."""
+    """Read a JSONL of finished rows, ignoring a torn last line (a kill in the middle of a write)."""
     rows = []
     if not path.exists():
         return rows
@@ -45,6 +45,68 @@ def read_results(path: Path) -> list[dict]:
             except json.JSONDecodeError:
                 break
     return rows
+
+
+class RowLog:
+    """Append-only JSONL of finished items, shared by ``seakr eval`` and the studies.
+
+    Every row is flushed and fsync'd before the next, so ``kill -9`` loses at most the item in
+    flight. Opening an existing log needs ``resume=True`` (no silent mixing of two runs) and the same
+    ``config`` as the one recorded in ``config.json`` beside it (``key`` names the part that must
+    match); a torn last line is dropped and the file rewritten so appends start on a clean line.
+    """
+
+    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False,
+                 key: str = "method"):
+        self.dir = Path(out_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / rows_name
+        cfg_path = self.dir / "config.json"
+        if self.path.exists() and self.path.stat().st_size and not resume:
+            raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
+        if resume and cfg_path.exists():
+            old = json.loads(cfg_path.read_text())
+            if _comparable(old.get(key)) != _comparable(json.loads(json.dumps(config.get(key)))):
+                raise ValueError(f"{self.dir}: --resume with a different {key} config than the one recorded in config.json")
+        cfg_path.write_text(json.dumps(config, indent=2))
+        self.rows = read_results(self.path)
+        if self.path.exists():
+            with open(self.path, "w") as f:
+                for r in self.rows:
+                    f.write(json.dumps(r) + "\n")
+        self.done = {r["id"] for r in self.rows}
+        self._lock = threading.Lock()
+        self._f = open(self.path, "a")
+
+    def todo(self, examples):
+        return [ex for ex in examples if ex.id not in self.done]
+
+    def append(self, row: dict, after=None) -> None:
+        """Write one finished row; ``after(rows)`` runs under the same lock (progress display)."""
+        with self._lock:
+            self._f.write(json.dumps(row) + "\n")
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self.rows.append(row)
+            self.done.add(row["id"])
+            if after:
+                after(self.rows)
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _comparable(cfg):
+    """Config equality for --resume, ignoring fields that only describe where things ran."""
+    if isinstance(cfg, dict):
+        return {k: _comparable(v) for k, v in cfg.items() if k not in ("threads",)}
+    return cfg
 
 
 def summarize(rows: Sequence[dict], name: str = "") -> dict:
@@ -86,51 +148,28 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
              name: str | None = None, progress=None, extra_config: dict | None = None, concurrency: int = 1) -> dict:
     """Answer every example (``concurrency`` questions in flight; wrap the model in
     :class:`~seakr.models.batching.BatchingModel` so their model calls share decode batches)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    res_path = out / "results.jsonl"
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
-    cfg_path = out / "config.json"
-    if res_path.exists() and res_path.stat().st_size and not resume:
-        raise ValueError(f"{out}: holds results already; pass --resume to continue or choose another --out")
-    if resume and cfg_path.exists():
-        old = json.loads(cfg_path.read_text())
-        if old.get("method", {}).get("config") != cfg["method"]["config"]:
-            raise ValueError(f"{out}: --resume with a different method config than the one recorded in config.json")
-    cfg_path.write_text(json.dumps(cfg, indent=2))
-    done_rows = read_results(res_path)
-    # rewrite without a torn tail so appends start on a clean line
-    if res_path.exists():
-        with open(res_path, "w") as f:
-            for r in done_rows:
-                f.write(json.dumps(r) + "\n")
-    done = {r["id"] for r in done_rows}
-    rows = list(done_rows)
-    if progress:
-        progress(len(done), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
-    todo = [ex for ex in examples if ex.id not in done]
-    lock = threading.Lock()
-    t_start = time.perf_counter()
+    with RowLog(out_dir, "results.jsonl", cfg, resume=resume) as log:
+        rows = log.rows
+        if progress:
+            progress(len(rows), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
+        todo = log.todo(examples)
+        t_start = time.perf_counter()
 
-    def one(ex):
-        t = time.perf_counter()
-        ans = method.answer(ex.question)
-        dt = time.perf_counter() - t
-        row = {"id": ex.id, "question": ex.question, "prediction": ans.answer, "golds": ex.answers,
-               "em": exact_match(ans.answer, ex.answers), "f1": f1_score(ans.answer, ex.answers),
-               "type": ex.type, "seconds": round(dt, 3), "trace": ans.trace}
-        with lock:  # one complete line per question, flushed and synced before the next
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-            rows.append(row)
-            done.add(ex.id)
+        def shown(rows):
             if progress:
                 progress(1, EM=f"{100 * statistics.mean(r['em'] for r in rows):.1f}",
                          F1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}")
 
-    with open(res_path, "a") as f:
+        def one(ex):
+            t = time.perf_counter()
+            ans = method.answer(ex.question)
+            dt = time.perf_counter() - t
+            log.append({"id": ex.id, "question": ex.question, "prediction": ans.answer, "golds": ex.answers,
+                        "em": exact_match(ans.answer, ex.answers), "f1": f1_score(ans.answer, ex.answers),
+                        "type": ex.type, "seconds": round(dt, 3), "trace": ans.trace}, shown)
+
         if concurrency <= 1:
             for ex in todo:
                 one(ex)
@@ -139,6 +178,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
                 for fut in [pool.submit(one, ex) for ex in todo]:
                     fut.result()
     wall = time.perf_counter() - t_start
+    out = Path(out_dir)
     s = summarize(rows, cfg["name"])
     if todo:
         s["wall_seconds"] = round(wall, 2)

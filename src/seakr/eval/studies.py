@@ -29,44 +29,65 @@ from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
 from .metrics import auroc, f1_score, pearson, roc_curve
+from .runner import RowLog, versions
 
 
 def _finite(x):
     return x if x is not None and math.isfinite(x) else math.inf
 
 
-def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True) -> dict:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for ex in examples:
-        tr = Tracer(ex.question, "calibrate")
-        direct = method.answer_prompt(tr, ex.question, [], [], "direct")
-        hits = method.search(tr, ex.question, method.config.n_candidates)
-        rag = method.answer_prompts(tr, ex.question, [([], [h]) for h in hits], "rerank") if hits else []
-        best = min(range(len(rag)), key=lambda j: _finite(rag[j]["u"])) if rag else None
-        ra = rag[best]["answer"] if best is not None else direct["answer"]
-        rows.append({"id": ex.id, "u": direct["u"], "f1_direct": f1_score(direct["answer"], ex.answers),
-                     "f1_rag": f1_score(ra, ex.answers), "direct": direct["answer"], "rag": ra})
+def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
+          progress=None, resume: bool = False) -> list[dict]:
+    """Run ``fn(example) -> row`` over the examples not yet in ``out_dir/rows_name``; every row is
+    written (fsync'd) as it finishes, so a long study resumes where it was killed."""
+    cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples)}
+    with RowLog(out_dir, rows_name, cfg, resume=resume) as log:
         if progress:
-            progress(1)
+            progress(len(log.rows))
+        for ex in log.todo(examples):
+            log.append(fn(ex))
+            if progress:
+                progress(1)
+        return list(log.rows)
+
+
+def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
+    """F1 and retrieval rate for every threshold on a quantile grid of the closed-book U values.
+
+    ``rows``: ``u`` (closed-book uncertainty), ``f1_direct``, ``f1_rag``. Retrieval happens when
+    ``u > delta``. The chosen threshold maximises F1; ties go to the higher delta (fewer retrievals).
+    """
     us = np.array([_finite(r["u"]) for r in rows])
     fin = us[np.isfinite(us)]
     grid = np.unique(np.concatenate([[-np.inf], np.quantile(fin, np.linspace(0, 1, 41)) if len(fin) else [], [np.inf]]))
     sweep = []
     for d in grid:
         use_rag = us > d
-        f1 = float(np.mean([r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use_rag)]))
-        sweep.append({"delta": float(d), "f1": f1, "retrieval_rate": float(use_rag.mean())})
-    best = max(sweep, key=lambda s: (round(s["f1"], 6), s["delta"]))
+        f1 = float(np.mean([r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use_rag)])) if rows else 0.0
+        sweep.append({"delta": float(d), "f1": f1, "retrieval_rate": float(use_rag.mean()) if rows else 0.0})
+    return sweep, max(sweep, key=lambda s: (round(s["f1"], 6), s["delta"]))
+
+
+def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True,
+              resume: bool = False) -> dict:
+    def one(ex):
+        tr = Tracer(ex.question, "calibrate")
+        direct = method.answer_prompt(tr, ex.question, [], [], "direct")
+        hits = method.search(tr, ex.question, method.config.n_candidates)
+        rag = method.answer_prompts(tr, ex.question, [([], [h]) for h in hits], "rerank") if hits else []
+        best = min(range(len(rag)), key=lambda j: _finite(rag[j]["u"])) if rag else None
+        ra = rag[best]["answer"] if best is not None else direct["answer"]
+        return clean({"id": ex.id, "u": direct["u"], "f1_direct": f1_score(direct["answer"], ex.answers),
+                      "f1_rag": f1_score(ra, ex.answers), "direct": direct["answer"], "rag": ra})
+
+    out = Path(out_dir)
+    rows = _each("calibrate", method, examples, out_dir, "calibration_rows.jsonl", one, progress, resume)
+    sweep, best = calibration_sweep(rows)
     info = method.lm.info()
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
               "estimator": method.config.estimator, "k": method.config.k, "alpha": method.config.alpha,
               "n": len(rows), "chosen": best, "sweep": sweep}
     (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
-    with open(out / "calibration_rows.jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(clean(r)) + "\n")
     _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}")
     if write and math.isfinite(best["delta"]):
         p = calibration_path(info)
@@ -106,12 +127,10 @@ def _plot_sweep(sweep, best, path, title):
     plt.close(fig)
 
 
-def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None) -> dict:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = []
+def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False) -> dict:
     lm = method.lm
-    for ex in examples:
+
+    def one(ex):
         prompt, prefix = method.prompts.render(ex.question, [], [])
         cfg = method.gen_config(ANSWER_STOPS, True)
         cfg.n, cfg.with_states = method.config.k, True
@@ -121,10 +140,13 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         scores = U.all_scores(g, method.config.alpha)
         lp = lm.next_token_logprobs([prompt + U.SUFFICIENCY_QUESTION.format(question=ex.question)], [" Yes", " No"])[0]
         scores["prompt"] = U.prompt_score(lp[" Yes"], lp[" No"])
-        f1 = f1_score(ans, ex.answers)
-        rows.append({"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1, "scores": scores})
-        if progress:
-            progress(1)
+        return clean({"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers), "scores": scores})
+
+    out = Path(out_dir)
+    rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume)
+    # clean() wrote +inf ("too few valid samples") as null; it ranks as most uncertain
+    for r in rows:
+        r["scores"] = {k: (math.inf if v is None else v) for k, v in r["scores"].items()}
     wrong = [r["f1"] < 0.5 for r in rows]
     table = {}
     for name in rows[0]["scores"] if rows else []:
@@ -133,9 +155,6 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     result = {"model": lm.info().get("model"), "n": len(rows), "accuracy_f1>=0.5": 1 - float(np.mean(wrong)) if rows else None,
               "estimators": table}
     (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
-    with open(out / "detect_rows.jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(clean(r)) + "\n")
     _plot_roc(rows, wrong, table, out / "roc.png")
     return result
 
@@ -161,16 +180,15 @@ def _plot_roc(rows, wrong, table, path):
     plt.close(fig)
 
 
-def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None) -> dict:
+def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False) -> dict:
     """recall@1 of a gold paragraph: search-engine order vs self-aware re-ranking of the top-N."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for ex in examples:
+
+    def one(ex):
         tr = Tracer(ex.question, "rerank-study")
         hits = method.search(tr, ex.question, method.config.n_candidates)
-        if not hits:
-            continue
+        gold = set(ex.supporting_titles)
+        if not hits:  # kept in the log (so --resume does not redo it) but outside the recall figures
+            return {"id": ex.id, "titles": [], "gold": sorted(gold), "u": []}
         prompts, prefix = [], None
         for h in hits:
             p, prefix = method.prompts.render(ex.question, [], [h])
@@ -178,19 +196,17 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
         res = method.call(tr, "rerank", prompts, prefix, STEP_STOPS)
         us = [_finite(u) for _, u in res]
         best = min(range(len(us)), key=lambda j: (us[j], j))
-        gold = set(ex.supporting_titles)
-        rows.append({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us,
-                     "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
-                     "any_gold_in_top_n": any(h.title in gold for h in hits)})
-        if progress:
-            progress(1)
+        return clean({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us,
+                      "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
+                      "any_gold_in_top_n": any(h.title in gold for h in hits)})
+
+    out = Path(out_dir)
+    rows = [r for r in _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume)
+            if r["titles"]]
     n = len(rows)
     result = {"model": method.lm.info().get("model"), "n": n, "N": method.config.n_candidates,
               "recall@1_engine": sum(r["engine_top1_gold"] for r in rows) / n if n else None,
               "recall@1_self_aware": sum(r["seakr_top1_gold"] for r in rows) / n if n else None,
               "gold_in_top_n": sum(r["any_gold_in_top_n"] for r in rows) / n if n else None}
     (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))
-    with open(out / "rerank_rows.jsonl", "w") as f:
-        for r in rows:
-            f.write(json.dumps(clean(r)) + "\n")
     return result

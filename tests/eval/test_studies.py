@@ -1,0 +1,103 @@
+"""Calibration sweep, detection and re-rank studies: the arithmetic on hand-made rows, the studies
+end to end with the real smollm2 on a few shared questions, and resuming a killed study."""
+
+import json
+import math
+
+import pytest
+
+from helpers import shared_path
+from seakr.eval.datasets import load_dataset
+from seakr.eval.runner import RowLog
+from seakr.eval.studies import calibrate, calibration_sweep, detect, rerank_study
+
+
+def test_sweep_is_exact_and_prefers_fewer_retrievals():
+    # closed-book right when confident (low u), retrieval right when not: the best threshold sits between
+    rows = [{"u": -3.0, "f1_direct": 1.0, "f1_rag": 0.0},
+            {"u": -2.0, "f1_direct": 1.0, "f1_rag": 1.0},
+            {"u": 1.0, "f1_direct": 0.0, "f1_rag": 1.0},
+            {"u": None, "f1_direct": 0.0, "f1_rag": 1.0}]  # +inf: always retrieves
+    sweep, best = calibration_sweep(rows)
+    by = {s["delta"]: s for s in sweep}
+    assert by[-math.inf]["retrieval_rate"] == 1.0 and by[-math.inf]["f1"] == 0.75
+    # delta=+inf never retrieves, like SeaKR itself (U > delta is false even for U=+inf)
+    assert by[math.inf]["retrieval_rate"] == 0.0 and by[math.inf]["f1"] == 0.5
+    assert best["f1"] == 1.0
+    # any delta in [-2, 1) reaches F1 1.0 with half the questions retrieving; below -2 costs F1
+    assert -2.0 <= best["delta"] < 1.0 and best["retrieval_rate"] == 0.5
+    for s in sweep:  # every point recomputed by hand
+        use = [(r["u"] if r["u"] is not None else math.inf) > s["delta"] for r in rows]
+        assert s["f1"] == pytest.approx(sum(r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use)) / 4)
+
+
+def test_rowlog_needs_resume_drops_torn_tail_and_refuses_other_config(tmp_path):
+    cfg = {"method": {"config": {"k": 20}, "model": {"model": "m", "threads": 2}}}
+    with RowLog(tmp_path, "rows.jsonl", cfg) as log:
+        log.append({"id": "a"})
+        log.append({"id": "b"})
+    with open(tmp_path / "rows.jsonl", "a") as f:
+        f.write('{"id": "c", "tru')  # kill -9 in the middle of a write
+    with pytest.raises(ValueError, match="pass --resume"):
+        RowLog(tmp_path, "rows.jsonl", cfg)
+    with pytest.raises(ValueError, match="different method config"):
+        RowLog(tmp_path, "rows.jsonl", {"method": {"config": {"k": 10}, "model": {"model": "m"}}}, resume=True)
+    other_threads = {"method": {"config": {"k": 20}, "model": {"model": "m", "threads": 8}}}
+    with RowLog(tmp_path, "rows.jsonl", other_threads, resume=True) as log:
+        assert [r["id"] for r in log.rows] == ["a", "b"]
+        log.append({"id": "c"})
+    lines = (tmp_path / "rows.jsonl").read_text().splitlines()
+    assert [json.loads(x)["id"] for x in lines] == ["a", "b", "c"]
+
+
+@pytest.fixture(scope="module")
+def seakr_smol(smol):
+    from seakr.methods import SeaKR
+
+    def make(engine=None, prompt_set="simpleqa"):
+        return SeaKR(smol, engine, delta=0.0, prompt_set=prompt_set, k=4, n_candidates=2, max_new_tokens=12)
+    return make
+
+
+@pytest.mark.slow
+def test_detect_resumes_and_scores_every_estimator(tmp_path, seakr_smol):
+    exs = load_dataset(shared_path("nq", "dev_oracle_first1000.jsonl.gz"))[:4]
+    m = seakr_smol()
+    calls = []
+    first = detect(m, exs[:2], tmp_path, progress=lambda n=1, **kw: calls.append(n))
+    assert first["n"] == 2
+    with pytest.raises(ValueError, match="pass --resume"):
+        detect(m, exs, tmp_path)
+    r = detect(m, exs, tmp_path, resume=True)
+    rows = [json.loads(x) for x in (tmp_path / "detect_rows.jsonl").read_text().splitlines()]
+    assert [x["id"] for x in rows] == [e.id for e in exs]  # the first two kept, not recomputed
+    assert r["n"] == 4
+    from seakr.uncertainty import ESTIMATORS
+    assert set(r["estimators"]) == set(ESTIMATORS) | {"prompt"} and len(ESTIMATORS) >= 6
+    assert (tmp_path / "roc.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "detect.json").read_text())["n"] == 4
+
+
+@pytest.mark.slow
+def test_calibrate_and_rerank_study_on_real_data(tmp_path, seakr_smol):
+    from seakr.eval.corpus import pooled_index
+    from seakr.search import open_engine
+
+    data = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    exs = load_dataset(data)[:3]
+    engine = open_engine(pooled_index(data, load_dataset(data), []))
+    m = seakr_smol(engine, "hotpotqa")
+    c = calibrate(m, exs, tmp_path / "cal", write=False)
+    rows = [json.loads(x) for x in (tmp_path / "cal" / "calibration_rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and c["n"] == 3 and "written_to" not in c
+    assert c["chosen"] == calibration_sweep(rows)[1]
+    assert (tmp_path / "cal" / "calibration.png").exists()
+
+    r = rerank_study(m, exs, tmp_path / "rr")
+    rows = [json.loads(x) for x in (tmp_path / "rr" / "rerank_rows.jsonl").read_text().splitlines()]
+    assert r["n"] == 3 and all(len(x["titles"]) == 2 and len(x["u"]) == 2 for x in rows)
+    assert r["recall@1_engine"] == sum(x["engine_top1_gold"] for x in rows) / 3
+    assert r["recall@1_self_aware"] == sum(x["seakr_top1_gold"] for x in rows) / 3
+    for x in rows:  # self-aware pick = the candidate with the lowest U
+        j = min(range(2), key=lambda i: (math.inf if x["u"][i] is None else x["u"][i], i))
+        assert x["seakr_top1_gold"] == (x["titles"][j] in x["gold"])
