@@ -5,7 +5,11 @@ Prints one JSON object per model, measured side by side in one process:
 * weight bytes read per decoded token (every parameter except the input embedding, which is only
   gathered row-wise; tied lm_head counted once) -> the bound in tokens/s = bandwidth / bytes;
 * batch-1 greedy decode tokens/s (prefill excluded) and its fraction of the bound;
-* the k-sample estimate (greedy + k rows, same prompt and budget) / one greedy generation.
+* the k-sample estimate (greedy + k rows, same prompt and budget) / one greedy generation;
+* the same model's linear layers alone (every weight matrix applied once, as in one decode step) at
+  batch 1 and at batch k+1: the floor of a decode step with zero framework overhead. Their ratio is
+  the best k-vs-greedy ratio this CPU allows once greedy decode runs at that floor (without AMX the
+  batch-(k+1) matmuls are compute-bound, not bandwidth-bound).
 Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
 """
 
@@ -50,6 +54,31 @@ def weight_bytes(model):
 
 
 
+def cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def linear_step_seconds(model, rows: int, repeat: int) -> float:
+    """Every nn.Linear weight (lm_head included) applied to ``rows`` vectors: one decode step's matmuls."""
+    ws = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in ws}
+
+    def step():
+        for w in ws:
+            torch.nn.functional.linear(xs[w.shape[1]], w)
+
+    with torch.inference_mode():
+        step()
+        return median_time(step, repeat)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="smollm2-135m")
@@ -70,6 +99,9 @@ def main():
     t_greedy = median_time(lambda: lm.generate([prompt], greedy), a.repeat)
     t_k = median_time(lambda: lm.generate([prompt], ksamp), a.repeat)
     wb = weight_bytes(lm.model)
+    lin1 = linear_step_seconds(lm.model, 1, 5 * a.repeat)
+    link = linear_step_seconds(lm.model, a.k + 1, 5 * a.repeat)
+    flags = cpu_flags()
     decode_tps = (a.tokens - 1) / max(1e-9, t_greedy - t_prefill)
     bound = bw / wb
     res = {"benchmark": "decode", "model": a.model, "dtype": lm.dtype, "threads": torch.get_num_threads(),
@@ -78,7 +110,12 @@ def main():
            "bound_tokens_per_s": round(bound, 1), "batch1_decode_tokens_per_s": round(decode_tps, 1),
            "fraction_of_bound": round(decode_tps / bound, 3), "decode_ms_per_token": round(1000 / decode_tps, 1),
            "greedy_seconds": round(t_greedy, 3), "k": a.k, "k_samples_seconds": round(t_k, 3),
-           "ratio_k_over_greedy": round(t_k / t_greedy, 2), "statistic": "median", "repeat": a.repeat}
+           "ratio_k_over_greedy": round(t_k / t_greedy, 2),
+           "linear_only_ms_per_step_batch1": round(1000 * lin1, 2), f"linear_only_ms_per_step_batch{a.k + 1}": round(1000 * link, 2),
+           "linear_only_ratio_floor": round(link / lin1, 2),
+           "linear_batch1_fraction_of_decode_step": round(lin1 * decode_tps, 3),
+           "cpu_amx": any(f.startswith("amx") for f in flags), "cpu_avx512_bf16": "avx512_bf16" in flags,
+           "statistic": "median", "repeat": a.repeat}
     emit(res, a.out)
 
 
