@@ -129,6 +129,11 @@ def test_shared_prefix_attention_matches_transformers_cache_path(tiny_lm, monkey
     cfg = GenerationConfig(n=5, max_new_tokens=10, seed=11)
     a = tiny_lm.generate([P1, P2], cfg)
     b = plain.generate([P1, P2], cfg)
+    # several prompts sharing one cached prefix (one of them is the bare prefix: nothing to prefill)
+    pre = "The quick brown fox jumps over the lazy dog. " * 4
+    shared = [pre + P1, pre + P2, pre]
+    a += tiny_lm.generate(shared, cfg, prefix=pre)
+    b += plain.generate(shared, cfg, prefix=pre)
     for ga, gb in zip(a, b):
         assert ga.greedy.token_ids == gb.greedy.token_ids
         for sa, sb in zip(ga.samples, gb.samples):
