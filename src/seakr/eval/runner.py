@@ -81,6 +81,11 @@ class RowLog:
     def todo(self, examples):
         return [ex for ex in examples if ex.id not in self.done]
 
+    def rows_for(self, examples) -> list[dict]:
+        """The finished rows of these examples (a resumed log may hold more, e.g. from a larger --limit)."""
+        want = {ex.id for ex in examples}
+        return [r for r in self.rows if r["id"] in want]
+
     def append(self, row: dict, after=None) -> None:
         """Write one finished row; ``after(rows)`` runs under the same lock (progress display)."""
         with self._lock:
@@ -151,7 +156,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
     with RowLog(out_dir, "results.jsonl", cfg, resume=resume) as log:
-        rows = log.rows
+        rows = log.rows_for(examples)
         if progress:
             progress(len(rows), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
         todo = log.todo(examples)
@@ -177,6 +182,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
             with ThreadPoolExecutor(concurrency) as pool:
                 for fut in [pool.submit(one, ex) for ex in todo]:
                     fut.result()
+        rows = log.rows_for(examples)  # a resumed log may hold questions outside this --limit
     wall = time.perf_counter() - t_start
     out = Path(out_dir)
     s = summarize(rows, cfg["name"])

@@ -43,12 +43,12 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
     cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples)}
     with RowLog(out_dir, rows_name, cfg, resume=resume) as log:
         if progress:
-            progress(len(log.rows))
+            progress(len(log.rows_for(examples)))
         for ex in log.todo(examples):
             log.append(fn(ex))
             if progress:
                 progress(1)
-        return list(log.rows)
+        return log.rows_for(examples)
 
 
 def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
