@@ -52,12 +52,11 @@ class RowLog:
 
     Every row is flushed and fsync'd before the next, so ``kill -9`` loses at most the item in
     flight. Opening an existing log needs ``resume=True`` (no silent mixing of two runs) and the same
-    ``config`` as the one recorded in ``config.json`` beside it (``key`` names the part that must
-    match); a torn last line is dropped and the file rewritten so appends start on a clean line.
+    ``config["method"]`` (method, model, engine) as the one recorded in ``config.json`` beside it; a
+    torn last line is dropped and the file rewritten so appends start on a clean line.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False,
-                 key: str = "method"):
+    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / rows_name
@@ -66,8 +65,8 @@ class RowLog:
             raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
         if resume and cfg_path.exists():
             old = json.loads(cfg_path.read_text())
-            if _comparable(old.get(key)) != _comparable(json.loads(json.dumps(config.get(key)))):
-                raise ValueError(f"{self.dir}: --resume with a different {key} config than the one recorded in config.json")
+            if _comparable(old.get("method")) != _comparable(json.loads(json.dumps(config.get("method")))):
+                raise ValueError(f"{self.dir}: --resume with a different method config than the one recorded in config.json")
         cfg_path.write_text(json.dumps(config, indent=2))
         self.rows = read_results(self.path)
         if self.path.exists():

@@ -146,7 +146,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume)
     # clean() wrote +inf ("too few valid samples") as null; it ranks as most uncertain
     for r in rows:
-        r["scores"] = {k: (math.inf if v is None else v) for k, v in r["scores"].items()}
+        r["scores"] = {k: _finite(v) for k, v in r["scores"].items()}
     wrong = [r["f1"] < 0.5 for r in rows]
     table = {}
     for name in rows[0]["scores"] if rows else []:

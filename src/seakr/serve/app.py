@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..methods import METHODS, build_method
+from ..prompts import FAMILIES
 
 MAX_QUESTION = 2000
 #: Per-request ceilings on the options that scale compute or memory (the service protects itself).
@@ -83,8 +84,8 @@ class AnswerService:
             v = opts.get(key)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
                 raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
-        if opts.get("prompt_set") not in (None, "hotpotqa", "2wikimultihopqa", "simpleqa"):
-            raise HTTPException(422, detail="option prompt_set: hotpotqa, 2wikimultihopqa or simpleqa")
+        if opts.get("prompt_set") not in (None, *FAMILIES):  # packaged sets only: no server-side file paths
+            raise HTTPException(422, detail=f"option prompt_set: one of {', '.join(FAMILIES)}")
         try:
             return build_method(name, self.lm, self.engine, **opts)
         except (ValueError, TypeError) as e:
