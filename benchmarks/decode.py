@@ -10,6 +10,7 @@ Prints one JSON object per model, measured side by side in one process:
   batch 1 and at batch k+1: the floor of a decode step with zero framework overhead. Their ratio is
   the best k-vs-greedy ratio this CPU allows once greedy decode runs at that floor (without AMX the
   batch-(k+1) matmuls are compute-bound, not bandwidth-bound).
+* the same again with stock ``F.linear`` after unpacking the packed bf16 weights (models/kernels.py).
 Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
 """
 
@@ -26,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from seakr.models import GenerationConfig, load_model  # noqa: E402
+from seakr.models.kernels import unpack_linears  # noqa: E402
 from seakr.prompts import PromptBuilder  # noqa: E402
 
 
@@ -66,13 +68,14 @@ def cpu_flags() -> set[str]:
 
 
 def linear_step_seconds(model, rows: int, repeat: int) -> float:
-    """Every nn.Linear weight (lm_head included) applied to ``rows`` vectors: one decode step's matmuls."""
-    ws = [m.weight for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    xs = {w.shape[1]: torch.randn(rows, w.shape[1], dtype=w.dtype) for w in ws}
+    """Every nn.Linear (lm_head included) applied to ``rows`` vectors, through the module's own forward
+    (packed or not): one decode step's matmuls."""
+    ms = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    xs = {m.in_features: torch.randn(rows, m.in_features, dtype=m.weight.dtype) for m in ms}
 
     def step():
-        for w in ws:
-            torch.nn.functional.linear(xs[w.shape[1]], w)
+        for m in ms:
+            m(xs[m.in_features])
 
     with torch.inference_mode():
         step()
@@ -93,29 +96,47 @@ def main():
     one = GenerationConfig(n=0, max_new_tokens=1, ignore_eos=True, with_states=False)
     greedy = GenerationConfig(n=0, max_new_tokens=a.tokens, ignore_eos=True, with_states=False)
     ksamp = GenerationConfig(n=a.k, max_new_tokens=a.tokens, ignore_eos=True, seed=1)
-    lm.generate([prompt], greedy)
-    bw = bandwidth()
-    t_prefill = median_time(lambda: lm.generate([prompt], one), a.repeat)
-    t_greedy = median_time(lambda: lm.generate([prompt], greedy), a.repeat)
-    t_k = median_time(lambda: lm.generate([prompt], ksamp), a.repeat)
     wb = weight_bytes(lm.model)
-    lin1 = linear_step_seconds(lm.model, 1, 5 * a.repeat)
-    link = linear_step_seconds(lm.model, a.k + 1, 5 * a.repeat)
     flags = cpu_flags()
-    decode_tps = (a.tokens - 1) / max(1e-9, t_greedy - t_prefill)
+
+    def measure() -> dict:
+        """Greedy, k samples and the linear-only floor with the model's current linear kernels."""
+        lm.generate([prompt], greedy)
+        t_prefill = median_time(lambda: lm.generate([prompt], one), a.repeat)
+        t_greedy = median_time(lambda: lm.generate([prompt], greedy), a.repeat)
+        t_k = median_time(lambda: lm.generate([prompt], ksamp), a.repeat)
+        lin1 = linear_step_seconds(lm.model, 1, 5 * a.repeat)
+        link = linear_step_seconds(lm.model, a.k + 1, 5 * a.repeat)
+        tps = (a.tokens - 1) / max(1e-9, t_greedy - t_prefill)
+        return {"batch1_decode_tokens_per_s": tps, "decode_ms_per_token": 1000 / tps, "greedy_seconds": t_greedy,
+                "k_samples_seconds": t_k, "ratio_k_over_greedy": t_k / t_greedy,
+                "linear_only_ms_per_step_batch1": 1000 * lin1, f"linear_only_ms_per_step_batch{a.k + 1}": 1000 * link,
+                "linear_only_ratio_floor": link / lin1, "linear_batch1_fraction_of_decode_step": lin1 * tps}
+
+    # Side by side in one process: the shipped path (packed bf16 weights where available), then the
+    # same model with stock F.linear. Bandwidth is measured before and after; the bound uses the
+    # higher of the two (the conservative choice on a noisy shared machine).
+    bw0 = bandwidth()
+    shipped = measure()
+    stock = None
+    if lm.packed_linear:
+        unpack_linears(lm.model)
+        stock = measure()
+    bw1 = bandwidth()
+    bw = max(bw0, bw1)
     bound = bw / wb
+    r2 = lambda d: {k: round(v, 3) for k, v in d.items()}  # noqa: E731
     res = {"benchmark": "decode", "model": a.model, "dtype": lm.dtype, "threads": torch.get_num_threads(),
-           "prompt_tokens": lm.count_tokens(prompt), "new_tokens": a.tokens,
-           "bandwidth_gb_s": round(bw / 1e9, 2), "weight_mb_per_token": round(wb / 1e6, 1),
-           "bound_tokens_per_s": round(bound, 1), "batch1_decode_tokens_per_s": round(decode_tps, 1),
-           "fraction_of_bound": round(decode_tps / bound, 3), "decode_ms_per_token": round(1000 / decode_tps, 1),
-           "greedy_seconds": round(t_greedy, 3), "k": a.k, "k_samples_seconds": round(t_k, 3),
-           "ratio_k_over_greedy": round(t_k / t_greedy, 2),
-           "linear_only_ms_per_step_batch1": round(1000 * lin1, 2), f"linear_only_ms_per_step_batch{a.k + 1}": round(1000 * link, 2),
-           "linear_only_ratio_floor": round(link / lin1, 2),
-           "linear_batch1_fraction_of_decode_step": round(lin1 * decode_tps, 3),
+           "packed_linear": lm.packed_linear, "prompt_tokens": lm.count_tokens(prompt), "new_tokens": a.tokens, "k": a.k,
+           "bandwidth_gb_s": round(bw / 1e9, 2), "bandwidth_gb_s_runs": [round(bw0 / 1e9, 2), round(bw1 / 1e9, 2)],
+           "weight_mb_per_token": round(wb / 1e6, 1), "bound_tokens_per_s": round(bound, 1),
+           **r2(shipped), "fraction_of_bound": round(shipped["batch1_decode_tokens_per_s"] / bound, 3),
            "cpu_amx": any(f.startswith("amx") for f in flags), "cpu_avx512_bf16": "avx512_bf16" in flags,
            "statistic": "median", "repeat": a.repeat}
+    if stock is not None:
+        res["stock_linear"] = {**r2(stock), "fraction_of_bound": round(stock["batch1_decode_tokens_per_s"] / bound, 3)}
+        res["packed_speedup_greedy"] = round(stock["greedy_seconds"] / shipped["greedy_seconds"], 2)
+        res["packed_speedup_k_samples"] = round(stock["k_samples_seconds"] / shipped["k_samples_seconds"], 2)
     emit(res, a.out)
 
 

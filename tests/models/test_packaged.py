@@ -55,3 +55,36 @@ def test_smollm2_uncertainty_end_to_end(smol):
     assert -7.5 < scores["eigen"] < 5
     for s in g.samples:
         assert "\n" not in s.text
+
+
+def test_smollm2_bf16_packed_linears_change_no_number():
+    """The shipped bf16 path packs the linears (kernels.py): the model's logits, our loop's tokens and
+    transformers.generate's tokens are the same with and without packing. (In bf16 our loop is not
+    token-identical to transformers.generate either way: it attends in fp32 where SDPA uses bf16; the
+    token-identity tests above and in test_hf_tiny.py run in fp32.)"""
+    from seakr.models import load_model
+    from seakr.models.kernels import packing_available, pack_linears, unpack_linears
+
+    if not packing_available(torch.bfloat16):
+        pytest.skip("CPU without native bf16 oneDNN")
+    lm = load_model("smollm2-135m", dtype="bfloat16")
+    assert lm.packed_linear
+    prompt = "Question: Which river flows through Paris?\nAnswer: The river"
+    ids = lm.encode(prompt)
+    cfg = GenerationConfig(n=3, max_new_tokens=16, seed=5)
+
+    def run():
+        with torch.inference_mode():
+            logits = lm.model(torch.tensor([ids])).logits
+        ref = lm.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                do_sample=False, max_new_tokens=16, pad_token_id=lm.pad_id)[0, len(ids):].tolist()
+        g = lm.generate([prompt], cfg)[0]
+        return logits, ref, [g.greedy.token_ids] + [s.token_ids for s in g.samples], g.states
+
+    packed = run()
+    unpack_linears(lm.model)
+    stock = run()
+    pack_linears(lm.model)
+    assert torch.equal(packed[0], stock[0])
+    assert packed[1] == stock[1] and packed[2] == stock[2] and len(packed[2][0]) > 0
+    assert np.allclose(packed[3], stock[3], atol=1e-3)

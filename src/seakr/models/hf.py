@@ -27,6 +27,7 @@ import numpy as np
 
 from .attention import SharedPrefixState, install
 from .base import Generation, GenerationConfig, Sample
+from .kernels import pack_linears, packing_available
 from .registry import DEFAULT_MODEL, resolve
 
 
@@ -57,6 +58,8 @@ class HFLanguageModel:
         state_source: ``"mlp"`` (FFN sub-layer output, as the reference) or ``"residual"`` (the
             decoder layer's residual-stream output, an ablation).
         prefix_cache_size: how many demonstration prefixes keep their KV cache in memory.
+        packed_linear: pre-pack bf16 weights into oneDNN's blocked layout (kernels.py): ``None``
+            (default) packs where the CPU runs bf16 natively, ``False`` keeps ``F.linear``.
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class HFLanguageModel:
         state_layer: int | None = None,
         state_source: str = "mlp",
         prefix_cache_size: int = 4,
+        packed_linear: bool | None = None,
         _modules=None,
     ):
         import torch
@@ -96,6 +100,11 @@ class HFLanguageModel:
             self.name = model
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
+        if packed_linear is None:
+            packed_linear = packing_available(getattr(torch, dtype))
+        elif packed_linear and not packing_available(getattr(torch, dtype)):
+            raise ValueError("packed_linear=True needs bfloat16 on a CPU where oneDNN runs bf16 natively")
+        self.packed_linear = bool(packed_linear) and pack_linears(self.model) > 0
         self.load_seconds = time.time() - t0
         cfg = self.model.config
         self.num_layers = cfg.num_hidden_layers
@@ -140,6 +149,7 @@ class HFLanguageModel:
         return {
             "model": self.name,
             "dtype": self.dtype,
+            "packed_linear": self.packed_linear,
             "threads": self._torch.get_num_threads(),
             "layers": self.num_layers,
             "state_layer": self.state_layer,
