@@ -157,3 +157,17 @@ def test_batching_model_merges_concurrent_calls(tiny_lm):
     assert got == alone  # greedy results do not depend on who shares the batch
     assert tiny_lm.stats["calls"] - before < 4 and bm.requests == 4
     assert bm.token_strings(tiny_lm.encode("Paris"))  # other calls go through the worker too
+
+
+def test_per_token_numbers_match_a_plain_forward(tiny_lm):
+    """log-prob, entropy and logsumexp of every greedy step equal those of transformers' own logits."""
+    g = tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6, ignore_eos=True))[0].greedy
+    ids = tiny_lm.encode(P1)
+    with torch.inference_mode():
+        logits = tiny_lm.model(torch.tensor([ids + g.token_ids])).logits[0, len(ids) - 1 : -1].float()
+    logp = torch.log_softmax(logits, -1)
+    ent = -(logp.exp() * logp).sum(-1)
+    want_lp = logp.gather(1, torch.tensor(g.token_ids)[:, None])[:, 0]
+    assert np.allclose(g.logprobs, want_lp.numpy(), atol=1e-4)
+    assert np.allclose(g.entropies, ent.numpy(), atol=1e-4)
+    assert np.allclose(g.logsumexp, torch.logsumexp(logits, -1).numpy(), atol=1e-4)

@@ -63,3 +63,20 @@ def test_packed_needs_bf16(tiny_lm):
     with pytest.raises(ValueError, match="packed_linear=True needs bfloat16"):
         HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1, packed_linear=True)
     assert not HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1).packed_linear
+
+
+def test_sibling_projections_fuse_and_fall_back(tiny_lm):
+    """q/k/v and gate/up share one packed matmul; a sibling called on another input computes its own."""
+    m = _tiny_qwen(tiny_lm.tokenizer).to(torch.bfloat16)
+    attn, mlp = m.model.layers[0].self_attn, m.model.layers[0].mlp
+    x, y = torch.randn(2, 5, 64, dtype=torch.bfloat16), torch.randn(2, 5, 64, dtype=torch.bfloat16)
+    with torch.inference_mode():
+        ref = [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), attn.k_proj(y), mlp.gate_proj(x), mlp.up_proj(x)]
+        n = pack_linears(m)
+        assert n == sum(isinstance(mod, torch.nn.Linear) for mod in m.modules())
+        assert attn.q_proj._seakr_packed is attn.v_proj._seakr_packed  # one fused q/k/v matrix
+        assert mlp.gate_proj._seakr_packed is mlp.up_proj._seakr_packed
+        out = [attn.q_proj(x), attn.k_proj(x), attn.v_proj(x), attn.k_proj(y), mlp.gate_proj(x), mlp.up_proj(x)]
+        assert attn.q_proj._seakr_packed.x is None  # the last sibling released the shared input
+    for a, b in zip(out, ref):
+        torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-2)

@@ -62,8 +62,8 @@ class SharedPrefixState:
         gv[self.alive, :, t] = v[:, :, 0].float()
         kg = gk.index_select(0, self.alive)[:, :, : t + 1]  # (B, kvh, t+1, d): this row's own tokens
         vg = gv.index_select(0, self.alive)[:, :, : t + 1]
-        qf = q[:, :, 0].float().reshape(B, kvh, g, D)
-        sg = torch.matmul(qf, kg.transpose(-1, -2)).mul_(scale)  # (B, kvh, g, t+1)
+        qf = (q[:, :, 0].float() * scale).reshape(B, kvh, g, D)  # scaled once here, not every score
+        sg = torch.matmul(qf, kg.transpose(-1, -2))  # (B, kvh, g, t+1)
         single = len(self.groups) == 1
         out = qf.new_empty(B, kvh, g, D)
         for j, rows in self.groups:
@@ -73,10 +73,10 @@ class SharedPrefixState:
             vgj = vg if single else vg.index_select(0, rows)
             n = qj.shape[0]
             # fold the rows into the matmul's M dimension: one (n*g x d) @ (d x L) product per kv head
-            sp = torch.bmm(qj.permute(1, 0, 2, 3).reshape(kvh, n * g, D), Kt).mul_(scale)  # (kvh, n*g, L)
+            sp = torch.bmm(qj.permute(1, 0, 2, 3).reshape(kvh, n * g, D), Kt)  # (kvh, n*g, L)
             sp = sp.view(kvh, n, g, -1).permute(1, 0, 2, 3)  # (n, kvh, g, L)
             m = torch.maximum(sp.amax(-1, keepdim=True), sgj.amax(-1, keepdim=True))
-            ep, eg = (sp - m).exp_(), (sgj - m).exp_()
+            ep, eg = sp.sub_(m).exp_(), (sgj - m).exp_()  # in place over the big prompt scores
             den = ep.sum(-1, keepdim=True) + eg.sum(-1, keepdim=True)
             op = torch.bmm(ep.permute(1, 0, 2, 3).reshape(kvh, n * g, -1), V).view(kvh, n, g, D).permute(1, 0, 2, 3)
             o = (op + torch.matmul(eg, vgj)) / den
