@@ -35,20 +35,30 @@ class SharedPrefixState:
         self.pv = [[prompt_kv[j][li][1].float().contiguous() for j in range(len(prompt_kv))] for li in range(n_layers)]
         kvh, d = self.pk[0][0].shape[0], self.pk[0][0].shape[1]
         B = len(row_prompt)
+        if any(x > y for x, y in zip(row_prompt, row_prompt[1:])):
+            raise ValueError("rows must be grouped by prompt (row_prompt non-decreasing)")
+        # Batch position == buffer row: rows that finish are compacted away in select(), so a step
+        # writes and reads its own tokens with plain slices (no per-step gather of whole buffers).
         self.gk = [torch.zeros(B, kvh, max_new + 1, d) for _ in range(n_layers)]
         self.gv = [torch.zeros(B, kvh, max_new + 1, d) for _ in range(n_layers)]
         self.row_prompt = list(row_prompt)
-        self.alive = torch.arange(B)  # buffer row of each batch position
         self.t = 0  # number of generated tokens already written (position of the next write)
         self._groups()
 
     def _groups(self):
-        rp = [self.row_prompt[int(r)] for r in self.alive]
-        self.groups = [(j, torch.tensor([b for b, p in enumerate(rp) if p == j])) for j in sorted(set(rp))]
+        # each prompt's rows are one contiguous slice of the batch (select keeps the order)
+        rp = self.row_prompt
+        self.groups = [(j, rp.index(j), len(rp) - rp[::-1].index(j)) for j in sorted(set(rp))]
 
     def select(self, keep: torch.Tensor) -> None:
-        """Keep only these batch positions (rows that finished leave the batch)."""
-        self.alive = self.alive[keep]
+        """Keep only these batch positions (rows that finished leave the batch), in increasing order."""
+        t = self.t + 1
+        for bufs in (self.gk, self.gv):
+            for i, x in enumerate(bufs):
+                y = torch.zeros(len(keep), *x.shape[1:])
+                y[:, :, :t] = x[keep, :, :t]  # only the tokens written so far
+                bufs[i] = y
+        self.row_prompt = [self.row_prompt[int(b)] for b in keep]
         self._groups()
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
@@ -58,20 +68,16 @@ class SharedPrefixState:
         g = H // kvh
         t = self.t
         gk, gv = self.gk[layer], self.gv[layer]
-        gk[self.alive, :, t] = k[:, :, 0].float()
-        gv[self.alive, :, t] = v[:, :, 0].float()
-        kg = gk.index_select(0, self.alive)[:, :, : t + 1]  # (B, kvh, t+1, d): this row's own tokens
-        vg = gv.index_select(0, self.alive)[:, :, : t + 1]
+        gk[:, :, t] = k[:, :, 0]
+        gv[:, :, t] = v[:, :, 0]
+        kg, vg = gk[:, :, : t + 1], gv[:, :, : t + 1]  # (B, kvh, t+1, d): each row's own tokens (views)
         qf = (q[:, :, 0].float() * scale).reshape(B, kvh, g, D)  # scaled once here, not every score
         sg = torch.matmul(qf, kg.transpose(-1, -2))  # (B, kvh, g, t+1)
-        single = len(self.groups) == 1
-        out = qf.new_empty(B, kvh, g, D)
-        for j, rows in self.groups:
+        outs = []
+        for j, lo, hi in self.groups:
             Kt, V = self.pk[layer][j], self.pv[layer][j]  # (kvh, d, L), (kvh, L, d), shared by the rows
-            qj = qf if single else qf.index_select(0, rows)
-            sgj = sg if single else sg.index_select(0, rows)
-            vgj = vg if single else vg.index_select(0, rows)
-            n = qj.shape[0]
+            qj, sgj, vgj = qf[lo:hi], sg[lo:hi], vg[lo:hi]
+            n = hi - lo
             # fold the rows into the matmul's M dimension: one (n*g x d) @ (d x L) product per kv head
             sp = torch.bmm(qj.permute(1, 0, 2, 3).reshape(kvh, n * g, D), Kt)  # (kvh, n*g, L)
             sp = sp.view(kvh, n, g, -1).permute(1, 0, 2, 3)  # (n, kvh, g, L)
@@ -79,11 +85,8 @@ class SharedPrefixState:
             ep, eg = sp.sub_(m).exp_(), (sgj - m).exp_()  # in place over the big prompt scores
             den = ep.sum(-1, keepdim=True) + eg.sum(-1, keepdim=True)
             op = torch.bmm(ep.permute(1, 0, 2, 3).reshape(kvh, n * g, -1), V).view(kvh, n, g, D).permute(1, 0, 2, 3)
-            o = (op + torch.matmul(eg, vgj)) / den
-            if single:
-                out = o
-            else:
-                out[rows] = o
+            outs.append((op + torch.matmul(eg, vgj)) / den)
+        out = outs[0] if len(outs) == 1 else torch.cat(outs, 0)
         return out.reshape(B, H, D)[:, None].to(q.dtype)  # (B, T=1, H, D), as transformers expects
 
 
