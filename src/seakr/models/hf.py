@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from . import fastpath
 from .attention import SharedPrefixState, install
 from .base import Generation, GenerationConfig, Sample
 from .kernels import pack_linears, packing_available
@@ -134,6 +135,8 @@ class HFLanguageModel:
         # Decode through shared-prefix attention where the architecture allows (attention.py);
         # SEAKR_ATTENTION=hf keeps transformers' own cache + SDPA path (used by equivalence tests).
         self._holder = install(self.model) if os.environ.get("SEAKR_ATTENTION", "shared") == "shared" else None
+        # Decode steps outside transformers' module machinery where the architecture allows (fastpath.py)
+        self._fast = fastpath.build(self.model, self.state_layer, state_source) if self._holder is not None else None
         target = layers[self.state_layer].mlp if state_source == "mlp" else layers[self.state_layer]
         self._capture = False
         self._captured = None
@@ -164,6 +167,7 @@ class HFLanguageModel:
             "model": self.name,
             "dtype": self.dtype,
             "packed_linear": self.packed_linear,
+            "fast_decode": self._fast is not None,
             "threads": self._torch.get_num_threads(),
             "layers": self.num_layers,
             "state_layer": self.state_layer,
@@ -380,7 +384,10 @@ class HFLanguageModel:
                 mask, pos, feed = drop_rows(keep, mask, pos, feed)
                 alive = [alive[b] for b in keep]
             self._capture = cfg.with_states
-            if shared:
+            if self._fast is not None:
+                logits, captured = self._fast.step(feed, pos, sps, cfg.with_states)
+                sps.t += 1
+            elif shared:
                 self._holder.state = sps
                 try:
                     out = self.model(input_ids=feed[:, None], position_ids=pos[:, None], use_cache=False)
@@ -399,8 +406,9 @@ class HFLanguageModel:
             self._capture = False
             self.stats["decode_steps"] += 1
             pos = pos + 1
-            logits = out.logits[:, -1].float()
-            captured = self._captured
+            if self._fast is None:
+                logits = out.logits[:, -1].float()
+                captured = self._captured
             still = []
             for b, r in enumerate(alive):
                 if finish[r]:
