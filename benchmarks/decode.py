@@ -10,7 +10,10 @@ Prints one JSON object per model, measured side by side in one process:
   batch 1 and at batch k+1: the floor of a decode step with zero framework overhead. Their ratio is
   the best k-vs-greedy ratio this CPU allows once greedy decode runs at that floor (without AMX the
   batch-(k+1) matmuls are compute-bound, not bandwidth-bound).
-* the same again with stock ``F.linear`` after unpacking the packed bf16 weights (models/kernels.py).
+* all of it for the shipped path (packed bf16 weights, kernels.py; the decode step outside
+  transformers' modules, fastpath.py) and for the stock one (F.linear, transformers' forward), in
+  interleaved rounds so the shared machine's drift hits both alike;
+* a read-only bandwidth (a reduction over a large tensor) beside the copy figure: decode only reads.
 Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
 """
 
@@ -27,7 +30,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from seakr.models import GenerationConfig, load_model  # noqa: E402
-from seakr.models.kernels import unpack_linears  # noqa: E402
+from seakr.models.kernels import pack_linears, unpack_linears  # noqa: E402
 from seakr.prompts import PromptBuilder  # noqa: E402
 
 
@@ -41,6 +44,19 @@ def bandwidth(mb=1024, repeat=5):
         b.copy_(a)
         ts.append(time.perf_counter() - t)
     return 2 * a.numel() * 4 / min(ts)
+
+
+def read_bandwidth(mb=1024, repeat=5):
+    """Bytes read per second by a reduction over a large tensor: what decode does with the weights
+    (reads, no writes). The copy figure above counts read + write traffic."""
+    a = torch.empty(mb * 2**20 // 4, dtype=torch.float32).fill_(1.0)
+    a.sum()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        a.sum()
+        ts.append(time.perf_counter() - t)
+    return a.numel() * 4 / min(ts)
 
 
 def weight_bytes(model):
@@ -88,7 +104,7 @@ def main():
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--k", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     lm = load_model(a.model, dtype=a.dtype)
@@ -99,44 +115,65 @@ def main():
     wb = weight_bytes(lm.model)
     flags = cpu_flags()
 
-    def measure() -> dict:
-        """Greedy, k samples and the linear-only floor with the model's current linear kernels."""
-        lm.generate([prompt], greedy)
-        t_prefill = median_time(lambda: lm.generate([prompt], one), a.repeat)
-        t_greedy = median_time(lambda: lm.generate([prompt], greedy), a.repeat)
-        t_k = median_time(lambda: lm.generate([prompt], ksamp), a.repeat)
-        lin1 = linear_step_seconds(lm.model, 1, 5 * a.repeat)
-        link = linear_step_seconds(lm.model, a.k + 1, 5 * a.repeat)
-        tps = (a.tokens - 1) / max(1e-9, t_greedy - t_prefill)
-        return {"batch1_decode_tokens_per_s": tps, "decode_ms_per_token": 1000 / tps, "greedy_seconds": t_greedy,
-                "k_samples_seconds": t_k, "ratio_k_over_greedy": t_k / t_greedy,
-                "linear_only_ms_per_step_batch1": 1000 * lin1, f"linear_only_ms_per_step_batch{a.k + 1}": 1000 * link,
-                "linear_only_ratio_floor": link / lin1, "linear_batch1_fraction_of_decode_step": lin1 * tps}
+    modes = {"shipped": (lm.packed_linear, lm._fast)}
+    if lm.packed_linear or lm._fast is not None:
+        modes["stock"] = (False, None)  # F.linear on plain weights, transformers' module forward
 
-    # Side by side in one process: the shipped path (packed bf16 weights where available), then the
-    # same model with stock F.linear. Bandwidth is measured before and after; the bound uses the
-    # higher of the two (the conservative choice on a noisy shared machine).
-    bw0 = bandwidth()
-    shipped = measure()
-    stock = None
-    if lm.packed_linear:
+    def set_mode(name):
+        packed, fast = modes[name]
         unpack_linears(lm.model)
-        stock = measure()
-    bw1 = bandwidth()
-    bw = max(bw0, bw1)
+        if packed:
+            pack_linears(lm.model)
+        lm._fast = fast
+
+    # Interleaved rounds (shipped, stock, shipped, stock ...) so the machine's drift hits both alike;
+    # medians over rounds. The bandwidth is measured in every round too.
+    t: dict[str, dict[str, list]] = {m: {} for m in modes}
+    bws, rbws = [], []
+    lm.generate([prompt], greedy)
+    for _ in range(a.repeat):
+        bws.append(bandwidth(repeat=3))
+        rbws.append(read_bandwidth(repeat=3))
+        for name in modes:
+            set_mode(name)
+            lm.generate([prompt], one)  # warm this mode
+            for key, cfg in (("prefill", one), ("greedy", greedy), ("k", ksamp)):
+                t0 = time.perf_counter()
+                lm.generate([prompt], cfg)
+                t[name].setdefault(key, []).append(time.perf_counter() - t0)
+            t[name].setdefault("lin1", []).append(linear_step_seconds(lm.model, 1, 5))
+            t[name].setdefault("link", []).append(linear_step_seconds(lm.model, a.k + 1, 5))
+    set_mode("shipped")
+    bw, rbw = max(bws), max(rbws)
     bound = bw / wb
-    r2 = lambda d: {k: round(v, 3) for k, v in d.items()}  # noqa: E731
+
+    def summary(name) -> dict:
+        med = {k: statistics.median(v) for k, v in t[name].items()}
+        tps = (a.tokens - 1) / max(1e-9, med["greedy"] - med["prefill"])
+        return {"batch1_decode_tokens_per_s": round(tps, 2), "decode_ms_per_token": round(1000 / tps, 2),
+                "fraction_of_bound": round(tps / bound, 3), "fraction_of_read_bound": round(tps * wb / rbw, 3),
+                "greedy_seconds": round(med["greedy"], 3), "k_samples_seconds": round(med["k"], 3),
+                "ratio_k_over_greedy": round(med["k"] / med["greedy"], 2),
+                "linear_only_ms_per_step_batch1": round(1000 * med["lin1"], 2),
+                f"linear_only_ms_per_step_batch{a.k + 1}": round(1000 * med["link"], 2),
+                "linear_only_ratio_floor": round(med["link"] / med["lin1"], 2),
+                "linear_batch1_fraction_of_decode_step": round(med["lin1"] * tps, 3)}
+
     res = {"benchmark": "decode", "model": a.model, "dtype": lm.dtype, "threads": torch.get_num_threads(),
-           "packed_linear": lm.packed_linear, "prompt_tokens": lm.count_tokens(prompt), "new_tokens": a.tokens, "k": a.k,
-           "bandwidth_gb_s": round(bw / 1e9, 2), "bandwidth_gb_s_runs": [round(bw0 / 1e9, 2), round(bw1 / 1e9, 2)],
+           "packed_linear": lm.packed_linear, "fast_decode": lm._fast is not None,
+           "prompt_tokens": lm.count_tokens(prompt), "new_tokens": a.tokens, "k": a.k,
+           "bandwidth_gb_s": round(bw / 1e9, 2), "bandwidth_gb_s_rounds": [round(x / 1e9, 1) for x in bws],
+           "read_bandwidth_gb_s": round(rbw / 1e9, 2), "read_bandwidth_gb_s_rounds": [round(x / 1e9, 1) for x in rbws],
            "weight_mb_per_token": round(wb / 1e6, 1), "bound_tokens_per_s": round(bound, 1),
-           **r2(shipped), "fraction_of_bound": round(shipped["batch1_decode_tokens_per_s"] / bound, 3),
+           **summary("shipped"),
            "cpu_amx": any(f.startswith("amx") for f in flags), "cpu_avx512_bf16": "avx512_bf16" in flags,
-           "statistic": "median", "repeat": a.repeat}
-    if stock is not None:
-        res["stock_linear"] = {**r2(stock), "fraction_of_bound": round(stock["batch1_decode_tokens_per_s"] / bound, 3)}
-        res["packed_speedup_greedy"] = round(stock["greedy_seconds"] / shipped["greedy_seconds"], 2)
-        res["packed_speedup_k_samples"] = round(stock["k_samples_seconds"] / shipped["k_samples_seconds"], 2)
+           "statistic": "median over interleaved rounds", "rounds": a.repeat}
+    if "stock" in modes:
+        st = summary("stock")
+        res["stock"] = st
+        res["speedup_over_stock_greedy"] = round(st["greedy_seconds"] / res["greedy_seconds"], 2)
+        res["speedup_over_stock_k_samples"] = round(st["k_samples_seconds"] / res["k_samples_seconds"], 2)
+        res["speedup_over_stock_decode_step"] = round(st["decode_ms_per_token"] / res["decode_ms_per_token"], 2)
     emit(res, a.out)
 
 
