@@ -171,3 +171,13 @@ def test_per_token_numbers_match_a_plain_forward(tiny_lm):
     assert np.allclose(g.logprobs, want_lp.numpy(), atol=1e-4)
     assert np.allclose(g.entropies, ent.numpy(), atol=1e-4)
     assert np.allclose(g.logsumexp, torch.logsumexp(logits, -1).numpy(), atol=1e-4)
+
+
+def test_one_token_calls_take_no_decode_step_unless_a_state_is_wanted(tiny_lm):
+    steps = tiny_lm.stats["decode_steps"]
+    g = tiny_lm.generate([P1, P2], GenerationConfig(n=2, max_new_tokens=1, with_states=False, ignore_eos=True, seed=1))
+    assert tiny_lm.stats["decode_steps"] == steps  # the token comes from the prefill's logits
+    ref = tiny_lm.generate([P1, P2], GenerationConfig(n=0, max_new_tokens=3, ignore_eos=True))
+    assert [x.greedy.token_ids for x in g] == [r.greedy.token_ids[:1] for r in ref]
+    s = tiny_lm.generate([P1], GenerationConfig(n=2, max_new_tokens=1, ignore_eos=True, seed=1))[0]
+    assert s.states.shape[0] == 2 and np.isfinite(s.states).all()  # EOS fed once: one step for the states

@@ -295,7 +295,15 @@ class HFLanguageModel:
                     return [(k[0], v[0]) for k, v in kv]
                 return [(l.keys[0], l.values[0]) for l in kv.layers]
 
-            sps = SharedPrefixState([kv_of(p[2]) for p in prefilled], [j for j in range(len(prefilled)) for _ in range(R)], cfg.max_new_tokens)
+            def build_state(alive):
+                # Built at the first decode step, for the rows still alive: a call that ends on the
+                # prefill's own token (max_new_tokens=1, or every row stopping at once) never pays for
+                # converting the prompt KV, and finished prompts' KV is never converted at all.
+                used = sorted({r // R for r in alive})
+                return SharedPrefixState([kv_of(prefilled[j][2]) for j in used], [used.index(r // R) for r in alive],
+                                         cfg.max_new_tokens)
+
+            sps = None
             cache = mask = None
         elif self._sliding:
             cache = prefilled[0][2]
@@ -325,7 +333,8 @@ class HFLanguageModel:
             """Keep only these batch positions in the KV state and in every per-row tensor."""
             sel = torch.tensor(keep)
             if shared:
-                sps.select(sel)
+                if sps is not None:
+                    sps.select(sel)
             else:
                 for layer in cache.layers:
                     layer.batch_select_indices(sel)
@@ -384,6 +393,8 @@ class HFLanguageModel:
                 mask, pos, feed = drop_rows(keep, mask, pos, feed)
                 alive = [alive[b] for b in keep]
             self._capture = cfg.with_states
+            if shared and sps is None:
+                sps = build_state(alive)
             if self._fast is not None:
                 logits, captured = self._fast.step(feed, pos, sps, cfg.with_states)
                 sps.t += 1
