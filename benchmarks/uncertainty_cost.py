@@ -53,13 +53,19 @@ def main():
     while lm.count_tokens(long_prefix) < a.prefix_tokens:
         long_prefix += blocks[i % len(blocks)] + "\n\n"
         i += 1
+    # ~100 tokens after the prefix (99 SmolLM2, 95 Qwen tokens), as the target states (two retrieved passages + the question)
     suffix = ("Context:\n[1] Oslo is the capital of Norway and lies at about 59.9 degrees north. Helsinki is the capital "
               "of Finland and lies at about 60.2 degrees north, on the Gulf of Finland.\n"
+              "[2] Stockholm, the capital of Sweden, lies at about 59.3 degrees north, on the Baltic coast, east of Oslo and west of Helsinki.\n"
               "Question: Which city is farther north, Oslo or Helsinki?\nAnswer:")
     one = GenerationConfig(n=0, greedy=True, max_new_tokens=1, ignore_eos=True, with_states=False)
-    t_cold = median_time(lambda: lm.generate([long_prefix + suffix], one), a.repeat)
     lm.generate([long_prefix + suffix], one, prefix=long_prefix)  # fills the cache once
-    t_warm = median_time(lambda: lm.generate([long_prefix + suffix], one, prefix=long_prefix), a.repeat)
+    # cold and warm interleaved, round by round: the machine drifts by tens of percent between minutes
+    colds, warms = [], []
+    for _ in range(max(5, a.repeat)):
+        colds.append(median_time(lambda: lm.generate([long_prefix + suffix], one), 1))
+        warms.append(median_time(lambda: lm.generate([long_prefix + suffix], one, prefix=long_prefix), 1))
+    t_cold, t_warm = statistics.median(colds), statistics.median(warms)
 
     res = {
         "benchmark": "uncertainty_cost",
