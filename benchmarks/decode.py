@@ -19,7 +19,6 @@ Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
 
 from _common import emit, median_time  # noqa: E402
 import argparse
-import json
 import os
 import statistics
 import sys

@@ -8,7 +8,6 @@ and peak RSS. Usage: python benchmarks/uncertainty_cost.py --model smollm2-135m 
 
 from _common import emit, median_time  # noqa: E402
 import argparse
-import json
 import os
 import platform
 import resource

@@ -52,7 +52,7 @@ class SharedPrefixState:
 
     def select(self, keep: torch.Tensor) -> None:
         """Keep only these batch positions (rows that finished leave the batch), in increasing order."""
-        t = self.t + 1
+        t = self.t  # positions 0..t-1 hold generated tokens; t is the next write
         for bufs in (self.gk, self.gv):
             for i, x in enumerate(bufs):
                 y = torch.zeros(len(keep), *x.shape[1:])

@@ -397,14 +397,12 @@ class HFLanguageModel:
                 sps = build_state(alive)
             if self._fast is not None:
                 logits, captured = self._fast.step(feed, pos, sps, cfg.with_states)
-                sps.t += 1
             elif shared:
                 self._holder.state = sps
                 try:
                     out = self.model(input_ids=feed[:, None], position_ids=pos[:, None], use_cache=False)
                 finally:
                     self._holder.state = None
-                sps.t += 1
             else:
                 mask = torch.cat([mask, torch.ones(len(alive), 1, dtype=torch.long)], 1)
                 out = self.model(
@@ -417,7 +415,9 @@ class HFLanguageModel:
             self._capture = False
             self.stats["decode_steps"] += 1
             pos = pos + 1
-            if self._fast is None:
+            if shared:
+                sps.t += 1
+            if self._fast is None:  # the fast step returned both already
                 logits = out.logits[:, -1].float()
                 captured = self._captured
             still = []

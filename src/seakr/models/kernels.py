@@ -37,8 +37,12 @@ def packing_available(dtype: torch.dtype) -> bool:
         return False
 
 
+def _packed_linear(x, packed, bias):
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [None], "")
+
+
 def _packed_forward(self, x):
-    return torch.ops.mkldnn._linear_pointwise(x, getattr(self, _ATTR), self.bias, "none", [None], "")
+    return _packed_linear(x, getattr(self, _ATTR), self.bias)
 
 
 _SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
@@ -57,7 +61,7 @@ class _Fused:
 
     def forward(self, i: int, mod: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
         if i == 0:
-            out = torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [None], "")
+            out = _packed_linear(x, self.packed, self.bias)
             self.x, self.parts = x, list(out.split(self.splits, -1))
         elif x is not self.x:  # not the sibling call pattern: compute this projection on its own
             return torch.nn.functional.linear(x, mod.weight, mod.bias)
@@ -68,7 +72,7 @@ class _Fused:
 
 
 def _fusable(mods) -> bool:
-    ok = all(isinstance(m, torch.nn.Linear) and _packable(m) for m in mods)
+    ok = all(_packable(m) for m in mods)
     return ok and len({m.in_features for m in mods}) == 1 and len({m.bias is None for m in mods}) == 1
 
 
