@@ -102,6 +102,49 @@ def test_prefix_cache_is_prefilled_once_and_matches_plain_prefill(tiny_lm):
     assert a.greedy.token_ids == hf_greedy(tiny_lm, ids, 8)[: len(a.greedy.token_ids)]
 
 
+def test_cached_prefix_prefill_matches_one_forward_over_the_whole_prompt(tiny_lm):
+    """A suffix after a cached prefix attends over the prefix's KV in place (CachedPrefixPrefill):
+    same last logits and same KV as one forward over the whole prompt."""
+    prefix = "The quick brown fox jumps over the lazy dog. " * 6
+    prompt = prefix + "Question: Who wrote Hamlet? Answer:"
+    ids = tiny_lm.encode(prefix) + tiny_lm.encode(prompt[len(prefix):], special=False)
+    with torch.inference_mode():
+        ref = tiny_lm.model(torch.tensor([ids]), use_cache=True)
+        L, cached, segs, logits = tiny_lm._prefill(prompt, prefix)
+    assert (L, cached) == (len(ids), len(tiny_lm.encode(prefix)))
+    assert torch.allclose(logits, ref.logits[0, -1], atol=1e-5)
+    for (ks, vs), layer in zip(segs, ref.past_key_values.layers):
+        assert torch.allclose(torch.cat(ks, 2), layer.keys, atol=1e-5)
+        assert torch.allclose(torch.cat(vs, 2), layer.values, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cached_prefix_attention_against_masked_attention(dtype):
+    """The two flash products merged by log-sum-exp equal attention with the offset-causal mask; in
+    bf16 the error against an fp32 reference stays within 2x that of SDPA with the mask in bf16."""
+    import torch.nn.functional as F
+
+    from seakr.models.attention import CachedPrefixPrefill
+
+    g = torch.Generator().manual_seed(0)
+    B, H, kvh, T, P, D = 1, 6, 2, 17, 150, 32
+    q, k, v = (torch.randn(B, n, L, D, generator=g) * 2 for n, L in ((H, T), (kvh, P + T), (kvh, P + T)))
+    mask = torch.ones(T, P + T, dtype=torch.bool).tril(P)  # query i sees the prefix and suffix keys 0..i
+    rep = lambda x: x.repeat_interleave(H // kvh, 1)  # noqa: E731
+    ref = F.scaled_dot_product_attention(q, rep(k), rep(v), attn_mask=mask).transpose(1, 2)
+    st = CachedPrefixPrefill([(k[:, :, :P].to(dtype), v[:, :, :P].to(dtype))])
+    out = st.attend(0, q.to(dtype), k[:, :, P:].to(dtype), v[:, :, P:].to(dtype), D**-0.5)
+    assert out.shape == (B, T, H, D) and out.dtype == dtype
+    assert torch.equal(st.kv[0][0], k[:, :, P:].to(dtype))
+    err = (out.float() - ref).abs().max()
+    if dtype == torch.float32:
+        assert err < 1e-5
+    else:
+        q16, k16, v16 = (x.to(dtype) for x in (q, k, v))
+        sdpa = F.scaled_dot_product_attention(q16, rep(k16), rep(v16), attn_mask=mask).transpose(1, 2)
+        assert err <= 2 * (sdpa.float() - ref).abs().max(), err
+
+
 def test_prompt_must_start_with_prefix(tiny_lm):
     with pytest.raises(ValueError, match="prefix"):
         tiny_lm.generate(["abc"], GenerationConfig(n=0, max_new_tokens=2), prefix="xyz")

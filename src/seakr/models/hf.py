@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from . import fastpath
-from .attention import SharedPrefixState, install
+from .attention import CachedPrefixPrefill, SharedPrefixState, install
 from .base import Generation, GenerationConfig, Sample
 from .kernels import pack_linears, packing_available
 from .registry import DEFAULT_MODEL, resolve
@@ -206,6 +206,7 @@ class HFLanguageModel:
 
     def _prefill(self, prompt: str, prefix: str | None):
         """Return (n prompt tokens, n cached, [(k, v)] per layer, last-position logits) for one prompt."""
+        torch = self._torch
         if prefix and not self._sliding:
             if not prompt.startswith(prefix):
                 raise ValueError("prompt does not start with the given prefix")
@@ -213,12 +214,25 @@ class HFLanguageModel:
             rest = self.encode(prompt[len(prefix) :], special=False)
             if not rest:
                 return len(pids), len(pids), kv, logits
+            self.stats["prefill_tokens"] += len(rest)
+            P, T = len(pids), len(rest)
+            if self._holder is not None:  # attend over the cached prefix in place (attention.py)
+                st = CachedPrefixPrefill(kv)
+                self._holder.state = st
+                try:
+                    out = self.model(input_ids=torch.tensor([rest]), position_ids=torch.arange(P, P + T)[None],
+                                     use_cache=False, logits_to_keep=1)
+                finally:
+                    self._holder.state = None
+                # the prompt's KV stays in two segments (prefix, suffix): the decode state joins them in the
+                # one fp32 copy it makes anyway, and a call that takes no decode step never joins them
+                segs = [([pk, k], [pv, v]) for (pk, pv), (k, v) in zip(kv, st.kv)]
+                return P + T, P, segs, out.logits[0, -1].float()
             cache = self._new_cache()
             for i, (k, v) in enumerate(kv):  # shares the prefix tensors; update() concatenates into new ones
                 cache.update(k, v, i)
             out = self._forward(rest, cache)
-            self.stats["prefill_tokens"] += len(rest)
-            return len(pids) + len(rest), len(pids), [(l.keys, l.values) for l in cache.layers], out.logits[0, -1].float()
+            return P + T, P, [(l.keys, l.values) for l in cache.layers], out.logits[0, -1].float()
         ids = self.encode(prompt, special=True)
         cache = self._new_cache()
         out = self._forward(ids, cache)
@@ -290,10 +304,11 @@ class HFLanguageModel:
         shared = self._holder is not None
         if shared:
             # one copy of each prompt's KV, shared by its R rows (attention.py)
-            def kv_of(kv):
-                if isinstance(kv, list):
-                    return [(k[0], v[0]) for k, v in kv]
-                return [(l.keys[0], l.values[0]) for l in kv.layers]
+            def kv_of(kv):  # per layer ([K segments], [V segments]), each (kv_heads, L_s, d)
+                if not isinstance(kv, list):
+                    kv = [(l.keys, l.values) for l in kv.layers]
+                seg = lambda x: [t[0] for t in x] if isinstance(x, list) else [x[0]]  # noqa: E731
+                return [(seg(k), seg(v)) for k, v in kv]
 
             def build_state(alive):
                 # Built at the first decode step, for the rows still alive: a call that ends on the
