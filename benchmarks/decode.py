@@ -14,6 +14,10 @@ Prints one JSON object per model, measured side by side in one process:
   transformers' modules, fastpath.py) and for the stock one (F.linear, transformers' forward), in
   interleaved rounds so the shared machine's drift hits both alike;
 * a read-only bandwidth (a reduction over a large tensor) beside the copy figure: decode only reads.
+* what merging pays (``--in-flight`` questions, the continuous batching of ``BatchingModel``): one
+  k-sample call over that many distinct prompts against as many one-prompt calls (the gain if the
+  questions' calls met in perfect step), and the linears alone at that many times k+1 rows (the
+  same gain with zero framework overhead and free attention: the ceiling this CPU sets).
 Usage: python benchmarks/decode.py --model smollm2-135m [--out FILE]
 """
 
@@ -104,10 +108,16 @@ def main():
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--k", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
+    ap.add_argument("--in-flight", type=int, default=8, help="prompts merged into one call (0: skip)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     lm = load_model(a.model, dtype=a.dtype)
-    prompt, _ = PromptBuilder("hotpotqa").render("Which city is farther north, Oslo or Helsinki?")
+    pb = PromptBuilder("hotpotqa")
+    prompt, _ = pb.render("Which city is farther north, Oslo or Helsinki?")
+    # distinct prompts of about the same length, as concurrent questions' calls would be
+    cities = ["Oslo or Helsinki", "Lisbon or Madrid", "Rome or Athens", "Paris or Vienna", "Dublin or London",
+              "Berlin or Warsaw", "Prague or Budapest", "Riga or Tallinn", "Bern or Brussels", "Sofia or Zagreb"]
+    many = [pb.render(f"Which city is farther north, {c}?")[0] for c in cities[: a.in_flight]]
     one = GenerationConfig(n=0, max_new_tokens=1, ignore_eos=True, with_states=False)
     greedy = GenerationConfig(n=0, max_new_tokens=a.tokens, ignore_eos=True, with_states=False)
     ksamp = GenerationConfig(n=a.k, max_new_tokens=a.tokens, ignore_eos=True, seed=1)
@@ -142,6 +152,11 @@ def main():
                 t[name].setdefault(key, []).append(time.perf_counter() - t0)
             t[name].setdefault("lin1", []).append(linear_step_seconds(lm.model, 1, 5))
             t[name].setdefault("link", []).append(linear_step_seconds(lm.model, a.k + 1, 5))
+            if a.in_flight and name == "shipped":
+                t0 = time.perf_counter()
+                lm.generate(many, ksamp)
+                t[name].setdefault("k_merged", []).append(time.perf_counter() - t0)
+                t[name].setdefault("link_merged", []).append(linear_step_seconds(lm.model, a.in_flight * (a.k + 1), 3))
     set_mode("shipped")
     bw, rbw = max(bws), max(rbws)
     bound = bw / wb
@@ -167,6 +182,13 @@ def main():
            **summary("shipped"),
            "cpu_amx": any(f.startswith("amx") for f in flags), "cpu_avx512_bf16": "avx512_bf16" in flags,
            "statistic": "median over interleaved rounds", "rounds": a.repeat}
+    if a.in_flight:
+        med = {k: statistics.median(v) for k, v in t["shipped"].items()}
+        n = a.in_flight
+        res[f"merged_{n}_prompts_k_samples_seconds"] = round(med["k_merged"], 3)
+        res[f"merged_{n}_throughput_gain"] = round(n * med["k"] / med["k_merged"], 2)
+        res[f"linear_only_ms_per_step_batch{n * (a.k + 1)}"] = round(1000 * med["link_merged"], 2)
+        res[f"linear_only_merged_{n}_gain_ceiling"] = round(n * med["link"] / med["link_merged"], 2)
     if "stock" in modes:
         st = summary("stock")
         res["stock"] = st
