@@ -124,8 +124,8 @@ def main():
     wb = weight_bytes(lm.model)
     flags = cpu_flags()
 
-    modes = {"shipped": (lm.packed_linear, lm._fast)}
-    if lm.packed_linear or lm._fast is not None:
+    modes = {"shipped": (lm.speedups.packed_linear, lm.speedups.fast_step)}
+    if lm.speedups.packed_linear or lm.speedups.fast_step is not None:
         modes["stock"] = (False, None)  # F.linear on plain weights, transformers' module forward
 
     def set_mode(name):
@@ -133,7 +133,7 @@ def main():
         unpack_linears(lm.model)
         if packed:
             pack_linears(lm.model)
-        lm._fast = fast
+        lm.speedups.fast_step = fast
 
     # Interleaved rounds (shipped, stock, shipped, stock ...) so the machine's drift hits both alike;
     # medians over rounds. The bandwidth is measured in every round too.
@@ -174,7 +174,7 @@ def main():
                 "linear_batch1_fraction_of_decode_step": round(med["lin1"] * tps, 3)}
 
     res = {"benchmark": "decode", "model": a.model, "dtype": lm.dtype, "threads": torch.get_num_threads(),
-           "packed_linear": lm.packed_linear, "fast_decode": lm._fast is not None,
+           **lm.speedups.info(),
            "prompt_tokens": lm.count_tokens(prompt), "new_tokens": a.tokens, "k": a.k,
            "bandwidth_gb_s": round(bw / 1e9, 2), "bandwidth_gb_s_rounds": [round(x / 1e9, 1) for x in bws],
            "read_bandwidth_gb_s": round(rbw / 1e9, 2), "read_bandwidth_gb_s_rounds": [round(x / 1e9, 1) for x in rbws],

@@ -12,7 +12,7 @@ from seakr.models.hf import HFLanguageModel
 PROMPTS = ["Question: Who wrote Hamlet? Answer:", "Paris is the capital of"]
 
 
-def _qwen(tok, dtype):
+def _qwen(tok, dtype, source="mlp"):
     torch.manual_seed(2)
     cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=160, num_hidden_layers=4,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
@@ -22,31 +22,27 @@ def _qwen(tok, dtype):
         for mod in m.modules():
             if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
                 mod.bias.normal_(0, 0.5)
-    return HFLanguageModel(_modules=(m, tok), dtype=dtype, threads=1)
+    return HFLanguageModel(_modules=(m, tok), dtype=dtype, threads=1, state_source=source)
 
 
 def _both(lm, cfg):
     """The same generate call through the fast step and through transformers' forward."""
-    fast = lm._fast
+    fast = lm.speedups.fast_step
     assert fast is not None
     try:
         a = lm.generate(PROMPTS, cfg)
-        lm._fast = None
+        lm.speedups.fast_step = None  # the same model through transformers' forward
         b = lm.generate(PROMPTS, cfg)
     finally:
-        lm._fast = fast
+        lm.speedups.fast_step = fast
     return a, b
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("source", ["mlp", "residual"])
 def test_fast_step_is_bit_identical_to_transformers_forward(tiny_lm, dtype, source):
-    lm = _qwen(tiny_lm.tokenizer, dtype)
-    lm._fast = fastpath.build(lm.model, lm.state_layer, source)
-    if source == "residual":  # the hook path must read the same place
-        lm.state_source = source
-        lm.model.model.layers[lm.state_layer].register_forward_hook(lm._hook)
-        lm.model.model.layers[lm.state_layer].mlp._forward_hooks.clear()
+    lm = _qwen(tiny_lm.tokenizer, dtype, source)
+    assert lm.info()["state_source"] == source
     cfg = GenerationConfig(n=3, max_new_tokens=8, seed=11, stop=(".",))
     a, b = _both(lm, cfg)
     for ga, gb in zip(a, b):

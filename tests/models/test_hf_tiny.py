@@ -110,10 +110,10 @@ def test_cached_prefix_prefill_matches_one_forward_over_the_whole_prompt(tiny_lm
     ids = tiny_lm.encode(prefix) + tiny_lm.encode(prompt[len(prefix):], special=False)
     with torch.inference_mode():
         ref = tiny_lm.model(torch.tensor([ids]), use_cache=True)
-        L, cached, segs, logits = tiny_lm._prefill(prompt, prefix)
-    assert (L, cached) == (len(ids), len(tiny_lm.encode(prefix)))
-    assert torch.allclose(logits, ref.logits[0, -1], atol=1e-5)
-    for (ks, vs), layer in zip(segs, ref.past_key_values.layers):
+        pf = tiny_lm.prefill(prompt, prefix)
+    assert (pf.tokens, pf.cached) == (len(ids), len(tiny_lm.encode(prefix)))
+    assert torch.allclose(pf.logits, ref.logits[0, -1], atol=1e-5)
+    for (ks, vs), layer in zip(pf.kv, ref.past_key_values.layers):
         assert torch.allclose(torch.cat(ks, 2), layer.keys, atol=1e-5)
         assert torch.allclose(torch.cat(vs, 2), layer.values, atol=1e-5)
 
@@ -155,20 +155,19 @@ def test_next_token_logprobs(tiny_lm):
     assert set(r) == {" Yes", " No"} and all(v <= 0 for v in r.values())
 
 
-def test_shared_prefix_attention_matches_transformers_cache_path(tiny_lm, monkeypatch):
+def test_shared_prefix_attention_matches_transformers_cache_path(tiny_lm):
     """The shared-prompt-KV decode (attention.py) against transformers' DynamicCache + SDPA path."""
     from seakr.models.hf import HFLanguageModel
 
-    assert tiny_lm._holder is not None
-    monkeypatch.setenv("SEAKR_ATTENTION", "hf")
+    assert tiny_lm.shared_attention
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg0 = LlamaConfig(**{k: v for k, v in tiny_lm.model.config.to_dict().items() if k != "_attn_implementation"})
     twin = LlamaForCausalLM(cfg0)
     twin.load_state_dict(tiny_lm.model.state_dict())
     twin.config._attn_implementation = "sdpa"
-    plain = HFLanguageModel(_modules=(twin, tiny_lm.tokenizer), dtype="float32", threads=1)
-    assert plain._holder is None
+    plain = HFLanguageModel(_modules=(twin, tiny_lm.tokenizer), dtype="float32", threads=1, attention="hf")
+    assert not plain.shared_attention
     cfg = GenerationConfig(n=5, max_new_tokens=10, seed=11)
     a = tiny_lm.generate([P1, P2], cfg)
     b = plain.generate([P1, P2], cfg)

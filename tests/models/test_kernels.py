@@ -46,7 +46,7 @@ def test_packed_model_decodes_like_the_stock_one(tiny_lm):
     tok = tiny_lm.tokenizer
     packed = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
     stock = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="bfloat16", threads=1, packed_linear=False)
-    assert packed.packed_linear and not stock.packed_linear and packed.info()["packed_linear"]
+    assert packed.speedups.packed_linear and not stock.speedups.packed_linear and packed.info()["packed_linear"]
     prompts = ["Question: Who wrote Hamlet? Answer:", "Paris is the capital of"]
     cfg = GenerationConfig(n=4, max_new_tokens=10, seed=3, ignore_eos=True)
     a, b = packed.generate(prompts, cfg), stock.generate(prompts, cfg)
@@ -62,7 +62,7 @@ def test_packed_needs_bf16(tiny_lm):
     tok = tiny_lm.tokenizer
     with pytest.raises(ValueError, match="packed_linear=True needs bfloat16"):
         HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1, packed_linear=True)
-    assert not HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1).packed_linear
+    assert not HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1).speedups.packed_linear
 
 
 def test_sibling_projections_fuse_and_fall_back(tiny_lm):

@@ -68,7 +68,7 @@ def test_smollm2_bf16_packed_linears_change_no_number():
     if not packing_available(torch.bfloat16):
         pytest.skip("CPU without native bf16 oneDNN")
     lm = load_model("smollm2-135m", dtype="bfloat16")
-    assert lm.packed_linear
+    assert lm.speedups.packed_linear
     prompt = "Question: Which river flows through Paris?\nAnswer: The river"
     ids = lm.encode(prompt)
     cfg = GenerationConfig(n=3, max_new_tokens=16, seed=5)

@@ -1,6 +1,7 @@
-"""Language models: the protocol, the packaged-model registry and the transformers backend."""
+"""Language models: the protocols and capabilities, the packaged-model registry and the transformers backend."""
 
-from .base import Generation, GenerationConfig, LanguageModel, Sample
+from .base import (ATTENTION, CAPABILITIES, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig,
+                   LanguageModel, MissingCapability, Sample, require)
 from .registry import DEFAULT_MODEL, REGISTRY, TEST_MODEL, ModelNotInstalled, resolve
 
 
@@ -12,6 +13,7 @@ def load_model(name: str = DEFAULT_MODEL, **kwargs) -> "LanguageModel":
 
 
 __all__ = [
-    "DEFAULT_MODEL", "REGISTRY", "TEST_MODEL", "Generation", "GenerationConfig", "LanguageModel",
-    "ModelNotInstalled", "Sample", "load_model", "resolve",
+    "ATTENTION", "CAPABILITIES", "CHAT", "DEFAULT_MODEL", "GENERATE", "NEXT_TOKEN", "REGISTRY", "STATES", "TEST_MODEL",
+    "Generation", "GenerationConfig", "LanguageModel", "MissingCapability", "ModelNotInstalled", "Sample",
+    "load_model", "require", "resolve",
 ]

@@ -9,8 +9,8 @@ owns only a small pre-allocated buffer for the tokens it generates. Per layer an
     scores = [ q . K_prompt(row's prompt) | q . K_generated(row) ]  -> one softmax -> weighted V
 
 computed in float32 (grouped-query heads broadcast, never materialised). Registered with
-transformers' ``AttentionInterface`` under the name ``"seakr"``; outside our decode loop (prefill,
-plain ``model(...)`` calls) it delegates to SDPA, so the model behaves exactly as before.
+transformers' ``AttentionInterface`` under the name ``"seakr"``; a forward that is not given a
+``seakr_state`` (plain ``model(...)`` calls) runs SDPA, so the model behaves exactly as before.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ def _fp32(x, transpose: bool) -> torch.Tensor:
     """One float32 copy of a (kv_heads, L, d) tensor or of segments of one along L; (kv_heads, d, L) if transposed."""
     segs = x if isinstance(x, (list, tuple)) else [x]
     kvh, d, L = segs[0].shape[0], segs[0].shape[-1], sum(s.shape[-2] for s in segs)
-    out = torch.empty(kvh, d, L) if transpose else torch.empty(kvh, L, d)
+    shape = (kvh, d, L) if transpose else (kvh, L, d)
+    out = torch.empty(shape, device=segs[0].device)
     a = 0
     for s in segs:
         n = s.shape[-2]
@@ -56,8 +57,9 @@ class SharedPrefixState:
             raise ValueError("rows must be grouped by prompt (row_prompt non-decreasing)")
         # Batch position == buffer row: rows that finish are compacted away in select(), so a step
         # writes and reads its own tokens with plain slices (no per-step gather of whole buffers).
-        self.gk = [torch.zeros(B, kvh, max_new + 1, d) for _ in range(n_layers)]
-        self.gv = [torch.zeros(B, kvh, max_new + 1, d) for _ in range(n_layers)]
+        dev = self.pk[0][0].device
+        self.gk = [torch.zeros(B, kvh, max_new + 1, d, device=dev) for _ in range(n_layers)]
+        self.gv = [torch.zeros(B, kvh, max_new + 1, d, device=dev) for _ in range(n_layers)]
         self.row_prompt = list(row_prompt)
         self.t = 0  # number of generated tokens already written (position of the next write)
         self._groups()
@@ -72,7 +74,7 @@ class SharedPrefixState:
         t = self.t  # positions 0..t-1 hold generated tokens; t is the next write
         for bufs in (self.gk, self.gv):
             for i, x in enumerate(bufs):
-                y = torch.zeros(len(keep), *x.shape[1:])
+                y = x.new_zeros(len(keep), *x.shape[1:])
                 y[:, :, :t] = x[keep, :, :t]  # only the tokens written so far
                 bufs[i] = y
         self.row_prompt = [self.row_prompt[int(b)] for b in keep]
@@ -142,38 +144,33 @@ class CachedPrefixPrefill:
         return out.transpose(1, 2).to(q.dtype)  # (B, T, H, D), as transformers expects
 
 
-def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
-    holder = getattr(module, "_seakr_holder", None)
-    state = holder.state if holder is not None else None
-    if state is None:
+def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, seakr_state=None, **kwargs):
+    # The decode/prefill state travels as an argument of the forward (transformers passes unknown
+    # keyword arguments down to the attention function): no slot to set and clear around each call.
+    if seakr_state is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    return state.attend(module.layer_idx, query, key, value, scale), None
+    return seakr_state.attend(module.layer_idx, query, key, value, scale), None
 
 
-class Holder:
-    """Mutable slot attached to every attention module of one model: the active decode state."""
-
-    state: SharedPrefixState | None = None
-
-
-def install(model) -> Holder | None:
-    """Route ``model``'s attention through :func:`_attention`. Returns None (and changes nothing) for
-    models this path does not cover: sliding-window layers or logit soft-capping."""
+def supports(model) -> bool:
+    """Whether this attention can stand in for the model's: no sliding-window layers, no logit
+    soft-capping, and one attention module with a ``layer_idx`` per decoder layer."""
     cfg = model.config
     if any(t == "sliding_attention" for t in (getattr(cfg, "layer_types", None) or [])):
-        return None
+        return False
     if getattr(cfg, "attn_logit_softcapping", None):
-        return None
+        return False
+    n = sum(1 for m in model.modules() if hasattr(m, "layer_idx") and hasattr(m, "q_proj"))
+    return n == cfg.num_hidden_layers
+
+
+def install(model) -> bool:
+    """Route ``model``'s attention through :func:`_attention` (plain calls still run SDPA). Returns
+    False, changing nothing, for models this path does not cover (:func:`supports`)."""
+    if not supports(model):
+        return False
     AttentionInterface.register(NAME, _attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)
-    holder = Holder()
-    n = 0
-    for m in model.modules():
-        if hasattr(m, "layer_idx") and hasattr(m, "q_proj"):
-            m._seakr_holder = holder
-            n += 1
-    if n != cfg.num_hidden_layers:
-        return None
-    cfg._attn_implementation = NAME
-    return holder
+    model.config._attn_implementation = NAME
+    return True

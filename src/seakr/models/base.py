@@ -64,7 +64,7 @@ class Generation:
 
 @dataclass
 class GenerationConfig:
-    """Sampling knobs of one call (defaults: the reference's k=20 request, §1.2 of our notes)."""
+    """Sampling knobs of one call (defaults: the reference code's k=20 request: T=1, top-k 50, top-p 0.9)."""
 
     n: int = 20
     greedy: bool = True
@@ -83,25 +83,31 @@ class GenerationConfig:
         return d
 
 
+# ---------------------------------------------------------------- capabilities
+# What a model can do, declared by the model (``capabilities``) and required by a method at
+# construction, so a missing one fails there with one line instead of mid-answer.
+GENERATE = "generate"  #: generate() with per-token log-probs, entropies and logsumexp
+STATES = "states"  #: generate(with_states=True) fills Sample.state (the state vector at EOS)
+ATTENTION = "attention"  #: attention(text): last-layer attention (DRAGIN)
+NEXT_TOKEN = "next_token"  #: next_token_logprobs(): the prompting estimator's Yes/No probe
+CHAT = "chat"  #: format_chat(messages): the tokenizer's chat template
+CAPABILITIES = (GENERATE, STATES, ATTENTION, NEXT_TOKEN, CHAT)
+
+
+class MissingCapability(ValueError):
+    """A method (or option) needs something the model does not provide."""
+
+
 @runtime_checkable
-class LanguageModel(Protocol):
-    """What methods need from a model. Implementations: :class:`seakr.models.hf.HFLanguageModel`."""
+class Generator(Protocol):
+    """The core every model provides: batched generation with per-token statistics."""
 
     name: str
+    capabilities: frozenset[str]
 
-    def generate(
-        self,
-        prompts: Sequence[str],
-        config: GenerationConfig,
-        *,
-        prefix: str | None = None,
-    ) -> list[Generation]:
+    def generate(self, prompts: Sequence[str], config: GenerationConfig, *, prefix: str | None = None) -> list[Generation]:
         """Continue each prompt. When ``prefix`` is given every prompt must start with it; its
         key/value cache is computed once per process and reused (the in-context demonstrations)."""
-        ...
-
-    def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
-        """Log-probability of each option's first token right after each prompt (prompting estimator)."""
         ...
 
     def count_tokens(self, text: str) -> int: ...
@@ -110,8 +116,39 @@ class LanguageModel(Protocol):
         """The text each token contributes, for aligning token-level numbers to words."""
         ...
 
+    def info(self) -> dict: ...
+
+
+@runtime_checkable
+class AttentionReader(Protocol):
     def attention(self, text: str) -> tuple[list[int], np.ndarray]:
         """Token ids of ``text`` and its last-layer, head-averaged attention matrix (DRAGIN's signal)."""
         ...
 
-    def info(self) -> dict: ...
+
+@runtime_checkable
+class NextTokenScorer(Protocol):
+    def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
+        """Log-probability of each option's first token right after each prompt (prompting estimator)."""
+        ...
+
+
+@runtime_checkable
+class ChatFormatter(Protocol):
+    def format_chat(self, messages: list[dict]) -> str: ...
+
+
+#: The full set a transformers model provides (:class:`~seakr.models.hf.HFLanguageModel`).
+@runtime_checkable
+class LanguageModel(Generator, AttentionReader, NextTokenScorer, Protocol):
+    pass
+
+
+def require(lm, needs, who: str) -> None:
+    """Raise :class:`MissingCapability` naming the first capability in ``needs`` that ``lm`` lacks."""
+    have = frozenset(getattr(lm, "capabilities", ()))
+    for cap in needs:
+        if cap not in have:
+            name = getattr(lm, "name", type(lm).__name__)
+            raise MissingCapability(f"{who} needs the model capability {cap!r}, which {name} does not provide "
+                                    f"(it provides: {', '.join(sorted(have)) or 'nothing declared'})")

@@ -25,7 +25,7 @@ class BatchingModel:
     def __init__(self, lm, window: float = 0.02, max_prompts: int = 16):
         self.lm, self.window, self.max_prompts = lm, window, max_prompts
         self.name = lm.name
-        self.tokenizer = getattr(lm, "tokenizer", None)
+        self.capabilities = lm.capabilities
         self._q: queue.Queue = queue.Queue()
         self.merged_calls = self.requests = 0
         self._t = threading.Thread(target=self._loop, name="seakr-batcher", daemon=True)
@@ -46,6 +46,9 @@ class BatchingModel:
 
     def count_tokens(self, text):
         return self.lm.count_tokens(text)  # tokenizer only: thread-safe
+
+    def format_chat(self, messages):
+        return self.lm.format_chat(messages)  # tokenizer only: thread-safe
 
     def info(self):
         return self.lm.info()

@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-class ModelNotInstalled(RuntimeError):
+class ModelError(RuntimeError):
+    """A model that cannot be used as given: not installed, or its files fail their checks."""
+
+
+class ModelNotInstalled(ModelError):
     """A packaged model's distribution is missing; the message says what to pip install."""
 
 
@@ -164,10 +168,10 @@ def _assemble(model: PackagedModel, out: Path) -> Path:
                     shutil.copyfileobj(fp, f, 8 << 20)
     size = src.stat().st_size
     if size != model.size:
-        raise RuntimeError(f"model '{model.name}': assembled GGUF has {size} bytes, expected {model.size}")
+        raise ModelError(f"model '{model.name}': assembled GGUF has {size} bytes, expected {model.size}")
     digest = sha256_file(src)
     if digest != model.sha256:
-        raise RuntimeError(f"model '{model.name}': GGUF sha256 {digest} != expected {model.sha256}")
+        raise ModelError(f"model '{model.name}': GGUF sha256 {digest} != expected {model.sha256}")
     return src
 
 

@@ -1,0 +1,150 @@
+"""Prefill: run a prompt once and keep what its decode starts from (its KV and last logits).
+
+Methods send the same long demonstration prefix with every prompt, so its KV is computed once per
+process (:class:`PrefixCache`, least recently used out) and each prompt prefills only what follows.
+With our attention installed (``in_place``), that suffix attends over the cached prefix's KV where it
+lies (:class:`~seakr.models.attention.CachedPrefixPrefill`) and the prompt's KV stays in two segments
+(prefix, suffix) that the decode state joins in the one float32 copy it makes anyway.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .attention import CachedPrefixPrefill
+
+#: per layer: ([K segments], [V segments]), each segment (1, kv_heads, L_s, head_dim), joined along L
+LayerKV = tuple[list[torch.Tensor], list[torch.Tensor]]
+
+
+@dataclass
+class Prefilled:
+    """One prompt after its prefill."""
+
+    tokens: int  # prompt length in tokens
+    cached: int  # of which were served from the prefix cache
+    logits: torch.Tensor  # (vocab,) float32 logits at the last prompt position
+    kv: list[LayerKV] | None = None  # the prompt's keys/values per layer
+    cache: Any = None  # a transformers cache instead of ``kv`` (sliding-window models decode through it)
+
+    def layer_kv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One layer's (K, V) as single tensors (segments joined)."""
+        ks, vs = self.kv[layer]
+        return (ks[0], vs[0]) if len(ks) == 1 else (torch.cat(ks, -2), torch.cat(vs, -2))
+
+
+@dataclass
+class PrefixEntry:
+    ids: list[int]
+    kv: list[tuple[torch.Tensor, torch.Tensor]]  # per layer (K, V), shared by every prompt, never written
+    logits: torch.Tensor
+
+
+class PrefixCache:
+    """The KV of the last ``size`` prefixes, least recently used out."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: OrderedDict[str, PrefixEntry] = OrderedDict()
+
+    def get(self, prefix: str) -> PrefixEntry | None:
+        hit = self._entries.get(prefix)
+        if hit is not None:
+            self._entries.move_to_end(prefix)
+        return hit
+
+    def put(self, prefix: str, entry: PrefixEntry) -> None:
+        self._entries[prefix] = entry
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+
+def _kv_of(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+class Prefiller:
+    """``prefill(prompt, prefix)`` -> :class:`Prefilled`; counts prefilled tokens and prefix hits in ``stats``.
+
+    Args:
+        model: the transformers causal LM.
+        encode: ``encode(text, special)`` -> token ids.
+        in_place: our attention is installed: a suffix attends over the cached prefix in place.
+        keep_cache: return the transformers cache itself (sliding-window models decode through it).
+    """
+
+    def __init__(self, model, encode: Callable[[str, bool], list[int]], *, in_place: bool, keep_cache: bool,
+                 cache_size: int, stats: dict):
+        self.model, self.encode, self.in_place, self.keep_cache = model, encode, in_place, keep_cache
+        self.prefixes = PrefixCache(cache_size)
+        self.stats = stats
+
+    def _device(self):
+        return self.model.device
+
+    def _new_cache(self):
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.model.config)
+
+    def _forward(self, ids: list[int], cache):
+        x = torch.tensor([ids], device=self._device())
+        self.stats["prefill_tokens"] += len(ids)
+        return self.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+
+    def __call__(self, prompt: str, prefix: str | None) -> Prefilled:
+        # sliding-window layers keep only a window of the prefix: no prefix reuse for those models
+        if not prefix or self.keep_cache:
+            return self.whole(self.encode(prompt, True))
+        if not prompt.startswith(prefix):
+            raise ValueError("prompt does not start with the given prefix")
+        entry = self.prefix(prefix)
+        rest = self.encode(prompt[len(prefix):], False)
+        P = len(entry.ids)
+        if not rest:
+            return Prefilled(P, P, entry.logits, kv=[([k], [v]) for k, v in entry.kv])
+        suffix = self._in_place if self.in_place else self._through_cache
+        return suffix(entry, rest)
+
+    def whole(self, ids: list[int]) -> Prefilled:
+        cache = self._new_cache()
+        out = self._forward(ids, cache)
+        logits = out.logits[0, -1].float()
+        if self.keep_cache:
+            return Prefilled(len(ids), 0, logits, cache=cache)
+        return Prefilled(len(ids), 0, logits, kv=[([k], [v]) for k, v in _kv_of(cache)])
+
+    def prefix(self, prefix: str) -> PrefixEntry:
+        """The demonstration prefix's KV, computed once per process."""
+        hit = self.prefixes.get(prefix)
+        if hit is not None:
+            self.stats["prefix_hits"] += 1
+            return hit
+        ids = self.encode(prefix, True)
+        cache = self._new_cache()
+        out = self._forward(ids, cache)
+        entry = PrefixEntry(ids, _kv_of(cache), out.logits[0, -1].float())
+        self.prefixes.put(prefix, entry)
+        return entry
+
+    def _in_place(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:
+        P, T = len(entry.ids), len(rest)
+        st = CachedPrefixPrefill(entry.kv)
+        dev = self._device()
+        self.stats["prefill_tokens"] += T
+        out = self.model(input_ids=torch.tensor([rest], device=dev), position_ids=torch.arange(P, P + T, device=dev)[None],
+                         use_cache=False, logits_to_keep=1, seakr_state=st)
+        kv = [([pk, k], [pv, v]) for (pk, pv), (k, v) in zip(entry.kv, st.kv)]
+        return Prefilled(P + T, P, out.logits[0, -1].float(), kv=kv)
+
+    def _through_cache(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:
+        cache = self._new_cache()
+        for i, (k, v) in enumerate(entry.kv):  # shares the prefix tensors; update() concatenates into new ones
+            cache.update(k, v, i)
+        out = self._forward(rest, cache)
+        P = len(entry.ids)
+        return Prefilled(P + len(rest), P, out.logits[0, -1].float(), kv=[([k], [v]) for k, v in _kv_of(cache)])

@@ -1,0 +1,130 @@
+"""Row bookkeeping of one decode call: what each continuation has produced and when it is done.
+
+A call decodes R rows per prompt (the greedy row and/or n sampled rows). Each row records its tokens
+and their numbers until it stops: EOS, a stop string, or the token budget. A row whose state vector
+is wanted is fed EOS *in place of* its last token for one more step (the reference's
+``_change_last_token``); the state read at that step is stored, then the row leaves the batch.
+
+Rows are addressed two ways: by *row id* (fixed, ``prompt * R + q``) and by *batch position* (their
+place among the rows still in the batch, which shrinks as rows finish). :attr:`RowBook.alive` maps
+batch positions to row ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .base import Generation, Sample
+
+
+@dataclass
+class Row:
+    greedy: bool
+    want_state: bool
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    entropies: list[float] = field(default_factory=list)
+    logsumexp: list[float] = field(default_factory=list)
+    finish: str = ""  # "" while generating; then "stop" | "eos" | "length"
+    text: str = ""
+    state: np.ndarray | None = None
+
+    def push(self, token: int, logprob: float, entropy: float, lse: float) -> None:
+        self.tokens.append(token)
+        self.logprobs.append(logprob)
+        self.entropies.append(entropy)
+        self.logsumexp.append(lse)
+
+    def pop(self) -> None:
+        for xs in (self.tokens, self.logprobs, self.entropies, self.logsumexp):
+            xs.pop()
+
+    def sample(self) -> Sample:
+        return Sample(self.text, self.tokens, self.logprobs, self.entropies, self.logsumexp,
+                      self.finish or "length", self.state)
+
+
+class RowBook:
+    """Per-row records of one decode call over ``n_prompts`` prompts with row kinds ``kinds``
+    (True = greedy) repeated for each prompt."""
+
+    def __init__(self, n_prompts: int, kinds: Sequence[bool], *, with_states: bool, stops: Sequence[str],
+                 max_new: int, eos_id: int, detok: Callable[[list[int]], str]):
+        if not kinds:
+            raise ValueError("nothing to generate: greedy=False and n=0")
+        self.R = len(kinds)
+        self.rows = [Row(greedy=g, want_state=with_states and not g) for _ in range(n_prompts) for g in kinds]
+        self.alive = list(range(len(self.rows)))  # batch position -> row id
+        self.stops = tuple(s for s in stops if s)
+        self.max_new, self.eos_id, self.detok = max_new, eos_id, detok
+
+    def greedy_mask(self) -> torch.Tensor:
+        return torch.tensor([self.rows[r].greedy for r in self.alive])
+
+    def row_prompts(self) -> list[int]:
+        """The prompt of every row in the batch, in batch order (non-decreasing)."""
+        return [r // self.R for r in self.alive]
+
+    def advance(self, nxt: torch.Tensor, logprob, entropy, lse) -> tuple[torch.Tensor, list[int]]:
+        """Record every live row's chosen token. Returns the tokens to feed next (EOS for rows that
+        finished and still owe their state) and the batch positions that take that step."""
+        feed, keep = nxt.clone(), []
+        for b, r in enumerate(self.alive):
+            row = self.rows[r]
+            self._record(row, int(nxt[b]), float(logprob[b]), float(entropy[b]), float(lse[b]))
+            if not row.finish:
+                keep.append(b)
+            elif row.want_state:
+                feed[b] = self.eos_id  # one more step with EOS in place of the last token
+                keep.append(b)
+        return feed, keep
+
+    def _record(self, row: Row, token: int, logprob: float, entropy: float, lse: float) -> None:
+        if token == self.eos_id:
+            row.finish, row.text = "eos", self.detok(row.tokens)
+            return
+        row.push(token, logprob, entropy, lse)
+        if self.stops:
+            s = self.detok(row.tokens)
+            cut = min((i for i in (s.find(x) for x in self.stops) if i >= 0), default=-1)
+            if cut >= 0:
+                row.finish, row.text = "stop", s[:cut]
+                row.pop()  # the trigger token is not part of the continuation (EOS replaces it)
+                return
+        if len(row.tokens) >= self.max_new:
+            row.finish, row.text = "length", self.detok(row.tokens)
+
+    def keep(self, positions: Sequence[int]) -> None:
+        self.alive = [self.alive[b] for b in positions]
+
+    def store_states(self, states: torch.Tensor | None) -> list[int]:
+        """After a step: finished rows take their state (row b of ``states``); returns the batch
+        positions of the rows still generating."""
+        still = []
+        for b, r in enumerate(self.alive):
+            row = self.rows[r]
+            if row.finish:
+                row.state = states[b].cpu().numpy().copy() if states is not None else None
+            else:
+                still.append(b)
+        return still
+
+    def generations(self, prompt_tokens: Sequence[int], cached: Sequence[int]) -> list[Generation]:
+        out = []
+        for j, (n, c) in enumerate(zip(prompt_tokens, cached)):
+            g = Generation(prompt_tokens=n, cached_prefix_tokens=c)
+            for row in self.rows[j * self.R : (j + 1) * self.R]:
+                if row.greedy:
+                    g.greedy = row.sample()
+                else:
+                    g.samples.append(row.sample())
+            out.append(g)
+        return out
+
+    @property
+    def generated_tokens(self) -> int:
+        return sum(len(r.tokens) for r in self.rows)
