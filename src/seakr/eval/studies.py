@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import uncertainty as U
-from ..methods.base import ANSWER_STOPS, STEP_STOPS, calibration_path
+from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
 from ..methods.seakr import SeaKR
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
@@ -71,12 +71,15 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
 def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True,
               resume: bool = False) -> dict:
     def one(ex):
+        # the two branches of SeaKR's simple-QA mode, both computed (SeaKR._simple runs one of them)
         tr = Tracer(ex.question, "calibrate")
         direct = method.answer_prompt(tr, ex.question, [], [], "direct")
         hits = method.search(tr, ex.question, method.config.n_candidates)
-        rag = method.answer_prompts(tr, ex.question, [([], [h]) for h in hits], "rerank") if hits else []
-        best = min(range(len(rag)), key=lambda j: _finite(rag[j]["u"])) if rag else None
-        ra = rag[best]["answer"] if best is not None else direct["answer"]
+        if hits:
+            best, rag = method.answer_with_passages(tr, ex.question, hits)
+            ra = rag[best]["answer"]
+        else:
+            ra = direct["answer"]
         return clean({"id": ex.id, "u": direct["u"], "f1_direct": f1_score(direct["answer"], ex.answers),
                       "f1_rag": f1_score(ra, ex.answers), "direct": direct["answer"], "rag": ra})
 
@@ -131,6 +134,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     lm = method.lm
 
     def one(ex):
+        # every estimator on one closed-book answer: samples and states whatever the method's estimator
         prompt, prefix = method.prompts.render(ex.question, [], [])
         cfg = method.gen_config(ANSWER_STOPS, True)
         cfg.n, cfg.with_states = method.config.k, True
@@ -138,8 +142,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         text = g.greedy.text
         ans = extract_answer(text) or text.strip()
         scores = U.all_scores(g, method.config.alpha)
-        lp = lm.next_token_logprobs([prompt + U.SUFFICIENCY_QUESTION.format(question=ex.question)], [" Yes", " No"])[0]
-        scores["prompt"] = U.prompt_score(lp[" Yes"], lp[" No"])
+        scores["prompt"] = sufficiency(lm, prompt, ex.question)
         return clean({"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers), "scores": scores})
 
     out = Path(out_dir)
@@ -189,13 +192,8 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
         gold = set(ex.supporting_titles)
         if not hits:  # kept in the log (so --resume does not redo it) but outside the recall figures
             return {"id": ex.id, "titles": [], "gold": sorted(gold), "u": []}
-        prompts, prefix = [], None
-        for h in hits:
-            p, prefix = method.prompts.render(ex.question, [], [h])
-            prompts.append(p)
-        res = method.call(tr, "rerank", prompts, prefix, STEP_STOPS)
-        us = [_finite(u) for _, u in res]
-        best = min(range(len(us)), key=lambda j: (us[j], j))
+        us = [c["u"] for c in method.score_candidates(tr, ex.question, [], [], hits)]
+        best = min_u_index(us)  # the self-aware rule, whatever the method's rerank option
         return clean({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us,
                       "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})

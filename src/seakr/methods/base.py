@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .. import uncertainty as U
-from ..models.base import GenerationConfig, LanguageModel
+from ..models.base import CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, Generator, require
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
 from .text import extract_answer, is_unknown
@@ -29,7 +29,7 @@ PAPER_DELTA = -6.0
 class MethodConfig:
     """Knobs shared by every method; each field documents where its default comes from."""
 
-    # sampling of every model call (reference: n=20, T=1, top-k 50, top-p 0.9, 100 tokens, seed 42)
+    # sampling of every model call (reference code: n=20, T=1, top-k 50, top-p 0.9, 100 tokens, seed 42)
     k: int = 20
     temperature: float = 1.0
     top_k: int = 50
@@ -117,52 +117,85 @@ def default_delta(model_info: dict, estimator: str) -> tuple[float, str]:
     raise ValueError(f"no threshold for estimator {estimator!r} on {key}: pass delta= or run `seakr calibrate`")
 
 
+@dataclass
+class Scored:
+    """One prompt's generation and its uncertainty (None when the call was not scored)."""
+
+    gen: Generation
+    u: float | None
+
+    @property
+    def text(self) -> str:
+        return self.gen.greedy.text.strip() if self.gen.greedy else ""
+
+
+def min_u_index(us: Sequence[float | None]) -> int:
+    """The candidate with the lowest U; None counts as +inf and ties go to the earlier (better-ranked) one."""
+    return min(range(len(us)), key=lambda j: (math.inf if us[j] is None else us[j], j))
+
+
+def sufficiency(lm, prompt: str, question: str) -> float:
+    """The prompting estimator (paper §5.1): ask after the prompt whether the model knows enough to
+    answer; U = P(No) normalised over {Yes, No}."""
+    lp = lm.next_token_logprobs([prompt + U.SUFFICIENCY_QUESTION.format(question=question)], [" Yes", " No"])[0]
+    return U.prompt_score(lp[" Yes"], lp[" No"])
+
+
+def estimator_needs(estimator: str) -> set[str]:
+    """Model capabilities an estimator reads."""
+    return {GENERATE} | ({STATES} if estimator.startswith("eigen") else set()) | (
+        {NEXT_TOKEN} if estimator == "prompt" else set())
+
+
 class Method:
-    """Base class: holds the model, the engine and the prompt builder; one public ``answer``."""
+    """Base class: holds the model, the engine and the prompt builder; one public ``answer``.
+
+    Subclasses implement ``_run(question, tr) -> answer`` and declare what they need of the model in
+    :meth:`requires`; construction fails with one line when the model lacks it."""
 
     name = "method"
     Config = MethodConfig
 
-    def __init__(self, lm: LanguageModel, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
+    def __init__(self, lm: Generator, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
         self.lm, self.engine = lm, engine
         self.config = (config or self.Config()).replace(**overrides) if overrides else (config or self.Config())
         c = self.config
         if c.estimator not in U.ESTIMATORS:
             raise ValueError(f"unknown estimator {c.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
-        self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style, getattr(lm, "tokenizer", None),
-                                     c.titles, c.marker)
+        require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
+        self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
+                                     lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
+
+    def requires(self) -> set[str]:
+        return estimator_needs(self.config.estimator) | ({CHAT} if self.config.prompt_style == "chat" else set())
 
     # ------------------------------------------------------------------ model calls
     def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None) -> GenerationConfig:
         c = self.config
-        need = U.NEEDS[c.estimator]
-        n = c.k if (sampled and need == "samples") else 0
+        n = c.k if (sampled and U.NEEDS[c.estimator] == "samples") else 0
         return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
                                 max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), seed=c.seed,
                                 with_states=n > 0 and c.estimator.startswith("eigen"))
 
-    def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str],
-             scored: bool = True, questions: Sequence[str] = (), max_new: int | None = None) -> list[tuple]:
-        """Generate for several prompts in one batched call; return [(generation, U or None)]."""
+    def uncertainty(self, prompt: str, gen: Generation, question: str) -> float:
+        """The configured estimator on one generation; an empty greedy step is a failed step (+inf,
+        as the reference treats it)."""
+        if gen.greedy is not None and not gen.greedy.text.strip():
+            return U.UNCERTAIN
+        if self.config.estimator == "prompt":
+            return sufficiency(self.lm, prompt, question)
+        return U.score(self.config.estimator, gen, self.config.alpha)
+
+    def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str], *,
+             scored: bool = True, max_new: int | None = None) -> list[Scored]:
+        """Generate for several prompts in one batched call, each scored when ``scored``."""
         t = time.perf_counter()
         gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new), prefix=prefix)
-        us: list[float | None] = []
-        for i, (p, g) in enumerate(zip(prompts, gens)):
-            u = None
-            if scored:
-                if self.config.estimator == "prompt":
-                    q = questions[i] if i < len(questions) else tr.question
-                    lp = self.lm.next_token_logprobs([p + U.SUFFICIENCY_QUESTION.format(question=q)], [" Yes", " No"])[0]
-                    u = U.prompt_score(lp[" Yes"], lp[" No"])
-                else:
-                    u = U.score(self.config.estimator, g, self.config.alpha)
-                if g.greedy is not None and not g.greedy.text.strip():
-                    u = U.UNCERTAIN  # an empty step is a failed step (reference: +inf)
-            us.append(u)
-        dt = time.perf_counter() - t
+        us = [self.uncertainty(p, g, tr.question) if scored else None for p, g in zip(prompts, gens)]
+        dt = (time.perf_counter() - t) / max(1, len(gens))
         for p, g, u in zip(prompts, gens, us):
-            tr.model_call(purpose, p, g, u, dt / len(gens))
-        return list(zip(gens, us))
+            tr.model_call(purpose, p, g, u, dt)
+        return [Scored(g, u) for g, u in zip(gens, us)]
 
     def search(self, tr: Tracer, query: str, k: int) -> list[Passage]:
         if self.engine is None:
@@ -184,23 +217,29 @@ class Method:
         the marker is forced by appending it. Returns [{answer, u, text, forced}]; U is the one of the
         call that produced the answer (the forced call when forcing happened, as the reference does)."""
         rendered = [self.prompts.render(question, st, ps) for st, ps in contexts]
-        prefix = rendered[0][1]
-        res = self.call(tr, purpose, [p for p, _ in rendered], prefix, ANSWER_STOPS, scored)
-        out, todo = [], []
-        for i, (g, u) in enumerate(res):
-            text = g.greedy.text
-            ans = extract_answer(text)
-            out.append({"answer": ans or "", "u": u, "text": text, "forced": False})
-            if ans is None:
-                todo.append(i)
+        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
+        out = [{"answer": extract_answer(r.gen.greedy.text) or "", "u": r.u, "text": r.gen.greedy.text, "forced": False}
+               for r in res]
+        todo = [i for i, r in enumerate(res) if extract_answer(r.gen.greedy.text) is None]
         if todo:
-            tails = [(" " + out[i]["text"].strip() if out[i]["text"].strip() else "") + f" {self.config.marker}" for i in todo]
-            forced = [self.prompts.render(question, *contexts[i], tail=t)[0] for i, t in zip(todo, tails)]
-            res2 = self.call(tr, purpose + "/forced", forced, prefix, ANSWER_STOPS, scored, max_new=32)
-            for i, tail, (g2, u2) in zip(todo, tails, res2):
-                ans = extract_answer(f"the answer is {g2.greedy.text}") or g2.greedy.text.strip()
-                out[i] = {"answer": ans or "", "u": u2, "text": out[i]["text"] + tail + g2.greedy.text, "forced": True}
+            # the forced prompt continues the model's own unfinished answer, then the marker
+            heads = [(" " + out[i]["text"].strip() if out[i]["text"].strip() else "") for i in todo]
+            forced = self.forced_answers(tr, question, [contexts[i] for i in todo], purpose + "/forced", scored, heads)
+            for i, f in zip(todo, forced):
+                out[i] = {**f, "text": out[i]["text"] + f["text"]}
         return out
+
+    def forced_answers(self, tr: Tracer, question: str, contexts: Sequence[tuple], purpose: str, scored: bool,
+                       heads: Sequence[str] | None = None) -> list[dict]:
+        """Force an answer after each (steps, passages) context (paper B.3): the prompt ends with the
+        context's ``head`` text and the marker ("So the answer is"); the answer is the phrase that
+        follows. Returns [{answer, u, text, forced: True}], ``text`` = head + marker + continuation."""
+        heads = list(heads) if heads is not None else [""] * len(contexts)
+        tails = [f"{h} {self.config.marker}" for h in heads]
+        rendered = [self.prompts.render(question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
+        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, max_new=32)
+        return [{"answer": extract_answer(f"the answer is {r.gen.greedy.text}") or "", "u": r.u,
+                 "text": t + r.gen.greedy.text, "forced": True} for t, r in zip(tails, res)]
 
     def answer(self, question: str, listener=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens."""
@@ -208,19 +247,16 @@ class Method:
             raise ValueError("question must be a non-empty string")
         tr = Tracer(question, self.name, listener)
         ans = self._run(question, tr)
-        if not tr.streamed:  # methods that do not stream their steps report them at the end
-            for st in tr.steps:
-                tr.step_done(st)
         return Answer(question, ans, self.name, tr.to_dict(), self.describe())
 
     def _run(self, question: str, tr: Tracer) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def describe(self) -> dict:
-        info = self.lm.info() if hasattr(self.lm, "info") else {}
+        info = self.lm.info()
         eng = self.engine.metadata() if self.engine is not None else None
         return {"method": self.name, "config": self.config.to_dict(), "prompt": self.prompts.to_dict(),
-                "model": {k: info.get(k) for k in ("model", "dtype", "state_layer", "state_source", "threads")},
+                "model": {k: info.get(k) for k in ("model", "dtype", "device", "state_layer", "state_source", "threads")},
                 "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
 
 

@@ -16,61 +16,60 @@ Baselines generate greedily (no samples): their decisions use token probabilitie
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .base import ANSWER_STOPS, STEP_STOPS, Method, MethodConfig, final_from_steps
+from ..models.base import ATTENTION, CHAT, GENERATE
+from .base import STEP_STOPS, Method, MethodConfig, final_from_steps
 from .text import QUERY_STOPWORDS, align_words, content_words, has_answer, mask_low_prob
 from .trace import Step, Tracer
 
 
 class _Greedy(Method):
-    """Baselines never sample: force n=0 whatever the estimator says."""
+    """Baselines never sample: force n=0 whatever the estimator says, and never score."""
+
+    def requires(self) -> set[str]:
+        return {GENERATE} | ({CHAT} if self.config.prompt_style == "chat" else set())
 
     def gen_config(self, stops, sampled, max_new=None):
         return super().gen_config(stops, False, max_new)
 
-    def call(self, tr, purpose, prompts, prefix, stops, scored=False, questions=(), max_new=None):
-        return super().call(tr, purpose, prompts, prefix, stops, False, questions, max_new)
+    def call(self, tr, purpose, prompts, prefix, stops, *, scored=False, max_new=None):
+        return super().call(tr, purpose, prompts, prefix, stops, scored=False, max_new=max_new)
 
     def _finish(self, question: str, tr: Tracer, steps: list[str], passages: list) -> str:
         """Answer from the steps when they contain one; else force it after the steps."""
         ans = final_from_steps(steps)
         if ans is not None:
-            tr.final = {"choice": "last step", "answer": ans}
-            return ans
-        body = [s for s in steps if s.strip()]
-        prompt, prefix = self.prompts.render(question, body, passages, tail=f" {self.config.marker}")
-        (g, _), = self.call(tr, "final/forced", [prompt], prefix, ANSWER_STOPS, max_new=32)
-        from .text import extract_answer
-
-        ans = extract_answer(f"the answer is {g.greedy.text}") or ""
-        tr.final = {"choice": "forced", "answer": ans}
-        return ans
+            return tr.finish(ans, "last step", {"last step": {"answer": ans, "u": None, "text": steps[-1], "forced": False}},
+                             passages=passages)
+        forced = self.forced_answers(tr, question, [([s for s in steps if s.strip()], passages)], "final/forced", False)[0]
+        return tr.finish(forced["answer"], "forced", {"forced": forced}, passages=passages)
 
 
 class CoT(_Greedy):
     name = "cot"
 
     def _run(self, question, tr):
-        r = self.answer_prompt(tr, question, [], [], "cot", scored=False)
-        tr.steps.append(Step(index=0, text=r["text"].strip()))
-        tr.final = {"choice": "cot", **r}
-        return r["answer"]
+        with tr.step(0) as st:
+            r = self.answer_prompt(tr, question, [], [], "cot", scored=False)
+            st.text = r["text"].strip()
+        tr.stop("answered")
+        return tr.finish(r["answer"], "cot", {"cot": r})
 
 
 class SingleRetrieval(_Greedy):
     name = "single"
 
     def _run(self, question, tr):
-        hits = self.search(tr, question, self.config.n_candidates)
-        r = self.answer_prompt(tr, question, [], hits, "single", scored=False)
-        tr.steps.append(Step(index=0, retrieved=True, query=question, text=r["text"].strip(),
-                             kept={"ids": [h.id for h in hits], "title": ", ".join(h.title for h in hits)}))
-        tr.final = {"choice": "single", **r}
-        return r["answer"]
+        with tr.step(0) as st:
+            hits = self.search(tr, question, self.config.n_candidates)
+            r = self.answer_prompt(tr, question, [], hits, "single", scored=False)
+            st.retrieved, st.query, st.text = True, question, r["text"].strip()
+            st.kept = {"ids": [h.id for h in hits], "title": ", ".join(h.title for h in hits)}
+        tr.stop("answered")
+        return tr.finish(r["answer"], "single", {"single": r}, passages=hits)
 
 
 class IRCoT(_Greedy):
@@ -81,22 +80,25 @@ class IRCoT(_Greedy):
         steps, kept = [], []
         query = question
         for i in range(c.max_steps):
-            st = Step(index=i, retrieved=True, query=query)
-            tr.steps.append(st)
-            known = {p.id for p in kept}
-            new = [h for h in self.search(tr, query, c.n_candidates) if h.id not in known][:1]
-            if new and len(kept) < c.max_passages:
-                kept.append(new[0])
-                st.kept = {"id": new[0].id, "title": new[0].title, "score": new[0].score}
-            prompt, prefix = self.prompts.render(question, steps, kept)
-            (g, _), = self.call(tr, "step", [prompt], prefix, STEP_STOPS)
-            st.text = g.greedy.text.strip()
+            with tr.step(i) as st:
+                st.retrieved, st.query = True, query
+                known = {p.id for p in kept}
+                new = [h for h in self.search(tr, query, c.n_candidates) if h.id not in known][:1]
+                if new and len(kept) < c.max_passages:
+                    kept.append(new[0])
+                    st.kept = {"id": new[0].id, "title": new[0].title, "score": new[0].score}
+                prompt, prefix = self.prompts.render(question, steps, kept)
+                st.text = self.call(tr, "step", [prompt], prefix, STEP_STOPS)[0].text
             if not st.text:
+                tr.stop("empty_step")
                 break
             steps.append(st.text)
             if has_answer(st.text):
+                tr.stop("answered")
                 break
             query = st.text
+        else:
+            tr.stop("max_steps")
         return self._finish(question, tr, steps, kept)
 
 
@@ -112,27 +114,38 @@ class _ActiveRetrieval(_Greedy):
         c = self.config
         steps, ctx = [], []
         for i in range(c.max_steps):
-            st = Step(index=i, threshold=self._threshold())
-            tr.steps.append(st)
-            prompt, prefix = self.prompts.render(question, steps, ctx)
-            (g, _), = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)
-            st.pseudo = st.text = g.greedy.text.strip()
-            query = self._trigger(tr, question, steps, g, st) if st.pseudo else None
-            if query is not None:
-                st.query = query
-                hits = self.search(tr, query, c.n_candidates)
-                if hits:
-                    ctx, st.retrieved = hits, True  # the regeneration is conditioned on the latest retrieval
-                    st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
-                    prompt, prefix = self.prompts.render(question, steps, ctx)
-                    (g2, _), = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)
-                    st.text = g2.greedy.text.strip()
+            with tr.step(i, self._threshold()) as st:
+                ctx = self._step(tr, question, steps, ctx, st)
             if not st.text:
+                tr.stop("empty_step")
                 break
             steps.append(st.text)
             if has_answer(st.text):
+                tr.stop("answered")
                 break
+        else:
+            tr.stop("max_steps")
         return self._finish(question, tr, steps, ctx)
+
+    def _step(self, tr, question, steps, ctx, st) -> list:
+        """A tentative sentence; regenerated with fresh passages when the trigger fires. Returns the
+        context the next step sees (the latest retrieval's passages)."""
+        prompt, prefix = self.prompts.render(question, steps, ctx)
+        g = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)[0].gen
+        st.pseudo = st.text = g.greedy.text.strip()
+        query = self._trigger(tr, question, steps, g, st) if st.pseudo else None
+        tr.decision("retrieve" if query is not None else "no-retrieve", step=st.index, u=st.u, threshold=st.threshold)
+        if query is None:
+            return ctx
+        st.query = query
+        hits = self.search(tr, query, self.config.n_candidates)
+        if not hits:
+            return ctx
+        st.retrieved = True
+        st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
+        prompt, prefix = self.prompts.render(question, steps, hits)
+        st.text = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)[0].text
+        return hits
 
 
 @dataclass
@@ -170,12 +183,14 @@ class DRAGIN(_ActiveRetrieval):
     def _threshold(self):
         return self.config.tau
 
+    def requires(self) -> set[str]:
+        return super().requires() | {ATTENTION}
+
     def _trigger(self, tr, question, steps, g, st):
-        t0 = time.perf_counter()
-        words, scores = self._rind(g)
+        with tr.timed("rind"):
+            words, scores = self._rind(g)
         st.u = float(max(scores)) if scores else 0.0
         flagged = [w.text for w, s in zip(words, scores) if s > self.config.tau]
-        tr.stage("rind", time.perf_counter() - t0)
         return self._qfs(question, steps, st.pseudo, flagged) if flagged else None
 
     def _rind(self, g):

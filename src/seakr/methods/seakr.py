@@ -26,12 +26,11 @@ Choices where paper and reference differ (documented):
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
-from .base import ANSWER_STOPS, STEP_STOPS, Method, MethodConfig, default_delta, pick
-from .text import align_words, build_query, drop_answer_sentence, extract_answer, has_answer
-from .trace import Step, Tracer
+from .base import STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick
+from .text import align_words, build_query, drop_answer_sentence, has_answer
+from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
 RERANK = ("self-aware", "engine")
@@ -60,7 +59,7 @@ class SeaKR(Method):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
         if c.delta is None:
-            self.delta, self.delta_source = default_delta(lm.info() if hasattr(lm, "info") else {}, c.estimator)
+            self.delta, self.delta_source = default_delta(lm.info(), c.estimator)
         else:
             self.delta, self.delta_source = float(c.delta), "config"
 
@@ -80,141 +79,144 @@ class SeaKR(Method):
         d["delta_source"] = self.delta_source
         return d
 
-    # ------------------------------------------------------------------ multi-hop
+    def should_retrieve(self, u: float | None) -> bool:
+        """Self-aware retrieval (paper §3.1): retrieve when the step's U exceeds delta."""
+        return self.config.retrieval == "always" or (u is not None and u > self.delta)
+
+    # ------------------------------------------------------------------ multi-hop (Algorithm 1)
     def _run(self, question: str, tr: Tracer) -> str:
         if self.config.mode == "simple":
             return self._simple(question, tr)
-        c = self.config
-        steps: list[str] = []
-        kept: list = []
+        steps: list[str] = []  # rationales R
+        kept: list = []  # knowledge buffer K
         queries: set[str] = set()
-        stop_reason = "max_steps"
-        for i in range(c.max_steps):
-            st = Step(index=i, threshold=None if math.isinf(self.delta) else self.delta)
-            tr.steps.append(st)
-            if i:
-                tr.step_done(tr.steps[-2])
-            prompt, prefix = self.prompts.render(question, steps, kept)
-            t0 = time.perf_counter()
-            (g, u), = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS)
-            st.pseudo, st.u = g.greedy.text.strip(), u
-            retrieve = c.retrieval == "always" or u > self.delta
-            tr.decision("retrieve" if retrieve else "no-retrieve", step=i, u=u, delta=self.delta, rule=c.retrieval)
-            tr.stage("pseudo", time.perf_counter() - t0)
-            step_text, step_u = st.pseudo, u
-            if retrieve and len(kept) < c.max_passages:
-                words = align_words(self.lm.token_strings(g.greedy.token_ids), g.greedy.logprobs)
-                query, dropped = build_query(words, question, steps[-1] if steps else "", c.keep_p, c.query_max_words)
-                st.query = query
-                if query in queries:
-                    st.note, stop_reason = "repeated query: stop", "repeated_query"
-                    tr.decision("stop", reason=stop_reason, query=query)
-                    break
-                queries.add(query)
-                known = {p.id for p in kept}
-                hits = [h for h in self.search(tr, query, c.n_candidates) if h.id not in known]
-                if not hits:
-                    st.note, stop_reason = "no new passage: stop", "no_new_passage"
-                    tr.decision("stop", reason=stop_reason, query=query)
-                    break
-                st.retrieved = True
-                t0 = time.perf_counter()
-                best, cand = self._rerank(tr, question, steps, kept, hits)
-                tr.stage("rerank", time.perf_counter() - t0)
-                st.candidates = cand
-                kept.append(hits[best])
-                st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-                step_text, step_u = cand[best]["step"], cand[best]["u"]
-            st.text, st.u_step = step_text, step_u
-            if not step_text:
-                stop_reason = "empty_step"
-                tr.decision("stop", reason=stop_reason)
+        for i in range(self.config.max_steps):
+            with tr.step(i, self.delta) as st:
+                reason = self._iteration(tr, question, steps, kept, queries, st)
+            if reason:
                 break
-            steps.append(step_text)
-            if has_answer(step_text):
-                stop_reason = "answered"
-                tr.decision("stop", reason=stop_reason)
-                break
-            if len(kept) >= c.max_passages:
-                stop_reason = "max_passages"
-                tr.decision("stop", reason=stop_reason)
-                break
-        if tr.steps:
-            tr.step_done(tr.steps[-1])
-        return self._final(question, tr, steps, kept, stop_reason)
+        else:
+            tr.stop("max_steps")
+        return self._reason(question, tr, steps, kept)
 
-    def _rerank(self, tr, question, steps, kept, hits):
-        """Score each candidate by the U of the next step generated with it added to K (paper §3.2)."""
+    def _iteration(self, tr, question, steps, kept, queries, st) -> str | None:
+        """One step: pseudo-generate, maybe retrieve and re-rank, accept the step. Returns a stop reason."""
+        c = self.config
+        with tr.timed("pseudo"):
+            prompt, prefix = self.prompts.render(question, steps, kept)
+            pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS)
+            st.pseudo, st.u = pseudo.text, pseudo.u
+            retrieve = self.should_retrieve(pseudo.u)
+            tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u, delta=self.delta,
+                        rule=c.retrieval)
+        st.text, st.u_step = pseudo.text, pseudo.u
+        if retrieve and len(kept) < c.max_passages:
+            st.query = self.query(pseudo, question, steps)
+            if st.query in queries:
+                st.note = "repeated query: stop"
+                return tr.stop("repeated_query", query=st.query)
+            queries.add(st.query)
+            known = {p.id for p in kept}
+            hits = [h for h in self.search(tr, st.query, c.n_candidates) if h.id not in known]
+            if not hits:
+                st.note = "no new passage: stop"
+                return tr.stop("no_new_passage", query=st.query)
+            with tr.timed("rerank"):
+                best, st.candidates = self.rerank(tr, question, steps, kept, hits)
+            kept.append(hits[best])
+            st.retrieved = True
+            st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
+            st.text, st.u_step = st.candidates[best]["step"], st.candidates[best]["u"]
+        if not st.text:
+            return tr.stop("empty_step")
+        steps.append(st.text)
+        if has_answer(st.text):
+            return tr.stop("answered")
+        if len(kept) >= c.max_passages:
+            return tr.stop("max_passages")
+        return None
+
+    def query(self, pseudo: Scored, question: str, steps: list[str]) -> str:
+        """The pseudo-step minus its low-probability words (paper §3.1; stop words dropped)."""
+        g = pseudo.gen.greedy
+        words = align_words(self.lm.token_strings(g.token_ids), g.logprobs)
+        query, _ = build_query(words, question, steps[-1] if steps else "", self.config.keep_p, self.config.query_max_words)
+        return query
+
+    def score_candidates(self, tr, question, steps, kept, hits) -> list[dict]:
+        """The next step generated with each candidate added to K, and its U; the N x k samples go
+        through the model in one batched call."""
+        rendered = [self.prompts.render(question, steps, kept + [h]) for h in hits]
+        res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS)
+        return [{"id": h.id, "title": h.title, "rank": r, "step": x.text, "u": x.u, "chosen": False}
+                for r, (h, x) in enumerate(zip(hits, res))]
+
+    def choose(self, us: list[float | None]) -> int:
+        """Self-aware re-ranking (paper §3.2): the candidate with the lowest U (ties: the engine's
+        order); the ablation ``rerank=engine`` keeps the engine's top-1."""
+        return 0 if self.config.rerank == "engine" else min_u_index(us)
+
+    def rerank(self, tr, question, steps, kept, hits) -> tuple[int, list[dict]]:
         if self.config.rerank == "engine":
-            hits = hits[:1]  # ablation: trust the search engine's order
-        prompts, prefix = [], None
-        for h in hits:
-            p, prefix = self.prompts.render(question, steps, kept + [h])
-            prompts.append(p)
-        res = self.call(tr, "rerank", prompts, prefix, STEP_STOPS)  # N x k samples in one batched call
-        cand = [{"id": h.id, "title": h.title, "rank": r, "step": g.greedy.text.strip(), "u": u, "chosen": False}
-                for r, (h, (g, u)) in enumerate(zip(hits, res))]
-        best = 0 if self.config.rerank == "engine" else min(range(len(cand)), key=lambda j: (cand[j]["u"], j))
+            hits = hits[:1]  # ablation: trust the search engine's order (and spend nothing on the others)
+        cand = self.score_candidates(tr, question, steps, kept, hits)
+        best = self.choose([c["u"] for c in cand])
         cand[best]["chosen"] = True
         tr.decision("rerank", rule=self.config.rerank, chosen=cand[best]["id"], us=[c["u"] for c in cand])
         return best, cand
 
-    def _final(self, question, tr, steps, kept, stop_reason) -> str:
+    def _reason(self, question, tr, steps, kept) -> str:
+        """Self-aware reasoning (paper §3.3): an answer from the rationales and one from all of K;
+        the lower U wins (see :func:`pick`)."""
         c = self.config
-        t0 = time.perf_counter()
-        rat = know = None
-        if c.reasoning in ("self-aware", "rationales"):
-            rat = self._from_rationales(question, tr, steps)
-        if c.reasoning in ("self-aware", "knowledge"):
-            know = self.answer_prompt(tr, question, [], kept, "final/knowledge")
-        if c.reasoning == "self-aware":
-            choice = pick(rat, know)
-        else:
-            choice = "rationale" if c.reasoning == "rationales" else "knowledge"
-        chosen = rat if choice == "rationale" else know
-        tr.final = {"stop_reason": stop_reason, "rationale": rat or {}, "knowledge": know or {}, "choice": choice,
-                    "rule": c.reasoning, "passages": [{"id": p.id, "title": p.title} for p in kept]}
-        tr.decision("final", choice=choice, rule=c.reasoning)
-        tr.stage("final", time.perf_counter() - t0)
-        return chosen["answer"]
+        with tr.timed("final"):
+            cands = {}
+            if c.reasoning in ("self-aware", "rationales"):
+                cands["rationale"] = self.from_rationales(tr, question, steps)
+            if c.reasoning in ("self-aware", "knowledge"):
+                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge")
+            if c.reasoning == "self-aware":
+                choice = pick(cands["rationale"], cands["knowledge"])
+            else:
+                choice = "rationale" if c.reasoning == "rationales" else "knowledge"
+        return tr.finish(cands[choice]["answer"], choice, cands, rule=c.reasoning, passages=kept)
 
-    def _from_rationales(self, question, tr, steps) -> dict:
+    def from_rationales(self, tr, question, steps) -> dict:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""
-        body = [s for s in steps[:-1]] + ([drop_answer_sentence(steps[-1])] if steps else [])
+        body = steps[:-1] + ([drop_answer_sentence(steps[-1])] if steps else [])
         body = [s for s in body if s.strip()]
-        prompt, prefix = self.prompts.render(question, body, [], tail=f" {self.config.marker}")
-        (g, u), = self.call(tr, "final/rationale", [prompt], prefix, ANSWER_STOPS, max_new=32)
-        ans = extract_answer(f"the answer is {g.greedy.text}") or ""
-        return {"answer": ans, "u": u, "text": g.greedy.text, "forced": True}
+        return self.forced_answers(tr, question, [(body, [])], "final/rationale", True)[0]
 
     # ------------------------------------------------------------------ simple QA
+    def answer_with_passages(self, tr, question: str, hits) -> tuple[int, list[dict]]:
+        """Simple-QA re-rank: an answer with each single passage as context (one batched call), and
+        the one :meth:`choose` keeps."""
+        if self.config.rerank == "engine":
+            hits = hits[:1]
+        res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank")
+        return self.choose([x["u"] for x in res]), res
+
     def _simple(self, question: str, tr: Tracer) -> str:
         c = self.config
-        st = Step(index=0, threshold=None if math.isinf(self.delta) else self.delta)
-        tr.steps.append(st)
-        direct = self.answer_prompt(tr, question, [], [], "direct")
-        st.pseudo, st.u = direct["text"].strip(), direct["u"]
-        retrieve = c.retrieval == "always" or direct["u"] > self.delta
-        tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=direct["u"], delta=self.delta)
-        if not retrieve:
+        with tr.step(0, self.delta) as st:
+            direct = self.answer_prompt(tr, question, [], [], "direct")
+            st.pseudo, st.u = direct["text"].strip(), direct["u"]
             st.text, st.u_step = st.pseudo, direct["u"]
-            tr.final = {"choice": "direct", "direct": direct}
-            return direct["answer"]
-        st.retrieved, st.query = True, question
-        hits = self.search(tr, question, c.n_candidates)
-        if not hits:
-            tr.final = {"choice": "direct", "direct": direct, "note": "no passage found"}
-            return direct["answer"]
-        if c.rerank == "engine":
-            hits = hits[:1]
-        res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank")  # one batched call
-        best = 0 if c.rerank == "engine" else min(range(len(res)), key=lambda j: (math.inf if res[j]["u"] is None else res[j]["u"], j))
-        st.candidates = [{"id": h.id, "title": h.title, "rank": r, "step": x["answer"], "u": x["u"], "chosen": r == best}
-                         for r, (h, x) in enumerate(zip(hits, res))]
-        st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-        st.text, st.u_step = res[best]["text"].strip(), res[best]["u"]
-        tr.final = {"choice": "passage", "direct": direct, "chosen": res[best]}
-        return res[best]["answer"]
+            retrieve = self.should_retrieve(direct["u"])
+            tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=direct["u"], delta=self.delta)
+            if not retrieve:
+                return tr.finish(direct["answer"], "direct", {"direct": direct}, rule=c.retrieval)
+            st.retrieved, st.query = True, question
+            hits = self.search(tr, question, c.n_candidates)
+            if not hits:
+                return tr.finish(direct["answer"], "direct", {"direct": direct}, rule=c.retrieval, note="no passage found")
+            best, res = self.answer_with_passages(tr, question, hits)
+            st.candidates = [{"id": h.id, "title": h.title, "rank": r, "step": x["answer"], "u": x["u"], "chosen": r == best}
+                             for r, (h, x) in enumerate(zip(hits, res))]
+            st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
+            st.text, st.u_step = res[best]["text"].strip(), res[best]["u"]
+        return tr.finish(res[best]["answer"], "passage", {"direct": direct, "passage": res[best]}, rule=c.rerank,
+                         passages=[hits[best]])
 
 
 __all__ = ["SeaKR", "SeaKRConfig"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 
 def clean(x: Any) -> Any:
@@ -46,13 +47,17 @@ class Step:
 
 
 class Tracer:
+    """Records what a method emits while it answers: steps starting and ending, model calls,
+    retrievals, decisions, timings and the final choice. A ``listener`` sees each event as it happens
+    (the service's server-sent events)."""
+
     def __init__(self, question: str, method: str, listener=None):
         self.question, self.method = question, method
-        self.listener = listener  # called with each event as it happens (server-sent events)
-        self.streamed = False
+        self.listener = listener
         self.events: list[dict] = []
         self.steps: list[Step] = []
         self.final: dict = {}
+        self.stop_reason: str | None = None
         self.t0 = time.perf_counter()
         self.totals = {"model_calls": 0, "sampled_sequences": 0, "generated_tokens": 0, "prompt_tokens": 0,
                        "retrievals": 0, "seconds": {}}
@@ -62,21 +67,36 @@ class Tracer:
         if self.listener is not None:
             self.listener(clean(event))
 
-    def step_done(self, st: "Step") -> None:
-        self.streamed = True
-        if self.listener is not None:
-            self.listener(clean({"type": "step", **asdict(st)}))
+    @contextmanager
+    def step(self, index: int, threshold: float | None = None) -> Iterator[Step]:
+        """One iteration: yields its record for the method to fill; the record is sent when the step ends."""
+        st = Step(index=index, threshold=None if threshold is None or math.isinf(threshold) else threshold)
+        self.steps.append(st)
+        self.emit({"type": "step_started", "index": index})
+        try:
+            yield st
+        finally:
+            if self.listener is not None:
+                self.listener(clean({"type": "step", **asdict(st)}))
 
-    def stage(self, name: str, seconds: float) -> None:
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add_seconds(stage, time.perf_counter() - t)
+
+    def add_seconds(self, stage: str, seconds: float) -> None:
         s = self.totals["seconds"]
-        s[name] = round(s.get(name, 0.0) + seconds, 4)
+        s[stage] = round(s.get(stage, 0.0) + seconds, 4)
 
     def model_call(self, purpose: str, prompt: str, gen, u: float | None, seconds: float) -> None:
         self.totals["model_calls"] += 1
         self.totals["sampled_sequences"] += len(gen.samples) + (1 if gen.greedy else 0)
         self.totals["generated_tokens"] += gen.new_tokens
         self.totals["prompt_tokens"] += gen.prompt_tokens
-        self.stage("model", seconds)
+        self.add_seconds("model", seconds)
         self.emit({
             "type": "model_call", "purpose": purpose, "prompt_hash": prompt_hash(prompt),
             "prompt_tokens": gen.prompt_tokens, "cached_prefix_tokens": gen.cached_prefix_tokens,
@@ -87,12 +107,29 @@ class Tracer:
 
     def retrieval(self, query: str, hits, seconds: float) -> None:
         self.totals["retrievals"] += 1
-        self.stage("search", seconds)
+        self.add_seconds("search", seconds)
         self.emit({"type": "retrieval", "query": query, "seconds": round(seconds, 4),
-                            "hits": [{"id": h.id, "title": h.title, "score": round(h.score, 4)} for h in hits]})
+                   "hits": [{"id": h.id, "title": h.title, "score": round(h.score, 4)} for h in hits]})
 
     def decision(self, what: str, **kw) -> None:
         self.emit({"type": "decision", "what": what, **kw})
+
+    def stop(self, reason: str, **kw) -> str:
+        """The loop ends here, for this reason (returned, so ``return tr.stop(...)`` reads as it means)."""
+        self.stop_reason = reason
+        self.decision("stop", reason=reason, **kw)
+        return reason
+
+    def finish(self, answer: str, choice: str, candidates: dict[str, dict], *, rule: str | None = None,
+               passages=(), note: str = "") -> str:
+        """The final choice, in the one shape every method shares: the answer, which candidate it came
+        from (``choice``), every candidate answer considered ({answer, u, text, forced}), the rule that
+        chose, why the loop stopped, and the passages the answer could see."""
+        self.final = {"answer": answer, "choice": choice, "rule": rule or choice, "stop_reason": self.stop_reason,
+                      "candidates": candidates, "passages": [{"id": p.id, "title": p.title} for p in passages],
+                      "note": note}
+        self.decision("final", choice=choice, rule=rule or choice)
+        return answer
 
     def to_dict(self) -> dict:
         self.totals["seconds"]["total"] = round(time.perf_counter() - self.t0, 3)
@@ -122,12 +159,12 @@ class Answer:
             q = f" q={s['query']!r}" if s["query"] else ""
             lines.append(f"  {s['index'] + 1}. U={u}{thr} {ret}{q}{kept}\n     -> {s['text']}")
         f = self.trace.get("final", {})
-        if "rationale" in f or "knowledge" in f:
-            def fmt(d):
+        cands = f.get("candidates") or {}
+        if len(cands) > 1:
+            def fmt(name, d):
                 u = d.get("u")
-                return f"{d.get('answer')!r} (U={'inf' if u is None else format(u, '.2f')})"
-            lines.append(f"  final: rationales {fmt(f.get('rationale', {}))} | knowledge {fmt(f.get('knowledge', {}))}"
-                         f" -> {f.get('choice')}")
+                return f"{name} {d.get('answer')!r} (U={'inf' if u is None else format(u, '.2f')})"
+            lines.append("  final: " + " | ".join(fmt(n, d) for n, d in cands.items()) + f" -> {f.get('choice')}")
         t = self.trace["totals"]
         lines.append(f"A: {self.answer}   [{t['model_calls']} model calls, {t['retrievals']} retrievals, "
                      f"{t['seconds'].get('total', 0):.1f} s]")

@@ -104,20 +104,20 @@ class PromptBuilder:
     Args:
         prompt_set: family name or JSON path.
         n_shot: how many demonstrations (all by default).
-        style: ``plain`` (raw completion, as the reference) or ``chat`` (the tokenizer's chat template).
-        tokenizer: needed for ``chat``.
+        style: ``plain`` (raw completion, as the reference) or ``chat`` (the model's chat template).
+        chat: ``messages -> text``, the model's chat template (a model's ``format_chat``); needed for ``chat``.
         titles: put passage titles in the context (the paper puts only the text).
     """
 
     def __init__(self, prompt_set: str = "hotpotqa", n_shot: int | None = None, style: str = "plain",
-                 tokenizer=None, titles: bool = False, marker: str = MARKER):
+                 chat=None, titles: bool = False, marker: str = MARKER):
         if style not in ("plain", "chat"):
             raise ValueError(f"prompt style must be plain or chat, not {style!r}")
-        if style == "chat" and not getattr(tokenizer, "chat_template", None):
-            style = "plain"  # no template: fall back, as documented
+        if style == "chat" and chat is None:
+            raise ValueError("prompt style 'chat' needs the model's chat template")
         self.set = PromptSet.load(prompt_set)
         self.n_shot = len(self.set.demos) if n_shot is None else n_shot
-        self.style, self.tokenizer, self.titles, self.marker = style, tokenizer, titles, marker
+        self.style, self.chat, self.titles, self.marker = style, chat, titles, marker
         self.demos = "\n\n".join(d.render(marker) for d in self.set.demos[: self.n_shot])
 
     def context_block(self, passages: Sequence) -> str:
@@ -141,7 +141,7 @@ class PromptBuilder:
             {"role": "system", "content": INSTRUCTION},
             {"role": "user", "content": f"{self.demos}\n\n{_SENTINEL}{ctx}Question: {q}"},
         ]
-        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        text = self.chat(msgs)
         cut = text.index(_SENTINEL)
         return text[:cut] + text[cut + len(_SENTINEL):] + answer, text[:cut]
 

@@ -38,10 +38,10 @@ function renderStep(s, sc) {
 function renderFinal(ans) {
   const f = ans.trace.final || {};
   let choice = "";
-  if (f.rationale || f.knowledge) {
-    const r = f.rationale || {}, k = f.knowledge || {};
-    choice = `<div class="choice">from rationales: <b>${esc(r.answer)}</b> (U ${fmt(r.u)}) &middot; ` +
-      `from knowledge: <b>${esc(k.answer)}</b> (U ${fmt(k.u)}) &rarr; chose <b>${esc(f.choice)}</b></div>`;
+  const cands = Object.entries(f.candidates || {});
+  if (cands.length > 1) {  // e.g. SeaKR's answers from the rationales and from the knowledge
+    choice = `<div class="choice">` + cands.map(([name, c]) => `from ${esc(name)}: <b>${esc(c.answer)}</b> (U ${fmt(c.u)})`)
+      .join(" &middot; ") + ` &rarr; chose <b>${esc(f.choice)}</b></div>`;
   } else if (f.choice) {
     choice = `<div class="choice">${esc(f.choice)}</div>`;
   }
