@@ -13,3 +13,13 @@ def shared_path(*parts):
     if not os.path.exists(p):
         pytest.skip(f"shared data not found: {p}")
     return p
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def fixture_path(name):
+    """A small dataset of our own in an official layout (tests/fixtures/README.md)."""
+    return os.path.join(FIXTURES, name)
+
+
+HOTPOT = fixture_path("hotpotqa_mini.official.json")

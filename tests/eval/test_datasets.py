@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import shared_path
+from helpers import HOTPOT, fixture_path, shared_path
 from seakr.eval.datasets import DatasetError, detect_layout, load_dataset
 
 
@@ -27,8 +27,24 @@ def test_real_files(parts, layout, n):
         assert all(set(e.supporting_titles) <= {t for t, _ in e.contexts} for e in exs[:20])
 
 
+@pytest.mark.parametrize("name,layout,n", [
+    ("hotpotqa_mini.official.json", "hotpotqa", 12),
+    ("2wiki_mini.flashrag.jsonl", "2wiki", 4),
+    ("nq_mini.oracle.jsonl", "nq", 6),
+    ("squad_mini.json", "squad", 3),
+])
+def test_fixture_files(name, layout, n):
+    path = fixture_path(name)
+    assert detect_layout(path) == layout
+    exs = load_dataset(path)
+    assert len(exs) == n and all(e.question and e.answers and e.id for e in exs)
+    if layout in ("hotpotqa", "2wiki"):
+        assert all(e.contexts and set(e.supporting_titles) <= {t for t, _ in e.contexts} for e in exs)
+    assert load_dataset(HOTPOT)[0].answers == ["American"]
+
+
 def test_2wiki_flashrag_aliases():
-    exs = load_dataset(shared_path("2wikimultihopqa", "dev_first100.flashrag.jsonl"))
+    exs = load_dataset(fixture_path("2wiki_mini.flashrag.jsonl"))
     assert any(len(e.answers) > 1 for e in exs)  # answer + aliases
 
 

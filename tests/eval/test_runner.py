@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import shared_path
+from helpers import HOTPOT
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +19,7 @@ def seakr(*args, **kw):
 
 
 def test_eval_resume_after_kill9_and_compare(tmp_path):
-    data = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    data = HOTPOT
     out = tmp_path / "run"
     args = ["eval", "--model", "smollm2-135m", "--data", data, "--limit", "3", "--method", "cot",
             "--option", "max_new_tokens=24", "--out", str(out)]
@@ -47,7 +47,7 @@ def test_eval_resume_after_kill9_and_compare(tmp_path):
 
 
 def test_toml_runs_methods_and_ablations(tmp_path):
-    data = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    data = HOTPOT
     conf = tmp_path / "runs.toml"
     conf.write_text(f'''
 data = "{data}"

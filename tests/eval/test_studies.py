@@ -1,12 +1,12 @@
 """Calibration sweep, detection and re-rank studies: the arithmetic on hand-made rows, the studies
-end to end with the real smollm2 on a few shared questions, and resuming a killed study."""
+end to end with the real smollm2 on a few fixture questions, and resuming a killed study."""
 
 import json
 import math
 
 import pytest
 
-from helpers import shared_path
+from helpers import HOTPOT, fixture_path
 from seakr.eval.datasets import load_dataset
 from seakr.eval.runner import RowLog
 from seakr.eval.studies import calibrate, calibration_sweep, detect, rerank_study
@@ -66,7 +66,7 @@ def seakr_smol(smol):
 
 @pytest.mark.slow
 def test_detect_resumes_and_scores_every_estimator(tmp_path, seakr_smol):
-    exs = load_dataset(shared_path("nq", "dev_oracle_first1000.jsonl.gz"))[:3]
+    exs = load_dataset(fixture_path("nq_mini.oracle.jsonl"))[:3]
     m = seakr_smol()
     calls = []
     first = detect(m, exs[:2], tmp_path, progress=lambda n=1, **kw: calls.append(n))
@@ -84,11 +84,11 @@ def test_detect_resumes_and_scores_every_estimator(tmp_path, seakr_smol):
 
 
 @pytest.mark.slow
-def test_calibrate_and_rerank_study_on_real_data(tmp_path, seakr_smol):
+def test_calibrate_and_rerank_study_end_to_end(tmp_path, seakr_smol):
     from seakr.eval.corpus import pooled_index
     from seakr.search import open_engine
 
-    data = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    data = HOTPOT
     exs = load_dataset(data)[:2]
     engine = open_engine(pooled_index(data, load_dataset(data), []))
     m = seakr_smol(engine, "hotpotqa")

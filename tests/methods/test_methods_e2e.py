@@ -1,11 +1,11 @@
-"""Every method and ablation end to end on the real smollm2-135m and a tantivy index of shared data."""
+"""Every method and ablation end to end on the real smollm2-135m and a tantivy index of our fixture questions."""
 
 import json
 import math
 
 import pytest
 
-from helpers import shared_path
+from helpers import HOTPOT
 from seakr.methods import METHODS, SeaKR, build_method
 from seakr.search.corpora import read_corpus
 from seakr.search.tantivy_engine import TantivyEngine
@@ -16,14 +16,12 @@ FAST = dict(k=4, max_new_tokens=24, max_steps=3, max_passages=3)
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    src = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
-    return TantivyEngine.build(read_corpus(src), tmp_path_factory.mktemp("idx") / "hp")
+    return TantivyEngine.build(read_corpus(HOTPOT), tmp_path_factory.mktemp("idx") / "hp")
 
 
 @pytest.fixture(scope="module")
 def question():
-    rec = json.loads(open(shared_path("hotpotqa", "dev_hard100.hf.jsonl")).readline())
-    return rec["question"]
+    return json.load(open(HOTPOT))[0]["question"]
 
 
 def check_trace(ans):
@@ -60,7 +58,7 @@ def test_rerank_keeps_min_u_candidate_and_final_is_min_u(smol, engine, question)
             assert len(chosen) == 1 and (math.inf if chosen[0]["u"] is None else chosen[0]["u"]) == min(us)
             assert s["kept"]["id"] == chosen[0]["id"] and s["text"] == chosen[0]["step"]
     f = a.trace["final"]
-    r, k = f["rationale"], f["knowledge"]
+    r, k = f["candidates"]["rationale"], f["candidates"]["knowledge"]
     ru = math.inf if r["u"] is None else r["u"]
     ku = math.inf if k["u"] is None else k["u"]
     unknown = lambda x: not x or "unknown" in x.lower()

@@ -1,11 +1,12 @@
-"""Every corpus reader on the real shared files, plus malformed input with file:line messages."""
+"""Every corpus reader on our fixtures and on the real shared files (where present), plus malformed
+input with file:line messages."""
 
 import gzip
 import json
 
 import pytest
 
-from helpers import shared_path
+from helpers import HOTPOT, fixture_path, shared_path
 from seakr.search.corpora import CorpusError, ctx_id, detect_format, read_corpus
 
 
@@ -29,8 +30,24 @@ def test_real_files(parts, fmt, min_n):
         assert not ps[0].title.startswith('"')
 
 
+@pytest.mark.parametrize("name,fmt,n", [
+    ("hotpotqa_mini.official.json", "hotpotqa", 38),
+    ("2wiki_mini.flashrag.jsonl", "2wiki", 11),
+    ("squad_mini.json", "squad", 2),
+    ("nq_mini.oracle.jsonl", "nq", 6),
+    ("filler.flashrag.jsonl", "flashrag", 38),
+])
+def test_fixture_files(name, fmt, n):
+    path = fixture_path(name)
+    assert detect_format(path) == fmt
+    ps = list(read_corpus(path))
+    assert len(ps) == n and all(p.text.strip() and p.id and p.title for p in ps)
+    assert len({p.id for p in ps}) == len(ps)  # pooled contexts are deduplicated
+    assert not ps[0].title.startswith('"')
+
+
 def test_pooled_ids_are_content_hashes():
-    path = shared_path("hotpotqa", "dev_hard100.hf.jsonl")
+    path = HOTPOT
     p = next(iter(read_corpus(path)))
     assert p.id == ctx_id(p.title, p.text)
 
@@ -75,3 +92,11 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
         list(read_corpus(str(z), "nq"))
     with pytest.raises(CorpusError, match="no such file"):
         list(read_corpus(str(tmp_path / "nope.jsonl"), "jsonl"))
+
+
+def test_sentences_are_joined_with_one_space_where_none_separates_them():
+    from seakr.search.corpora import join_sentences
+
+    assert join_sentences(["He was born in 1685.", "He died in 1750."]) == "He was born in 1685. He died in 1750."
+    assert join_sentences(["A is B.", " C is D."]) == "A is B. C is D."  # HotpotQA's leading spaces kept as they are
+    assert join_sentences("one string") == "one string"

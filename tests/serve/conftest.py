@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from helpers import shared_path
+from helpers import HOTPOT
 
 
 def free_port():
@@ -24,7 +24,7 @@ def small_index(tmp_path_factory):
     from seakr.search.tantivy_engine import TantivyEngine
 
     out = tmp_path_factory.mktemp("srv") / "idx"
-    TantivyEngine.build(read_corpus(shared_path("hotpotqa", "dev_hard100.hf.jsonl")), out)
+    TantivyEngine.build(read_corpus(HOTPOT), out)
     return str(out)
 
 

@@ -1,0 +1,209 @@
+"""Each method driven through its branches by a scripted model (given texts, log-probs and states)
+over a real tantivy index: SeaKR's retrieval decision, stop rules, re-rank and final pick; FLARE's
+trigger; DRAGIN's RIND and QFS on hand-computed attention; capabilities checked at construction."""
+
+import math
+
+import numpy as np
+import pytest
+
+from scripted import Reply, ScriptedLM, eigen, engine
+from seakr.methods import DRAGIN, FLARE, SeaKR
+from seakr.methods.base import pick
+from seakr.models.base import GENERATE, MissingCapability, STATES
+
+Q = "What nationality was the director of 2001: A Space Odyssey?"
+STEP1 = "The film was directed by Stanley Kubrick"
+GUESS = "Kubrick was French"  # uncertain: its samples disagree
+BEST = "Stanley Kubrick was an American film director, producer and screenwriter born in New York City, who later lived and worked in England for most of his long career"
+PASSAGES = {"Stanley Kubrick": BEST, "Kubrick (crater)": "Kubrick is a small crater.", "Kubrick (band)": "Kubrick were a band."}
+CERTAIN, UNSURE = 0.0, 3.0
+DELTA = (eigen(CERTAIN) + eigen(UNSURE)) / 2
+
+
+def kubrick_script(v):
+    """The model's outputs as a function of what it sees (context passages, answer so far)."""
+    if v.forced:  # "... So the answer is" -> the answer phrase
+        return Reply("American", 0.1)
+    if not v.answer and v.passages:  # final answer from the knowledge alone
+        return Reply("He was American. So the answer is American.", 1.0)
+    if not v.answer:
+        return Reply(STEP1, CERTAIN)
+    if v.answer.endswith(f"{STEP1}.") and v.passages:  # re-rank: the next step with one candidate
+        if v.has("American"):
+            return Reply("Kubrick was American", 0.2)
+        return Reply("Kubrick was lunar", 2.0) if v.has("crater") else Reply("Kubrick was Dutch", 1.5)
+    if v.answer.endswith(f"{STEP1}."):
+        return Reply(GUESS, UNSURE, logprobs=[-0.01, -0.01, -3.0])  # "French" is a low-probability word
+    return Reply("So the answer is American", CERTAIN)
+
+
+@pytest.fixture
+def kubrick(tmp_path):
+    return engine(tmp_path, PASSAGES)
+
+
+def seakr(lm, eng, **kw):
+    return SeaKR(lm, eng, **{"delta": DELTA, "k": 5, **kw})
+
+
+def test_retrieves_exactly_when_u_exceeds_delta_and_keeps_the_min_u_candidate(kubrick):
+    a = seakr(ScriptedLM(kubrick_script), kubrick).answer(Q)
+    steps = a.trace["steps"]
+    assert [s["retrieved"] for s in steps] == [False, True, False]
+    for s in steps:
+        assert s["retrieved"] == (s["u"] > DELTA)
+    st = steps[1]
+    assert st["query"] == "Kubrick"  # "French" (p < keep_p) and stop words dropped, "Kubrick" kept
+    order = next(e for e in a.trace["events"] if e["type"] == "retrieval")["hits"]
+    assert order[0]["title"] != "Stanley Kubrick"  # BM25 puts the long passage lower ...
+    us = [c["u"] for c in st["candidates"]]
+    best = min(range(3), key=lambda j: us[j])
+    assert st["candidates"][best]["chosen"] and st["candidates"][best]["title"] == "Stanley Kubrick"  # ... U picks it
+    assert st["kept"]["title"] == "Stanley Kubrick" and st["text"] == "Kubrick was American"
+    f = a.trace["final"]
+    assert f["stop_reason"] == "answered" and f["choice"] == "rationale" and a.answer == "American"
+    assert f["candidates"]["rationale"]["u"] < f["candidates"]["knowledge"]["u"]
+    assert [p["title"] for p in f["passages"]] == ["Stanley Kubrick"]
+
+
+def test_engine_rerank_ablation_scores_and_keeps_only_the_top_hit(kubrick):
+    a = seakr(ScriptedLM(kubrick_script), kubrick, rerank="engine").answer(Q)
+    st = a.trace["steps"][1]
+    top = next(e for e in a.trace["events"] if e["type"] == "retrieval")["hits"][0]
+    assert len(st["candidates"]) == 1 and st["kept"]["id"] == top["id"]
+
+
+def test_always_retrieve_ablation(kubrick):
+    a = seakr(ScriptedLM(kubrick_script), kubrick, retrieval="always").answer(Q)
+    assert a.trace["steps"][0]["retrieved"] and a.trace["steps"][0]["u"] < DELTA
+
+
+@pytest.mark.parametrize("case,expect", [
+    ("max_passages", "max_passages"), ("max_steps", "max_steps"), ("repeated_query", "repeated_query"),
+    ("no_new_passage", "no_new_passage"), ("empty_step", "empty_step")])
+def test_each_stop_rule(tmp_path, case, expect):
+    passages, kw, script = PASSAGES, {}, kubrick_script
+    if case == "max_passages":
+        kw = {"max_passages": 1}
+    elif case == "max_steps":
+        kw, script = {"max_steps": 2}, (lambda v: Reply(f"Step {len(v.answer)}", CERTAIN))
+    elif case == "repeated_query":  # after the retrieval the model is as unsure as before: same query again
+        script = lambda v: kubrick_script(v) if not v.answer.endswith("American.") else Reply(GUESS, UNSURE, [-0.01, -0.01, -3.0])  # noqa: E731
+    elif case == "no_new_passage":  # one passage only: the second retrieval finds nothing new
+        passages = {"Stanley Kubrick": BEST}
+        script = lambda v: kubrick_script(v) if not v.answer.endswith("American.") else Reply("Kubrick directed films", UNSURE)  # noqa: E731
+    elif case == "empty_step":
+        kw, script = {"delta": math.inf}, (lambda v: Reply("" if not v.forced else "x"))
+    a = seakr(ScriptedLM(script), engine(tmp_path, passages), **kw).answer(Q)
+    assert a.trace["final"]["stop_reason"] == expect
+    stops = [e for e in a.trace["events"] if e.get("what") == "stop"]
+    assert [e["reason"] for e in stops] == [expect]
+
+
+@pytest.mark.parametrize("r,k,want", [
+    ({"answer": "American", "u": -5.0}, {"answer": "French", "u": -4.0}, "rationale"),
+    ({"answer": "American", "u": -4.0}, {"answer": "French", "u": -5.0}, "knowledge"),
+    ({"answer": "American", "u": -4.0}, {"answer": "French", "u": -4.0}, "knowledge"),  # tie -> knowledge
+    ({"answer": "unknown", "u": -9.0}, {"answer": "French", "u": -1.0}, "knowledge"),  # unknown defers
+    ({"answer": "American", "u": -1.0}, {"answer": "", "u": -9.0}, "rationale"),  # empty defers
+    ({"answer": "American", "u": None}, {"answer": "French", "u": 2.0}, "knowledge"),  # None is +inf
+])
+def test_final_pick_rules(r, k, want):
+    assert pick(r, k) == want
+
+
+@pytest.mark.parametrize("rule,choice", [("rationales", "rationale"), ("knowledge", "knowledge")])
+def test_reasoning_ablations_answer_from_one_source(kubrick, rule, choice):
+    a = seakr(ScriptedLM(kubrick_script), kubrick, reasoning=rule).answer(Q)
+    f = a.trace["final"]
+    assert f["choice"] == choice and list(f["candidates"]) == [choice] and f["rule"] == rule
+
+
+def simple_script(v):
+    if v.forced:
+        return Reply("Paris", 0.0)
+    if not v.passages:
+        return Reply("It might be Lyon. So the answer is Lyon.", UNSURE)
+    return Reply("So the answer is Paris.", 0.1) if v.has("capital") else Reply("So the answer is Nice.", 2.0)
+
+
+def test_simple_mode_retrieves_when_unsure_and_keeps_the_min_u_passage(tmp_path):
+    eng = engine(tmp_path, {"Lyon": "Lyon is a city in France on the Rhone.",
+                            "Paris": "Paris is the capital city of France, a long-established city on the Seine river in the north.",
+                            "Nice": "Nice is a city in France."})
+    a = seakr(ScriptedLM(simple_script), eng, mode="simple").answer("Which city is the capital of France?")
+    st = a.trace["steps"][0]
+    assert st["retrieved"] and st["u"] > DELTA and a.answer == "Paris"
+    assert st["kept"]["title"] == "Paris" and a.trace["final"]["choice"] == "passage"
+    certain = seakr(ScriptedLM(lambda v: Reply("So the answer is Paris.", CERTAIN)), eng, mode="simple")
+    b = certain.answer("Which city is the capital of France?")
+    assert not b.trace["steps"][0]["retrieved"] and b.trace["final"]["choice"] == "direct"
+    assert b.trace["totals"]["retrievals"] == 0
+
+
+def test_missing_capabilities_fail_at_construction_with_one_line(kubrick):
+    bare = ScriptedLM(kubrick_script, capabilities=(GENERATE,))
+    with pytest.raises(MissingCapability, match="method 'seakr'.* needs the model capability 'states'"):
+        SeaKR(bare, kubrick, delta=0.0)
+    with pytest.raises(MissingCapability, match="'next_token'"):
+        SeaKR(ScriptedLM(kubrick_script, capabilities=(GENERATE, STATES)), kubrick, delta=0.0, estimator="prompt")
+    with pytest.raises(MissingCapability, match="'attention'"):
+        DRAGIN(bare, kubrick)
+    with pytest.raises(MissingCapability, match="'chat'"):
+        FLARE(bare, kubrick, prompt_style="chat")
+    SeaKR(bare, kubrick, delta=0.0, estimator="perplexity")  # greedy-only estimators need no states
+    FLARE(bare, kubrick)
+
+
+# ---------------------------------------------------------------- FLARE
+def flare_script(v):
+    if v.passages:
+        return Reply("So the answer is Stanley Kubrick.")
+    return Reply("Jaws was directed by Spielberg", logprobs=[-0.01, -0.01, -0.01, math.log(0.05)])
+
+
+def test_flare_triggers_below_theta_and_masks_the_uncertain_word(tmp_path):
+    eng = engine(tmp_path, {"Jaws": "Jaws is a film directed by Steven Spielberg.", "Psycho": "Psycho is a film by Hitchcock."})
+    a = FLARE(ScriptedLM(flare_script), eng, theta=0.2).answer("Who directed Jaws?")
+    st = a.trace["steps"][0]
+    assert st["retrieved"] and st["u"] == pytest.approx(0.95)  # 1 - the least token probability
+    assert st["query"] == "Jaws directed"  # "Spielberg" (p=0.05 < theta) masked, "was"/"by" stop words
+    assert st["text"] == "So the answer is Stanley Kubrick." and a.answer == "Stanley Kubrick"
+    sure = FLARE(ScriptedLM(lambda v: Reply("So the answer is Spielberg.")), eng, theta=0.2).answer("Who directed Jaws?")
+    assert not sure.trace["steps"][0]["retrieved"] and sure.trace["totals"]["retrievals"] == 0
+
+
+# ---------------------------------------------------------------- DRAGIN
+SENT = "Kubrick directed Jaws"
+QUESTION = "Which director made Jaws and Psycho?"
+
+
+def dragin_attention(text, n):
+    if text == SENT:  # RIND: attention within the sentence (row i: what token i attends to)
+        return np.array([[1.0, 0.0, 0.0], [0.6, 0.4, 0.0], [0.2, 0.3, 0.5]])
+    # QFS over "question + sentence": the flagged word "Jaws" (token 8) is predicted at row 7
+    a = np.full((n, n), 0.01)
+    a[7, 1], a[7, 5], a[7, 2] = 0.5, 0.3, 0.05  # " director", " Psycho?", " made"
+    return a
+
+
+def dragin_script(v):
+    if v.passages:
+        return Reply("So the answer is Alfred Hitchcock.")
+    return Reply(SENT, entropies=[1.0, 2.0, 3.0])
+
+
+def test_dragin_rind_and_qfs_on_hand_computed_attention(tmp_path):
+    eng = engine(tmp_path, {"Psycho": "Psycho is a film by the director Alfred Hitchcock.", "Jaws": "Jaws is a shark film."})
+    m = DRAGIN(ScriptedLM(dragin_script, attention=dragin_attention), eng, tau=2.0, keep_top_k=2)
+    a = m.answer(QUESTION)
+    st = a.trace["steps"][0]
+    # received attention: Kubrick max(0.6, 0.2)=0.6, directed 0.3, Jaws (last: its own) 0.5 -> /1.4
+    # RIND = share x entropy x 3 words: 1.2857, 1.2857, 3.2143; only "Jaws" exceeds tau=2
+    assert st["u"] == pytest.approx(0.5 / 1.4 * 3.0 * 3)
+    # QFS: the question's content words most attended from "Jaws", top 2, in text order
+    assert st["retrieved"] and st["query"] == "director Psycho"
+    assert a.answer == "Alfred Hitchcock"
+    calm = DRAGIN(ScriptedLM(dragin_script, attention=dragin_attention), eng, tau=4.0).answer(QUESTION)
+    assert not calm.trace["steps"][0]["retrieved"]
