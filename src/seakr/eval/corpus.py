@@ -27,7 +27,8 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
     h = hashlib.sha256(sha256_file(Path(data_file)).encode())
     for f in filler:
         h.update(sha256_file(Path(f)).encode())
-    out = cache_root() / "indexes" / f"{Path(data_file).name}-{h.hexdigest()[:16]}"
+    # "-p2": paragraphs joined with spaces between 2Wiki's sentences (earlier pooled indexes ran them together)
+    out = cache_root() / "indexes" / f"{Path(data_file).name}-{h.hexdigest()[:16]}-p2"
     if (out / "seakr-index.json").exists():
         return str(out)
     if not any(ex.contexts for ex in examples):

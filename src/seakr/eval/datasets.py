@@ -80,12 +80,12 @@ def _req(where, rec, name, kind=None):
 
 
 def _contexts(where, ctx):
-    if isinstance(ctx, list):
-        return [(str(t), "".join(s).strip()) for t, s in ctx]
-    if isinstance(ctx, dict):
-        ts, ss = ctx.get("title", []), ctx.get("sentences", ctx.get("content", []))
-        return [(str(t), ("".join(s) if isinstance(s, list) else str(s)).strip()) for t, s in zip(ts, ss)]
-    raise DatasetError(f"{where}: field 'context' has an unknown layout")
+    from ..search.corpora import CorpusError, context_pairs
+
+    try:
+        return context_pairs(where, ctx)
+    except CorpusError as e:
+        raise DatasetError(str(e)) from None
 
 
 def _titles(sf):

@@ -129,29 +129,42 @@ def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
         yield from _jsonl(path)
 
 
+def join_sentences(sents) -> str:
+    """A paragraph from its sentences. HotpotQA's later sentences carry their leading space, 2Wiki's
+    do not ("...in 1685.He was..." if simply concatenated): add a space only where none separates them."""
+    if not isinstance(sents, list):
+        return str(sents).strip()
+    out = ""
+    for x in map(str, sents):
+        if out and x and not out[-1].isspace() and not x[0].isspace():
+            out += " "
+        out += x
+    return out.strip()
+
+
+def context_pairs(where: str, ctx) -> list[tuple[str, str]]:
+    """Context paragraphs of HotpotQA/2Wiki in any of their layouts, as (title, text); ``where``
+    (file and line or record) starts every error message."""
+    if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
+        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[1], list) for it in ctx):
+            raise CorpusError(f"{where}: field 'context' entries should be [title, [sentences]]")
+        return [(str(t), join_sentences(ss)) for t, ss in ctx]
+    if isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}
+        titles = ctx.get("title")
+        sents = ctx.get("sentences", ctx.get("content"))
+        if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
+            raise CorpusError(f"{where}: field 'context' should hold equal-length 'title' and 'sentences'/'content' lists")
+        return [(str(t), join_sentences(ss)) for t, ss in zip(titles, sents)]
+    raise CorpusError(f"{where}: field 'context' has an unknown layout ({type(ctx).__name__})")
+
+
 def _pairs_context(path, n, rec) -> list[tuple[str, str]]:
-    """Context paragraphs of HotpotQA/2Wiki in any of their layouts, as (title, text)."""
     ctx = rec.get("context")
     if ctx is None and isinstance(rec.get("metadata"), dict):
         ctx = rec["metadata"].get("context")
     if ctx is None:
         raise CorpusError(f"{path}:{n}: missing field 'context'")
-    out = []
-    if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
-        for item in ctx:
-            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
-                raise CorpusError(f"{path}:{n}: field 'context' entries should be [title, [sentences]]")
-            out.append((str(item[0]), "".join(item[1]).strip()))
-    elif isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}
-        titles = ctx.get("title")
-        sents = ctx.get("sentences", ctx.get("content"))
-        if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
-            raise CorpusError(f"{path}:{n}: field 'context' should hold equal-length 'title' and 'sentences'/'content' lists")
-        for t, s in zip(titles, sents):
-            out.append((str(t), ("".join(s) if isinstance(s, list) else str(s)).strip()))
-    else:
-        raise CorpusError(f"{path}:{n}: field 'context' has an unknown layout ({type(ctx).__name__})")
-    return out
+    return context_pairs(f"{path}:{n}", ctx)
 
 
 def _pooled(pairs: Iterator[tuple[str, str]]) -> Iterator[Passage]:
