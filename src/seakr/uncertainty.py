@@ -1,7 +1,7 @@
 """Uncertainty estimators: pure functions over arrays. Higher = more uncertain, always.
 
 SeaKR's self-aware uncertainty (paper §3.4) is INSIDE's EigenScore over the state vectors of k
-sampled continuations. The reference computes, in float32 on CPU (our notes §1.3)::
+sampled continuations. The reference computes, in float32 on CPU (docs/design-notes.md §1.4)::
 
     Z~ = Z J_d              # centre each vector over its own d features (not over the samples)
     G  = Z~ Z~^T            # k x k Gram matrix

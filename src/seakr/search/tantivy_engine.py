@@ -1,6 +1,6 @@
 """Embedded BM25 over an on-disk tantivy index, built to match the paper's Elasticsearch setup.
 
-Match with ES 7.17 (our engine study, search-engines.md §2.6): tantivy's BM25 is Lucene's with the
+Match with ES 7.17 (docs/design-notes.md §2): tantivy's BM25 is Lucene's with the
 ``k1+1`` factor ES keeps (k1=1.2, b=0.75 fixed, doc lengths quantised the same way), so scores are the
 numbers ES reports. Fields ``title`` and ``text`` are analysed like ES's ``english`` analyzer:
 split on non-alphanumerics, lower-case, Lucene's 33 English stop words (+ "s", standing in for the
@@ -187,7 +187,7 @@ class TantivyEngine:
         return out
 
     def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
-        # tantivy's search holds the GIL: threads would not help (search-engines.md §0).
+        # tantivy's search holds the GIL: threads would not help (docs/design-notes.md §2.3).
         return [self.search(q, k) for q in queries]
 
     def count(self) -> int:
