@@ -21,7 +21,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
     p.add_argument("--model", default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"])
+    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
 
@@ -38,7 +39,8 @@ def _add_method_args(p, methods) -> None:
 def _load(args):
     from .models import DEFAULT_MODEL, load_model
 
-    return load_model(args.model or DEFAULT_MODEL, dtype=args.dtype, threads=args.threads, state_layer=args.layer)
+    return load_model(args.model or DEFAULT_MODEL, dtype=args.dtype, device=args.device, threads=args.threads,
+                      state_layer=args.layer)
 
 
 def cmd_uncertainty(args) -> int:
@@ -53,8 +55,9 @@ def cmd_uncertainty(args) -> int:
     g = lm.generate([prompt], cfg)[0]
     scores = U.all_scores(g, args.alpha)
     if args.prompt_estimator:
-        lp = lm.next_token_logprobs([prompt + U.SUFFICIENCY_QUESTION.format(question=prompt.strip())], [" Yes", " No"])[0]
-        scores["prompt"] = U.prompt_score(lp[" Yes"], lp[" No"])
+        from .methods.base import sufficiency
+
+        scores["prompt"] = sufficiency(lm, prompt, prompt.strip())
     if args.json:
         print(json.dumps({"greedy": g.greedy.to_dict(), "scores": scores,
                           "samples": [s.text for s in g.samples], "valid_samples": int(g.states.shape[0]),
@@ -223,24 +226,33 @@ def _run_one(args, lm, examples, family, method, options, out, name):
     return s
 
 
+#: Command-line defaults that a TOML run grid (``eval --config``) may override.
+EVAL_DEFAULTS = {"limit": None, "seed": 42}
+
+
+def read_run_grid(args) -> list[tuple[str, str, dict]]:
+    """The ``[[run]]`` entries of ``--config``; its top-level keys fill the flags left at their defaults."""
+    import tomllib
+
+    try:
+        conf = tomllib.loads(open(args.config, encoding="utf-8").read())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise CLIError(f"{args.config}: {e}")
+    for key in ("data", "model", "index", "limit", "out", "seed"):
+        if key in conf and getattr(args, key, None) in (None, EVAL_DEFAULTS.get(key)):
+            setattr(args, key, conf[key])
+    runs = []
+    for i, r in enumerate(conf.get("run", [])):
+        if "method" not in r:
+            raise CLIError(f"{args.config}: [[run]] #{i + 1}: missing field 'method'")
+        runs.append((r.get("name", r["method"]), r["method"], r.get("options", {})))
+    return runs
+
+
 def cmd_eval(args) -> int:
     from .eval.runner import summary_markdown
 
-    runs = []
-    if args.config:
-        import tomllib
-
-        try:
-            conf = tomllib.loads(open(args.config).read())
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise CLIError(f"{args.config}: {e}")
-        for key in ("data", "model", "index", "limit", "out", "seed"):
-            if key in conf and getattr(args, key, None) in (None, DEFAULTS.get(key)):
-                setattr(args, key, conf[key])
-        for i, r in enumerate(conf.get("run", [])):
-            if "method" not in r:
-                raise CLIError(f"{args.config}: [[run]] #{i + 1}: missing field 'method'")
-            runs.append((r.get("name", r["method"]), r["method"], r.get("options", {})))
+    runs = read_run_grid(args) if args.config else []
     if not args.data or not args.out:
         raise CLIError("eval: --data and --out are required (or set them in --config)")
     if not runs:
@@ -325,7 +337,6 @@ def cmd_rerank_study(args) -> int:
     return 0
 
 
-DEFAULTS = {"limit": None, "seed": 42}
 DEMO_QUESTION = "What nationality was the director of the film 2001: A Space Odyssey?"
 
 
@@ -523,15 +534,23 @@ def main(argv: list[str] | None = None) -> int:
         args.format = ["auto"]
     try:
         return int(args.func(args) or 0)
-    except CLIError as e:
-        print(f"seakr: error: {e}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        # Bad input gets one line naming the problem, not a traceback.
+    except user_errors() as e:
+        # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
+        # Anything else (a bug, torch running out of memory) keeps its traceback.
         print(f"seakr: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The errors that mean "the input is wrong", as opposed to a fault in seakr or the machine.
+    ``ValueError`` covers our validation (options, datasets, corpora, missing model capabilities)."""
+    from .models.registry import ModelError
+    from .search.base import SearchError
+
+    return (CLIError, ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
+            ModelError, SearchError)
 
 
 if __name__ == "__main__":
