@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -61,6 +62,61 @@ def _schema():
     return sb.build()
 
 
+@contextmanager
+def _guard(path, what: str):
+    """tantivy signals damaged files with a Rust panic (``PanicException``, a ``BaseException``) or
+    ValueError/OSError variants: turn any of them into a one-line :class:`SearchError`."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit, GeneratorExit, SearchError):
+        raise
+    except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
+        msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info --verify`") from None
+
+
+def file_digests(path: Path) -> dict[str, str]:
+    """sha256 of every file of an index directory except the manifest (what ``verify`` re-checks)."""
+    out = {}
+    for f in sorted(path.iterdir()):
+        if f.is_file() and f.name != MANIFEST and not f.name.endswith(".lock"):
+            h = hashlib.sha256()
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            out[f.name] = h.hexdigest()
+    return out
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphans(out: Path) -> list[Path]:
+    """Temporary directories of builds into ``out`` whose process is gone (killed mid-build)."""
+    gone = []
+    for d in out.parent.glob(f".{out.name}.*-*"):
+        kind, _, pid = d.name[len(out.name) + 2:].rpartition("-")
+        if kind in ("building", "old") and pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone
+
+
+def check_replaceable(out: Path) -> None:
+    """``--overwrite`` replaces a seakr index, never anything else (a folder of files, the corpus itself)."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise SearchError(f"{out}: exists and is not a directory; refusing to replace it with an index")
+    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists():
+        raise SearchError(f"{out}: not a seakr index (no {MANIFEST}); refusing to delete it, choose another --out")
+
+
 def doc_digest(p: Passage) -> int:
     return int.from_bytes(hashlib.sha256(f"{p.id}\x1f{p.title}\x1f{p.text}".encode()).digest(), "big")
 
@@ -82,15 +138,13 @@ class TantivyEngine:
         if self.manifest.get("format") != FORMAT:
             raise SearchError(f"{self.path}: foreign index format {self.manifest.get('format')!r} (expected {FORMAT})")
         t = _tantivy()
-        try:
+        with _guard(self.path, "opening the corrupt tantivy index"):
             self.index = t.Index.open(str(self.path))
-        except Exception as e:  # tantivy raises ValueError/OSError variants on damaged files
-            raise SearchError(f"{self.path}: corrupt tantivy index ({e})") from None
-        self.index.register_tokenizer(ANALYZER, analyzer())
-        self._an = analyzer()
-        self.schema = self.index.schema
-        self.index.reload()
-        n = self.index.searcher().num_docs
+            self.index.register_tokenizer(ANALYZER, analyzer())
+            self._an = analyzer()
+            self.schema = self.index.schema
+            self.index.reload()
+            n = self.index.searcher().num_docs
         if n != self.manifest["doc_count"]:
             raise SearchError(
                 f"{self.path}: index holds {n} documents but its manifest says {self.manifest['doc_count']} "
@@ -105,7 +159,9 @@ class TantivyEngine:
         out = Path(out)
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
+        check_replaceable(out)
         out.parent.mkdir(parents=True, exist_ok=True)
+        remove_orphans(out)
         tmp = out.parent / f".{out.name}.building-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
@@ -129,6 +185,7 @@ class TantivyEngine:
                 "sources": list(sources),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "build_seconds": round(stats["seconds"], 2),
+                "files": file_digests(tmp),
             }
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
             if out.exists():
@@ -154,6 +211,7 @@ class TantivyEngine:
         m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
         m["sources"] = list(m.get("sources", [])) + list(sources)
         m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+        m["files"] = file_digests(self.path)
         tmp = self.path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(m, indent=2))
         os.replace(tmp, self.path / MANIFEST)
@@ -178,12 +236,12 @@ class TantivyEngine:
         q = self._query(query)
         if q is None or k <= 0:
             return []
-        searcher = self.index.searcher()
-        res = searcher.search(q, k, count=False)
         out = []
-        for score, addr in res.hits:
-            d = searcher.doc(addr)
-            out.append(Passage(d["id"][0], (d.get_first("title") or ""), (d.get_first("text") or ""), float(score)))
+        with _guard(self.path, "search"):
+            searcher = self.index.searcher()
+            for score, addr in searcher.search(q, k, count=False).hits:
+                d = searcher.doc(addr)
+                out.append(Passage(d["id"][0], (d.get_first("title") or ""), (d.get_first("text") or ""), float(score)))
         return out
 
     def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
@@ -194,19 +252,28 @@ class TantivyEngine:
         return int(self.manifest["doc_count"])
 
     def metadata(self) -> dict:
-        m = {k: v for k, v in self.manifest.items() if k != "sources"}
+        m = {k: v for k, v in self.manifest.items() if k not in ("sources", "files")}
+        m["files"] = len(self.manifest.get("files", {}))
         m["path"] = str(self.path)
         m["sources"] = self.manifest.get("sources", [])
         return m
 
     def verify(self) -> bool:
-        """Recompute the checksum over every stored document (slow on big indexes)."""
+        """Check every file of the index against the sha256 the build recorded, then recompute the
+        checksum over every stored document (slow on big indexes)."""
+        want = self.manifest.get("files")
+        if want is not None:  # indexes built before per-file digests existed skip this part
+            have = file_digests(self.path)
+            bad = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
+            if bad:
+                raise SearchError(f"{self.path}: {len(bad)} index file(s) differ from the build: {', '.join(bad[:5])}")
         t = _tantivy()
-        searcher = self.index.searcher()
         total = 0
-        n = searcher.num_docs
-        if n:
-            for _, addr in searcher.search(t.Query.all_query(), n, count=False).hits:
+        with _guard(self.path, "reading every document"):
+            searcher = self.index.searcher()
+            n = searcher.num_docs
+            hits = searcher.search(t.Query.all_query(), n, count=False).hits if n else []
+            for _, addr in hits:
                 d = searcher.doc(addr)
                 total = (total + doc_digest(Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or ""))) % _MOD
         if format(total, "064x") != self.manifest["checksum"]:
