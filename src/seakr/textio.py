@@ -1,0 +1,60 @@
+"""Reading the text files users hand us (datasets, corpora), plain or gzip, line by line, so every
+failure names the file and the line: bytes that are not UTF-8, a truncated or damaged ``.gz``."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from typing import Iterator
+
+
+def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line text with its newline) of a UTF-8 text file, ``.gz`` included.
+    Problems raise ``error`` with ``path:line`` in the message."""
+    if not os.path.exists(path):
+        raise error(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise error(f"{path}: is a directory, expected a file")
+    opener = gzip.open if path.endswith(".gz") else open
+    n = 0
+    try:
+        with opener(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    yield n, raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise error(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise error(f"{path}: truncated or damaged gzip file after line {n} ({e})") from None
+
+
+def read_text(path: str, error: type[Exception] = ValueError) -> str:
+    return "".join(line for _, line in lines(path, error))
+
+
+def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
+    """The first ``nchars`` characters (or a little more: whole lines)."""
+    out, size = [], 0
+    for _, line in lines(path, error):
+        out.append(line)
+        size += len(line)
+        if size >= nchars:
+            break
+    return "".join(out)
+
+
+def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
+    """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object."""
+    import json
+
+    for n, line in lines(path, error):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise error(f"{path}:{n}: invalid JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise error(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
+        yield n, rec
