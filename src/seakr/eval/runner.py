@@ -33,18 +33,35 @@ def versions() -> dict:
     return out
 
 
-def read_results(path: Path) -> list[dict]:
-    """Read a JSONL of finished rows, ignoring a torn last line (a kill in the middle of a write)."""
-    rows = []
+def read_results(path: Path, warn=None) -> list[dict]:
+    """Read a JSONL of finished rows, the first row of each id. An unreadable line is skipped, never the
+    rows after it: a torn last line (a kill in the middle of a write) silently, one elsewhere with
+    ``warn(message)``."""
+    rows, seen = [], set()
     if not path.exists():
         return rows
-    with open(path) as f:
-        for line in f:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
+    with open(path, encoding="utf-8", errors="replace") as f:
+        lines = f.read().split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or "id" not in row:
+                raise ValueError("not a result row")
+            if row["id"] not in seen:  # a duplicated line (two writers, a copied file) counts once
+                seen.add(row["id"])
+                rows.append(row)
+        except ValueError:
+            if n < len(lines) and warn is not None:  # the last element has no newline after it: a torn tail
+                warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); its question will run again")
     return rows
+
+
+def _warn(msg: str) -> None:
+    import sys
+
+    print(f"seakr: warning: {msg}", file=sys.stderr)
 
 
 class RowLog:
@@ -53,7 +70,8 @@ class RowLog:
     Every row is flushed and fsync'd before the next, so ``kill -9`` loses at most the item in
     flight. Opening an existing log needs ``resume=True`` (no silent mixing of two runs) and the same
     ``config["method"]`` (method, model, engine) as the one recorded in ``config.json`` beside it; a
-    torn last line is dropped and the file rewritten so appends start on a clean line.
+    same ``data_sha256`` when both record one; unreadable lines are dropped (a warning names any but a
+    torn last one) and the file rewritten so appends start on a clean line.
     """
 
     def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False):
@@ -67,8 +85,11 @@ class RowLog:
             old = json.loads(cfg_path.read_text())
             if _comparable(old.get("method")) != _comparable(json.loads(json.dumps(config.get("method")))):
                 raise ValueError(f"{self.dir}: --resume with a different method config than the one recorded in config.json")
+            if _other_data(old, config):
+                raise ValueError(f"{self.dir}: --resume with different data ({config.get('data')}) than the run "
+                                 f"recorded in config.json ({old.get('data')})")
         cfg_path.write_text(json.dumps(config, indent=2))
-        self.rows = read_results(self.path)
+        self.rows = read_results(self.path, _warn)
         if self.path.exists():
             with open(self.path, "w") as f:
                 for r in self.rows:
@@ -104,6 +125,23 @@ class RowLog:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _other_data(old: dict, new: dict) -> bool:
+    """Whether two run configs name different data files (by content; by file name for runs recorded
+    before the checksum was)."""
+    if old.get("data_sha256") and new.get("data_sha256"):
+        return old["data_sha256"] != new["data_sha256"]
+    if old.get("data") and new.get("data"):
+        return os.path.basename(old["data"]) != os.path.basename(new["data"])
+    return False
+
+
+def data_identity(path: str) -> dict:
+    """What a run records of its data file, so ``--resume`` can refuse another one."""
+    from ..models.registry import sha256_file
+
+    return {"data": os.path.abspath(path), "data_sha256": sha256_file(Path(path))}
 
 
 def _comparable(cfg):
@@ -149,9 +187,11 @@ def summary_markdown(summaries: Sequence[dict]) -> str:
 
 
 def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *, resume: bool = False,
-             name: str | None = None, progress=None, extra_config: dict | None = None, concurrency: int = 1) -> dict:
+             name: str | None = None, progress=None, extra_config: dict | None = None, concurrency: int = 1,
+             order_of: dict | None = None) -> dict:
     """Answer every example (``concurrency`` questions in flight; wrap the model in
-    :class:`~seakr.models.batching.BatchingModel` so their model calls share decode batches)."""
+    :class:`~seakr.models.batching.BatchingModel` so their model calls share decode batches).
+    ``order_of`` maps ids to their place in the whole run (shards keep the unsharded order)."""
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
     with RowLog(out_dir, "results.jsonl", cfg, resume=resume) as log:
@@ -166,11 +206,14 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
                 progress(1, EM=f"{100 * statistics.mean(r['em'] for r in rows):.1f}",
                          F1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}")
 
+        order = {ex.id: i for i, ex in enumerate(examples)} if order_of is None else order_of
+
         def one(ex):
             t = time.perf_counter()
             ans = method.answer(ex.question)
             dt = time.perf_counter() - t
-            log.append({"id": ex.id, "question": ex.question, "prediction": ans.answer, "golds": ex.answers,
+            log.append({"id": ex.id, "order": order.get(ex.id, 0), "question": ex.question, "prediction": ans.answer,
+                        "golds": ex.answers,
                         "em": exact_match(ans.answer, ex.answers), "f1": f1_score(ans.answer, ex.answers),
                         "type": ex.type, "seconds": round(dt, 3), "trace": ans.trace}, shown)
 
@@ -189,6 +232,66 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
         s["wall_seconds"] = round(wall, 2)
         s["questions_per_minute"] = round(60 * len(todo) / wall, 3)
         s["concurrency"] = concurrency
+    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    (out / "summary.md").write_text(summary_markdown([s]))
+    return s
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    if n < 1 or not 0 <= i < n:
+        raise ValueError(f"--shard {text!r}: need 0 <= I < N")
+    return i, n
+
+
+def shard(examples: Sequence[Example], i: int, n: int) -> list[Example]:
+    return list(examples[i::n])
+
+
+def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
+    """Join shard directories of one run into ``out_dir`` (results, config, summary).
+
+    Refuses shards of different runs (method config, data, shard count) and overlapping questions;
+    says which shards are missing."""
+    out = Path(out_dir)
+    cfgs, rows, seen = [], [], {}
+    for d in dirs:
+        p = Path(d)
+        if not (p / "config.json").exists():
+            raise ValueError(f"{d}: not an eval run directory (no config.json)")
+        cfg = json.loads((p / "config.json").read_text())
+        if cfgs and (_comparable(cfg.get("method")) != _comparable(cfgs[0].get("method")) or _other_data(cfgs[0], cfg)):
+            raise ValueError(f"{d}: a different run than {dirs[0]} (method config or data differ)")
+        if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
+            raise ValueError(f"{d}: shard {cfg.get('shard')} is of another split than {cfgs[0].get('shard')}")
+        for r in read_results(p / "results.jsonl", _warn):
+            if r["id"] in seen:
+                raise ValueError(f"{d}: question {r['id']} is also in {seen[r['id']]}: overlapping shards")
+            seen[r["id"]] = d
+            rows.append(r)
+        cfgs.append(cfg)
+    if not cfgs:
+        raise ValueError("merge: no shard directories given")
+    n = int((cfgs[0].get("shard") or "0/1").split("/")[1])
+    have = {int((c.get("shard") or "0/1").split("/")[0]) for c in cfgs}
+    missing = sorted(set(range(n)) - have)
+    if missing:
+        _warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "results.jsonl").exists():
+        raise ValueError(f"{out}: holds results already; merge into a new directory")
+    rows.sort(key=lambda r: r.get("order", 0))
+    with open(out / "results.jsonl", "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
+    merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
+    (out / "config.json").write_text(json.dumps(merged, indent=2))
+    s = summarize(rows, merged.get("name", out.name))
     (out / "summary.json").write_text(json.dumps(s, indent=2))
     (out / "summary.md").write_text(summary_markdown([s]))
     return s

@@ -37,10 +37,10 @@ def _finite(x):
 
 
 def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
-          progress=None, resume: bool = False) -> list[dict]:
+          progress=None, resume: bool = False, data: dict | None = None) -> list[dict]:
     """Run ``fn(example) -> row`` over the examples not yet in ``out_dir/rows_name``; every row is
     written (fsync'd) as it finishes, so a long study resumes where it was killed."""
-    cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples)}
+    cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples), **(data or {})}
     with RowLog(out_dir, rows_name, cfg, resume=resume) as log:
         if progress:
             progress(len(log.rows_for(examples)))
@@ -69,7 +69,7 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
 
 
 def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True,
-              resume: bool = False) -> dict:
+              resume: bool = False, data: dict | None = None) -> dict:
     def one(ex):
         # the two branches of SeaKR's simple-QA mode, both computed (SeaKR._simple runs one of them)
         tr = Tracer(ex.question, "calibrate")
@@ -84,7 +84,7 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
                       "f1_rag": f1_score(ra, ex.answers), "direct": direct["answer"], "rag": ra})
 
     out = Path(out_dir)
-    rows = _each("calibrate", method, examples, out_dir, "calibration_rows.jsonl", one, progress, resume)
+    rows = _each("calibrate", method, examples, out_dir, "calibration_rows.jsonl", one, progress, resume, data)
     sweep, best = calibration_sweep(rows)
     info = method.lm.info()
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
@@ -130,7 +130,8 @@ def _plot_sweep(sweep, best, path, title):
     plt.close(fig)
 
 
-def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False) -> dict:
+def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
+           data: dict | None = None) -> dict:
     lm = method.lm
 
     def one(ex):
@@ -146,7 +147,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         return clean({"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers), "scores": scores})
 
     out = Path(out_dir)
-    rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume)
+    rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume, data)
     # clean() wrote +inf ("too few valid samples") as null; it ranks as most uncertain
     for r in rows:
         r["scores"] = {k: _finite(v) for k, v in r["scores"].items()}
@@ -183,7 +184,8 @@ def _plot_roc(rows, wrong, table, path):
     plt.close(fig)
 
 
-def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False) -> dict:
+def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
+                 data: dict | None = None) -> dict:
     """recall@1 of a gold paragraph: search-engine order vs self-aware re-ranking of the top-N."""
 
     def one(ex):
@@ -199,7 +201,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})
 
     out = Path(out_dir)
-    rows = [r for r in _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume)
+    rows = [r for r in _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume, data)
             if r["titles"]]
     n = len(rows)
     result = {"model": method.lm.info().get("model"), "n": n, "N": method.config.n_candidates,
