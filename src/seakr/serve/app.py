@@ -3,18 +3,25 @@ and the trace viewer at ``/``.
 
 One model instance is shared by every request. The model runs on ``workers`` threads (default 1:
 a CPU model gains nothing from two generations at once); at most ``workers + queue`` requests are
-admitted at a time, the rest get ``429`` at once (never an unbounded backlog). A request that
-exceeds ``timeout`` seconds gets ``504``; its computation still occupies its slot until it ends, so
-memory stays bounded under any load.
+admitted at a time, the rest get ``429`` at once (never an unbounded backlog).
+
+What a request may cost is checked before it is admitted (:func:`work_of`): the rows of its largest
+model call (memory) and the row-tokens of all its calls in the worst case (time), against the
+server's limits; beyond them it gets ``422`` naming the limit. A request whose client disconnects or
+that times out (``504``) is cancelled: it stops at its next model call and frees its slot. Bodies over
+``max_body`` bytes get ``413``. With a token set, every route but ``/v1/health`` needs
+``Authorization: Bearer <token>``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hmac
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
@@ -24,7 +31,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..methods import METHODS, build_method
+from ..methods.base import Cancelled
 from ..prompts import FAMILIES
+from ..search.base import SearchError
 
 MAX_QUESTION = 2000
 #: Per-request ceilings on the options that scale compute or memory (the service protects itself).
@@ -61,17 +70,49 @@ class Busy(Exception):
     pass
 
 
+@dataclass
+class ServiceLimits:
+    """What one request may cost, and who may ask (``seakr serve --max-rows/--max-work/--max-body/--token``)."""
+
+    max_rows: int = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
+    max_work: int = 200_000  # row-tokens of every call together, worst case (default SeaKR: ~63,000)
+    max_body: int = 64 * 1024  # bytes of a request body
+    token: str | None = None  # bearer token required on every route but /v1/health
+    docs: bool = True  # serve /docs and /openapi.json
+
+
+def work_of(method) -> dict:
+    """Worst-case cost of answering with ``method``: {rows: largest call, work: row-tokens of all calls}.
+
+    Every step may sample k+1 rows per prompt for up to max_new_tokens tokens; SeaKR's re-rank runs
+    N prompts in one call; the final answers (and their forced completions, 32 tokens) come on top."""
+    c = method.config
+    sampled = c.k + 1 if method.name == "seakr" else 1
+    T, steps, N = c.max_new_tokens, c.max_steps, c.n_candidates
+    if method.name == "seakr":
+        if getattr(c, "mode", "multihop") == "simple":
+            calls = [(sampled, T), (sampled, 32), (N * sampled, T), (N * sampled, 32)]
+        else:
+            calls = [(sampled, T), (N * sampled, T)] * steps + [(sampled, 32), (sampled, T), (sampled, 32)]
+    elif method.name in ("cot", "single"):
+        calls = [(1, T), (1, 32)]
+    else:  # ircot: one call per step; flare/dragin: tentative + regenerate per step; a forced answer last
+        calls = [(1, T)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 32)]
+    return {"rows": max(r for r, _ in calls), "work": sum(r * t for r, t in calls)}
+
+
 class AnswerService:
-    """The shared model + engine, an admission counter and the worker pool."""
+    """The shared model + engine, the limits, an admission counter and the worker pool."""
 
     def __init__(self, lm, engine, method: str = "seakr", defaults: dict | None = None, workers: int = 1,
-                 queue: int = 4, timeout: float = 600.0):
+                 queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
         self.lm, self.engine, self.method, self.defaults = lm, engine, method, dict(defaults or {})
         self.capacity, self.timeout = workers + queue, timeout
+        self.limits = limits or ServiceLimits()
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seakr-model")
         self._lock = threading.Lock()
         self.inflight = 0
-        self.served = self.rejected = 0
+        self.served = self.rejected = self.cancelled = 0
 
     def build(self, req: AnswerRequest):
         name = req.method or self.method
@@ -87,9 +128,24 @@ class AnswerService:
         if opts.get("prompt_set") not in (None, *FAMILIES):  # packaged sets only: no server-side file paths
             raise HTTPException(422, detail=f"option prompt_set: one of {', '.join(FAMILIES)}")
         try:
-            return build_method(name, self.lm, self.engine, **opts)
+            method = build_method(name, self.lm, self.engine, **opts)
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=str(e)) from None
+        self.check_budget(method)
+        return method
+
+    def build_default(self):
+        """The server's own default request (its method and options): it must fit the limits too."""
+        return build_method(self.method, self.lm, self.engine, **self.defaults)
+
+    def check_budget(self, method) -> None:
+        w = work_of(method)
+        if w["rows"] > self.limits.max_rows:
+            raise HTTPException(422, detail=f"request too large: its largest model call decodes {w['rows']} rows "
+                                            f"(k+1 per prompt x re-rank candidates); this server allows max_rows={self.limits.max_rows}")
+        if w["work"] > self.limits.max_work:
+            raise HTTPException(422, detail=f"request too large: up to {w['work']} row-tokens of decoding "
+                                            f"(rows x max_new_tokens x calls); this server allows max_work={self.limits.max_work}")
 
     def admit(self):
         with self._lock:
@@ -109,14 +165,33 @@ class AnswerService:
         fut.add_done_callback(self.release)  # the slot frees when the work really ends
         return fut
 
+    def public(self, ans) -> dict:
+        """The answer as clients see it: no server-side path or URL of the index (it may hold credentials)."""
+        d = ans.to_dict()
+        eng = (d.get("config") or {}).get("engine")
+        if isinstance(eng, dict):
+            for key in ("path", "url"):
+                eng.pop(key, None)
+        return d
+
+    def index_name(self) -> str:
+        m = self.engine.metadata() if self.engine is not None else {}
+        return str(m.get("index") or m.get("engine") or "index")
+
 
 def _static(name: str) -> str:
     return resources.files("seakr.serve").joinpath("static", name).read_text()
 
 
+BUSY = {"status_code": 429, "detail": "busy: too many requests in flight, try again later", "headers": {"Retry-After": "5"}}
+
+
 def create_app(service: AnswerService) -> FastAPI:
-    app = FastAPI(title="seakr", version="0.1.0",
+    docs = service.limits.docs
+    app = FastAPI(title="seakr", version="0.1.0", docs_url="/docs" if docs else None, redoc_url=None,
+                  openapi_url="/openapi.json" if docs else None,
                   description="SeaKR: self-aware knowledge retrieval. Answers with the full decision trace.")
+    app.add_middleware(_Guard, limits=service.limits)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -128,67 +203,99 @@ def create_app(service: AnswerService) -> FastAPI:
         info = service.lm.info()
         return {"status": "ok", "model": info.get("model"), "method": service.method,
                 "documents": service.engine.count() if service.engine is not None else 0,
-                "inflight": service.inflight, "capacity": service.capacity,
-                "served": service.served, "rejected": service.rejected}
+                "inflight": service.inflight, "capacity": service.capacity, "served": service.served,
+                "rejected": service.rejected, "cancelled": service.cancelled}
 
+    _answer_route(app, service)
+    _stream_route(app, service)
+    _viewer_routes(app)
+    return app
+
+
+def _answer_route(app: FastAPI, service: AnswerService) -> None:
     @app.post("/v1/answer", response_model=AnswerResponse,
               responses={422: {"description": "invalid request"}, 429: {"description": "busy: try later"},
-                         504: {"description": "timed out"}})
-    async def answer(req: AnswerRequest):
+                         503: {"description": "the search index failed"}, 504: {"description": "timed out"}})
+    async def answer(req: AnswerRequest, request: Request):
         method = service.build(req)
+        cancel = threading.Event()
         try:
-            fut = service.submit(method.answer, req.question)
+            fut = service.submit(method.answer, req.question, None, cancel)
         except Busy:
-            raise HTTPException(429, detail="busy: too many requests in flight, try again later",
-                                headers={"Retry-After": "5"}) from None
+            raise HTTPException(**BUSY) from None
+        afut = asyncio.wrap_future(fut)
+        deadline = asyncio.get_running_loop().time() + service.timeout
+        while not afut.done():  # watch for the client hanging up and for the deadline
+            await asyncio.wait({afut}, timeout=0.5)
+            if afut.done():
+                break
+            if await request.is_disconnected() or asyncio.get_running_loop().time() > deadline:
+                cancel.set()
+                service.cancelled += 1
+                raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
         try:
-            ans = await asyncio.wait_for(asyncio.wrap_future(fut), timeout=service.timeout)
-        except asyncio.TimeoutError:
-            raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
+            return service.public(afut.result())
+        except SearchError as e:
+            raise HTTPException(503, detail=f"search index {service.index_name()}: {e}") from None
         except ValueError as e:
             raise HTTPException(422, detail=str(e)) from None
-        except Exception as e:  # a bug must not take the service down; report it without a traceback
-            raise HTTPException(500, detail=f"internal error: {type(e).__name__}") from e
-        return ans.to_dict()
+        except BaseException as e:  # a bug must not take the service down; report it without a traceback
+            raise HTTPException(500, detail=f"internal error: {type(e).__name__}") from None
 
+
+def _stream_route(app: FastAPI, service: AnswerService) -> None:
     @app.post("/v1/answer/stream", responses={200: {"content": {"text/event-stream": {}}},
                                               429: {"description": "busy"}, 422: {"description": "invalid"}})
     async def answer_stream(req: AnswerRequest):
-        """Server-sent events: one ``event`` per trace event and step as it happens, then ``answer``."""
+        """Server-sent events: one ``event`` per trace event and step as it happens, then ``answer``
+        (or ``error``, at once when the work fails)."""
         method = service.build(req)
         loop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue(maxsize=10_000)
+        cancel = threading.Event()
 
         def listener(ev):
             loop.call_soon_threadsafe(q.put_nowait, ("event", ev))
 
         def work():
             try:
-                ans = method.answer(req.question, listener=listener)
-                loop.call_soon_threadsafe(q.put_nowait, ("answer", ans.to_dict()))
-            except Exception as e:  # reported to the client as an error event
-                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": str(e)}))
+                ans = method.answer(req.question, listener=listener, cancel=cancel)
+                loop.call_soon_threadsafe(q.put_nowait, ("answer", service.public(ans)))
+            except SearchError as e:
+                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": f"search index {service.index_name()}: {e}"}))
+            except BaseException as e:  # reported to the client as an error event, never a hang
+                detail = str(e) if isinstance(e, (ValueError, Cancelled)) else f"internal error: {type(e).__name__}"
+                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": detail}))
 
         try:
             service.submit(work)
         except Busy:
-            raise HTTPException(429, detail="busy: too many requests in flight, try again later",
-                                headers={"Retry-After": "5"}) from None
+            raise HTTPException(**BUSY) from None
+        return StreamingResponse(_events(q, loop.time() + service.timeout, cancel, service), media_type="text/event-stream")
 
-        async def events():
-            deadline = loop.time() + service.timeout
-            while True:
-                try:
-                    kind, data = await asyncio.wait_for(q.get(), timeout=max(0.1, deadline - loop.time()))
-                except asyncio.TimeoutError:
-                    yield f"event: error\ndata: {json.dumps({'detail': 'timed out'})}\n\n"
-                    return
-                yield f"event: {kind}\ndata: {json.dumps(data)}\n\n"
-                if kind in ("answer", "error"):
-                    return
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+async def _events(q: asyncio.Queue, deadline: float, cancel: threading.Event, service: AnswerService):
+    """The SSE body; a client that goes away (the generator is closed) cancels the work."""
+    loop = asyncio.get_running_loop()
+    done = False
+    try:
+        while True:
+            try:
+                kind, data = await asyncio.wait_for(q.get(), timeout=max(0.1, deadline - loop.time()))
+            except asyncio.TimeoutError:
+                yield f"event: error\ndata: {json.dumps({'detail': 'timed out'})}\n\n"
+                return
+            yield f"event: {kind}\ndata: {json.dumps(data)}\n\n"
+            if kind in ("answer", "error"):
+                done = True
+                return
+    finally:
+        if not done:
+            cancel.set()
+            service.cancelled += 1
 
+
+def _viewer_routes(app: FastAPI) -> None:
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def index():
         return HTMLResponse(_static("index.html"))
@@ -200,4 +307,49 @@ def create_app(service: AnswerService) -> FastAPI:
         media = "text/javascript" if name.endswith(".js") else "text/css"
         return Response(_static(name), media_type=media)
 
-    return app
+
+class _Guard:
+    """ASGI middleware: the bearer token (every route but /v1/health) and the body-size limit, checked
+    before the application reads anything."""
+
+    def __init__(self, app, limits: ServiceLimits):
+        self.app, self.limits = app, limits
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        token = self.limits.token
+        if token and scope.get("path") != "/v1/health":
+            got = headers.get("authorization", "")
+            if not hmac.compare_digest(got.encode(), f"Bearer {token}".encode()):
+                return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.limits.max_body):
+            return await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            msg = await receive()
+            seen += len(msg.get("body", b""))
+            if seen > self.limits.max_body:  # a chunked body without a length: stop reading here
+                raise _TooLarge()
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _reply(send, status: int, detail: str, extra: dict | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -20,7 +20,10 @@ def _page(title: str, body: str) -> str:
 
 
 def answer_html(ans) -> str:
-    data = json.dumps(ans.to_dict() if hasattr(ans, "to_dict") else ans).replace("</", "<\\/")
+    # Inside <script>, "</script>" or "<!--" in any text would end or blank the page: write <, > and &
+    # as JSON unicode escapes (they only ever occur inside JSON strings, so the data is unchanged).
+    raw = json.dumps(ans.to_dict() if hasattr(ans, "to_dict") else ans)
+    data = raw.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     body = (f"<div id='out'></div><script type='application/json' id='seakr-answer'>{data}</script>"
             f"<script>{_asset('viewer.js')}</script>")
     return _page("answer trace", body)
