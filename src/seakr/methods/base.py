@@ -18,9 +18,12 @@ from .text import extract_answer, is_unknown
 from .trace import Answer, Tracer
 
 #: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
-STEP_STOPS = (". ", ".\n", "\n", "\nQuestion:", "\nContext")
+STEP_STOPS = (". ", ".\n", "\n", "\nQuestion:", "\nContext", " Question:")
 #: Stop strings of a whole answer (final reasoning / CoT).
-ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n")
+ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n", " Question:")
+#: A sentence that ends with no space before the next ("American.What is ..."): a word of two or
+#: more lower-case letters, a period, a capital. Abbreviations ("St. Louis", "U.S.") never match.
+RUN_ON = r"(?<=[a-z]{2})\.(?=[A-Z])"
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
 PAPER_DELTA = -6.0
 
@@ -55,6 +58,8 @@ class MethodConfig:
         """Type-check every option against its default (so a bad value fails here, not mid-answer)."""
         for f in dataclasses.fields(self):
             v, default = getattr(self, f.name), f.default
+            if isinstance(v, float) and math.isnan(v):
+                raise ValueError(f"option {f.name}: expected a number, got NaN")
             if default is None:  # optional numbers (delta, n_shot)
                 if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
                     raise ValueError(f"option {f.name}: expected a number or null, got {v!r}")
@@ -74,8 +79,8 @@ class MethodConfig:
         for name in ("k", "max_new_tokens", "max_steps", "max_passages", "n_candidates", "query_max_words"):
             if getattr(self, name) < (0 if name == "k" else 1):
                 raise ValueError(f"option {name}: must be positive, got {getattr(self, name)}")
-        if not 0 < self.top_p <= 1 or self.temperature < 0 or self.alpha <= 0:
-            raise ValueError("options top_p must be in (0, 1], temperature >= 0, alpha > 0")
+        if not 0 < self.top_p <= 1 or not 0 <= self.temperature < math.inf or not 0 < self.alpha < math.inf:
+            raise ValueError("options top_p must be in (0, 1], temperature finite and >= 0, alpha finite and > 0")
 
     def to_dict(self) -> dict:
         return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in asdict(self).items()}
@@ -115,6 +120,10 @@ def default_delta(model_info: dict, estimator: str) -> tuple[float, str]:
     if estimator in ("eigen",):
         return PAPER_DELTA, "paper"
     raise ValueError(f"no threshold for estimator {estimator!r} on {key}: pass delta= or run `seakr calibrate`")
+
+
+class Cancelled(Exception):
+    """The caller gave up (client gone, request timed out): the method stopped at its next model call."""
 
 
 @dataclass
@@ -169,13 +178,51 @@ class Method:
     def requires(self) -> set[str]:
         return estimator_needs(self.config.estimator) | ({CHAT} if self.config.prompt_style == "chat" else set())
 
+    # ------------------------------------------------------------------ prompts within the context window
+    def prompt_budget(self) -> int | None:
+        """Prompt tokens that leave room for the longest generation, or None when the model does not
+        say its context size."""
+        ctx = self.lm.info().get("context_tokens")
+        return None if not ctx else int(ctx) - self.config.max_new_tokens
+
+    def check_question(self, question: str) -> None:
+        """Refuse a question whose bare prompt (demonstrations + question) leaves no room to answer."""
+        budget = self.prompt_budget()
+        if budget is not None:
+            n = self.lm.count_tokens(self.prompts.render(question)[0])
+            if n > budget:
+                raise ValueError(f"question too long: its prompt is {n} tokens, and with {self.config.max_new_tokens} "
+                                 f"to generate it exceeds the model's {budget + self.config.max_new_tokens}-token context")
+
+    def render(self, tr: Tracer, question: str, steps: Sequence[str] = (), passages: Sequence = (), tail: str = ""):
+        """The prompt and its cacheable prefix, fitted to the context window.
+
+        Truncation rule: when the prompt would not leave room for ``max_new_tokens``, every passage is
+        cut to the same number of leading words, the most that fits (a trace ``truncate`` decision says
+        how many); passages are never dropped and the question and steps are never cut."""
+        prompt, prefix = self.prompts.render(question, steps, passages, tail)
+        budget = self.prompt_budget()
+        if budget is None or not passages or self.lm.count_tokens(prompt) <= budget:
+            return prompt, prefix
+        words = [p.text.split() for p in passages]
+        cut = lambda m: [dataclasses.replace(p, text=" ".join(w[:m]) + " ...") for p, w in zip(passages, words)]  # noqa: E731
+        lo, hi = 0, max(len(w) for w in words)  # the largest m whose prompt fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.lm.count_tokens(self.prompts.render(question, steps, cut(mid), tail)[0]) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        tr.decision("truncate", words_per_passage=lo, passages=len(passages), budget_tokens=budget)
+        return self.prompts.render(question, steps, cut(lo), tail)
+
     # ------------------------------------------------------------------ model calls
     def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None) -> GenerationConfig:
         c = self.config
         n = c.k if (sampled and U.NEEDS[c.estimator] == "samples") else 0
         return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
-                                max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), seed=c.seed,
-                                with_states=n > 0 and c.estimator.startswith("eigen"))
+                                max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), stop_patterns=(RUN_ON,),
+                                seed=c.seed, with_states=n > 0 and c.estimator.startswith("eigen"))
 
     def uncertainty(self, prompt: str, gen: Generation, question: str) -> float:
         """The configured estimator on one generation; an empty greedy step is a failed step (+inf,
@@ -189,6 +236,8 @@ class Method:
     def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str], *,
              scored: bool = True, max_new: int | None = None) -> list[Scored]:
         """Generate for several prompts in one batched call, each scored when ``scored``."""
+        if tr.cancel is not None and tr.cancel.is_set():
+            raise Cancelled("cancelled: the client went away or the request timed out")
         t = time.perf_counter()
         gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new), prefix=prefix)
         us = [self.uncertainty(p, g, tr.question) if scored else None for p, g in zip(prompts, gens)]
@@ -216,7 +265,7 @@ class Method:
         """Full answers for several (steps, passages) contexts in one batched call; an answer without
         the marker is forced by appending it. Returns [{answer, u, text, forced}]; U is the one of the
         call that produced the answer (the forced call when forcing happened, as the reference does)."""
-        rendered = [self.prompts.render(question, st, ps) for st, ps in contexts]
+        rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
         out = [{"answer": extract_answer(r.gen.greedy.text) or "", "u": r.u, "text": r.gen.greedy.text, "forced": False}
                for r in res]
@@ -236,16 +285,18 @@ class Method:
         follows. Returns [{answer, u, text, forced: True}], ``text`` = head + marker + continuation."""
         heads = list(heads) if heads is not None else [""] * len(contexts)
         tails = [f"{h} {self.config.marker}" for h in heads]
-        rendered = [self.prompts.render(question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
+        rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, max_new=32)
         return [{"answer": extract_answer(f"the answer is {r.gen.greedy.text}") or "", "u": r.u,
                  "text": t + r.gen.greedy.text, "forced": True} for t, r in zip(tails, res)]
 
-    def answer(self, question: str, listener=None) -> Answer:
-        """Answer one question; ``listener(event)`` sees every trace event as it happens."""
+    def answer(self, question: str, listener=None, cancel=None) -> Answer:
+        """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
+        ``cancel`` event (a ``threading.Event``) stops the work at its next model call (:class:`Cancelled`)."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
-        tr = Tracer(question, self.name, listener)
+        self.check_question(question)
+        tr = Tracer(question, self.name, listener, cancel)
         ans = self._run(question, tr)
         return Answer(question, ans, self.name, tr.to_dict(), self.describe())
 

@@ -87,7 +87,7 @@ class IRCoT(_Greedy):
                 if new and len(kept) < c.max_passages:
                     kept.append(new[0])
                     st.kept = {"id": new[0].id, "title": new[0].title, "score": new[0].score}
-                prompt, prefix = self.prompts.render(question, steps, kept)
+                prompt, prefix = self.render(tr, question, steps, kept)
                 st.text = self.call(tr, "step", [prompt], prefix, STEP_STOPS)[0].text
             if not st.text:
                 tr.stop("empty_step")
@@ -130,7 +130,7 @@ class _ActiveRetrieval(_Greedy):
     def _step(self, tr, question, steps, ctx, st) -> list:
         """A tentative sentence; regenerated with fresh passages when the trigger fires. Returns the
         context the next step sees (the latest retrieval's passages)."""
-        prompt, prefix = self.prompts.render(question, steps, ctx)
+        prompt, prefix = self.render(tr, question, steps, ctx)
         g = self.call(tr, "tentative", [prompt], prefix, STEP_STOPS)[0].gen
         st.pseudo = st.text = g.greedy.text.strip()
         query = self._trigger(tr, question, steps, g, st) if st.pseudo else None
@@ -143,7 +143,7 @@ class _ActiveRetrieval(_Greedy):
             return ctx
         st.retrieved = True
         st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}
-        prompt, prefix = self.prompts.render(question, steps, hits)
+        prompt, prefix = self.render(tr, question, steps, hits)
         st.text = self.call(tr, "regenerate", [prompt], prefix, STEP_STOPS)[0].text
         return hits
 

@@ -46,6 +46,13 @@ class SeaKRConfig(MethodConfig):
     reasoning: str = "self-aware"  # | rationales | knowledge
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
 
+    def __post_init__(self):
+        super().__post_init__()
+        for val, allowed, what in ((self.retrieval, RETRIEVAL, "retrieval"), (self.rerank, RERANK, "rerank"),
+                                   (self.reasoning, REASONING, "reasoning"), (self.mode, ("multihop", "simple"), "mode")):
+            if val not in allowed:
+                raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
+
 
 class SeaKR(Method):
     name = "seakr"
@@ -54,10 +61,6 @@ class SeaKR(Method):
     def __init__(self, lm, engine=None, config: SeaKRConfig | None = None, **overrides):
         super().__init__(lm, engine, config, **overrides)
         c = self.config
-        for val, allowed, what in ((c.retrieval, RETRIEVAL, "retrieval"), (c.rerank, RERANK, "rerank"),
-                                   (c.reasoning, REASONING, "reasoning"), (c.mode, ("multihop", "simple"), "mode")):
-            if val not in allowed:
-                raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
         if c.delta is None:
             self.delta, self.delta_source = default_delta(lm.info(), c.estimator)
         else:
@@ -69,7 +72,7 @@ class SeaKR(Method):
         from ..models import DEFAULT_MODEL, load_model
         from ..search import open_engine
 
-        lm_keys = {"dtype", "threads", "state_layer", "state_source"}
+        lm_keys = {"dtype", "device", "threads", "state_layer", "state_source"}
         lm = load_model(model or DEFAULT_MODEL, **{k: options.pop(k) for k in list(options) if k in lm_keys})
         return cls(lm, open_engine(index) if index else None, **options)
 
@@ -103,7 +106,7 @@ class SeaKR(Method):
         """One step: pseudo-generate, maybe retrieve and re-rank, accept the step. Returns a stop reason."""
         c = self.config
         with tr.timed("pseudo"):
-            prompt, prefix = self.prompts.render(question, steps, kept)
+            prompt, prefix = self.render(tr, question, steps, kept)
             pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS)
             st.pseudo, st.u = pseudo.text, pseudo.u
             retrieve = self.should_retrieve(pseudo.u)
@@ -146,7 +149,7 @@ class SeaKR(Method):
     def score_candidates(self, tr, question, steps, kept, hits) -> list[dict]:
         """The next step generated with each candidate added to K, and its U; the N x k samples go
         through the model in one batched call."""
-        rendered = [self.prompts.render(question, steps, kept + [h]) for h in hits]
+        rendered = [self.render(tr, question, steps, kept + [h]) for h in hits]
         res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS)
         return [{"id": h.id, "title": h.title, "rank": r, "step": x.text, "u": x.u, "chosen": False}
                 for r, (h, x) in enumerate(zip(hits, res))]

@@ -51,9 +51,9 @@ class Tracer:
     retrievals, decisions, timings and the final choice. A ``listener`` sees each event as it happens
     (the service's server-sent events)."""
 
-    def __init__(self, question: str, method: str, listener=None):
+    def __init__(self, question: str, method: str, listener=None, cancel=None):
         self.question, self.method = question, method
-        self.listener = listener
+        self.listener, self.cancel = listener, cancel
         self.events: list[dict] = []
         self.steps: list[Step] = []
         self.final: dict = {}
