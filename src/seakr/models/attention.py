@@ -109,6 +109,26 @@ class SharedPrefixState:
         return out.reshape(B, H, D)[:, None].to(q.dtype)  # (B, T=1, H, D), as transformers expects
 
 
+def attend_with_lse(q, k, v, *, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention output (B, H, T, D) and the log-sum-exp of each query's scores (B, H, T).
+
+    On CPU, the flash kernel returns both; elsewhere (CUDA, ...) the same numbers in plain float32
+    matmuls, so the merge below runs on any device."""
+    if q.device.type == "cpu":
+        o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=causal, scale=scale)[:2]
+        return o, lse
+    return attend_with_lse_portable(q, k, v, causal=causal, scale=scale)
+
+
+def attend_with_lse_portable(q, k, v, *, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    s = torch.matmul(q.float(), k.float().transpose(-1, -2)) * scale
+    if causal:
+        T, S = s.shape[-2:]
+        s = s.masked_fill(torch.ones(T, S, dtype=torch.bool, device=s.device).triu(S - T + 1), -float("inf"))
+    lse = torch.logsumexp(s, -1)
+    return torch.matmul(torch.softmax(s, -1), v.float()).to(q.dtype), lse
+
+
 class CachedPrefixPrefill:
     """Prefill state for the tokens that follow a cached prefix: attend over the prefix's KV in place.
 
@@ -131,11 +151,10 @@ class CachedPrefixPrefill:
         g = H // kvh
         self.kv[layer] = (k, v)
         pk, pv = self.prefix_kv[layer]
-        flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
         # all T queries see every prefix key: no mask, GQA by folding the g query heads into the rows
-        o1, l1 = flash(q.reshape(B, kvh, g * T, D), pk, pv, scale=scale)[:2]
+        o1, l1 = attend_with_lse(q.reshape(B, kvh, g * T, D), pk, pv, causal=False, scale=scale)
         # the suffix's own keys: square and causal (copying these T keys per head is cheap)
-        o2, l2 = flash(q, repeat_kv(k, g), repeat_kv(v, g), is_causal=True, scale=scale)[:2]
+        o2, l2 = attend_with_lse(q, repeat_kv(k, g), repeat_kv(v, g), causal=True, scale=scale)
         l1 = l1.reshape(B, H, T, 1)
         l2 = l2.reshape(B, H, T, 1)
         m = torch.maximum(l1, l2)

@@ -73,6 +73,7 @@ class GenerationConfig:
     top_p: float = 0.9
     max_new_tokens: int = 100
     stop: tuple[str, ...] = ()
+    stop_patterns: tuple[str, ...] = ()  # regular expressions; a match ends the text where it starts
     seed: int | None = 42
     with_states: bool = True
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
@@ -80,6 +81,7 @@ class GenerationConfig:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["stop"] = list(self.stop)
+        d["stop_patterns"] = list(self.stop_patterns)
         return d
 
 

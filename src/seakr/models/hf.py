@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -28,7 +29,7 @@ from .attention import install
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from .prefill import Prefilled, Prefiller
-from .registry import DEFAULT_MODEL, resolve
+from .registry import DEFAULT_MODEL, ModelError, cache_root, resolve
 from .rows import RowBook
 from .sampling import make_generator
 
@@ -39,6 +40,15 @@ def default_threads() -> int:
     count is usually faster for this memory-bound decode."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, int(os.environ.get("SEAKR_THREADS", n)))
+
+
+def _safetensors_errors() -> tuple[type[Exception], ...]:
+    try:
+        from safetensors import SafetensorError
+
+        return (SafetensorError,)
+    except ImportError:  # pragma: no cover - transformers depends on safetensors
+        return ()
 
 
 def resolve_device(device: str):
@@ -100,7 +110,8 @@ class HFLanguageModel:
         self.load_seconds = time.time() - t0
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "decode_steps": 0, "generated_tokens": 0, "calls": 0}
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
-                                 cache_size=prefix_cache_size, stats=self.stats)
+                                 cache_size=prefix_cache_size, stats=self.stats,
+                                 context=getattr(self.model.config, "max_position_embeddings", None))
 
     def _load(self, model: str, modules) -> None:
         torch = self._torch
@@ -115,8 +126,13 @@ class HFLanguageModel:
             hf_logging.disable_progress_bar()
             path, self.source = resolve(model)
             self.name = model
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype))
+            cached = self.source.get("sha256") is not None and cache_root() in Path(path).parents
+            try:
+                self.tokenizer = AutoTokenizer.from_pretrained(path)
+                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype))
+            except (OSError, ValueError, KeyError, ImportError) + _safetensors_errors() as e:
+                hint = f"; it is seakr's converted cache: delete {path} and it is rebuilt" if cached else ""
+                raise ModelError(f"{path}: cannot load the model ({type(e).__name__}: {str(e).splitlines()[0][:200]}){hint}") from None
         self.model = self.model.to(device=self.device, dtype=getattr(torch, self.dtype)).eval()
 
     def _setup_state(self, state_layer: int | None, state_source: str) -> None:
@@ -221,7 +237,7 @@ class HFLanguageModel:
     def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, gen) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
-        book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop,
+        book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok)
         if self.shared_attention:
             backend = SharedPrefixBackend(self.model, self.state_module, self.speedups.fast_step)

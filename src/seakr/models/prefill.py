@@ -78,8 +78,9 @@ class Prefiller:
     """
 
     def __init__(self, model, encode: Callable[[str, bool], list[int]], *, in_place: bool, keep_cache: bool,
-                 cache_size: int, stats: dict):
+                 cache_size: int, stats: dict, context: int | None = None):
         self.model, self.encode, self.in_place, self.keep_cache = model, encode, in_place, keep_cache
+        self.context = context  # the model's context window: longer prompts are refused before any work
         self.prefixes = PrefixCache(cache_size)
         self.stats = stats
 
@@ -96,21 +97,27 @@ class Prefiller:
         self.stats["prefill_tokens"] += len(ids)
         return self.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
 
+    def _fits(self, n: int) -> None:
+        if self.context and n >= self.context:
+            raise ValueError(f"prompt of {n} tokens does not fit the model's {self.context}-token context")
+
     def __call__(self, prompt: str, prefix: str | None) -> Prefilled:
         # sliding-window layers keep only a window of the prefix: no prefix reuse for those models
         if not prefix or self.keep_cache:
             return self.whole(self.encode(prompt, True))
         if not prompt.startswith(prefix):
             raise ValueError("prompt does not start with the given prefix")
-        entry = self.prefix(prefix)
         rest = self.encode(prompt[len(prefix):], False)
+        entry = self.prefix(prefix)
         P = len(entry.ids)
+        self._fits(P + len(rest))
         if not rest:
             return Prefilled(P, P, entry.logits, kv=[([k], [v]) for k, v in entry.kv])
         suffix = self._in_place if self.in_place else self._through_cache
         return suffix(entry, rest)
 
     def whole(self, ids: list[int]) -> Prefilled:
+        self._fits(len(ids))
         cache = self._new_cache()
         out = self._forward(ids, cache)
         logits = out.logits[0, -1].float()
@@ -125,6 +132,7 @@ class Prefiller:
             self.stats["prefix_hits"] += 1
             return hit
         ids = self.encode(prefix, True)
+        self._fits(len(ids))
         cache = self._new_cache()
         out = self._forward(ids, cache)
         entry = PrefixEntry(ids, _kv_of(cache), out.logits[0, -1].float())

@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -175,13 +176,21 @@ def _assemble(model: PackagedModel, out: Path) -> Path:
     return src
 
 
+def _clear_stale(out: Path) -> None:
+    """Temporary folders of an earlier conversion of this model that was killed (hundreds of MB each).
+    Called under the model's lock, so no live conversion can own them."""
+    for pre in (".assemble-", ".convert-"):
+        for d in out.parent.glob(f"{pre}{out.name}-*"):
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def _convert_gguf(gguf: Path, out: Path, meta: dict) -> None:
     """Dequantise a GGUF into a transformers folder, written atomically (tmp dir + rename)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.time()
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=out.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".convert-{out.name}-", dir=out.parent))
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
@@ -210,7 +219,8 @@ def resolve(name_or_path: str) -> tuple[Path, dict]:
         with _lock(cache_root() / "locks" / f"{m.name}.lock"):
             if not (out / "seakr-source.json").exists():
                 out.parent.mkdir(parents=True, exist_ok=True)
-                with tempfile.TemporaryDirectory(dir=out.parent) as td:
+                _clear_stale(out)
+                with tempfile.TemporaryDirectory(prefix=f".assemble-{out.name}-", dir=out.parent) as td:
                     gguf = _assemble(m, Path(td) / f"{m.name}.gguf")
                     _convert_gguf(gguf, out, {"name": m.name, "sha256": m.sha256, "licence": m.licence, "chat": m.chat})
         return out, json.loads((out / "seakr-source.json").read_text())
@@ -220,6 +230,7 @@ def resolve(name_or_path: str) -> tuple[Path, dict]:
         with _lock(cache_root() / "locks" / f"{digest[:16]}.lock"):
             if not (out / "seakr-source.json").exists():
                 out.parent.mkdir(parents=True, exist_ok=True)
+                _clear_stale(out)
                 _convert_gguf(p, out, {"name": p.stem, "sha256": digest, "source": str(p)})
         return out, json.loads((out / "seakr-source.json").read_text())
     if p.is_dir() and (p / "config.json").exists():
@@ -227,5 +238,29 @@ def resolve(name_or_path: str) -> tuple[Path, dict]:
         if (p / "seakr-source.json").exists():
             meta = json.loads((p / "seakr-source.json").read_text())
         return p, meta
+    if _HUB_ID.match(name_or_path):
+        return _from_hub(name_or_path)
     known = ", ".join(REGISTRY)
-    raise ValueError(f"unknown model '{name_or_path}': not a registry name ({known}), a .gguf file or a Hugging Face folder")
+    raise ValueError(f"unknown model '{name_or_path}': not a registry name ({known}), a .gguf file, a Hugging Face "
+                     "folder or a hub id (org/name)")
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _from_hub(repo_id: str) -> tuple[Path, dict]:
+    """A hub model id: from the local Hugging Face cache, or downloaded when the hub is allowed
+    (``HF_HUB_OFFLINE`` unset; seakr's own commands set it, so they read the cache only)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    try:
+        path = snapshot_download(repo_id, local_files_only=offline,
+                                 allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"])
+    except LocalEntryNotFoundError:
+        raise ModelNotInstalled(f"model '{repo_id}' is not in the local Hugging Face cache "
+                                f"(download it once with HF_HUB_OFFLINE=0, e.g. `huggingface-cli download {repo_id}`)") from None
+    except Exception as e:  # network, gated repos, unknown ids: one line naming the model
+        raise ModelError(f"model '{repo_id}': {type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+    return Path(path), {"name": repo_id, "source": f"hub:{repo_id}"}

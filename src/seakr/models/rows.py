@@ -12,6 +12,7 @@ batch positions to row ids.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -53,13 +54,14 @@ class RowBook:
     (True = greedy) repeated for each prompt."""
 
     def __init__(self, n_prompts: int, kinds: Sequence[bool], *, with_states: bool, stops: Sequence[str],
-                 max_new: int, eos_id: int, detok: Callable[[list[int]], str]):
+                 max_new: int, eos_id: int, detok: Callable[[list[int]], str], stop_patterns: Sequence[str] = ()):
         if not kinds:
             raise ValueError("nothing to generate: greedy=False and n=0")
         self.R = len(kinds)
         self.rows = [Row(greedy=g, want_state=with_states and not g) for _ in range(n_prompts) for g in kinds]
         self.alive = list(range(len(self.rows)))  # batch position -> row id
         self.stops = tuple(s for s in stops if s)
+        self.patterns = [re.compile(p) for p in stop_patterns]
         self.max_new, self.eos_id, self.detok = max_new, eos_id, detok
 
     def greedy_mask(self) -> torch.Tensor:
@@ -72,15 +74,20 @@ class RowBook:
     def advance(self, nxt: torch.Tensor, logprob, entropy, lse) -> tuple[torch.Tensor, list[int]]:
         """Record every live row's chosen token. Returns the tokens to feed next (EOS for rows that
         finished and still owe their state) and the batch positions that take that step."""
-        feed, keep = nxt.clone(), []
+        # one transfer to the host per step for all rows (stop strings need the tokens there anyway)
+        toks, lps, ents, lses = (x.tolist() for x in (nxt, logprob, entropy, lse))
+        keep, eos_rows = [], []
         for b, r in enumerate(self.alive):
             row = self.rows[r]
-            self._record(row, int(nxt[b]), float(logprob[b]), float(entropy[b]), float(lse[b]))
+            self._record(row, toks[b], lps[b], ents[b], lses[b])
             if not row.finish:
                 keep.append(b)
             elif row.want_state:
-                feed[b] = self.eos_id  # one more step with EOS in place of the last token
+                eos_rows.append(b)  # one more step with EOS in place of the last token
                 keep.append(b)
+        feed = nxt.clone()
+        if eos_rows:
+            feed[torch.tensor(eos_rows, device=nxt.device)] = self.eos_id
         return feed, keep
 
     def _record(self, row: Row, token: int, logprob: float, entropy: float, lse: float) -> None:
@@ -88,9 +95,11 @@ class RowBook:
             row.finish, row.text = "eos", self.detok(row.tokens)
             return
         row.push(token, logprob, entropy, lse)
-        if self.stops:
+        if self.stops or self.patterns:
             s = self.detok(row.tokens)
-            cut = min((i for i in (s.find(x) for x in self.stops) if i >= 0), default=-1)
+            found = [i for i in (s.find(x) for x in self.stops) if i >= 0]
+            found += [m.start() for m in (p.search(s) for p in self.patterns) if m]
+            cut = min(found, default=-1)
             if cut >= 0:
                 row.finish, row.text = "stop", s[:cut]
                 row.pop()  # the trigger token is not part of the continuation (EOS replaces it)
