@@ -1,7 +1,13 @@
 """Helpers shared by the tests (importable because pytest puts tests/ on sys.path)."""
 
 import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
 
+import httpx
 import pytest
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
@@ -23,3 +29,34 @@ def fixture_path(name):
 
 
 HOTPOT = fixture_path("hotpotqa_mini.official.json")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
+    port = free_port()
+    cmd = [sys.executable, "-m", "seakr.cli", "serve", "--model", "smollm2-135m", "--index", index, "--port", str(port),
+           "--workers", str(workers), "--queue", str(queue), "--timeout", str(timeout),
+           "--option", "k=3", "--option", "max_new_tokens=12", "--option", "max_steps=2", *extra]
+    # stderr goes to a file: a pipe nobody reads would block a chatty server once it fills
+    log = tempfile.NamedTemporaryFile("w+", prefix="seakr-serve-", suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
+    proc.log_path = log.name
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("server exited: " + open(log.name).read())
+        try:
+            if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.3)
+    proc.kill()
+    raise RuntimeError("server did not start")

@@ -21,6 +21,10 @@ from seakr.methods.text import (Word, align_words, build_query, drop_answer_sent
     ("Thus, Lyon is the answer.", "Lyon"),
     ("No marker at all.", None),
     ("", None),
+    # real run-on output of the 1.5B model on the demo question: the next question glued to the answer
+    ("So the answer is American.What is the capital of the country where the Petronas Towers stand?", "American"),
+    ("So the answer is St.Louis.", "St.Louis"),
+    ("So the answer is the U.S.Army.", "the U.S.Army"),
 ])
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected
@@ -65,3 +69,36 @@ def test_pick_rules():
     assert pick({"answer": "A", "u": 5.0}, {"answer": "", "u": -9.0}) == "rationale"
     assert pick({"answer": "A", "u": None}, {"answer": "B", "u": 3.0}) == "knowledge"
     assert is_unknown(None) and is_unknown(" ") and is_unknown("Unknown person") and not is_unknown("Lyon")
+
+
+@pytest.mark.parametrize("text,cut", [
+    ("Kubrick was American.What is the capital", "Kubrick was American"),  # run-on sentence: stop here
+    ("He lived in St. Louis", None), ("It is in the U.S.Army base", None), ("Mr.Smith said", None),
+    ("The answer is 15,140.", None), ("born August 25, 1963", None),
+])
+def test_run_on_stop_pattern(text, cut):
+    import re
+
+    from seakr.methods.base import RUN_ON
+
+    m = re.search(RUN_ON, text)
+    assert (text[: m.start()] if m else None) == cut
+
+
+def test_row_book_stops_at_a_pattern_and_drops_the_trigger_token():
+    import torch
+
+    from seakr.methods.base import RUN_ON
+    from seakr.models.rows import RowBook
+
+    pieces = ["Kubrick", " was", " American", ".", "What", " is"]
+    book = RowBook(1, [True], with_states=False, stops=(". ",), stop_patterns=(RUN_ON,), max_new=20, eos_id=99,
+                   detok=lambda ids: "".join(pieces[i] for i in ids))
+    for t in range(len(pieces)):
+        if not book.alive:
+            break
+        one = torch.tensor([0.0])
+        feed, keep = book.advance(torch.tensor([t]), one, one, one)
+        book.keep(keep)
+    row = book.rows[0]
+    assert row.finish == "stop" and row.text == "Kubrick was American" and row.tokens == [0, 1, 2, 3]

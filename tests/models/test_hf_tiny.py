@@ -223,3 +223,17 @@ def test_one_token_calls_take_no_decode_step_unless_a_state_is_wanted(tiny_lm):
     assert [x.greedy.token_ids for x in g] == [r.greedy.token_ids[:1] for r in ref]
     s = tiny_lm.generate([P1], GenerationConfig(n=2, max_new_tokens=1, ignore_eos=True, seed=1))[0]
     assert s.states.shape[0] == 2 and np.isfinite(s.states).all()  # EOS fed once: one step for the states
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_device_agnostic_attention_with_lse_matches_the_cpu_flash_kernel(causal):
+    """The plain-matmul path other devices use returns what the CPU flash kernel does (output and
+    log-sum-exp), so the cached-prefix merge is the same everywhere."""
+    from seakr.models.attention import attend_with_lse, attend_with_lse_portable
+
+    g = torch.Generator().manual_seed(1)
+    S = 9 if causal else 30
+    q, k, v = torch.randn(1, 4, 9, 16, generator=g), torch.randn(1, 4, S, 16, generator=g), torch.randn(1, 4, S, 16, generator=g)
+    o_cpu, l_cpu = attend_with_lse(q, k, v, causal=causal, scale=0.25)
+    o, l = attend_with_lse_portable(q, k, v, causal=causal, scale=0.25)
+    assert torch.allclose(o, o_cpu, atol=1e-5) and torch.allclose(l, l_cpu, atol=1e-5)

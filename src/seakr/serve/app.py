@@ -343,7 +343,7 @@ class _Guard:
             await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
 
 
-class _TooLarge(Exception):
+class _TooLarge(BaseException):  # FastAPI turns any Exception while reading a body into a 400
     pass
 
 

@@ -1,0 +1,65 @@
+"""Sharded evaluation: 2 shards + merge give exactly the rows of one unsharded run (real SmolLM2,
+fixture questions); merge refuses overlapping shards and shards of another run."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import HOTPOT
+
+ARGS = ["eval", "--model", "smollm2-135m", "--data", HOTPOT, "--limit", "5", "--method", "cot",
+        "--option", "max_new_tokens=16"]
+
+
+def seakr(*args):
+    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def rows(d):
+    return [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_two_shards_and_merge_equal_one_run(tmp_path):
+    for extra, out in (([], "whole"), (["--shard", "0/2"], "s0"), (["--shard", "1/2"], "s1")):
+        r = seakr(*ARGS, *extra, "--out", str(tmp_path / out))
+        assert r.returncode == 0, r.stderr
+    assert [x["id"] for x in rows(tmp_path / "s0")] == ["fx-01", "fx-03", "fx-05"]
+    r = seakr("merge", str(tmp_path / "s1"), str(tmp_path / "s0"), "--out", str(tmp_path / "merged"))
+    assert r.returncode == 0, r.stderr
+    key = lambda x: (x["id"], x["order"], x["prediction"], x["em"], x["f1"])  # noqa: E731
+    assert [key(x) for x in rows(tmp_path / "merged")] == [key(x) for x in rows(tmp_path / "whole")]
+    s = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert s["n"] == 5 == json.loads((tmp_path / "whole" / "summary.json").read_text())["n"]
+    again = seakr("merge", str(tmp_path / "s0"), str(tmp_path / "s0"), "--out", str(tmp_path / "m2"))
+    assert again.returncode == 2 and "overlapping shards" in again.stderr
+
+
+def _fake_run(d, shard, k=20, ids=("a",)):
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"name": "x", "method": {"config": {"k": k}}, "shard": shard,
+                                               "data": "/data/h.json", "data_sha256": "abc"}))
+    (d / "results.jsonl").write_text("".join(json.dumps({"id": i, "em": 0, "f1": 0, "seconds": 1, "prediction": "",
+                                                          "trace": {"totals": {"retrievals": 0, "model_calls": 1,
+                                                                               "sampled_sequences": 1, "generated_tokens": 1}}})
+                                             + "\n" for i in ids))
+
+
+def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
+    from seakr.eval.runner import merge_runs, parse_shard
+
+    _fake_run(tmp_path / "a", "0/3", ids=("q1",))
+    _fake_run(tmp_path / "b", "1/3", k=10, ids=("q2",))
+    with pytest.raises(ValueError, match="a different run"):
+        merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "b")])
+    _fake_run(tmp_path / "c", "1/2", ids=("q3",))
+    with pytest.raises(ValueError, match="another split"):
+        merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "c")])
+    _fake_run(tmp_path / "d", "2/3", ids=("q4",))
+    s = merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "d")])
+    assert s["n"] == 2 and "shards 1/3 missing" in capsys.readouterr().err
+    for bad in ("3/3", "x", "1/0", "-1/2"):
+        with pytest.raises(ValueError, match="--shard"):
+            parse_shard(bad)

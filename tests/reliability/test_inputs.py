@@ -1,0 +1,156 @@
+"""Bad input at the command line: one line naming the problem, exit 2, before any slow work.
+
+Numbers refer to the probing report (issue 17). Most of these fail before the model loads; the few
+that need the model use the packaged SmolLM2."""
+
+import gzip
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from helpers import HOTPOT
+
+CONFIG_LINE = "config: "  # printed once the model has loaded: its absence proves the check came first
+
+
+def seakr(*args, **kw):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, timeout=600, env=env, **kw)
+
+
+def one_line_error(r, *needles):
+    err = r.stderr.decode(errors="replace").strip()
+    assert r.returncode == 2, (r.returncode, err[-2000:])
+    assert len(err.splitlines()) == 1, err[-2000:]
+    assert "Traceback" not in err and CONFIG_LINE not in err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rel") / "idx"
+    r = seakr("index", "build", HOTPOT, "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    return str(out)
+
+
+def test_01_overwrite_never_deletes_what_is_not_an_index(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "1", "title": "T", "text": "some text"}) + "\n")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("x")
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(precious), "--overwrite"),
+                   "not a seakr index")
+    assert (precious / "thesis.txt").read_text() == "x"
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(corpus), "--overwrite"),
+                   "corpus file")
+    assert corpus.read_text().startswith("{")
+    ok = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"))
+    again = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--overwrite")
+    assert ok.returncode == 0 and again.returncode == 0, again.stderr  # a seakr index is replaced
+
+
+@pytest.mark.parametrize("args", [["--limit", "0"], ["--limit", "-1"], ["--threads", "0"]])
+def test_05_14_counts_must_be_positive(tmp_path, args):
+    r = seakr("eval", "--data", HOTPOT, "--out", str(tmp_path / "o"), *args)
+    assert r.returncode == 2 and b"expected a positive integer" in r.stderr
+
+
+@pytest.mark.slow
+def test_06_question_beyond_the_context_is_refused(index):
+    r = seakr("ask", "--model", "smollm2-135m", "--index", index, "--method", "cot", "word " * 20000)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "question too long" in err and "8192-token context" in err
+    assert "Traceback" not in err
+
+
+def test_09_question_with_undecodable_bytes(index):
+    one_line_error(seakr("ask", "--index", index, b"caf\xe9 au lait?"), "not valid UTF-8")
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("[1, 2, 3]", "expected a JSON object, got int"),
+    (json.dumps([{"_id": "a", "question": "q", "answer": "x", "context": "not paragraphs"}]), "field 'context' has an unknown layout"),
+    (json.dumps([{"_id": "a", "question": "q", "answer": "x", "context": [["T", "not a list"]]}]), "entries should be [title, [sentences]]"),
+])
+def test_09_malformed_data_files(tmp_path, content, needle):
+    f = tmp_path / "hotpot_bad.json"
+    f.write_text(content)
+    one_line_error(seakr("eval", "--data", str(f), "--layout", "hotpotqa", "--out", str(tmp_path / "o")), needle)
+
+
+def test_09_10_truncated_gzip_and_non_utf8_name_the_file_and_line(tmp_path):
+    lines = "".join(json.dumps({"question": f"q{i}", "answers": ["a"]}) + "\n" for i in range(3000)).encode()
+    gz = tmp_path / "nq.jsonl.gz"
+    gz.write_bytes(gzip.compress(lines)[:5000])  # cut mid-stream
+    one_line_error(seakr("eval", "--data", str(gz), "--layout", "nq", "--out", str(tmp_path / "o")),
+                   "truncated or damaged gzip file", str(gz))
+    bad = tmp_path / "nq.jsonl"
+    bad.write_bytes(lines[:200] + b"\n" + b'{"question": "caf\xff", "answers": ["a"]}\n')
+    one_line_error(seakr("eval", "--data", str(bad), "--layout", "nq", "--out", str(tmp_path / "o")),
+                   f"{bad}:", "not UTF-8 text")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes(b'{"id": "1", "text": "ok"}\n{"id": "2", "text": "\xff"}\n')
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i")),
+                   f"{corpus}:2: not UTF-8 text")
+    toml = tmp_path / "runs.toml"
+    toml.write_bytes(b'data = "x"\n# \xff\n')
+    one_line_error(seakr("eval", "--config", str(toml)), f"{toml}:2: not UTF-8 text")
+
+
+@pytest.mark.slow
+def test_09_broken_model_folders(tmp_path, index):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{broken")
+    one_line_error(seakr("ask", "--model", str(folder), "--index", index, "q?"), "cannot load the model")
+    from seakr.models.registry import resolve
+
+    src, _ = resolve("smollm2-135m")  # the converted cache: copy it and cut its weights short
+    cut = tmp_path / "cut"
+    shutil.copytree(src, cut)
+    w = cut / "model.safetensors"
+    w.write_bytes(w.read_bytes()[: w.stat().st_size // 3])
+    one_line_error(seakr("ask", "--model", str(cut), "--index", index, "q?"), "cannot load the model")
+
+
+def test_09_12_output_paths_checked_before_the_model(tmp_path, index):
+    one_line_error(seakr("ask", "--index", index, "--html", str(tmp_path), "Who?"), "is a directory")
+    one_line_error(seakr("ask", "--index", index, "--html", str(tmp_path / "no" / "t.html"), "Who?"), "no such directory")
+    f = tmp_path / "file"
+    f.write_text("x")
+    one_line_error(seakr("eval", "--data", HOTPOT, "--out", str(f)), "exists and is not a directory")
+
+
+@pytest.mark.slow
+def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written(index):
+    r = seakr("ask", "--model", "smollm2-135m", "--index", index, "--method", "cot", "--option", "max_new_tokens=8",
+              "--html", "/proc/seakr-trace.html", "Who wrote Hamlet?")
+    assert r.returncode == 2 and b"A: " in r.stdout  # the computed answer is not lost
+    assert r.stderr.decode().strip().splitlines()[-1].startswith("seakr: error: --html /proc/seakr-trace.html")
+
+
+def test_15_input_checks_run_before_the_model_loads(tmp_path, index):
+    one_line_error(seakr("ask", "--index", index, "   "), "non-empty")
+    one_line_error(seakr("ask", "--index", str(tmp_path / "nothing"), "Who?"), "no index here")
+    one_line_error(seakr("ask", "--index", index, "--option", "rerank=random", "Who?"), "rerank must be one of")
+
+
+def test_17_a_taken_port_fails_before_anything_is_announced(index):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    port = s.getsockname()[1]
+    try:
+        err = one_line_error(seakr("serve", "--index", index, "--port", str(port)), f"cannot listen on 127.0.0.1:{port}")
+        assert "serving" not in err
+    finally:
+        s.close()

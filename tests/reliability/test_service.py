@@ -1,0 +1,188 @@
+"""The HTTP service under hostile or careless clients: a real uvicorn process with SmolLM2 on loopback.
+Work budget, disconnecting and timed-out clients, body size, NaN, a damaged index, the token, what
+the trace exposes. Numbers refer to issue 17; every loop here is bounded in count and time."""
+
+import json
+import shutil
+import threading
+import time
+
+import httpx
+import pytest
+
+from helpers import HOTPOT, start_server
+from scripted import Reply, ScriptedLM
+from seakr.serve.app import AnswerRequest, AnswerService, ServiceLimits, work_of
+from seakr.serve.render import answer_html
+
+pytestmark = pytest.mark.slow
+LONG = {"delta": -1000, "max_steps": 6, "max_new_tokens": 40, "k": 6}  # retrieves every step: many model calls
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    from seakr.search.corpora import read_corpus
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    out = tmp_path_factory.mktemp("svc") / "idx"
+    TantivyEngine.build(read_corpus(HOTPOT), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(index):
+    proc, url = start_server(str(index), workers=1, queue=1, timeout=120)
+    yield url, proc
+    proc.terminate()
+    proc.wait(20)
+
+
+def wait_idle(url, seconds=90):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        h = httpx.get(url + "/v1/health").json()
+        if h["inflight"] == 0:
+            return h
+        time.sleep(0.2)
+    pytest.fail(f"still {h['inflight']} in flight after {seconds} s")
+
+
+def test_02_work_budget_is_checked_before_admission():
+    svc = AnswerService(ScriptedLM(lambda v: Reply("x")), None, limits=ServiceLimits())
+    big = AnswerRequest(question="q", options={"k": 64, "max_new_tokens": 256, "max_steps": 12, "n_candidates": 10,
+                                               "max_passages": 12, "delta": 0.0})
+    with pytest.raises(Exception) as e:
+        svc.build(big)
+    assert e.value.status_code == 422 and "max_rows=256" in e.value.detail
+    tall = AnswerRequest(question="q", options={"k": 20, "max_new_tokens": 256, "max_steps": 12, "delta": 0.0})
+    with pytest.raises(Exception) as e:
+        svc.build(tall)
+    assert e.value.status_code == 422 and "max_work=200000" in e.value.detail
+    default = svc.build(AnswerRequest(question="q", options={"delta": 0.0}))
+    w = work_of(default)  # paper defaults: k=20, N=3, 100 tokens, 7 steps
+    assert w == {"rows": 63, "work": 7 * (21 + 63) * 100 + 21 * (32 + 100 + 32)}
+
+
+def test_02_the_budget_over_http(server):
+    url, _ = server
+    r = httpx.post(url + "/v1/answer", json={"question": "q", "options": {"k": 64, "max_new_tokens": 256, "max_steps": 12,
+                                                                          "n_candidates": 10, "max_passages": 12}})
+    assert r.status_code == 422 and "max_rows" in r.json()["detail"]
+
+
+def test_03_clients_that_hang_up_free_their_slots(server):
+    url, _ = server
+    before = httpx.get(url + "/v1/health").json()["cancelled"]
+
+    def hang_up_stream():
+        with httpx.stream("POST", url + "/v1/answer/stream", json={"question": "Who directed Jaws?", "options": LONG},
+                          timeout=60) as r:
+            assert r.status_code == 200
+            next(r.iter_lines())  # the work has started; now go away
+
+    def hang_up_plain():
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(url + "/v1/answer", json={"question": "Who wrote Hamlet?", "options": LONG}, timeout=1.5)
+
+    a = threading.Thread(target=hang_up_stream)
+    a.start()
+    time.sleep(0.5)
+    hang_up_plain()
+    a.join(60)
+    h = wait_idle(url)
+    assert h["cancelled"] >= before + 2
+    r = httpx.post(url + "/v1/answer", json={"question": "Who directed Jaws?", "method": "cot"}, timeout=120)
+    assert r.status_code == 200  # the slots are free again
+
+
+def test_03_bodies_over_the_limit_get_413_unread(server):
+    url, _ = server
+    r = httpx.post(url + "/v1/answer", content=b'{"question": "' + b"x" * 1_000_000 + b'"}',
+                   headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "request body over" in r.json()["detail"]
+
+    def chunks():  # no content-length: the limit still stops the read
+        for _ in range(100):
+            yield b"x" * 10_000
+
+    r = httpx.post(url + "/v1/answer", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+
+@pytest.mark.parametrize("opt", ["temperature", "alpha", "delta", "top_p"])
+def test_11_nan_options_are_422(server, opt):
+    url, _ = server
+    body = '{"question": "Who?", "options": {"%s": NaN}}' % opt
+    r = httpx.post(url + "/v1/answer", content=body.encode(), headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+
+
+def test_18_the_trace_shows_no_server_path(server, index):
+    url, _ = server
+    r = httpx.post(url + "/v1/answer", json={"question": "Who wrote Hamlet?", "method": "cot"}, timeout=120)
+    assert r.status_code == 200
+    assert str(index) not in r.text and "path" not in (r.json()["config"]["engine"] or {})
+
+
+def test_03_a_timed_out_request_is_cancelled(index):
+    proc, url = start_server(str(index), workers=1, queue=0, timeout=2)
+    try:
+        r = httpx.post(url + "/v1/answer", json={"question": "Who directed Jaws?", "options": LONG}, timeout=60)
+        assert r.status_code == 504
+        h = wait_idle(url, 60)
+        assert h["cancelled"] >= 1
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_08_a_damaged_index_fails_both_endpoints_at_once(index, tmp_path):
+    copy = tmp_path / "idx"
+    shutil.copytree(index, copy)
+    proc, url = start_server(str(copy), workers=1, queue=1, timeout=300)
+    try:
+        for f in copy.iterdir():  # damage every stored document in place, under the running server
+            if f.name.endswith(".store"):
+                f.write_bytes(bytes(b ^ 0xFF for b in f.read_bytes()))
+        r = httpx.post(url + "/v1/answer", json={"question": "Who directed Jaws?", "method": "single"}, timeout=120)
+        assert r.status_code == 503 and r.headers["content-type"].startswith("application/json")
+        assert "search index" in r.json()["detail"]
+        t = time.time()
+        kinds = []
+        with httpx.stream("POST", url + "/v1/answer/stream", json={"question": "Who directed Jaws?", "method": "single"},
+                          timeout=120) as s:
+            for line in s.iter_lines():
+                if line.startswith("event: "):
+                    kinds.append(line[7:])
+                if line.startswith("data: ") and kinds and kinds[-1] == "error":
+                    assert "search index" in json.loads(line[6:])["detail"]
+        assert kinds[-1] == "error" and time.time() - t < 300  # not the 300 s timeout
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_token_protects_every_route_but_health(index):
+    proc, url = start_server(str(index), workers=1, queue=1, extra=("--token", "s3cret", "--no-docs"))
+    try:
+        assert httpx.get(url + "/v1/health").status_code == 200
+        for method, path in (("POST", "/v1/answer"), ("POST", "/v1/answer/stream"), ("GET", "/"), ("GET", "/docs")):
+            r = httpx.request(method, url + path, json={"question": "q"})
+            assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", path
+        ok = {"authorization": "Bearer s3cret"}
+        assert httpx.get(url + "/", headers=ok).status_code == 200
+        assert httpx.get(url + "/docs", headers=ok).status_code == 404  # --no-docs
+        assert httpx.get(url + "/openapi.json", headers=ok).status_code == 404
+        wrong = httpx.post(url + "/v1/answer", json={"question": "q"}, headers={"authorization": "Bearer s3cre"})
+        assert wrong.status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_13_script_in_any_text_cannot_break_the_trace_page():
+    page = answer_html({"question": "<!--<script>", "answer": "</script><b>&", "trace": {}})
+    start = page.index("id='seakr-answer'>") + len("id='seakr-answer'>")
+    block = page[start: page.index("</script>", start)]
+    assert "<" not in block and ">" not in block
+    assert json.loads(block)["answer"] == "</script><b>&"

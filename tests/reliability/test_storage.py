@@ -1,0 +1,118 @@
+"""Faults on disk: torn and duplicated result lines, resuming onto other data, damaged index files,
+builds killed with SIGKILL and the orphans they leave. Numbers refer to issue 17."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import HOTPOT, fixture_path
+from seakr.eval.runner import RowLog, data_identity, read_results
+from seakr.search.base import Passage, SearchError
+from seakr.search.tantivy_engine import TantivyEngine, remove_orphans
+
+CFG = {"method": {"config": {"k": 20}, "model": {"model": "m"}}}
+
+
+def seakr(*args):
+    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_07_a_torn_line_in_the_middle_keeps_every_later_row(tmp_path, capsys):
+    rows = tmp_path / "results.jsonl"
+    good = [json.dumps({"id": str(i), "f1": 1.0}) for i in range(6)]
+    rows.write_text("\n".join(good[:3] + ['{"id": "3", "tr'] + good[4:]) + "\n")
+    with RowLog(tmp_path, "results.jsonl", CFG, resume=True) as log:
+        assert [r["id"] for r in log.rows] == ["0", "1", "2", "4", "5"]  # only the torn one runs again
+    assert "results.jsonl:4: unreadable line skipped" in capsys.readouterr().err
+    assert [r["id"] for r in read_results(rows)] == ["0", "1", "2", "4", "5"]  # rewritten clean
+
+
+def test_07_duplicated_lines_count_once(tmp_path):
+    rows = tmp_path / "results.jsonl"
+    rows.write_text("\n".join(json.dumps({"id": i}) for i in ("a", "b", "a")) + "\n")
+    with RowLog(tmp_path, "results.jsonl", CFG, resume=True) as log:
+        from types import SimpleNamespace as Ex
+
+        assert [e.id for e in log.todo([Ex(id="a"), Ex(id="b"), Ex(id="c")])] == ["c"]
+        assert [r["id"] for r in log.rows_for([Ex(id="a"), Ex(id="b")])] == ["a", "b"]  # n is not inflated
+
+
+def test_04_resume_refuses_other_data(tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text(open(HOTPOT).read().replace("fx-01", "fx-XX"))
+    with RowLog(tmp_path / "run", "results.jsonl", {**CFG, **data_identity(HOTPOT)}) as log:
+        log.append({"id": "fx-01"})
+    with pytest.raises(ValueError, match="--resume with different data"):
+        RowLog(tmp_path / "run", "results.jsonl", {**CFG, **data_identity(str(other))}, resume=True)
+    moved = tmp_path / "moved" / os.path.basename(HOTPOT)  # the same file elsewhere (a new machine) is fine
+    moved.parent.mkdir()
+    moved.write_bytes(open(HOTPOT, "rb").read())
+    RowLog(tmp_path / "run", "results.jsonl", {**CFG, **data_identity(str(moved))}, resume=True).close()
+
+
+@pytest.fixture
+def small(tmp_path):
+    from seakr.search.corpora import read_corpus
+
+    return TantivyEngine.build(read_corpus(fixture_path("filler.flashrag.jsonl")), tmp_path / "idx")
+
+
+def damage(path, offset_frac=0.5, n=64):
+    data = bytearray(path.read_bytes())
+    at = int(len(data) * offset_frac)
+    data[at: at + n] = bytes((b ^ 0xFF) for b in data[at: at + n])
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("suffix", [".store", ".term", ".idx"])
+def test_08_verify_checks_every_segment_file(small, suffix):
+    assert small.verify()
+    f = next(p for p in small.path.iterdir() if p.name.endswith(suffix))
+    damage(f)
+    with pytest.raises(SearchError, match=f"differ from the build: .*{suffix}"):
+        TantivyEngine(small.path).verify()
+    r = seakr("index", "info", str(small.path), "--verify")
+    assert r.returncode == 2 and "differ from the build" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_08_a_panicking_search_is_a_one_line_search_error(small):
+    f = next(p for p in small.path.iterdir() if p.name.endswith(".store"))
+    damage(f, 0.0, n=f.stat().st_size)  # every stored byte
+    r = seakr("search", str(small.path), "film director")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "index looks damaged" in r.stderr or "corrupt" in r.stderr
+
+
+def test_16_orphans_of_killed_builds_are_removed(tmp_path):
+    out = tmp_path / "idx"
+    dead = tmp_path / ".idx.building-999999"  # no such process
+    dead.mkdir()
+    mine = tmp_path / f".idx.building-{os.getpid()}"  # a live build (this process): left alone
+    mine.mkdir()
+    assert remove_orphans(out) == [dead] and mine.exists()
+
+
+def test_16_kill_9_during_a_build_leaves_the_old_index_and_the_next_build_cleans_up(tmp_path):
+    big = tmp_path / "big.jsonl"
+    with open(big, "w") as f:
+        for i in range(400_000):
+            f.write(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"passage {i} about topic {i % 97} and more words"}) + "\n")
+    out = tmp_path / "idx"
+    TantivyEngine.build([Passage("a", "A", "the old index")], out)
+    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", str(big), "--format", "jsonl", "--out",
+                          str(out), "--overwrite"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(tmp_path.glob(".idx.building-*")):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert list(tmp_path.glob(".idx.building-*")), "the build finished before it could be killed"
+    assert TantivyEngine(out).count() == 1  # the old index is intact
+    TantivyEngine.build([Passage("b", "B", "the new index")], out, overwrite=True)
+    assert not list(tmp_path.glob(".idx.*-*")) and TantivyEngine(out).search("new")[0].id == "b"
