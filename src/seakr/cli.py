@@ -188,6 +188,10 @@ def cmd_index_build(args) -> int:
 def cmd_index_info(args) -> int:
     from .search import open_engine
 
+    if args.verify and os.path.isdir(args.index):  # before opening: a damaged index may not open at all
+        from .search.tantivy_engine import TantivyEngine
+
+        TantivyEngine.check_files(args.index)
     eng = open_engine(args.index)
     m = eng.metadata()
     if args.verify and hasattr(eng, "verify"):

@@ -237,3 +237,35 @@ def test_device_agnostic_attention_with_lse_matches_the_cpu_flash_kernel(causal)
     o_cpu, l_cpu = attend_with_lse(q, k, v, causal=causal, scale=0.25)
     o, l = attend_with_lse_portable(q, k, v, causal=causal, scale=0.25)
     assert torch.allclose(o, o_cpu, atol=1e-5) and torch.allclose(l, l_cpu, atol=1e-5)
+
+
+def test_common_random_numbers_make_identical_prompts_score_identically(tiny_lm):
+    from seakr import uncertainty as U
+
+    cfg = GenerationConfig(n=6, max_new_tokens=8, seed=3, temperature=1.5)
+    a, b = tiny_lm.generate([P1, P1], cfg)
+    assert [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
+    assert U.eigen_score(a.states) == U.eigen_score(b.states)
+    alone = tiny_lm.generate([P1], cfg)[0]  # a prompt's samples do not depend on who shares the call
+    assert [s.token_ids for s in alone.samples] == [s.token_ids for s in a.samples]
+    own = GenerationConfig(n=6, max_new_tokens=8, seed=3, temperature=1.5, common_random_numbers=False)
+    c, d = tiny_lm.generate([P1, P1], own)
+    assert [s.token_ids for s in c.samples] != [s.token_ids for s in d.samples]
+
+
+def test_common_random_numbers_reduce_the_noise_of_a_difference(tiny_lm):
+    """Two near-identical contexts: across seeds, the difference of their sample-based uncertainty
+    varies much less when both draw the same random streams. (Length-normalised entropy of the
+    samples: a random 4-layer model's EOS state hardly depends on the context, so its EigenScore
+    stays near -6.7 whatever is sampled; measured here: std of the difference 0.004 with common
+    streams vs 0.010 without.)"""
+    from seakr import uncertainty as U
+
+    pa, pb = "Paris is the capital of", "Paris is the capital of the"
+    diffs = {True: [], False: []}
+    for crn in (True, False):
+        for seed in range(8):
+            cfg = GenerationConfig(n=8, max_new_tokens=6, seed=seed, common_random_numbers=crn)
+            ga, gb = tiny_lm.generate([pa, pb], cfg)
+            diffs[crn].append(U.ln_entropy([s.logprobs for s in ga.samples]) - U.ln_entropy([s.logprobs for s in gb.samples]))
+    assert np.std(diffs[True]) < 0.6 * np.std(diffs[False]), diffs

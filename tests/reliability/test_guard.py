@@ -1,10 +1,13 @@
 """The service's guard in process (a scripted model, no server): token, body limit with and without
 a content-length, the budget, NaN. The same checks run against a real server in test_service.py."""
 
+import json
+
 from fastapi.testclient import TestClient
 
 from scripted import Reply, ScriptedLM
 from seakr.serve.app import AnswerService, ServiceLimits, create_app
+from seakr.serve.render import answer_html
 
 AUTH = {"authorization": "Bearer t0k", "content-type": "application/json"}
 
@@ -33,3 +36,37 @@ def test_token_body_budget_and_nan():
     assert big.status_code == 422 and "max_rows" in big.json()["detail"]
     nan = c.post("/v1/answer", content=b'{"question": "q", "options": {"temperature": NaN}}', headers=AUTH)
     assert nan.status_code == 422
+
+
+def test_13_script_in_any_text_cannot_break_the_trace_page():
+    page = answer_html({"question": "<!--<script>", "answer": "</script><b>&", "trace": {}})
+    start = page.index("id='seakr-answer'>") + len("id='seakr-answer'>")
+    block = page[start: page.index("</script>", start)]
+    assert "<" not in block and ">" not in block
+    assert json.loads(block)["answer"] == "</script><b>&"
+
+
+def test_06_passages_are_cut_to_fit_the_context_by_the_documented_rule():
+    """A model with a small context: the prompt with long passages would overflow, so every passage is
+    cut to the same number of leading words (the most that fit), and the trace says so."""
+    from scripted import engine  # noqa: F401  (the scripted model needs no index here)
+    from seakr.methods import SingleRetrieval
+    from seakr.search.base import Passage
+
+    class Small(ScriptedLM):
+        def info(self):
+            return {**super().info(), "context_tokens": 900}
+
+    lm = Small(lambda v: Reply("So the answer is Paris."))
+    m = SingleRetrieval(lm, None, max_new_tokens=50)
+    long = [Passage(f"p{i}", f"T{i}", " ".join(f"w{i}x{j}" for j in range(400))) for i in range(3)]
+    from seakr.methods.trace import Tracer
+
+    tr = Tracer("Which city?", "single")
+    prompt, _ = m.render(tr, "Which city?", [], long)
+    cut = [e for e in tr.events if e.get("what") == "truncate"]
+    assert len(cut) == 1 and cut[0]["budget_tokens"] == 850 and 0 < cut[0]["words_per_passage"] < 400
+    n = cut[0]["words_per_passage"]
+    assert lm.count_tokens(prompt) <= 850 and all(f"w{i}x{n - 1} ..." in prompt and f"w{i}x{n} " not in prompt for i in range(3))
+    short, _ = m.render(tr, "Which city?", [], [Passage("s", "S", "Paris is the capital.")])
+    assert "Paris is the capital." in short and len(tr.events) == 1  # nothing cut when it fits

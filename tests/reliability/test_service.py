@@ -13,7 +13,6 @@ import pytest
 from helpers import HOTPOT, start_server
 from scripted import Reply, ScriptedLM
 from seakr.serve.app import AnswerRequest, AnswerService, ServiceLimits, work_of
-from seakr.serve.render import answer_html
 
 pytestmark = pytest.mark.slow
 LONG = {"delta": -1000, "max_steps": 6, "max_new_tokens": 40, "k": 6}  # retrieves every step: many model calls
@@ -178,11 +177,3 @@ def test_token_protects_every_route_but_health(index):
     finally:
         proc.terminate()
         proc.wait(20)
-
-
-def test_13_script_in_any_text_cannot_break_the_trace_page():
-    page = answer_html({"question": "<!--<script>", "answer": "</script><b>&", "trace": {}})
-    start = page.index("id='seakr-answer'>") + len("id='seakr-answer'>")
-    block = page[start: page.index("</script>", start)]
-    assert "<" not in block and ">" not in block
-    assert json.loads(block)["answer"] == "</script><b>&"

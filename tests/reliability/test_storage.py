@@ -75,7 +75,7 @@ def test_08_verify_checks_every_segment_file(small, suffix):
     f = next(p for p in small.path.iterdir() if p.name.endswith(suffix))
     damage(f)
     with pytest.raises(SearchError, match=f"differ from the build: .*{suffix}"):
-        TantivyEngine(small.path).verify()
+        TantivyEngine.check_files(small.path)  # the index may be too damaged to open: files first
     r = seakr("index", "info", str(small.path), "--verify")
     assert r.returncode == 2 and "differ from the build" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 

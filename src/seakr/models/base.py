@@ -75,6 +75,7 @@ class GenerationConfig:
     stop: tuple[str, ...] = ()
     stop_patterns: tuple[str, ...] = ()  # regular expressions; a match ends the text where it starts
     seed: int | None = 42
+    common_random_numbers: bool = True  # sample q of every prompt draws the same random stream (sampling.py)
     with_states: bool = True
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
 

@@ -8,8 +8,9 @@ and hands each caller its own results. Decode on a CPU is bound by reading the w
 step, so a step over 8x21 rows costs far less than 8 steps over 21 rows.
 
 Every other model call (token strings, attention, next-token log-probs) runs on the same worker
-thread, so the wrapped model is never entered concurrently. Merged calls share one random
-generator: samples stay reproducible for a given interleaving, not across concurrency levels.
+thread, so the wrapped model is never entered concurrently. A sampled row's random numbers depend
+only on the seed and its sample index (sampling.uniform_streams), so a question gets the same samples
+whichever questions share its call.
 """
 
 from __future__ import annotations

@@ -130,14 +130,17 @@ class CacheBackend:
 
 
 def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook, cfg: GenerationConfig,
-           gen: torch.Generator, eos_id: int, stats: dict) -> None:
-    """Run the rows of ``book`` to completion; the results stay in ``book``."""
+           streams: torch.Tensor, eos_id: int, stats: dict) -> None:
+    """Run the rows of ``book`` to completion; the results stay in ``book``. ``streams`` (prompts x
+    samples x steps) holds the uniform each sampled row draws at each step (sampling.uniform_streams)."""
     dev = prefilled[0].logits.device
     logits = torch.stack([p.logits for p in prefilled]).repeat_interleave(book.R, 0)
     pos = torch.tensor([p.tokens for p in prefilled for _ in range(book.R)], dtype=torch.long, device=dev)
-    started = False
+    started, t = False, 0
     while True:
-        nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, gen, eos_id)
+        rows = torch.tensor(book.row_prompts(), device=dev), torch.tensor(book.sample_index(), device=dev)
+        nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, streams[rows[0], rows[1], t], eos_id)
+        t += 1
         lse, logprob, entropy = token_stats(logits, nxt)
         feed, keep = book.advance(nxt, logprob, entropy, lse)
         if not keep:

@@ -31,13 +31,13 @@ from .decode import CacheBackend, SharedPrefixBackend, decode
 from .prefill import Prefilled, Prefiller
 from .registry import DEFAULT_MODEL, ModelError, cache_root, resolve
 from .rows import RowBook
-from .sampling import make_generator
+from .sampling import uniform_streams
 
 
 def default_threads() -> int:
     """``SEAKR_THREADS``, else every CPU this process may run on (``sched_getaffinity``: a container's
-    limit, not the host's count). On machines with hyper-threads, setting it to the physical core
-    count is usually faster for this memory-bound decode."""
+    limit, not the host's count; hyper-threads count as CPUs here, so set ``SEAKR_THREADS`` to the
+    physical cores to leave them out)."""
     n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, int(os.environ.get("SEAKR_THREADS", n)))
 
@@ -223,18 +223,18 @@ class HFLanguageModel:
         torch = self._torch
         t0 = time.time()
         self.stats["calls"] += 1
-        gen = make_generator(config.seed, self.device)
         with torch.inference_mode():
+            streams = uniform_streams(config, len(prompts), self.device)
             prefilled = [self.prefill(p, prefix) for p in prompts]
             # sliding-window caches cannot be left-padded side by side: decode those prompts one by one
-            groups = [prefilled] if not self._sliding else [[p] for p in prefilled]
-            results = [g for group in groups for g in self._decode(group, config, gen)]
+            groups = [list(range(len(prompts)))] if not self._sliding else [[i] for i in range(len(prompts))]
+            results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config, streams[group])]
         dt = time.time() - t0
         for r in results:
             r.seconds = dt / max(1, len(results))
         return results
 
-    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, gen) -> list[Generation]:
+    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
@@ -243,6 +243,6 @@ class HFLanguageModel:
             backend = SharedPrefixBackend(self.model, self.state_module, self.speedups.fast_step)
         else:
             backend = CacheBackend(self.model, self.state_module, self.pad_id)
-        decode(backend, prefilled, book, cfg, gen, self.eos_id, self.stats)
+        decode(backend, prefilled, book, cfg, streams, self.eos_id, self.stats)
         self.stats["generated_tokens"] += book.generated_tokens
         return book.generations([p.tokens for p in prefilled], [p.cached for p in prefilled])

@@ -67,6 +67,11 @@ class RowBook:
     def greedy_mask(self) -> torch.Tensor:
         return torch.tensor([self.rows[r].greedy for r in self.alive])
 
+    def sample_index(self) -> list[int]:
+        """For each row in the batch: which sample of its prompt it is (greedy rows: 0, unused)."""
+        first = 1 if self.rows[0].greedy else 0
+        return [max(0, r % self.R - first) for r in self.alive]
+
     def row_prompts(self) -> list[int]:
         """The prompt of every row in the batch, in batch order (non-decreasing)."""
         return [r // self.R for r in self.alive]

@@ -34,9 +34,24 @@ def token_stats(logits: torch.Tensor, chosen: torch.Tensor) -> tuple[torch.Tenso
     return lse, logits.gather(1, chosen[:, None])[:, 0] - lse, ent
 
 
-def choose_next(logits: torch.Tensor, greedy_rows: torch.Tensor, cfg: GenerationConfig, gen: torch.Generator,
+def uniform_streams(cfg: GenerationConfig, n_prompts: int, device) -> torch.Tensor:
+    """(n_prompts, n, max_new_tokens) uniforms: the random numbers sample row q of each prompt draws.
+
+    With ``common_random_numbers`` (the default) every prompt gets the *same* n streams: sample q of
+    one prompt and sample q of another see the same numbers, so when their U values are compared (the
+    re-rank candidates, the two final answers) the difference reflects the context, not the sampling
+    luck, and two identical prompts score identically. The streams depend only on the seed, never on
+    which other prompts share the call. Otherwise each prompt draws its own streams."""
+    gen = make_generator(cfg.seed, device)
+    shape = (1 if cfg.common_random_numbers else n_prompts, max(cfg.n, 1), cfg.max_new_tokens + 1)
+    u = torch.rand(shape, generator=gen, device=device)
+    return u.expand(n_prompts, -1, -1) if cfg.common_random_numbers else u
+
+
+def choose_next(logits: torch.Tensor, greedy_rows: torch.Tensor, cfg: GenerationConfig, uniforms: torch.Tensor | None,
                 eos_id: int) -> torch.Tensor:
-    """The next token of every row: argmax where ``greedy_rows`` is True, a top-k/top-p draw elsewhere."""
+    """The next token of every row: argmax where ``greedy_rows`` is True, elsewhere a top-k/top-p draw
+    by inverse CDF with the row's uniform from ``uniforms`` (one per row)."""
     if cfg.ignore_eos:  # benchmarks: force exactly max_new_tokens tokens
         logits = logits.clone()
         logits[:, eos_id] = -float("inf")
@@ -52,6 +67,8 @@ def choose_next(logits: torch.Tensor, greedy_rows: torch.Tensor, cfg: Generation
     if cfg.top_p < 1.0:
         excl = p.cumsum(-1) - p > cfg.top_p  # keep the smallest prefix whose mass reaches top_p
         p = p.masked_fill(excl, 0.0)
-    pick = torch.multinomial(p, 1, generator=gen)[:, 0]
+    cdf = p.cumsum(-1)
+    u = uniforms[rows].to(cdf.dtype) * cdf[:, -1]  # the kept mass need not sum to 1
+    pick = torch.searchsorted(cdf, u[:, None], right=True)[:, 0].clamp_(max=k - 1)
     nxt[rows] = ids.gather(1, pick[:, None])[:, 0]
     return nxt

@@ -258,15 +258,24 @@ class TantivyEngine:
         m["sources"] = self.manifest.get("sources", [])
         return m
 
-    def verify(self) -> bool:
-        """Check every file of the index against the sha256 the build recorded, then recompute the
-        checksum over every stored document (slow on big indexes)."""
-        want = self.manifest.get("files")
-        if want is not None:  # indexes built before per-file digests existed skip this part
-            have = file_digests(self.path)
+    @staticmethod
+    def check_files(path: str | os.PathLike) -> None:
+        """Every file of the index against the sha256 its build recorded; works on an index too damaged
+        to open. Indexes built before per-file digests existed pass."""
+        path = Path(path)
+        try:
+            want = json.loads((path / MANIFEST).read_text()).get("files")
+        except (OSError, json.JSONDecodeError) as e:
+            raise SearchError(f"{path}: no readable {MANIFEST} ({e})") from None
+        if want is not None:
+            have = file_digests(path)
             bad = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
             if bad:
-                raise SearchError(f"{self.path}: {len(bad)} index file(s) differ from the build: {', '.join(bad[:5])}")
+                raise SearchError(f"{path}: {len(bad)} index file(s) differ from the build: {', '.join(bad[:5])}")
+
+    def verify(self) -> bool:
+        """:meth:`check_files`, then recompute the checksum over every stored document (slow on big indexes)."""
+        self.check_files(self.path)
         t = _tantivy()
         total = 0
         with _guard(self.path, "reading every document"):

@@ -75,7 +75,7 @@ class ServiceLimits:
     """What one request may cost, and who may ask (``seakr serve --max-rows/--max-work/--max-body/--token``)."""
 
     max_rows: int = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
-    max_work: int = 200_000  # row-tokens of every call together, worst case (default SeaKR: ~63,000)
+    max_work: int = 200_000  # row-tokens of every call together, worst case (SeaKR with the paper's defaults: 62,244)
     max_body: int = 64 * 1024  # bytes of a request body
     token: str | None = None  # bearer token required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
