@@ -23,7 +23,7 @@ import numpy as np
 from ..models.base import ATTENTION, CHAT, GENERATE
 from .base import STEP_STOPS, Method, MethodConfig, final_from_steps
 from .text import QUERY_STOPWORDS, align_words, content_words, has_answer, mask_low_prob
-from .trace import Step, Tracer
+from .trace import Tracer
 
 
 class _Greedy(Method):
