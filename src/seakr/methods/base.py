@@ -181,14 +181,21 @@ class Method:
     # ------------------------------------------------------------------ prompts within the context window
     def prompt_budget(self) -> int | None:
         """Prompt tokens that leave room for the longest generation, or None when the model does not
-        say its context size."""
-        ctx = self.lm.info().get("context_tokens")
-        return None if not ctx else int(ctx) - self.config.max_new_tokens
+        say its context size (looked up once)."""
+        if not hasattr(self, "_budget"):
+            ctx = self.lm.info().get("context_tokens")
+            self._budget = None if not ctx else int(ctx) - self.config.max_new_tokens
+        return self._budget
+
+    def _fits(self, prompt: str, budget: int) -> bool:
+        # a token covers at least one byte (byte-level BPE, SentencePiece byte fallback): when the bytes
+        # (plus a few special tokens) fit, the tokens do, and the tokenizer need not run
+        return len(prompt.encode()) + 8 <= budget or self.lm.count_tokens(prompt) <= budget
 
     def check_question(self, question: str) -> None:
         """Refuse a question whose bare prompt (demonstrations + question) leaves no room to answer."""
         budget = self.prompt_budget()
-        if budget is not None:
+        if budget is not None and not self._fits(self.prompts.render(question)[0], budget):
             n = self.lm.count_tokens(self.prompts.render(question)[0])
             if n > budget:
                 raise ValueError(f"question too long: its prompt is {n} tokens, and with {self.config.max_new_tokens} "
@@ -202,14 +209,14 @@ class Method:
         how many); passages are never dropped and the question and steps are never cut."""
         prompt, prefix = self.prompts.render(question, steps, passages, tail)
         budget = self.prompt_budget()
-        if budget is None or not passages or self.lm.count_tokens(prompt) <= budget:
+        if budget is None or not passages or self._fits(prompt, budget):
             return prompt, prefix
         words = [p.text.split() for p in passages]
         cut = lambda m: [dataclasses.replace(p, text=" ".join(w[:m]) + " ...") for p, w in zip(passages, words)]  # noqa: E731
         lo, hi = 0, max(len(w) for w in words)  # the largest m whose prompt fits
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self.lm.count_tokens(self.prompts.render(question, steps, cut(mid), tail)[0]) <= budget:
+            if self._fits(self.prompts.render(question, steps, cut(mid), tail)[0], budget):
                 lo = mid
             else:
                 hi = mid - 1
