@@ -77,7 +77,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
     p.add_argument("--model", default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
-    p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
+                   help="how the model computes (default auto: the packaged model's fastest precision that passed "
+                        "the accuracy bar, else bf16 where native, else fp32); int8 is CPU only")
+    p.add_argument("--dtype", dest="precision", help=argparse.SUPPRESS)  # the older name of --precision
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--threads", type=positive_int, default=None)
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
@@ -95,7 +98,7 @@ def _add_method_args(p, methods) -> None:
 def _load(args):
     from .models import DEFAULT_MODEL, load_model
 
-    return load_model(args.model or DEFAULT_MODEL, dtype=args.dtype, device=args.device, threads=args.threads,
+    return load_model(args.model or DEFAULT_MODEL, precision=args.precision, device=args.device, threads=args.threads,
                       state_layer=args.layer)
 
 
@@ -344,7 +347,7 @@ def read_run_grid(args) -> list[tuple[str, str, dict]]:
 def worker_argv(args) -> list[str]:
     """The ``seakr eval`` arguments a shard worker needs to repeat this run."""
     out = ["--data", os.path.abspath(args.data), "--layout", args.layout, "--method", args.method, "--seed", str(args.seed),
-           "--dtype", args.dtype, "--device", args.device]
+           "--precision", args.precision, "--device", args.device]
     for flag, val in (("--model", args.model), ("--threads", args.threads), ("--layer", args.layer), ("--index", args.index),
                       ("--limit", args.limit), ("--prompt-set", args.prompt_set), ("--delta", args.delta)):
         if val is not None:

@@ -269,3 +269,26 @@ def test_common_random_numbers_reduce_the_noise_of_a_difference(tiny_lm):
             ga, gb = tiny_lm.generate([pa, pb], cfg)
             diffs[crn].append(U.ln_entropy([s.logprobs for s in ga.samples]) - U.ln_entropy([s.logprobs for s in gb.samples]))
     assert np.std(diffs[True]) < 0.6 * np.std(diffs[False]), diffs
+
+
+def test_a_longer_shared_prefix_is_prefilled_once_with_the_same_results(tiny_lm):
+    from seakr.models.hf import shared_prefix
+
+    demos = "Question: Who wrote Hamlet? Answer: William Shakespeare wrote Hamlet.\n\n"
+    kept = "Paris is the capital of France. The Seine flows through Paris. Berlin is in Germany.\n" * 2
+    prompts = [demos + kept + f"{c}\nQuestion: Which city? Answer:" for c in
+               ("The quick brown fox.", "Numbers 1 2 3.", "Berlin is in Germany.")]
+    assert shared_prefix(prompts, demos) == demos + kept
+    assert shared_prefix(prompts, demos, min_gain=10_000) == demos  # too little to gain: the cached prefix only
+    assert shared_prefix(["a\n b", "a\n c"], "") == ""  # no newline followed by a non-space: no cut
+    cfg = GenerationConfig(n=2, max_new_tokens=6, seed=5, ignore_eos=True)
+    before = tiny_lm.stats["prefill_tokens"]
+    together = tiny_lm.generate(prompts, cfg, prefix=demos)
+    spent = tiny_lm.stats["prefill_tokens"] - before
+    alone = [tiny_lm.generate([p], cfg, prefix=demos)[0] for p in prompts]
+    kept_tokens = len(tiny_lm.encode(kept, False))
+    assert spent <= sum(len(tiny_lm.encode(p)) for p in prompts) - 2 * kept_tokens  # the shared part once, not 3x
+    for g, a in zip(together, alone):
+        assert g.prompt_tokens == a.prompt_tokens
+        assert g.greedy.token_ids == a.greedy.token_ids
+        assert np.allclose(g.greedy.logprobs, a.greedy.logprobs, atol=1e-4)

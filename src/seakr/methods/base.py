@@ -314,7 +314,7 @@ class Method:
         info = self.lm.info()
         eng = self.engine.metadata() if self.engine is not None else None
         return {"method": self.name, "config": self.config.to_dict(), "prompt": self.prompts.to_dict(),
-                "model": {k: info.get(k) for k in ("model", "dtype", "device", "state_layer", "state_source", "threads")},
+                "model": {k: info.get(k) for k in ("model", "precision", "dtype", "device", "state_layer", "state_source", "threads")},
                 "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
 
 

@@ -72,7 +72,7 @@ class SeaKR(Method):
         from ..models import DEFAULT_MODEL, load_model
         from ..search import open_engine
 
-        lm_keys = {"dtype", "device", "threads", "state_layer", "state_source"}
+        lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm = load_model(model or DEFAULT_MODEL, **{k: options.pop(k) for k in list(options) if k in lm_keys})
         return cls(lm, open_engine(index) if index else None, **options)
 

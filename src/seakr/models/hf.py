@@ -29,7 +29,8 @@ from .attention import install
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from .prefill import Prefilled, Prefiller
-from .registry import DEFAULT_MODEL, ModelError, cache_root, resolve
+from .kernels import int8_available
+from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
 
@@ -62,12 +63,49 @@ def resolve_device(device: str):
     return dev
 
 
+PRECISIONS = ("auto", "float32", "bfloat16", "float16", "int8")
+_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def choose_precision(precision: str, model: str | None, device) -> str:
+    """The effective precision: an explicit one checked, ``"auto"`` resolved for ``model`` on ``device``."""
+    p = _ALIASES.get(precision, precision)
+    if p not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32/bf16/fp16), not {precision!r}")
+    if p != "auto":
+        return p
+    fast = getattr(REGISTRY.get(model or ""), "fast_precision", None)
+    if fast == "int8" and device.type == "cpu" and int8_available():
+        return "int8"
+    return str(speedups.default_dtype(device)).replace("torch.", "")
+
+
+def shared_prefix(prompts: Sequence[str], prefix: str, min_gain: int = 64) -> str:
+    """The longest text every prompt starts with, cut just after a newline that every prompt follows
+    with a non-space character (a boundary where tokenizing the two sides apart gives the tokens of
+    the whole: no merge spans it). ``prefix`` when that gains fewer than ``min_gain`` characters."""
+    common = os.path.commonprefix(list(prompts))
+    cut = len(common)
+    while cut > len(prefix):
+        cut = common.rfind("\n", len(prefix), cut)
+        if cut < 0:
+            break
+        if all(len(p) > cut + 1 and not p[cut + 1].isspace() for p in prompts):
+            return common[: cut + 1] if cut + 1 - len(prefix) >= min_gain else prefix
+    return prefix
+
+
 class HFLanguageModel:
     """A transformers causal LM behind the :class:`~seakr.models.base.LanguageModel` protocol.
 
     Args:
         model: registry name (``smollm2-135m``, ``qwen2.5-coder-0.5b`` ...), a ``.gguf`` file or a HF folder.
-        dtype: ``"auto"`` (bf16 where the device computes it natively, else fp32), ``"float32"`` or ``"bfloat16"``.
+        precision: how the model computes: ``"float32"``, ``"bfloat16"``, ``"float16"``, ``"int8"`` (int8
+            weights x dynamic int8 activations in every linear, the rest in bf16 where native; CPU
+            only) or ``"auto"``: the packaged model's measured fastest precision that passed the
+            accuracy bar (``benchmarks/results/precision_*.json``), else bf16 where the device
+            computes it natively, else float32. Aliases: fp32, bf16, fp16.
+        dtype: the older name of ``precision`` (float precisions only); used when ``precision`` is "auto".
         device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
         threads: torch intra-op threads (default: ``SEAKR_THREADS`` or the CPUs available to the process).
         state_layer: 0-based decoder layer whose output is the state vector; default ``L//2 - 1``
@@ -83,7 +121,7 @@ class HFLanguageModel:
             Default: ``SEAKR_ATTENTION`` or ``"shared"``.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, dtype: str = "auto", device: str = "cpu",
+    def __init__(self, model: str = DEFAULT_MODEL, *, precision: str = "auto", dtype: str = "auto", device: str = "cpu",
                  threads: int | None = None, state_layer: int | None = None, state_source: str = "mlp",
                  prefix_cache_size: int = 4, packed_linear: bool | None = None, fast_step: bool = True,
                  attention: str | None = None, _modules=None):
@@ -97,18 +135,22 @@ class HFLanguageModel:
         self._torch = torch
         torch.set_num_threads(threads or default_threads())
         self.device = resolve_device(device)
-        self.dtype = str(speedups.default_dtype(self.device)).replace("torch.", "") if dtype == "auto" else dtype
-        if self.dtype not in ("float32", "bfloat16", "float16"):
-            raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, not {dtype!r}")
+        self.precision = choose_precision(precision if precision != "auto" else dtype, model if _modules is None else None,
+                                          self.device)
+        native = str(speedups.default_dtype(self.device)).replace("torch.", "")
+        self.dtype = native if self.precision == "int8" else self.precision
         t0 = time.time()
         self._load(model, _modules)
         self._setup_state(state_layer, state_source)
         shared = attention == "shared" and install(self.model)
         self.speedups = speedups.apply(self.model, state_layer=self.state_layer, state_source=state_source,
-                                       shared_attention=shared, packed_linear=packed_linear, fast_step=fast_step)
+                                       shared_attention=shared, packed_linear=packed_linear, fast_step=fast_step,
+                                       int8=self.precision == "int8")
         self.shared_attention = shared
         self.load_seconds = time.time() - t0
-        self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "decode_steps": 0, "generated_tokens": 0, "calls": 0}
+        # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
+        self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "decode_steps": 0, "generated_tokens": 0, "calls": 0,
+                      "prefill_seconds": 0.0, "seconds": 0.0}
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
                                  cache_size=prefix_cache_size, stats=self.stats,
                                  context=getattr(self.model.config, "max_position_embeddings", None))
@@ -124,7 +166,7 @@ class HFLanguageModel:
             from transformers.utils import logging as hf_logging
 
             hf_logging.disable_progress_bar()
-            path, self.source = resolve(model)
+            path, self.source = resolve(model, self.precision)
             self.name = model
             cached = self.source.get("sha256") is not None and cache_root() in Path(path).parents
             try:
@@ -171,6 +213,7 @@ class HFLanguageModel:
     def info(self) -> dict:
         return {
             "model": self.name,
+            "precision": self.precision,
             "dtype": self.dtype,
             "device": str(self.device),
             **self.speedups.info(),
@@ -225,11 +268,14 @@ class HFLanguageModel:
         self.stats["calls"] += 1
         with torch.inference_mode():
             streams = uniform_streams(config, len(prompts), self.device)
-            prefilled = [self.prefill(p, prefix) for p in prompts]
+            shared = self.prefill.extend(prefix, shared_prefix(prompts, prefix)) if prefix and len(prompts) > 1 else None
+            prefilled = [self.prefill(p, prefix, shared) for p in prompts]
+            self.stats["prefill_seconds"] += time.time() - t0
             # sliding-window caches cannot be left-padded side by side: decode those prompts one by one
             groups = [list(range(len(prompts)))] if not self._sliding else [[i] for i in range(len(prompts))]
             results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config, streams[group])]
         dt = time.time() - t0
+        self.stats["seconds"] += dt
         for r in results:
             r.seconds = dt / max(1, len(results))
         return results

@@ -20,7 +20,8 @@ weights in memory (the original stays: the tied input embedding and transformers
 
 from __future__ import annotations
 
-import types
+import contextlib
+import warnings
 
 import torch
 
@@ -41,38 +42,41 @@ def _packed_linear(x, packed, bias):
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [None], "")
 
 
-def _packed_forward(self, x):
-    return _packed_linear(x, getattr(self, _ATTR), self.bias)
-
-
 _SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 
 
 class _Fused:
-    """One packed matmul serving sibling projections; holds the split output until the last reads it."""
+    """One packed matmul serving sibling projections; holds the split output until the last reads it.
 
-    def __init__(self, mods: list[torch.nn.Linear]):
-        self.packed = torch.ops.mkldnn._reorder_linear_weight(torch.cat([m.weight.detach() for m in mods]))
+    ``pack(weight, bias)`` -> an opaque packed form; ``run(x, packed)`` -> ``x @ weight.T + bias``."""
+
+    def __init__(self, mods: list[torch.nn.Linear], pack, run):
+        weights = torch.cat([m.weight.detach() for m in mods])
         has_bias = [m.bias is not None for m in mods]
-        self.bias = torch.cat([m.bias.detach() for m in mods]) if all(has_bias) else None
+        bias = torch.cat([m.bias.detach() for m in mods]) if all(has_bias) else None
+        self.packed, self.run = pack(weights, bias), run
         self.splits = [m.out_features for m in mods]
         self.x = None
         self.parts: list[torch.Tensor] = []
 
     def forward(self, i: int, mod: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
         if i == 0:
-            out = _packed_linear(x, self.packed, self.bias)
+            out = self.run(x, self.packed)
             self.x, self.parts = x, list(out.split(self.splits, -1))
         elif x is not self.x:  # not the sibling call pattern: compute this projection on its own
-            return torch.nn.functional.linear(x, mod.weight, mod.bias)
+            return self.run_one(i, x)
         part = self.parts[i]
         if i == len(self.splits) - 1:
             self.x, self.parts = None, []  # release the input and the output
         return part
 
+    def run_one(self, i: int, x: torch.Tensor) -> torch.Tensor:
+        lo = sum(self.splits[:i])
+        return self.run(x, self.packed)[..., lo: lo + self.splits[i]]
 
-def _fusable(mods) -> bool:
-    ok = all(_packable(m) for m in mods)
+
+def _fusable(mods, packable) -> bool:
+    ok = all(packable(m) for m in mods)
     return ok and len({m.in_features for m in mods}) == 1 and len({m.bias is None for m in mods}) == 1
 
 
@@ -80,31 +84,139 @@ def _packable(m) -> bool:
     return isinstance(m, torch.nn.Linear) and m.weight.dtype == torch.bfloat16 and m.weight.device.type == "cpu"
 
 
-def pack_linears(model: torch.nn.Module) -> int:
-    """Give every bf16 ``nn.Linear`` of ``model`` a packed weight (fused with its siblings where they
-    share an input) and a forward that uses it.
+class _Single:
+    """One packed projection (no siblings)."""
 
-    Returns how many layers now run packed. Call again after changing weights; :func:`unpack_linears`
-    restores the stock forward."""
+    def __init__(self, m: torch.nn.Linear, pack, run):
+        self.packed = pack(m.weight.detach(), None if m.bias is None else m.bias.detach())
+        self.run = run
+
+    def forward(self, i, mod, x):
+        return self.run(x, self.packed)
+
+
+def _install(model: torch.nn.Module, packable, pack, run, drop_weights: bool) -> int:
+    """Give every linear ``packable`` accepts a packed weight (fused with its siblings where they share
+    an input) and a forward that uses it. ``drop_weights`` frees the original weight (only when the
+    packed copy is all anyone reads)."""
     n = 0
     done: set[int] = set()
     with torch.inference_mode():
+        groups = []
         for parent in model.modules():
             for names in _SIBLINGS:
                 mods = [getattr(parent, a, None) for a in names]
-                if all(m is not None for m in mods) and _fusable(mods) and not any(id(m) in done for m in mods):
-                    fused = _Fused(mods)
-                    for i, m in enumerate(mods):
-                        setattr(m, _ATTR, fused)
-                        m.forward = (lambda f, i, m: lambda x: f.forward(i, m, x))(fused, i, m)
-                        done.add(id(m))
-                        n += 1
-        for m in model.modules():
-            if _packable(m) and id(m) not in done:
-                setattr(m, _ATTR, torch.ops.mkldnn._reorder_linear_weight(m.weight.detach()))
-                m.forward = types.MethodType(_packed_forward, m)
+                if all(m is not None for m in mods) and _fusable(mods, packable) and not any(id(m) in done for m in mods):
+                    groups.append(mods)
+                    done.update(id(m) for m in mods)
+        groups += [[m] for m in model.modules() if packable(m) and id(m) not in done]
+        for mods in groups:
+            impl = _Fused(mods, pack, run) if len(mods) > 1 else _Single(mods[0], pack, run)
+            for i, m in enumerate(mods):
+                setattr(m, _ATTR, impl)
+                m.forward = (lambda f, i, m: lambda x: f.forward(i, m, x))(impl, i, m)
+                if drop_weights:  # keep a 0-size tensor: dtype/device queries on the module still work
+                    m.weight = torch.nn.Parameter(m.weight.new_empty(0), requires_grad=False)
                 n += 1
     return n
+
+
+def pack_linears(model: torch.nn.Module) -> int:
+    """Give every bf16 ``nn.Linear`` of ``model`` a weight packed in oneDNN's blocked layout (fused
+    with its siblings where they share an input) and a forward that uses it.
+
+    Returns how many layers now run packed. Call again after changing weights; :func:`unpack_linears`
+    restores the stock forward."""
+    return _install(model, _packable, lambda w, b: (torch.ops.mkldnn._reorder_linear_weight(w), b),
+                    lambda x, p: _packed_linear(x, p[0], p[1]), drop_weights=False)
+
+
+# ------------------------------------------------------------------------------------------- int8
+def int8_available() -> bool:
+    """fbgemm/x86 quantised kernels are built into this torch (x86 CPU wheels have them)."""
+    return any(e in torch.backends.quantized.supported_engines for e in ("x86", "fbgemm"))
+
+
+def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-output-channel int8: ``w ~= q * scale[:, None]``, |error| <= scale / 2 per entry."""
+    w = w.detach().float()
+    scale = (w.abs().amax(1) / 127).clamp(min=1e-12)
+    q = torch.clamp(torch.round(w / scale[:, None]), -127, 127).to(torch.int8)
+    return q, scale
+
+
+@contextlib.contextmanager
+def _fbgemm():
+    # prepacking under the "x86" engine may pick oneDNN's int8 kernels, measured 1.5-2x slower than
+    # fbgemm's at 1-21 rows here; the packed object then keeps its kernel whatever the engine later is
+    old = torch.backends.quantized.engine
+    if "fbgemm" in torch.backends.quantized.supported_engines:
+        torch.backends.quantized.engine = "fbgemm"
+    try:
+        with warnings.catch_warnings():  # torch.ao's quantised tensors are deprecated in favour of torchao
+            warnings.simplefilter("ignore", UserWarning)
+            yield
+    finally:
+        torch.backends.quantized.engine = old
+
+
+def _pack_int8(w: torch.Tensor, b: torch.Tensor | None):
+    q, scale = quantize_int8(w)
+    with _fbgemm():
+        qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
+        return torch.ops.quantized.linear_prepack(qw, None if b is None else b.float()), w.dtype
+
+
+def _int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
+    # activations are quantised per call (dynamic, per tensor, asymmetric uint8) and the int32
+    # accumulator is rescaled to fp32 by fbgemm (VNNI: vpdpbusd, no int16 saturation, so no
+    # reduce_range); we hand back the model's dtype
+    w, dtype = packed
+    shape = x.shape
+    y = torch.ops.quantized.linear_dynamic(x.reshape(-1, shape[-1]).float(), w, False)
+    return y.reshape(*shape[:-1], y.shape[-1]).to(dtype)
+
+
+#: a call with at most this many rows runs int8, a larger one the float kernel. Measured on the
+#: project's Zen 4 (2 threads, Qwen-1.5B shapes, benchmarks/precision.py --micro): fbgemm int8 is 2-3x
+#: bf16 at 1 row, 1.6-1.9x at 21 rows (k+1) on the MLP and head matrices, and slower from ~60 rows on
+#: (0.5-0.9x at 63, 0.3-0.6x at a 500-token prefill), where oneDNN's bf16 kernel is compute-efficient.
+INT8_MAX_ROWS = 40
+
+
+def _pack_dual(w: torch.Tensor, b: torch.Tensor | None):
+    packed = packing_available(w.dtype)
+    flt = torch.ops.mkldnn._reorder_linear_weight(w) if packed else w.clone()
+    return _pack_int8(w, b), (packed, flt, b)
+
+
+def _dual_linear(x: torch.Tensor, p) -> torch.Tensor:
+    q8, (packed, w, b) = p
+    if x.numel() // x.shape[-1] <= INT8_MAX_ROWS:
+        return _int8_linear(x, q8)
+    return _packed_linear(x, w, b) if packed else torch.nn.functional.linear(x, w, b)
+
+
+def _int8able(m) -> bool:
+    return isinstance(m, torch.nn.Linear) and m.weight.device.type == "cpu" and m.weight.numel() > 0
+
+
+def quantize_linears_int8(model: torch.nn.Module, *, skip: tuple[str, ...] = ()) -> int:
+    """Run every ``nn.Linear`` of ``model`` (except modules whose name ends with one of ``skip``) as int8
+    weights x dynamically quantised int8 activations (fbgemm) on calls of at most
+    :data:`INT8_MAX_ROWS` rows (decode steps: greedy and k+1 sampled rows) and as the float kernel
+    (packed bf16 where native) on larger ones (prefills), fused with siblings like
+    :func:`pack_linears`; the plain float weights are freed. The lm_head is left alone when it is tied
+    to the input embedding (the lookup still needs the float table)."""
+    tied = {id(model.get_output_embeddings())} if _tied(model) else set()
+    names = {id(m): n for n, m in model.named_modules()}
+    ok = lambda m: _int8able(m) and id(m) not in tied and not names.get(id(m), "").endswith(skip)  # noqa: E731
+    return _install(model, ok, _pack_dual, _dual_linear, drop_weights=True)
+
+
+def _tied(model) -> bool:
+    out, inp = getattr(model, "get_output_embeddings", lambda: None)(), getattr(model, "get_input_embeddings", lambda: None)()
+    return out is not None and inp is not None and out.weight.data_ptr() == inp.weight.data_ptr()
 
 
 def unpack_linears(model: torch.nn.Module) -> int:

@@ -39,6 +39,7 @@ class Prefilled:
 
 @dataclass
 class PrefixEntry:
+    text: str
     ids: list[int]
     kv: list[tuple[torch.Tensor, torch.Tensor]]  # per layer (K, V), shared by every prompt, never written
     logits: torch.Tensor
@@ -101,14 +102,15 @@ class Prefiller:
         if self.context and n >= self.context:
             raise ValueError(f"prompt of {n} tokens does not fit the model's {self.context}-token context")
 
-    def __call__(self, prompt: str, prefix: str | None) -> Prefilled:
+    def __call__(self, prompt: str, prefix: str | None, shared: PrefixEntry | None = None) -> Prefilled:
+        """``shared``: the KV of a longer prefix this call's prompts have in common (:meth:`extend`)."""
         # sliding-window layers keep only a window of the prefix: no prefix reuse for those models
         if not prefix or self.keep_cache:
             return self.whole(self.encode(prompt, True))
         if not prompt.startswith(prefix):
             raise ValueError("prompt does not start with the given prefix")
-        rest = self.encode(prompt[len(prefix):], False)
-        entry = self.prefix(prefix)
+        entry = shared if shared is not None and prompt.startswith(shared.text) else self.prefix(prefix)
+        rest = self.encode(prompt[len(entry.text):], False)
         P = len(entry.ids)
         self._fits(P + len(rest))
         if not rest:
@@ -135,9 +137,22 @@ class Prefiller:
         self._fits(len(ids))
         cache = self._new_cache()
         out = self._forward(ids, cache)
-        entry = PrefixEntry(ids, _kv_of(cache), out.logits[0, -1].float())
+        entry = PrefixEntry(prefix, ids, _kv_of(cache), out.logits[0, -1].float())
         self.prefixes.put(prefix, entry)
         return entry
+
+    def extend(self, prefix: str, longer: str) -> PrefixEntry | None:
+        """The KV of ``longer`` (which starts with the cached ``prefix``), prefilled once on top of the
+        prefix's KV, for the prompts of one call that share it (the re-rank candidates share the
+        demonstrations, the kept passages and more). Not kept in the LRU: it is one call's. None
+        where prefixes cannot be reused in place."""
+        if self.keep_cache or not self.in_place or not longer.startswith(prefix) or len(longer) == len(prefix):
+            return None
+        base, rest = self.prefix(prefix), self.encode(longer[len(prefix):], False)
+        self._fits(len(base.ids) + len(rest))
+        part = self._in_place(base, rest)
+        kv = [(torch.cat(ks, -2), torch.cat(vs, -2)) for ks, vs in part.kv]
+        return PrefixEntry(longer, base.ids + rest, kv, part.logits)
 
     def _in_place(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:
         P, T = len(entry.ids), len(rest)

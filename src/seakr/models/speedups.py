@@ -4,6 +4,8 @@ Everything here changes how fast a step runs, never what it computes (each piece
 bit-identical, or within a stated tolerance, against the plain path):
 
 * packed bf16 linears (:mod:`~seakr.models.kernels`) where oneDNN runs bf16 natively;
+* int8 linears (int8 weights x dynamic int8 activations, fbgemm/VNNI) when the precision is int8:
+  within a measured tolerance, not identical (``benchmarks/results/precision_*.json``);
 * a decode step outside transformers' module machinery for Llama/Qwen2 (:mod:`~seakr.models.fastpath`).
 
 Off CPU, or where a piece does not apply, :func:`apply` leaves the model as it is and says so in
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from . import fastpath
-from .kernels import pack_linears, packing_available
+from .kernels import int8_available, pack_linears, packing_available, quantize_linears_int8
 
 
 def cpu_runs_bf16_natively() -> bool:
@@ -34,13 +36,15 @@ def cpu_runs_bf16_natively() -> bool:
 class Speedups:
     packed_linear: bool = False
     fast_step: fastpath.FastDecoder | None = None
+    int8_linears: int = 0
 
     def info(self) -> dict:
-        return {"packed_linear": self.packed_linear, "fast_decode": self.fast_step is not None}
+        return {"packed_linear": self.packed_linear, "int8_linears": self.int8_linears,
+                "fast_decode": self.fast_step is not None}
 
 
 def apply(model, *, state_layer: int, state_source: str, shared_attention: bool,
-          packed_linear: bool | None = None, fast_step: bool = True) -> Speedups:
+          packed_linear: bool | None = None, fast_step: bool = True, int8: bool = False) -> Speedups:
     """Install what applies to ``model`` on this machine.
 
     Args:
@@ -48,9 +52,16 @@ def apply(model, *, state_layer: int, state_source: str, shared_attention: bool,
             it cannot); ``False`` keeps ``F.linear``.
         fast_step: use the module-free decode step where the architecture allows; it needs our
             shared-prefix attention.
+        int8: run the linears as int8 (CPU only; replaces the bf16 packing).
     """
     dtype = next(model.parameters()).dtype
     on_cpu = next(model.parameters()).device.type == "cpu"
+    if int8:
+        if not (on_cpu and int8_available()):
+            raise ValueError("precision int8 runs on CPU with torch's fbgemm/x86 quantised kernels; use bf16 on this device")
+        n = quantize_linears_int8(model)
+        fast = fastpath.build(model, state_layer, state_source) if (fast_step and shared_attention) else None
+        return Speedups(False, fast, n)
     can_pack = on_cpu and packing_available(dtype)
     if packed_linear and not can_pack:
         raise ValueError("packed_linear=True needs bfloat16 on a CPU where oneDNN runs bf16 natively")

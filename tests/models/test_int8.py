@@ -1,0 +1,112 @@
+"""int8 linears (models/kernels.py) against their fp32 reference, and ``precision`` plumbing."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+from seakr.models import GenerationConfig
+from seakr.models.hf import HFLanguageModel, choose_precision
+from seakr.models import kernels
+from seakr.models.kernels import int8_available, quantize_int8, quantize_linears_int8
+
+needs_int8 = pytest.mark.skipif(not int8_available(), reason="torch without fbgemm/x86 quantised kernels")
+
+
+def _tiny_qwen(tok, tie=False):
+    torch.manual_seed(1)
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=160, num_hidden_layers=3,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=tie)
+    m = Qwen2ForCausalLM(cfg)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
+                mod.bias.normal_(0, 0.5)
+    return m
+
+
+def test_quantize_int8_error_within_half_a_step_per_channel():
+    torch.manual_seed(0)
+    w = torch.randn(300, 96) * torch.rand(300, 1) * 3
+    q, s = quantize_int8(w)
+    assert q.dtype == torch.int8 and s.shape == (300,)
+    err = (q.float() * s[:, None] - w).abs()
+    assert bool((err <= s[:, None] / 2 + 1e-6).all())
+    assert int(q.abs().max()) == 127  # every row's largest entry maps to the end of the range
+
+
+@needs_int8
+def test_int8_linear_close_to_fp32_reference_with_and_without_bias():
+    # tolerance: int8 weights (step = max|w_row|/127) x uint8 activations (step = range(x)/255) give a
+    # relative error of about 1 % of the output's scale on random data; we allow 3 %
+    torch.manual_seed(0)
+    for bias in (False, True):
+        lin = torch.nn.Linear(256, 300, bias=bias)
+        lin_ref = copy.deepcopy(lin)
+        x = torch.randn(21, 256)
+        with torch.inference_mode():
+            ref = lin(x)
+            assert quantize_linears_int8(lin) == 1
+            out = lin(x)
+            big = torch.randn(kernels.INT8_MAX_ROWS + 1, 256)
+            exact = big @ lin_ref.weight.T + (lin_ref.bias if bias else 0)
+            torch.testing.assert_close(lin(big), exact)  # a prefill-sized call runs the float kernel
+        assert lin.weight.numel() == 0  # the plain float weight is freed
+        rel = (out - ref).norm() / ref.norm()
+        assert out.shape == ref.shape and float(rel) < 0.03, float(rel)
+
+
+@needs_int8
+def test_int8_model_decodes_close_to_fp32_and_keeps_a_tied_head(tiny_lm):
+    tok = tiny_lm.tokenizer
+    ref = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), precision="float32", threads=1)
+    q8 = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), precision="int8", threads=1)
+    assert q8.info()["precision"] == "int8" and q8.speedups.int8_linears == 3 * 7 + 1  # 7 per layer + lm_head
+    prompt = "Question: Who wrote Hamlet? Answer:"
+    with torch.inference_mode():
+        a, b = ref.prefill(prompt, None).logits, q8.prefill(prompt, None).logits
+    assert float(torch.nn.functional.cosine_similarity(a, b, dim=0)) > 0.99
+    cfg = GenerationConfig(n=4, max_new_tokens=8, seed=3, ignore_eos=True)
+    g = q8.generate([prompt], cfg)[0]
+    assert len(g.samples) == 4 and all(s.state is not None and np.isfinite(s.state).all() for s in g.samples)
+    tied = HFLanguageModel(_modules=(_tiny_qwen(tok, tie=True), tok), precision="int8", threads=1)
+    assert tied.speedups.int8_linears == 3 * 7  # the head shares the embedding table: left in float
+    assert tied.model.get_input_embeddings().weight.numel() > 0
+
+
+def test_precision_names_aliases_and_errors():
+    cpu = torch.device("cpu")
+    assert choose_precision("bf16", None, cpu) == "bfloat16" and choose_precision("fp32", None, cpu) == "float32"
+    assert choose_precision("int8", None, cpu) == "int8"
+    assert choose_precision("auto", None, cpu) in ("bfloat16", "float32")  # an unknown model: the native float
+    with pytest.raises(ValueError, match="precision must be one of"):
+        choose_precision("int3", None, cpu)
+
+
+def test_int8_off_cpu_is_refused_in_one_line(tiny_lm):
+    from seakr.models import speedups
+
+    model = _tiny_qwen(tiny_lm.tokenizer).to(torch.device("meta"))
+    with pytest.raises(ValueError, match="precision int8 runs on CPU"):
+        speedups.apply(model, state_layer=0, state_source="mlp", shared_attention=False, int8=True)
+
+
+@needs_int8
+@pytest.mark.slow
+def test_precision_reaches_the_model_from_the_command_line():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "seakr.cli", *a], capture_output=True, timeout=600, env=env)  # noqa: E731
+    r = run("ask", "--model", "smollm2-135m", "--precision", "int8", "--method", "cot", "--json", "Who wrote Hamlet?")
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    assert '"precision": "int8"' in r.stderr.decode() + r.stdout.decode()
+    bad = run("ask", "--precision", "int3", "Who wrote Hamlet?")
+    assert bad.returncode == 2 and b"--precision" in bad.stderr and len(bad.stderr.decode().strip().splitlines()) <= 2
+    json.loads(r.stdout.decode().strip().splitlines()[-1])
