@@ -34,6 +34,9 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--no-concurrent", action="store_true", help="skip the N-in-flight pass (4a only)")
+    ap.add_argument("--precision", default="auto")
+    ap.add_argument("--rows", default=None, help="keep per-question rows here (resumable; no question text)")
+    ap.add_argument("--methods", default="ircot,seakr")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     data = os.path.join(DATA, "hotpotqa", "dev_hard100.hf.jsonl")
@@ -41,25 +44,37 @@ def main():
     full = load_dataset(data)
     exs = full[: a.questions]
     engine = open_engine(pooled_index(data, full, [filler]))
-    lm = load_model(a.model)
+    t0 = time.perf_counter()
+    lm = load_model(a.model, precision=a.precision)
+    load_s = time.perf_counter() - t0
     opts = {"max_new_tokens": a.max_new_tokens, "prompt_set": "hotpotqa"}
-    res = {"benchmark": "e2e", "model": a.model, "questions": len(exs),
+    res = {"benchmark": "e2e", "model": a.model, "precision": lm.precision, "load_seconds": round(load_s, 1),
+           "questions": len(exs),
            "concurrency": None if a.no_concurrent else a.concurrency, **opts}
     with tempfile.TemporaryDirectory() as td:
-        passes = [("ircot", lm, 1), ("seakr", lm, 1)]
+        td = a.rows or td
+        passes = [(m, lm, 1) for m in a.methods.split(",")]
         if not a.no_concurrent:
             passes.append(("seakr", BatchingModel(lm), a.concurrency))
         for name, model, conc in passes:
-            t = time.perf_counter()
-            s = run_eval(build_method(name, model, engine, **opts), exs, os.path.join(td, f"{name}-{conc}"),
+            t, st = time.perf_counter(), dict(lm.stats)
+            s = run_eval(build_method(name, model, engine, **opts), exs, os.path.join(td, f"{name}-{conc}"), resume=bool(a.rows),
                          concurrency=conc, name=name)
             wall = time.perf_counter() - t
             key = f"{name}_c{conc}"
             res[key] = {"wall_seconds": round(wall, 1), "seconds_per_question": round(wall / len(exs), 2),
                         "questions_per_minute": round(60 * len(exs) / wall, 3), "f1": round(s["f1"], 3),
                         "model_calls_per_question": round(s["model_calls_per_question"], 2),
-                        "retrieval_rate": round(s["retrieval_rate"], 2)}
-    res["seakr_over_ircot_seconds"] = round(res["seakr_c1"]["seconds_per_question"] / res["ircot_c1"]["seconds_per_question"], 2)
+                        "retrieval_rate": round(s["retrieval_rate"], 2),
+                        "prefill_share_of_model_seconds": round((lm.stats["prefill_seconds"] - st["prefill_seconds"])
+                                                                / max(1e-9, lm.stats["seconds"] - st["seconds"]), 3),
+                        "prefill_tokens_per_question": round((lm.stats["prefill_tokens"] - st["prefill_tokens"]) / len(exs))}
+    if "seakr_c1" in res and "ircot_c1" in res:
+        res["seakr_over_ircot_seconds"] = round(res["seakr_c1"]["seconds_per_question"] / res["ircot_c1"]["seconds_per_question"], 2)
+    import resource
+
+    res["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
+    res["date"] = time.strftime("%Y-%m-%d")
     if not a.no_concurrent:
         res["throughput_gain_c%d_over_c1" % a.concurrency] = round(
             res[f"seakr_c{a.concurrency}"]["questions_per_minute"] / res["seakr_c1"]["questions_per_minute"], 2)

@@ -35,3 +35,14 @@ def test_bootstrap_and_auroc():
     assert auroc([1, 1], [True, False]) == 0.5
     assert auroc([float("inf"), 0.0, -1.0], [True, False, False]) == 1.0
     assert pearson([1, 2, 3, 4], [2, 4, 6, 8]) == pytest.approx(1.0)
+
+
+def test_spearman_ranks_with_ties_and_monotone_maps():
+    from seakr.eval.metrics import spearman
+
+    x = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert spearman(x, [v ** 3 for v in x]) == pytest.approx(1.0)  # any increasing map: 1
+    assert spearman(x, [-v for v in x]) == pytest.approx(-1.0)
+    # ties share their mean rank: the textbook value for this pair is 0.9
+    assert spearman([1, 2, 3, 4, 5], [1, 3, 2, 4, 5]) == pytest.approx(0.9)
+    assert spearman([1, 1, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833, abs=1e-6)

@@ -96,3 +96,18 @@ def pearson(x, y) -> float:
     if ok.sum() < 3 or np.std(x[ok]) == 0 or np.std(y[ok]) == 0:
         return float("nan")
     return float(np.corrcoef(x[ok], y[ok])[0, 1])
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation (Pearson over average ranks; ties share their mean rank)."""
+    def ranks(v):
+        v = _ranked(v)
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v), dtype=float)
+        for val in np.unique(v):  # ties: their mean rank
+            tie = v == val
+            r[tie] = r[tie].mean()
+        return r
+
+    return pearson(ranks(x), ranks(y))
