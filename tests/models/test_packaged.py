@@ -88,3 +88,29 @@ def test_smollm2_bf16_packed_linears_change_no_number():
     assert torch.equal(packed[0], stock[0])
     assert packed[1] == stock[1] and packed[2] == stock[2] and len(packed[2][0]) > 0
     assert np.allclose(packed[3], stock[3], atol=1e-3)
+
+
+def test_cache_store_follows_the_precision_and_an_fp32_store_serves_all(tmp_path, monkeypatch):
+    from seakr.models import registry
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    base = tmp_path / "models" / "m-0123"
+    assert registry.stored_dtype("int8") == registry.stored_dtype("bfloat16") == "bfloat16"
+    assert registry.stored_dtype("float32") == registry.stored_dtype("float16") == "float32"
+    assert registry._cache_dirs(base, "int8") == [base.with_name("m-0123-bf16"), base]
+    assert registry._cache_dirs(base, "float32") == [base]
+    calls = []
+
+    def fake_convert(gguf, out, meta, dtype):  # records what would be converted, writes the marker
+        calls.append((out.name, dtype))
+        out.mkdir(parents=True)
+        (out / "seakr-source.json").write_text(json.dumps({**meta, "stored_dtype": dtype}))
+
+    monkeypatch.setattr(registry, "_convert_gguf", fake_convert)
+    path, meta = registry._converted(base, "int8", "m", lambda td: td / "x.gguf", {"name": "m"})
+    assert path.name == "m-0123-bf16" and meta["stored_dtype"] == "bfloat16"
+    registry._converted(base, "bfloat16", "m", lambda td: td / "x.gguf", {"name": "m"})  # reused, not converted
+    path, _ = registry._converted(base, "float32", "m", lambda td: td / "x.gguf", {"name": "m"})
+    assert path == base and calls == [("m-0123-bf16", "bfloat16"), ("m-0123", "float32")]
+    path, _ = registry._converted(base, "int8", "m", lambda td: td / "x.gguf", {"name": "m"})
+    assert path.name == "m-0123-bf16" and len(calls) == 2  # its own store first, and nothing converted again
