@@ -41,6 +41,20 @@ def eigen_score(states: np.ndarray, alpha: float = 1e-3) -> float:
     return float(logdet / k)
 
 
+def jackknife_se(states: np.ndarray, alpha: float = 1e-3) -> float:
+    """Standard error of :func:`eigen_score` over its k samples, by the jackknife: the k leave-one-out
+    scores' spread, scaled by (k-1)/k. Deterministic, and without the duplicated rows a bootstrap
+    resample would put into the Gram matrix (duplicates collapse its log-determinant)."""
+    z = np.asarray(states, dtype=np.float64)
+    if z.ndim != 2 or z.shape[0] < 3:
+        return UNCERTAIN
+    k = z.shape[0]
+    loo = np.array([eigen_score(np.delete(z, i, axis=0), alpha) for i in range(k)])
+    if not np.isfinite(loo).all():
+        return UNCERTAIN
+    return float(np.sqrt((k - 1) / k * ((loo - loo.mean()) ** 2).sum()))
+
+
 def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
     """INSIDE's original variant: covariance of the k vectors (``np.cov``, rows as variables, i.e.
     centred over features and divided by d-1), plus alpha I, then the mean of log10 eigenvalues."""

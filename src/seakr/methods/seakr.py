@@ -28,12 +28,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from .. import uncertainty as U
 from .base import STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick
 from .text import align_words, build_query, drop_answer_sentence, has_answer
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
-RERANK = ("self-aware", "engine")
+RERANK = ("self-aware", "engine", "guarded")
 REASONING = ("self-aware", "rationales", "knowledge")
 
 
@@ -42,7 +45,8 @@ class SeaKRConfig(MethodConfig):
     delta: float | None = None  # None: calibration file -> packaged measurement -> paper's -6
     keep_p: float = 0.9  # query: keep words whose tokens all have p >= keep_p
     retrieval: str = "self-aware"  # | always        (ablation "- S.A. retrieval")
-    rerank: str = "self-aware"  # | engine           (ablation "- S.A. re-rank": search-engine top-1)
+    rerank: str = "self-aware"  # | engine (ablation "- S.A. re-rank": search-engine top-1) | guarded (ours)
+    rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
     reasoning: str = "self-aware"  # | rationales | knowledge
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
 
@@ -52,6 +56,20 @@ class SeaKRConfig(MethodConfig):
                                    (self.reasoning, REASONING, "reasoning"), (self.mode, ("multihop", "simple"), "mode")):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
+
+
+def guarded_departs(u_top: float | None, u_alt: float | None, se_top: float, se_alt: float, z: float) -> bool:
+    """Whether an alternative beats the engine's top-1 by more than the noise: U_top - U_alt > z x the
+    standard error of the difference (the two estimates' jackknife errors, independent samples).
+    A top-1 that failed (U = +inf or None) yields to any finite alternative; an alternative with no
+    error estimate never displaces a finite top-1."""
+    top = math.inf if u_top is None else u_top
+    alt = math.inf if u_alt is None else u_alt
+    if math.isinf(top):
+        return not math.isinf(alt)
+    if math.isinf(alt) or math.isinf(se_top) or math.isinf(se_alt):
+        return False
+    return top - alt > z * math.hypot(se_top, se_alt)
 
 
 class SeaKR(Method):
@@ -151,19 +169,31 @@ class SeaKR(Method):
         through the model in one batched call."""
         rendered = [self.render(tr, question, steps, kept + [h]) for h in hits]
         res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS)
-        return [{"id": h.id, "title": h.title, "rank": r, "step": x.text, "u": x.u, "chosen": False}
+        cand = [{"id": h.id, "title": h.title, "rank": r, "step": x.text, "u": x.u, "chosen": False}
                 for r, (h, x) in enumerate(zip(hits, res))]
+        if self.config.rerank == "guarded":
+            for c, x in zip(cand, res):
+                states = [s.state for s in x.gen.samples if s.state is not None]
+                c["u_se"] = U.jackknife_se(np.stack(states)) if len(states) >= 3 else U.UNCERTAIN
+        return cand
 
-    def choose(self, us: list[float | None]) -> int:
+    def choose(self, us: list[float | None], ses: list[float] | None = None) -> int:
         """Self-aware re-ranking (paper §3.2): the candidate with the lowest U (ties: the engine's
-        order); the ablation ``rerank=engine`` keeps the engine's top-1."""
-        return 0 if self.config.rerank == "engine" else min_u_index(us)
+        order); the ablation ``rerank=engine`` keeps the engine's top-1; ``rerank=guarded`` (beyond
+        the paper) leaves the top-1 only for a candidate whose U is lower by more than the noise of
+        the difference (:func:`guarded_departs`)."""
+        if self.config.rerank == "engine":
+            return 0
+        best = min_u_index(us)
+        if self.config.rerank == "guarded" and best != 0:
+            return best if guarded_departs(us[0], us[best], ses[0], ses[best], self.config.rerank_z) else 0
+        return best
 
     def rerank(self, tr, question, steps, kept, hits) -> tuple[int, list[dict]]:
         if self.config.rerank == "engine":
             hits = hits[:1]  # ablation: trust the search engine's order (and spend nothing on the others)
         cand = self.score_candidates(tr, question, steps, kept, hits)
-        best = self.choose([c["u"] for c in cand])
+        best = self.choose([c["u"] for c in cand], [c.get("u_se", 0.0) for c in cand])
         cand[best]["chosen"] = True
         tr.decision("rerank", rule=self.config.rerank, chosen=cand[best]["id"], us=[c["u"] for c in cand])
         return best, cand
