@@ -25,6 +25,7 @@ from seakr.methods.text import (Word, align_words, build_query, drop_answer_sent
     ("So the answer is American.What is the capital of the country where the Petronas Towers stand?", "American"),
     ("So the answer is St.Louis.", "St.Louis"),
     ("So the answer is the U.S.Army.", "the U.S.Army"),
+    ("So the answer is Indiana.**Created Question**:", "Indiana"),  # 1.5B, HotpotQA dev, 2026-11-24
 ])
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected
@@ -73,6 +74,8 @@ def test_pick_rules():
 
 @pytest.mark.parametrize("text,cut", [
     ("Kubrick was American.What is the capital", "Kubrick was American"),  # run-on sentence: stop here
+    ("So the answer is Indiana.**Created Question**:", "So the answer is Indiana"),  # seen with the 1.5B
+    ("It is in Indiana.# Notes", "It is in Indiana"),
     ("He lived in St. Louis", None), ("It is in the U.S.Army base", None), ("Mr.Smith said", None),
     ("The answer is 15,140.", None), ("born August 25, 1963", None),
 ])

@@ -21,9 +21,10 @@ from .trace import Answer, Tracer
 STEP_STOPS = (". ", ".\n", "\n", "\nQuestion:", "\nContext", " Question:")
 #: Stop strings of a whole answer (final reasoning / CoT).
 ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n", " Question:")
-#: A sentence that ends with no space before the next ("American.What is ..."): a word of two or
-#: more lower-case letters, a period, a capital. Abbreviations ("St. Louis", "U.S.") never match.
-RUN_ON = r"(?<=[a-z]{2})\.(?=[A-Z])"
+#: A sentence that ends with no space before the next ("American.What is ...", "Indiana.**Created
+#: Question**" from the 1.5B): a word of two or more lower-case letters, a period, then a capital or
+#: the start of markup (* # [). Abbreviations ("St. Louis", "U.S.") never match.
+RUN_ON = r"(?<=[a-z]{2})\.(?=[A-Z*#\[])"
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
 PAPER_DELTA = -6.0
 

@@ -51,7 +51,7 @@ _ABBREV = {"st", "dr", "mr", "mrs", "ms", "jr", "sr", "mt", "ft", "vs", "no", "c
 def _first_sentence(s: str) -> str:
     """Up to the first period that ends a sentence (not an abbreviation or an initial), also one with
     no space before the next sentence ("American.What is ...")."""
-    for m in re.finditer(r"\.(?=\s|$|[A-Z])", s):
+    for m in re.finditer(r"\.(?=\s|$|[A-Z*#\[])", s):
         word = re.findall(r"[\w.]+$", s[: m.start()])
         w = word[0].lower() if word else ""
         if w in _ABBREV or (len(w) == 1 and w.isalpha()) or "." in w.rstrip("."):
