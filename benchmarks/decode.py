@@ -33,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from seakr.models import GenerationConfig, load_model  # noqa: E402
-from seakr.models.kernels import pack_linears, unpack_linears  # noqa: E402
+from seakr.models.kernels import pack_linears, packing_available, unpack_linears  # noqa: E402
 from seakr.prompts import PromptBuilder  # noqa: E402
 
 
@@ -111,7 +111,8 @@ def main():
     ap.add_argument("--in-flight", type=int, default=8, help="prompts merged into one call (0: skip)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    lm = load_model(a.model, dtype=a.dtype)
+    # plain weights kept (packed_linear=False): this benchmark switches packing on and off
+    lm = load_model(a.model, dtype=a.dtype, packed_linear=False)
     pb = PromptBuilder("hotpotqa")
     prompt, _ = pb.render("Which city is farther north, Oslo or Helsinki?")
     # distinct prompts of about the same length, as concurrent questions' calls would be
@@ -124,8 +125,9 @@ def main():
     wb = weight_bytes(lm.model)
     flags = cpu_flags()
 
-    modes = {"shipped": (lm.speedups.packed_linear, lm.speedups.fast_step)}
-    if lm.speedups.packed_linear or lm.speedups.fast_step is not None:
+    can_pack = packing_available(lm.model.dtype)
+    modes = {"shipped": (can_pack, lm.speedups.fast_step)}
+    if can_pack or lm.speedups.fast_step is not None:
         modes["stock"] = (False, None)  # F.linear on plain weights, transformers' module forward
 
     def set_mode(name):
@@ -133,7 +135,7 @@ def main():
         unpack_linears(lm.model)
         if packed:
             pack_linears(lm.model)
-        lm.speedups.fast_step = fast
+        lm.speedups.fast_step, lm.speedups.packed_linear = fast, packed
 
     # Interleaved rounds (shipped, stock, shipped, stock ...) so the machine's drift hits both alike;
     # medians over rounds. The bandwidth is measured in every round too.

@@ -35,7 +35,10 @@ def _params():
     p = _orig(); p.use_extra_bufts = False; return p
 C.llama_model_default_params = _params
 gguf, threads, rounds, k, new, prompt = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.stdin.read()
-llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=2048, n_batch=512, verbose=False)
+# n_batch = n_ctx: without logits_all this llama-cpp-python sizes its score buffer by n_batch yet
+# writes the row of the absolute position (IndexError past n_batch); the physical batch (n_ubatch,
+# 512) is unchanged
+llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=1024, n_batch=1024, verbose=False)
 toks = llm.tokenize(prompt.encode())
 pre, dec, kc = [], [], []
 for _ in range(rounds):

@@ -80,3 +80,14 @@ def test_sibling_projections_fuse_and_fall_back(tiny_lm):
         assert attn.q_proj._seakr_packed.x is None  # the last sibling released the shared input
     for a, b in zip(out, ref):
         torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-2)
+
+
+def test_the_loaded_model_keeps_only_the_packed_weights(tiny_lm):
+    tok = tiny_lm.tokenizer
+    lm = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
+    lins = [m for m in lm.model.modules() if isinstance(m, torch.nn.Linear)]
+    head = lm.model.get_output_embeddings()
+    tied = head.weight.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr()
+    assert all(m.weight.numel() == 0 for m in lins if not (tied and m is head))  # half the memory
+    with pytest.raises(ValueError, match="packed_linear=False"):
+        unpack_linears(lm.model)

@@ -67,8 +67,7 @@ def test_smollm2_bf16_packed_linears_change_no_number():
 
     if not packing_available(torch.bfloat16):
         pytest.skip("CPU without native bf16 oneDNN")
-    lm = load_model("smollm2-135m", dtype="bfloat16")
-    assert lm.speedups.packed_linear
+    lm = load_model("smollm2-135m", dtype="bfloat16", packed_linear=False)  # plain weights kept to compare
     prompt = "Question: Which river flows through Paris?\nAnswer: The river"
     ids = lm.encode(prompt)
     cfg = GenerationConfig(n=3, max_new_tokens=16, seed=5)
@@ -81,10 +80,10 @@ def test_smollm2_bf16_packed_linears_change_no_number():
         g = lm.generate([prompt], cfg)[0]
         return logits, ref, [g.greedy.token_ids] + [s.token_ids for s in g.samples], g.states
 
+    stock = run()
+    assert pack_linears(lm.model) > 0
     packed = run()
     unpack_linears(lm.model)
-    stock = run()
-    pack_linears(lm.model)
     assert torch.equal(packed[0], stock[0])
     assert packed[1] == stock[1] and packed[2] == stock[2] and len(packed[2][0]) > 0
     assert np.allclose(packed[3], stock[3], atol=1e-3)

@@ -48,13 +48,13 @@ _SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 class _Fused:
     """One packed matmul serving sibling projections; holds the split output until the last reads it.
 
-    ``pack(weight, bias)`` -> an opaque packed form; ``run(x, packed)`` -> ``x @ weight.T + bias``."""
+    ``pack(weight, bias, mods)`` -> an opaque packed form; ``run(x, packed)`` -> ``x @ weight.T + bias``."""
 
     def __init__(self, mods: list[torch.nn.Linear], pack, run):
         weights = torch.cat([m.weight.detach() for m in mods])
         has_bias = [m.bias is not None for m in mods]
         bias = torch.cat([m.bias.detach() for m in mods]) if all(has_bias) else None
-        self.packed, self.run = pack(weights, bias), run
+        self.packed, self.run = pack(weights, bias, mods), run
         self.splits = [m.out_features for m in mods]
         self.x = None
         self.parts: list[torch.Tensor] = []
@@ -88,17 +88,17 @@ class _Single:
     """One packed projection (no siblings)."""
 
     def __init__(self, m: torch.nn.Linear, pack, run):
-        self.packed = pack(m.weight.detach(), None if m.bias is None else m.bias.detach())
+        self.packed = pack(m.weight.detach(), None if m.bias is None else m.bias.detach(), [m])
         self.run = run
 
     def forward(self, i, mod, x):
         return self.run(x, self.packed)
 
 
-def _install(model: torch.nn.Module, packable, pack, run, drop_weights: bool) -> int:
+def _install(model: torch.nn.Module, packable, pack, run, drop_weights) -> int:
     """Give every linear ``packable`` accepts a packed weight (fused with its siblings where they share
-    an input) and a forward that uses it. ``drop_weights`` frees the original weight (only when the
-    packed copy is all anyone reads)."""
+    an input) and a forward that uses it. ``drop_weights(module)`` says whether to free its original
+    weight (only when the packed copy is all anyone reads)."""
     n = 0
     done: set[int] = set()
     with torch.inference_mode():
@@ -115,20 +115,23 @@ def _install(model: torch.nn.Module, packable, pack, run, drop_weights: bool) ->
             for i, m in enumerate(mods):
                 setattr(m, _ATTR, impl)
                 m.forward = (lambda f, i, m: lambda x: f.forward(i, m, x))(impl, i, m)
-                if drop_weights:  # keep a 0-size tensor: dtype/device queries on the module still work
+                if drop_weights(m):  # keep a 0-size tensor: dtype/device queries on the module still work
                     m.weight = torch.nn.Parameter(m.weight.new_empty(0), requires_grad=False)
                 n += 1
     return n
 
 
-def pack_linears(model: torch.nn.Module) -> int:
+def pack_linears(model: torch.nn.Module, *, free_plain: bool = False) -> int:
     """Give every bf16 ``nn.Linear`` of ``model`` a weight packed in oneDNN's blocked layout (fused
-    with its siblings where they share an input) and a forward that uses it.
+    with its siblings where they share an input) and a forward that uses it. ``free_plain`` frees the
+    plain weights (half the memory; :func:`unpack_linears` then cannot restore them); a head tied to
+    the input embedding keeps its table.
 
     Returns how many layers now run packed. Call again after changing weights; :func:`unpack_linears`
     restores the stock forward."""
-    return _install(model, _packable, lambda w, b: (torch.ops.mkldnn._reorder_linear_weight(w), b),
-                    lambda x, p: _packed_linear(x, p[0], p[1]), drop_weights=False)
+    tied = {id(model.get_output_embeddings())} if free_plain and _tied(model) else set()
+    return _install(model, _packable, lambda w, b, mods: (torch.ops.mkldnn._reorder_linear_weight(w), b),
+                    lambda x, p: _packed_linear(x, p[0], p[1]), drop_weights=lambda m: free_plain and id(m) not in tied)
 
 
 # ------------------------------------------------------------------------------------------- int8
@@ -137,11 +140,17 @@ def int8_available() -> bool:
     return any(e in torch.backends.quantized.supported_engines for e in ("x86", "fbgemm"))
 
 
-def quantize_int8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Symmetric per-output-channel int8: ``w ~= q * scale[:, None]``, |error| <= scale / 2 per entry."""
-    w = w.detach().float()
-    scale = (w.abs().amax(1) / 127).clamp(min=1e-12)
-    q = torch.clamp(torch.round(w / scale[:, None]), -127, 127).to(torch.int8)
+def quantize_int8(w: torch.Tensor, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+    """Symmetric per-output-channel int8: ``w ~= q * scale[:, None]``, |error| <= scale / 2 per entry.
+    Row blocks of ``chunk`` keep the float temporaries small (a 151936-row head in one piece would
+    hold several fp32 copies of 0.9 GB at once)."""
+    q = torch.empty(w.shape, dtype=torch.int8)
+    scale = torch.empty(w.shape[0], dtype=torch.float32)
+    for i in range(0, w.shape[0], chunk):
+        b = w[i: i + chunk].detach().float()
+        s = (b.abs().amax(1) / 127).clamp(min=1e-12)
+        q[i: i + chunk] = torch.clamp(torch.round(b / s[:, None]), -127, 127).to(torch.int8)
+        scale[i: i + chunk] = s
     return q, scale
 
 
@@ -160,7 +169,7 @@ def _fbgemm():
         torch.backends.quantized.engine = old
 
 
-def _pack_int8(w: torch.Tensor, b: torch.Tensor | None):
+def _pack_int8(w: torch.Tensor, b: torch.Tensor | None, mods=None):
     q, scale = quantize_int8(w)
     with _fbgemm():
         qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
@@ -184,7 +193,7 @@ def _int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
 INT8_MAX_ROWS = 40
 
 
-def _pack_dual(w: torch.Tensor, b: torch.Tensor | None):
+def _pack_dual(w: torch.Tensor, b: torch.Tensor | None, mods):
     packed = packing_available(w.dtype)
     flt = torch.ops.mkldnn._reorder_linear_weight(w) if packed else w.clone()
     return _pack_int8(w, b), (packed, flt, b)
@@ -211,7 +220,7 @@ def quantize_linears_int8(model: torch.nn.Module, *, skip: tuple[str, ...] = ())
     tied = {id(model.get_output_embeddings())} if _tied(model) else set()
     names = {id(m): n for n, m in model.named_modules()}
     ok = lambda m: _int8able(m) and id(m) not in tied and not names.get(id(m), "").endswith(skip)  # noqa: E731
-    return _install(model, ok, _pack_dual, _dual_linear, drop_weights=True)
+    return _install(model, ok, _pack_dual, _dual_linear, drop_weights=lambda m: True)
 
 
 def _tied(model) -> bool:
@@ -223,6 +232,9 @@ def unpack_linears(model: torch.nn.Module) -> int:
     """Undo :func:`pack_linears` (drops the packed copies)."""
     n = 0
     for m in model.modules():
+        if hasattr(m, _ATTR) and m.weight.numel() == 0:
+            raise ValueError("these linears were packed with their plain weights freed; load the model with "
+                             "packed_linear=False to switch between packed and plain")
         if hasattr(m, _ATTR):
             delattr(m, _ATTR)
             del m.forward  # the instance attribute; the class's forward is visible again

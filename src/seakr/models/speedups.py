@@ -60,14 +60,40 @@ def apply(model, *, state_layer: int, state_source: str, shared_attention: bool,
         if not (on_cpu and int8_available()):
             raise ValueError("precision int8 runs on CPU with torch's fbgemm/x86 quantised kernels; use bf16 on this device")
         n = quantize_linears_int8(model)
+        release_file_maps(model)
         fast = fastpath.build(model, state_layer, state_source) if (fast_step and shared_attention) else None
         return Speedups(False, fast, n)
     can_pack = on_cpu and packing_available(dtype)
     if packed_linear and not can_pack:
         raise ValueError("packed_linear=True needs bfloat16 on a CPU where oneDNN runs bf16 natively")
-    packed = bool(can_pack if packed_linear is None else packed_linear) and pack_linears(model) > 0
+    packed = bool(can_pack if packed_linear is None else packed_linear) and pack_linears(model, free_plain=True) > 0
+    if packed:
+        release_file_maps(model)
     fast = fastpath.build(model, state_layer, state_source) if (fast_step and shared_attention) else None
     return Speedups(packed, fast)
+
+
+def release_file_maps(model) -> None:
+    """Weights loaded from safetensors are views of the file's memory map, and the whole map stays
+    resident (counted in RSS: 3.1 GB for the 1.5B) while any view of it lives. Once packing has freed
+    most weights, copy the few left (embedding, norms, biases) into memory of their own so the map
+    is released. Tied weights stay tied (one Parameter, new data)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.numel() and p.device.type == "cpu":
+                p.data = p.data.clone()
+    _trim_heap()
+
+
+def _trim_heap() -> None:
+    """Hand the heap's free pages back to the OS (glibc keeps the quantiser's temporaries: 0.6 GB
+    of RSS for the 1.5B in int8). Elsewhere a no-op."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def default_dtype(device: torch.device) -> torch.dtype:
