@@ -60,3 +60,21 @@ def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
             time.sleep(0.3)
     proc.kill()
     raise RuntimeError("server did not start")
+
+
+def tiny_qwen(tok, tie: bool = False):
+    """A tiny random Qwen2 over ``tok``: q/k/v projections with (random, non-zero) biases, so a kernel
+    that drops a bias is caught; ``tie`` shares the head with the input embedding."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(1)
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=160, num_hidden_layers=3,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=tie)
+    m = Qwen2ForCausalLM(cfg)
+    with torch.no_grad():  # the init leaves biases at zero, which would hide a dropped bias
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
+                mod.bias.normal_(0, 0.5)
+    return m

@@ -5,7 +5,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from helpers import tiny_qwen
 
 from seakr.models import GenerationConfig
 from seakr.models.hf import HFLanguageModel, choose_precision
@@ -13,19 +13,6 @@ from seakr.models import kernels
 from seakr.models.kernels import int8_available, quantize_int8, quantize_linears_int8
 
 needs_int8 = pytest.mark.skipif(not int8_available(), reason="torch without fbgemm/x86 quantised kernels")
-
-
-def _tiny_qwen(tok, tie=False):
-    torch.manual_seed(1)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=160, num_hidden_layers=3,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, tie_word_embeddings=tie)
-    m = Qwen2ForCausalLM(cfg)
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
-                mod.bias.normal_(0, 0.5)
-    return m
 
 
 def test_quantize_int8_error_within_half_a_step_per_channel():
@@ -62,8 +49,8 @@ def test_int8_linear_close_to_fp32_reference_with_and_without_bias():
 @needs_int8
 def test_int8_model_decodes_close_to_fp32_and_keeps_a_tied_head(tiny_lm):
     tok = tiny_lm.tokenizer
-    ref = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), precision="float32", threads=1)
-    q8 = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), precision="int8", threads=1)
+    ref = HFLanguageModel(_modules=(tiny_qwen(tok), tok), precision="float32", threads=1)
+    q8 = HFLanguageModel(_modules=(tiny_qwen(tok), tok), precision="int8", threads=1)
     assert q8.info()["precision"] == "int8" and q8.speedups.int8_linears == 3 * 7 + 1  # 7 per layer + lm_head
     prompt = "Question: Who wrote Hamlet? Answer:"
     with torch.inference_mode():
@@ -72,7 +59,7 @@ def test_int8_model_decodes_close_to_fp32_and_keeps_a_tied_head(tiny_lm):
     cfg = GenerationConfig(n=4, max_new_tokens=8, seed=3, ignore_eos=True)
     g = q8.generate([prompt], cfg)[0]
     assert len(g.samples) == 4 and all(s.state is not None and np.isfinite(s.state).all() for s in g.samples)
-    tied = HFLanguageModel(_modules=(_tiny_qwen(tok, tie=True), tok), precision="int8", threads=1)
+    tied = HFLanguageModel(_modules=(tiny_qwen(tok, tie=True), tok), precision="int8", threads=1)
     assert tied.speedups.int8_linears == 3 * 7  # the head shares the embedding table: left in float
     assert tied.model.get_input_embeddings().weight.numel() > 0
 
@@ -89,7 +76,7 @@ def test_precision_names_aliases_and_errors():
 def test_int8_off_cpu_is_refused_in_one_line(tiny_lm):
     from seakr.models import speedups
 
-    model = _tiny_qwen(tiny_lm.tokenizer).to(torch.device("meta"))
+    model = tiny_qwen(tiny_lm.tokenizer).to(torch.device("meta"))
     with pytest.raises(ValueError, match="precision int8 runs on CPU"):
         speedups.apply(model, state_layer=0, state_source="mlp", shared_attention=False, int8=True)
 

@@ -3,27 +3,13 @@
 import numpy as np
 import pytest
 import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM
+from helpers import tiny_qwen
 
 from seakr.models import GenerationConfig
 from seakr.models.hf import HFLanguageModel
 from seakr.models.kernels import pack_linears, packing_available, unpack_linears
 
 pytestmark = pytest.mark.skipif(not packing_available(torch.bfloat16), reason="CPU without native bf16 oneDNN")
-
-
-def _tiny_qwen(tok):
-    """Qwen2 layout: q/k/v projections with a bias, so the packed path's bias handling is exercised."""
-    torch.manual_seed(1)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=160, num_hidden_layers=3,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    m = Qwen2ForCausalLM(cfg)
-    with torch.no_grad():  # random biases: the init leaves them at zero, which would hide a dropped bias
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
-                mod.bias.normal_(0, 0.5)
-    return m
 
 
 def test_packed_linear_equals_f_linear_with_and_without_bias():
@@ -44,8 +30,8 @@ def test_packed_linear_equals_f_linear_with_and_without_bias():
 
 def test_packed_model_decodes_like_the_stock_one(tiny_lm):
     tok = tiny_lm.tokenizer
-    packed = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
-    stock = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="bfloat16", threads=1, packed_linear=False)
+    packed = HFLanguageModel(_modules=(tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
+    stock = HFLanguageModel(_modules=(tiny_qwen(tok), tok), dtype="bfloat16", threads=1, packed_linear=False)
     assert packed.speedups.packed_linear and not stock.speedups.packed_linear and packed.info()["packed_linear"]
     prompts = ["Question: Who wrote Hamlet? Answer:", "Paris is the capital of"]
     cfg = GenerationConfig(n=4, max_new_tokens=10, seed=3, ignore_eos=True)
@@ -61,13 +47,13 @@ def test_packed_model_decodes_like_the_stock_one(tiny_lm):
 def test_packed_needs_bf16(tiny_lm):
     tok = tiny_lm.tokenizer
     with pytest.raises(ValueError, match="packed_linear=True needs bfloat16"):
-        HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1, packed_linear=True)
-    assert not HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="float32", threads=1).speedups.packed_linear
+        HFLanguageModel(_modules=(tiny_qwen(tok), tok), dtype="float32", threads=1, packed_linear=True)
+    assert not HFLanguageModel(_modules=(tiny_qwen(tok), tok), dtype="float32", threads=1).speedups.packed_linear
 
 
 def test_sibling_projections_fuse_and_fall_back(tiny_lm):
     """q/k/v and gate/up share one packed matmul; a sibling called on another input computes its own."""
-    m = _tiny_qwen(tiny_lm.tokenizer).to(torch.bfloat16)
+    m = tiny_qwen(tiny_lm.tokenizer).to(torch.bfloat16)
     attn, mlp = m.model.layers[0].self_attn, m.model.layers[0].mlp
     x, y = torch.randn(2, 5, 64, dtype=torch.bfloat16), torch.randn(2, 5, 64, dtype=torch.bfloat16)
     with torch.inference_mode():
@@ -84,7 +70,7 @@ def test_sibling_projections_fuse_and_fall_back(tiny_lm):
 
 def test_the_loaded_model_keeps_only_the_packed_weights(tiny_lm):
     tok = tiny_lm.tokenizer
-    lm = HFLanguageModel(_modules=(_tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
+    lm = HFLanguageModel(_modules=(tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
     lins = [m for m in lm.model.modules() if isinstance(m, torch.nn.Linear)]
     head = lm.model.get_output_embeddings()
     tied = head.weight.data_ptr() == lm.model.get_input_embeddings().weight.data_ptr()
