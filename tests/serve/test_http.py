@@ -14,12 +14,28 @@ def test_health_and_answer(server):
     url, _ = server
     h = httpx.get(url + "/v1/health").json()
     assert h["status"] == "ok" and h["model"] == "smollm2-135m" and h["documents"] > 0
+    assert h["precision"] in ("bfloat16", "float32")  # auto: the native float for a model with no measured choice
     r = httpx.post(url + "/v1/answer", json={"question": "Who wrote Hamlet?", "method": "seakr",
                                              "options": {"delta": -1000}}, timeout=300)
     assert r.status_code == 200, r.text
     d = r.json()
     assert d["method"] == "seakr" and isinstance(d["answer"], str)
     assert d["trace"]["totals"]["retrievals"] >= 1 and d["trace"]["steps"]
+
+
+def test_precision_is_taken_at_start_and_reported(small_index):
+    from helpers import start_server
+
+    from seakr.models.kernels import int8_available
+
+    if not int8_available():
+        pytest.skip("torch without fbgemm/x86 quantised kernels")
+    proc, url = start_server(small_index, extra=("--precision", "int8"))
+    try:
+        assert httpx.get(url + "/v1/health").json()["precision"] == "int8"
+    finally:
+        proc.terminate()
+        proc.wait(20)
 
 
 def test_validation_errors_are_clear_4xx(server):

@@ -201,7 +201,7 @@ def create_app(service: AnswerService) -> FastAPI:
     @app.get("/v1/health")
     async def health() -> dict:
         info = service.lm.info()
-        return {"status": "ok", "model": info.get("model"), "method": service.method,
+        return {"status": "ok", "model": info.get("model"), "precision": info.get("precision"), "method": service.method,
                 "documents": service.engine.count() if service.engine is not None else 0,
                 "inflight": service.inflight, "capacity": service.capacity, "served": service.served,
                 "rejected": service.rejected, "cancelled": service.cancelled}
