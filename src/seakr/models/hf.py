@@ -77,6 +77,11 @@ def choose_precision(precision: str, model: str | None, device) -> str:
     fast = getattr(REGISTRY.get(model or ""), "fast_precision", None)
     if fast == "int8" and device.type == "cpu" and int8_available():
         return "int8"
+    return native_float(device)
+
+
+def native_float(device) -> str:
+    """The float precision the device computes natively (see :func:`speedups.default_dtype`)."""
     return str(speedups.default_dtype(device)).replace("torch.", "")
 
 
@@ -137,8 +142,8 @@ class HFLanguageModel:
         self.device = resolve_device(device)
         self.precision = choose_precision(precision if precision != "auto" else dtype, model if _modules is None else None,
                                           self.device)
-        native = str(speedups.default_dtype(self.device)).replace("torch.", "")
-        self.dtype = native if self.precision == "int8" else self.precision
+        # int8 runs its linears in int8 and everything else in the native float
+        self.dtype = native_float(self.device) if self.precision == "int8" else self.precision
         t0 = time.time()
         self._load(model, _modules)
         self._setup_state(state_layer, state_source)

@@ -12,10 +12,15 @@ Sibling projections that read the same input (q/k/v of an attention block, gate/
 fused into one packed matrix: fewer, larger kernel calls (measured 16.2 -> 11.7 ms per step for
 SmolLM2's 30 layers at batch 1, 40.0 -> 32.4 ms for Qwen 0.5B's 24). The first sibling computes
 all of them and each later sibling returns its slice, as long as it is called with the very same
-input tensor (transformers' modules do exactly that); any other call falls back to ``F.linear``.
+input tensor (transformers' modules do exactly that); any other call runs the fused product on its
+own and returns its slice (the plain weight may be freed).
 
-Only for bf16 on CPUs where oneDNN runs bf16 natively; the packed copy costs one extra copy of the
-weights in memory (the original stays: the tied input embedding and transformers' own code read it).
+Only for bf16 on CPUs where oneDNN runs bf16 natively. The loaded model frees the plain weights once
+packed (``free_plain``; a head tied to the input embedding keeps its table); :func:`pack_linears`
+without it keeps them, so :func:`unpack_linears` can switch back (benchmarks do).
+
+The same install serves int8 (:func:`quantize_linears_int8`): fbgemm int8 on decode-sized calls,
+the packed float kernel on prefills (docs/design-notes.md section 4).
 """
 
 from __future__ import annotations
@@ -48,13 +53,13 @@ _SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
 class _Fused:
     """One packed matmul serving sibling projections; holds the split output until the last reads it.
 
-    ``pack(weight, bias, mods)`` -> an opaque packed form; ``run(x, packed)`` -> ``x @ weight.T + bias``."""
+    ``pack(weight, bias)`` -> an opaque packed form; ``run(x, packed)`` -> ``x @ weight.T + bias``."""
 
     def __init__(self, mods: list[torch.nn.Linear], pack, run):
         weights = torch.cat([m.weight.detach() for m in mods])
         has_bias = [m.bias is not None for m in mods]
         bias = torch.cat([m.bias.detach() for m in mods]) if all(has_bias) else None
-        self.packed, self.run = pack(weights, bias, mods), run
+        self.packed, self.run = pack(weights, bias), run
         self.splits = [m.out_features for m in mods]
         self.x = None
         self.parts: list[torch.Tensor] = []
@@ -88,7 +93,7 @@ class _Single:
     """One packed projection (no siblings)."""
 
     def __init__(self, m: torch.nn.Linear, pack, run):
-        self.packed = pack(m.weight.detach(), None if m.bias is None else m.bias.detach(), [m])
+        self.packed = pack(m.weight.detach(), None if m.bias is None else m.bias.detach())
         self.run = run
 
     def forward(self, i, mod, x):
@@ -129,9 +134,9 @@ def pack_linears(model: torch.nn.Module, *, free_plain: bool = False) -> int:
 
     Returns how many layers now run packed. Call again after changing weights; :func:`unpack_linears`
     restores the stock forward."""
-    tied = {id(model.get_output_embeddings())} if free_plain and _tied(model) else set()
-    return _install(model, _packable, lambda w, b, mods: (torch.ops.mkldnn._reorder_linear_weight(w), b),
-                    lambda x, p: _packed_linear(x, p[0], p[1]), drop_weights=lambda m: free_plain and id(m) not in tied)
+    tied = _tied_head(model)
+    return _install(model, _packable, lambda w, b: (torch.ops.mkldnn._reorder_linear_weight(w), b),
+                    lambda x, p: _packed_linear(x, p[0], p[1]), drop_weights=lambda m: free_plain and m is not tied)
 
 
 # ------------------------------------------------------------------------------------------- int8
@@ -169,7 +174,7 @@ def _fbgemm():
         torch.backends.quantized.engine = old
 
 
-def _pack_int8(w: torch.Tensor, b: torch.Tensor | None, mods=None):
+def _pack_int8(w: torch.Tensor, b: torch.Tensor | None):
     q, scale = quantize_int8(w)
     with _fbgemm():
         qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
@@ -187,13 +192,13 @@ def _int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
 
 
 #: a call with at most this many rows runs int8, a larger one the float kernel. Measured on the
-#: project's Zen 4 (2 threads, Qwen-1.5B shapes, benchmarks/precision.py --micro): fbgemm int8 is 2-3x
+#: project's Zen 4 (2 threads, Qwen-1.5B shapes, docs/design-notes.md section 4): fbgemm int8 is 2-3x
 #: bf16 at 1 row, 1.6-1.9x at 21 rows (k+1) on the MLP and head matrices, and slower from ~60 rows on
 #: (0.5-0.9x at 63, 0.3-0.6x at a 500-token prefill), where oneDNN's bf16 kernel is compute-efficient.
 INT8_MAX_ROWS = 40
 
 
-def _pack_dual(w: torch.Tensor, b: torch.Tensor | None, mods):
+def _pack_dual(w: torch.Tensor, b: torch.Tensor | None):
     packed = packing_available(w.dtype)
     flt = torch.ops.mkldnn._reorder_linear_weight(w) if packed else w.clone()
     return _pack_int8(w, b), (packed, flt, b)
@@ -210,22 +215,24 @@ def _int8able(m) -> bool:
     return isinstance(m, torch.nn.Linear) and m.weight.device.type == "cpu" and m.weight.numel() > 0
 
 
-def quantize_linears_int8(model: torch.nn.Module, *, skip: tuple[str, ...] = ()) -> int:
-    """Run every ``nn.Linear`` of ``model`` (except modules whose name ends with one of ``skip``) as int8
+def quantize_linears_int8(model: torch.nn.Module) -> int:
+    """Run every ``nn.Linear`` of ``model`` as int8
     weights x dynamically quantised int8 activations (fbgemm) on calls of at most
     :data:`INT8_MAX_ROWS` rows (decode steps: greedy and k+1 sampled rows) and as the float kernel
     (packed bf16 where native) on larger ones (prefills), fused with siblings like
     :func:`pack_linears`; the plain float weights are freed. The lm_head is left alone when it is tied
     to the input embedding (the lookup still needs the float table)."""
-    tied = {id(model.get_output_embeddings())} if _tied(model) else set()
-    names = {id(m): n for n, m in model.named_modules()}
-    ok = lambda m: _int8able(m) and id(m) not in tied and not names.get(id(m), "").endswith(skip)  # noqa: E731
-    return _install(model, ok, _pack_dual, _dual_linear, drop_weights=lambda m: True)
+    tied = _tied_head(model)
+    return _install(model, lambda m: _int8able(m) and m is not tied, _pack_dual, _dual_linear, drop_weights=lambda m: True)
 
 
-def _tied(model) -> bool:
+def _tied_head(model) -> torch.nn.Module | None:
+    """The output head when it shares its weight with the input embedding (the lookup needs that float
+    table, so it is never freed), else None."""
     out, inp = getattr(model, "get_output_embeddings", lambda: None)(), getattr(model, "get_input_embeddings", lambda: None)()
-    return out is not None and inp is not None and out.weight.data_ptr() == inp.weight.data_ptr()
+    if out is not None and inp is not None and out.weight.data_ptr() == inp.weight.data_ptr():
+        return out
+    return None
 
 
 def unpack_linears(model: torch.nn.Module) -> int:

@@ -56,21 +56,20 @@ def apply(model, *, state_layer: int, state_source: str, shared_attention: bool,
     """
     dtype = next(model.parameters()).dtype
     on_cpu = next(model.parameters()).device.type == "cpu"
+    packed, n8 = False, 0
     if int8:
         if not (on_cpu and int8_available()):
             raise ValueError("precision int8 runs on CPU with torch's fbgemm/x86 quantised kernels; use bf16 on this device")
-        n = quantize_linears_int8(model)
-        release_file_maps(model)
-        fast = fastpath.build(model, state_layer, state_source) if (fast_step and shared_attention) else None
-        return Speedups(False, fast, n)
-    can_pack = on_cpu and packing_available(dtype)
-    if packed_linear and not can_pack:
-        raise ValueError("packed_linear=True needs bfloat16 on a CPU where oneDNN runs bf16 natively")
-    packed = bool(can_pack if packed_linear is None else packed_linear) and pack_linears(model, free_plain=True) > 0
-    if packed:
+        n8 = quantize_linears_int8(model)
+    else:
+        can_pack = on_cpu and packing_available(dtype)
+        if packed_linear and not can_pack:
+            raise ValueError("packed_linear=True needs bfloat16 on a CPU where oneDNN runs bf16 natively")
+        packed = bool(can_pack if packed_linear is None else packed_linear) and pack_linears(model, free_plain=True) > 0
+    if packed or n8:
         release_file_maps(model)
     fast = fastpath.build(model, state_layer, state_source) if (fast_step and shared_attention) else None
-    return Speedups(packed, fast)
+    return Speedups(packed, fast, n8)
 
 
 def release_file_maps(model) -> None:
