@@ -174,7 +174,7 @@ class SeaKR(Method):
         if self.config.rerank == "guarded":
             for c, x in zip(cand, res):
                 states = [s.state for s in x.gen.samples if s.state is not None]
-                c["u_se"] = U.jackknife_se(np.stack(states)) if len(states) >= 3 else U.UNCERTAIN
+                c["u_se"] = U.jackknife_se(np.stack(states)) if states else U.UNCERTAIN  # < 3 samples: it says so
         return cand
 
     def choose(self, us: list[float | None], ses: list[float] | None = None) -> int:
