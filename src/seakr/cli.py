@@ -278,8 +278,7 @@ def _eval_setup(args, lm=None):
     if not examples:
         raise CLIError(f"{args.data}: no questions in this file")
     full = examples
-    if args.limit:
-        examples = examples[: args.limit]
+    examples = select_examples(examples, args)
     args.order_of = {ex.id: i for i, ex in enumerate(examples)}
     if getattr(args, "shard", None):
         from .eval.runner import parse_shard, shard
@@ -314,7 +313,8 @@ def _run_one(args, lm, examples, family, method, options, out, name):
 
     with progress_bar(f"{name}", total=len(examples)) as adv:
         s = run_eval(m, examples, out, resume=args.resume, name=name, progress=adv, concurrency=args.concurrency,
-                     extra_config={**data_identity(args.data), "limit": args.limit, "shard": args.shard},
+                     extra_config={**data_identity(args.data), "limit": args.limit, "shard": args.shard,
+                                   **({"every": args.every} if getattr(args, "every", None) else {})},
                      order_of=args.order_of)
     return s
 
@@ -349,7 +349,8 @@ def worker_argv(args) -> list[str]:
     out = ["--data", os.path.abspath(args.data), "--layout", args.layout, "--method", args.method, "--seed", str(args.seed),
            "--precision", args.precision, "--device", args.device]
     for flag, val in (("--model", args.model), ("--threads", args.threads), ("--layer", args.layer), ("--index", args.index),
-                      ("--limit", args.limit), ("--prompt-set", args.prompt_set), ("--delta", args.delta)):
+                      ("--limit", args.limit), ("--every", getattr(args, "every", None)), ("--prompt-set", args.prompt_set),
+                      ("--delta", args.delta)):
         if val is not None:
             out += [flag, str(val)]
     for f in args.filler:
@@ -440,9 +441,14 @@ def cmd_calibrate(args) -> int:
 
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
-    from .eval.studies import detect
+    from .eval.studies import detect, parse_taps
     from .methods import SeaKR
     from .progress import progress_bar
+
+    try:  # the spelling now, before the model loads; the layer range once it has
+        parse_taps(args.probe, None)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
 
     examples, family, lm = _eval_setup(args, lm=None) if args.index else (None, None, None)
     if examples is None:
@@ -450,16 +456,23 @@ def cmd_detect(args) -> int:
         from .prompts import family_for
 
         check_output_dir(args.out)
-        examples = load_dataset(args.data, args.layout)[: args.limit or None]
+        examples = select_examples(load_dataset(args.data, args.layout), args)
         family, lm = family_for(examples[0].dataset if examples else ""), _load(args)
     m = SeaKR(lm, None, delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
-    print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    try:
+        taps = parse_taps(args.probe, lm.info()["layers"])
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    print("config: " + json.dumps({**m.describe(), "setting": args.setting, "probe": args.probe}), file=sys.stderr)
     with progress_bar("detect", total=len(examples)) as adv:
-        r = detect(m, examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))
-    print(f"n={r['n']}  closed-book accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}")
+        r = detect(m, examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data),
+                   setting=args.setting, probe=taps)
+    print(f"n={r['n']}  {r['setting']} accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}  state {r['state']}")
     print("| estimator | AUROC | PCC |\n|---|---|---|")
     for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
         print(f"| {name} | {v['auroc']:.3f} | {v['pcc_with_1_minus_f1']:.3f} |")
+    if "probe_best" in r:
+        print(f"probe: best EigenScore AUROC {r['probe_best']['auroc']:.3f} at {r['probe_best']['tap']}, k={r['probe_best']['k']}")
     return 0
 
 
@@ -656,6 +669,12 @@ def _answer_parsers(sub) -> None:
     p.set_defaults(func=cmd_serve)
 
 
+def select_examples(examples: list, args) -> list:
+    """Every N-th question (``--every``; spreads a subset over a file ordered by topic, as SQuAD's
+    articles are), then the first ``--limit`` of those."""
+    return examples[:: getattr(args, "every", None) or 1][: args.limit or None]
+
+
 def _data_args(p, out_required=True) -> None:
     from .eval.datasets import LAYOUTS
 
@@ -665,6 +684,8 @@ def _data_args(p, out_required=True) -> None:
     p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
     p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
     p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
+    p.add_argument("--every", type=positive_int, default=None, metavar="N",
+                   help="every N-th question of the file (before --limit): a subset spread over its topics")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--prompt-set", default=None)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
@@ -711,7 +732,12 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--k", type=positive_int, default=None)
     p.add_argument("--n-candidates", type=positive_int, default=None)
     p.add_argument("--no-write", action="store_true", help="do not write the calibration file")
-    study("detect", cmd_detect, "closed-book answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
+    p = study("detect", cmd_detect, "answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
+    p.add_argument("--setting", default="closed-book", choices=["closed-book", "open-book"],
+                   help="open-book: the question with its gold passage(s) (NQ oracle, SQuAD, HotpotQA, 2Wiki)")
+    p.add_argument("--probe", default=None, metavar="TAPS",
+                   help="also score EigenScore at these states, from the same samples: all, mlp, residual or "
+                        "LAYER:SOURCE,... (0-based layers), each at k=5, 10, 20")
     study("rerank-study", cmd_rerank_study, "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")

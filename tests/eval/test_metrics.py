@@ -1,5 +1,6 @@
 """EM/F1 on hand-checked cases (commas and numbers inside answers), CIs and AUROC."""
 
+import numpy as np
 import pytest
 
 from seakr.eval.metrics import auroc, bootstrap_ci, exact_match, f1_score, normalize, pearson
@@ -46,3 +47,19 @@ def test_spearman_ranks_with_ties_and_monotone_maps():
     # ties share their mean rank: the textbook value for this pair is 0.9
     assert spearman([1, 2, 3, 4, 5], [1, 3, 2, 4, 5]) == pytest.approx(0.9)
     assert spearman([1, 1, 2, 3], [1, 2, 3, 4]) == pytest.approx(0.9486833, abs=1e-6)
+
+
+def test_paired_bootstrap_sees_a_consistent_small_difference_that_unpaired_cis_miss():
+    from seakr.eval.metrics import paired_bootstrap
+
+    rng = np.random.default_rng(0)
+    hard = rng.uniform(0, 1, 200)  # per-item difficulty shared by both methods
+    a, b = hard + 0.05, hard
+    r = paired_bootstrap(a, b)
+    assert r["n"] == 200 and r["mean_difference"] == pytest.approx(0.05)
+    assert r["ci95"][0] == pytest.approx(0.05) and r["ci95"][1] == pytest.approx(0.05)
+    lo_a, hi_a = bootstrap_ci(a)
+    lo_b, hi_b = bootstrap_ci(b)
+    assert lo_a < hi_b  # the two unpaired intervals overlap
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_bootstrap([1.0], [1.0, 2.0])

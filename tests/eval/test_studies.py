@@ -1,6 +1,7 @@
 """Calibration sweep, detection and re-rank studies: the arithmetic on hand-made rows, the studies
 end to end with the real smollm2 on a few fixture questions, and resuming a killed study."""
 
+import dataclasses
 import json
 import math
 
@@ -9,7 +10,7 @@ import pytest
 from helpers import HOTPOT, fixture_path
 from seakr.eval.datasets import load_dataset
 from seakr.eval.runner import RowLog
-from seakr.eval.studies import calibrate, calibration_sweep, detect, rerank_study
+from seakr.eval.studies import calibrate, calibration_sweep, detect, parse_taps, rerank_study
 
 
 def test_sweep_is_exact_and_prefers_fewer_retrievals():
@@ -106,3 +107,41 @@ def test_calibrate_and_rerank_study_end_to_end(tmp_path, seakr_smol):
     for x in rows:  # self-aware pick = the candidate with the lowest U
         j = min(range(2), key=lambda i: (math.inf if x["u"][i] is None else x["u"][i], i))
         assert x["seakr_top1_gold"] == (x["titles"][j] in x["gold"])
+        # guarded: the engine's top-1 unless the min-U candidate is lower by more than z x SE(difference)
+        u = [math.inf if v is None else v for v in x["u"]]
+        se = [math.inf if v is None else v for v in x["u_se"]]
+        leave = j != 0 and (math.isinf(u[0]) and not math.isinf(u[j]) or
+                            not math.isinf(u[0]) and u[0] - u[j] > r["rerank_z"] * math.hypot(se[0], se[j]))
+        assert x["guarded_top1_gold"] == (x["titles"][j if leave else 0] in x["gold"])
+    assert r["recall@1_guarded"] == sum(x["guarded_top1_gold"] for x in rows) / 2
+
+
+@pytest.mark.slow
+def test_open_book_detection_probes_every_tap_from_the_same_samples(tmp_path, seakr_smol):
+    exs = load_dataset(fixture_path("nq_mini.oracle.jsonl"))[:2]
+    m = seakr_smol()
+    taps = [(0, "residual"), (20, "mlp")]
+    r = detect(m, exs, tmp_path, setting="open-book", probe=taps)
+    rows = [json.loads(x) for x in (tmp_path / "detect_rows.jsonl").read_text().splitlines()]
+    own = f"L{m.lm.state_layer}:mlp"
+    assert r["setting"] == "open-book" and r["state"] == own
+    # the model's own state is always among the taps, and its k=20 slot is the usual EigenScore
+    # (k=3 here, so every k slot uses all three samples)
+    assert set(rows[0]["probe"]) == {own, "L0:residual", "L20:mlp"}
+    for x in rows:
+        assert x["probe"][own]["20"] == pytest.approx(x["scores"]["eigen"], abs=1e-9)
+        assert x["probe"]["L0:residual"]["20"] != pytest.approx(x["probe"]["L20:mlp"]["20"])
+    assert set(r["probe_auroc"]) == set(rows[0]["probe"]) and r["probe_best"]["tap"] in r["probe_auroc"]
+    with pytest.raises(ValueError, match="gold passage"):
+        bare = [dataclasses.replace(exs[0], contexts=[])]
+        detect(m, bare, tmp_path / "bare", setting="open-book")
+
+
+def test_probe_spec_names_every_tap_or_says_what_is_wrong():
+    assert parse_taps("all", 2) == [(0, "mlp"), (1, "mlp"), (0, "residual"), (1, "residual")]
+    assert parse_taps("residual", 2) == [(0, "residual"), (1, "residual")]
+    assert parse_taps("11:mlp, L5:residual", 24) == [(11, "mlp"), (5, "residual")]
+    assert parse_taps(None, 24) == []
+    for bad in ("24:mlp", "x:mlp", "3:attn", "3"):
+        with pytest.raises(ValueError, match="LAYER:SOURCE"):
+            parse_taps(bad, 24)

@@ -35,7 +35,7 @@ def tiny(family, tok, **kw):
 def test_family_generates_with_states_through_the_generic_path(tiny_lm, family):
     lm = tiny(family, tiny_lm.tokenizer)
     layer = lm.model.get_decoder().layers[lm.state_layer]
-    assert lm.state_module is layer.mlp  # found by the architecture's own layer list, not by module names
+    assert lm._tap_modules()[0] is layer.mlp  # found by the architecture's own layer list, not by module names
     cfg = GenerationConfig(n=3, max_new_tokens=8, seed=5, stop=(".",))
     a = lm.generate(P, cfg)
     b = lm.generate(P, cfg)

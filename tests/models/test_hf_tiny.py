@@ -292,3 +292,42 @@ def test_a_longer_shared_prefix_is_prefilled_once_with_the_same_results(tiny_lm)
         assert g.prompt_tokens == a.prompt_tokens
         assert g.greedy.token_ids == a.greedy.token_ids
         assert np.allclose(g.greedy.logprobs, a.greedy.logprobs, atol=1e-4)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_probing_reads_every_tap_from_one_generation(tiny_lm, monkeypatch, fast):
+    """The probe study's premise: under probing(), each sample's state stack holds, at every
+    (layer, source), what a forward over prompt + sample + EOS computes there, and the model's own
+    tap is exactly its usual state; afterwards the model reads its one state again."""
+    if not fast:
+        monkeypatch.setattr(tiny_lm.speedups, "fast_step", None)  # the hooked module path
+    cfg = GenerationConfig(n=3, greedy=False, max_new_tokens=6, seed=7)
+    plain = tiny_lm.generate([P1], cfg)[0]
+    taps = [(0, "residual"), (tiny_lm.state_layer, "mlp"), (3, "mlp")]
+    with tiny_lm.probing(taps):
+        probed = tiny_lm.generate([P1], cfg)[0]
+    assert [s.text for s in probed.samples] == [s.text for s in plain.samples]
+    assert probed.states.shape == (len(plain.states), 3, 64)
+    assert np.allclose(probed.states[:, 1], plain.states, atol=1e-5)
+    assert tiny_lm.generate([P1], cfg)[0].states.shape == plain.states.shape
+    layers, ids = tiny_lm.model.model.layers, tiny_lm.encode(P1)
+    s = probed.samples[0]
+    seq = ids + (s.token_ids[:-1] if s.finish_reason == "length" else s.token_ids) + [tiny_lm.eos_id]
+    got = {}
+    hooks = [layers[0].register_forward_hook(lambda m, i, o: got.__setitem__("res0", (o[0] if isinstance(o, tuple) else o)[0, -1])),
+             layers[3].mlp.register_forward_hook(lambda m, i, o: got.__setitem__("mlp3", o[0, -1]))]
+    with torch.inference_mode():
+        tiny_lm.model(torch.tensor([seq]))
+    for h in hooks:
+        h.remove()
+    assert np.allclose(s.state[0], got["res0"].float().numpy(), atol=1e-4)
+    assert np.allclose(s.state[2], got["mlp3"].float().numpy(), atol=1e-4)
+
+
+def test_probing_refuses_a_tap_outside_the_model(tiny_lm):
+    with pytest.raises(ValueError, match="layer must be in 0..3"):
+        with tiny_lm.probing([(4, "mlp")]):
+            pass
+    with pytest.raises(ValueError, match="source mlp or residual"):
+        with tiny_lm.probing([(1, "attn")]):
+            pass

@@ -59,6 +59,17 @@ def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: f
     return float(lo), float(hi)
 
 
+def paired_bootstrap(a: Sequence[float], b: Sequence[float], n: int = 2000, seed: int = 0,
+                     level: float = 0.95) -> dict:
+    """Mean of a - b over the same items and its bootstrap CI (items resampled together, so the
+    items' shared difficulty cancels): the comparison of two methods on one question set."""
+    if len(a) != len(b):
+        raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    lo, hi = bootstrap_ci(d, n=n, seed=seed, level=level)
+    return {"n": len(d), "mean_difference": float(d.mean()) if len(d) else float("nan"), "ci95": [lo, hi]}
+
+
 def _ranked(scores) -> np.ndarray:
     """Scores with +inf ("uncertain") just above every finite score and -inf just below."""
     s = np.asarray(scores, dtype=float)

@@ -14,6 +14,7 @@ rerank     Distractor-setting multi-hop questions: recall@1 of a gold paragraph 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -24,11 +25,11 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
-from ..methods.seakr import SeaKR
+from ..methods.seakr import SeaKR, guarded_departs
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
-from .metrics import auroc, f1_score, pearson, roc_curve
+from .metrics import auroc, f1_score, paired_bootstrap, pearson, roc_curve
 from .runner import RowLog, versions
 
 
@@ -130,24 +131,105 @@ def _plot_sweep(sweep, best, path, title):
     plt.close(fig)
 
 
+SETTINGS = ("closed-book", "open-book")
+PROBE_KS = (5, 10, 20)  # k values scored from the first k samples of one generation (the k choice)
+
+
+def gold_passages(ex: Example) -> list[str]:
+    """The passages given with a question that hold its answer: the contexts whose titles are the
+    supporting titles (NQ oracle: the gold passage; SQuAD: its paragraph; HotpotQA/2Wiki: the gold
+    paragraphs among the distractors)."""
+    gold = set(ex.supporting_titles)
+    return [text for title, text in ex.contexts if title in gold]
+
+
+def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
+    """``all`` (every layer, both sources), ``mlp`` or ``residual`` (every layer, one source), or a
+    comma list such as ``11:mlp,L5:residual``; layers are 0-based. ``layers=None`` checks only the
+    spelling (before the model is loaded), so the keywords give no taps yet."""
+    if not spec or (layers is None and spec in ("all", "mlp", "residual")):
+        return []
+    if spec in ("all", "mlp", "residual"):
+        return [(li, src) for src in (("mlp", "residual") if spec == "all" else (spec,)) for li in range(layers)]
+    taps = []
+    for part in spec.split(","):
+        li, _, src = part.strip().removeprefix("L").partition(":")
+        if not li.isdigit() or src not in ("mlp", "residual") or (layers is not None and int(li) >= layers):
+            span = f" in 0..{layers - 1}" if layers is not None else ""
+            raise ValueError(f"--probe: {part.strip()!r} is not LAYER:SOURCE with LAYER{span} and SOURCE mlp or "
+                             "residual (or use all, mlp, residual)")
+        taps.append((int(li), src))
+    return taps
+
+
+def tap_name(tap) -> str:
+    return f"L{tap[0]}:{tap[1]}"
+
+
 def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
-           data: dict | None = None) -> dict:
-    lm = method.lm
+           data: dict | None = None, setting: str = "closed-book", probe: Sequence[tuple[int, str]] = ()) -> dict:
+    """Greedy answer + every estimator per question, closed-book or with the gold passage(s)
+    (open-book: the model is right often enough for AUROC to see both classes). ``probe``: also
+    score EigenScore at each (layer, source) and k in PROBE_KS, from the same samples."""
+    if setting not in SETTINGS:
+        raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, not {setting!r}")
+    if setting == "open-book":
+        bare = [ex.id for ex in examples if not gold_passages(ex)]
+        if bare:
+            raise ValueError(f"open-book detection needs each question's gold passage; {len(bare)} have none "
+                             f"(first: {bare[0]})")
+    lm, own = method.lm, _own_tap(method.lm)
+    taps = [tuple(t) for t in probe]
+    taps = taps if not taps or own in taps else [own, *taps]  # the model's own state is always read
 
     def one(ex):
-        # every estimator on one closed-book answer: samples and states whatever the method's estimator
-        prompt, prefix = method.prompts.render(ex.question, [], [])
+        passages = gold_passages(ex) if setting == "open-book" else []
+        prompt, prefix = method.prompts.render(ex.question, [], passages)
         cfg = method.gen_config(ANSWER_STOPS, True)
         cfg.n, cfg.with_states = method.config.k, True
-        g = lm.generate([prompt], cfg, prefix=prefix)[0]
+        g = _generate(lm, prompt, prefix, cfg, taps)
         text = g.greedy.text
         ans = extract_answer(text) or text.strip()
+        row = {"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers)}
+        if taps:  # every tap's scores, then the model's own state for the usual estimators
+            row["probe"] = _probe_scores(g.states, taps, method.config.alpha)
+            j = taps.index(own)
+            g.samples = [dataclasses.replace(s, state=None if s.state is None else s.state[j]) for s in g.samples]
         scores = U.all_scores(g, method.config.alpha)
         scores["prompt"] = sufficiency(lm, prompt, ex.question)
-        return clean({"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers), "scores": scores})
+        return clean({**row, "scores": scores})
 
     out = Path(out_dir)
-    rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume, data)
+    meta = {**(data or {}), "setting": setting, **({"probe": [tap_name(t) for t in taps]} if taps else {})}
+    rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume, meta)
+    result = _detect_summary(rows, lm.info(), setting)
+    (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
+    _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
+    return result
+
+
+def _generate(lm, prompt, prefix, cfg, taps):
+    if not taps:
+        return lm.generate([prompt], cfg, prefix=prefix)[0]
+    with lm.probing(taps):
+        return lm.generate([prompt], cfg, prefix=prefix)[0]
+
+
+def _own_tap(lm) -> tuple[int, str]:
+    info = lm.info()
+    return (info["state_layer"], info["state_source"])
+
+
+def _probe_scores(states: np.ndarray, probe, alpha: float) -> dict:
+    """EigenScore of the first k valid samples at every tap: {"L11:mlp": {"5": u, "10": u, "20": u}}."""
+    out = {}
+    for j, tap in enumerate(probe):
+        z = states[:, j, :] if states.ndim == 3 else states  # (0, 0) when no sample had a state
+        out[tap_name(tap)] = {str(k): U.eigen_score(z[:k], alpha) for k in PROBE_KS}
+    return out
+
+
+def _detect_summary(rows: list[dict], info: dict, setting: str) -> dict:
     # clean() wrote +inf ("too few valid samples") as null; it ranks as most uncertain
     for r in rows:
         r["scores"] = {k: _finite(v) for k, v in r["scores"].items()}
@@ -156,10 +238,15 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     for name in rows[0]["scores"] if rows else []:
         s = [r["scores"][name] for r in rows]
         table[name] = {"auroc": auroc(s, wrong), "pcc_with_1_minus_f1": pearson(s, [1 - r["f1"] for r in rows])}
-    result = {"model": lm.info().get("model"), "n": len(rows), "accuracy_f1>=0.5": 1 - float(np.mean(wrong)) if rows else None,
+    result = {"model": info.get("model"), "state": f"L{info.get('state_layer')}:{info.get('state_source')}",
+              "setting": setting, "n": len(rows), "accuracy_f1>=0.5": 1 - float(np.mean(wrong)) if rows else None,
               "estimators": table}
-    (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
-    _plot_roc(rows, wrong, table, out / "roc.png")
+    if rows and all("probe" in r for r in rows):
+        probe = {tap: {k: auroc([_finite(r["probe"][tap].get(k)) for r in rows], wrong) for k in ks}
+                 for tap, ks in rows[0]["probe"].items()}
+        best = max(((t, k) for t in probe for k in probe[t]), key=lambda tk: (probe[tk[0]][tk[1]], int(tk[1])))
+        result["probe_auroc"] = probe
+        result["probe_best"] = {"tap": best[0], "k": int(best[1]), "auroc": probe[best[0]][best[1]]}
     return result
 
 
@@ -186,7 +273,9 @@ def _plot_roc(rows, wrong, table, path):
 
 def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
                  data: dict | None = None) -> dict:
-    """recall@1 of a gold paragraph: search-engine order vs self-aware re-ranking of the top-N."""
+    """recall@1 of a gold paragraph among the top-N: the engine's order, the paper's rule (min U) and
+    the guarded rule (leave the top-1 only beyond the noise of the difference), from one scoring."""
+    z = method.config.rerank_z
 
     def one(ex):
         tr = Tracer(ex.question, "rerank-study")
@@ -194,19 +283,28 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
         gold = set(ex.supporting_titles)
         if not hits:  # kept in the log (so --resume does not redo it) but outside the recall figures
             return {"id": ex.id, "titles": [], "gold": sorted(gold), "u": []}
-        us = [c["u"] for c in method.score_candidates(tr, ex.question, [], [], hits)]
-        best = min_u_index(us)  # the self-aware rule, whatever the method's rerank option
-        return clean({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us,
+        cand = method.score_candidates(tr, ex.question, [], [], hits)
+        us, ses = [c["u"] for c in cand], [c.get("u_se", U.UNCERTAIN) for c in cand]
+        best = min_u_index(us)  # the paper's rule, whatever the method's rerank option
+        guarded = best if best == 0 or guarded_departs(us[0], us[best], ses[0], ses[best], z) else 0
+        return clean({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us, "u_se": ses,
                       "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
+                      "guarded_top1_gold": hits[guarded].title in gold,
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})
 
     out = Path(out_dir)
     rows = [r for r in _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume, data)
             if r["titles"]]
     n = len(rows)
-    result = {"model": method.lm.info().get("model"), "n": n, "N": method.config.n_candidates,
-              "recall@1_engine": sum(r["engine_top1_gold"] for r in rows) / n if n else None,
-              "recall@1_self_aware": sum(r["seakr_top1_gold"] for r in rows) / n if n else None,
-              "gold_in_top_n": sum(r["any_gold_in_top_n"] for r in rows) / n if n else None}
+
+    def rate(key):  # rows of an older log lack the guarded column: no figure rather than a wrong one
+        have = [r[key] for r in rows if key in r]
+        return sum(have) / len(have) if have and len(have) == n else None
+
+    result = {"model": method.lm.info().get("model"), "n": n, "N": method.config.n_candidates, "rerank_z": z,
+              "recall@1_engine": rate("engine_top1_gold"), "recall@1_self_aware": rate("seakr_top1_gold"),
+              "recall@1_guarded": rate("guarded_top1_gold"), "gold_in_top_n": rate("any_gold_in_top_n"),
+              "paired_vs_engine": {k: paired_bootstrap([float(r[k]) for r in rows], [float(r["engine_top1_gold"]) for r in rows])
+                                   for k in ("seakr_top1_gold", "guarded_top1_gold") if rate(k) is not None}}
     (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))
     return result

@@ -56,6 +56,8 @@ class SeaKRConfig(MethodConfig):
                                    (self.reasoning, REASONING, "reasoning"), (self.mode, ("multihop", "simple"), "mode")):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
+        if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
+            raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
 
 
 def guarded_departs(u_top: float | None, u_alt: float | None, se_top: float, se_alt: float, z: float) -> bool:
@@ -171,7 +173,7 @@ class SeaKR(Method):
         res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS)
         cand = [{"id": h.id, "title": h.title, "rank": r, "step": x.text, "u": x.u, "chosen": False}
                 for r, (h, x) in enumerate(zip(hits, res))]
-        if self.config.rerank == "guarded":
+        if self.config.estimator == "eigen":  # the noise of each U (the guarded rule's input; cheap: k x k)
             for c, x in zip(cand, res):
                 states = [s.state for s in x.gen.samples if s.state is not None]
                 c["u_se"] = U.jackknife_se(np.stack(states)) if states else U.UNCERTAIN  # < 3 samples: it says so

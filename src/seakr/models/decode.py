@@ -23,6 +23,7 @@ import torch
 
 from .attention import SharedPrefixState
 from .base import GenerationConfig
+from .fastpath import stack_taps
 from .prefill import Prefilled
 from .rows import RowBook
 from .sampling import choose_next, token_stats
@@ -40,29 +41,36 @@ class DecodeBackend(Protocol):
 
 
 @contextmanager
-def tap(module: torch.nn.Module, enabled: bool):
-    """Read ``module``'s output at the last position during the forwards inside the block.
+def tap(modules: Sequence[torch.nn.Module], enabled: bool):
+    """Read each module's output at the last position during the forward inside the block:
+    ``box["state"]`` is (B, d) for one module, (B, modules, d) for several (fastpath.stack_taps).
 
-    The hook exists only while the block runs, so nothing outside this call can see or change it."""
+    The hooks exist only while the block runs, so nothing outside this call can see or change them."""
     box: dict[str, torch.Tensor] = {}
     if not enabled:
         yield box
         return
+    outs: list = [None] * len(modules)
 
-    def hook(mod, inputs, output):
-        out = output[0] if isinstance(output, tuple) else output
-        box["state"] = out[:, -1, :].float()  # decode steps feed one token per row: the last is the only one
+    def hook_for(j):
+        def hook(mod, inputs, output):
+            outs[j] = output[0] if isinstance(output, tuple) else output  # decode feeds one token per row
 
-    handle = module.register_forward_hook(hook)
+        return hook
+
+    handles = [m.register_forward_hook(hook_for(j)) for j, m in enumerate(modules)]
     try:
         yield box
+        if all(o is not None for o in outs):
+            box["state"] = stack_taps(outs)
     finally:
-        handle.remove()
+        for h in handles:
+            h.remove()
 
 
 class SharedPrefixBackend:
-    def __init__(self, model, state_module: torch.nn.Module, fast=None):
-        self.model, self.state_module, self.fast = model, state_module, fast
+    def __init__(self, model, state_modules: Sequence[torch.nn.Module], fast=None):
+        self.model, self.state_modules, self.fast = model, state_modules, fast
         self.state: SharedPrefixState | None = None
 
     def start(self, prefilled, row_prompt, max_new):
@@ -75,7 +83,7 @@ class SharedPrefixBackend:
         if self.fast is not None:
             logits, states = self.fast.step(feed, pos, self.state, capture)
         else:
-            with tap(self.state_module, capture) as box:
+            with tap(self.state_modules, capture) as box:
                 out = self.model(input_ids=feed[:, None], position_ids=pos[:, None], use_cache=False,
                                  seakr_state=self.state)
             logits, states = out.logits[:, -1].float(), box.get("state")
@@ -87,8 +95,8 @@ class SharedPrefixBackend:
 
 
 class CacheBackend:
-    def __init__(self, model, state_module: torch.nn.Module, pad_id: int):
-        self.model, self.state_module, self.pad_id = model, state_module, pad_id
+    def __init__(self, model, state_modules: Sequence[torch.nn.Module], pad_id: int):
+        self.model, self.state_modules, self.pad_id = model, state_modules, pad_id
         self.cache = self.mask = None
 
     def start(self, prefilled, row_prompt, max_new):
@@ -118,7 +126,7 @@ class CacheBackend:
 
     def step(self, feed, pos, capture):
         self.mask = torch.cat([self.mask, self.mask.new_ones(len(feed), 1)], 1)
-        with tap(self.state_module, capture) as box:
+        with tap(self.state_modules, capture) as box:
             out = self.model(input_ids=feed[:, None], attention_mask=self.mask, position_ids=pos[:, None],
                              past_key_values=self.cache, use_cache=True)
         return out.logits[:, -1].float(), box.get("state")

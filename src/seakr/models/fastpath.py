@@ -40,8 +40,7 @@ class FastDecoder:
         self.inner = model.model
         self.layers = list(self.inner.layers)
         self.head = model.lm_head
-        self.state_layer = state_layer
-        self.state_source = state_source
+        self.taps = [(state_layer, state_source)]  # where states are read; HFLanguageModel.probing widens it
         a = self.layers[0].self_attn
         self.head_dim = a.head_dim
 
@@ -51,7 +50,8 @@ class FastDecoder:
         h = self.inner.embed_tokens(ids[:, None])  # (B, 1, d)
         cos, sin = self.inner.rotary_emb(h, pos[:, None])  # (B, 1, D)
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # broadcast over heads: (B, 1, 1, D)
-        cap = None
+        caps = {}
+        want = {li for li, _ in self.taps} if capture else ()
         for li, layer in enumerate(self.layers):
             a, m = layer.self_attn, layer.mlp
             x = _rms(h, layer.input_layernorm)
@@ -66,10 +66,16 @@ class FastDecoder:
             x = _rms(h, layer.post_attention_layernorm)
             y = m.down_proj.forward(m.act_fn(m.gate_proj.forward(x)) * m.up_proj.forward(x))
             h = h + y
-            if capture and li == self.state_layer:
-                cap = (y if self.state_source == "mlp" else h)[:, -1, :].float()
+            if li in want:
+                caps[li, "mlp"], caps[li, "residual"] = y, h  # references: only the tapped ones are copied below
         h = _rms(h, self.inner.norm)
-        return self.head.forward(h[:, -1, :]).float(), cap
+        return self.head.forward(h[:, -1, :]).float(), stack_taps([caps[t] for t in self.taps]) if capture else None
+
+
+def stack_taps(outs: list[torch.Tensor]) -> torch.Tensor:
+    """The last position of each tapped output, in fp32: (B, d) for one tap, (B, taps, d) for several."""
+    last = [o[:, -1, :].float() for o in outs]
+    return last[0] if len(last) == 1 else torch.stack(last, 1)
 
 
 def build(model, state_layer: int, state_source: str) -> FastDecoder | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -189,12 +190,36 @@ class HFLanguageModel:
         if not 0 <= self.state_layer < self.num_layers:
             raise ValueError(f"state_layer {self.state_layer} outside 0..{self.num_layers - 1}")
         self.state_source = state_source
-        layer = self.model.get_decoder().layers[self.state_layer]
-        self.state_module = layer.mlp if state_source == "mlp" else layer
+        self._taps = [(self.state_layer, state_source)]
         eos = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else cfg.eos_token_id
         self.eos_id = int(eos[0] if isinstance(eos, (list, tuple)) else eos)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
+
+    def _tap_modules(self) -> list:
+        layers = self.model.get_decoder().layers
+        return [layers[li].mlp if src == "mlp" else layers[li] for li, src in self._taps]
+
+    @contextmanager
+    def probing(self, taps: Sequence[tuple[int, str]]):
+        """Within the block every sample's state is a (len(taps), d) stack, read at each (layer,
+        source) of ``taps`` from the same forward: one generation scores every candidate layer, so
+        the state choice is measured rather than assumed (the probe study). Outside it: the
+        model's one state, as before."""
+        for li, src in taps:
+            if not 0 <= li < self.num_layers or src not in ("mlp", "residual"):
+                raise ValueError(f"probe tap ({li}, {src!r}): layer must be in 0..{self.num_layers - 1}, source mlp or residual")
+        fast = self.speedups.fast_step
+        saved = self._taps
+        self._taps = [(int(li), src) for li, src in taps]
+        if fast is not None:
+            fast.taps = self._taps
+        try:
+            yield self
+        finally:
+            self._taps = saved
+            if fast is not None:
+                fast.taps = saved
 
     # ---------------------------------------------------------------- tokens and capabilities
     def encode(self, text: str, special: bool = True) -> list[int]:
@@ -291,9 +316,9 @@ class HFLanguageModel:
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok)
         if self.shared_attention:
-            backend = SharedPrefixBackend(self.model, self.state_module, self.speedups.fast_step)
+            backend = SharedPrefixBackend(self.model, self._tap_modules(), self.speedups.fast_step)
         else:
-            backend = CacheBackend(self.model, self.state_module, self.pad_id)
+            backend = CacheBackend(self.model, self._tap_modules(), self.pad_id)
         decode(backend, prefilled, book, cfg, streams, self.eos_id, self.stats)
         self.stats["generated_tokens"] += book.generated_tokens
         return book.generations([p.tokens for p in prefilled], [p.cached for p in prefilled])
