@@ -63,3 +63,17 @@ def test_paired_bootstrap_sees_a_consistent_small_difference_that_unpaired_cis_m
     assert lo_a < hi_b  # the two unpaired intervals overlap
     with pytest.raises(ValueError, match="equal lengths"):
         paired_bootstrap([1.0], [1.0, 2.0])
+
+
+def test_paired_auroc_difference_is_exact_and_its_interval_covers_it():
+    from seakr.eval.metrics import paired_auroc_difference
+
+    rng = np.random.default_rng(1)
+    y = rng.uniform(size=300) < 0.5
+    good = y + rng.normal(0, 0.8, 300)  # informative
+    noise = rng.normal(0, 1, 300)  # not
+    r = paired_auroc_difference(good, noise, y, n=300)
+    assert r["difference"] == pytest.approx(auroc(good, y) - auroc(noise, y))
+    assert 0 < r["ci95"][0] < r["difference"] < r["ci95"][1]
+    same = paired_auroc_difference(good, good, y, n=50)
+    assert same["difference"] == 0 and same["ci95"] == [0.0, 0.0]

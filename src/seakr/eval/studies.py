@@ -29,7 +29,7 @@ from ..methods.seakr import SeaKR, guarded_departs
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
-from .metrics import auroc, f1_score, paired_bootstrap, pearson, roc_curve
+from .metrics import auroc, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .runner import RowLog, versions
 
 
@@ -241,13 +241,29 @@ def _detect_summary(rows: list[dict], info: dict, setting: str) -> dict:
     result = {"model": info.get("model"), "state": f"L{info.get('state_layer')}:{info.get('state_source')}",
               "setting": setting, "n": len(rows), "accuracy_f1>=0.5": 1 - float(np.mean(wrong)) if rows else None,
               "estimators": table}
+    if rows and "eigen" in table:  # the paper's claim, paired: EigenScore against each other estimator
+        e = [r["scores"]["eigen"] for r in rows]
+        result["eigen_minus"] = {name: paired_auroc_difference(e, [r["scores"][name] for r in rows], wrong)
+                                 for name in table if name != "eigen"}
     if rows and all("probe" in r for r in rows):
-        probe = {tap: {k: auroc([_finite(r["probe"][tap].get(k)) for r in rows], wrong) for k in ks}
-                 for tap, ks in rows[0]["probe"].items()}
-        best = max(((t, k) for t in probe for k in probe[t]), key=lambda tk: (probe[tk[0]][tk[1]], int(tk[1])))
-        result["probe_auroc"] = probe
-        result["probe_best"] = {"tap": best[0], "k": int(best[1]), "auroc": probe[best[0]][best[1]]}
+        result.update(_probe_summary(rows, wrong, result["state"]))
     return result
+
+
+def _probe_summary(rows: list[dict], wrong: list[bool], own: str) -> dict:
+    """AUROC at every (tap, k); the best; and each tap's paired AUROC difference to the model's own
+    state at k=20 (the same questions resampled for both), so a better tap is told from luck."""
+    score = lambda tap, k: [_finite(r["probe"][tap].get(k)) for r in rows]  # noqa: E731
+    table = {tap: {k: auroc(score(tap, k), wrong) for k in ks} for tap, ks in rows[0]["probe"].items()}
+    best = max(((t, k) for t in table for k in table[t]), key=lambda tk: (_finite_or(table[tk[0]][tk[1]]), int(tk[1])))
+    base = score(own, "20")
+    vs_own = {tap: paired_auroc_difference(score(tap, "20"), base, wrong) for tap in table if tap != own}
+    return {"probe_auroc": table, "probe_best": {"tap": best[0], "k": int(best[1]), "auroc": table[best[0]][best[1]]},
+            "probe_vs_own_k20": vs_own}
+
+
+def _finite_or(x, default=-math.inf):
+    return x if x is not None and math.isfinite(x) else default
 
 
 def _plot_roc(rows, wrong, table, path):

@@ -116,7 +116,7 @@ def default_delta(model_info: dict, estimator: str) -> tuple[float, str]:
             return float(d["delta"][estimator]), str(p)
     packaged = json.loads((Path(__file__).parent / "deltas.json").read_text())
     key = f"{model_info.get('model')}:L{model_info.get('state_layer')}:{model_info.get('state_source', 'mlp')}"
-    if estimator in packaged.get(key, {}):
+    if not estimator.startswith("_") and estimator in packaged.get(key, {}):  # "_provenance" is not a value
         return float(packaged[key][estimator]), f"packaged:{key}"
     if estimator in ("eigen",):
         return PAPER_DELTA, "paper"

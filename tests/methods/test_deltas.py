@@ -1,0 +1,36 @@
+"""The packaged thresholds: every value is a number for a known estimator, with what it was measured
+on, and the lookup reads them (a user's calibration file first)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from seakr.methods.base import default_delta
+from seakr.models.registry import REGISTRY
+from seakr.uncertainty import ESTIMATORS
+
+DELTAS = Path(__file__).parents[2] / "src" / "seakr" / "methods" / "deltas.json"
+
+
+def test_every_packaged_threshold_is_a_number_for_a_real_model_with_its_provenance():
+    table = json.loads(DELTAS.read_text())
+    entries = {k: v for k, v in table.items() if not k.startswith("_")}
+    assert entries
+    for key, entry in entries.items():
+        model, layer, source = key.split(":")
+        assert model in REGISTRY and layer.startswith("L") and layer[1:].isdigit() and source in ("mlp", "residual")
+        values = {k: v for k, v in entry.items() if not k.startswith("_")}
+        assert values and set(values) <= set(ESTIMATORS), key
+        assert all(isinstance(v, float) and math.isfinite(v) for v in values.values()), key
+        assert {"delta", "state"} <= set(entry["_provenance"]), key
+
+
+def test_lookup_reads_the_packaged_value_and_never_the_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))  # no calibration file of the user's
+    info = {"model": "qwen2.5-coder-0.5b", "state_layer": 11, "state_source": "mlp"}
+    assert default_delta(info, "eigen") == (-1.033, "packaged:qwen2.5-coder-0.5b:L11:mlp")
+    with pytest.raises(ValueError, match="no threshold for estimator '_provenance'"):
+        default_delta(info, "_provenance")
+    assert default_delta({**info, "state_layer": 3}, "eigen")[1] == "paper"
