@@ -63,10 +63,13 @@ def small(tmp_path):
 
 
 def damage(path, offset_frac=0.5, n=64):
-    data = bytearray(path.read_bytes())
-    at = int(len(data) * offset_frac)
-    data[at: at + n] = bytes((b ^ 0xFF) for b in data[at: at + n])
-    path.write_bytes(bytes(data))
+    """Flip n bytes in place. Never truncate-and-rewrite: the open engine has the file mapped, and a
+    mapped page past a (momentarily) shorter file is SIGBUS for whichever thread touches it."""
+    with open(path, "r+b") as f:
+        data = f.read()
+        at = int(len(data) * offset_frac)
+        f.seek(at)
+        f.write(bytes((b ^ 0xFF) for b in data[at: at + n]))
 
 
 @pytest.mark.parametrize("suffix", [".store", ".term", ".idx"])

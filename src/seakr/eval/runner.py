@@ -1,8 +1,11 @@
 """Run a method over a dataset: one JSONL line per question, flushed as each question ends.
 
 ``results.jsonl`` is appended and fsync'd after every question, so ``kill -9`` loses at most the
-question in flight; ``resume=True`` skips the ids already there. Beside it: ``config.json`` (the
-method's effective config, the engine, versions) and, at the end, ``summary.json`` + ``summary.md``.
+question in flight; ``resume=True`` skips the ids already there. Beside it: ``scores.jsonl`` (the
+same rows without the question, passages and trace events: ids, predictions, scores, U values,
+decisions, costs; the file to commit, from which ``--resume`` continues on another machine),
+``config.json`` (the method's effective config, the engine, versions) and, at the end,
+``summary.json`` + ``summary.md``.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .datasets import Example
 from .metrics import bootstrap_ci, exact_match, f1_score
+
+
+SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
 
 
 def versions() -> dict:
@@ -74,29 +80,29 @@ class RowLog:
     torn last one) and the file rewritten so appends start on a clean line.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False):
+    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False,
+                 companion: tuple[str, Callable[[dict], dict]] | None = None):
+        """``companion``: (file name, row -> its slim form): a second log of every row without the
+        text it holds (question, passages), to commit, so ``--resume`` continues on another machine
+        from that file alone; a row found only there counts as done and is summarised from it."""
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / rows_name
+        self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
         cfg_path = self.dir / "config.json"
-        if self.path.exists() and self.path.stat().st_size and not resume:
+        if any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)) and not resume:
             raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
         if resume and cfg_path.exists():
-            old = json.loads(cfg_path.read_text())
-            if _comparable(old.get("method")) != _comparable(json.loads(json.dumps(config.get("method")))):
-                raise ValueError(f"{self.dir}: --resume with a different method config than the one recorded in config.json")
-            if _other_data(old, config):
-                raise ValueError(f"{self.dir}: --resume with different data ({config.get('data')}) than the run "
-                                 f"recorded in config.json ({old.get('data')})")
+            _check_same_run(json.loads(cfg_path.read_text()), config, self.dir)
         cfg_path.write_text(json.dumps(config, indent=2))
-        self.rows = read_results(self.path, _warn)
-        if self.path.exists():
-            with open(self.path, "w") as f:
-                for r in self.rows:
-                    f.write(json.dumps(r) + "\n")
+        full = _reread(self.path)
+        slim = _reread(self.slim_path) if self.slim_path else []
+        have = {r["id"] for r in full}
+        self.rows = full + [r for r in slim if r["id"] not in have]
         self.done = {r["id"] for r in self.rows}
         self._lock = threading.Lock()
         self._f = open(self.path, "a")
+        self._slim_f = open(self.slim_path, "a") if self.slim_path else None
 
     def todo(self, examples):
         return [ex for ex in examples if ex.id not in self.done]
@@ -109,9 +115,11 @@ class RowLog:
     def append(self, row: dict, after=None) -> None:
         """Write one finished row; ``after(rows)`` runs under the same lock (progress display)."""
         with self._lock:
-            self._f.write(json.dumps(row) + "\n")
-            self._f.flush()
-            os.fsync(self._f.fileno())
+            for f, r in ((self._f, row), (self._slim_f, self.slim(row) if self.slim else None)):
+                if f is not None:
+                    f.write(json.dumps(r) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
             self.rows.append(row)
             self.done.add(row["id"])
             if after:
@@ -119,12 +127,57 @@ class RowLog:
 
     def close(self) -> None:
         self._f.close()
+        if self._slim_f is not None:
+            self._slim_f.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_same_run(old: dict, config: dict, where: Path) -> None:
+    if _comparable(old.get("method")) != _comparable(json.loads(json.dumps(config.get("method")))):
+        raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json")
+    if _other_data(old, config):
+        raise ValueError(f"{where}: --resume with different data ({config.get('data')}) than the run "
+                         f"recorded in config.json ({old.get('data')})")
+
+
+def _reread(path: Path) -> list[dict]:
+    """The readable rows of a log, the file rewritten with them so appends start on a clean line."""
+    rows = read_results(path, _warn)
+    if path.exists():
+        with open(path, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    return rows
+
+
+def score_row(row: dict) -> dict:
+    """A result row without text from the data (question, passages, the trace's events): id, the
+    prediction and its scores, the U values and decisions, costs. What a run commits for --resume."""
+    if "trace" not in row:  # a score row already
+        return dict(row)
+    tr = row["trace"]
+    final = tr.get("final") or {}
+    out = {k: row[k] for k in ("id", "order", "prediction", "em", "f1", "type", "seconds") if k in row}
+    out["totals"] = tr.get("totals")
+    out["steps"] = [{"u": s.get("u"), "threshold": s.get("threshold"), "retrieved": s.get("retrieved"),
+                     "kept": (s.get("kept") or {}).get("id")} for s in tr.get("steps", [])]
+    out["final"] = {"choice": final.get("choice"), "rule": final.get("rule"), "stop_reason": final.get("stop_reason"),
+                    "candidates": {n: {"answer": c.get("answer"), "u": c.get("u")}
+                                   for n, c in (final.get("candidates") or {}).items()}}
+    return out
+
+
+def run_rows(run_dir: Path, warn=None) -> list[dict]:
+    """A run directory's finished rows: results.jsonl's, then scores.jsonl's for the ids it lacks
+    (a run resumed on another machine from the committed score rows)."""
+    rows = read_results(run_dir / "results.jsonl", warn)
+    have = {r["id"] for r in rows}
+    return rows + [r for r in read_results(run_dir / SCORES, warn) if r["id"] not in have]
 
 
 def _other_data(old: dict, new: dict) -> bool:
@@ -156,7 +209,7 @@ def summarize(rows: Sequence[dict], name: str = "") -> dict:
         return {"name": name, "n": 0}
     em = [r["em"] for r in rows]
     f1 = [r["f1"] for r in rows]
-    tot = [r["trace"]["totals"] for r in rows]
+    tot = [r["totals"] if "totals" in r else r["trace"]["totals"] for r in rows]  # a score row or a full one
     return {
         "name": name,
         "n": len(rows),
@@ -194,7 +247,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     ``order_of`` maps ids to their place in the whole run (shards keep the unsharded order)."""
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
-    with RowLog(out_dir, "results.jsonl", cfg, resume=resume) as log:
+    with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row)) as log:
         rows = log.rows_for(examples)
         if progress:
             progress(len(rows), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
@@ -268,7 +321,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
             raise ValueError(f"{d}: a different run than {dirs[0]} (method config or data differ)")
         if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
             raise ValueError(f"{d}: shard {cfg.get('shard')} is of another split than {cfgs[0].get('shard')}")
-        for r in read_results(p / "results.jsonl", _warn):
+        for r in run_rows(p, _warn):
             if r["id"] in seen:
                 raise ValueError(f"{d}: question {r['id']} is also in {seen[r['id']]}: overlapping shards")
             seen[r["id"]] = d
@@ -285,9 +338,11 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     if (out / "results.jsonl").exists():
         raise ValueError(f"{out}: holds results already; merge into a new directory")
     rows.sort(key=lambda r: r.get("order", 0))
-    with open(out / "results.jsonl", "w") as f:
+    with open(out / "results.jsonl", "w") as f, open(out / SCORES, "w") as g:
         for r in rows:
-            f.write(json.dumps(r) + "\n")
+            if "trace" in r:  # a full row; shards resumed from score rows alone have only those
+                f.write(json.dumps(r) + "\n")
+            g.write(json.dumps(score_row(r)) + "\n")
     merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
     merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
     (out / "config.json").write_text(json.dumps(merged, indent=2))
@@ -301,7 +356,7 @@ def compare(dirs: Sequence[str]) -> str:
     sums = []
     for d in dirs:
         p = Path(d)
-        rows = read_results(p / "results.jsonl")
+        rows = run_rows(p)
         name = json.loads((p / "config.json").read_text()).get("name", p.name) if (p / "config.json").exists() else p.name
         if not rows and not (p / "config.json").exists():
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")

@@ -35,16 +35,16 @@ def write_answer_html(ans, path: str) -> None:
 
 def report_html(run_dir: str) -> str:
     """Summary tables of every eval run under ``run_dir`` plus its calibration / ROC plots."""
-    from ..eval.runner import read_results, summarize, summary_markdown
+    from ..eval.runner import SCORES, run_rows, summarize, summary_markdown
 
     root = Path(run_dir)
     if not root.exists():
         raise ValueError(f"{run_dir}: no such directory")
-    runs = sorted({p.parent for p in root.rglob("results.jsonl")})
+    runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
     sums = []
     for r in runs:
         cfg = json.loads((r / "config.json").read_text()) if (r / "config.json").exists() else {}
-        sums.append(summarize(read_results(r / "results.jsonl"), cfg.get("name", r.name)))
+        sums.append(summarize(run_rows(r), cfg.get("name", r.name)))
     parts = []
     if sums:
         md = summary_markdown(sums).strip().splitlines()

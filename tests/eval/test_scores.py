@@ -1,0 +1,76 @@
+"""Committable score rows: a run writes, beside results.jsonl, the same rows without any text from
+the data, and --resume on a machine that has only those continues the run without loss."""
+
+import json
+import shutil
+
+from seakr.eval.datasets import Example
+from seakr.eval.runner import SCORES, compare, merge_runs, run_eval
+from seakr.methods.trace import Answer
+
+
+class ScriptedMethod:
+    """Answers from a table, with a trace of the shape every method writes (the runner is under test)."""
+
+    name = "scripted"
+
+    def __init__(self, answers):
+        self.answers, self.asked = answers, []
+
+    def describe(self):
+        return {"method": "scripted", "config": {"k": 3}, "model": {"model": "none"}}
+
+    def answer(self, question):
+        self.asked.append(question)
+        a = self.answers[question]
+        trace = {"question": question, "method": "scripted",
+                 "steps": [{"u": -1.5, "threshold": -1.0, "retrieved": True, "text": "SECRET step text",
+                            "kept": {"id": "p7", "title": "T", "text": "SECRET passage"}}],
+                 "final": {"answer": a, "choice": "knowledge", "rule": "lower U", "stop_reason": "answered",
+                           "candidates": {"knowledge": {"answer": a, "u": -2.0, "text": "SECRET"},
+                                          "rationales": {"answer": "x", "u": -1.0, "text": "SECRET"}},
+                           "passages": [{"id": "p7", "title": "T"}], "note": ""},
+                 "events": [{"type": "retrieval", "query": "SECRET query"}],
+                 "totals": {"model_calls": 4, "sampled_sequences": 21, "generated_tokens": 30, "prompt_tokens": 500,
+                            "retrievals": 1, "seconds": {"total": 0.1}}}
+        return Answer(question, a, "scripted", trace, {})
+
+
+EXS = [Example(f"q{i}", f"SECRET question {i}?", [f"ans{i}"]) for i in range(5)]
+ANSWERS = {ex.question: (ex.answers[0] if i % 2 == 0 else "wrong") for i, ex in enumerate(EXS)}
+
+
+def test_score_rows_hold_no_text_from_the_data_and_resume_a_run_on_another_machine(tmp_path):
+    first = tmp_path / "machine1"
+    m = ScriptedMethod(ANSWERS)
+    run_eval(m, EXS[:3], first)
+    scores = (first / SCORES).read_text()
+    assert "SECRET" not in scores and "SECRET" in (first / "results.jsonl").read_text()
+    row = json.loads(scores.splitlines()[0])
+    assert row["prediction"] == "ans0" and row["f1"] == 1.0 and row["totals"]["model_calls"] == 4
+    assert row["steps"] == [{"u": -1.5, "threshold": -1.0, "retrieved": True, "kept": "p7"}]
+    assert row["final"]["candidates"]["knowledge"] == {"answer": "ans0", "u": -2.0}
+
+    # what a commit carries: the config and the score rows, not results.jsonl
+    second = tmp_path / "machine2"
+    second.mkdir()
+    for name in ("config.json", SCORES):
+        shutil.copy(first / name, second / name)
+    m2 = ScriptedMethod(ANSWERS)
+    s = run_eval(m2, EXS, second, resume=True)
+    assert m2.asked == [ex.question for ex in EXS[3:]]  # only the two questions not yet answered
+    assert s["n"] == 5 and s["em"] == 3 / 5 and s["model_calls_per_question"] == 4
+    assert len((second / SCORES).read_text().splitlines()) == 5
+    assert "| scripted | 5 |" in compare([str(second)])
+
+    merged = merge_runs(tmp_path / "merged", [str(second)])
+    assert merged["n"] == 5 and len((tmp_path / "merged" / SCORES).read_text().splitlines()) == 5
+
+
+def test_a_run_with_score_rows_only_still_refuses_to_restart_without_resume(tmp_path):
+    import pytest
+
+    run_eval(ScriptedMethod(ANSWERS), EXS[:1], tmp_path)
+    (tmp_path / "results.jsonl").unlink()
+    with pytest.raises(ValueError, match="pass --resume"):
+        run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path)
