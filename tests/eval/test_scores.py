@@ -74,3 +74,13 @@ def test_a_run_with_score_rows_only_still_refuses_to_restart_without_resume(tmp_
     (tmp_path / "results.jsonl").unlink()
     with pytest.raises(ValueError, match="pass --resume"):
         run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path)
+
+
+def test_compare_pairs_each_run_with_the_first_on_their_common_questions(tmp_path):
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "a")  # right on q0, q2, q4
+    better = {q: ex.answers[0] for q, ex in zip(ANSWERS, EXS)}  # right on all five
+    run_eval(ScriptedMethod(better), EXS[:4], tmp_path / "b")  # ... of the first four
+    out = compare([str(tmp_path / "a"), str(tmp_path / "b")])
+    # on q0..q3 run a is right on 2, run b on 4: +50 points, every resample the same sign
+    assert "- scripted - scripted: +50.0 (CI +" in out and "n=4)" in out
+    assert "paired" not in compare([str(tmp_path / "a")])

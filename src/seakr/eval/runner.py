@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .datasets import Example
-from .metrics import bootstrap_ci, exact_match, f1_score
+from .metrics import bootstrap_ci, exact_match, f1_score, paired_bootstrap
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -353,7 +353,9 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
 
 
 def compare(dirs: Sequence[str]) -> str:
-    sums = []
+    """The runs' summary table, then each run's F1 against the first run's on the questions both
+    answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
+    sums, runs = [], []
     for d in dirs:
         p = Path(d)
         rows = run_rows(p)
@@ -361,4 +363,21 @@ def compare(dirs: Sequence[str]) -> str:
         if not rows and not (p / "config.json").exists():
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
         sums.append(summarize(rows, name))
-    return summary_markdown(sums)
+        runs.append((name, {r["id"]: r["f1"] for r in rows}))
+    return summary_markdown(sums) + _paired_lines(runs)
+
+
+def _paired_lines(runs: list[tuple[str, dict]]) -> str:
+    if len(runs) < 2:
+        return ""
+    base_name, base = runs[0]
+    lines = [f"\nF1 paired against {base_name} (same questions; 95 % bootstrap CI):"]
+    for name, f1 in runs[1:]:
+        ids = sorted(set(base) & set(f1))
+        if not ids:
+            lines.append(f"- {name}: no question in common")
+            continue
+        d = paired_bootstrap([f1[i] for i in ids], [base[i] for i in ids])
+        lines.append(f"- {name} - {base_name}: {100 * d['mean_difference']:+.1f} "
+                     f"(CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f}, n={d['n']})")
+    return "\n".join(lines) + "\n"
