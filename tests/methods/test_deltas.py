@@ -19,7 +19,8 @@ def test_every_packaged_threshold_is_a_number_for_a_real_model_with_its_provenan
     entries = {k: v for k, v in table.items() if not k.startswith("_")}
     assert entries
     for key, entry in entries.items():
-        model, layer, source = key.split(":")
+        model, layer, source, *style = key.split(":")
+        assert style in ([], ["chat"]), key
         assert model in REGISTRY and layer.startswith("L") and layer[1:].isdigit() and source in ("mlp", "residual")
         values = {k: v for k, v in entry.items() if not k.startswith("_")}
         assert values and set(values) <= set(ESTIMATORS), key
@@ -34,3 +35,33 @@ def test_lookup_reads_the_packaged_value_and_never_the_provenance(tmp_path, monk
     with pytest.raises(ValueError, match="no threshold for estimator '_provenance'"):
         default_delta(info, "_provenance")
     assert default_delta({**info, "state_layer": 3}, "eigen")[1] == "paper"
+
+
+def test_auto_prompt_style_is_the_packaged_models_measured_one_where_the_model_can_take_it():
+    from scripted import ScriptedLM
+    from seakr.methods.base import default_prompt_style
+    from seakr.models.base import CHAT
+
+    class Named(ScriptedLM):
+        def __init__(self, model, caps):
+            super().__init__(lambda v: None, capabilities=caps)
+            self.model = model
+
+        def info(self):
+            return {**super().info(), "model": self.model}
+
+    assert REGISTRY["qwen2.5-coder-0.5b"].prompt_style == "chat"
+    assert default_prompt_style(Named("qwen2.5-coder-0.5b", ("generate", "states", CHAT))) == "chat"
+    assert default_prompt_style(Named("qwen2.5-coder-0.5b", ("generate", "states"))) == "plain"  # no template
+    assert default_prompt_style(Named("smollm2-135m", ("generate", "states", CHAT))) == "plain"
+    assert default_prompt_style(Named("my-own-folder", ("generate", "states", CHAT))) == "plain"
+
+
+def test_a_threshold_belongs_to_its_prompt_style(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    info = {"model": "smollm2-135m", "state_layer": 14, "state_source": "mlp"}
+    assert default_delta(info, "eigen", "plain")[1] == "packaged:smollm2-135m:L14:mlp"
+    assert default_delta(info, "eigen", "chat") == (-6.0, "paper")  # plain's value is not chat's
+    from seakr.methods.base import calibration_path
+    assert calibration_path(info, "chat").name == "smollm2-135m-L14-mlp-chat.json"
+    assert calibration_path(info).name == "smollm2-135m-L14-mlp.json"

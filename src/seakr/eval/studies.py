@@ -94,7 +94,7 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
     (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
     _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}")
     if write and math.isfinite(best["delta"]):
-        p = calibration_path(info)
+        p = calibration_path(info, method.config.prompt_style)
         p.parent.mkdir(parents=True, exist_ok=True)
         cur = json.loads(p.read_text()) if p.exists() else {"delta": {}}
         cur["delta"][method.config.estimator] = best["delta"]

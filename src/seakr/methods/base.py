@@ -51,7 +51,7 @@ class MethodConfig:
     # prompts
     prompt_set: str = "hotpotqa"
     n_shot: int | None = None
-    prompt_style: str = "plain"
+    prompt_style: str = "auto"  # plain | chat | auto: the packaged model's measured better style, else plain
     titles: bool = False
     marker: str = MARKER
 
@@ -99,23 +99,38 @@ class MethodConfig:
         return self.from_dict({**asdict(self), **kw})
 
 
-def calibration_path(model_info: dict) -> Path:
+def default_prompt_style(lm) -> str:
+    """The packaged model's measured better prompt style (registry), where the model can take it."""
+    from ..models.registry import REGISTRY
+
+    style = getattr(REGISTRY.get(str(lm.info().get("model"))), "prompt_style", "plain")
+    return style if style == "plain" or style in lm.capabilities else "plain"
+
+
+def _style_tag(style: str) -> str:
+    # U moves with the prompt's wording, so a threshold belongs to a prompt style; plain keeps the old names
+    return "" if style == "plain" else f"-{style}"
+
+
+def calibration_path(model_info: dict, style: str = "plain") -> Path:
     from ..models.registry import cache_root
 
     name = str(model_info.get("model", "model")).replace("/", "_")
-    return cache_root() / "calibration" / f"{name}-L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}.json"
+    return cache_root() / "calibration" / (f"{name}-L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}"
+                                           f"{_style_tag(style)}.json")
 
 
-def default_delta(model_info: dict, estimator: str) -> tuple[float, str]:
-    """The threshold for this model/layer/estimator: its calibration file if one exists, else the
-    packaged measurement (methods/deltas.json), else the paper's -6 (eigen only)."""
-    p = calibration_path(model_info)
+def default_delta(model_info: dict, estimator: str, style: str = "plain") -> tuple[float, str]:
+    """The threshold for this model/layer/prompt style/estimator: its calibration file if one exists,
+    else the packaged measurement (methods/deltas.json), else the paper's -6 (eigen only)."""
+    p = calibration_path(model_info, style)
     if p.exists():
         d = json.loads(p.read_text())
         if estimator in d.get("delta", {}):
             return float(d["delta"][estimator]), str(p)
     packaged = json.loads((Path(__file__).parent / "deltas.json").read_text())
-    key = f"{model_info.get('model')}:L{model_info.get('state_layer')}:{model_info.get('state_source', 'mlp')}"
+    key = (f"{model_info.get('model')}:L{model_info.get('state_layer')}:{model_info.get('state_source', 'mlp')}"
+           + _style_tag(style).replace("-", ":"))
     if not estimator.startswith("_") and estimator in packaged.get(key, {}):  # "_provenance" is not a value
         return float(packaged[key][estimator]), f"packaged:{key}"
     if estimator in ("eigen",):
@@ -169,6 +184,8 @@ class Method:
     def __init__(self, lm: Generator, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
         self.lm, self.engine = lm, engine
         self.config = (config or self.Config()).replace(**overrides) if overrides else (config or self.Config())
+        if self.config.prompt_style == "auto":
+            self.config = self.config.replace(prompt_style=default_prompt_style(lm))
         c = self.config
         if c.estimator not in U.ESTIMATORS:
             raise ValueError(f"unknown estimator {c.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")

@@ -82,7 +82,7 @@ class SeaKR(Method):
         super().__init__(lm, engine, config, **overrides)
         c = self.config
         if c.delta is None:
-            self.delta, self.delta_source = default_delta(lm.info(), c.estimator)
+            self.delta, self.delta_source = default_delta(lm.info(), c.estimator, c.prompt_style)
         else:
             self.delta, self.delta_source = float(c.delta), "config"
 

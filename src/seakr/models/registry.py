@@ -51,6 +51,9 @@ class PackagedModel:
     # what precision="auto" runs on a CPU: the fastest mode that passed the accuracy bar against bf16
     # (benchmarks/precision.py, results in benchmarks/results/precision_<name>.json); None: bf16/fp32
     fast_precision: str | None = None
+    # the prompt style methods use by default ("auto"): the one measured better on tuning data
+    # (benchmarks/results/prompt-style-*); its thresholds are keyed by it in methods/deltas.json
+    prompt_style: str = "plain"
 
     def part_files(self) -> list[Path]:
         files: list[Path] = []
@@ -95,6 +98,8 @@ REGISTRY: dict[str, PackagedModel] = {
             491_400_064,
             True,
             "Apache-2.0 (upstream; the packages ship no licence text)",
+            # IRCoT F1 34.5 chat vs 22.0 plain on 50 2Wiki extra500 questions (paired +12.5, CI +2.5..+23.0)
+            prompt_style="chat",
         ),
         PackagedModel(
             "qwen2.5-coder-1.5b",
