@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
-from ..methods.seakr import SeaKR, guarded_departs
+from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
@@ -302,7 +302,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
         cand = method.score_candidates(tr, ex.question, [], [], hits)
         us, ses = [c["u"] for c in cand], [c.get("u_se", U.UNCERTAIN) for c in cand]
         best = min_u_index(us)  # the paper's rule, whatever the method's rerank option
-        guarded = best if best == 0 or guarded_departs(us[0], us[best], ses[0], ses[best], z) else 0
+        guarded = guarded_choice(us, ses, z)
         return clean({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us, "u_se": ses,
                       "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
                       "guarded_top1_gold": hits[guarded].title in gold,

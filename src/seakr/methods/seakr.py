@@ -74,6 +74,13 @@ def guarded_departs(u_top: float | None, u_alt: float | None, se_top: float, se_
     return top - alt > z * math.hypot(se_top, se_alt)
 
 
+def guarded_choice(us: list[float | None], ses: list[float], z: float) -> int:
+    """The guarded re-rank: the min-U candidate where it departs from the engine's top-1 by more
+    than the noise (:func:`guarded_departs`), else the top-1."""
+    best = min_u_index(us)
+    return best if best == 0 or guarded_departs(us[0], us[best], ses[0], ses[best], z) else 0
+
+
 class SeaKR(Method):
     name = "seakr"
     Config = SeaKRConfig
@@ -186,10 +193,9 @@ class SeaKR(Method):
         the difference (:func:`guarded_departs`)."""
         if self.config.rerank == "engine":
             return 0
-        best = min_u_index(us)
-        if self.config.rerank == "guarded" and best != 0:
-            return best if guarded_departs(us[0], us[best], ses[0], ses[best], self.config.rerank_z) else 0
-        return best
+        if self.config.rerank == "guarded":
+            return guarded_choice(us, ses, self.config.rerank_z)
+        return min_u_index(us)
 
     def rerank(self, tr, question, steps, kept, hits) -> tuple[int, list[dict]]:
         if self.config.rerank == "engine":
