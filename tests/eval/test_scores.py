@@ -5,7 +5,7 @@ import json
 import shutil
 
 from seakr.eval.datasets import Example
-from seakr.eval.runner import SCORES, compare, merge_runs, run_eval
+from seakr.eval.runner import SCORES, compare, final_stage_table, merge_runs, run_eval, run_rows
 from seakr.methods.trace import Answer
 
 
@@ -49,7 +49,7 @@ def test_score_rows_hold_no_text_from_the_data_and_resume_a_run_on_another_machi
     row = json.loads(scores.splitlines()[0])
     assert row["prediction"] == "ans0" and row["f1"] == 1.0 and row["totals"]["model_calls"] == 4
     assert row["steps"] == [{"u": -1.5, "threshold": -1.0, "retrieved": True, "kept": "p7"}]
-    assert row["final"]["candidates"]["knowledge"] == {"answer": "ans0", "u": -2.0}
+    assert row["final"]["candidates"]["knowledge"] == {"answer": "ans0", "u": -2.0, "em": 1.0, "f1": 1.0}
 
     # what a commit carries: the config and the score rows, not results.jsonl
     second = tmp_path / "machine2"
@@ -84,3 +84,40 @@ def test_compare_pairs_each_run_with_the_first_on_their_common_questions(tmp_pat
     # on q0..q3 run a is right on 2, run b on 4: +50 points, every resample the same sign
     assert "- scripted - scripted: +50.0 (CI +" in out and "n=4)" in out
     assert "paired" not in compare([str(tmp_path / "a")])
+
+
+class TwoAnswers(ScriptedMethod):
+    """A self-aware final stage: a rationale and a knowledge answer, the lower U returned."""
+
+    def __init__(self, cands):
+        super().__init__({q: "" for q in cands})
+        self.cands = cands
+
+    def answer(self, question):
+        a = super().answer(question)
+        (ra, ru), (ka, ku) = self.cands[question]
+        choice, answer = ("rationale", ra) if ru <= ku else ("knowledge", ka)
+        a.trace["final"].update(answer=answer, choice=choice, rule="self-aware",
+                                candidates={"rationale": {"answer": ra, "u": ru}, "knowledge": {"answer": ka, "u": ku}})
+        return Answer(question, answer, "scripted", a.trace, {})
+
+
+def test_the_reasoning_ablations_are_read_off_a_self_aware_run_even_from_score_rows_alone(tmp_path):
+    g = [ex.answers[0] for ex in EXS]
+    cands = {EXS[0].question: ((g[0], -2.0), ("no", -1.0)),  # picks the right rationale answer
+             EXS[1].question: (("no", -2.0), (g[1], -1.0)),  # picks the wrong rationale answer
+             EXS[2].question: (("no", -1.0), (g[2], -2.0)),  # picks the right knowledge answer
+             EXS[3].question: ((g[3], -1.0), (g[3], -3.0)),  # both right
+             EXS[4].question: (("no", -1.0), ("no", -3.0))}  # both wrong
+    run_eval(TwoAnswers(cands), EXS, tmp_path / "full")
+    (tmp_path / "full" / "results.jsonl").unlink()  # the committed rows must suffice
+    t = final_stage_table(run_rows(tmp_path / "full"))
+    assert t["n"] == 5 and t["chose_rationale"] == 2 / 5
+    assert t["f1"] == {"self-aware": 3 / 5, "rationale": 2 / 5, "knowledge": 3 / 5, "oracle": 4 / 5}
+    assert t["self_aware_minus"]["oracle"]["mean_difference"] == -1 / 5
+    out = compare([str(tmp_path / "full")])
+    assert "rationales only 40.0, knowledge only 60.0, oracle choice 80.0" in out
+    # a run whose final stage is not the self-aware choice adds nothing
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "plain")
+    assert final_stage_table(run_rows(tmp_path / "plain")) is None
+    assert "final stage" not in compare([str(tmp_path / "plain")])

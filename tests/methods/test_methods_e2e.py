@@ -95,6 +95,15 @@ def test_every_ablation_switch_runs(smol, engine, question, opts):
         assert a.trace["final"]["choice"] == {"rationales": "rationale", "knowledge": "knowledge"}[opts["reasoning"]]
 
 
+def test_the_reasoning_ablations_return_the_full_runs_candidate(smol, engine, question):
+    """What lets ``compare`` read the reasoning ablations off a self-aware run's rows
+    (``runner.final_stage_table``): the stages before the final one do not depend on it, so each
+    ablation returns exactly the candidate of its name that the full run generated."""
+    full = SeaKR(smol, engine, delta=0.0, **FAST).answer(question).trace["final"]["candidates"]
+    for rule, name in (("rationales", "rationale"), ("knowledge", "knowledge")):
+        assert SeaKR(smol, engine, delta=0.0, reasoning=rule, **FAST).answer(question).answer == full[name]["answer"]
+
+
 def test_unknown_options_are_clear_errors(smol):
     with pytest.raises(ValueError, match="unknown option"):
         SeaKR(smol, None, delta=0.0, tempature=2)

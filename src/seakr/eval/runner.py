@@ -166,9 +166,18 @@ def score_row(row: dict) -> dict:
     out["totals"] = tr.get("totals")
     out["steps"] = [{"u": s.get("u"), "threshold": s.get("threshold"), "retrieved": s.get("retrieved"),
                      "kept": (s.get("kept") or {}).get("id")} for s in tr.get("steps", [])]
+    golds = row.get("golds")
     out["final"] = {"choice": final.get("choice"), "rule": final.get("rule"), "stop_reason": final.get("stop_reason"),
-                    "candidates": {n: {"answer": c.get("answer"), "u": c.get("u")}
-                                   for n, c in (final.get("candidates") or {}).items()}}
+                    "candidates": {n: _candidate(c, golds) for n, c in (final.get("candidates") or {}).items()}}
+    return out
+
+
+def _candidate(c: dict, golds) -> dict:
+    """A final candidate's answer and U, and, when the golds are at hand, its own scores: what lets
+    the reasoning ablations be read off a self-aware run's rows (see :func:`final_stage_table`)."""
+    out = {"answer": c.get("answer"), "u": c.get("u")}
+    if golds is not None and isinstance(c.get("answer"), str):
+        out["em"], out["f1"] = exact_match(c["answer"], golds), f1_score(c["answer"], golds)
     return out
 
 
@@ -355,7 +364,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
 def compare(dirs: Sequence[str]) -> str:
     """The runs' summary table, then each run's F1 against the first run's on the questions both
     answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
-    sums, runs = [], []
+    sums, runs, finals = [], [], []
     for d in dirs:
         p = Path(d)
         rows = run_rows(p)
@@ -364,7 +373,47 @@ def compare(dirs: Sequence[str]) -> str:
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
         sums.append(summarize(rows, name))
         runs.append((name, {r["id"]: r["f1"] for r in rows}))
-    return summary_markdown(sums) + _paired_lines(runs)
+        finals.append((name, final_stage_table(rows)))
+    return summary_markdown(sums) + _paired_lines(runs) + "".join(_final_stage_lines(n, t) for n, t in finals if t)
+
+
+def final_stage_table(rows: Sequence[dict]) -> dict | None:
+    """Self-aware reasoning against its two ablations, read off one self-aware run's rows.
+
+    The ablations ``reasoning=rationales`` / ``knowledge`` return exactly the candidate of that name
+    that the full run generated and scored (the steps before the final stage do not depend on it;
+    ``tests/methods/test_methods_e2e.py`` checks this), so their F1 on the same questions needs no
+    second run, and the comparison is paired by construction. ``oracle`` is the better of the two per
+    question: the ceiling of any choice rule. None when no row carries both scored candidates."""
+    per = {"self-aware": [], "rationale": [], "knowledge": [], "oracle": []}
+    chose_rationale = 0
+    for r in rows:
+        final = score_row(r)["final"] if "trace" in r else r.get("final") or {}
+        c = final.get("candidates") or {}
+        if final.get("rule") != "self-aware" or any("f1" not in c.get(n, {}) for n in ("rationale", "knowledge")):
+            continue
+        a, b = c["rationale"]["f1"], c["knowledge"]["f1"]
+        for k, v in (("self-aware", r["f1"]), ("rationale", a), ("knowledge", b), ("oracle", max(a, b))):
+            per[k].append(v)
+        chose_rationale += final.get("choice") == "rationale"
+    if not per["self-aware"]:
+        return None
+    out = {"n": len(per["self-aware"]), "chose_rationale": chose_rationale / len(per["self-aware"]),
+           "f1": {k: statistics.mean(v) for k, v in per.items()}}
+    out["self_aware_minus"] = {k: paired_bootstrap(per["self-aware"], per[k]) for k in ("rationale", "knowledge", "oracle")}
+    return out
+
+
+def _final_stage_lines(name: str, t: dict) -> str:
+    f = t["f1"]
+    lines = [f"\n{name}: final stage against its ablations, from the same rows (n={t['n']}; "
+             f"chose the rationale answer on {100 * t['chose_rationale']:.0f} %):",
+             f"- F1 self-aware {100 * f['self-aware']:.1f}, rationales only {100 * f['rationale']:.1f}, "
+             f"knowledge only {100 * f['knowledge']:.1f}, oracle choice {100 * f['oracle']:.1f}"]
+    for k, d in t["self_aware_minus"].items():
+        lines.append(f"- self-aware - {k}: {100 * d['mean_difference']:+.1f} "
+                     f"(CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f})")
+    return "\n".join(lines) + "\n"
 
 
 def _paired_lines(runs: list[tuple[str, dict]]) -> str:
