@@ -121,3 +121,24 @@ def test_the_reasoning_ablations_are_read_off_a_self_aware_run_even_from_score_r
     run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "plain")
     assert final_stage_table(run_rows(tmp_path / "plain")) is None
     assert "final stage" not in compare([str(tmp_path / "plain")])
+
+
+class SometimesRetrieves(ScriptedMethod):
+    """Retrieves (and is right) on the even questions only: an adaptive method's two kinds of rows."""
+
+    def answer(self, question):
+        a = super().answer(question)
+        if EXS[[ex.question for ex in EXS].index(question)].id in ("q1", "q3"):
+            a.trace["totals"]["retrievals"] = 0
+        return a
+
+
+def test_compare_splits_an_adaptive_run_by_its_retrieval_decision(tmp_path):
+    everyone_wrong = {q: "wrong" for q in ANSWERS}
+    run_eval(ScriptedMethod(everyone_wrong), EXS, tmp_path / "base")
+    run_eval(SometimesRetrieves(ANSWERS), EXS, tmp_path / "adaptive")  # right on q0, q2, q4 (it retrieved)
+    out = compare([str(tmp_path / "base"), str(tmp_path / "adaptive")])
+    assert "  - where scripted retrieved: +100.0 (CI +100.0..+100.0, n=3)" in out
+    assert "  - where scripted did not retrieve: +0.0 (CI +0.0..+0.0, n=2)" in out
+    # a run that always retrieves has no split
+    assert "where" not in compare([str(tmp_path / "adaptive"), str(tmp_path / "base")])

@@ -372,7 +372,8 @@ def compare(dirs: Sequence[str]) -> str:
         if not rows and not (p / "config.json").exists():
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
         sums.append(summarize(rows, name))
-        runs.append((name, {r["id"]: r["f1"] for r in rows}))
+        runs.append((name, {r["id"]: r["f1"] for r in rows},
+                     {r["id"]: (r["totals"] if "totals" in r else r["trace"]["totals"])["retrievals"] > 0 for r in rows}))
         finals.append((name, final_stage_table(rows)))
     return summary_markdown(sums) + _paired_lines(runs) + "".join(_final_stage_lines(n, t) for n, t in finals if t)
 
@@ -416,17 +417,27 @@ def _final_stage_lines(name: str, t: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _paired_lines(runs: list[tuple[str, dict]]) -> str:
+def _paired_lines(runs: list[tuple[str, dict, dict]]) -> str:
+    """Each run's F1 minus the first run's on their common questions; for a run that retrieved on
+    some of them only (an adaptive method), the same split by its decision: where the decision costs."""
     if len(runs) < 2:
         return ""
-    base_name, base = runs[0]
+    base_name, base, _ = runs[0]
     lines = [f"\nF1 paired against {base_name} (same questions; 95 % bootstrap CI):"]
-    for name, f1 in runs[1:]:
+    for name, f1, retrieved in runs[1:]:
         ids = sorted(set(base) & set(f1))
         if not ids:
             lines.append(f"- {name}: no question in common")
             continue
-        d = paired_bootstrap([f1[i] for i in ids], [base[i] for i in ids])
-        lines.append(f"- {name} - {base_name}: {100 * d['mean_difference']:+.1f} "
-                     f"(CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f}, n={d['n']})")
+        lines.append(f"- {name} - {base_name}: {_paired_text(f1, base, ids)}")
+        if 0 < sum(retrieved[i] for i in ids) < len(ids):
+            for label, flag in (("retrieved", True), ("did not retrieve", False)):
+                part = [i for i in ids if retrieved[i] == flag]
+                lines.append(f"  - where {name} {label}: {_paired_text(f1, base, part)}")
     return "\n".join(lines) + "\n"
+
+
+def _paired_text(a: dict, b: dict, ids: list) -> str:
+    d = paired_bootstrap([a[i] for i in ids], [b[i] for i in ids])
+    return (f"{100 * d['mean_difference']:+.1f} (CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f}, "
+            f"n={d['n']})")
