@@ -218,7 +218,7 @@ def summarize(rows: Sequence[dict], name: str = "") -> dict:
         return {"name": name, "n": 0}
     em = [r["em"] for r in rows]
     f1 = [r["f1"] for r in rows]
-    tot = [r["totals"] if "totals" in r else r["trace"]["totals"] for r in rows]  # a score row or a full one
+    tot = [_totals(r) for r in rows]
     return {
         "name": name,
         "n": len(rows),
@@ -373,7 +373,7 @@ def compare(dirs: Sequence[str]) -> str:
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
         sums.append(summarize(rows, name))
         runs.append((name, {r["id"]: r["f1"] for r in rows},
-                     {r["id"]: (r["totals"] if "totals" in r else r["trace"]["totals"])["retrievals"] > 0 for r in rows}))
+                     {r["id"]: _totals(r)["retrievals"] > 0 for r in rows}))
         finals.append((name, final_stage_table(rows)))
     return summary_markdown(sums) + _paired_lines(runs) + "".join(_final_stage_lines(n, t) for n, t in finals if t)
 
@@ -411,9 +411,7 @@ def _final_stage_lines(name: str, t: dict) -> str:
              f"chose the rationale answer on {100 * t['chose_rationale']:.0f} %):",
              f"- F1 self-aware {100 * f['self-aware']:.1f}, rationales only {100 * f['rationale']:.1f}, "
              f"knowledge only {100 * f['knowledge']:.1f}, oracle choice {100 * f['oracle']:.1f}"]
-    for k, d in t["self_aware_minus"].items():
-        lines.append(f"- self-aware - {k}: {100 * d['mean_difference']:+.1f} "
-                     f"(CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f})")
+    lines += [f"- self-aware - {k}: {_diff_text(d)}" for k, d in t["self_aware_minus"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -439,5 +437,14 @@ def _paired_lines(runs: list[tuple[str, dict, dict]]) -> str:
 
 def _paired_text(a: dict, b: dict, ids: list) -> str:
     d = paired_bootstrap([a[i] for i in ids], [b[i] for i in ids])
-    return (f"{100 * d['mean_difference']:+.1f} (CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f}, "
-            f"n={d['n']})")
+    return _diff_text(d)[:-1] + f", n={d['n']})"
+
+
+def _diff_text(d: dict) -> str:
+    """A paired difference in F1 points with its CI: '+4.4 (CI -2.7..+11.3)'."""
+    return f"{100 * d['mean_difference']:+.1f} (CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f})"
+
+
+def _totals(row: dict) -> dict:
+    """A row's cost totals, from a score row or a full one."""
+    return row["totals"] if "totals" in row else row["trace"]["totals"]
