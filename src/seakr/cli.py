@@ -416,6 +416,14 @@ def cmd_compare(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
+    if args.from_runs:
+        from .eval.studies import calibrate_from_runs
+
+        if args.data:
+            raise CLIError("calibrate: --from-runs reads two eval runs; it takes no --data")
+        return _print_calibration(calibrate_from_runs(*args.from_runs, args.out, write=not args.no_write), args.out)
+    if not args.data:
+        raise CLIError("calibrate: give --data (simple QA), or --from-runs NEVER ALWAYS (multi-hop)")
     from .eval.runner import data_identity
     from .eval.studies import calibrate
     from .methods import SeaKR
@@ -423,19 +431,26 @@ def cmd_calibrate(args) -> int:
     from .search import open_engine
 
     examples, family, lm = _eval_setup(args)
+    if family != "simpleqa":
+        raise CLIError(f"{args.data}: multi-hop questions calibrate from two eval runs: run "
+                       "benchmarks/configs/calibrate-multihop.toml with `seakr eval`, then `seakr calibrate --from-runs NEVER ALWAYS`")
     opts = parse_options(args.option)
     opts.setdefault("prompt_set", args.prompt_set or family)
     for key in ("k", "n_candidates"):
         if getattr(args, key) is not None:
             opts[key] = getattr(args, key)
-    m = SeaKR(lm, open_engine(args.index), delta=0.0, **opts)
+    m = SeaKR(lm, open_engine(args.index), delta=0.0, **{**opts, "mode": "simple"})
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(examples)) as adv:
         r = calibrate(m, examples, args.out, progress=adv, write=not args.no_write, resume=args.resume,
                       data=data_identity(args.data))
+    return _print_calibration(r, args.out)
+
+
+def _print_calibration(r: dict, out: str) -> int:
     c = r["chosen"]
-    print(f"chosen delta = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})")
-    print(f"plot: {os.path.join(args.out, 'calibration.png')}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
+    print(f"chosen delta ({r['mode']}) = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})")
+    print(f"plot: {os.path.join(out, 'calibration.png')}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
     return 0
 
 
@@ -675,11 +690,11 @@ def select_examples(examples: list, args) -> list:
     return examples[:: getattr(args, "every", None) or 1][: args.limit or None]
 
 
-def _data_args(p, out_required=True) -> None:
+def _data_args(p, out_required=True, data_required=None) -> None:
     from .eval.datasets import LAYOUTS
 
     _add_model_args(p)
-    p.add_argument("--data", required=out_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
+    p.add_argument("--data", required=out_required if data_required is None else data_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
     p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
     p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
@@ -695,9 +710,9 @@ def _data_args(p, out_required=True) -> None:
 def _eval_parsers(sub) -> None:
     from .methods import METHODS
 
-    def study(name, func, help):
+    def study(name, func, help, data_required=True):
         p = sub.add_parser(name, help=help)
-        _data_args(p)
+        _data_args(p, data_required=data_required)
         p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
         p.set_defaults(func=func)
         return p
@@ -728,7 +743,11 @@ def _eval_parsers(sub) -> None:
     p.add_argument("dirs", nargs="+")
     p.set_defaults(func=cmd_compare)
 
-    p = study("calibrate", cmd_calibrate, "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration")
+    p = study("calibrate", cmd_calibrate, "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration",
+              data_required=False)
+    p.add_argument("--from-runs", nargs=2, metavar=("NEVER", "ALWAYS"), default=None,
+                   help="multi-hop: two eval runs of SeaKR on tuning questions, delta=inf and retrieval=always "
+                        "(benchmarks/configs/calibrate-multihop.toml)")
     p.add_argument("--k", type=positive_int, default=None)
     p.add_argument("--n-candidates", type=positive_int, default=None)
     p.add_argument("--no-write", action="store_true", help="do not write the calibration file")

@@ -145,3 +145,80 @@ def test_probe_spec_names_every_tap_or_says_what_is_wrong():
     for bad in ("24:mlp", "x:mlp", "3:attn", "3"):
         with pytest.raises(ValueError, match="LAYER:SOURCE"):
             parse_taps(bad, 24)
+
+
+def _branch_run(d, rows, **config):
+    """An eval run directory as `seakr eval` leaves it (config.json + score rows) for one SeaKR branch."""
+    base = {"k": 20, "estimator": "eigen", "alpha": 1e-3, "prompt_style": "chat", "prompt_set": "2wikimultihopqa",
+            "mode": "multihop", "retrieval": "self-aware", "delta": None}
+    model = {"model": "qwen2.5-coder-0.5b", "state_layer": 11, "state_source": "mlp", "threads": 2}
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(json.dumps({"name": d.name, "method": {"method": "seakr", "config": {**base, **config},
+                                                                          "model": model}}))
+    (d / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def _score(qid, f1, us):
+    return {"id": qid, "f1": f1, "em": f1, "prediction": "x",
+            "steps": [{"u": u, "threshold": None, "retrieved": False, "kept": None} for u in us]}
+
+
+def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delta(tmp_path, monkeypatch):
+    from seakr.eval.studies import calibrate_from_runs, largest_step_u
+    from seakr.methods.base import calibration_path, default_delta
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    # q1: confident chain, right without retrieval; q2: one uncertain step (-1.0), retrieval helps;
+    # q3: a failed estimate (null = +inf) retrieves at any delta; q4: no steps, never retrieves
+    never = _branch_run(tmp_path / "never", [_score("q1", 1.0, [-4.0, -3.5]), _score("q2", 0.0, [-4.0, -1.0]),
+                                             _score("q3", 0.0, [None]), _score("q4", 0.5, [])], delta="inf")
+    always = _branch_run(tmp_path / "always", [_score("q1", 0.0, [-4.0]), _score("q2", 1.0, [-4.0]),
+                                               _score("q3", 1.0, []), _score("q4", 0.0, []), _score("q9", 1.0, [])],
+                         retrieval="always")
+    assert largest_step_u(_score("q", 0, [-4.0, -1.0])) == -1.0
+    r = calibrate_from_runs(str(never), str(always), str(tmp_path / "cal"))
+    assert r["n"] == 4 and r["mode"] == "multihop"  # q9 has no never-run row: not paired, not used
+    # retrieving on q2 and q3 only (delta in [-3.5, -1.0)) gives F1 (1 + 1 + 1 + 0.5) / 4
+    assert r["chosen"]["f1"] == pytest.approx(0.875) and r["chosen"]["retrieval_rate"] == 0.5
+    assert -3.5 <= r["chosen"]["delta"] < -1.0
+    rows = [json.loads(x) for x in (tmp_path / "cal" / "calibration_rows.jsonl").read_text().splitlines()]
+    assert [x["u"] for x in rows] == [-3.5, -1.0, "inf", "-inf"]
+    info = {"model": "qwen2.5-coder-0.5b", "state_layer": 11, "state_source": "mlp"}
+    assert r["written_to"] == str(calibration_path(info, "chat", "multihop"))
+    # the multi-hop file is SeaKR's multi-hop threshold, and only that: simple QA keeps its own
+    assert default_delta(info, "eigen", "chat", "multihop") == (r["chosen"]["delta"], r["written_to"])
+    assert default_delta(info, "eigen", "chat", "simple")[1].startswith("packaged:")
+
+
+def test_multihop_calibration_refuses_runs_that_are_not_its_two_branches(tmp_path):
+    from seakr.eval.studies import calibrate_from_runs
+
+    rows = [_score("q1", 1.0, [-2.0])]
+    never = _branch_run(tmp_path / "never", rows, delta="inf")
+    always = _branch_run(tmp_path / "always", rows, retrieval="always")
+    other_k = _branch_run(tmp_path / "k10", rows, retrieval="always", k=10)
+    adaptive = _branch_run(tmp_path / "adaptive", rows, delta=-1.6)
+    with pytest.raises(ValueError, match="differ in k"):
+        calibrate_from_runs(str(never), str(other_k), str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="not a multi-hop SeaKR run with delta = inf"):
+        calibrate_from_runs(str(adaptive), str(always), str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="not a multi-hop SeaKR run with retrieval = always"):
+        calibrate_from_runs(str(never), str(never), str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="no config.json"):
+        calibrate_from_runs(str(tmp_path / "nowhere"), str(always), str(tmp_path / "o"))
+
+
+def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, capsys):
+    from seakr.cli import main
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    never = _branch_run(tmp_path / "never", [_score("q1", 0.0, [-1.0]), _score("q2", 1.0, [-3.0])], delta="inf")
+    always = _branch_run(tmp_path / "always", [_score("q1", 1.0, []), _score("q2", 0.0, [])], retrieval="always")
+    assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "cal")]) == 0
+    out = capsys.readouterr().out
+    assert "chosen delta (multihop) = " in out and "retrieval rate 0.50, n=2" in out and "-multihop.json" in out
+    assert main(["calibrate", "--out", str(tmp_path / "cal2")]) == 2
+    assert "give --data (simple QA), or --from-runs" in capsys.readouterr().err
+    assert main(["calibrate", "--from-runs", str(never), str(always), "--data", "x.jsonl", "--out", str(tmp_path / "c3")]) == 2
+    assert "takes no --data" in capsys.readouterr().err

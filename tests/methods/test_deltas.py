@@ -19,8 +19,8 @@ def test_every_packaged_threshold_is_a_number_for_a_real_model_with_its_provenan
     entries = {k: v for k, v in table.items() if not k.startswith("_")}
     assert entries
     for key, entry in entries.items():
-        model, layer, source, *style = key.split(":")
-        assert style in ([], ["chat"]), key
+        model, layer, source, *tags = key.split(":")
+        assert tags in ([], ["chat"], ["multihop"], ["chat", "multihop"]), key
         assert model in REGISTRY and layer.startswith("L") and layer[1:].isdigit() and source in ("mlp", "residual")
         values = {k: v for k, v in entry.items() if not k.startswith("_")}
         assert values and set(values) <= set(ESTIMATORS), key
@@ -65,3 +65,38 @@ def test_a_threshold_belongs_to_its_prompt_style(tmp_path, monkeypatch):
     from seakr.methods.base import calibration_path
     assert calibration_path(info, "chat").name == "smollm2-135m-L14-mlp-chat.json"
     assert calibration_path(info).name == "smollm2-135m-L14-mlp.json"
+
+
+def test_a_threshold_belongs_to_its_mode_and_multihop_falls_back_to_simple_by_name(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    from seakr.methods.base import calibration_path
+
+    info = {"model": "smollm2-135m", "state_layer": 14, "state_source": "mlp"}
+    assert calibration_path(info, "chat", "multihop").name == "smollm2-135m-L14-mlp-chat-multihop.json"
+    assert calibration_path(info, "plain", "simple") == calibration_path(info)  # simple QA keeps the old names
+    # no multi-hop value anywhere: the simple-QA one, and the source says which it is
+    assert default_delta(info, "eigen", "plain", "multihop") == (-3.38, "packaged:smollm2-135m:L14:mlp")
+    # the user's multi-hop calibration wins for multi-hop only
+    p = calibration_path(info, "plain", "multihop")
+    p.parent.mkdir(parents=True)
+    p.write_text(json.dumps({"delta": {"eigen": -2.5}}))
+    assert default_delta(info, "eigen", "plain", "multihop") == (-2.5, str(p))
+    assert default_delta(info, "eigen", "plain", "simple")[0] == -3.38
+    with pytest.raises(ValueError, match="mode must be one of simple, multihop, not 'multi'"):
+        default_delta(info, "eigen", "plain", "multi")
+
+
+def test_seakr_reads_the_threshold_of_its_own_mode(tmp_path, monkeypatch):
+    from scripted import ScriptedLM
+    from seakr.methods import SeaKR
+    from seakr.methods.base import calibration_path
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    lm = ScriptedLM(lambda v: None)
+    for mode, value in (("simple", -1.5), ("multihop", -0.5)):
+        p = calibration_path(lm.info(), "plain", mode)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"delta": {"eigen": value}}))
+    for mode, value in (("simple", -1.5), ("multihop", -0.5)):
+        m = SeaKR(lm, None, mode=mode, prompt_style="plain")
+        assert (m.delta, m.describe()["delta_source"]) == (value, str(calibration_path(lm.info(), "plain", mode)))

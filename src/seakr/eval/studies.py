@@ -6,6 +6,9 @@ calibrate  Simple-QA setting, counterfactual sweep: every question is answered c
            retrieval rate are exact for every delta without re-running the model. The chosen delta
            maximises F1 (ties: the higher delta, i.e. fewer retrievals) and is written to the model's
            calibration file, which SeaKR reads by default.
+           Multi-hop setting (calibrate_from_runs): the same sweep over two eval runs, SeaKR never
+           retrieving and always retrieving; a question retrieves iff its never-run chain has a step
+           with U > delta. Written to the model's multi-hop calibration file.
 detect     Closed-book greedy answers + every estimator per question; AUROC and Pearson r of each
            estimator for predicting an incorrect answer (F1 < 0.5).
 rerank     Distractor-setting multi-hop questions: recall@1 of a gold paragraph among the top-N BM25
@@ -30,7 +33,7 @@ from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
 from .metrics import auroc, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
-from .runner import RowLog, versions
+from .runner import RowLog, run_rows, score_row, versions
 
 
 def _finite(x):
@@ -58,7 +61,8 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
     ``rows``: ``u`` (closed-book uncertainty), ``f1_direct``, ``f1_rag``. Retrieval happens when
     ``u > delta``. The chosen threshold maximises F1; ties go to the higher delta (fewer retrievals).
     """
-    us = np.array([_finite(r["u"]) for r in rows])
+    # a missing/NaN U is the estimator's failure (+inf: retrieves at any delta); -inf never retrieves
+    us = np.array([math.inf if r["u"] is None or r["u"] != r["u"] else r["u"] for r in rows], dtype=float)
     fin = us[np.isfinite(us)]
     grid = np.unique(np.concatenate([[-np.inf], np.quantile(fin, np.linspace(0, 1, 41)) if len(fin) else [], [np.inf]]))
     sweep = []
@@ -89,20 +93,91 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
     sweep, best = calibration_sweep(rows)
     info = method.lm.info()
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
-              "estimator": method.config.estimator, "k": method.config.k, "alpha": method.config.alpha,
+              "estimator": method.config.estimator, "k": method.config.k, "alpha": method.config.alpha, "mode": "simple",
               "n": len(rows), "chosen": best, "sweep": sweep}
     (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
     _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}")
-    if write and math.isfinite(best["delta"]):
-        p = calibration_path(info, method.config.prompt_style)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        cur = json.loads(p.read_text()) if p.exists() else {"delta": {}}
-        cur["delta"][method.config.estimator] = best["delta"]
-        cur.setdefault("source", {})[method.config.estimator] = {"n": len(rows), "f1": best["f1"],
-                                                                  "retrieval_rate": best["retrieval_rate"],
-                                                                  "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        p.write_text(json.dumps(cur, indent=2))
-        result["written_to"] = str(p)
+    if write:
+        _write_calibration(result, info, method.config.prompt_style, "simple")
+    return result
+
+
+def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
+    """Store the chosen threshold in the model's calibration file for this prompt style and mode
+    (SeaKR reads it by default); an infinite choice (never / always retrieve) is not a threshold."""
+    best = result["chosen"]
+    if not math.isfinite(best["delta"]):
+        return
+    p = calibration_path(info, style, mode)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    cur = json.loads(p.read_text()) if p.exists() else {"delta": {}}
+    cur["delta"][result["estimator"]] = best["delta"]
+    cur.setdefault("source", {})[result["estimator"]] = {"n": result["n"], "f1": best["f1"],
+                                                         "retrieval_rate": best["retrieval_rate"],
+                                                         "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    p.write_text(json.dumps(cur, indent=2))
+    result["written_to"] = str(p)
+
+
+#: What two runs must share for their rows to be two branches of one SeaKR (all but the retrieval rule).
+_SAME = ("k", "temperature", "top_k", "top_p", "max_new_tokens", "seed", "estimator", "alpha", "n_candidates",
+         "max_steps", "max_passages", "prompt_set", "prompt_style", "n_shot", "titles", "marker", "keep_p",
+         "rerank", "reasoning", "mode")
+
+
+def _branch_config(run_dir: Path, retrieval: str, never: bool) -> dict:
+    """A run's method description, checked to be the branch of multi-hop SeaKR it is used as."""
+    cfg_file = run_dir / "config.json"
+    if not cfg_file.exists():
+        raise ValueError(f"{run_dir}: not an eval run directory (no config.json)")
+    m = json.loads(cfg_file.read_text()).get("method") or {}
+    c = m.get("config") or {}
+    want = "delta = inf" if never else "retrieval = always"
+    if m.get("method") != "seakr" or c.get("mode") != "multihop" or c.get("retrieval") != retrieval \
+            or never != (c.get("delta") in ("inf", math.inf)):
+        raise ValueError(f"{cfg_file}: not a multi-hop SeaKR run with {want} "
+                         "(see benchmarks/configs/calibrate-multihop.toml)")
+    return m
+
+
+def largest_step_u(row: dict) -> float:
+    """The U that makes SeaKR leave a never-retrieve chain: its largest step U. SeaKR with threshold
+    delta retrieves on this question iff it exceeds delta. A step whose U failed (stored as null: the
+    estimator's +inf) would retrieve at any delta; a chain with no steps never retrieves."""
+    us = [math.inf if s.get("u") is None else s["u"] for s in score_row(row).get("steps", [])]
+    return max(us, default=-math.inf)
+
+
+def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bool = True) -> dict:
+    """Multi-hop threshold from two eval runs of SeaKR over the same tuning questions, one that never
+    retrieves and one that always does: F1(delta) takes the always-run's F1 where the never-run's
+    chain has a step with U > delta and the never-run's elsewhere (:func:`calibration_sweep`).
+    Exact where SeaKR would not retrieve; where it would, it assumes retrieving from the first
+    uncertain step on behaves as retrieving at every step."""
+    never, always = Path(never_dir), Path(always_dir)
+    mn, ma = _branch_config(never, "self-aware", True), _branch_config(always, "always", False)
+    diff = [k for k in _SAME if mn["config"].get(k) != ma["config"].get(k)]
+    if diff or mn.get("model") != ma.get("model"):
+        raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
+    a_rows = {r["id"]: r for r in run_rows(always)}
+    rows = [{"id": r["id"], "u": largest_step_u(r), "f1_direct": r["f1"], "f1_rag": a_rows[r["id"]]["f1"]}
+            for r in run_rows(never) if r["id"] in a_rows]
+    if not rows:
+        raise ValueError(f"{never_dir} and {always_dir} share no answered question")
+    sweep, best = calibration_sweep(rows)
+    info, c = mn["model"], mn["config"]
+    result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
+              "estimator": c["estimator"], "k": c["k"], "alpha": c["alpha"], "mode": "multihop",
+              "runs": [str(never), str(always)], "n": len(rows), "chosen": best, "sweep": sweep}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
+    (out / "calibration_rows.jsonl").write_text("".join(
+        json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows))
+    (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
+    _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}, multi-hop")
+    if write:
+        _write_calibration(result, info, c["prompt_style"], "multihop")
     return result
 
 

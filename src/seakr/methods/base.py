@@ -112,30 +112,49 @@ def _style_tag(style: str) -> str:
     return "" if style == "plain" else f"-{style}"
 
 
-def calibration_path(model_info: dict, style: str = "plain") -> Path:
+#: SeaKR's two modes. A threshold belongs to one: a confident closed-book answer to a simple question
+#: is often right, a confident first step of a multi-hop chain often is not (measured on HotpotQA).
+MODES = ("simple", "multihop")
+
+
+def _mode_tag(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return "" if mode == "simple" else f"-{mode}"  # simple-QA calibration keeps the old names
+
+
+def calibration_path(model_info: dict, style: str = "plain", mode: str = "simple") -> Path:
     from ..models.registry import cache_root
 
     name = str(model_info.get("model", "model")).replace("/", "_")
     return cache_root() / "calibration" / (f"{name}-L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}"
-                                           f"{_style_tag(style)}.json")
+                                           f"{_style_tag(style)}{_mode_tag(mode)}.json")
 
 
-def default_delta(model_info: dict, estimator: str, style: str = "plain") -> tuple[float, str]:
-    """The threshold for this model/layer/prompt style/estimator: its calibration file if one exists,
-    else the packaged measurement (methods/deltas.json), else the paper's -6 (eigen only)."""
-    p = calibration_path(model_info, style)
-    if p.exists():
-        d = json.loads(p.read_text())
-        if estimator in d.get("delta", {}):
-            return float(d["delta"][estimator]), str(p)
+def _packaged_key(model_info: dict, style: str, mode: str) -> str:
+    return (f"{model_info.get('model')}:L{model_info.get('state_layer')}:{model_info.get('state_source', 'mlp')}"
+            + (_style_tag(style) + _mode_tag(mode)).replace("-", ":"))
+
+
+def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: str = "simple") -> tuple[float, str]:
+    """The threshold for this model/layer/prompt style/mode/estimator, and where it came from: the
+    user's calibration file, else the packaged measurement (methods/deltas.json), for this mode; a
+    multi-hop run with neither falls back to the simple-QA values (named as such in the source); else
+    the paper's -6 (eigen only)."""
     packaged = json.loads((Path(__file__).parent / "deltas.json").read_text())
-    key = (f"{model_info.get('model')}:L{model_info.get('state_layer')}:{model_info.get('state_source', 'mlp')}"
-           + _style_tag(style).replace("-", ":"))
-    if not estimator.startswith("_") and estimator in packaged.get(key, {}):  # "_provenance" is not a value
-        return float(packaged[key][estimator]), f"packaged:{key}"
+    for m in dict.fromkeys((mode, "simple")):
+        p = calibration_path(model_info, style, m)
+        if p.exists():
+            d = json.loads(p.read_text())
+            if estimator in d.get("delta", {}):
+                return float(d["delta"][estimator]), str(p)
+        key = _packaged_key(model_info, style, m)
+        if not estimator.startswith("_") and estimator in packaged.get(key, {}):  # "_provenance" is not a value
+            return float(packaged[key][estimator]), f"packaged:{key}"
     if estimator in ("eigen",):
         return PAPER_DELTA, "paper"
-    raise ValueError(f"no threshold for estimator {estimator!r} on {key}: pass delta= or run `seakr calibrate`")
+    raise ValueError(f"no threshold for estimator {estimator!r} on {_packaged_key(model_info, style, mode)}: "
+                     "pass delta= or run `seakr calibrate`")
 
 
 class Cancelled(Exception):

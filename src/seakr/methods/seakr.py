@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import uncertainty as U
-from .base import STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick
+from .base import MODES, STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick
 from .text import align_words, build_query, drop_answer_sentence, has_answer
 from .trace import Tracer
 
@@ -53,7 +53,7 @@ class SeaKRConfig(MethodConfig):
     def __post_init__(self):
         super().__post_init__()
         for val, allowed, what in ((self.retrieval, RETRIEVAL, "retrieval"), (self.rerank, RERANK, "rerank"),
-                                   (self.reasoning, REASONING, "reasoning"), (self.mode, ("multihop", "simple"), "mode")):
+                                   (self.reasoning, REASONING, "reasoning"), (self.mode, MODES, "mode")):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
@@ -89,7 +89,7 @@ class SeaKR(Method):
         super().__init__(lm, engine, config, **overrides)
         c = self.config
         if c.delta is None:
-            self.delta, self.delta_source = default_delta(lm.info(), c.estimator, c.prompt_style)
+            self.delta, self.delta_source = default_delta(lm.info(), c.estimator, c.prompt_style, c.mode)
         else:
             self.delta, self.delta_source = float(c.delta), "config"
 
