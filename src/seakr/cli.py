@@ -450,6 +450,9 @@ def cmd_calibrate(args) -> int:
 def _print_calibration(r: dict, out: str) -> int:
     c = r["chosen"]
     print(f"chosen delta ({r['mode']}) = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})")
+    if c["tied_delta_min"] < c["delta"]:
+        print(f"  the same F1 from delta {c['tied_delta_min']:.3f} up (retrieval rate up to {c['tied_retrieval_rate_max']:.2f}):"
+              " the cost rule took the fewest retrievals; more tuning questions would narrow the tie")
     print(f"plot: {os.path.join(out, 'calibration.png')}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
     return 0
 

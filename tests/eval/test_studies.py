@@ -25,8 +25,9 @@ def test_sweep_is_exact_and_prefers_fewer_retrievals():
     # delta=+inf never retrieves, like SeaKR itself (U > delta is false even for U=+inf)
     assert by[math.inf]["retrieval_rate"] == 0.0 and by[math.inf]["f1"] == 0.5
     assert best["f1"] == 1.0
-    # any delta in [-2, 1) reaches F1 1.0 with half the questions retrieving; below -2 costs F1
+    # any delta in [-3, 1) reaches F1 1.0; the cost rule takes the fewest retrievals (half), from -2 up
     assert -2.0 <= best["delta"] < 1.0 and best["retrieval_rate"] == 0.5
+    assert best["tied_delta_min"] == -3.0 and best["tied_retrieval_rate_max"] == 0.75  # where the tie begins
     for s in sweep:  # every point recomputed by hand
         use = [(r["u"] if r["u"] is not None else math.inf) > s["delta"] for r in rows]
         assert s["f1"] == pytest.approx(sum(r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use)) / 4)
@@ -218,6 +219,8 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
     assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "cal")]) == 0
     out = capsys.readouterr().out
     assert "chosen delta (multihop) = " in out and "retrieval rate 0.50, n=2" in out and "-multihop.json" in out
+    # F1 is 1.0 for any delta in [-3, -1): the output says the tie reaches down to -3
+    assert "the same F1 from delta -3.000 up (retrieval rate up to 0.50)" in out
     assert main(["calibrate", "--out", str(tmp_path / "cal2")]) == 2
     assert "give --data (simple QA), or --from-runs" in capsys.readouterr().err
     assert main(["calibrate", "--from-runs", str(never), str(always), "--data", "x.jsonl", "--out", str(tmp_path / "c3")]) == 2

@@ -59,7 +59,8 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
     """F1 and retrieval rate for every threshold on a quantile grid of the closed-book U values.
 
     ``rows``: ``u`` (closed-book uncertainty), ``f1_direct``, ``f1_rag``. Retrieval happens when
-    ``u > delta``. The chosen threshold maximises F1; ties go to the higher delta (fewer retrievals).
+    ``u > delta``. The chosen threshold maximises F1; ties go to the higher delta (fewer retrievals),
+    and the choice says where the tie begins (``tied_delta_min``, its retrieval rate).
     """
     # a missing/NaN U is the estimator's failure (+inf: retrieves at any delta); -inf never retrieves
     us = np.array([math.inf if r["u"] is None or r["u"] != r["u"] else r["u"] for r in rows], dtype=float)
@@ -70,7 +71,12 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
         use_rag = us > d
         f1 = float(np.mean([r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use_rag)])) if rows else 0.0
         sweep.append({"delta": float(d), "f1": f1, "retrieval_rate": float(use_rag.mean()) if rows else 0.0})
-    return sweep, max(sweep, key=lambda s: (round(s["f1"], 6), s["delta"]))
+    best = dict(max(sweep, key=lambda s: (round(s["f1"], 6), s["delta"])))
+    # how far the tie reaches: on a small tuning set F1 is often flat over a range of delta, and the
+    # cost rule (fewest retrievals) then picks its edge, which one more question can move
+    ties = [s for s in sweep if round(s["f1"], 6) == round(best["f1"], 6)]
+    best["tied_delta_min"], best["tied_retrieval_rate_max"] = ties[0]["delta"], ties[0]["retrieval_rate"]
+    return sweep, best
 
 
 def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True,
