@@ -96,21 +96,28 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
 
     out = Path(out_dir)
     rows = _each("calibrate", method, examples, out_dir, "calibration_rows.jsonl", one, progress, resume, data)
+    return _calibration_result(rows, method.lm.info(), dataclasses.asdict(method.config), "simple", out, write)
+
+
+def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, out: Path, write: bool,
+                        **extra) -> dict:
+    """The sweep over ``rows``, written as calibration.json + its plot under ``out``, and (``write``)
+    the chosen threshold stored in the model's calibration file for this prompt style and mode."""
     sweep, best = calibration_sweep(rows)
-    info = method.lm.info()
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
-              "estimator": method.config.estimator, "k": method.config.k, "alpha": method.config.alpha, "mode": "simple",
+              "estimator": config["estimator"], "k": config["k"], "alpha": config["alpha"], "mode": mode, **extra,
               "n": len(rows), "chosen": best, "sweep": sweep}
     (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
-    _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}")
+    title = f"{info.get('model')} layer {info.get('state_layer')}" + (", multi-hop" if mode == "multihop" else "")
+    _plot_sweep(sweep, best, out / "calibration.png", title)
     if write:
-        _write_calibration(result, info, method.config.prompt_style, "simple")
+        _write_calibration(result, info, config["prompt_style"], mode)
     return result
 
 
 def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
-    """Store the chosen threshold in the model's calibration file for this prompt style and mode
-    (SeaKR reads it by default); an infinite choice (never / always retrieve) is not a threshold."""
+    """Store the chosen threshold in the model's calibration file (SeaKR reads it by default); an
+    infinite choice (never / always retrieve) is not a threshold."""
     best = result["chosen"]
     if not math.isfinite(best["delta"]):
         return
@@ -170,21 +177,12 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
             for r in run_rows(never) if r["id"] in a_rows]
     if not rows:
         raise ValueError(f"{never_dir} and {always_dir} share no answered question")
-    sweep, best = calibration_sweep(rows)
-    info, c = mn["model"], mn["config"]
-    result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
-              "estimator": c["estimator"], "k": c["k"], "alpha": c["alpha"], "mode": "multihop",
-              "runs": [str(never), str(always)], "n": len(rows), "chosen": best, "sweep": sweep}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
     (out / "calibration_rows.jsonl").write_text("".join(
         json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows))
-    (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
-    _plot_sweep(sweep, best, out / "calibration.png", f"{info.get('model')} layer {info.get('state_layer')}, multi-hop")
-    if write:
-        _write_calibration(result, info, c["prompt_style"], "multihop")
-    return result
+    return _calibration_result(rows, mn["model"], mn["config"], "multihop", out, write, runs=[str(never), str(always)])
 
 
 def _plot_sweep(sweep, best, path, title):
