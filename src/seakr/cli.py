@@ -341,7 +341,21 @@ def read_run_grid(args) -> list[tuple[str, str, dict]]:
         if "method" not in r:
             raise CLIError(f"{args.config}: [[run]] #{i + 1}: missing field 'method'")
         runs.append((r.get("name", r["method"]), r["method"], r.get("options", {})))
+        _check_run(f"{args.config}: [[run]] #{i + 1} ({runs[-1][0]})", r["method"], runs[-1][2])
     return runs
+
+
+def _check_run(where: str, method: str, options: dict) -> None:
+    """A run's method and options, checked before any model loads: a typo in a grid's last run must not
+    surface after the first runs have taken an hour."""
+    from .methods import METHODS
+
+    if method not in METHODS:
+        raise CLIError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
+    try:
+        METHODS[method].Config.from_dict(options)
+    except (TypeError, ValueError) as e:
+        raise CLIError(f"{where}: {e}") from None
 
 
 def worker_argv(args) -> list[str]:
@@ -388,6 +402,7 @@ def cmd_eval(args) -> int:
         raise CLIError("eval: --data and --out are required (or set them in --config)")
     if not runs:
         runs = [(args.method, args.method, parse_options(args.option))]
+        _check_run("eval", args.method, runs[0][2])
     examples, family, lm = _eval_setup(args)
     if args.concurrency > 1:
         from .models.batching import BatchingModel

@@ -106,6 +106,24 @@ def test_09_10_truncated_gzip_and_non_utf8_name_the_file_and_line(tmp_path):
     one_line_error(seakr("eval", "--config", str(toml)), f"{toml}:2: not UTF-8 text")
 
 
+def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
+    """A typo in a grid's last run is found before the model loads, not after the first runs finish."""
+    out = str(tmp_path / "o")
+    for body, needles in (
+        ('[[run]]\nmethod = "ircot"\n[[run]]\nname = "b"\nmethod = "seakr"\noptions = { rerank = "engnie" }\n',
+         ("[[run]] #2 (b)", "rerank must be one of")),
+        ('[[run]]\nmethod = "ircot"\n[[run]]\nmethod = "seakr"\noptions = { estimator = "eigne" }\n',
+         ("[[run]] #2 (seakr)", "unknown estimator 'eigne'")),
+        ('[[run]]\nmethod = "ircot"\noptions = { dleta = 1.0 }\n', ("[[run]] #1 (ircot)", "unknown option(s) dleta")),
+        ('[[run]]\nmethod = "seakr2"\n', ("[[run]] #1 (seakr2)", "unknown method 'seakr2'")),
+    ):
+        toml = tmp_path / "grid.toml"
+        toml.write_text(body)
+        one_line_error(seakr("eval", "--config", str(toml), "--data", HOTPOT, "--out", out), str(toml), *needles)
+    one_line_error(seakr("eval", "--data", HOTPOT, "--out", out, "--option", "estimator=eigne"),
+                   "unknown estimator 'eigne'")
+
+
 @pytest.mark.slow
 def test_09_broken_model_folders(tmp_path, index):
     folder = tmp_path / "model"

@@ -82,6 +82,8 @@ class MethodConfig:
                 raise ValueError(f"option {name}: must be positive, got {getattr(self, name)}")
         if not 0 < self.top_p <= 1 or not 0 <= self.temperature < math.inf or not 0 < self.alpha < math.inf:
             raise ValueError("options top_p must be in (0, 1], temperature finite and >= 0, alpha finite and > 0")
+        if self.estimator not in U.ESTIMATORS:
+            raise ValueError(f"unknown estimator {self.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
 
     def to_dict(self) -> dict:
         return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in asdict(self).items()}
@@ -206,8 +208,6 @@ class Method:
         if self.config.prompt_style == "auto":
             self.config = self.config.replace(prompt_style=default_prompt_style(lm))
         c = self.config
-        if c.estimator not in U.ESTIMATORS:
-            raise ValueError(f"unknown estimator {c.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
         require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
