@@ -5,7 +5,7 @@ import json
 import shutil
 
 from seakr.eval.datasets import Example
-from seakr.eval.runner import SCORES, compare, final_stage_table, merge_runs, run_eval, run_rows
+from seakr.eval.runner import SCORES, compare, final_stage_table, merge_runs, run_eval, run_rows, throughput
 from seakr.methods.trace import Answer
 
 
@@ -65,6 +65,27 @@ def test_score_rows_hold_no_text_from_the_data_and_resume_a_run_on_another_machi
 
     merged = merge_runs(tmp_path / "merged", [str(second)])
     assert merged["n"] == 5 and len((tmp_path / "merged" / SCORES).read_text().splitlines()) == 5
+
+
+def test_timing_adds_up_over_resumed_sessions_and_a_finished_resume_keeps_it(tmp_path):
+    run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path, concurrency=2)
+    first = json.loads((tmp_path / "summary.json").read_text())
+    assert first["timed_questions"] == 2 and first["concurrency"] == 2 and first["wall_seconds"] >= 0
+    s = run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path, resume=True)
+    assert s["timed_questions"] == 5 and s["wall_seconds"] >= first["wall_seconds"] and s["concurrency"] == [2, 1]
+    again = run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path, resume=True)  # nothing left: keeps the timing
+    assert {k: again[k] for k in ("timed_questions", "wall_seconds", "concurrency")} == \
+           {k: s[k] for k in ("timed_questions", "wall_seconds", "concurrency")}
+
+
+def test_throughput_arithmetic_and_summaries_written_before_it_was_counted():
+    assert throughput({}, 0, 5.0, 4) == {}
+    assert throughput({}, 10, 60.0, 4) == {"wall_seconds": 60.0, "timed_questions": 10,
+                                           "questions_per_minute": 10.0, "concurrency": 4}
+    old = {"wall_seconds": 120.0, "questions_per_minute": 6.0, "concurrency": 4}  # 12 questions, no count
+    assert throughput(old, 12, 120.0, 4) == {"wall_seconds": 240.0, "timed_questions": 24,
+                                             "questions_per_minute": 6.0, "concurrency": 4}
+    assert throughput(old, 0, 3.0, 1)["wall_seconds"] == 120.0
 
 
 def test_a_run_with_score_rows_only_still_refuses_to_restart_without_resume(tmp_path):

@@ -289,14 +289,36 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
         rows = log.rows_for(examples)  # a resumed log may hold questions outside this --limit
     wall = time.perf_counter() - t_start
     out = Path(out_dir)
-    s = summarize(rows, cfg["name"])
-    if todo:
-        s["wall_seconds"] = round(wall, 2)
-        s["questions_per_minute"] = round(60 * len(todo) / wall, 3)
-        s["concurrency"] = concurrency
+    old = _read_summary(out / "summary.json") if resume else {}
+    s = {**summarize(rows, cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
     (out / "summary.json").write_text(json.dumps(s, indent=2))
     (out / "summary.md").write_text(summary_markdown([s]))
     return s
+
+
+def _read_summary(path: Path) -> dict:
+    try:
+        s = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return s if isinstance(s, dict) else {}
+
+
+def throughput(old: dict, answered: int, wall: float, concurrency: int) -> dict:
+    """Wall time and throughput over every session that answered questions into one run directory: a
+    resumed run adds its part to what the summary had measured, and a resume with nothing left keeps it
+    (long runs finish over several sessions; rewriting only the last one's timing would lose the rest)."""
+    prev_wall = float(old.get("wall_seconds") or 0.0)
+    prev_n = int(old.get("timed_questions", round(float(old.get("questions_per_minute") or 0) * prev_wall / 60)))
+    n, w = prev_n + answered, prev_wall + (wall if answered else 0.0)
+    if not n or w <= 0:
+        return {}
+    before = old.get("concurrency")
+    conc = [*(before if isinstance(before, list) else [] if before is None else [before])]
+    if answered and concurrency not in conc:
+        conc.append(concurrency)
+    return {"wall_seconds": round(w, 2), "timed_questions": n, "questions_per_minute": round(60 * n / w, 3),
+            "concurrency": conc[0] if len(conc) == 1 else conc}
 
 
 def parse_shard(text: str) -> tuple[int, int]:
