@@ -85,7 +85,7 @@ def test_throughput_arithmetic_and_summaries_written_before_it_was_counted():
     old = {"wall_seconds": 120.0, "questions_per_minute": 6.0, "concurrency": 4}  # 12 questions, no count
     assert throughput(old, 12, 120.0, 4) == {"wall_seconds": 240.0, "timed_questions": 24,
                                              "questions_per_minute": 6.0, "concurrency": 4}
-    assert throughput(old, 0, 3.0, 1)["wall_seconds"] == 120.0
+    assert throughput(old, 0, 3.0, 1) == old
 
 
 def test_a_run_with_score_rows_only_still_refuses_to_restart_without_resume(tmp_path):
@@ -161,5 +161,12 @@ def test_compare_splits_an_adaptive_run_by_its_retrieval_decision(tmp_path):
     out = compare([str(tmp_path / "base"), str(tmp_path / "adaptive")])
     assert "  - where scripted retrieved: +100.0 (CI +100.0..+100.0, n=3)" in out
     assert "  - where scripted did not retrieve: +0.0 (CI +0.0..+0.0, n=2)" in out
-    # a run that always retrieves has no split
-    assert "where" not in compare([str(tmp_path / "adaptive"), str(tmp_path / "base")])
+    # against an always-retrieve run, the split is the first run's: what its skipped retrievals cost
+    run_eval(ScriptedMethod(everyone_wrong), EXS, tmp_path / "always", name="always")
+    run_eval(SometimesRetrieves(ANSWERS), EXS, tmp_path / "self-aware", name="self-aware")
+    out = compare([str(tmp_path / "self-aware"), str(tmp_path / "always")])
+    assert "  - where self-aware retrieved: -100.0 (CI -100.0..-100.0, n=3)" in out
+    assert "  - where self-aware did not retrieve: +0.0 (CI +0.0..+0.0, n=2)" in out
+    assert "where always" not in out
+    # a run against itself splits once, by its own decision
+    assert compare([str(tmp_path / "self-aware")] * 2).count("where self-aware retrieved") == 1

@@ -308,14 +308,14 @@ def throughput(old: dict, answered: int, wall: float, concurrency: int) -> dict:
     """Wall time and throughput over every session that answered questions into one run directory: a
     resumed run adds its part to what the summary had measured, and a resume with nothing left keeps it
     (long runs finish over several sessions; rewriting only the last one's timing would lose the rest)."""
+    if not answered:
+        return {k: old[k] for k in ("wall_seconds", "timed_questions", "questions_per_minute", "concurrency") if k in old}
     prev_wall = float(old.get("wall_seconds") or 0.0)
     prev_n = int(old.get("timed_questions", round(float(old.get("questions_per_minute") or 0) * prev_wall / 60)))
-    n, w = prev_n + answered, prev_wall + (wall if answered else 0.0)
-    if not n or w <= 0:
-        return {}
+    n, w = prev_n + answered, max(prev_wall + wall, 1e-9)
     before = old.get("concurrency")
     conc = [*(before if isinstance(before, list) else [] if before is None else [before])]
-    if answered and concurrency not in conc:
+    if concurrency not in conc:
         conc.append(concurrency)
     return {"wall_seconds": round(w, 2), "timed_questions": n, "questions_per_minute": round(60 * n / w, 3),
             "concurrency": conc[0] if len(conc) == 1 else conc}
@@ -442,7 +442,7 @@ def _paired_lines(runs: list[tuple[str, dict, dict]]) -> str:
     some of them only (an adaptive method), the same split by its decision: where the decision costs."""
     if len(runs) < 2:
         return ""
-    base_name, base, _ = runs[0]
+    base_name, base, base_retrieved = runs[0]
     lines = [f"\nF1 paired against {base_name} (same questions; 95 % bootstrap CI):"]
     for name, f1, retrieved in runs[1:]:
         ids = sorted(set(base) & set(f1))
@@ -450,10 +450,16 @@ def _paired_lines(runs: list[tuple[str, dict, dict]]) -> str:
             lines.append(f"- {name}: no question in common")
             continue
         lines.append(f"- {name} - {base_name}: {_paired_text(f1, base, ids)}")
-        if 0 < sum(retrieved[i] for i in ids) < len(ids):
-            for label, flag in (("retrieved", True), ("did not retrieve", False)):
-                part = [i for i in ids if retrieved[i] == flag]
-                lines.append(f"  - where {name} {label}: {_paired_text(f1, base, part)}")
+        # split by each adaptive run's own decision: against an always-retrieve ablation the first
+        # run's split is the one that says what its skipped retrievals cost
+        splits = [(name, retrieved)]
+        if any(base_retrieved[i] != retrieved[i] for i in ids):
+            splits.append((base_name, base_retrieved))
+        for who, decided in splits:
+            if 0 < sum(decided[i] for i in ids) < len(ids):
+                for label, flag in (("retrieved", True), ("did not retrieve", False)):
+                    part = [i for i in ids if decided[i] == flag]
+                    lines.append(f"  - where {who} {label}: {_paired_text(f1, base, part)}")
     return "\n".join(lines) + "\n"
 
 
