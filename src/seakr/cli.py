@@ -232,7 +232,7 @@ def parse_options(pairs: list[str]) -> dict:
 
 def _method_from_args(args, lm=None):
     """The method of ``ask``/``demo``: options and index are checked before the model loads (seconds)."""
-    from .methods import METHODS, build_method
+    from .methods import build_method
     from .search import open_engine
 
     opts = parse_options(args.option)
@@ -240,7 +240,7 @@ def _method_from_args(args, lm=None):
         opts["delta"] = args.delta
     if getattr(args, "prompt_set", None):
         opts["prompt_set"] = args.prompt_set
-    METHODS[args.method].Config.from_dict(opts)  # bad options fail here, not after the load
+    _check_run("--option", args.method, opts)  # bad options fail here, not after the load
     engine = open_engine(args.index) if args.index else None
     lm = lm or _load(args)
     return build_method(args.method, lm, engine, **opts)
@@ -402,7 +402,7 @@ def cmd_eval(args) -> int:
         raise CLIError("eval: --data and --out are required (or set them in --config)")
     if not runs:
         runs = [(args.method, args.method, parse_options(args.option))]
-        _check_run("eval", args.method, runs[0][2])
+        _check_run("--option", args.method, runs[0][2])
     examples, family, lm = _eval_setup(args)
     if args.concurrency > 1:
         from .models.batching import BatchingModel
@@ -603,13 +603,12 @@ def check_port(host: str, port: int) -> None:
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from .methods import METHODS
     from .search import open_engine
     from .serve.app import AnswerService, ServiceLimits, create_app
 
     check_port(args.host, args.port)
     opts = parse_options(args.option)
-    METHODS[args.method].Config.from_dict(opts)
+    _check_run("--option", args.method, opts)
     token = args.token or os.environ.get("SEAKR_TOKEN") or None
     local = is_loopback(args.host)
     if not local and not token:

@@ -57,6 +57,25 @@ def test_rowlog_needs_resume_drops_torn_tail_and_refuses_other_config(tmp_path):
     assert [json.loads(x)["id"] for x in lines] == ["a", "b", "c"]
 
 
+def test_resume_ignores_a_resolved_delta_only_where_the_run_never_reads_it(tmp_path):
+    def cfg(retrieval, delta, source, pinned=None):
+        return {"method": {"config": {"retrieval": retrieval, "delta": pinned}, "delta": delta, "delta_source": source}}
+
+    always = tmp_path / "always"
+    with RowLog(always, "rows.jsonl", cfg("always", -1.631, "packaged:m")) as log:
+        log.append({"id": "a"})
+    # the packaged table gained a key since: an always-retrieve run's answers cannot depend on it
+    with RowLog(always, "rows.jsonl", cfg("always", -1.188, "packaged:m:multihop"), resume=True) as log:
+        assert [r["id"] for r in log.rows] == ["a"]
+    gated = tmp_path / "gated"
+    with RowLog(gated, "rows.jsonl", cfg("self-aware", -1.631, "packaged:m")) as log:
+        log.append({"id": "a"})
+    with pytest.raises(ValueError, match="different method config"):  # a gated run reads it: refused
+        RowLog(gated, "rows.jsonl", cfg("self-aware", -1.188, "packaged:m:multihop"), resume=True)
+    with pytest.raises(ValueError, match="different method config"):  # a delta the user pinned stays checked
+        RowLog(always, "rows.jsonl", cfg("always", 2.0, "config", pinned=2.0), resume=True)
+
+
 @pytest.fixture(scope="module")
 def seakr_smol(smol):
     from seakr.methods import SeaKR

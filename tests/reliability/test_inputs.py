@@ -121,7 +121,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         toml.write_text(body)
         one_line_error(seakr("eval", "--config", str(toml), "--data", HOTPOT, "--out", out), str(toml), *needles)
     one_line_error(seakr("eval", "--data", HOTPOT, "--out", out, "--option", "estimator=eigne"),
-                   "unknown estimator 'eigne'")
+                   "--option: unknown estimator 'eigne'")
 
 
 @pytest.mark.slow
@@ -159,7 +159,9 @@ def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written(index):
 def test_15_input_checks_run_before_the_model_loads(tmp_path, index):
     one_line_error(seakr("ask", "--index", index, "   "), "non-empty")
     one_line_error(seakr("ask", "--index", str(tmp_path / "nothing"), "Who?"), "no index here")
-    one_line_error(seakr("ask", "--index", index, "--option", "rerank=random", "Who?"), "rerank must be one of")
+    one_line_error(seakr("ask", "--index", index, "--option", "rerank=random", "Who?"), "--option: rerank must be one of")
+    one_line_error(seakr("serve", "--index", index, "--port", "0", "--option", "rerank=random"),
+                   "--option: rerank must be one of")
 
 
 def test_17_a_taken_port_fails_before_anything_is_announced(index):

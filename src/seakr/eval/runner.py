@@ -207,10 +207,16 @@ def data_identity(path: str) -> dict:
 
 
 def _comparable(cfg):
-    """Config equality for --resume, ignoring fields that only describe where things ran."""
-    if isinstance(cfg, dict):
-        return {k: _comparable(v) for k, v in cfg.items() if k not in ("threads",)}
-    return cfg
+    """Config equality for --resume, ignoring fields that cannot change an answer: where things ran
+    (threads), and the threshold a run resolved from the packaged table when it retrieves at every step
+    anyway (``retrieval="always"`` never reads delta; a packaged delta that changed since the run began,
+    e.g. a new multi-hop key, must not lock its rows out of a resume)."""
+    if not isinstance(cfg, dict):
+        return cfg
+    skip = {"threads"}
+    if (cfg.get("config") or {}).get("retrieval") == "always" and (cfg["config"].get("delta") is None):
+        skip |= {"delta", "delta_source"}
+    return {k: _comparable(v) for k, v in cfg.items() if k not in skip}
 
 
 def summarize(rows: Sequence[dict], name: str = "") -> dict:
