@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from scripted import Reply, ScriptedLM, eigen, engine
-from seakr.methods import DRAGIN, FLARE, SeaKR
+from seakr.methods import DRAGIN, FLARE, IRCoT, SeaKR
 from seakr.methods.base import pick
 from seakr.models.base import GENERATE, MissingCapability, STATES
 
@@ -99,6 +99,18 @@ def test_each_stop_rule(tmp_path, case, expect):
     assert a.trace["final"]["stop_reason"] == expect
     stops = [e for e in a.trace["events"] if e.get("what") == "stop"]
     assert [e["reason"] for e in stops] == [expect]
+
+
+@pytest.mark.parametrize("method", ["ircot", "flare"])
+@pytest.mark.parametrize("first,expect", [("", "empty_step"), ("So the answer is Paris.", "answered")])
+def test_baselines_end_a_chain_the_way_seakr_does(tmp_path, method, first, expect):
+    """An empty step ends the chain without joining it; a step with the answer is the last one."""
+    eng = engine(tmp_path, {"Paris": "Paris is the capital of France."})
+    cls = {"ircot": IRCoT, "flare": FLARE}[method]
+    a = cls(ScriptedLM(lambda v: Reply("Paris" if v.forced else first)), eng).answer("Which city is the capital of France?")
+    assert a.trace["final"]["stop_reason"] == expect
+    assert [e["reason"] for e in a.trace["events"] if e.get("what") == "stop"] == [expect]
+    assert len(a.trace["steps"]) == 1 and a.answer == "Paris"
 
 
 @pytest.mark.parametrize("r,k,want", [

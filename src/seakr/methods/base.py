@@ -14,7 +14,7 @@ from .. import uncertainty as U
 from ..models.base import CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, Generator, require
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
-from .text import extract_answer, is_unknown
+from .text import extract_answer, has_answer, is_unknown
 from .trace import Answer, Tracer
 
 #: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
@@ -353,6 +353,18 @@ class Method:
         return {"method": self.name, "config": self.config.to_dict(), "prompt": self.prompts.to_dict(),
                 "model": {k: info.get(k) for k in ("model", "precision", "dtype", "device", "state_layer", "state_source", "threads")},
                 "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
+
+
+def take_step(tr: Tracer, steps: list[str], text: str) -> str | None:
+    """Add a finished step to the chain; return why the chain ends here, if it does. Every multi-step method
+    ends the same two ways, so they share this: an empty step (nothing more to say) is not added, and a
+    step that gives the answer is the last one."""
+    if not text:
+        return tr.stop("empty_step")
+    steps.append(text)
+    if has_answer(text):
+        return tr.stop("answered")
+    return None
 
 
 def final_from_steps(steps: Sequence[str]) -> str | None:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..models.base import ATTENTION, CHAT, GENERATE
-from .base import STEP_STOPS, Method, MethodConfig, final_from_steps
-from .text import QUERY_STOPWORDS, align_words, content_words, has_answer, mask_low_prob
+from .base import STEP_STOPS, Method, MethodConfig, final_from_steps, take_step
+from .text import QUERY_STOPWORDS, align_words, content_words, mask_low_prob
 from .trace import Tracer
 
 
@@ -89,12 +89,7 @@ class IRCoT(_Greedy):
                     st.kept = {"id": new[0].id, "title": new[0].title, "score": new[0].score}
                 prompt, prefix = self.render(tr, question, steps, kept)
                 st.text = self.call(tr, "step", [prompt], prefix, STEP_STOPS)[0].text
-            if not st.text:
-                tr.stop("empty_step")
-                break
-            steps.append(st.text)
-            if has_answer(st.text):
-                tr.stop("answered")
+            if take_step(tr, steps, st.text):
                 break
             query = st.text
         else:
@@ -116,12 +111,7 @@ class _ActiveRetrieval(_Greedy):
         for i in range(c.max_steps):
             with tr.step(i, self._threshold()) as st:
                 ctx = self._step(tr, question, steps, ctx, st)
-            if not st.text:
-                tr.stop("empty_step")
-                break
-            steps.append(st.text)
-            if has_answer(st.text):
-                tr.stop("answered")
+            if take_step(tr, steps, st.text):
                 break
         else:
             tr.stop("max_steps")

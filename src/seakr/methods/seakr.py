@@ -31,8 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import uncertainty as U
-from .base import MODES, STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick
-from .text import align_words, build_query, drop_answer_sentence, has_answer
+from .base import MODES, STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick, take_step
+from .text import align_words, build_query, drop_answer_sentence
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
@@ -157,11 +157,8 @@ class SeaKR(Method):
             st.retrieved = True
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
             st.text, st.u_step = st.candidates[best]["step"], st.candidates[best]["u"]
-        if not st.text:
-            return tr.stop("empty_step")
-        steps.append(st.text)
-        if has_answer(st.text):
-            return tr.stop("answered")
+        if stop := take_step(tr, steps, st.text):
+            return stop
         if len(kept) >= c.max_passages:
             return tr.stop("max_passages")
         return None
