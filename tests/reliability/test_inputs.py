@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from helpers import HOTPOT
+from helpers import HOTPOT, free_port
 
 CONFIG_LINE = "config: "  # printed once the model has loaded: its absence proves the check came first
 
@@ -160,9 +160,7 @@ def test_15_input_checks_run_before_the_model_loads(tmp_path, index):
     one_line_error(seakr("ask", "--index", index, "   "), "non-empty")
     one_line_error(seakr("ask", "--index", str(tmp_path / "nothing"), "Who?"), "no index here")
     one_line_error(seakr("ask", "--index", index, "--option", "rerank=random", "Who?"), "--option: rerank must be one of")
-    with socket.socket() as s:  # a port that is free now, so the option check is what fails
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
+    port = str(free_port())  # free now, so the option check is what fails
     one_line_error(seakr("serve", "--index", index, "--port", port, "--option", "rerank=random"),
                    "--option: rerank must be one of")
 

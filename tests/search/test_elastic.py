@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import fixture_path
+from helpers import fixture_path, free_port
 from seakr.search import SearchError, open_engine
 from seakr.search.corpora import read_corpus
 from seakr.search.elastic import ElasticEngine
@@ -22,10 +22,7 @@ pytestmark = pytest.mark.es
 def noida(tmp_path_factory):
     noida_db = pytest.importorskip("noida_db")
     binary = os.path.join(os.path.dirname(noida_db.__file__), "noida-db")
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = free_port()
     data = tmp_path_factory.mktemp("noida")
     proc = subprocess.Popen([binary, "start", "--only", "elasticsearch", "--host", "127.0.0.1",
                              "--data-dir", str(data), "--elasticsearch-port", str(port)],
