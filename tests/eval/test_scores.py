@@ -138,6 +138,10 @@ def test_the_reasoning_ablations_are_read_off_a_self_aware_run_even_from_score_r
     assert t["self_aware_minus"]["oracle"]["mean_difference"] == -1 / 5
     out = compare([str(tmp_path / "full")])
     assert "rationales only 40.0, knowledge only 60.0, oracle choice 80.0" in out
+    # the answers' F1 differ on q0..q2; lower U picks the better on q0 and q2; U(r) - U(k) is -1, -1, +1
+    # with the knowledge answer better on q1, q2: one tie and one win of two pairs; gaps +1 +1 -1 -2 -2
+    assert t["choice_signal"] == {"n": 5, "differ": 3, "lower_u_better": 2, "auroc": 0.75, "gap": -1.0}
+    assert "F1 differ (n=3): the lower-U one is the better on 2;" in out and "for \"knowledge is better\" 0.75;" in out
     # a run whose final stage is not the self-aware choice adds nothing
     run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "plain")
     assert final_stage_table(run_rows(tmp_path / "plain")) is None

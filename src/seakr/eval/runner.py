@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .datasets import Example
-from .metrics import bootstrap_ci, exact_match, f1_score, paired_bootstrap
+from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -415,7 +415,7 @@ def final_stage_table(rows: Sequence[dict]) -> dict | None:
     second run, and the comparison is paired by construction. ``oracle`` is the better of the two per
     question: the ceiling of any choice rule. None when no row carries both scored candidates."""
     per = {"self-aware": [], "rationale": [], "knowledge": [], "oracle": []}
-    chose_rationale = 0
+    chose_rationale, scored = 0, []
     for r in rows:
         final = score_row(r)["final"] if "trace" in r else r.get("final") or {}
         c = final.get("candidates") or {}
@@ -425,12 +425,32 @@ def final_stage_table(rows: Sequence[dict]) -> dict | None:
         for k, v in (("self-aware", r["f1"]), ("rationale", a), ("knowledge", b), ("oracle", max(a, b))):
             per[k].append(v)
         chose_rationale += final.get("choice") == "rationale"
+        if c["rationale"].get("u") is not None and c["knowledge"].get("u") is not None:
+            scored.append((c["rationale"]["u"], c["knowledge"]["u"], a, b))
     if not per["self-aware"]:
         return None
     out = {"n": len(per["self-aware"]), "chose_rationale": chose_rationale / len(per["self-aware"]),
            "f1": {k: statistics.mean(v) for k, v in per.items()}}
     out["self_aware_minus"] = {k: paired_bootstrap(per["self-aware"], per[k]) for k in ("rationale", "knowledge", "oracle")}
+    out["choice_signal"] = _choice_signal(scored)
     return out
+
+
+def _choice_signal(scored: Sequence[tuple[float, float, float, float]]) -> dict | None:
+    """Whether the two answers' U says which one is better, beyond a fixed lean toward one context.
+
+    Only questions where the candidates' F1 differ can reward a choice. On those, ``auroc`` is how
+    well U(rationale) - U(knowledge) ranks "the knowledge answer is better" (0.5: no signal, whatever
+    the threshold); ``gap`` is the median U(knowledge) - U(rationale) over every question, the offset
+    the lower-U rule compares against zero (a chain of thought before the answer makes the rationale
+    candidate's samples agree more, whatever its quality)."""
+    if not scored:
+        return None
+    differ = [(ur, uk, a, b) for ur, uk, a, b in scored if a != b]
+    better = sum((uk < ur) == (b > a) for ur, uk, a, b in differ)
+    return {"n": len(scored), "differ": len(differ), "lower_u_better": better,
+            "auroc": auroc([ur - uk for ur, uk, _, _ in differ], [b > a for _, _, a, b in differ]) if differ else float("nan"),
+            "gap": statistics.median(uk - ur for ur, uk, _, _ in scored)}
 
 
 def _final_stage_lines(name: str, t: dict) -> str:
@@ -440,6 +460,11 @@ def _final_stage_lines(name: str, t: dict) -> str:
              f"- F1 self-aware {100 * f['self-aware']:.1f}, rationales only {100 * f['rationale']:.1f}, "
              f"knowledge only {100 * f['knowledge']:.1f}, oracle choice {100 * f['oracle']:.1f}"]
     lines += [f"- self-aware - {k}: {_diff_text(d)}" for k, d in t["self_aware_minus"].items()]
+    s = t.get("choice_signal")
+    if s:
+        lines.append(f"- where the two answers' F1 differ (n={s['differ']}): the lower-U one is the better on "
+                     f"{s['lower_u_better']}; AUROC of U(rationale) - U(knowledge) for \"knowledge is better\" "
+                     f"{s['auroc']:.2f}; median U(knowledge) - U(rationale) {s['gap']:+.2f} (n={s['n']})")
     return "\n".join(lines) + "\n"
 
 
