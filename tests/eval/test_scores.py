@@ -5,7 +5,7 @@ import json
 import shutil
 
 from seakr.eval.datasets import Example
-from seakr.eval.runner import SCORES, compare, final_stage_table, merge_runs, run_eval, run_rows, throughput
+from seakr.eval.runner import SCORES, _choice_signal, compare, final_stage_table, merge_runs, run_eval, run_rows, throughput
 from seakr.methods.trace import Answer
 
 
@@ -142,6 +142,9 @@ def test_the_reasoning_ablations_are_read_off_a_self_aware_run_even_from_score_r
     # with the knowledge answer better on q1, q2: one tie and one win of two pairs; gaps +1 +1 -1 -2 -2
     assert t["choice_signal"] == {"n": 5, "differ": 3, "lower_u_better": 2, "auroc": 0.75, "gap": -1.0}
     assert "F1 differ (n=3): the lower-U one is the better on 2;" in out and "for \"knowledge is better\" 0.75;" in out
+    # equal U: the self-aware rule (methods.base.pick) returns the knowledge answer, so a tie counts for it
+    assert _choice_signal([(-1.0, -1.0, 0.0, 1.0)])["lower_u_better"] == 1
+    assert _choice_signal([(-1.0, -1.0, 1.0, 0.0)])["lower_u_better"] == 0
     # a run whose final stage is not the self-aware choice adds nothing
     run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "plain")
     assert final_stage_table(run_rows(tmp_path / "plain")) is None

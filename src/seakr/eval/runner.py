@@ -447,7 +447,7 @@ def _choice_signal(scored: Sequence[tuple[float, float, float, float]]) -> dict 
     if not scored:
         return None
     differ = [(ur, uk, a, b) for ur, uk, a, b in scored if a != b]
-    better = sum((uk < ur) == (b > a) for ur, uk, a, b in differ)
+    better = sum((uk <= ur) == (b > a) for ur, uk, a, b in differ)  # a tie goes to knowledge, as in pick()
     return {"n": len(scored), "differ": len(differ), "lower_u_better": better,
             "auroc": auroc([ur - uk for ur, uk, _, _ in differ], [b > a for _, _, a, b in differ]) if differ else float("nan"),
             "gap": statistics.median(uk - ur for ur, uk, _, _ in scored)}
