@@ -10,7 +10,7 @@ import pytest
 from helpers import HOTPOT, fixture_path
 from seakr.eval.datasets import load_dataset
 from seakr.eval.runner import RowLog
-from seakr.eval.studies import calibrate, calibration_sweep, detect, parse_taps, rerank_study
+from seakr.eval.studies import calibrate, calibration_sweep, detect, gold_lower_u, parse_taps, rerank_study, rerank_summary
 
 
 def test_sweep_is_exact_and_prefers_fewer_retrievals():
@@ -31,6 +31,36 @@ def test_sweep_is_exact_and_prefers_fewer_retrievals():
     for s in sweep:  # every point recomputed by hand
         use = [(r["u"] if r["u"] is not None else math.inf) > s["delta"] for r in rows]
         assert s["f1"] == pytest.approx(sum(r["f1_rag"] if u else r["f1_direct"] for r, u in zip(rows, use)) / 4)
+
+
+def test_rerank_signal_counts_gold_against_non_gold_pairs_within_each_question():
+    rows = [
+        # gold A vs non-gold B, C: lower than B, higher than C -> 1/2
+        {"titles": ["A", "B", "C"], "gold": ["A"], "u": [-2.0, -1.0, -3.0], "u_se": [0.4, 0.6, 0.5],
+         "engine_top1_gold": True, "seakr_top1_gold": False, "guarded_top1_gold": True, "any_gold_in_top_n": True},
+        # golds A, C vs non-gold B: C lower (1), A tied with B (1/2) -> 3/4
+        {"titles": ["A", "B", "C"], "gold": ["A", "C", "Z"], "u": [-1.0, -1.0, -2.0], "u_se": [0.2, 0.2, None],
+         "engine_top1_gold": True, "seakr_top1_gold": True, "guarded_top1_gold": True, "any_gold_in_top_n": True},
+        # a failed gold (U +inf, stored as None) loses to a finite non-gold -> 0
+        {"titles": ["A", "B"], "gold": ["B"], "u": [-1.0, None], "u_se": [0.3, None],
+         "engine_top1_gold": False, "seakr_top1_gold": False, "guarded_top1_gold": False, "any_gold_in_top_n": True},
+        # no gold among the candidates: no pair, still in the recall figures
+        {"titles": ["A", "B"], "gold": ["Z"], "u": [-1.0, -1.5], "u_se": [0.5, 0.5],
+         "engine_top1_gold": False, "seakr_top1_gold": False, "guarded_top1_gold": False, "any_gold_in_top_n": False},
+        {"titles": [], "gold": ["Z"], "u": []},  # no hits: outside every figure
+    ]
+    g = gold_lower_u(rows)
+    assert g["questions"] == 3 and g["fraction"] == pytest.approx((0.5 + 0.75 + 0.0) / 3)
+    assert g["ci95"][0] <= g["fraction"] <= g["ci95"][1]
+    assert g["median_u_se"] == pytest.approx(0.45)  # of 0.4 0.6 0.5 0.2 0.2 0.3 0.5 0.5
+    assert g["median_gap"] == pytest.approx(1.0)  # adjacent finite gaps 1, 1; 1, 0; none; 0.5
+    s = rerank_summary(rows)
+    assert s["n"] == 4 and s["recall@1_engine"] == 0.5 and s["recall@1_self_aware"] == 0.25
+    assert s["gold_in_top_n"] == 0.75 and s["gold_lower_u"] == g
+    assert s["paired_vs_engine"]["seakr_top1_gold"]["mean_difference"] == pytest.approx(-0.25)
+    # one pair, won: 1.0; nothing to pair: no figure rather than a wrong one
+    assert gold_lower_u([{"titles": ["A", "B"], "gold": ["A"], "u": [-2.0, -1.0]}])["fraction"] == 1.0
+    assert gold_lower_u([])["fraction"] is None
 
 
 def test_rowlog_needs_resume_drops_torn_tail_and_refuses_other_config(tmp_path):

@@ -32,7 +32,7 @@ from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
-from .metrics import auroc, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
+from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .runner import RowLog, run_rows, score_row, versions
 
 
@@ -388,18 +388,47 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})
 
     out = Path(out_dir)
-    rows = [r for r in _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume, data)
-            if r["titles"]]
+    rows = _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume, data)
+    result = {"model": method.lm.info().get("model"), "N": method.config.n_candidates, "rerank_z": z,
+              **rerank_summary(rows)}
+    (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))
+    return result
+
+
+def rerank_summary(rows: Sequence[dict]) -> dict:
+    """The figures of a re-rank study, from its rows alone: recall@1 of the three rules, each paired
+    against the engine's order, and the signal they have to work with (:func:`gold_lower_u`)."""
+    rows = [r for r in rows if r["titles"]]
     n = len(rows)
 
     def rate(key):  # rows of an older log lack the guarded column: no figure rather than a wrong one
         have = [r[key] for r in rows if key in r]
         return sum(have) / len(have) if have and len(have) == n else None
 
-    result = {"model": method.lm.info().get("model"), "n": n, "N": method.config.n_candidates, "rerank_z": z,
-              "recall@1_engine": rate("engine_top1_gold"), "recall@1_self_aware": rate("seakr_top1_gold"),
-              "recall@1_guarded": rate("guarded_top1_gold"), "gold_in_top_n": rate("any_gold_in_top_n"),
-              "paired_vs_engine": {k: paired_bootstrap([float(r[k]) for r in rows], [float(r["engine_top1_gold"]) for r in rows])
-                                   for k in ("seakr_top1_gold", "guarded_top1_gold") if rate(k) is not None}}
-    (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))
-    return result
+    return {"n": n, "recall@1_engine": rate("engine_top1_gold"), "recall@1_self_aware": rate("seakr_top1_gold"),
+            "recall@1_guarded": rate("guarded_top1_gold"), "gold_in_top_n": rate("any_gold_in_top_n"),
+            "paired_vs_engine": {k: paired_bootstrap([float(r[k]) for r in rows], [float(r["engine_top1_gold"]) for r in rows])
+                                 for k in ("seakr_top1_gold", "guarded_top1_gold") if rate(k) is not None},
+            "gold_lower_u": gold_lower_u(rows)}
+
+
+def gold_lower_u(rows: Sequence[dict]) -> dict:
+    """How often a gold candidate gets the lower U, over the (gold, non-gold) candidate pairs of each
+    question that has both (a within-question AUROC; a tie, both +inf included, counts 1/2). This is
+    the most any U-only re-rank can use: at 0.5 the engine's order is all there is. Each question
+    counts once (the mean of its pairs), with a bootstrap CI over questions; beside it, the median
+    jackknife standard error of one U and the median U gap between a question's candidates."""
+    per_q, ses, gaps = [], [], []
+    for r in rows:
+        us = [_finite(u) for u in r["u"]]
+        gold = [t in r["gold"] for t in r["titles"]]
+        pairs = [(us[i], us[j]) for i, g in enumerate(gold) if g for j, h in enumerate(gold) if not h]
+        if pairs:
+            per_q.append(sum(1.0 if a < b else 0.5 if a == b else 0.0 for a, b in pairs) / len(pairs))
+        ses += [s for s in r.get("u_se") or [] if s is not None and math.isfinite(s)]
+        fin = sorted(u for u in us if math.isfinite(u))
+        gaps += [b - a for a, b in zip(fin, fin[1:])]
+    lo, hi = bootstrap_ci(per_q, n=2000)
+    return {"questions": len(per_q), "fraction": float(np.mean(per_q)) if per_q else None, "ci95": [lo, hi],
+            "median_u_se": float(np.median(ses)) if ses else None,
+            "median_gap": float(np.median(gaps)) if gaps else None}
