@@ -152,7 +152,10 @@ class Answer:
         """Compact readable trace: one line per step (U vs threshold, retrieved, passage kept)."""
         lines = [f"Q: {self.question}"]
         for s in self.trace["steps"]:
-            u = "inf" if s["u"] is None and s.get("pseudo") else ("-" if s["u"] is None else f"{s['u']:.2f}")
+            # no U: +inf ("uncertain") where a step was attempted or its gate fired on it (an empty
+            # pseudo-step retrieves as SeaKR's U=+inf); "-" for a method that scores no steps
+            inf = s.get("pseudo") or (s["retrieved"] and s["threshold"] is not None)
+            u = ("inf" if inf else "-") if s["u"] is None else f"{s['u']:.2f}"
             thr = "" if s["threshold"] is None else f" vs {s['threshold']:.2f}"
             ret = "RETRIEVE" if s["retrieved"] else "no-retr."
             kept = f" kept [{s['kept']['title']}]" if s.get("kept") else ""
