@@ -12,7 +12,8 @@ calibrate  Simple-QA setting, counterfactual sweep: every question is answered c
 detect     Closed-book greedy answers + every estimator per question; AUROC and Pearson r of each
            estimator for predicting an incorrect answer (F1 < 0.5).
 rerank     Distractor-setting multi-hop questions: recall@1 of a gold paragraph among the top-N BM25
-           hits for the search engine's order vs self-aware re-ranking (min U of the next step).
+           hits for the search engine's order vs self-aware re-ranking (min U of the next step), and
+           the signal under both: how often a gold candidate gets the lower U than a non-gold one.
 """
 
 from __future__ import annotations
