@@ -13,7 +13,7 @@ detect     Closed-book greedy answers + every estimator per question; AUROC and 
            estimator for predicting an incorrect answer (F1 < 0.5).
 rerank     Distractor-setting multi-hop questions: recall@1 of a gold paragraph among the top-N BM25
            hits for the search engine's order vs self-aware re-ranking (min U of the next step), and
-           the signal under both: how often a gold candidate gets the lower U than a non-gold one.
+           the signal under both: how often a gold candidate gets a lower U than a non-gold one.
 """
 
 from __future__ import annotations
