@@ -107,6 +107,34 @@ def test_compare_pairs_each_run_with_the_first_on_their_common_questions(tmp_pat
     assert "paired" not in compare([str(tmp_path / "a")])
 
 
+class SearchesIndex(ScriptedMethod):
+    """The scripted method, recording the index it searched, as every real method's describe() does."""
+
+    def __init__(self, answers, checksum, docs):
+        super().__init__(answers)
+        self.engine = {"engine": "tantivy", "doc_count": docs, "checksum": checksum}
+
+    def describe(self):
+        return {**super().describe(), "engine": self.engine}
+
+
+def test_compare_says_when_two_runs_searched_different_indexes_or_read_different_data(tmp_path, capsys):
+    run_eval(SearchesIndex(ANSWERS, "c3a16a7f11dc41c6", 2000), EXS, tmp_path / "with-filler", name="a",
+             extra_config={"data": "/d/hotpot.jsonl", "data_sha256": "11"})
+    run_eval(SearchesIndex(ANSWERS, "c3a16a7f11dc41c6", 2000), EXS, tmp_path / "same", name="b",
+             extra_config={"data": "/d/hotpot.jsonl", "data_sha256": "11"})
+    run_eval(SearchesIndex(ANSWERS, "8bc540427c7e3899", 1000), EXS, tmp_path / "no-filler", name="c",
+             extra_config={"data": "/d/hotpot.jsonl", "data_sha256": "22"})
+    assert "Not like for like" not in compare([str(tmp_path / "with-filler"), str(tmp_path / "same")])
+    out = compare([str(tmp_path / "with-filler"), str(tmp_path / "same"), str(tmp_path / "no-filler")])
+    assert ("- c searched another index than a (1000 passages, 8bc540427c7e against 2000, c3a16a7f11dc): "
+            "its paired difference mixes the method with the corpus") in out
+    assert "- c read another data file than a" in out and "- b " not in out.split("Not like for like")[1].split("F1 paired")[0]
+    assert "c searched another index than a" in capsys.readouterr().err  # also said where a terminal sees it
+    # the pairs are still there: the note qualifies them, it does not hide them
+    assert "- c - a: +0.0" in out
+
+
 class TwoAnswers(ScriptedMethod):
     """A self-aware final stage: a rationale and a knowledge answer, the lower U returned."""
 

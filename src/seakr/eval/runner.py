@@ -392,18 +392,45 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
 def compare(dirs: Sequence[str]) -> str:
     """The runs' summary table, then each run's F1 against the first run's on the questions both
     answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
-    sums, runs, finals = [], [], []
+    sums, runs, finals, cfgs = [], [], [], []
     for d in dirs:
         p = Path(d)
         rows = run_rows(p)
-        name = json.loads((p / "config.json").read_text()).get("name", p.name) if (p / "config.json").exists() else p.name
-        if not rows and not (p / "config.json").exists():
+        cfg = json.loads((p / "config.json").read_text()) if (p / "config.json").exists() else {}
+        name = cfg.get("name", p.name)
+        if not rows and not cfg:
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
         sums.append(summarize(rows, name))
         runs.append((name, {r["id"]: r["f1"] for r in rows},
                      {r["id"]: _totals(r)["retrievals"] > 0 for r in rows}))
         finals.append((name, final_stage_table(rows)))
-    return summary_markdown(sums) + _paired_lines(runs) + "".join(_final_stage_lines(n, t) for n, t in finals if t)
+        cfgs.append((name, cfg))
+    return (summary_markdown(sums) + _corpus_lines(cfgs) + _paired_lines(runs)
+            + "".join(_final_stage_lines(n, t) for n, t in finals if t))
+
+
+def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
+    """A paired difference measures the method only when both runs searched the same index with
+    questions from the same file; name every run that did not, against the first (also on stderr)."""
+    def corpus(cfg):
+        e = (cfg.get("method") or {}).get("engine") or {}
+        return e.get("checksum") or e.get("url"), e.get("doc_count")
+
+    if len(cfgs) < 2 or not cfgs[0][1]:
+        return ""
+    (base, b), lines = cfgs[0], []
+    for name, cfg in cfgs[1:]:
+        if not cfg:
+            continue
+        if corpus(cfg)[0] and corpus(b)[0] and corpus(cfg)[0] != corpus(b)[0]:
+            (c, n), (cb, nb) = corpus(cfg), corpus(b)
+            lines.append(f"- {name} searched another index than {base} ({n} passages, {str(c)[:12]} against "
+                         f"{nb}, {str(cb)[:12]}): its paired difference mixes the method with the corpus")
+        if _other_data(b, cfg):
+            lines.append(f"- {name} read another data file than {base}: the question ids may not mean the same questions")
+    for line in lines:
+        _warn(line[2:])
+    return "\n**Not like for like:**\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def final_stage_table(rows: Sequence[dict]) -> dict | None:
