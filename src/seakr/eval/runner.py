@@ -419,11 +419,12 @@ def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
     if len(cfgs) < 2 or not cfgs[0][1]:
         return ""
     (base, b), lines = cfgs[0], []
+    cb, nb = corpus(b)
     for name, cfg in cfgs[1:]:
         if not cfg:
             continue
-        if corpus(cfg)[0] and corpus(b)[0] and corpus(cfg)[0] != corpus(b)[0]:
-            (c, n), (cb, nb) = corpus(cfg), corpus(b)
+        c, n = corpus(cfg)
+        if c and cb and c != cb:
             lines.append(f"- {name} searched another index than {base} ({n} passages, {str(c)[:12]} against "
                          f"{nb}, {str(cb)[:12]}): its paired difference mixes the method with the corpus")
         if _other_data(b, cfg):

@@ -422,10 +422,9 @@ def gold_lower_u(rows: Sequence[dict]) -> dict:
     per_q, ses, gaps = [], [], []
     for r in rows:
         us = [_finite(u) for u in r["u"]]
-        gold = [t in r["gold"] for t in r["titles"]]
-        pairs = [(us[i], us[j]) for i, g in enumerate(gold) if g for j, h in enumerate(gold) if not h]
-        if pairs:
-            per_q.append(sum(1.0 if a < b else 0.5 if a == b else 0.0 for a, b in pairs) / len(pairs))
+        share = auroc([-u for u in us], [t in r["gold"] for t in r["titles"]])  # NaN: no gold or no non-gold
+        if math.isfinite(share):
+            per_q.append(share)
         ses += [s for s in r.get("u_se") or [] if s is not None and math.isfinite(s)]
         fin = sorted(u for u in us if math.isfinite(u))
         gaps += [b - a for a, b in zip(fin, fin[1:])]
