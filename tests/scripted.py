@@ -24,6 +24,7 @@ class Reply:
     spread: float = 0.0  # 0: the k sampled states agree (low EigenScore); larger: they disagree
     logprobs: list[float] | None = None  # one per word-token of ``text``; default -0.01 each
     entropies: list[float] | None = None
+    state: list[float] | None = None  # the greedy answer's state (a probe reads it); default: the samples' direction
 
 
 @dataclass
@@ -86,10 +87,13 @@ class ScriptedLM:
             v = parse(p)
             self.calls.append(v)
             r = self.script(v)
-            g = Generation(prompt_tokens=len(p.split()), greedy=self._sample(r) if config.greedy else None)
             # the k states: one direction shared by all samples, plus per-sample noise of size ``spread``
             rng = np.random.default_rng(zlib.crc32(r.text.encode()))
             base = rng.normal(size=self.dim)
+            gstate = None
+            if getattr(config, "greedy_state", False) and r.text.strip():
+                gstate = np.asarray(r.state if r.state is not None else base, dtype=np.float32)
+            g = Generation(prompt_tokens=len(p.split()), greedy=self._sample(r, gstate) if config.greedy else None)
             for j in range(config.n):
                 noise = np.random.default_rng(j).normal(size=self.dim)
                 st = (base + r.spread * noise).astype(np.float32) if config.with_states else None

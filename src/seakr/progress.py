@@ -35,3 +35,49 @@ def progress_bar(description: str, total: int | None = None, enabled: bool | Non
             prog.update(task, advance=n, **({"info": info} if kw else {}))
 
         yield advance
+
+
+class LiveLine:
+    """A listener (``Method.answer(listener=...)``) that shows what an answer in progress is doing: one
+    line rewritten in place on a terminal, one line per decision elsewhere. A SeaKR question takes tens
+    of seconds on a CPU; this is what moves meanwhile."""
+
+    def __init__(self, stream=None):
+        import time
+
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.clock, self.t0 = time.perf_counter, time.perf_counter()
+
+    def __call__(self, ev: dict) -> None:
+        msg = self.describe(ev)
+        if msg is None or (not self.tty and ev.get("type") == "model_call"):
+            return
+        line = f"[{self.clock() - self.t0:5.1f} s] {msg}"
+        if self.tty:
+            self.stream.write("\r\033[K" + line[:118])
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    @staticmethod
+    def describe(ev: dict) -> str | None:
+        kind = ev.get("type")
+        if kind == "model_call":
+            u = ev.get("u")
+            return f"{ev.get('purpose')}: {ev.get('greedy') or ''!s:.50}" + ("" if u is None else f" (U={u:.2f})")
+        if kind == "retrieval":
+            return f"search {ev.get('query')!r}: {len(ev.get('hits') or [])} passages"
+        if kind == "decision" and ev.get("what") in ("retrieve", "no-retrieve"):
+            step = "check" if ev.get("step") == -1 else f"step {int(ev.get('step', 0)) + 1}"
+            if "p_correct" in ev:
+                return f"{step}: P(correct)={ev['p_correct']:.2f} vs {ev.get('gate_p', 0):.2f} -> {ev['what']}"
+            u, d = ev.get("u"), ev.get("delta")
+            us = "inf" if u is None else f"{u:.2f}"
+            return f"{step}: U={us}" + ("" if d is None else f" vs delta {d:.2f}") + f" -> {ev['what']}"
+        return None
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r\033[K")
+            self.stream.flush()

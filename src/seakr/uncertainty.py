@@ -97,6 +97,18 @@ def energy(logsumexp: Sequence[float]) -> float:
     return float(-np.mean(logsumexp))
 
 
+def max_entropy(entropies: Sequence[float]) -> float:
+    """Single-pass: the largest per-token entropy of one continuation (the greedy one). The estimator
+    that led the adaptive-retrieval comparison of Moskvoretskii et al. 2025 (AdaRAGUE); one decode, no
+    samples, so it costs k times less than EigenScore."""
+    return float(np.max(entropies)) if len(entropies) else UNCERTAIN
+
+
+def mean_entropy(entropies: Sequence[float]) -> float:
+    """Single-pass: the mean per-token entropy of one continuation (the greedy one)."""
+    return float(np.mean(entropies)) if len(entropies) else UNCERTAIN
+
+
 def prompt_score(logp_yes: float, logp_no: float) -> float:
     """Prompting estimator: P(No | 'Do you have sufficient knowledge ...?') normalised over {Yes, No}."""
     m = max(logp_yes, logp_no)
@@ -118,6 +130,8 @@ NEEDS = {
     "multi-perplexity": "samples",
     "ln-entropy": "samples",
     "energy": "greedy",
+    "max-entropy": "greedy",
+    "mean-entropy": "greedy",
     "prompt": "prompt",
 }
 ESTIMATORS = tuple(NEEDS)
@@ -132,6 +146,8 @@ def score(name: str, generation, alpha: float = 1e-3) -> float:
         "multi-perplexity": lambda: multi_perplexity([s.logprobs for s in generation.samples]),
         "ln-entropy": lambda: ln_entropy([s.logprobs for s in generation.samples]),
         "energy": lambda: energy(generation.greedy.logsumexp) if generation.greedy else UNCERTAIN,
+        "max-entropy": lambda: max_entropy(generation.greedy.entropies) if generation.greedy else UNCERTAIN,
+        "mean-entropy": lambda: mean_entropy(generation.greedy.entropies) if generation.greedy else UNCERTAIN,
     }
     if name not in fn:
         raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}")

@@ -15,6 +15,8 @@ from seakr.eval.datasets import DatasetError, detect_layout, load_dataset
     (("2wikimultihopqa", "extra500_maybe_train.official.json"), "2wiki", 500),
     (("nq", "dev_oracle_first1000.jsonl.gz"), "nq", 1000),
     (("squad", "dev_part1.squad.json"), "squad", 4961),
+    (("hotpotqa", "train_first10000.qa_sftitles.simrag.csv"), "qa-csv", 10000),
+    (("2wikimultihopqa", "train_first10000.qa_sftitles.simrag.csv"), "qa-csv", 10000),
 ])
 def test_real_files(parts, layout, n):
     path = shared_path(*parts)
@@ -32,6 +34,7 @@ def test_real_files(parts, layout, n):
     ("2wiki_mini.flashrag.jsonl", "2wiki", 4),
     ("nq_mini.oracle.jsonl", "nq", 6),
     ("squad_mini.json", "squad", 3),
+    ("qa_mini.qa.csv", "qa-csv", 3),
 ])
 def test_fixture_files(name, layout, n):
     path = fixture_path(name)
@@ -88,3 +91,17 @@ def test_malformed_files_name_file_line_field(tmp_path):
         load_dataset(str(g), "iirc")
     with pytest.raises(DatasetError, match="no such file"):
         load_dataset(str(tmp_path / "none.json"), "hotpotqa")
+
+
+def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):
+    exs = load_dataset(fixture_path("qa_mini.qa.csv"))
+    assert exs[1].answers == ["Paris", "Paris, France"] and exs[1].supporting_titles == ["Paris", "Lyon"]
+    assert exs[2].supporting_titles == [] and not exs[0].contexts
+    bad = tmp_path / "bad.csv"
+    bad.write_text("ID,Question,Answers,Documents\nq1,Who?,['a'],[]\nq2,Who?,not a list,[]\n")
+    with pytest.raises(DatasetError, match=r"bad.csv:3: field 'Answers' should be a list"):
+        load_dataset(str(bad))
+    short = tmp_path / "short.csv"
+    short.write_text("ID,Question,Answers,Documents\nq1,Who?\n")
+    with pytest.raises(DatasetError, match=r"short.csv:2: expected 4 fields"):
+        load_dataset(str(short))

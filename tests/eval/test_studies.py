@@ -5,6 +5,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 
 from helpers import HOTPOT, fixture_path
@@ -185,6 +186,36 @@ def test_open_book_detection_probes_every_tap_from_the_same_samples(tmp_path, se
     with pytest.raises(ValueError, match="gold passage"):
         bare = [dataclasses.replace(exs[0], contexts=[])]
         detect(m, bare, tmp_path / "bare", setting="open-book")
+
+
+@pytest.mark.slow
+def test_short_form_keeps_each_answers_state_and_scores_a_fitted_probe(tmp_path, seakr_smol):
+    from seakr.eval.studies import StateStore
+    from seakr.probes import Probe
+
+    exs = load_dataset(fixture_path("nq_mini.oracle.jsonl"))[:3]
+    m = seakr_smol()
+    info = m.lm.info()
+    d = info["hidden_size"]
+    probe = Probe(info["model"], "L3:residual", "short", np.eye(d)[0], 0.0, np.zeros(d), np.ones(d))
+    r = detect(m, exs, tmp_path, form="short", probe=[(3, "residual")], probe_model=probe)
+    rows = [json.loads(x) for x in (tmp_path / "detect_rows.jsonl").read_text().splitlines()]
+    store = StateStore.open(tmp_path / "states")
+    assert store.taps == [f"L{m.lm.state_layer}:mlp", "L3:residual"] and r["form"] == "short"
+    for x in rows:
+        z = store.get(x["id"])
+        if z is None:  # an empty answer has no state; the probe calls it maximally uncertain
+            assert x["scores"]["probe"] == 1.0
+            continue
+        assert z.shape == (2, d)
+        # the probe's P(wrong) is its logistic on feature 0 of the stored L3 state (stored in float16)
+        assert x["scores"]["probe"] == pytest.approx(1 / (1 + math.exp(-float(z[1][0]))), abs=1e-2)
+        assert "\n" not in x["answer"]
+    assert r["cost"]["estimators"]["eigen"]["rows"] == 4 and r["cost"]["estimators"]["probe"]["rows"] == 1
+    assert r["cost"]["estimators"]["max-entropy"]["rows"] == 1 and "probe" in r["estimators"]
+    with pytest.raises(ValueError, match="cannot read model"):
+        detect(m, exs, tmp_path / "other", form="short",
+               probe_model=Probe("other-model", "L3:residual", "short", np.eye(d)[0], 0.0, np.zeros(d), np.ones(d)))
 
 
 def test_probe_spec_names_every_tap_or_says_what_is_wrong():

@@ -331,3 +331,46 @@ def test_probing_refuses_a_tap_outside_the_model(tiny_lm):
     with pytest.raises(ValueError, match="source mlp or residual"):
         with tiny_lm.probing([(1, "attn")]):
             pass
+
+
+def test_greedy_state_is_read_at_eos_without_any_sample(tiny_lm):
+    """A probe reads one state: the greedy answer's, at the EOS fed after it, with no samples drawn."""
+    cfg = GenerationConfig(n=0, max_new_tokens=6, with_states=False, greedy_state=True)
+    g = tiny_lm.generate([P1], cfg)[0]
+    assert not g.samples and g.greedy.state is not None and g.greedy.state.shape == (64,)
+    ids = tiny_lm.encode(P1)
+    # EOS replaces the last token of a row cut by length; it follows a row that stopped (eos or a stop string)
+    last = g.greedy.token_ids[:-1] if g.greedy.finish_reason == "length" else g.greedy.token_ids
+    got = {}
+    layer = tiny_lm.model.model.layers[tiny_lm.state_layer].mlp
+    h = layer.register_forward_hook(lambda m, i, o: got.__setitem__("o", o[0, -1].float()))
+    with torch.inference_mode():
+        tiny_lm.model(torch.tensor([ids + last + [tiny_lm.eos_id]]))
+    h.remove()
+    assert np.allclose(g.greedy.state, got["o"].numpy(), atol=1e-4)
+    # and without the flag the greedy row carries none (the default costs nothing extra)
+    assert tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6))[0].greedy.state is None
+
+
+def test_cancel_takes_effect_between_decode_steps_not_after_the_call(tiny_lm):
+    """A timed-out request frees its worker within one step: the decode loop checks the answer's cancel
+    event, set here from a forward hook at the fifth forward of a 200-token call."""
+    import threading
+
+    from seakr.models.base import Cancelled, cancellable
+
+    ev, calls = threading.Event(), []
+
+    def hook(m, i, o):
+        calls.append(1)
+        if len(calls) == 5:
+            ev.set()
+    h = tiny_lm.model.register_forward_hook(hook)
+    steps = tiny_lm.stats["decode_steps"]
+    try:
+        with cancellable(ev), pytest.raises(Cancelled):
+            tiny_lm.generate([P1], GenerationConfig(n=2, max_new_tokens=200, ignore_eos=True))
+    finally:
+        h.remove()
+    assert tiny_lm.stats["decode_steps"] - steps <= 5  # stopped at the step after the event, not at 200
+    assert len(tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=3))[0].greedy.token_ids) >= 1  # usable

@@ -56,6 +56,27 @@ def test_01_overwrite_never_deletes_what_is_not_an_index(tmp_path):
     ok = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"))
     again = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--overwrite")
     assert ok.returncode == 0 and again.returncode == 0, again.stderr  # a seakr index is replaced
+    # a folder that merely holds a file named like a manifest, with the user's files beside it
+    fake = tmp_path / "proj"
+    (fake / "sub").mkdir(parents=True)
+    (fake / "seakr-index.json").write_text("{}")
+    (fake / "thesis.txt").write_text("x")
+    (fake / "sub" / "data.txt").write_text("y")
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(fake), "--overwrite"),
+                   "not a valid seakr-tantivy/1 manifest")
+    assert (fake / "thesis.txt").exists() and (fake / "sub" / "data.txt").exists()
+    # a real index with a user's file put inside it: the file is named, nothing is deleted
+    (tmp_path / "i" / "notes.txt").write_text("mine")
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--overwrite"),
+                   "'notes.txt'", "not part of the index")
+    assert (tmp_path / "i" / "notes.txt").read_text() == "mine"
+    (tmp_path / "i" / "notes.txt").unlink()
+    # --out . inside the index replaces it (no traceback); --add with --overwrite is refused
+    here = subprocess.run([sys.executable, "-m", "seakr.cli", "index", "build", str(corpus), "--format", "jsonl",
+                           "--out", ".", "--overwrite"], cwd=tmp_path / "i", capture_output=True)
+    assert here.returncode == 0 and b"Traceback" not in here.stderr, here.stderr
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--add",
+                         "--overwrite"), "choose one")
 
 
 @pytest.mark.parametrize("args", [["--limit", "0"], ["--limit", "-1"], ["--threads", "0"]])
@@ -114,8 +135,18 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
          ("[[run]] #2 (b)", "rerank must be one of")),
         ('[[run]]\nmethod = "ircot"\n[[run]]\nmethod = "seakr"\noptions = { estimator = "eigne" }\n',
          ("[[run]] #2 (seakr)", "unknown estimator 'eigne'")),
-        ('[[run]]\nmethod = "ircot"\noptions = { dleta = 1.0 }\n', ("[[run]] #1 (ircot)", "unknown option(s) dleta")),
+        ('[[run]]\nmethod = "seakr"\noptions = { dleta = 1.0 }\n',
+         ("[[run]] #1 (seakr)", "unknown option(s) 'dleta' (did you mean 'delta'?)")),
         ('[[run]]\nmethod = "seakr2"\n', ("[[run]] #1 (seakr2)", "unknown method 'seakr2'")),
+        # the grid itself: misspelled keys, ranges, types, names that are paths, a name used twice
+        ('limt = 5\n[[run]]\nmethod = "ircot"\n', ("unknown key 'limt' (did you mean 'limit'?)",)),
+        ('[[run]]\nmethod = "ircot"\nopitons = { k = 2 }\n', ("[[run]] #1", "unknown key 'opitons' (did you mean 'options'?)")),
+        ('limit = -1\n[[run]]\nmethod = "ircot"\n', ("'limit' must be a positive number",)),
+        ('limit = 0\n[[run]]\nmethod = "ircot"\n', ("'limit' must be a positive number",)),
+        ('limit = "5"\n[[run]]\nmethod = "ircot"\n', ("'limit' must be int",)),
+        ('seed = 99999999999999\n[[run]]\nmethod = "ircot"\n', ("'seed' must be in",)),
+        ('[[run]]\nname = "../escaped"\nmethod = "ircot"\n', ("[[run]] #1", "must be a file name")),
+        ('[[run]]\nname = "a"\nmethod = "ircot"\n[[run]]\nname = "a"\nmethod = "cot"\n', ("[[run]] #2", "a second run named 'a'")),
     ):
         toml = tmp_path / "grid.toml"
         toml.write_text(body)
@@ -175,3 +206,44 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
         assert "serving" not in err
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["uncertainty", "--temperature", "nan", "x"], "expected a finite number >= 0"),
+    (["uncertainty", "--temperature", "-1", "x"], "expected a finite number >= 0"),
+    (["uncertainty", "--top-p", "2", "x"], "expected a number in (0, 1]"),
+    (["uncertainty", "--top-k", "0", "x"], "expected a positive integer"),
+    (["uncertainty", ""], "the prompt is empty"),
+    (["uncertainty", "--device", "bogus", "x"], "--device 'bogus'"),
+    (["uncertainty", "--device", "cuda:abc", "x"], "--device 'cuda:abc'"),
+    (["uncertainty", "--device", "meta", "x"], "--device 'meta'"),
+    (["uncertainty", "--seed", "99999999999999999999", "x"], "--seed 99999999999999999999: expected 0..4294967295"),
+    (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
+    (["ask", "--prompt-set", "no-such-set.json", "q?"], "unknown prompt set 'no-such-set.json'"),
+    (["serve", "--queue", "-5"], "expected a whole number >= 0"),
+    (["serve", "--token", ""], "--token (or SEAKR_TOKEN) is empty"),
+])
+def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
+    err = one_line_error(seakr(*args), needle)
+    assert "Traceback" not in err
+
+
+def test_10_output_paths_and_run_folders_are_checked(tmp_path):
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "nowhere")
+    one_line_error(seakr("eval", "--data", HOTPOT, "--method", "cot", "--out", str(link)), "a symbolic link to nothing")
+    afile = tmp_path / "file.txt"
+    afile.write_text("x")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("[1, 2]")
+    (run / "scores.jsonl").write_text(json.dumps({"id": "q", "f1": 1.0, "em": 1.0}) + "\n")
+    one_line_error(seakr("merge", str(run), "--out", str(afile)), "exists and is not a directory")
+    one_line_error(seakr("compare", str(run)), f"{run / 'config.json'}: not a run configuration (a JSON list")
+
+
+def test_11_non_ascii_prompts_reach_the_model_as_typed():
+    from seakr.cli import unescape
+
+    assert unescape("Question: 日本の首都は?\\nAnswer:") == "Question: 日本の首都は?\nAnswer:"
+    assert unescape("tab\\there, a kept \\\\n") == "tab\there, a kept \\n"

@@ -58,8 +58,31 @@ def test_02_work_budget_is_checked_before_admission():
         svc.build(tall)
     assert e.value.status_code == 422 and "max_work=200000" in e.value.detail
     default = svc.build(AnswerRequest(question="q", options={"delta": 0.0}))
-    w = work_of(default)  # paper defaults: k=20, N=3, 100 tokens, 7 steps
-    assert w == {"rows": 63, "work": 7 * (21 + 63) * 100 + 21 * (32 + 100 + 32)}
+    w = work_of(default, 1)  # paper defaults: k=20, N=3, 100 tokens, 7 steps, 5 passages; a one-token question
+    decode = 7 * (21 + 63) * 100 + 21 * (32 + 100 + 32)
+    prefill = 7 * (1 + 3) * (1 + 5 * 200) + 1 + 2 * (1 + 5 * 200)  # every prompt: the question and its passages
+    assert w == {"rows": 63, "work": decode + prefill, "kv_mb": 0.0}  # the scripted model declares no cache size
+    # a long question (2,000 emoji are about 6,000 tokens) is paid on every one of the 31 prompts
+    assert work_of(default, 6000)["work"] - w["work"] == 5999 * 31
+
+
+def test_02_prompt_tokens_and_attention_memory_are_in_the_budget():
+    class Sized(ScriptedLM):
+        def info(self):
+            return {**super().info(), "kv_bytes_per_token": 12288}  # Qwen2.5-0.5B in bf16: 24 x 2 x 2 x 64 x 2
+
+    svc = AnswerService(Sized(lambda v: Reply("x")), None, limits=ServiceLimits(max_kv_mb=512))
+    wide = AnswerRequest(question="q", options={"mode": "simple", "k": 64, "n_candidates": 3, "max_new_tokens": 256,
+                                                "delta": 0.0})
+    with pytest.raises(Exception) as e:
+        svc.build(wide)
+    assert e.value.status_code == 422 and "max_kv_mb=512" in e.value.detail
+    cheap = {"k": 2, "max_steps": 2, "max_new_tokens": 16, "delta": 0.0}
+    svc = AnswerService(Sized(lambda v: Reply("x")), None, limits=ServiceLimits(max_work=20_000))
+    svc.build(AnswerRequest(question="Who wrote Hamlet?", options=cheap))
+    with pytest.raises(Exception) as e:  # the same cheap options, but 999 question tokens on each of 11 prompts
+        svc.build(AnswerRequest(question="x " * 999, options=cheap))
+    assert e.value.status_code == 422 and "max_work=20000" in e.value.detail
 
 
 def test_02_the_budget_over_http(server):

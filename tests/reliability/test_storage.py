@@ -26,15 +26,18 @@ def test_07_a_torn_line_in_the_middle_keeps_every_later_row(tmp_path, capsys):
     rows = tmp_path / "results.jsonl"
     good = [json.dumps({"id": str(i), "f1": 1.0}) for i in range(6)]
     rows.write_text("\n".join(good[:3] + ['{"id": "3", "tr'] + good[4:]) + "\n")
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
     with RowLog(tmp_path, "results.jsonl", CFG, resume=True) as log:
         assert [r["id"] for r in log.rows] == ["0", "1", "2", "4", "5"]  # only the torn one runs again
-    assert "results.jsonl:4: unreadable line skipped" in capsys.readouterr().err
+    assert "results.jsonl:4: unreadable line skipped (a torn or foreign write); question '3' will run again" \
+        in capsys.readouterr().err
     assert [r["id"] for r in read_results(rows)] == ["0", "1", "2", "4", "5"]  # rewritten clean
 
 
 def test_07_duplicated_lines_count_once(tmp_path):
     rows = tmp_path / "results.jsonl"
     rows.write_text("\n".join(json.dumps({"id": i}) for i in ("a", "b", "a")) + "\n")
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
     with RowLog(tmp_path, "results.jsonl", CFG, resume=True) as log:
         from types import SimpleNamespace as Ex
 
@@ -86,9 +89,21 @@ def test_08_verify_checks_every_segment_file(small, suffix):
 def test_08_a_panicking_search_is_a_one_line_search_error(small):
     f = next(p for p in small.path.iterdir() if p.name.endswith(".store"))
     damage(f, 0.0, n=f.stat().st_size)  # every stored byte
-    r = seakr("search", str(small.path), "film director")
+    r = seakr("search", str(small.path), "film director")  # refused when opened: its files differ
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "index looks damaged" in r.stderr or "corrupt" in r.stderr
+    assert "differ from the build" in r.stderr
+    with pytest.raises(SearchError, match="index looks damaged|corrupt"):  # opened unchecked: the search panics
+        TantivyEngine(small.path, check=False).search("film director")
+
+
+@pytest.mark.parametrize("suffix", [".fieldnorm", ".pos", ".store"])
+def test_04_a_damaged_index_is_refused_when_opened_not_searched_with_another_ranking(small, suffix):
+    f = next(p for p in small.path.iterdir() if p.name.endswith(suffix))
+    damage(f, 0.3, n=8)
+    with pytest.raises(SearchError, match=f"differ from the build: .*{suffix}"):
+        TantivyEngine(small.path)
+    r = seakr("search", str(small.path), "film director")
+    assert r.returncode == 2 and "differ from the build" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_16_orphans_of_killed_builds_are_removed(tmp_path):
@@ -119,3 +134,55 @@ def test_16_kill_9_during_a_build_leaves_the_old_index_and_the_next_build_cleans
     assert TantivyEngine(out).count() == 1  # the old index is intact
     TantivyEngine.build([Passage("b", "B", "the new index")], out, overwrite=True)
     assert not list(tmp_path.glob(".idx.*-*")) and TantivyEngine(out).search("new")[0].id == "b"
+
+
+def _engine_cfg(path, checksum="c0ffee", k=20, shard=None):
+    return {"method": {"config": {"k": k}, "model": {"model": "m"},
+                       "engine": {"engine": "tantivy", "path": path, "doc_count": 3, "checksum": checksum},
+                       "delta_source": f"{path}/calibration/m-L1-mlp.json"},
+            **({"shard": shard} if shard else {})}
+
+
+def test_05_resume_knows_an_index_by_its_checksum_and_names_what_differs(tmp_path):
+    run = tmp_path / "run"
+    with RowLog(run, "results.jsonl", _engine_cfg("/home/a/idx")) as log:
+        log.append({"id": "q1"})
+    # the same index copied elsewhere (and another SEAKR_CACHE): the same run
+    RowLog(run, "results.jsonl", _engine_cfg("/mnt/b/idx_moved"), resume=True).close()
+    with pytest.raises(ValueError, match=r"method\.engine\.checksum differs"):
+        RowLog(run, "results.jsonl", _engine_cfg("/home/a/idx", checksum="other"), resume=True)
+    with pytest.raises(ValueError, match=r"method\.config\.k differs"):
+        RowLog(run, "results.jsonl", _engine_cfg("/home/a/idx", k=5), resume=True)
+
+
+def test_06_resume_refuses_another_shard_and_a_folder_without_its_config(tmp_path):
+    run = tmp_path / "run"
+    with RowLog(run, "results.jsonl", _engine_cfg("/i", shard="0/2")) as log:
+        log.append({"id": "q1"})
+    with pytest.raises(ValueError, match="shard 1/2 but the run recorded shard 0/2"):
+        RowLog(run, "results.jsonl", _engine_cfg("/i", shard="1/2"), resume=True)
+    (run / "config.json").unlink()
+    with pytest.raises(ValueError, match="no config.json"):
+        RowLog(run, "results.jsonl", _engine_cfg("/i", shard="0/2"), resume=True)
+
+
+def test_06_a_torn_full_row_runs_again_even_when_its_score_row_survived(tmp_path, capsys):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(CFG))
+    (run / "results.jsonl").write_text('{"id": "a", "f1": 1}\n{"id": "b", "tr\n{"id": "c", "f1": 0}\n')
+    (run / "scores.jsonl").write_text("".join(json.dumps({"id": i, "f1": 1}) + "\n" for i in "abc"))
+    with RowLog(run, "results.jsonl", CFG, resume=True, companion=("scores.jsonl", lambda r: r)) as log:
+        assert sorted(r["id"] for r in log.rows) == ["a", "c"]  # b runs again, as the warning says
+    assert "question 'b' will run again" in capsys.readouterr().err
+
+
+def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
+    from seakr.eval.runner import merge_runs
+
+    for i, limit in ((0, 10), (1, 20)):
+        d = tmp_path / f"s{i}"
+        with RowLog(d, "results.jsonl", {**_engine_cfg("/i", shard=f"{i}/2"), "limit": limit}) as log:
+            log.append({"id": f"q{i}", "f1": 1.0, "em": 1.0})
+    with pytest.raises(ValueError, match="limit 20 but"):
+        merge_runs(tmp_path / "m", [str(tmp_path / "s0"), str(tmp_path / "s1")])

@@ -85,3 +85,15 @@ def test_token_level_estimators_hand_checked():
 def test_unknown_estimator_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown estimator"):
         U.score("entropy-ish", None)
+
+
+def test_single_pass_entropies_read_the_greedy_tokens_only():
+    from seakr.models.base import Generation, Sample
+
+    g = Generation(3, greedy=Sample("a b c", [1, 2, 3], [-0.1, -0.2, -0.3], [0.5, 2.0, 0.2], [1, 1, 1], "stop"),
+                   samples=[Sample("x", [4], [-9.0], [9.0], [1], "stop")])
+    assert U.score("max-entropy", g) == 2.0
+    assert U.score("mean-entropy", g) == pytest.approx(0.9)
+    assert U.NEEDS["max-entropy"] == U.NEEDS["mean-entropy"] == "greedy"
+    empty = Generation(3, greedy=Sample("", [], [], [], [], "eos"))
+    assert U.score("max-entropy", empty) == U.score("mean-entropy", empty) == U.UNCERTAIN

@@ -15,7 +15,10 @@ from dataclasses import asdict, dataclass, field
 
 from .. import textio
 
-LAYOUTS = ("hotpotqa", "2wiki", "nq", "squad", "triviaqa", "iirc", "flashrag", "auto")
+LAYOUTS = ("hotpotqa", "2wiki", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "auto")
+#: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
+#: titles as Python-list strings, no paragraph text): enough for closed-book labels, not for retrieval.
+QA_CSV_HEADER = ["ID", "Question", "Answers", "Documents"]
 
 
 class DatasetError(ValueError):
@@ -162,13 +165,43 @@ def load_flashrag(path):
                       (r.get("metadata") or {}).get("type", ""), "flashrag")
 
 
+def _py_list(where: str, field: str, text: str) -> list[str]:
+    import ast
+
+    try:
+        v = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        v = None
+    if not isinstance(v, list):
+        raise DatasetError(f"{where}: field '{field}' should be a list such as ['a', 'b'], got {text[:40]!r}")
+    return [str(x) for x in v]
+
+
+def load_qa_csv(path):
+    import csv
+
+    lines = (line for _, line in textio.lines(path, DatasetError))
+    reader = csv.reader(lines)
+    header = next(reader, None)
+    if header != QA_CSV_HEADER:
+        raise DatasetError(f"{path}:1: expected the header {','.join(QA_CSV_HEADER)}, got {','.join(header or [])!r}")
+    for row in reader:
+        where = f"{path}:{reader.line_num}"
+        if len(row) != 4:
+            raise DatasetError(f"{where}: expected 4 fields ({','.join(QA_CSV_HEADER)}), got {len(row)}")
+        yield Example(row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
+                      [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
+
+
 LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,
-           "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag}
+           "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag, "qa-csv": load_qa_csv}
 
 
 def detect_layout(path: str) -> str:
     name = os.path.basename(path).lower()
     head = textio.head(path, 4096, DatasetError)
+    if head.startswith(",".join(QA_CSV_HEADER)):
+        return "qa-csv"
     if '"Data"' in head and '"QuestionId"' in head or "trivia" in name:
         return "triviaqa"
     if '"questions"' in head and '"links"' in head or "iirc" in name:

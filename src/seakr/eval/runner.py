@@ -11,6 +11,7 @@ decisions, costs; the file to commit, from which ``--resume`` continues on anoth
 from __future__ import annotations
 
 import json
+import re
 import os
 import platform
 import statistics
@@ -39,10 +40,10 @@ def versions() -> dict:
     return out
 
 
-def read_results(path: Path, warn=None) -> list[dict]:
+def read_results(path: Path, warn=None, torn: list | None = None) -> list[dict]:
     """Read a JSONL of finished rows, the first row of each id. An unreadable line is skipped, never the
     rows after it: a torn last line (a kill in the middle of a write) silently, one elsewhere with
-    ``warn(message)``."""
+    ``warn(message)``; the id such a line still shows, if any, is added to ``torn``."""
     rows, seen = [], set()
     if not path.exists():
         return rows
@@ -59,9 +60,38 @@ def read_results(path: Path, warn=None) -> list[dict]:
                 seen.add(row["id"])
                 rows.append(row)
         except ValueError:
+            m = re.search(r'"id":\s*"((?:[^"\\]|\\.)*)"', line)
+            tid = _json_string(m.group(1)) if m else None
+            if tid is not None and torn is not None:
+                torn.append(tid)
             if n < len(lines) and warn is not None:  # the last element has no newline after it: a torn tail
-                warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); its question will run again")
+                who = f"question {tid!r} will run again" if tid is not None and torn is not None \
+                    else "its row is lost (no question id could be read from it)"
+                warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); {who}")
     return rows
+
+
+def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
+    """A run's ``config.json`` as a dict, or one error naming the file (missing, not JSON, not an object)."""
+    p = Path(run_dir) / "config.json"
+    if not p.is_file():
+        if required:
+            raise ValueError(f"{run_dir}: not a run directory (no config.json)")
+        return {}
+    try:
+        cfg = json.loads(p.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{p}: not a run configuration ({e})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{p}: not a run configuration (a JSON {type(cfg).__name__}, expected an object)")
+    return cfg
+
+
+def _json_string(body: str) -> str | None:
+    try:
+        return json.loads(f'"{body}"')
+    except ValueError:
+        return None
 
 
 def _warn(msg: str) -> None:
@@ -93,12 +123,17 @@ class RowLog:
         if any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)) and not resume:
             raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
         if resume and cfg_path.exists():
-            _check_same_run(json.loads(cfg_path.read_text()), config, self.dir)
+            _check_same_run(read_run_config(self.dir), config, self.dir)
+        elif resume and any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)):
+            raise ValueError(f"{self.dir}: holds rows but no config.json, so nothing says which run they belong to; "
+                             "refusing to resume into it (choose another --out)")
         cfg_path.write_text(json.dumps(config, indent=2))
-        full = _reread(self.path)
-        slim = _reread(self.slim_path) if self.slim_path else []
+        torn: list[str] = []
+        full = _reread(self.path, torn)
+        slim = _reread(self.slim_path, torn) if self.slim_path else []
         have = {r["id"] for r in full}
-        self.rows = full + [r for r in slim if r["id"] not in have]
+        # a question whose full row was torn runs again, as the warning says, even if its slim row survived
+        self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
         self.done = {r["id"] for r in self.rows}
         self._lock = threading.Lock()
         self._f = open(self.path, "a")
@@ -137,17 +172,35 @@ class RowLog:
         self.close()
 
 
+def first_difference(a, b, prefix: str = "") -> str | None:
+    """The dotted name of the first field where two JSON-like values differ (None when equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if k not in a or k not in b:
+                return f"{prefix}{k}"
+            d = first_difference(a[k], b[k], f"{prefix}{k}.")
+            if d:
+                return d
+        return None
+    return None if a == b else prefix.rstrip(".") or "value"
+
+
 def _check_same_run(old: dict, config: dict, where: Path) -> None:
-    if _comparable(old.get("method")) != _comparable(json.loads(json.dumps(config.get("method")))):
-        raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json")
+    field = first_difference(_comparable(old.get("method")), _comparable(json.loads(json.dumps(config.get("method")))))
+    if field:
+        raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json "
+                         f"(method.{field} differs)")
     if _other_data(old, config):
         raise ValueError(f"{where}: --resume with different data ({config.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
+    for key in ("shard", "every"):  # which questions a run owns: a resume must own the same ones
+        if key in old and key in config and old[key] != config[key]:
+            raise ValueError(f"{where}: --resume with {key} {config[key]} but the run recorded {key} {old[key]}")
 
 
-def _reread(path: Path) -> list[dict]:
+def _reread(path: Path, torn: list | None = None) -> list[dict]:
     """The readable rows of a log, the file rewritten with them so appends start on a clean line."""
-    rows = read_results(path, _warn)
+    rows = read_results(path, _warn, torn)
     if path.exists():
         with open(path, "w") as f:
             for r in rows:
@@ -176,6 +229,8 @@ def _candidate(c: dict, golds) -> dict:
     """A final candidate's answer and U, and, when the golds are at hand, its own scores: what lets
     the reasoning ablations be read off a self-aware run's rows (see :func:`final_stage_table`)."""
     out = {"answer": c.get("answer"), "u": c.get("u")}
+    if "p" in c:  # a calibrated or probed probability of being right (gate=check|probe, reasoning=calibrated|probe)
+        out["p"] = c["p"]
     if golds is not None and isinstance(c.get("answer"), str):
         out["em"], out["f1"] = exact_match(c["answer"], golds), f1_score(c["answer"], golds)
     return out
@@ -216,7 +271,13 @@ def _comparable(cfg):
     skip = {"threads"}
     if (cfg.get("config") or {}).get("retrieval") == "always" and (cfg["config"].get("delta") is None):
         skip |= {"delta", "delta_source"}
-    return {k: _comparable(v) for k, v in cfg.items() if k not in skip}
+    if cfg.get("checksum") and ("path" in cfg or "url" in cfg):  # an index is its content, wherever it lies
+        skip |= {"path"}
+    out = {k: _comparable(v) for k, v in cfg.items() if k not in skip}
+    for k in ("delta_source", "gate_p_source"):  # a calibration file under another SEAKR_CACHE: the same file
+        if isinstance(out.get(k), str) and os.sep in out[k]:
+            out[k] = os.path.basename(out[k])
+    return out
 
 
 def summarize(rows: Sequence[dict], name: str = "") -> dict:
@@ -311,9 +372,9 @@ def _read_summary(path: Path) -> dict:
 
 
 def throughput(old: dict, answered: int, wall: float, concurrency: int) -> dict:
-    """Wall time and throughput over every session that answered questions into one run directory: a
+    """Wall time and throughput over every sitting that answered questions into one run directory: a
     resumed run adds its part to what the summary had measured, and a resume with nothing left keeps it
-    (long runs finish over several sessions; rewriting only the last one's timing would lose the rest)."""
+    (long runs finish over several sittings; rewriting only the last one's timing would lose the rest)."""
     if not answered:
         return {k: old[k] for k in ("wall_seconds", "timed_questions", "questions_per_minute", "concurrency") if k in old}
     prev_wall = float(old.get("wall_seconds") or 0.0)
@@ -351,13 +412,14 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     cfgs, rows, seen = [], [], {}
     for d in dirs:
         p = Path(d)
-        if not (p / "config.json").exists():
-            raise ValueError(f"{d}: not an eval run directory (no config.json)")
-        cfg = json.loads((p / "config.json").read_text())
+        cfg = read_run_config(p)
         if cfgs and (_comparable(cfg.get("method")) != _comparable(cfgs[0].get("method")) or _other_data(cfgs[0], cfg)):
             raise ValueError(f"{d}: a different run than {dirs[0]} (method config or data differ)")
         if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
             raise ValueError(f"{d}: shard {cfg.get('shard')} is of another split than {cfgs[0].get('shard')}")
+        for key in ("limit", "every"):  # shards of one run cut the same questions
+            if cfgs and cfg.get(key) != cfgs[0].get(key):
+                raise ValueError(f"{d}: {key} {cfg.get(key)} but {dirs[0]} has {key} {cfgs[0].get(key)}: not shards of one run")
         for r in run_rows(p, _warn):
             if r["id"] in seen:
                 raise ValueError(f"{d}: question {r['id']} is also in {seen[r['id']]}: overlapping shards")
@@ -396,7 +458,7 @@ def compare(dirs: Sequence[str]) -> str:
     for d in dirs:
         p = Path(d)
         rows = run_rows(p)
-        cfg = json.loads((p / "config.json").read_text()) if (p / "config.json").exists() else {}
+        cfg = read_run_config(p, required=False)
         name = cfg.get("name", p.name)
         if not rows and not cfg:
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")

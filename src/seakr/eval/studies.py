@@ -29,12 +29,13 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
+from ..prompts import SHORT_STOPS
 from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
-from .runner import RowLog, run_rows, score_row, versions
+from .runner import RowLog, read_run_config, run_rows, score_row, versions
 
 
 def _finite(x):
@@ -142,9 +143,7 @@ _SAME = ("k", "temperature", "top_k", "top_p", "max_new_tokens", "seed", "estima
 def _branch_config(run_dir: Path, retrieval: str, never: bool) -> dict:
     """A run's method description, checked to be the branch of multi-hop SeaKR it is used as."""
     cfg_file = run_dir / "config.json"
-    if not cfg_file.exists():
-        raise ValueError(f"{run_dir}: not an eval run directory (no config.json)")
-    m = json.loads(cfg_file.read_text()).get("method") or {}
+    m = read_run_config(run_dir).get("method") or {}
     c = m.get("config") or {}
     want = "delta = inf" if never else "retrieval = always"
     if m.get("method") != "seakr" or c.get("mode") != "multihop" or c.get("retrieval") != retrieval \
@@ -246,46 +245,128 @@ def tap_name(tap) -> str:
     return f"L{tap[0]}:{tap[1]}"
 
 
+#: Prompt forms of the detect study: ``cot`` (SeaKR's own answer prompt, demonstrations and chain of
+#: thought) or ``short`` (the knowledge check: a short answer, no demonstrations).
+FORMS = ("cot", "short")
+SHORT_TOKENS = 24  # room for a short answer; the check stops at the line's end
+
+
 def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
-           data: dict | None = None, setting: str = "closed-book", probe: Sequence[tuple[int, str]] = ()) -> dict:
+           data: dict | None = None, setting: str = "closed-book", probe: Sequence[tuple[int, str]] = (),
+           form: str = "cot", probe_model=None) -> dict:
     """Greedy answer + every estimator per question, closed-book or with the gold passage(s)
     (open-book: the model is right often enough for AUROC to see both classes). ``probe``: also
-    score EigenScore at each (layer, source) and k in PROBE_KS, from the same samples."""
-    if setting not in SETTINGS:
-        raise ValueError(f"setting must be one of {', '.join(SETTINGS)}, not {setting!r}")
+    score EigenScore at each (layer, source) and k in PROBE_KS, from the same samples. The greedy
+    answer's state at every tap is kept under ``out_dir/states`` (what ``seakr probe fit`` reads), and
+    ``probe_model`` (a fitted :class:`~seakr.probes.Probe`) adds its P(wrong) as the estimator "probe"."""
+    if setting not in SETTINGS or form not in FORMS:
+        raise ValueError(f"setting must be one of {', '.join(SETTINGS)} and form one of {', '.join(FORMS)}, "
+                         f"not {setting!r}/{form!r}")
     if setting == "open-book":
         bare = [ex.id for ex in examples if not gold_passages(ex)]
         if bare:
             raise ValueError(f"open-book detection needs each question's gold passage; {len(bare)} have none "
                              f"(first: {bare[0]})")
     lm, own = method.lm, _own_tap(method.lm)
-    taps = [tuple(t) for t in probe]
-    taps = taps if not taps or own in taps else [own, *taps]  # the model's own state is always read
+    if probe_model is not None:
+        probe_model.check(lm.info())
+    taps = list(dict.fromkeys([own, *(tuple(t) for t in probe), *([probe_model.layer_source] if probe_model else [])]))
+    store = StateStore(Path(out_dir) / "states", [tap_name(t) for t in taps])
 
     def one(ex):
         passages = gold_passages(ex) if setting == "open-book" else []
-        prompt, prefix = method.prompts.render(ex.question, [], passages)
-        cfg = method.gen_config(ANSWER_STOPS, True)
-        cfg.n, cfg.with_states = method.config.k, True
-        g = _generate(lm, prompt, prefix, cfg, taps)
-        text = g.greedy.text
-        ans = extract_answer(text) or text.strip()
-        row = {"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers)}
-        if taps:  # every tap's scores, then the model's own state for the usual estimators
+        t0 = time.perf_counter()
+        g, ans = _detect_answer(method, ex.question, passages, form, taps)
+        row = {"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers),
+               "seconds": round(time.perf_counter() - t0, 3)}
+        greedy_state = store.put(ex.id, g.greedy.state if g.greedy else None)
+        if probe:  # every tap's EigenScore, then the model's own state (taps[0]) for the usual estimators
             row["probe"] = _probe_scores(g.states, taps, method.config.alpha)
-            j = taps.index(own)
-            g.samples = [dataclasses.replace(s, state=None if s.state is None else s.state[j]) for s in g.samples]
+        if len(taps) > 1:
+            g.samples = [dataclasses.replace(s, state=None if s.state is None else s.state[0]) for s in g.samples]
         scores = U.all_scores(g, method.config.alpha)
-        scores["prompt"] = sufficiency(lm, prompt, ex.question)
+        scores["prompt"] = sufficiency(lm, _detect_prompt(method, ex.question, passages, form)[0], ex.question)
+        if probe_model is not None:
+            j = taps.index(probe_model.layer_source)
+            scores["probe"] = probe_model.score(None if greedy_state is None else greedy_state[j])
         return clean({**row, "scores": scores})
 
     out = Path(out_dir)
-    meta = {**(data or {}), "setting": setting, **({"probe": [tap_name(t) for t in taps]} if taps else {})}
+    meta = {**(data or {}), "setting": setting, "form": form, "states": store.taps,
+            **({"probe": [tap_name(t) for t in taps]} if probe else {}),
+            **({"probe_model": {"tap": probe_model.tap, "form": probe_model.form, **probe_model.provenance}}
+               if probe_model else {})}
     rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume, meta)
     result = _detect_summary(rows, lm.info(), setting)
+    result.update(form=form, cost=detect_costs(rows, method.config.k))
     (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
     _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
     return result
+
+
+def detect_costs(rows: Sequence[dict], k: int) -> dict:
+    """What each estimator costs per decision: model rows decoded (the greedy answer counts one; a
+    sample-based estimator adds its k samples; the prompting estimator one more prefill) and the median
+    seconds of the study's call, which decoded all k + 1 rows together."""
+    secs = [r["seconds"] for r in rows if r.get("seconds") is not None]
+    cost = {}
+    for name in (rows[0]["scores"] if rows else {}):
+        need = U.NEEDS.get(name, "greedy")  # a probe reads the greedy answer's state: one row
+        cost[name] = {"rows": 1 + (k if need == "samples" else 0), "extra_prefill": need == "prompt"}
+    return {"estimators": cost, "median_seconds_k_plus_1_rows": float(np.median(secs)) if secs else None}
+
+
+def _detect_prompt(method: SeaKR, question: str, passages, form: str) -> tuple[str, str]:
+    return method.prompts.render_short(question, passages) if form == "short" else method.prompts.render(question, [], passages)
+
+
+def _detect_answer(method: SeaKR, question: str, passages, form: str, taps):
+    """One generation (greedy + k samples, every state read at ``taps``) and its answer."""
+    prompt, prefix = _detect_prompt(method, question, passages, form)
+    short = form == "short"
+    cfg = method.gen_config(SHORT_STOPS if short else ANSWER_STOPS, True, max_new=SHORT_TOKENS if short else None)
+    cfg.n, cfg.with_states, cfg.greedy_state = method.config.k, True, True
+    g = _generate(method.lm, prompt, prefix, cfg, taps if len(taps) > 1 else ())
+    text = g.greedy.text
+    return g, (extract_answer(text) or text.strip().rstrip("."))
+
+
+class StateStore:
+    """The greedy answer's state vectors of a study, one float16 ``.npy`` per question (the taps in
+    ``taps.json``): what a probe is fitted on. Derived data: kept beside the rows, not committed."""
+
+    def __init__(self, folder: Path, taps: Sequence[str]):
+        self.folder, self.taps = Path(folder), list(taps)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta = self.folder / "taps.json"
+        if meta.exists() and json.loads(meta.read_text()) != self.taps:
+            raise ValueError(f"{self.folder}: states were read at {json.loads(meta.read_text())}, this run reads "
+                             f"{self.taps}: use another --out")
+        meta.write_text(json.dumps(self.taps))
+
+    def path(self, qid: str) -> Path:
+        import hashlib
+
+        return self.folder / (hashlib.sha1(str(qid).encode()).hexdigest()[:20] + ".npy")
+
+    def put(self, qid: str, state) -> np.ndarray | None:
+        """Store one question's state; returns it as a (taps, d) array (None when the answer was empty)."""
+        if state is None:
+            return None
+        z = np.asarray(state, dtype=np.float32).reshape(len(self.taps), -1)
+        np.save(self.path(qid), z.astype(np.float16))
+        return z
+
+    def get(self, qid: str) -> np.ndarray | None:
+        p = self.path(qid)
+        return np.load(p).astype(np.float32) if p.exists() else None
+
+    @classmethod
+    def open(cls, folder: str | Path) -> "StateStore":
+        meta = Path(folder) / "taps.json"
+        if not meta.exists():
+            raise ValueError(f"{folder}: no stored states (run `seakr detect` first; it keeps them under states/)")
+        return cls(Path(folder), json.loads(meta.read_text()))
 
 
 def _generate(lm, prompt, prefix, cfg, taps):

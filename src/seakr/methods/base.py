@@ -8,10 +8,11 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import ClassVar, Sequence
 
 from .. import uncertainty as U
-from ..models.base import CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, Generator, require
+from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Generation, GenerationConfig, Generator,
+                           cancellable, require)
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
 from .text import extract_answer, has_answer, is_unknown
@@ -27,6 +28,68 @@ ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n", " Question:")
 RUN_ON = r"(?<=[a-z]{2})\.(?=[A-Z*#\[])"
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
 PAPER_DELTA = -6.0
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric option may take: ``lo``..``hi`` (None: unbounded), each end open or closed,
+    whole numbers only when ``integer``."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    integer: bool = False
+    finite: bool = True  # False: +-inf are values too (a threshold that never or always fires)
+
+    def contains(self, v) -> bool:
+        if isinstance(v, float) and not math.isfinite(v):
+            return not self.finite
+        lo_ok = self.lo is None or (v > self.lo if self.lo_open else v >= self.lo)
+        hi_ok = self.hi is None or (v < self.hi if self.hi_open else v <= self.hi)
+        return lo_ok and hi_ok
+
+    def describe(self) -> str:
+        num = lambda x: f"{int(x)}" if float(x).is_integer() else f"{x:g}"  # noqa: E731
+        lo = "-inf" if self.lo is None else num(self.lo)
+        hi = "inf" if self.hi is None else num(self.hi)
+        kind = "a whole number" if self.integer else "a number"
+        return f"{kind} in {'(' if self.lo_open or self.lo is None else '['}{lo}, {hi}{')' if self.hi_open or self.hi is None else ']'}"
+
+    def check(self, name: str, v) -> None:
+        if not self.contains(v):
+            raise ValueError(f"option {name}: expected {self.describe()}, got {v!r}")
+
+
+def _typed(f: dataclasses.Field, v, rng: "Range | None"):
+    """The value of option ``f`` as its declared type, or a one-line error naming it."""
+    default = f.default
+    if isinstance(v, float) and math.isnan(v):
+        raise ValueError(f"option {f.name}: expected a number, got NaN")
+    if default is None and str(f.type).startswith("str"):  # optional text (a folder)
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"option {f.name}: expected a string or null, got {v!r}")
+        return v
+    number = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if default is None:  # optional numbers (delta, n_shot, gate_p)
+        if v is not None and (not number or (rng is not None and rng.integer and not isinstance(v, int))):
+            kind = "a whole number" if rng is not None and rng.integer else "a number"
+            raise ValueError(f"option {f.name}: expected {kind} or null, got {v!r}")
+        return v
+    if isinstance(default, bool):
+        ok = isinstance(v, bool)
+    elif isinstance(default, int):
+        ok = number and isinstance(v, int)
+    elif isinstance(default, float):
+        ok, v = number, float(v) if number else v
+    else:
+        ok = isinstance(v, type(default))
+    if not ok:
+        raise ValueError(f"option {f.name}: expected {type(default).__name__}, got {v!r}")
+    return v
+
+
+POSITIVE = Range(1, None, integer=True)
 
 
 @dataclass
@@ -55,35 +118,32 @@ class MethodConfig:
     titles: bool = False
     marker: str = MARKER
 
+    #: The options schema every door goes through (``--option``, a TOML grid, the Python API, HTTP): each
+    #: field's type comes from its default, its range from here; a subclass adds its own fields' ranges.
+    RANGES: ClassVar[dict[str, Range]] = {
+        "k": Range(0, None, integer=True), "temperature": Range(0, None, hi_open=True), "top_k": POSITIVE,
+        "top_p": Range(0, 1, lo_open=True), "max_new_tokens": POSITIVE, "seed": Range(0, 2 ** 32 - 1, integer=True),
+        "alpha": Range(0, None, lo_open=True, hi_open=True), "n_candidates": POSITIVE, "max_steps": POSITIVE,
+        "max_passages": POSITIVE, "query_max_words": POSITIVE, "n_shot": Range(0, None, integer=True),
+    }
+
     def __post_init__(self):
-        """Type-check every option against its default (so a bad value fails here, not mid-answer)."""
+        """Check every option against the schema (so a bad value fails here, not mid-answer)."""
+        ranges = self.ranges()
         for f in dataclasses.fields(self):
-            v, default = getattr(self, f.name), f.default
-            if isinstance(v, float) and math.isnan(v):
-                raise ValueError(f"option {f.name}: expected a number, got NaN")
-            if default is None:  # optional numbers (delta, n_shot)
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                    raise ValueError(f"option {f.name}: expected a number or null, got {v!r}")
-                continue
-            if isinstance(default, bool):
-                ok = isinstance(v, bool)
-            elif isinstance(default, int):
-                ok = isinstance(v, int) and not isinstance(v, bool)
-            elif isinstance(default, float):
-                ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-                if ok:
-                    object.__setattr__(self, f.name, float(v))
-            else:
-                ok = isinstance(v, type(default))
-            if not ok:
-                raise ValueError(f"option {f.name}: expected {type(default).__name__}, got {v!r}")
-        for name in ("k", "max_new_tokens", "max_steps", "max_passages", "n_candidates", "query_max_words"):
-            if getattr(self, name) < (0 if name == "k" else 1):
-                raise ValueError(f"option {name}: must be positive, got {getattr(self, name)}")
-        if not 0 < self.top_p <= 1 or not 0 <= self.temperature < math.inf or not 0 < self.alpha < math.inf:
-            raise ValueError("options top_p must be in (0, 1], temperature finite and >= 0, alpha finite and > 0")
+            v = _typed(f, getattr(self, f.name), ranges.get(f.name))
+            object.__setattr__(self, f.name, v)
+            if f.name in ranges and v is not None:
+                ranges[f.name].check(f.name, v)
         if self.estimator not in U.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
+
+    @classmethod
+    def ranges(cls) -> dict[str, "Range"]:
+        out: dict[str, Range] = {}
+        for klass in reversed(cls.__mro__):
+            out.update(vars(klass).get("RANGES", {}))
+        return out
 
     def to_dict(self) -> dict:
         return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in asdict(self).items()}
@@ -91,9 +151,13 @@ class MethodConfig:
     @classmethod
     def from_dict(cls, d: dict):
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
+        unknown = sorted(set(d) - names)
         if unknown:
-            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(sorted(unknown))}")
+            import difflib
+
+            hints = [f"{k!r}" + (f" (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(k, sorted(names), n=1)) else "")
+                     for k in unknown]
+            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(hints)}")
         vals = {k: (float(v) if isinstance(v, str) and v in ("inf", "-inf") else v) for k, v in d.items()}
         return cls(**vals)
 
@@ -159,10 +223,6 @@ def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: 
                      "pass delta= or run `seakr calibrate`")
 
 
-class Cancelled(Exception):
-    """The caller gave up (client gone, request timed out): the method stopped at its next model call."""
-
-
 @dataclass
 class Scored:
     """One prompt's generation and its uncertainty (None when the call was not scored)."""
@@ -201,6 +261,8 @@ class Method:
 
     name = "method"
     Config = MethodConfig
+    #: whether every call also reads the greedy answer's state (a probe on the final answers needs it)
+    greedy_states = False
 
     def __init__(self, lm: Generator, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
         self.lm, self.engine = lm, engine
@@ -266,7 +328,8 @@ class Method:
         n = c.k if (sampled and U.NEEDS[c.estimator] == "samples") else 0
         return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
                                 max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), stop_patterns=(RUN_ON,),
-                                seed=c.seed, with_states=n > 0 and c.estimator.startswith("eigen"))
+                                seed=c.seed, with_states=n > 0 and c.estimator.startswith("eigen"),
+                                greedy_state=self.greedy_states)
 
     def uncertainty(self, prompt: str, gen: Generation, question: str) -> float:
         """The configured estimator on one generation; an empty greedy step is a failed step (+inf,
@@ -280,8 +343,7 @@ class Method:
     def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str], *,
              scored: bool = True, max_new: int | None = None) -> list[Scored]:
         """Generate for several prompts in one batched call, each scored when ``scored``."""
-        if tr.cancel is not None and tr.cancel.is_set():
-            raise Cancelled("cancelled: the client went away or the request timed out")
+        self._cancelled(tr)
         t = time.perf_counter()
         gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new), prefix=prefix)
         us = [self.uncertainty(p, g, tr.question) if scored else None for p, g in zip(prompts, gens)]
@@ -289,6 +351,11 @@ class Method:
         for p, g, u in zip(prompts, gens, us):
             tr.model_call(purpose, p, g, u, dt)
         return [Scored(g, u) for g, u in zip(gens, us)]
+
+    @staticmethod
+    def _cancelled(tr: Tracer) -> None:
+        if tr.cancel is not None and tr.cancel.is_set():
+            raise Cancelled("cancelled: the client went away or the request timed out")
 
     def search(self, tr: Tracer, query: str, k: int) -> list[Passage]:
         if self.engine is None:
@@ -311,8 +378,8 @@ class Method:
         call that produced the answer (the forced call when forcing happened, as the reference does)."""
         rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
-        out = [{"answer": extract_answer(r.gen.greedy.text) or "", "u": r.u, "text": r.gen.greedy.text, "forced": False}
-               for r in res]
+        out = [_with_state({"answer": extract_answer(r.gen.greedy.text) or "", "u": r.u, "text": r.gen.greedy.text,
+                            "forced": False}, r) for r in res]
         todo = [i for i, r in enumerate(res) if extract_answer(r.gen.greedy.text) is None]
         if todo:
             # the forced prompt continues the model's own unfinished answer, then the marker
@@ -331,17 +398,18 @@ class Method:
         tails = [f"{h} {self.config.marker}" for h in heads]
         rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, max_new=32)
-        return [{"answer": extract_answer(f"the answer is {r.gen.greedy.text}") or "", "u": r.u,
-                 "text": t + r.gen.greedy.text, "forced": True} for t, r in zip(tails, res)]
+        return [_with_state({"answer": extract_answer(f"the answer is {r.gen.greedy.text}") or "", "u": r.u,
+                             "text": t + r.gen.greedy.text, "forced": True}, r) for t, r in zip(tails, res)]
 
     def answer(self, question: str, listener=None, cancel=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
-        ``cancel`` event (a ``threading.Event``) stops the work at its next model call (:class:`Cancelled`)."""
+        ``cancel`` event (a ``threading.Event``) stops the work at its next decode step (:class:`Cancelled`)."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("question must be a non-empty string")
         self.check_question(question)
         tr = Tracer(question, self.name, listener, cancel)
-        ans = self._run(question, tr)
+        with cancellable(cancel):
+            ans = self._run(question, tr)
         return Answer(question, ans, self.name, tr.to_dict(), self.describe())
 
     def _run(self, question: str, tr: Tracer) -> str:  # pragma: no cover - abstract
@@ -353,6 +421,14 @@ class Method:
         return {"method": self.name, "config": self.config.to_dict(), "prompt": self.prompts.to_dict(),
                 "model": {k: info.get(k) for k in ("model", "precision", "dtype", "device", "state_layer", "state_source", "threads")},
                 "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
+
+
+def _with_state(answer: dict, r: Scored) -> dict:
+    """An answer record, with the greedy answer's state when the call read it (for a probe; dropped
+    once used, so traces stay JSON)."""
+    if r.gen.greedy is not None and r.gen.greedy.state is not None:
+        answer["state"] = r.gen.greedy.state
+    return answer
 
 
 def take_step(tr: Tracer, steps: list[str], text: str) -> str | None:

@@ -17,11 +17,12 @@ Baselines generate greedily (no samples): their decisions use token probabilitie
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from ..models.base import ATTENTION, CHAT, GENERATE
-from .base import STEP_STOPS, Method, MethodConfig, final_from_steps, take_step
+from .base import STEP_STOPS, Method, MethodConfig, Range, final_from_steps, take_step
 from .text import QUERY_STOPWORDS, align_words, content_words, mask_low_prob
 from .trace import Tracer
 
@@ -142,6 +143,8 @@ class _ActiveRetrieval(_Greedy):
 class FLAREConfig(MethodConfig):
     theta: float = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
 
+    RANGES: ClassVar[dict[str, Range]] = {"theta": Range(0, 1)}
+
 
 class FLARE(_ActiveRetrieval):
     name = "flare"
@@ -164,6 +167,8 @@ class FLARE(_ActiveRetrieval):
 class DRAGINConfig(MethodConfig):
     tau: float = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
     keep_top_k: int = 25  # QFS: content words kept in the query
+
+    RANGES: ClassVar[dict[str, Range]] = {"tau": Range(0, None), "keep_top_k": Range(1, None, integer=True)}
 
 
 class DRAGIN(_ActiveRetrieval):

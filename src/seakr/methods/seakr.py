@@ -26,18 +26,30 @@ Choices where paper and reference differ (documented):
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from .. import uncertainty as U
-from .base import MODES, STEP_STOPS, Method, MethodConfig, Scored, default_delta, min_u_index, pick, take_step
-from .text import align_words, build_query, drop_answer_sentence
+from ..models.base import STATES, GenerationConfig
+from ..probes.bank import SelfKnowledge
+from ..prompts import SHORT_STOPS
+from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
+from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
 RERANK = ("self-aware", "engine", "guarded")
-REASONING = ("self-aware", "rationales", "knowledge")
+REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe")
+#: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
+#: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
+#: through the short form's calibration map, ``probe`` reads its greedy state through the short-form probe.
+#: Either way, P(correct) >= gate_p answers with the short answer at once; below it the chain retrieves at
+#: every step (the pseudo-step's U carries no signal there: docs/design-notes.md).
+GATES = ("step", "check", "probe")
+CHECK_TOKENS = 24
 
 
 @dataclass
@@ -49,13 +61,27 @@ class SeaKRConfig(MethodConfig):
     rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
     reasoning: str = "self-aware"  # | rationales | knowledge
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
+    gate: str = "step"  # | check | probe: the knowledge check decides (GATES)
+    check_estimator: str = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
+    gate_p: float | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
+    probes: str | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
+
+    RANGES: ClassVar[dict[str, Range]] = {
+        "delta": Range(finite=False), "keep_p": Range(0, 1), "rerank_z": Range(0, None), "gate_p": Range(0, 1),
+    }
 
     def __post_init__(self):
         super().__post_init__()
         for val, allowed, what in ((self.retrieval, RETRIEVAL, "retrieval"), (self.rerank, RERANK, "rerank"),
-                                   (self.reasoning, REASONING, "reasoning"), (self.mode, MODES, "mode")):
+                                   (self.reasoning, REASONING, "reasoning"), (self.mode, MODES, "mode"),
+                                   (self.gate, GATES, "gate"), (self.check_estimator, tuple(U.ESTIMATORS), "check_estimator")):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
+        if self.gate != "step" and self.mode == "simple":
+            raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
+                             "answer already decides (its U against delta)")
+        if self.check_estimator == "prompt":
+            raise ValueError("check_estimator=prompt is not a check: choose a sample- or greedy-based estimator")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
 
@@ -92,6 +118,28 @@ class SeaKR(Method):
             self.delta, self.delta_source = default_delta(lm.info(), c.estimator, c.prompt_style, c.mode)
         else:
             self.delta, self.delta_source = float(c.delta), "config"
+        self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes)
+        self.greedy_states = c.reasoning == "probe"
+        self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
+        self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
+
+    def _signals(self) -> None:
+        c, info = self.config, self.lm.info()
+        if c.gate == "check":
+            self.knowledge.calibration("short", c.check_estimator)
+        if c.gate == "probe":
+            self.knowledge.probe("short").check(info)
+        if c.reasoning == "calibrated":
+            for form in ("final-rationale", "final-knowledge"):
+                self.knowledge.calibration(form, c.estimator)
+        if c.reasoning == "probe":
+            for form in ("final-rationale", "final-knowledge"):
+                self.knowledge.probe(form).check(info)
+
+    def requires(self) -> set[str]:
+        c = self.config
+        extra = estimator_needs(c.check_estimator) if c.gate == "check" else set()
+        return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning) else set())
 
     @classmethod
     def from_config(cls, model: str | None = None, index: str | None = None, **options) -> "SeaKR":
@@ -107,16 +155,49 @@ class SeaKR(Method):
         d = super().describe()
         d["delta"] = None if math.isinf(self.delta) else self.delta
         d["delta_source"] = self.delta_source
+        if self.config.gate != "step" or self.config.reasoning in ("calibrated", "probe"):
+            d["gate_p"], d["gate_p_source"] = self.gate_p, self.gate_p_source
         return d
 
     def should_retrieve(self, u: float | None) -> bool:
-        """Self-aware retrieval (paper §3.1): retrieve when the step's U exceeds delta."""
-        return self.config.retrieval == "always" or (u is not None and u > self.delta)
+        """Self-aware retrieval (paper §3.1): retrieve when the step's U exceeds delta. Past a knowledge
+        check (gate=check|probe) that found the model unsure, every step retrieves."""
+        c = self.config
+        return c.retrieval == "always" or c.gate != "step" or (u is not None and u > self.delta)
+
+    # ------------------------------------------------------------------ the knowledge check
+    def check(self, tr: Tracer, question: str) -> dict:
+        """Ask for a short closed-book answer and read how likely it is right: P(correct) from the check's U
+        through the short form's calibration map (gate=check), or 1 - the short-form probe's P(wrong) on
+        the answer's state (gate=probe). Returns {answer, u, p, text, forced}."""
+        c = self.config
+        prompt, prefix = self.prompts.render_short(question)
+        sampled = c.gate == "check" and U.NEEDS[c.check_estimator] == "samples"
+        cfg = GenerationConfig(n=c.k if sampled else 0, greedy=True, temperature=c.temperature, top_k=c.top_k,
+                               top_p=c.top_p, max_new_tokens=CHECK_TOKENS, stop=SHORT_STOPS, seed=c.seed,
+                               with_states=sampled and c.check_estimator.startswith("eigen"), greedy_state=c.gate == "probe")
+        self._cancelled(tr)
+        t = time.perf_counter()
+        gen = self.lm.generate([prompt], cfg, prefix=prefix)[0]
+        text = gen.greedy.text if gen.greedy else ""
+        if c.gate == "check":
+            u = U.score(c.check_estimator, gen, c.alpha) if text.strip() else U.UNCERTAIN
+            p = self.knowledge.calibration("short", c.check_estimator)(u)
+        else:
+            u = self.knowledge.probe("short").score(gen.greedy.state if text.strip() else None)
+            p = 1.0 - u
+        tr.model_call("check", prompt, gen, u, time.perf_counter() - t)
+        ans = extract_answer(text) or text.strip().rstrip(".")
+        return {"answer": ans, "u": u, "p": p, "text": text, "forced": False}
 
     # ------------------------------------------------------------------ multi-hop (Algorithm 1)
     def _run(self, question: str, tr: Tracer) -> str:
         if self.config.mode == "simple":
             return self._simple(question, tr)
+        known = self._gate(tr, question) if self.config.gate != "step" else None
+        if known is not None and known["sure"]:
+            tr.stop("known")
+            return tr.finish(known["answer"], "check", {"check": known}, rule=f"gate={self.config.gate}")
         steps: list[str] = []  # rationales R
         kept: list = []  # knowledge buffer K
         queries: set[str] = set()
@@ -127,7 +208,16 @@ class SeaKR(Method):
                 break
         else:
             tr.stop("max_steps")
-        return self._reason(question, tr, steps, kept)
+        return self._reason(question, tr, steps, kept, known)
+
+    def _gate(self, tr: Tracer, question: str) -> dict:
+        """The knowledge check and its decision: ``sure`` when P(correct) reaches gate_p with a real answer."""
+        known = self.check(tr, question)
+        known["gate_p"] = self.gate_p
+        known["sure"] = known["p"] >= self.gate_p and not is_unknown(known["answer"])
+        tr.decision("no-retrieve" if known["sure"] else "retrieve", step=-1, rule=f"gate={self.config.gate}",
+                    u=known["u"], p_correct=known["p"], gate_p=self.gate_p)
+        return known
 
     def _iteration(self, tr, question, steps, kept, queries, st) -> str | None:
         """One step: pseudo-generate, maybe retrieve and re-rank, accept the step. Returns a stop reason."""
@@ -203,21 +293,41 @@ class SeaKR(Method):
         tr.decision("rerank", rule=self.config.rerank, chosen=cand[best]["id"], us=[c["u"] for c in cand])
         return best, cand
 
-    def _reason(self, question, tr, steps, kept) -> str:
+    def _reason(self, question, tr, steps, kept, known: dict | None = None) -> str:
         """Self-aware reasoning (paper §3.3): an answer from the rationales and one from all of K;
         the lower U wins (see :func:`pick`)."""
         c = self.config
         with tr.timed("final"):
             cands = {}
-            if c.reasoning in ("self-aware", "rationales"):
+            if c.reasoning != "knowledge":
                 cands["rationale"] = self.from_rationales(tr, question, steps)
-            if c.reasoning in ("self-aware", "knowledge"):
+            if c.reasoning != "rationales":
                 cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge")
             if c.reasoning == "self-aware":
                 choice = pick(cands["rationale"], cands["knowledge"])
+            elif c.reasoning in ("calibrated", "probe"):
+                choice = self._pick_calibrated(tr, cands)
             else:
                 choice = "rationale" if c.reasoning == "rationales" else "knowledge"
+        if known is not None:  # the check that sent the question to the chain, for the record
+            cands["check"] = known
         return tr.finish(cands[choice]["answer"], choice, cands, rule=c.reasoning, passages=kept)
+
+    def _pick_calibrated(self, tr, cands: dict) -> str:
+        """The final choice on one scale: each answer's P(correct) in its own form, from its U through the
+        form's calibration map (reasoning=calibrated) or from the form's probe on the answer's state
+        (reasoning=probe); the more probable wins (tie -> knowledge; "unknown"/empty defers to the other)."""
+        ps = {}
+        for name, form in (("rationale", "final-rationale"), ("knowledge", "final-knowledge")):
+            x = cands[name]
+            if self.config.reasoning == "calibrated":
+                x["p"] = self.knowledge.calibration(form, self.config.estimator)(x["u"])
+            else:
+                x["p"] = 1.0 - self.knowledge.probe(form).score(x.pop("state", None))
+            ps[name] = -x["p"]  # pick() keeps the lower: the negated probability
+        choice = pick({**cands["rationale"], "u": ps["rationale"]}, {**cands["knowledge"], "u": ps["knowledge"]})
+        tr.decision("final-choice", rule=self.config.reasoning, p_rationale=-ps["rationale"], p_knowledge=-ps["knowledge"])
+        return choice
 
     def from_rationales(self, tr, question, steps) -> dict:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""

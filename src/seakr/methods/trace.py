@@ -163,6 +163,10 @@ class Answer:
             lines.append(f"  {s['index'] + 1}. U={u}{thr} {ret}{q}{kept}\n     -> {s['text']}")
         f = self.trace.get("final", {})
         cands = f.get("candidates") or {}
+        chk = cands.get("check")
+        if chk is not None and "p" in chk:  # the knowledge check before the chain (gate=check|probe)
+            verdict = "answered at once" if f.get("choice") == "check" else "retrieve"
+            lines.insert(1, f"  check: {chk.get('answer')!r} P(correct)={chk['p']:.2f} vs {chk.get('gate_p', 0):.2f} -> {verdict}")
         if len(cands) > 1:
             def fmt(name, d):
                 u = d.get("u")

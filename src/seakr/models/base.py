@@ -8,6 +8,8 @@ estimators need (chosen-token log-probabilities, entropies, logsumexp of the log
 
 from __future__ import annotations
 
+import contextvars
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -77,6 +79,7 @@ class GenerationConfig:
     seed: int | None = 42
     common_random_numbers: bool = True  # sample q of every prompt draws the same random stream (sampling.py)
     with_states: bool = True
+    greedy_state: bool = False  # also read the state at EOS after the greedy row (learned probes read one state)
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
 
     def to_dict(self) -> dict:
@@ -84,6 +87,33 @@ class GenerationConfig:
         d["stop"] = list(self.stop)
         d["stop_patterns"] = list(self.stop_patterns)
         return d
+
+
+# ---------------------------------------------------------------- cancellation
+class Cancelled(Exception):
+    """The caller gave up (client gone, request timed out): the work stopped at its next decode step."""
+
+
+#: The cancel event (a ``threading.Event``) of the answer running in this thread, if any. A context
+#: variable rather than an argument: every model call of an answer honours it without each signature
+#: carrying it, and the decode loop checks it between steps, so a timed-out request frees its worker
+#: within one step instead of after its longest call.
+_CANCEL: contextvars.ContextVar = contextvars.ContextVar("seakr_cancel", default=None)
+
+
+@contextmanager
+def cancellable(event):
+    token = _CANCEL.set(event)
+    try:
+        yield
+    finally:
+        _CANCEL.reset(token)
+
+
+def check_cancelled() -> None:
+    ev = _CANCEL.get()
+    if ev is not None and ev.is_set():
+        raise Cancelled("cancelled: the client went away or the request timed out")
 
 
 # ---------------------------------------------------------------- capabilities

@@ -22,9 +22,9 @@ from typing import Protocol, Sequence
 import torch
 
 from .attention import SharedPrefixState
-from .base import GenerationConfig
+from .base import GenerationConfig, check_cancelled
 from .fastpath import stack_taps
-from .prefill import Prefilled
+from .prefill import Prefilled, cache_kwarg
 from .rows import RowBook
 from .sampling import choose_next, token_stats
 
@@ -128,7 +128,7 @@ class CacheBackend:
         self.mask = torch.cat([self.mask, self.mask.new_ones(len(feed), 1)], 1)
         with tap(self.state_modules, capture) as box:
             out = self.model(input_ids=feed[:, None], attention_mask=self.mask, position_ids=pos[:, None],
-                             past_key_values=self.cache, use_cache=True)
+                             use_cache=True, **cache_kwarg(self.model, self.cache))
         return out.logits[:, -1].float(), box.get("state")
 
     def select(self, keep):
@@ -146,6 +146,7 @@ def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook
     pos = torch.tensor([p.tokens for p in prefilled for _ in range(book.R)], dtype=torch.long, device=dev)
     started, t = False, 0
     while True:
+        check_cancelled()  # a request that timed out stops here, between two steps
         rows = torch.tensor(book.row_prompts(), device=dev), torch.tensor(book.sample_index(), device=dev)
         nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, streams[rows[0], rows[1], t], eos_id)
         t += 1
@@ -162,7 +163,7 @@ def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook
         if not started:
             backend.start(prefilled, book.row_prompts(), cfg.max_new_tokens)
             started = True
-        logits, states = backend.step(feed, pos, cfg.with_states)
+        logits, states = backend.step(feed, pos, cfg.with_states or cfg.greedy_state)
         stats["decode_steps"] += 1
         pos = pos + 1
         still = book.store_states(states)  # rows that were fed EOS take their state and leave

@@ -253,12 +253,21 @@ class HFLanguageModel:
             "state_layer": self.state_layer,
             "state_source": self.state_source,
             "hidden_size": self.model.config.hidden_size,
+            "kv_bytes_per_token": self._kv_bytes_per_token(),
             "vocab_size": self.model.config.vocab_size,
             "context_tokens": getattr(self.model.config, "max_position_embeddings", None),
             "eos_id": self.eos_id,
             "capabilities": sorted(self.capabilities),
             "source": self.source,
         }
+
+    def _kv_bytes_per_token(self) -> int:
+        """Bytes of attention cache one token costs: keys and values, every layer, every KV head."""
+        cfg = self.model.config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        elem = 4 if self.dtype in ("float32", "fp32") else 2
+        return int(2 * self.num_layers * heads * head_dim * elem)
 
     # ---------------------------------------------------------------- API
     def token_strings(self, ids: Sequence[int]) -> list[str]:
@@ -314,7 +323,7 @@ class HFLanguageModel:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
-                       max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok)
+                       max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state)
         if self.shared_attention:
             backend = SharedPrefixBackend(self.model, self._tap_modules(), self.speedups.fast_step)
         else:

@@ -17,6 +17,23 @@ import torch
 
 from .attention import CachedPrefixPrefill
 
+
+def cache_kwarg(model, cache) -> dict:
+    """The key/value cache argument under the name this transformers version takes: ``cache`` since
+    5.24 (``past_key_values`` is deprecated there and warns on every call), ``past_key_values`` before."""
+    return {_CACHE_KW.get(type(model)) or _cache_name(type(model)): cache}
+
+
+_CACHE_KW: dict[type, str] = {}
+
+
+def _cache_name(cls: type) -> str:
+    import inspect
+
+    _CACHE_KW[cls] = "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
+    return _CACHE_KW[cls]
+
+
 #: per layer: ([K segments], [V segments]), each segment (1, kv_heads, L_s, head_dim), joined along L
 LayerKV = tuple[list[torch.Tensor], list[torch.Tensor]]
 
@@ -96,7 +113,7 @@ class Prefiller:
     def _forward(self, ids: list[int], cache):
         x = torch.tensor([ids], device=self._device())
         self.stats["prefill_tokens"] += len(ids)
-        return self.model(input_ids=x, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        return self.model(input_ids=x, use_cache=True, logits_to_keep=1, **cache_kwarg(self.model, cache))
 
     def _fits(self, n: int) -> None:
         if self.context and n >= self.context:

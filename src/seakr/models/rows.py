@@ -54,11 +54,12 @@ class RowBook:
     (True = greedy) repeated for each prompt."""
 
     def __init__(self, n_prompts: int, kinds: Sequence[bool], *, with_states: bool, stops: Sequence[str],
-                 max_new: int, eos_id: int, detok: Callable[[list[int]], str], stop_patterns: Sequence[str] = ()):
+                 max_new: int, eos_id: int, detok: Callable[[list[int]], str], stop_patterns: Sequence[str] = (),
+                 greedy_state: bool = False):
         if not kinds:
             raise ValueError("nothing to generate: greedy=False and n=0")
         self.R = len(kinds)
-        self.rows = [Row(greedy=g, want_state=with_states and not g) for _ in range(n_prompts) for g in kinds]
+        self.rows = [Row(greedy=g, want_state=greedy_state if g else with_states) for _ in range(n_prompts) for g in kinds]
         self.alive = list(range(len(self.rows)))  # batch position -> row id
         self.stops = tuple(s for s in stops if s)
         self.patterns = [re.compile(p) for p in stop_patterns]

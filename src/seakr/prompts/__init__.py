@@ -32,6 +32,12 @@ INSTRUCTION = (
     "Answer each question by reasoning in short sentences, one fact per sentence. "
     f'When you know the answer, finish with "{MARKER}" followed by a short answer.'
 )
+#: The knowledge check's instruction: a short answer and nothing else. Its U is read where SeaKR's own
+#: forms have none: on a few words the model either knows, and its samples agree, or it does not.
+#: (Worded on train questions: naming the kinds of answer, "yes or no" among them, made the 0.5B answer
+#: "Yes" to most questions; this wording did not.)
+SHORT_INSTRUCTION = "Give only the short answer to the question, without explanation."
+SHORT_STOPS = ("\n", "Question:")
 CONTEXT_HEADER = "Context:"
 CONTEXT_FOOTER = "Use the context above where it helps, and answer in the same style as the examples."
 FAMILIES = ("hotpotqa", "2wikimultihopqa", "simpleqa")
@@ -144,6 +150,18 @@ class PromptBuilder:
         text = self.chat(msgs)
         cut = text.index(_SENTINEL)
         return text[:cut] + text[cut + len(_SENTINEL):] + answer, text[:cut]
+
+    def render_short(self, question: str, passages: Sequence = ()) -> tuple[str, str]:
+        """The knowledge check's prompt: the question (after any passages), no demonstrations, and room
+        for a short answer; returns (prompt, cacheable prefix) as :meth:`render` does."""
+        q, ctx = clean_question(question), self.context_block(passages)
+        if self.style == "plain":
+            prefix = f"{SHORT_INSTRUCTION}\n\n"
+            return prefix + ctx + f"Question: {q}\nAnswer:", prefix
+        msgs = [{"role": "system", "content": SHORT_INSTRUCTION}, {"role": "user", "content": f"{_SENTINEL}{ctx}Question: {q}"}]
+        text = self.chat(msgs)
+        cut = text.index(_SENTINEL)
+        return text[:cut] + text[cut + len(_SENTINEL):] + "Answer:", text[:cut]
 
     def to_dict(self) -> dict:
         return {"prompt_set": self.set.name, "n_shot": self.n_shot, "style": self.style, "titles": self.titles,

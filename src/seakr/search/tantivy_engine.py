@@ -110,11 +110,28 @@ def remove_orphans(out: Path) -> list[Path]:
 
 
 def check_replaceable(out: Path) -> None:
-    """``--overwrite`` replaces a seakr index, never anything else (a folder of files, the corpus itself)."""
+    """``--overwrite`` replaces a seakr index and nothing else: the folder must hold a valid manifest, and
+    every entry in it must be a file that manifest records (or a lock); anything else (a user's file, a
+    sub-folder, the corpus itself) is named and the folder left alone."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise SearchError(f"{out}: exists and is not a directory; refusing to replace it with an index")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists():
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    mpath = out / MANIFEST
+    if not mpath.is_file():
         raise SearchError(f"{out}: not a seakr index (no {MANIFEST}); refusing to delete it, choose another --out")
+    try:
+        m = json.loads(mpath.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        m = None
+    if not isinstance(m, dict) or m.get("format") != FORMAT or not isinstance(m.get("files"), dict):
+        raise SearchError(f"{mpath}: not a valid {FORMAT} manifest (with its recorded files); refusing to delete {out}")
+    own = set(m["files"]) | {MANIFEST, MANIFEST + ".tmp"}
+    foreign = sorted(f.name for f in out.iterdir() if f.name not in own and not (f.is_file() and f.name.endswith(".lock")))
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise SearchError(f"{out}: holds {foreign[0]!r}{more}, not part of the index its manifest records; refusing to "
+                          "delete it (move it out, or choose another --out)")
 
 
 def doc_digest(p: Passage) -> int:
@@ -124,7 +141,10 @@ def doc_digest(p: Passage) -> int:
 class TantivyEngine:
     """Open an index built by :meth:`build`. ``search`` returns the top-k passages, best first."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, check: bool = True):
+        """``check``: compare every file with the sha256 its build recorded before opening (a damaged
+        index is refused, never searched with another ranking); reading the files costs about what the
+        operating system's cache will read for the first searches anyway."""
         self.path = Path(path)
         mpath = self.path / MANIFEST
         if not self.path.is_dir():
@@ -137,6 +157,8 @@ class TantivyEngine:
             raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
         if self.manifest.get("format") != FORMAT:
             raise SearchError(f"{self.path}: foreign index format {self.manifest.get('format')!r} (expected {FORMAT})")
+        if check:
+            self.check_files(self.path)
         t = _tantivy()
         with _guard(self.path, "opening the corrupt tantivy index"):
             self.index = t.Index.open(str(self.path))
@@ -156,7 +178,7 @@ class TantivyEngine:
     def build(cls, passages: Iterable[Passage], out: str | os.PathLike, *, overwrite: bool = False,
               sources: Sequence[str] = (), heap_mb: int = 512, progress=None) -> "TantivyEngine":
         """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename)."""
-        out = Path(out)
+        out = Path(os.path.abspath(out))  # "." or "idx/" have no usable name for the sibling temp folder
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
         check_replaceable(out)
@@ -271,7 +293,8 @@ class TantivyEngine:
             have = file_digests(path)
             bad = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
             if bad:
-                raise SearchError(f"{path}: {len(bad)} index file(s) differ from the build: {', '.join(bad[:5])}")
+                raise SearchError(f"{path}: {len(bad)} index file(s) differ from the build: {', '.join(bad[:5])}; "
+                                  "the index is damaged: rebuild it")
 
     def verify(self) -> bool:
         """:meth:`check_files`, then recompute the checksum over every stored document (slow on big indexes)."""

@@ -6,9 +6,10 @@ a CPU model gains nothing from two generations at once); at most ``workers + que
 admitted at a time, the rest get ``429`` at once (never an unbounded backlog).
 
 What a request may cost is checked before it is admitted (:func:`work_of`): the rows of its largest
-model call (memory) and the row-tokens of all its calls in the worst case (time), against the
+model call and its attention cache (memory), and the token-forwards of all its calls, prompts
+included, in the worst case (time), against the
 server's limits; beyond them it gets ``422`` naming the limit. A request whose client disconnects or
-that times out (``504``) is cancelled: it stops at its next model call and frees its slot. Bodies over
+that times out (``504``) is cancelled: it stops at its next decode step and frees its slot. Bodies over
 ``max_body`` bytes get ``413``. With a token set, every route but ``/v1/health`` needs
 ``Authorization: Bearer <token>``.
 """
@@ -19,6 +20,7 @@ import asyncio
 import dataclasses
 import hmac
 import json
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -75,30 +77,51 @@ class ServiceLimits:
     """What one request may cost, and who may ask (``seakr serve --max-rows/--max-work/--max-body/--token``)."""
 
     max_rows: int = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
-    max_work: int = 200_000  # row-tokens of every call together, worst case (SeaKR with the paper's defaults: 62,244)
+    max_work: int = 200_000  # token-forwards of every call together, worst case (SeaKR, paper defaults: ~97,000)
+    max_kv_mb: int = 2048  # attention cache of the largest call, worst case (SeaKR, paper defaults, 0.5B: ~0.9 GB)
     max_body: int = 64 * 1024  # bytes of a request body
     token: str | None = None  # bearer token required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
 
 
-def work_of(method) -> dict:
-    """Worst-case cost of answering with ``method``: {rows: largest call, work: row-tokens of all calls}.
+#: Tokens a retrieved passage adds to a prompt, for the budget: DPR's 100-word passages are 130-150
+#: tokens in the packaged tokenizers, rounded up (the demonstrations are a cached prefix, counted once).
+PASSAGE_TOKENS = 200
 
-    Every step may sample k+1 rows per prompt for up to max_new_tokens tokens; SeaKR's re-rank runs
-    N prompts in one call; the final answers (and their forced completions, 32 tokens) come on top."""
+
+def _calls(method) -> list[tuple[int, int, int, int]]:
+    """(prompts, rows per prompt, new tokens, passages in the prompt) of every call, worst case."""
     c = method.config
     sampled = c.k + 1 if method.name == "seakr" else 1
-    T, steps, N = c.max_new_tokens, c.max_steps, c.n_candidates
+    T, steps, N, P = c.max_new_tokens, c.max_steps, c.n_candidates, getattr(c, "max_passages", c.n_candidates)
     if method.name == "seakr":
         if getattr(c, "mode", "multihop") == "simple":
-            calls = [(sampled, T), (sampled, 32), (N * sampled, T), (N * sampled, 32)]
-        else:
-            calls = [(sampled, T), (N * sampled, T)] * steps + [(sampled, 32), (sampled, T), (sampled, 32)]
-    elif method.name in ("cot", "single"):
-        calls = [(1, T), (1, 32)]
-    else:  # ircot: one call per step; flare/dragin: tentative + regenerate per step; a forced answer last
-        calls = [(1, T)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 32)]
-    return {"rows": max(r for r, _ in calls), "work": sum(r * t for r, t in calls)}
+            return [(1, sampled, T, 0), (1, sampled, 32, 0), (N, sampled, T, 1), (N, sampled, 32, 1)]
+        check = [(1, sampled, 24, 0)] if getattr(c, "gate", "step") != "step" else []
+        return check + [(1, sampled, T, P), (N, sampled, T, P)] * steps + [(1, sampled, 32, 0), (1, sampled, T, P),
+                                                                         (1, sampled, 32, P)]
+    if method.name in ("cot", "single"):
+        return [(1, 1, T, N), (1, 1, 32, N)]
+    # ircot: one call per step; flare/dragin: tentative + regenerate per step; a forced answer last
+    return [(1, 1, T, P)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 1, 32, P)]
+
+
+def work_of(method, question_tokens: int = 0) -> dict:
+    """Worst-case cost of answering one question with ``method``.
+
+    ``rows``: rows of the largest call (greedy + k samples per prompt, times SeaKR's N re-rank prompts);
+    ``work``: token-forwards of every call together, decoding (rows x new tokens) plus prefilling each
+    prompt (the question's own tokens and its passages): a long question is paid on every call;
+    ``kv_mb``: the attention cache of the largest call, rows x (prompt + new tokens) x the model's bytes
+    per cached token (what one budget unit costs in memory)."""
+    per_token = int((method.lm.info() or {}).get("kv_bytes_per_token") or 0)
+    work = kv = rows = 0
+    for prompts, r, T, passages in _calls(method):
+        ctx = question_tokens + passages * PASSAGE_TOKENS
+        rows = max(rows, prompts * r)
+        work += prompts * r * T + prompts * ctx
+        kv = max(kv, prompts * r * (ctx + T) * per_token)
+    return {"rows": rows, "work": work, "kv_mb": round(kv / 2 ** 20, 1)}
 
 
 class AnswerService:
@@ -117,10 +140,10 @@ class AnswerService:
     def build(self, req: AnswerRequest):
         name = req.method or self.method
         opts = {**self.defaults, **(req.options or {})}
-        cfg_fields = {f.name for f in dataclasses.fields(METHODS[name].Config)}
-        unknown = sorted(set(opts) - cfg_fields)
-        if unknown:
-            raise HTTPException(422, detail=f"unknown option(s) for method {name}: {', '.join(unknown)}")
+        try:  # the options schema every door shares (types, ranges, unknown names with the closest valid one)
+            METHODS[name].Config.from_dict(opts)
+        except (ValueError, TypeError) as e:
+            raise HTTPException(422, detail=f"method {name}: {e}") from None
         for key, cap in LIMITS.items():
             v = opts.get(key)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
@@ -131,21 +154,26 @@ class AnswerService:
             method = build_method(name, self.lm, self.engine, **opts)
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=str(e)) from None
-        self.check_budget(method)
+        self.check_budget(method, req.question)
         return method
 
     def build_default(self):
         """The server's own default request (its method and options): it must fit the limits too."""
         return build_method(self.method, self.lm, self.engine, **self.defaults)
 
-    def check_budget(self, method) -> None:
-        w = work_of(method)
+    def check_budget(self, method, question: str = "") -> None:
+        w = work_of(method, self.lm.count_tokens(question) if question else 0)
         if w["rows"] > self.limits.max_rows:
             raise HTTPException(422, detail=f"request too large: its largest model call decodes {w['rows']} rows "
                                             f"(k+1 per prompt x re-rank candidates); this server allows max_rows={self.limits.max_rows}")
         if w["work"] > self.limits.max_work:
-            raise HTTPException(422, detail=f"request too large: up to {w['work']} row-tokens of decoding "
-                                            f"(rows x max_new_tokens x calls); this server allows max_work={self.limits.max_work}")
+            raise HTTPException(422, detail=f"request too large: up to {w['work']} token-forwards (decoding: rows x "
+                                            "max_new_tokens; prefilling: the question and passages, on every call); "
+                                            f"this server allows max_work={self.limits.max_work}")
+        if w["kv_mb"] > self.limits.max_kv_mb:
+            raise HTTPException(422, detail=f"request too large: its largest call holds about {w['kv_mb']:.0f} MB of "
+                                            "attention cache (rows x (prompt + new tokens)); this server allows "
+                                            f"max_kv_mb={self.limits.max_kv_mb}")
 
     def admit(self):
         with self._lock:
@@ -154,10 +182,12 @@ class AnswerService:
                 raise Busy()
             self.inflight += 1
 
-    def release(self, _=None):
+    def release(self, fut=None):
+        """The slot frees when the work ends; a request whose work was cancelled was not served."""
+        gave_up = fut is not None and (fut.cancelled() or isinstance(fut.exception(), Cancelled))
         with self._lock:
             self.inflight -= 1
-            self.served += 1
+            self.served += 0 if gave_up else 1
 
     def submit(self, fn, *args):
         self.admit()
@@ -177,6 +207,19 @@ class AnswerService:
     def index_name(self) -> str:
         m = self.engine.metadata() if self.engine is not None else {}
         return str(m.get("index") or m.get("engine") or "index")
+
+    def search_failure(self, e: Exception) -> str:
+        """What a client is told when the index fails: what went wrong, never where the index lives (the
+        server's log keeps the whole message)."""
+        import re
+
+        msg = str(e)
+        m = self.engine.metadata() if self.engine is not None else {}
+        for place in filter(None, (m.get("path"), m.get("url"))):
+            msg = msg.replace(str(place), "<index>")
+        msg = re.sub(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"]+)+[/\\]?", "<path>", msg)  # any other file path
+        print(f"seakr: search index failed: {e}", file=sys.stderr)
+        return f"search index {self.index_name()}: {msg}"
 
 
 def _static(name: str) -> str:
@@ -236,7 +279,7 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
         try:
             return service.public(afut.result())
         except SearchError as e:
-            raise HTTPException(503, detail=f"search index {service.index_name()}: {e}") from None
+            raise HTTPException(503, detail=service.search_failure(e)) from None
         except ValueError as e:
             raise HTTPException(422, detail=str(e)) from None
         except BaseException as e:  # a bug must not take the service down; report it without a traceback
@@ -262,7 +305,7 @@ def _stream_route(app: FastAPI, service: AnswerService) -> None:
                 ans = method.answer(req.question, listener=listener, cancel=cancel)
                 loop.call_soon_threadsafe(q.put_nowait, ("answer", service.public(ans)))
             except SearchError as e:
-                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": f"search index {service.index_name()}: {e}"}))
+                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": service.search_failure(e)}))
             except BaseException as e:  # reported to the client as an error event, never a hang
                 detail = str(e) if isinstance(e, (ValueError, Cancelled)) else f"internal error: {type(e).__name__}"
                 loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": detail}))
@@ -308,6 +351,14 @@ def _viewer_routes(app: FastAPI) -> None:
         return Response(_static(name), media_type=media)
 
 
+def _bearer_ok(scope, token: str) -> bool:
+    """``Authorization: Bearer <token>``: the scheme in any case (RFC 7235), the token compared as UTF-8
+    bytes in constant time (a non-ASCII token matches itself, not only its latin-1 bytes)."""
+    raw = next((v for k, v in scope.get("headers", []) if k.lower() == b"authorization"), b"")
+    scheme, _, cred = raw.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(cred.strip(), token.encode("utf-8"))
+
+
 class _Guard:
     """ASGI middleware: the bearer token (every route but /v1/health) and the body-size limit, checked
     before the application reads anything."""
@@ -320,10 +371,8 @@ class _Guard:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         token = self.limits.token
-        if token and scope.get("path") != "/v1/health":
-            got = headers.get("authorization", "")
-            if not hmac.compare_digest(got.encode(), f"Bearer {token}".encode()):
-                return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
+        if token and scope.get("path") != "/v1/health" and not _bearer_ok(scope, token):
+            return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limits.max_body):
             return await _reply(send, 413, f"request body over {self.limits.max_body} bytes")

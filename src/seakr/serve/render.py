@@ -8,6 +8,8 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from ..eval.runner import read_run_config
+
 
 def _asset(name: str) -> str:
     return resources.files("seakr.serve").joinpath("static", name).read_text()
@@ -43,7 +45,7 @@ def report_html(run_dir: str) -> str:
     runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
     sums = []
     for r in runs:
-        cfg = json.loads((r / "config.json").read_text()) if (r / "config.json").exists() else {}
+        cfg = read_run_config(r, required=False)
         sums.append(summarize(run_rows(r), cfg.get("name", r.name)))
     parts = []
     if sums:

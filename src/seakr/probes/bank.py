@@ -1,0 +1,63 @@
+"""Where a method finds its fitted self-knowledge: the probes, calibration maps and gate level for one
+model, from a folder the user names or, by default, the package's ``probes/data``.
+
+File names (in either place): ``<model>-<form>.probe.json``, ``<model>-<form>-<estimator>.calibration.json``
+and ``gates.json`` ({model: {gate: {"gate_p": p, ...provenance}}}, gate ``check`` or ``probe``). Each file is read once, on first use, and a
+missing one is a one-line error that says how to fit it.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from .calibration import Calibration
+from .probe import Probe, packaged_name
+
+#: The gate level when neither the user nor the package gives one: retrieve unless the model is more
+#: likely right than wrong.
+DEFAULT_GATE_P = 0.5
+
+
+class SelfKnowledge:
+    def __init__(self, model: str, folder: str | None = None):
+        self.model, self.folder = model, folder
+        self._cache: dict[str, object] = {}
+        if folder is not None and not Path(folder).is_dir():
+            raise ValueError(f"probes={folder}: no such directory")
+
+    def _read(self, name: str) -> tuple[dict | None, str]:
+        if self.folder is not None:
+            p = Path(self.folder) / name
+            return (json.loads(p.read_text()) if p.is_file() else None), str(p)
+        f = resources.files("seakr.probes").joinpath("data", name)
+        return (json.loads(f.read_text()) if f.is_file() else None), f"seakr/probes/data/{name}"
+
+    def probe(self, form: str) -> Probe:
+        key = f"probe:{form}"
+        if key not in self._cache:
+            d, where = self._read(packaged_name(self.model, form))
+            if d is None:
+                raise ValueError(f"no {form!r} probe for model {self.model!r} at {where}: fit one with `seakr probe fit`")
+            self._cache[key] = Probe.from_dict(d, where)
+        return self._cache[key]  # type: ignore[return-value]
+
+    def calibration(self, form: str, estimator: str) -> Calibration:
+        key = f"cal:{form}:{estimator}"
+        if key not in self._cache:
+            name = f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json"
+            d, where = self._read(name)
+            if d is None:
+                raise ValueError(f"no {form!r} calibration of {estimator!r} for model {self.model!r} at {where}: "
+                                 "fit one with `seakr probe calibrate`")
+            self._cache[key] = Calibration.from_dict(d, where)
+        return self._cache[key]  # type: ignore[return-value]
+
+    def gate_p(self, gate: str) -> tuple[float, str]:
+        """The probability of being right below which ``gate`` retrieves, and where it came from."""
+        d, where = self._read("gates.json")
+        entry = ((d or {}).get(self.model) or {}).get(gate)
+        if entry and "gate_p" in entry:
+            return float(entry["gate_p"]), f"{where}:{self.model}:{gate}"
+        return DEFAULT_GATE_P, "default"

@@ -1,0 +1,110 @@
+"""Calibration maps: a score of one decision form (higher = less certain) -> P(correct) in that form.
+
+SeaKR's final choice compares a rationale-based and a knowledge-based answer by their raw U; the two
+prompt forms put U on different scales (the knowledge form dictates less, so its U sits higher whether
+or not it is right). Mapping each through its own form's map compares probabilities instead. Maps are
+monotone non-increasing in the score by construction: isotonic regression constrained that way, or
+Platt scaling whose slope is clipped at zero (a score that ranks the wrong way on the tuning data is no
+signal, and the map falls back to the form's base rate).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+KINDS = ("isotonic", "platt")
+
+
+@dataclass
+class Calibration:
+    form: str
+    estimator: str
+    kind: str
+    x: list[float] = field(default_factory=list)  # isotonic: knots (increasing score)
+    y: list[float] = field(default_factory=list)  # isotonic: P(correct) at the knots (non-increasing)
+    a: float = 0.0  # platt: P(correct) = sigmoid(a * score + b), a <= 0
+    b: float = 0.0
+    provenance: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.kind == "isotonic":
+            if not self.x or len(self.x) != len(self.y) or any(b < a for a, b in zip(self.x, self.x[1:])) \
+                    or any(b > a + 1e-12 for a, b in zip(self.y, self.y[1:])):
+                raise ValueError(f"isotonic calibration {self.form}/{self.estimator}: knots must be increasing and "
+                                 "P(correct) non-increasing, with one value per knot")
+        elif self.a > 0 or not (math.isfinite(self.a) and math.isfinite(self.b)):
+            raise ValueError(f"platt calibration {self.form}/{self.estimator}: slope must be finite and <= 0")
+
+    def __call__(self, score: float | None) -> float:
+        """P(correct) for a score; a missing or +inf score (a failed estimate) maps to the least certain end."""
+        s = math.inf if score is None or score != score else float(score)
+        if self.kind == "isotonic":
+            if math.isinf(s):
+                return float(self.y[-1] if s > 0 else self.y[0])
+            return float(np.interp(s, self.x, self.y))
+        z = self.a * s + self.b if not (math.isinf(s) and self.a == 0) else self.b
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "calibration") -> "Calibration":
+        if not isinstance(d, dict) or not {"form", "estimator", "kind"} <= set(d):
+            raise ValueError(f"{where}: not a calibration map (needs form, estimator, kind)")
+        return cls(**{k: d[k] for k in ("form", "estimator", "kind", "x", "y", "a", "b", "provenance") if k in d})
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict()))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibration":
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"{p}: no such calibration file")
+        try:
+            return cls.from_dict(json.loads(p.read_text()), str(p))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+
+
+def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, form: str, estimator: str,
+                    kind: str = "isotonic", data: str = "") -> Calibration:
+    """Fit P(correct | score) on tuning rows. A failed score (None/inf) is placed above every finite
+    one, as the least certain."""
+    s = np.array([math.inf if v is None or v != v else float(v) for v in scores])
+    c = np.asarray(correct, dtype=float)
+    if len(s) != len(c) or len(s) < 2:
+        raise ValueError(f"calibration {form}/{estimator}: need at least two scored rows with labels")
+    fin = np.isfinite(s)
+    top = (s[fin].max() + 1.0) if fin.any() else 0.0
+    s = np.where(fin, s, top)  # a failed estimate ranks as the least certain
+    prov = {"data": data, "n": int(len(s)), "correct": int(c.sum()), "fitted_at": time.strftime("%Y-%m-%d")}
+    if kind == "isotonic":
+        from sklearn.isotonic import IsotonicRegression
+
+        iso = IsotonicRegression(increasing=False, out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(s, c)
+        return Calibration(form, estimator, kind, [float(v) for v in iso.X_thresholds_],
+                           [float(v) for v in iso.y_thresholds_], provenance=prov)
+    if kind == "platt":
+        from sklearn.linear_model import LogisticRegression
+
+        if len(set(c)) < 2:  # one class only: the base rate, no slope
+            p = min(max(c.mean(), 1e-3), 1 - 1e-3)
+            return Calibration(form, estimator, kind, a=0.0, b=math.log(p / (1 - p)), provenance=prov)
+        lr = LogisticRegression(C=1e6, max_iter=1000).fit(s.reshape(-1, 1), c)
+        a, b = float(lr.coef_[0][0]), float(lr.intercept_[0])
+        if a > 0:  # ranks the wrong way: no usable signal, keep the base rate
+            p = c.mean()
+            a, b, prov["slope_clipped"] = 0.0, math.log(p / (1 - p)), True
+        return Calibration(form, estimator, kind, a=a, b=b, provenance=prov)
+    raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {kind!r}")

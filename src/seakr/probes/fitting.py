@@ -1,0 +1,138 @@
+"""Fitting probes and calibration maps from a study's rows (``seakr probe fit``, ``seakr probe calibrate``).
+
+A ``seakr detect`` run keeps, per question, its label (F1 of the greedy answer) and the greedy answer's
+state at every tap it read (``states/``). ``fit_from_studies`` pools one or more such runs (tuning data
+only), cross-validates a probe at every tap and keeps the best; ``calibrate_from_studies`` maps one
+estimator's scores to P(correct).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .calibration import Calibration, fit_calibration
+from .probe import Probe, fit_probe
+
+CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
+
+
+def _study(run: str | Path) -> tuple[dict, list[dict]]:
+    from ..eval.runner import read_results, read_run_config
+
+    d = Path(run)
+    if not (d / "detect_rows.jsonl").is_file():
+        raise ValueError(f"{d}: not a detect study (needs config.json and detect_rows.jsonl)")
+    return read_run_config(d), read_results(d / "detect_rows.jsonl")
+
+
+def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str]]:
+    """(model, taps, X of shape (n, taps, d), wrong labels, data names) pooled over detect runs; rows
+    without a stored state (an empty answer) are left out. Every run must share the model and taps."""
+    from ..eval.studies import StateStore
+
+    model, taps, xs, ys, data = None, None, [], [], []
+    for run in runs:
+        cfg, rows = _study(run)
+        store = StateStore.open(Path(run) / "states")
+        m = (cfg.get("method") or {}).get("model", {}).get("model")
+        if model is not None and (m != model or store.taps != taps):
+            raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
+        model, taps = m, store.taps
+        data.append(Path(cfg.get("data", str(run))).name)
+        for r in rows:
+            z = store.get(r["id"])
+            if z is not None:
+                xs.append(z)
+                ys.append(r["f1"] < CORRECT_F1)
+    if not xs:
+        raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
+    return str(model), list(taps), np.stack(xs), np.array(ys), data
+
+
+def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str = "best", folds: int = 5,
+                     report=None) -> tuple[Probe, dict]:
+    """A probe per tap (``tap="best"``: every stored tap, the best cross-validated AUROC wins), fitted
+    on every row of ``runs``. Returns the probe and {tap: cv_auroc}."""
+    model, taps, X, wrong, data = load_states(runs)
+    chosen = taps if tap == "best" else [tap]
+    for t in chosen:
+        if t not in taps:
+            raise ValueError(f"--tap {t}: the studies stored {', '.join(taps)}")
+    fitted, table = {}, {}
+    for t in chosen:
+        p = fit_probe(X[:, taps.index(t), :], wrong, model=model, tap=t, form=form, folds=folds, data="+".join(data))
+        fitted[t], table[t] = p, p.provenance["cv_auroc"]
+        if report:
+            report(t, p)
+    best = max(table, key=lambda t: table[t])
+    fitted[best].provenance["taps_tried"] = table
+    return fitted[best], table
+
+
+def _final_rows(run: str | Path, form: str) -> tuple[dict, list[dict]]:
+    """An eval run's final candidates of one form as study rows: {f1, scores: {estimator: u}}."""
+    from ..eval.runner import read_run_config, run_rows
+
+    d = Path(run)
+    cfg = read_run_config(d)
+    est = ((cfg.get("method") or {}).get("config") or {}).get("estimator", "eigen")
+    name = form.removeprefix("final-")
+    rows = []
+    for r in run_rows(d):
+        c = ((r.get("final") or {}).get("candidates") or {}).get(name)
+        if c is not None and "f1" in c:
+            rows.append({"id": r["id"], "f1": c["f1"], "scores": {est: c.get("u")}})
+    if not rows:
+        raise ValueError(f"{d}: no final {name!r} answers with F1 in its rows (a SeaKR run with reasoning=self-aware?)")
+    return cfg, rows
+
+
+def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str = "short",
+                           kind: str = "isotonic") -> Calibration:
+    """A calibration map for one estimator of one form, from detect studies (form ``short`` or ``cot``
+    answers) or, for the final forms, from SeaKR eval runs (each row's rationale or knowledge answer)."""
+    scores, correct, data, setups = [], [], [], set()
+    for run in runs:
+        cfg, rows = _final_rows(run, form) if form.startswith("final-") else _study(run)
+        data.append(Path(cfg.get("data", str(run))).name)
+        m = cfg.get("method") or {}
+        setups.add(((m.get("model") or {}).get("model"), (m.get("config") or {}).get("prompt_style")))
+        for r in rows:
+            if estimator not in r.get("scores", {}):
+                raise ValueError(f"{run}: its rows have no {estimator!r} score (have: {', '.join(r.get('scores', {}))})")
+            v = r["scores"][estimator]
+            scores.append(math.inf if v is None else v)
+            correct.append(r["f1"] >= CORRECT_F1)
+    if len(setups) > 1:
+        raise ValueError(f"{', '.join(map(str, runs))}: runs of different models or prompt styles {sorted(map(str, setups))}")
+    cal = fit_calibration(scores, correct, form=form, estimator=estimator, kind=kind, data="+".join(data))
+    (model, style), = setups
+    cal.provenance.update({"model": model, "prompt_style": style, "runs": [Path(r).name for r in runs]})
+    return cal
+
+
+def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | Path], gate: str, bank,
+                   estimator: str = "eigen") -> dict:
+    """The gate level chosen on tuning data: the knowledge check's detect rows beside SeaKR chains that
+    retrieve at every step (with the calibrated final choice), every gate level scored
+    (:func:`seakr.eval.selfknow.gate_sweep`), the best F1 kept (ties: the most answered by the check)."""
+    from ..eval.runner import run_rows
+    from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
+
+    short = {r["id"]: r for run in check_runs for r in _study(run)[1]}
+    chain = {r["id"]: r for run in chain_runs for r in run_rows(Path(run))}
+    pr, pk = bank.calibration("final-rationale", estimator), bank.calibration("final-knowledge", estimator)
+    if gate == "probe":
+        p_correct = lambda r: 1.0 - (1.0 if r["scores"].get("probe") is None else r["scores"]["probe"])  # noqa: E731
+    else:
+        cal = bank.calibration("short", estimator)
+        p_correct = lambda r: cal(r["scores"].get(estimator))  # noqa: E731
+    sweep = gate_sweep(short, chain, p_correct, chain_f1_of=lambda r: chain_f1(r, "calibrated", pr, pk))
+    best = choose_gate_p(sweep["curve"])
+    return {"gate": gate, "gate_p": best["gate_p"], "chosen": best, **sweep,
+            "data": {"check": [Path(r).name for r in check_runs], "chain": [str(r) for r in chain_runs]}}

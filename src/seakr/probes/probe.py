@@ -1,0 +1,151 @@
+"""A linear probe on one state vector: P(the answer is wrong) = sigmoid(w . (x - mean) / scale + b).
+
+Fitted with scikit-learn (standardise, then L2 logistic regression with its strength chosen by
+stratified cross-validation on AUROC); applied with numpy alone, so answering needs no scikit-learn.
+A probe belongs to one model and one tap (layer, source) and one decision form: it refuses any other
+with one line, because a state from another layer or model is another coordinate system.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+#: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
+FORMS = ("short", "step", "candidate", "final-rationale", "final-knowledge")
+
+
+@dataclass
+class Probe:
+    model: str
+    tap: str  # "L11:mlp": 0-based layer and source of the state (models.hf probing taps)
+    form: str
+    coef: np.ndarray
+    intercept: float
+    mean: np.ndarray
+    scale: np.ndarray
+    C: float = 1.0
+    provenance: dict = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
+
+    def __post_init__(self):
+        if self.form not in FORMS:
+            raise ValueError(f"probe form must be one of {', '.join(FORMS)}, not {self.form!r}")
+        self.coef, self.mean, self.scale = (np.asarray(a, dtype=np.float64).ravel() for a in (self.coef, self.mean, self.scale))
+        if not (len(self.coef) == len(self.mean) == len(self.scale)) or not len(self.coef):
+            raise ValueError(f"probe {self.tap}: weights, mean and scale must have one equal, non-zero length")
+        if not (np.isfinite(self.coef).all() and np.isfinite(self.mean).all() and (self.scale > 0).all()
+                and math.isfinite(self.intercept)):
+            raise ValueError(f"probe {self.tap}: non-finite weights or a non-positive scale")
+
+    @property
+    def layer_source(self) -> tuple[int, str]:
+        li, src = self.tap.removeprefix("L").split(":")
+        return int(li), src
+
+    @property
+    def dim(self) -> int:
+        return len(self.coef)
+
+    def check(self, info: dict) -> None:
+        """Refuse a model this probe was not fitted for, with one line naming what differs."""
+        if str(info.get("model")) != self.model:
+            raise ValueError(f"probe for {self.model!r} ({self.form}, {self.tap}) cannot read model {info.get('model')!r}: "
+                             "fit one for it with `seakr probe fit`")
+        layers = info.get("layers")
+        li, _ = self.layer_source
+        if layers is not None and li >= int(layers):
+            raise ValueError(f"probe tap {self.tap} is outside the model's {layers} layers")
+        hidden = info.get("hidden_size")
+        if hidden is not None and int(hidden) != self.dim:
+            raise ValueError(f"probe tap {self.tap} has {self.dim} weights, the model's states have {hidden}")
+
+    def score(self, state) -> float:
+        """P(wrong) for one state vector; a missing state (an empty answer) is maximally uncertain."""
+        if state is None:
+            return 1.0
+        x = np.asarray(state, dtype=np.float64).ravel()
+        if x.shape != self.coef.shape:
+            raise ValueError(f"probe {self.tap}: a state of {x.size} features, the probe has {self.dim}")
+        z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def scores(self, states: np.ndarray) -> np.ndarray:
+        return np.array([self.score(s) for s in np.asarray(states)])
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("coef", "mean", "scale"):
+            d[k] = [float(x) for x in getattr(self, k)]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "probe") -> "Probe":
+        need = ("model", "tap", "form", "coef", "intercept", "mean", "scale")
+        if not isinstance(d, dict) or any(k not in d for k in need):
+            missing = [k for k in need if not isinstance(d, dict) or k not in d]
+            raise ValueError(f"{where}: not a probe file (missing {', '.join(missing)})")
+        return cls(**{k: d[k] for k in (*need, "C", "provenance") if k in d})
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict()))
+
+
+def load_probe(path: str | Path) -> Probe:
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{p}: no such probe file")
+    try:
+        d = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+    return Probe.from_dict(d, str(p))
+
+
+def packaged_name(model: str, form: str) -> str:
+    return f"{model.replace('/', '_')}-{form}.probe.json"
+
+
+def packaged_probe(model: str, form: str) -> Probe:
+    """The probe shipped for a packaged model and form (``probes/data``), or a one-line error."""
+    f = resources.files("seakr.probes").joinpath("data", packaged_name(model, form))
+    if not f.is_file():
+        raise ValueError(f"no packaged {form!r} probe for model {model!r}: fit one with `seakr probe fit` "
+                         "and pass probe=<file>")
+    return Probe.from_dict(json.loads(f.read_text()), f"seakr/probes/data/{f.name}")
+
+
+def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, form: str, folds: int = 5,
+              Cs: Sequence[float] = tuple(np.logspace(-4, -1, 7)), seed: int = 0, data: str = "") -> Probe:
+    """Standardise, then L2 logistic regression for "wrong", C chosen by stratified k-fold AUROC."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(wrong, dtype=int)
+    if X.ndim != 2 or len(X) != len(y):
+        raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
+    if len(set(y)) < 2 or min(np.bincount(y)) < folds:
+        raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
+                         f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
+    mean, scale = X.mean(axis=0), X.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    Z = (X - mean) / scale
+    # the regularisation strength by stratified k-fold AUROC (the folds are the same for every C)
+    cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    # The grid stops at C = 0.1: on ~800 states of ~1,000 features weaker regularisation only lost
+    # (cross-validated AUROC fell from 0.857 at C = 0.003 to 0.824 at C = 1 on the 0.5B's train states)
+    # and made lbfgs ten times slower.
+    cv_scores = {float(C): float(cross_val_score(LogisticRegression(C=C, max_iter=2000), Z, y, cv=cv, scoring="roc_auc").mean())
+                 for C in Cs}
+    C = max(cv_scores, key=lambda c: (round(cv_scores[c], 6), -c))  # ties: the stronger regularisation
+    lr = LogisticRegression(C=C, max_iter=5000).fit(Z, y)
+    prov = {"data": data, "n": int(len(y)), "wrong": int(y.sum()), "cv_auroc": round(cv_scores[C], 4), "folds": folds,
+            "fitted_at": time.strftime("%Y-%m-%d")}
+    return Probe(model, tap, form, lr.coef_[0], float(lr.intercept_[0]), mean, scale, C, prov)

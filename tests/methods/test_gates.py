@@ -1,0 +1,126 @@
+"""SeaKR driven by fitted self-knowledge, through the scripted model: the knowledge check (gate=check:
+its U through a calibration map; gate=probe: a probe on its answer's state) answers at once exactly when
+P(correct) reaches gate_p and otherwise retrieves at every step; the final choice follows each form's
+calibrated probability (reasoning=calibrated) or probe (reasoning=probe), not the raw U."""
+
+import json
+
+import numpy as np
+import pytest
+
+from scripted import Reply, ScriptedLM, eigen, engine
+from seakr.methods import SeaKR
+from seakr.probes import Calibration, Probe
+from seakr.prompts import SHORT_INSTRUCTION
+
+KNOWN, UNKNOWN = "Who directed the film Jaws?", "What nationality was the director of 2001: A Space Odyssey?"
+CERTAIN, UNSURE = 0.0, 3.0
+PASSAGES = {"Stanley Kubrick": "Stanley Kubrick was an American film director.",
+            "Kubrick (crater)": "Kubrick is a small crater."}
+DIM = 16
+
+
+def state(wrong: bool) -> list[float]:
+    return [2.0 if wrong else -2.0] + [0.0] * (DIM - 1)  # the probes below read feature 0
+
+
+def script(final_states=(True, False)):
+    def run(v):
+        if SHORT_INSTRUCTION in v.prompt:  # the knowledge check
+            known = v.question.startswith("Who directed")
+            return Reply("Steven Spielberg" if known else "French", CERTAIN if known else UNSURE, state=state(not known))
+        if v.forced:  # the rationale-based final answer: low raw U
+            return Reply("French", 0.05, state=state(final_states[0]))
+        if not v.answer and v.passages:  # the knowledge-based final answer: higher raw U
+            return Reply("He was American. So the answer is American.", 1.0, state=state(final_states[1]))
+        if not v.answer:
+            return Reply("The film was directed by Stanley Kubrick", CERTAIN)
+        return Reply("So the answer is French", CERTAIN)
+    return run
+
+
+def write_bank(folder, final_p=(0.2, 0.6)):
+    """Fitted files for the scripted model: the short form's map and probe, and both final forms'."""
+    lo, hi = eigen(CERTAIN, k=5, dim=DIM, text="Steven Spielberg"), eigen(UNSURE, k=5, dim=DIM, text="French")
+    Calibration("short", "eigen", "isotonic", x=[lo, hi], y=[0.9, 0.1]).save(folder / "scripted-short-eigen.calibration.json")
+    for form, p in zip(("final-rationale", "final-knowledge"), final_p):
+        Calibration(form, "eigen", "platt", a=0.0, b=float(np.log(p / (1 - p)))).save(
+            folder / f"scripted-{form}-eigen.calibration.json")
+    for form in ("short", "final-rationale", "final-knowledge"):
+        Probe("scripted", "L0:mlp", form, [3.0] + [0.0] * (DIM - 1), 0.0, [0.0] * DIM, [1.0] * DIM).save(
+            folder / f"scripted-{form}.probe.json")
+    return str(folder)
+
+
+@pytest.fixture
+def idx(tmp_path):
+    return engine(tmp_path / "idx", PASSAGES)
+
+
+def run(tmp_path, idx, question, **kw):
+    lm = ScriptedLM(script(kw.pop("final_states", (True, False))), dim=DIM)
+    m = SeaKR(lm, idx, **{"k": 5, "delta": 100.0, "probes": write_bank(tmp_path, kw.pop("final_p", (0.2, 0.6))), **kw})
+    return m, lm, m.answer(question)
+
+
+@pytest.mark.parametrize("gate", ["check", "probe"])
+def test_a_known_answer_is_given_at_once_without_retrieval(tmp_path, idx, gate):
+    m, lm, a = run(tmp_path, idx, KNOWN, gate=gate, gate_p=0.5)
+    assert a.answer == "Steven Spielberg" and a.trace["final"]["choice"] == "check"
+    assert len(lm.calls) == 1 and a.trace["totals"]["retrievals"] == 0
+    assert a.trace["final"]["candidates"]["check"]["p"] > 0.5
+    assert "check: 'Steven Spielberg'" in a.summary() and "answered at once" in a.summary()
+
+
+@pytest.mark.parametrize("gate", ["check", "probe"])
+def test_an_unknown_answer_retrieves_at_every_step_though_delta_says_never(tmp_path, idx, gate):
+    m, lm, a = run(tmp_path, idx, UNKNOWN, gate=gate, gate_p=0.5)
+    assert a.trace["final"]["choice"] != "check"
+    assert a.trace["steps"] and all(s["retrieved"] for s in a.trace["steps"][:1])
+    assert a.trace["totals"]["retrievals"] >= 1
+    assert not a.trace["final"]["candidates"]["check"]["sure"] and "-> retrieve" in a.summary()
+
+
+@pytest.mark.parametrize("gate", ["check", "probe"])
+def test_the_gate_crosses_exactly_at_its_threshold(tmp_path, idx, gate):
+    _, _, a = run(tmp_path, idx, KNOWN, gate=gate, gate_p=0.5)
+    p = a.trace["final"]["candidates"]["check"]["p"]
+    below = run(tmp_path, idx, KNOWN, gate=gate, gate_p=p)[2]  # P(correct) >= gate_p: answers at once
+    above = run(tmp_path, idx, KNOWN, gate=gate, gate_p=min(1.0, p + 1e-9))[2]
+    assert below.trace["final"]["choice"] == "check" and below.trace["totals"]["retrievals"] == 0
+    assert above.trace["final"]["choice"] != "check" and above.trace["totals"]["retrievals"] >= 1
+
+
+def test_calibrated_choice_compares_probabilities_not_raw_u(tmp_path, idx):
+    _, _, raw = run(tmp_path, idx, UNKNOWN, delta=-100.0)  # the paper's rule: the lower raw U (the rationale answer)
+    assert raw.answer == "French"
+    _, _, cal = run(tmp_path, idx, UNKNOWN, reasoning="calibrated", final_p=(0.2, 0.6), delta=-100.0)
+    assert cal.answer == "American" and cal.trace["final"]["choice"] == "knowledge"
+    cands = cal.trace["final"]["candidates"]
+    assert cands["rationale"]["p"] == pytest.approx(0.2) and cands["knowledge"]["p"] == pytest.approx(0.6)
+    _, _, flip = run(tmp_path, idx, UNKNOWN, reasoning="calibrated", final_p=(0.7, 0.6), delta=-100.0)
+    assert flip.answer == "French"
+
+
+def test_probe_choice_follows_the_probes_on_each_answers_state(tmp_path, idx):
+    _, _, a = run(tmp_path, idx, UNKNOWN, reasoning="probe", final_states=(True, False), delta=-100.0)
+    assert a.answer == "American"
+    _, _, b = run(tmp_path, idx, UNKNOWN, reasoning="probe", final_states=(False, True), delta=-100.0)
+    assert b.answer == "French"
+    json.dumps(b.to_dict())  # states are dropped once read: the trace stays JSON
+
+
+def test_missing_fitted_files_fail_at_construction_with_one_line(tmp_path, idx):
+    lm = ScriptedLM(script(), dim=DIM)
+    (tmp_path / "empty").mkdir()
+    for opts, word in (({"gate": "check"}, "calibration"), ({"gate": "probe"}, "probe"),
+                       ({"reasoning": "probe"}, "probe"), ({"reasoning": "calibrated"}, "calibration")):
+        with pytest.raises(ValueError, match=word) as e:
+            SeaKR(lm, idx, probes=str(tmp_path / "empty"), **opts)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="gate must be one of"):
+        SeaKR(lm, idx, gate="sometimes")
+    with pytest.raises(ValueError, match="gate_p"):
+        SeaKR(lm, idx, gate_p=1.5)
+    with pytest.raises(ValueError, match="simple mode"):
+        SeaKR(lm, idx, gate="check", mode="simple", probes=str(tmp_path / "empty"))

@@ -1,0 +1,114 @@
+"""One options schema for every door: a value the Python API accepts is accepted by a TOML grid, by
+``--option`` and by the service, and the scripted SeaKR answers with it; a value one door refuses, every
+door refuses, with one line naming the field. Property-based (Hypothesis) over every ranged option."""
+
+import argparse
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scripted import Reply, ScriptedLM, engine
+from seakr.cli import CLIError, _check_run, parse_options, read_run_grid
+from seakr.methods import METHODS
+from seakr.methods.base import Range
+
+CONFIGS = {name: METHODS[name].Config for name in ("seakr", "flare", "dragin")}
+FIELDS = sorted({(m, f) for m, c in CONFIGS.items() for f in c.ranges()})
+
+
+def near(r: Range):
+    """Values around a range's ends and beyond, of every JSON number type."""
+    ends = [x for x in (r.lo, r.hi) if x is not None]
+    edge = st.sampled_from([e + d for e in ends for d in (-1, -0.5, -1e-9, 0, 1e-9, 0.5, 1)] or [0])
+    return st.one_of(edge, st.integers(-3, 12), st.floats(allow_nan=True, allow_infinity=True, width=32),
+                     st.sampled_from([2 ** 32, 2 ** 40, -(2 ** 31), 2.5, True, None, "3"]))
+
+
+def through_the_api(method, name, v):
+    try:
+        CONFIGS[method].from_dict({name: v})
+        return None
+    except (ValueError, TypeError) as e:
+        return str(e)
+
+
+def through_a_grid(tmp_path, method, name, v):
+    import json
+
+    if v is None:  # TOML has no null: leaving the key out is how a grid says it
+        return "not expressible"
+    toml = tmp_path / "grid.toml"
+    lit = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("inf" if v > 0 else "-inf")
+    toml.write_text(f'[[run]]\nmethod = "{method}"\noptions = {{ {name} = {lit} }}\n')
+    try:
+        read_run_grid(argparse.Namespace(config=str(toml), data=None, model=None, index=None, limit=None, out=None, seed=42))
+        return None
+    except CLIError as e:
+        return str(e)
+
+
+def through_the_flag(method, name, v):
+    import json
+
+    text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
+    try:
+        _check_run("--option", method, parse_options([f"{name}={text}"]))
+        return None
+    except CLIError as e:
+        return str(e)
+
+
+def through_the_service(method, name, v):
+    from seakr.serve.app import LIMITS, AnswerRequest, AnswerService  # noqa: F401
+
+    svc = AnswerService(ScriptedLM(lambda view: Reply("x")), None)
+    try:
+        svc.build(AnswerRequest(question="q", method=method, options={name: v}))
+        return None
+    except Exception as e:  # HTTPException: 422 with the reason
+        detail = str(getattr(e, "detail", e))
+        return "server cap" if name in LIMITS and "on this server" in detail else detail
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_every_door_gives_the_same_verdict_naming_the_field(tmp_path, data):
+    method, name = data.draw(st.sampled_from(FIELDS))
+    v = data.draw(near(CONFIGS[method].ranges()[name]))
+    api = through_the_api(method, name, v)
+    doors = {"grid": through_a_grid(tmp_path, method, name, v), "flag": through_the_flag(method, name, v),
+             "service": through_the_service(method, name, v)}
+    for door, verdict in doors.items():
+        if verdict == "server cap":  # a server may cap what the schema allows, never allow what it refuses
+            assert api is None
+            continue
+        if verdict == "not expressible":
+            continue
+        assert (verdict is None) == (api is None), (door, name, v, api, verdict)
+        if verdict is not None:
+            assert f"option {name}" in verdict and "\n" not in verdict, (door, verdict)
+
+
+@pytest.fixture(scope="module")
+def idx(tmp_path_factory):
+    return engine(tmp_path_factory.mktemp("schema"), {"Kubrick": "Stanley Kubrick was an American director."})
+
+
+CHEAP = {"k": st.integers(0, 6), "max_steps": st.integers(1, 3), "max_passages": st.integers(1, 3),
+         "n_candidates": st.integers(1, 3), "max_new_tokens": st.integers(1, 40), "n_shot": st.integers(0, 4),
+         "top_k": st.integers(1, 60), "top_p": st.floats(1e-6, 1.0), "temperature": st.floats(0, 5),
+         "seed": st.integers(0, 2 ** 32 - 1), "alpha": st.floats(1e-9, 10), "keep_p": st.floats(0, 1),
+         "rerank_z": st.floats(0, 10), "delta": st.floats(allow_nan=False), "query_max_words": st.integers(1, 8)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(opts=st.fixed_dictionaries({}, optional=CHEAP))
+def test_every_accepted_combination_answers(idx, opts):
+    from seakr.methods import SeaKR
+
+    def script(v):
+        return Reply("So the answer is American" if v.passages else "Kubrick directed it", 1.0)
+    a = SeaKR(ScriptedLM(script), idx, **opts).answer("Who directed 2001: A Space Odyssey?")
+    assert isinstance(a.answer, str) and a.trace["final"]["choice"]

@@ -1,0 +1,52 @@
+"""Calibration maps: monotone non-increasing in the score, a failed score at the uncertain end, a
+wrong-way score clipped to the base rate, files round-trip."""
+
+import math
+
+import numpy as np
+import pytest
+
+from seakr.probes import Calibration, fit_calibration
+
+
+def rows(n=300, seed=1):
+    rng = np.random.default_rng(seed)
+    u = rng.normal(size=n)
+    correct = rng.random(n) < 1 / (1 + np.exp(2.5 * u))  # lower U -> more often right
+    return list(u), list(correct)
+
+
+@pytest.mark.parametrize("kind", ["isotonic", "platt"])
+def test_maps_are_monotone_and_round_trip(kind, tmp_path):
+    u, c = rows()
+    cal = fit_calibration(u, c, form="short", estimator="eigen", kind=kind)
+    grid = np.linspace(-4, 4, 81)
+    ps = [cal(x) for x in grid]
+    assert all(b <= a + 1e-12 for a, b in zip(ps, ps[1:])), "P(correct) must not rise with U"
+    assert ps[0] > 0.8 and ps[-1] < 0.2
+    assert cal(math.inf) == pytest.approx(min(ps), abs=0.05) and cal(None) == cal(math.inf)
+    cal.save(tmp_path / "c.json")
+    back = Calibration.load(tmp_path / "c.json")
+    assert [back(x) for x in grid] == ps and back.provenance["n"] == 300
+
+
+def test_platt_clips_a_score_that_ranks_the_wrong_way_to_the_base_rate():
+    u, c = rows()
+    cal = fit_calibration([-x for x in u], c, form="final-knowledge", estimator="eigen", kind="platt")
+    assert cal.a == 0 and cal.provenance["slope_clipped"]
+    assert cal(-3) == cal(3) == pytest.approx(np.mean(c))
+
+
+def test_a_failed_estimate_is_the_least_certain():
+    cal = fit_calibration([-2.0, -1.0, 0.0, None, math.inf], [True, True, False, False, False], form="short",
+                          estimator="eigen")
+    assert cal(-2.0) == 1.0 and cal(None) == 0.0
+
+
+def test_hand_written_maps_are_checked():
+    with pytest.raises(ValueError, match="non-increasing"):
+        Calibration("short", "eigen", "isotonic", x=[0.0, 1.0], y=[0.2, 0.8])
+    with pytest.raises(ValueError, match="slope"):
+        Calibration("short", "eigen", "platt", a=1.0)
+    iso = Calibration("short", "eigen", "isotonic", x=[0.0, 1.0], y=[0.8, 0.2])
+    assert iso(0.5) == pytest.approx(0.5) and iso(-5) == 0.8 and iso(5) == 0.2

@@ -1,0 +1,94 @@
+"""Fitting from a study's rows and stored states: the best tap wins by cross-validation, runs of another
+model are refused, a calibration reads detect rows or SeaKR's final answers; the knowledge-check gate and
+the final choice measured from rows, checked by hand."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
+from seakr.eval.studies import StateStore
+from seakr.probes.fitting import calibrate_from_studies, fit_from_studies
+
+
+def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp")):
+    """A detect study on disk: the label is a linear function of the state at L2 only."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"data": "train.csv", "method": {
+        "model": {"model": model}, "config": {"prompt_style": "chat"}}}))
+    store = StateStore(folder / "states", list(taps))
+    w = rng.normal(size=8)
+    rows = []
+    for i in range(n):
+        z = rng.normal(size=(len(taps), 8))
+        wrong = z[-1] @ w > 0
+        store.put(f"q{i}", z)
+        rows.append({"id": f"q{i}", "f1": 0.0 if wrong else 1.0, "answer": "x",
+                     "scores": {"eigen": float(z[-1] @ w + rng.normal() * 0.1)}})
+    (folder / "detect_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_the_tap_that_carries_the_label_wins(tmp_path):
+    run = make_study(tmp_path / "s")
+    probe, table = fit_from_studies([run], form="short")
+    assert probe.tap == "L2:mlp" and table["L2:mlp"] > 0.9 > table["L1:mlp"]
+    assert probe.provenance["taps_tried"] == table and probe.provenance["data"] == "train.csv"
+    only, t = fit_from_studies([run], tap="L1:mlp")
+    assert only.tap == "L1:mlp" and set(t) == {"L1:mlp"}
+    with pytest.raises(ValueError, match="L9:mlp"):
+        fit_from_studies([run], tap="L9:mlp")
+    other = make_study(tmp_path / "o", model="other")
+    with pytest.raises(ValueError, match="other"):
+        fit_from_studies([run, other])
+
+
+def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):
+    cal = calibrate_from_studies([make_study(tmp_path / "s")], "eigen")
+    assert cal(-3.0) > 0.8 and cal(3.0) < 0.2 and cal.provenance["model"] == "m"
+    run = tmp_path / "eval"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"data": "t.json", "method": {
+        "model": {"model": "m"}, "config": {"estimator": "eigen", "prompt_style": "chat"}}}))
+    rows = [{"id": f"q{i}", "f1": 0.0, "final": {"candidates": {
+        "rationale": {"answer": "a", "u": -6.0 + i, "f1": float(i < 3)},
+        "knowledge": {"answer": "b", "u": -2.0, "f1": 1.0}}}} for i in range(6)]
+    (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = calibrate_from_studies([run], "eigen", form="final-rationale")
+    assert r(-6.0) == 1.0 and r(0.0) == 0.0
+    with pytest.raises(ValueError, match="'prompt'"):
+        calibrate_from_studies([make_study(tmp_path / "t")], "prompt")
+
+
+def test_final_choice_rules_scored_by_hand():
+    def row(ur, fr, uk, fk):
+        return {"final": {"candidates": {"rationale": {"u": ur, "f1": fr}, "knowledge": {"u": uk, "f1": fk}}}}
+    rows = [row(-6, 0.0, -2, 1.0), row(-6, 1.0, -2, 0.0), row(-5, 0.0, -5, 1.0), row(None, 0.0, -1, 0.0)]
+    # calibrated: the knowledge form is right more often at any U, the rationale only below U -5.5
+    pr = lambda u: 0.9 if u < -5.5 else 0.1  # noqa: E731
+    pk = lambda u: 0.5  # noqa: E731
+    t = final_choice(rows, pr, pk)
+    assert t["n"] == 4 and t["differ"] == 3
+    assert t["f1"]["raw_u"] == pytest.approx((0 + 1 + 1 + 0) / 4)  # lower U; tie -> knowledge; None = +inf
+    assert t["f1"]["calibrated"] == pytest.approx((0 + 1 + 1 + 0) / 4)
+    assert t["f1"]["rationale"] == 0.25 and t["f1"]["knowledge"] == 0.5 and t["f1"]["oracle"] == 0.75
+    # differing rows: knowledge better in rows 0 and 2; U_r - U_k = -4, -4, 0 -> AUROC (0.5 + 1) / 2
+    assert t["auroc_raw_u"] == pytest.approx(0.75)
+
+
+def test_gate_sweep_composes_check_and_chain_by_hand():
+    short = {"a": {"answer": "x", "f1": 1.0, "p": 0.9}, "b": {"answer": "y", "f1": 0.0, "p": 0.6},
+             "c": {"answer": "", "f1": 0.0, "p": 0.95}, "d": {"answer": "z", "f1": 0.0, "p": 0.1}}
+    chain = {k: {"f1": f, "totals": {"retrievals": 2}, "steps": [{"retrieved": True}]}
+             for k, f in zip("abcd", (0.0, 1.0, 1.0, 0.0))}
+    s = gate_sweep(short, chain, lambda r: r["p"], grid=(0.0, 0.5, 0.7, 1.0))
+    by = {c["gate_p"]: c for c in s["curve"]}
+    assert by[1.0]["f1"] == s["chain_f1"] == 0.5 and by[1.0]["retrievals_per_q"] == 2
+    assert by[0.7]["f1"] == 0.75 and by[0.7]["answered_by_check"] == 0.25  # a by the check; c has no answer
+    assert by[0.5]["f1"] == 0.5 and by[0.0]["f1"] == 0.5 and by[0.0]["retrievals_per_q"] == 0.5
+    assert choose_gate_p(s["curve"])["gate_p"] == 0.7
+    assert s["check_auroc_wrong"] == pytest.approx(2 / 3)  # wrong b, c, d by -p: a ranks last
+    assert math.isfinite(s["curve"][0]["minus_chain"]["mean_difference"])

@@ -1,0 +1,72 @@
+"""Learned probes: a known linear label is recovered; a probe refuses another model, tap or width with
+one line; files round-trip; the fitter says when the labels cannot support it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from seakr.eval.metrics import auroc
+from seakr.probes import Probe, fit_probe, load_probe
+from seakr.probes.bank import SelfKnowledge
+
+
+def synthetic(n=400, d=24, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 3.0, size=d) + rng.normal(size=d)  # unequal scales, offsets
+    w = rng.normal(size=d)
+    wrong = (X - X.mean(0)) @ w + 0.2 * rng.normal(size=n) > 0
+    return X, wrong
+
+
+def test_probe_recovers_a_known_linear_label_on_held_out_states():
+    X, wrong = synthetic(800)
+    p = fit_probe(X[:600], wrong[:600], model="m", tap="L3:mlp", form="short")
+    assert auroc(list(p.scores(X[600:])), list(wrong[600:])) > 0.95
+    assert p.provenance["cv_auroc"] > 0.95 and p.provenance["n"] == 600
+    assert 0.0 <= p.score(X[0]) <= 1.0
+
+
+def test_probe_refuses_another_model_tap_or_width_with_one_line():
+    X, wrong = synthetic()
+    p = fit_probe(X, wrong, model="qwen2.5-coder-0.5b", tap="L11:mlp", form="short")
+    p.check({"model": "qwen2.5-coder-0.5b", "layers": 24, "hidden_size": 24})
+    for info, word in (({"model": "smollm2-135m", "layers": 30, "hidden_size": 24}, "smollm2-135m"),
+                       ({"model": "qwen2.5-coder-0.5b", "layers": 8, "hidden_size": 24}, "outside"),
+                       ({"model": "qwen2.5-coder-0.5b", "layers": 24, "hidden_size": 896}, "896")):
+        with pytest.raises(ValueError, match=word) as e:
+            p.check(info)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="25 features"):
+        p.score(np.zeros(25))
+
+
+def test_probe_file_round_trips_and_bad_files_are_named(tmp_path):
+    X, wrong = synthetic()
+    p = fit_probe(X, wrong, model="m", tap="L2:residual", form="short", data="train.csv")
+    p.save(tmp_path / "p.json")
+    q = load_probe(tmp_path / "p.json")
+    assert q.tap == "L2:residual" and q.layer_source == (2, "residual") and q.provenance["data"] == "train.csv"
+    assert np.allclose(p.scores(X[:20]), q.scores(X[:20]))
+    (tmp_path / "bad.json").write_text(json.dumps({"model": "m"}))
+    with pytest.raises(ValueError, match="bad.json: not a probe file"):
+        load_probe(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="form must be one of"):
+        Probe("m", "L1:mlp", "nope", [1.0], 0.0, [0.0], [1.0])
+
+
+def test_fit_refuses_labels_that_cannot_support_cross_validation():
+    X, _ = synthetic(40)
+    with pytest.raises(ValueError, match="need at least 5 right and 5 wrong"):
+        fit_probe(X, [True] * 38 + [False] * 2, model="m", tap="L1:mlp", form="short")
+
+
+def test_bank_says_how_to_fit_a_missing_file(tmp_path):
+    bank = SelfKnowledge("some-model", str(tmp_path))
+    with pytest.raises(ValueError, match="seakr probe fit"):
+        bank.probe("short")
+    with pytest.raises(ValueError, match="seakr probe calibrate"):
+        bank.calibration("short", "eigen")
+    assert bank.gate_p("check") == (0.5, "default")
+    (tmp_path / "gates.json").write_text(json.dumps({"some-model": {"check": {"gate_p": 0.3}}}))
+    assert bank.gate_p("check")[0] == 0.3 and bank.gate_p("probe")[0] == 0.5
