@@ -639,10 +639,12 @@ def cmd_probe_gate(args) -> int:
     with open(args.out, "w") as f:
         json.dump(res, f, indent=2)
     print("| gate_p | F1 | answered by the check | retrievals/q |\n|---|---|---|---|")
-    for c in res["curve"]:
+    for c in res["curve"][::5]:
         print(f"| {c['gate_p']:.2f} | {100 * c['f1']:.1f} | {c['answered_by_check']:.2f} | {c['retrievals_per_q']:.2f} |")
-    print(f"chosen gate_p {res['gate_p']:.2f} on {res['n']} questions (F1 {100 * res['chosen']['f1']:.1f}, the chain alone "
-          f"{100 * res['chain_f1']:.1f}) -> {args.out}")
+    at, best = res["at_gate_p"], res["argmax"]
+    print(f"gate_p {res['gate_p']:.2f} (the chain's expected F1 on these {res['n']} questions): F1 {100 * at['f1']:.1f}, "
+          f"{100 * at['answered_by_check']:.0f} % answered by the check, the chain alone {100 * res['chain_f1']:.1f}; "
+          f"the curve's argmax {best['gate_p']:.2f} (F1 {100 * best['f1']:.1f}) -> {args.out}")
     return 0
 
 
@@ -788,8 +790,16 @@ def cmd_report(args) -> int:
     return 0
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error shape: one line naming the command and the problem, exit 2
+    (``--help`` still prints the usage)."""
+
+    def error(self, message):
+        self.exit(2, f"seakr: error: {self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
+    ap = Parser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
     sub = ap.add_subparsers(dest="command", required=True)
     _uncertainty_parser(sub)
     _answer_parsers(sub)

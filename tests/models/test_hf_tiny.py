@@ -352,25 +352,25 @@ def test_greedy_state_is_read_at_eos_without_any_sample(tiny_lm):
     assert tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6))[0].greedy.state is None
 
 
-def test_cancel_takes_effect_between_decode_steps_not_after_the_call(tiny_lm):
+def test_cancel_takes_effect_between_decode_steps_not_after_the_call(tiny_lm, monkeypatch):
     """A timed-out request frees its worker within one step: the decode loop checks the answer's cancel
-    event, set here from a forward hook at the fifth forward of a 200-token call."""
+    event, set here at the fifth step of a 200-token call (from the per-step statistics)."""
     import threading
 
+    from seakr.models import decode as decode_mod
     from seakr.models.base import Cancelled, cancellable
 
-    ev, calls = threading.Event(), []
+    ev, steps = threading.Event(), []
+    real = decode_mod.token_stats
 
-    def hook(m, i, o):
-        calls.append(1)
-        if len(calls) == 5:
+    def counting(*a, **kw):
+        steps.append(1)
+        if len(steps) == 5:
             ev.set()
-    h = tiny_lm.model.register_forward_hook(hook)
-    steps = tiny_lm.stats["decode_steps"]
-    try:
-        with cancellable(ev), pytest.raises(Cancelled):
-            tiny_lm.generate([P1], GenerationConfig(n=2, max_new_tokens=200, ignore_eos=True))
-    finally:
-        h.remove()
-    assert tiny_lm.stats["decode_steps"] - steps <= 5  # stopped at the step after the event, not at 200
+        return real(*a, **kw)
+    monkeypatch.setattr(decode_mod, "token_stats", counting)
+    with cancellable(ev), pytest.raises(Cancelled):
+        tiny_lm.generate([P1], GenerationConfig(n=2, max_new_tokens=200, ignore_eos=True))
+    assert len(steps) == 5  # stopped at the step after the event, not at 200
+    monkeypatch.setattr(decode_mod, "token_stats", real)
     assert len(tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=3))[0].greedy.token_ids) >= 1  # usable

@@ -49,7 +49,8 @@ def test_smollm2_uncertainty_end_to_end(smol):
     st = g.states
     assert st.shape[1] == 576 and 2 <= st.shape[0] <= 20
     scores = U.all_scores(g)
-    assert set(scores) == {"eigen", "eigen-inside", "perplexity", "multi-perplexity", "ln-entropy", "energy"}
+    assert set(scores) == {"eigen", "eigen-inside", "perplexity", "multi-perplexity", "ln-entropy", "energy",
+                           "max-entropy", "mean-entropy"}
     assert all(np.isfinite(v) for v in scores.values())
     # the EigenScore lies between the all-identical floor and the "all distinct" range
     assert -7.5 < scores["eigen"] < 5

@@ -92,3 +92,32 @@ def test_gate_sweep_composes_check_and_chain_by_hand():
     assert choose_gate_p(s["curve"])["gate_p"] == 0.7
     assert s["check_auroc_wrong"] == pytest.approx(2 / 3)  # wrong b, c, d by -p: a ranks last
     assert math.isfinite(s["curve"][0]["minus_chain"]["mean_difference"])
+
+
+def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path):
+    from seakr.probes import Calibration
+    from seakr.probes.bank import SelfKnowledge
+    from seakr.probes.fitting import gate_from_runs
+
+    bank_dir = tmp_path / "bank"
+    bank_dir.mkdir()
+    Calibration("short", "eigen", "isotonic", x=[-6.0, 0.0], y=[0.9, 0.1]).save(bank_dir / "m-short-eigen.calibration.json")
+    for form, b in (("final-rationale", -2.0), ("final-knowledge", 0.0)):  # the knowledge answer is always preferred
+        Calibration(form, "eigen", "platt", a=0.0, b=b).save(bank_dir / f"m-{form}-eigen.calibration.json")
+    check = tmp_path / "check"
+    check.mkdir()
+    (check / "config.json").write_text(json.dumps({"data": "t.json"}))
+    us = {"a": -6.0, "b": -3.0, "c": 0.0, "d": -5.4}  # P(correct) 0.9, 0.5, 0.1, 0.82
+    (check / "detect_rows.jsonl").write_text("".join(
+        json.dumps({"id": i, "answer": "x", "f1": float(i in "ab"), "scores": {"eigen": u}}) + "\n" for i, u in us.items()))
+    chain = tmp_path / "chain"
+    chain.mkdir()
+    (chain / "config.json").write_text(json.dumps({"method": {"config": {}}}))
+    rows = [{"id": i, "f1": 0.0, "totals": {"retrievals": 2}, "steps": [], "final": {"candidates": {
+        "rationale": {"u": -6.0, "f1": 0.0}, "knowledge": {"u": -3.0, "f1": f}}}} for i, f in zip("abcd", (1.0, 0.0, 1.0, 0.0))]
+    (chain / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = gate_from_runs([check], [chain], "check", SelfKnowledge("m", str(bank_dir)))
+    assert res["chain_f1"] == 0.5 and res["gate_p"] == 0.5  # the knowledge answers' mean F1
+    at = res["at_gate_p"]
+    assert at["answered_by_check"] == 0.75 and at["f1"] == pytest.approx((1 + 1 + 1 + 0) / 4)  # a, b, d by the check; c by the chain
+    assert at["retrievals_per_q"] == 0.5 and len(res["curve"]) == 101

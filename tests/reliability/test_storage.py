@@ -186,3 +186,22 @@ def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
             log.append({"id": f"q{i}", "f1": 1.0, "em": 1.0})
     with pytest.raises(ValueError, match="limit 20 but"):
         merge_runs(tmp_path / "m", [str(tmp_path / "s0"), str(tmp_path / "s1")])
+
+
+def test_a_run_recorded_before_an_option_existed_resumes_with_that_options_old_value(tmp_path):
+    """Committed runs predate gate/check_estimator/gate_p/probes: resuming one with today's code at the
+    values that reproduce it is the same run; with another value it is not, and the field is named."""
+    from pathlib import Path
+
+    recorded = json.loads((Path(__file__).parents[2] / "benchmarks/results/table-qwen-2wiki100/seakr-multihop-delta50/config.json").read_text())
+    assert "gate" not in recorded["method"]["config"]
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(recorded))
+    (run / "scores.jsonl").write_text(json.dumps({"id": "q1", "f1": 1.0}) + "\n")
+    now = json.loads(json.dumps(recorded))
+    now["method"]["config"].update(gate="step", check_estimator="eigen", gate_p=None, probes=None)
+    RowLog(run, "results.jsonl", now, resume=True, companion=("scores.jsonl", lambda r: r)).close()
+    now["method"]["config"]["gate"] = "probe"
+    with pytest.raises(ValueError, match=r"method\.config\.gate differs"):
+        RowLog(run, "results.jsonl", now, resume=True, companion=("scores.jsonl", lambda r: r))

@@ -185,8 +185,20 @@ def first_difference(a, b, prefix: str = "") -> str | None:
     return None if a == b else prefix.rstrip(".") or "value"
 
 
+def _with_added_options(method: dict | None) -> dict | None:
+    """A recorded method description with the options added since it was recorded, at the values that
+    reproduce it (``Config.ADDED``)."""
+    from ..methods import METHODS
+
+    if not isinstance(method, dict) or not isinstance(method.get("config"), dict) or method.get("method") not in METHODS:
+        return method
+    added = getattr(METHODS[method["method"]].Config, "ADDED", {})
+    return {**method, "config": {**added, **method["config"]}}
+
+
 def _check_same_run(old: dict, config: dict, where: Path) -> None:
-    field = first_difference(_comparable(old.get("method")), _comparable(json.loads(json.dumps(config.get("method")))))
+    field = first_difference(_comparable(_with_added_options(old.get("method"))),
+                             _comparable(json.loads(json.dumps(config.get("method")))))
     if field:
         raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json "
                          f"(method.{field} differs)")
@@ -413,7 +425,9 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     for d in dirs:
         p = Path(d)
         cfg = read_run_config(p)
-        if cfgs and (_comparable(cfg.get("method")) != _comparable(cfgs[0].get("method")) or _other_data(cfgs[0], cfg)):
+        same = _comparable(_with_added_options(cfg.get("method"))) == _comparable(_with_added_options(cfgs[0].get("method"))) \
+            if cfgs else True
+        if not same or (cfgs and _other_data(cfgs[0], cfg)):
             raise ValueError(f"{d}: a different run than {dirs[0]} (method config or data differ)")
         if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
             raise ValueError(f"{d}: shard {cfg.get('shard')} is of another split than {cfgs[0].get('shard')}")

@@ -66,6 +66,10 @@ class SeaKRConfig(MethodConfig):
     gate_p: float | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
     probes: str | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
 
+    #: Options added after runs were recorded, with the value that reproduces a run recorded without them
+    #: (so ``--resume`` of such a run compares like with like).
+    ADDED: ClassVar[dict] = {"gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None}
+
     RANGES: ClassVar[dict[str, Range]] = {
         "delta": Range(finite=False), "keep_p": Range(0, 1), "rerank_z": Range(0, None), "gate_p": Range(0, 1),
     }

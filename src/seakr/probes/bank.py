@@ -57,7 +57,7 @@ class SelfKnowledge:
     def gate_p(self, gate: str) -> tuple[float, str]:
         """The probability of being right below which ``gate`` retrieves, and where it came from."""
         d, where = self._read("gates.json")
-        entry = ((d or {}).get(self.model) or {}).get(gate)
+        entry = ((d or {}).get(self.model) or {}).get(gate) if isinstance((d or {}).get(self.model), dict) else None
         if entry and "gate_p" in entry:
             return float(entry["gate_p"]), f"{where}:{self.model}:{gate}"
         return DEFAULT_GATE_P, "default"

@@ -30,6 +30,12 @@ def _study(run: str | Path) -> tuple[dict, list[dict]]:
     return read_run_config(d), read_results(d / "detect_rows.jsonl")
 
 
+def _data_name(cfg: dict, run) -> str:
+    """A run's data file as folder/name (two datasets' train files share a name)."""
+    p = Path(cfg.get("data", str(run)))
+    return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+
+
 def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str]]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names) pooled over detect runs; rows
     without a stored state (an empty answer) are left out. Every run must share the model and taps."""
@@ -43,7 +49,7 @@ def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray,
         if model is not None and (m != model or store.taps != taps):
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
         model, taps = m, store.taps
-        data.append(Path(cfg.get("data", str(run))).name)
+        data.append(_data_name(cfg, run))
         for r in rows:
             z = store.get(r["id"])
             if z is not None:
@@ -99,7 +105,7 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
     scores, correct, data, setups = [], [], [], set()
     for run in runs:
         cfg, rows = _final_rows(run, form) if form.startswith("final-") else _study(run)
-        data.append(Path(cfg.get("data", str(run))).name)
+        data.append(_data_name(cfg, run))
         m = cfg.get("method") or {}
         setups.add(((m.get("model") or {}).get("model"), (m.get("config") or {}).get("prompt_style")))
         for r in rows:
@@ -118,9 +124,12 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
 
 def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | Path], gate: str, bank,
                    estimator: str = "eigen") -> dict:
-    """The gate level chosen on tuning data: the knowledge check's detect rows beside SeaKR chains that
-    retrieve at every step (with the calibrated final choice), every gate level scored
-    (:func:`seakr.eval.selfknow.gate_sweep`), the best F1 kept (ties: the most answered by the check)."""
+    """The gate level from tuning data. The rule: answer with the check when its P(correct) is at least the
+    F1 the chain is expected to reach instead (the chain's mean F1 on the tuning questions, with the
+    calibrated final choice): per question that is the choice of the larger expected score, given
+    calibrated probabilities. Beside it, every gate level scored on the same questions
+    (:func:`seakr.eval.selfknow.gate_sweep`: the trade-off curve) and the level a plain argmax of that
+    curve would take, which on a few dozen questions follows their noise."""
     from ..eval.runner import run_rows
     from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
 
@@ -132,7 +141,10 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     else:
         cal = bank.calibration("short", estimator)
         p_correct = lambda r: cal(r["scores"].get(estimator))  # noqa: E731
-    sweep = gate_sweep(short, chain, p_correct, chain_f1_of=lambda r: chain_f1(r, "calibrated", pr, pk))
-    best = choose_gate_p(sweep["curve"])
-    return {"gate": gate, "gate_p": best["gate_p"], "chosen": best, **sweep,
+    grid = tuple(np.round(np.linspace(0, 1, 101), 2))
+    sweep = gate_sweep(short, chain, p_correct, grid=grid, chain_f1_of=lambda r: chain_f1(r, "calibrated", pr, pk))
+    level = round(sweep["chain_f1"], 2)
+    at = next(c for c in sweep["curve"] if c["gate_p"] == level)
+    return {"gate": gate, "gate_p": level, "rule": "P(correct) of the check >= the chain's expected F1 (tuning)",
+            "at_gate_p": at, "argmax": choose_gate_p(sweep["curve"]), **sweep,
             "data": {"check": [Path(r).name for r in check_runs], "chain": [str(r) for r in chain_runs]}}
