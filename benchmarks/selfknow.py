@@ -45,6 +45,19 @@ def short_form(out: Path, studies: list[str]) -> dict:
                                "rows": cost[n]["rows"]} for n in names}}
 
 
+def first_step(short: dict, chain: dict) -> dict:
+    """The paper's gate signal against the check's, on one label: does the model answer wrong without
+    retrieval (the short closed-book answer's F1 < 0.5)? The paper decides on the first pseudo-step's U
+    (the shipped run's rows); the check on its own answer's scores."""
+    ids = sorted(i for i in set(short) & set(chain) if chain[i].get("steps"))
+    wrong = [short[i]["f1"] < 0.5 for i in ids]
+    step_u = [np.inf if chain[i]["steps"][0].get("u") is None else chain[i]["steps"][0]["u"] for i in ids]
+    sc = lambda n: [np.inf if short[i]["scores"].get(n) is None else short[i]["scores"][n] for i in ids]  # noqa: E731
+    return {"n": len(ids), "wrong": int(sum(wrong)), "auroc": {"pseudo-step U (paper)": auroc(step_u, wrong),
+            "check EigenScore": auroc(sc("eigen"), wrong), "check probe": auroc(sc("probe"), wrong)},
+            "check_eigen_minus_pseudo_step": paired_auroc_difference(sc("eigen"), step_u, wrong)}
+
+
 def p_check(bank: SelfKnowledge, gate: str):
     if gate == "probe":
         return lambda r: 1.0 - (1.0 if r["scores"].get("probe") is None else r["scores"]["probe"])
@@ -58,7 +71,8 @@ def one_set(out: Path, bank: SelfKnowledge, name: str) -> dict:
     chain = {r["id"]: r for r in run_rows(RES / table / CHAIN)}
     pr, pk = bank.calibration("final-rationale", "eigen"), bank.calibration("final-knowledge", "eigen")
     cal_chain = lambda r: chain_f1(r, "calibrated", pr, pk)  # noqa: E731
-    res = {"short": short_form(out, studies), "final": final_choice(list(chain.values()), pr, pk), "gate": {}}
+    res = {"short": short_form(out, studies), "final": final_choice(list(chain.values()), pr, pk), "gate": {},
+           "first_step": first_step(short, chain)}
     for gate in ("check", "probe"):
         g_p, source = bank.gate_p(gate)
         sweep = gate_sweep(short, chain, p_check(bank, gate), chain_f1_of=cal_chain)
@@ -114,7 +128,13 @@ def markdown(res: dict) -> str:
         for est, v in sorted(sh["estimators"].items(), key=lambda kv: -kv[1]["auroc"]):
             diff = "" if est == "eigen" else f"{v['difference']:+.3f} (CI {v['ci95'][0]:+.3f}..{v['ci95'][1]:+.3f})"
             out.append(f"| {est} | {v['auroc']:.3f} | {diff} | {v['rows']} |")
-        out += ["", "### The gate: the check against the chain that retrieves at every step", "",
+        fs = r["first_step"]
+        d = fs["check_eigen_minus_pseudo_step"]
+        out += ["", f"### Which signal knows whether the model can answer without retrieval ({fs['n']} questions, "
+                f"{fs['wrong']} answered wrong closed-book)", "",
+                "AUROC for \"the short closed-book answer is wrong\": " + ", ".join(f"{k} {v:.3f}" for k, v in fs["auroc"].items())
+                + f"; check EigenScore - pseudo-step U {d['difference']:+.3f} (CI {d['ci95'][0]:+.3f}..{d['ci95'][1]:+.3f}).",
+                "", "### The gate: the check against the chain that retrieves at every step", "",
                 "| gate | gate level (chosen on train) | AUROC of P(correct) for \"wrong\" | answered by the check | "
                 "F1 | the chain alone | gated - chain (paired) | retrievals/q (gated / chain) |", "|---|---|---|---|---|---|---|---|"]
         for gate, g in r["gate"].items():

@@ -804,6 +804,7 @@ def build_parser() -> argparse.ArgumentParser:
     _uncertainty_parser(sub)
     _answer_parsers(sub)
     _eval_parsers(sub)
+    _probe_parsers(sub)
     _index_parsers(sub)
     return ap
 
@@ -937,19 +938,28 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--probe-file", default=None, help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
     study("rerank-study", cmd_rerank_study, "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
 
+    p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
+    p.add_argument("dir")
+    p.add_argument("--out", default=None)
+    p.set_defaults(func=cmd_report)
+
+
+def _probe_parsers(sub) -> None:
+    from .probes.probe import FORMS
+
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
     f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
     f.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
-    f.add_argument("--form", default="short", choices=["short", "step", "candidate", "final-rationale", "final-knowledge"])
+    f.add_argument("--form", default="short", choices=list(FORMS))
     f.add_argument("--folds", type=positive_int, default=5)
     f.add_argument("--out", required=True, help="probe file to write (.json)")
     f.set_defaults(func=cmd_probe_fit)
     c = psub.add_parser("calibrate", help="map one estimator's scores to P(correct) (isotonic or Platt)")
     c.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
     c.add_argument("--estimator", required=True, help="a score name in the rows, e.g. eigen, max-entropy, probe")
-    c.add_argument("--form", default="short", choices=["short", "step", "candidate", "final-rationale", "final-knowledge"])
+    c.add_argument("--form", default="short", choices=list(FORMS))
     c.add_argument("--kind", default="isotonic", choices=["isotonic", "platt"])
     c.add_argument("--out", required=True, help="calibration file to write (.json)")
     c.set_defaults(func=cmd_probe_calibrate)
@@ -961,11 +971,6 @@ def _eval_parsers(sub) -> None:
     g.add_argument("--probes", default=None, help="folder of fitted files (default: the package's)")
     g.add_argument("--out", required=True, help="JSON file for the trade-off curve and the chosen level")
     g.set_defaults(func=cmd_probe_gate)
-
-    p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
-    p.add_argument("dir")
-    p.add_argument("--out", default=None)
-    p.set_defaults(func=cmd_report)
 
 
 def _index_parsers(sub) -> None:

@@ -213,6 +213,8 @@ def test_short_form_keeps_each_answers_state_and_scores_a_fitted_probe(tmp_path,
         assert "\n" not in x["answer"]
     assert r["cost"]["estimators"]["eigen"]["rows"] == 4 and r["cost"]["estimators"]["probe"]["rows"] == 1
     assert r["cost"]["estimators"]["max-entropy"]["rows"] == 1 and "probe" in r["estimators"]
+    with pytest.raises(ValueError, match="fitted on 'short' answers; this study asks in form 'cot'"):
+        detect(m, exs, tmp_path / "cot", form="cot", probe_model=probe)
     with pytest.raises(ValueError, match="cannot read model"):
         detect(m, exs, tmp_path / "other", form="short",
                probe_model=Probe("other-model", "L3:residual", "short", np.eye(d)[0], 0.0, np.zeros(d), np.ones(d)))

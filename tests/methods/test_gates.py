@@ -124,3 +124,15 @@ def test_missing_fitted_files_fail_at_construction_with_one_line(tmp_path, idx):
         SeaKR(lm, idx, gate_p=1.5)
     with pytest.raises(ValueError, match="simple mode"):
         SeaKR(lm, idx, gate="check", mode="simple", probes=str(tmp_path / "empty"))
+
+
+def test_auto_settles_on_what_is_fitted_for_the_model(tmp_path, idx):
+    lm = ScriptedLM(script(), dim=DIM)
+    fitted = SeaKR(lm, idx, gate="auto", reasoning="auto", probes=write_bank(tmp_path))
+    assert (fitted.config.gate, fitted.config.reasoning) == ("probe", "calibrated")
+    assert fitted.describe()["config"]["gate"] == "probe"  # the run records the settled values
+    (tmp_path / "none").mkdir()
+    bare = SeaKR(lm, idx, gate="auto", reasoning="auto", probes=str(tmp_path / "none"))
+    assert (bare.config.gate, bare.config.reasoning) == ("step", "self-aware")
+    simple = SeaKR(lm, idx, gate="auto", reasoning="auto", mode="simple", probes=write_bank(tmp_path))
+    assert simple.config.gate == "step"

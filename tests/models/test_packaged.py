@@ -114,3 +114,16 @@ def test_cache_store_follows_the_precision_and_an_fp32_store_serves_all(tmp_path
     assert path == base and calls == [("m-0123-bf16", "bfloat16"), ("m-0123", "float32")]
     path, _ = registry._converted(base, "int8", "m", lambda td: td / "x.gguf", {"name": "m"})
     assert path.name == "m-0123-bf16" and len(calls) == 2  # its own store first, and nothing converted again
+
+
+def test_11_weights_that_are_not_finite_are_refused_at_conversion():
+    import torch
+
+    from seakr.models.registry import ModelError, check_finite
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    check_finite(net, "model.gguf")
+    with torch.no_grad():
+        net[1].weight[0, 1] = float("nan")
+    with pytest.raises(ModelError, match=r"model.gguf: tensor 1.weight holds NaN"):
+        check_finite(net, "model.gguf")

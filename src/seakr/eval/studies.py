@@ -270,6 +270,8 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     lm, own = method.lm, _own_tap(method.lm)
     if probe_model is not None:
         probe_model.check(lm.info())
+        if probe_model.form != form:  # a probe reads the states of the prompt form it was fitted on
+            raise ValueError(f"the probe was fitted on {probe_model.form!r} answers; this study asks in form {form!r}")
     taps = list(dict.fromkeys([own, *(tuple(t) for t in probe), *([probe_model.layer_source] if probe_model else [])]))
     store = StateStore(Path(out_dir) / "states", [tap_name(t) for t in taps])
 

@@ -269,10 +269,15 @@ class Method:
         self.config = (config or self.Config()).replace(**overrides) if overrides else (config or self.Config())
         if self.config.prompt_style == "auto":
             self.config = self.config.replace(prompt_style=default_prompt_style(lm))
+        self.config = self.resolve(self.config)
         c = self.config
         require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
+
+    def resolve(self, config: MethodConfig) -> MethodConfig:
+        """Settle options that depend on the model (``auto`` values), before anything reads them."""
+        return config
 
     def requires(self) -> set[str]:
         return estimator_needs(self.config.estimator) | ({CHAT} if self.config.prompt_style == "chat" else set())

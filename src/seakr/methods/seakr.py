@@ -42,13 +42,13 @@ from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
 RERANK = ("self-aware", "engine", "guarded")
-REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe")
+REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "auto")
 #: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
 #: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
 #: through the short form's calibration map, ``probe`` reads its greedy state through the short-form probe.
 #: Either way, P(correct) >= gate_p answers with the short answer at once; below it the chain retrieves at
 #: every step (the pseudo-step's U carries no signal there: docs/design-notes.md).
-GATES = ("step", "check", "probe")
+GATES = ("step", "check", "probe", "auto")
 CHECK_TOKENS = 24
 
 
@@ -81,7 +81,7 @@ class SeaKRConfig(MethodConfig):
                                    (self.gate, GATES, "gate"), (self.check_estimator, tuple(U.ESTIMATORS), "check_estimator")):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {val!r}")
-        if self.gate != "step" and self.mode == "simple":
+        if self.gate not in ("step", "auto") and self.mode == "simple":
             raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
                              "answer already decides (its U against delta)")
         if self.check_estimator == "prompt":
@@ -126,6 +126,23 @@ class SeaKR(Method):
         self.greedy_states = c.reasoning == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
+
+    def resolve(self, config: SeaKRConfig) -> SeaKRConfig:
+        """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
+        paper's step gate; ``reasoning="auto"``: the calibrated choice where both final forms' maps are
+        fitted, else the paper's raw U. The run's configuration records the settled values."""
+        if "auto" not in (config.gate, config.reasoning):
+            return config
+        bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
+        gate, reasoning = config.gate, config.reasoning
+        if gate == "auto":
+            gate = "probe" if STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("short") else "step"
+        if reasoning == "auto":
+            fitted = all(bank.has_calibration(f, config.estimator) for f in ("final-rationale", "final-knowledge"))
+            reasoning = "calibrated" if fitted and config.mode == "multihop" else "self-aware"
+        if config.mode == "simple":
+            gate = "step" if config.gate == "auto" else gate
+        return config.replace(gate=gate, reasoning=reasoning)
 
     def _signals(self) -> None:
         c, info = self.config, self.lm.info()

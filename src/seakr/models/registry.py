@@ -217,10 +217,7 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype),
                                                      **_dense_gguf())
-        for name, w in model.named_parameters():  # once, here: a damaged file must not answer with empty text
-            if not torch.isfinite(w).all():
-                raise ModelError(f"{gguf}: tensor {name} holds NaN or infinite values after conversion; "
-                                 "the model file is damaged (reinstall its package)")
+        check_finite(model, gguf)  # once, here: a damaged file must not answer with empty text ever after
         # save_pretrained refuses a GGUF-quantised model; the weights are already dense (dequantised).
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
@@ -238,6 +235,16 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     finally:
         if bar:
             hf_logging.enable_progress_bar()
+
+
+def check_finite(model, source) -> None:
+    """Refuse weights holding NaN or infinity (a damaged file), naming the first such tensor."""
+    import torch
+
+    for name, w in model.named_parameters():
+        if not torch.isfinite(w).all():
+            raise ModelError(f"{source}: tensor {name} holds NaN or infinite values after conversion; "
+                             "the model file is damaged (reinstall its package)")
 
 
 def _dense_gguf() -> dict:

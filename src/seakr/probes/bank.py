@@ -54,6 +54,12 @@ class SelfKnowledge:
             self._cache[key] = Calibration.from_dict(d, where)
         return self._cache[key]  # type: ignore[return-value]
 
+    def has_probe(self, form: str) -> bool:
+        return self._read(packaged_name(self.model, form))[0] is not None
+
+    def has_calibration(self, form: str, estimator: str) -> bool:
+        return self._read(f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json")[0] is not None
+
     def gate_p(self, gate: str) -> tuple[float, str]:
         """The probability of being right below which ``gate`` retrieves, and where it came from."""
         d, where = self._read("gates.json")

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
-FORMS = ("short", "step", "candidate", "final-rationale", "final-knowledge")
+FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
 
 
 @dataclass

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,14 +66,54 @@ def _schema():
 @contextmanager
 def _guard(path, what: str):
     """tantivy signals damaged files with a Rust panic (``PanicException``, a ``BaseException``) or
-    ValueError/OSError variants: turn any of them into a one-line :class:`SearchError`."""
-    try:
-        yield
-    except (KeyboardInterrupt, SystemExit, GeneratorExit, SearchError):
-        raise
-    except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
-        msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-        raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info --verify`") from None
+    ValueError/OSError variants: turn any of them into a one-line :class:`SearchError`. Rust's panic hook
+    writes its own text to file descriptor 2 before Python sees the exception; that text is held back and
+    dropped when the call panicked (replayed when it did not), so the one line is all a user sees."""
+    with _held_stderr() as held:
+        try:
+            yield
+        except (KeyboardInterrupt, SystemExit, GeneratorExit, SearchError):
+            raise
+        except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
+            held.drop = True
+            msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info --verify`") from None
+
+
+_HOLD_LOCK = threading.Lock()  # descriptor 2 is one per process: one holder at a time
+_HOLD_FILE = None
+
+
+@contextmanager
+def _held_stderr():
+    """File descriptor 2 sent to a scratch file for the duration; what it caught is written to the real
+    descriptor afterwards unless ``drop`` was set. Cheap (two dup2 calls on a file opened once); other
+    threads' stderr lines of that moment come out a little later, not lost."""
+    global _HOLD_FILE
+    from types import SimpleNamespace
+
+    state = SimpleNamespace(drop=False)
+    with _HOLD_LOCK:
+        try:
+            saved = os.dup(2)
+        except OSError:  # no descriptor 2 (a detached process): nothing to hold back
+            yield state
+            return
+        if _HOLD_FILE is None:
+            import tempfile
+
+            _HOLD_FILE = tempfile.TemporaryFile()
+        _HOLD_FILE.seek(0)
+        _HOLD_FILE.truncate()
+        os.dup2(_HOLD_FILE.fileno(), 2)
+        try:
+            yield state
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not state.drop and _HOLD_FILE.tell():
+                _HOLD_FILE.seek(0)
+                os.write(2, _HOLD_FILE.read())
 
 
 def file_digests(path: Path) -> dict[str, str]:

@@ -275,6 +275,7 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
             if await request.is_disconnected() or asyncio.get_running_loop().time() > deadline:
                 cancel.set()
                 service.cancelled += 1
+                afut.add_done_callback(_log_abandoned)  # its outcome is read, so nothing logs a traceback
                 raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
         try:
             return service.public(afut.result())
@@ -284,6 +285,16 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
             raise HTTPException(422, detail=str(e)) from None
         except BaseException as e:  # a bug must not take the service down; report it without a traceback
             raise HTTPException(500, detail=f"internal error: {type(e).__name__}") from None
+
+
+def _log_abandoned(fut) -> None:
+    """The end of work whose client is gone: one log line, never "Future exception was never retrieved"
+    with its traceback."""
+    err = None if fut.cancelled() else fut.exception()
+    if err is not None and not isinstance(err, Cancelled):
+        print(f"seakr: an abandoned request failed: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
+    elif err is not None:
+        print("seakr: an abandoned request stopped (cancelled)", file=sys.stderr)
 
 
 def _stream_route(app: FastAPI, service: AnswerService) -> None:
