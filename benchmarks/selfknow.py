@@ -75,8 +75,9 @@ def one_set(out: Path, bank: SelfKnowledge, name: str) -> dict:
            "first_step": first_step(short, chain)}
     for gate in ("check", "probe"):
         g_p, source = bank.gate_p(gate)
-        sweep = gate_sweep(short, chain, p_check(bank, gate), chain_f1_of=cal_chain)
-        at = min(sweep["curve"], key=lambda c: abs(c["gate_p"] - g_p))
+        grid = sorted({*np.round(np.linspace(0, 1, 21), 2).tolist(), g_p})  # the shipped level exactly, on the curve
+        sweep = gate_sweep(short, chain, p_check(bank, gate), grid=grid, chain_f1_of=cal_chain)
+        at = next(c for c in sweep["curve"] if c["gate_p"] == g_p)
         res["gate"][gate] = {"gate_p": g_p, "source": source, "at_gate_p": at, **sweep}
     gates = {g: (p_check(bank, g), bank.gate_p(g)[0], 1 if g == "probe" else 21) for g in ("probe", "check")}
     res["table"] = method_table(table, short, chain, gates, cal_chain)

@@ -561,6 +561,11 @@ def _print_calibration(r: dict, out: str) -> int:
     return 0
 
 
+#: The studies measure the paper's signals (U of its own forms); the gate and final rule they never use
+#: are pinned so a study's recorded configuration does not move with the method's defaults.
+STUDY = {"gate": "step", "reasoning": "self-aware"}
+
+
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
     from .eval.studies import detect, parse_taps
@@ -585,7 +590,7 @@ def cmd_detect(args) -> int:
         check_output_dir(args.out)
         examples = select_examples(load_dataset(args.data, args.layout), args)
         family, lm = family_for(examples[0].dataset if examples else ""), _load(args)
-    m = SeaKR(lm, None, delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
+    m = SeaKR(lm, None, delta=0.0, prompt_set=args.prompt_set or family, **{**STUDY, **parse_options(args.option)})
     try:
         taps = parse_taps(args.probe, lm.info()["layers"])
     except ValueError as e:
@@ -656,7 +661,8 @@ def cmd_rerank_study(args) -> int:
     from .search import open_engine
 
     examples, family, lm = _eval_setup(args)
-    m = SeaKR(lm, open_engine(args.index), delta=0.0, prompt_set=args.prompt_set or family, **parse_options(args.option))
+    m = SeaKR(lm, open_engine(args.index), delta=0.0, prompt_set=args.prompt_set or family,
+              **{**STUDY, **parse_options(args.option)})
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(examples)) as adv:
         r = rerank_study(m, examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))

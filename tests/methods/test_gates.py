@@ -92,7 +92,7 @@ def test_the_gate_crosses_exactly_at_its_threshold(tmp_path, idx, gate):
 
 
 def test_calibrated_choice_compares_probabilities_not_raw_u(tmp_path, idx):
-    _, _, raw = run(tmp_path, idx, UNKNOWN, delta=-100.0)  # the paper's rule: the lower raw U (the rationale answer)
+    _, _, raw = run(tmp_path, idx, UNKNOWN, delta=-100.0, gate="step", reasoning="self-aware")  # the paper's rule: the lower raw U (the rationale answer)
     assert raw.answer == "French"
     _, _, cal = run(tmp_path, idx, UNKNOWN, reasoning="calibrated", final_p=(0.2, 0.6), delta=-100.0)
     assert cal.answer == "American" and cal.trace["final"]["choice"] == "knowledge"

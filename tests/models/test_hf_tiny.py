@@ -374,3 +374,14 @@ def test_cancel_takes_effect_between_decode_steps_not_after_the_call(tiny_lm, mo
     assert len(steps) == 5  # stopped at the step after the event, not at 200
     monkeypatch.setattr(decode_mod, "token_stats", real)
     assert len(tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=3))[0].greedy.token_ids) >= 1  # usable
+
+
+def test_11_no_future_warning_from_transformers_on_a_generation(tiny_lm):
+    """The KV cache goes under the argument name the installed transformers takes (``cache`` since 5.24,
+    where ``past_key_values`` warns on every forward)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        g = tiny_lm.generate([P1, P1 + " Paris"], GenerationConfig(n=2, max_new_tokens=4), prefix="Question:")
+    assert len(g) == 2

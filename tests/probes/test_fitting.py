@@ -121,3 +121,23 @@ def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path):
     at = res["at_gate_p"]
     assert at["answered_by_check"] == 0.75 and at["f1"] == pytest.approx((1 + 1 + 1 + 0) / 4)  # a, b, d by the check; c by the chain
     assert at["retrievals_per_q"] == 0.5 and len(res["curve"]) == 101
+
+
+def test_the_probe_commands_write_files_that_load(tmp_path):
+    import subprocess
+    import sys
+
+    from seakr.probes import Calibration, load_probe
+
+    run = make_study(tmp_path / "s")
+    fit = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(run), "--out", str(tmp_path / "p.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert fit.returncode == 0, fit.stderr
+    assert "at L2:mlp: cross-validated AUROC" in fit.stdout and "L1:mlp: cross-validated AUROC" in fit.stderr
+    assert load_probe(tmp_path / "p.json").tap == "L2:mlp"
+    cal = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "calibrate", str(run), "--estimator", "eigen",
+                          "--kind", "platt", "--out", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=300)
+    assert cal.returncode == 0 and Calibration.load(tmp_path / "c.json").kind == "platt", cal.stderr
+    bad = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(tmp_path), "--out", str(tmp_path / "q.json")],
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "not a detect study" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

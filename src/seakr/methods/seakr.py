@@ -25,6 +25,7 @@ Choices where paper and reference differ (documented):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import uncertainty as U
-from ..models.base import STATES, GenerationConfig
+from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
 from ..prompts import SHORT_STOPS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
@@ -59,9 +60,9 @@ class SeaKRConfig(MethodConfig):
     retrieval: str = "self-aware"  # | always        (ablation "- S.A. retrieval")
     rerank: str = "self-aware"  # | engine (ablation "- S.A. re-rank": search-engine top-1) | guarded (ours)
     rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
-    reasoning: str = "self-aware"  # | rationales | knowledge
+    reasoning: str = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: calibrated where fitted
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
-    gate: str = "step"  # | check | probe: the knowledge check decides (GATES)
+    gate: str = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
     check_estimator: str = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
     gate_p: float | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
     probes: str | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
@@ -194,9 +195,8 @@ class SeaKR(Method):
         c = self.config
         prompt, prefix = self.prompts.render_short(question)
         sampled = c.gate == "check" and U.NEEDS[c.check_estimator] == "samples"
-        cfg = GenerationConfig(n=c.k if sampled else 0, greedy=True, temperature=c.temperature, top_k=c.top_k,
-                               top_p=c.top_p, max_new_tokens=CHECK_TOKENS, stop=SHORT_STOPS, seed=c.seed,
-                               with_states=sampled and c.check_estimator.startswith("eigen"), greedy_state=c.gate == "probe")
+        cfg = dataclasses.replace(self.gen_config(SHORT_STOPS, False, CHECK_TOKENS), n=c.k if sampled else 0,
+                                  with_states=sampled and c.check_estimator.startswith("eigen"), greedy_state=c.gate == "probe")
         self._cancelled(tr)
         t = time.perf_counter()
         gen = self.lm.generate([prompt], cfg, prefix=prefix)[0]
