@@ -213,6 +213,7 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     print(f"seakr: converting {gguf.name} once into {out} ({dtype}) ...", file=sys.stderr, flush=True)
     bar = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()  # one line of ours instead of a bar per tensor
+    quiet = _quiet_gguf_bar()
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype),
@@ -233,8 +234,25 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
+        quiet()
         if bar:
             hf_logging.enable_progress_bar()
+
+
+def _quiet_gguf_bar():
+    """transformers' GGUF reader draws its own tqdm bar per tensor, outside its progress-bar switch; it is
+    turned off for the conversion (our line says what happens). Returns the undo."""
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:
+        return lambda: None
+    real = getattr(gguf_utils, "tqdm", None)
+    if real is None:
+        return lambda: None
+    import functools
+
+    gguf_utils.tqdm = functools.partial(real, disable=True)
+    return lambda: setattr(gguf_utils, "tqdm", real)
 
 
 def check_finite(model, source) -> None:
