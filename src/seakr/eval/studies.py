@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
-from ..prompts import SHORT_STOPS
+from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
@@ -248,7 +248,6 @@ def tap_name(tap) -> str:
 #: Prompt forms of the detect study: ``cot`` (SeaKR's own answer prompt, demonstrations and chain of
 #: thought) or ``short`` (the knowledge check: a short answer, no demonstrations).
 FORMS = ("cot", "short")
-SHORT_TOKENS = 24  # room for a short answer; the check stops at the line's end
 
 
 def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
@@ -278,7 +277,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     def one(ex):
         passages = gold_passages(ex) if setting == "open-book" else []
         t0 = time.perf_counter()
-        g, ans = _detect_answer(method, ex.question, passages, form, taps)
+        g, ans, prompt = _detect_answer(method, ex.question, passages, form, taps)
         row = {"id": ex.id, "answer": ans, "golds": ex.answers, "f1": f1_score(ans, ex.answers),
                "seconds": round(time.perf_counter() - t0, 3)}
         greedy_state = store.put(ex.id, g.greedy.state if g.greedy else None)
@@ -287,7 +286,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         if len(taps) > 1:
             g.samples = [dataclasses.replace(s, state=None if s.state is None else s.state[0]) for s in g.samples]
         scores = U.all_scores(g, method.config.alpha)
-        scores["prompt"] = sufficiency(lm, _detect_prompt(method, ex.question, passages, form)[0], ex.question)
+        scores["prompt"] = sufficiency(lm, prompt, ex.question)
         if probe_model is not None:
             j = taps.index(probe_model.layer_source)
             scores["probe"] = probe_model.score(None if greedy_state is None else greedy_state[j])
@@ -323,14 +322,14 @@ def _detect_prompt(method: SeaKR, question: str, passages, form: str) -> tuple[s
 
 
 def _detect_answer(method: SeaKR, question: str, passages, form: str, taps):
-    """One generation (greedy + k samples, every state read at ``taps``) and its answer."""
+    """One generation (greedy + k samples, every state read at ``taps``), its answer and its prompt."""
     prompt, prefix = _detect_prompt(method, question, passages, form)
     short = form == "short"
     cfg = method.gen_config(SHORT_STOPS if short else ANSWER_STOPS, True, max_new=SHORT_TOKENS if short else None)
     cfg.n, cfg.with_states, cfg.greedy_state = method.config.k, True, True
     g = _generate(method.lm, prompt, prefix, cfg, taps if len(taps) > 1 else ())
     text = g.greedy.text
-    return g, (extract_answer(text) or text.strip().rstrip("."))
+    return g, (extract_answer(text) or text.strip().rstrip(".")), prompt
 
 
 class StateStore:

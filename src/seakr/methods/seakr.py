@@ -36,7 +36,7 @@ import numpy as np
 from .. import uncertainty as U
 from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
-from ..prompts import SHORT_STOPS
+from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown
 from .trace import Tracer
@@ -50,7 +50,6 @@ REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "au
 #: Either way, P(correct) >= gate_p answers with the short answer at once; below it the chain retrieves at
 #: every step (the pseudo-step's U carries no signal there: docs/design-notes.md).
 GATES = ("step", "check", "probe", "auto")
-CHECK_TOKENS = 24
 
 
 @dataclass
@@ -195,7 +194,7 @@ class SeaKR(Method):
         c = self.config
         prompt, prefix = self.prompts.render_short(question)
         sampled = c.gate == "check" and U.NEEDS[c.check_estimator] == "samples"
-        cfg = dataclasses.replace(self.gen_config(SHORT_STOPS, False, CHECK_TOKENS), n=c.k if sampled else 0,
+        cfg = dataclasses.replace(self.gen_config(SHORT_STOPS, False, SHORT_TOKENS), n=c.k if sampled else 0,
                                   with_states=sampled and c.check_estimator.startswith("eigen"), greedy_state=c.gate == "probe")
         self._cancelled(tr)
         t = time.perf_counter()

@@ -38,6 +38,7 @@ INSTRUCTION = (
 #: "Yes" to most questions; this wording did not.)
 SHORT_INSTRUCTION = "Give only the short answer to the question, without explanation."
 SHORT_STOPS = ("\n", "Question:")
+SHORT_TOKENS = 24  # room for a short answer (the check and the detect study's short form share it)
 CONTEXT_HEADER = "Context:"
 CONTEXT_FOOTER = "Use the context above where it helps, and answer in the same style as the examples."
 FAMILIES = ("hotpotqa", "2wikimultihopqa", "simpleqa")
