@@ -49,9 +49,9 @@ def first_step(short: dict, chain: dict) -> dict:
     """The paper's gate signal against the check's, on one label: does the model answer wrong without
     retrieval (the short closed-book answer's F1 < 0.5)? The paper decides on the first pseudo-step's U
     (the shipped run's rows); the check on its own answer's scores."""
-    ids = sorted(i for i in set(short) & set(chain) if chain[i].get("steps"))
+    ids = sorted(i for i in set(short) & set(chain) if chain[i].steps)
     wrong = [short[i]["f1"] < 0.5 for i in ids]
-    step_u = [np.inf if chain[i]["steps"][0].get("u") is None else chain[i]["steps"][0]["u"] for i in ids]
+    step_u = [chain[i].steps[0].u for i in ids]
     sc = lambda n: [np.inf if short[i]["scores"].get(n) is None else short[i]["scores"][n] for i in ids]  # noqa: E731
     return {"n": len(ids), "wrong": int(sum(wrong)), "auroc": {"pseudo-step U (paper)": auroc(step_u, wrong),
             "check EigenScore": auroc(sc("eigen"), wrong), "check probe": auroc(sc("probe"), wrong)},
@@ -68,7 +68,7 @@ def p_check(bank: SelfKnowledge, gate: str):
 def one_set(out: Path, bank: SelfKnowledge, name: str) -> dict:
     studies, table = SETS[name]
     short = {r["id"]: r for s in studies for r in read_results(out / s / "detect_rows.jsonl")}
-    chain = {r["id"]: r for r in run_rows(RES / table / CHAIN)}
+    chain = {r.id: r for r in run_rows(RES / table / CHAIN)}
     pr, pk = bank.calibration("final-rationale", "eigen"), bank.calibration("final-knowledge", "eigen")
     cal_chain = lambda r: chain_f1(r, "calibrated", pr, pk)  # noqa: E731
     res = {"short": short_form(out, studies), "final": final_choice(list(chain.values()), pr, pk), "gate": {},
@@ -88,7 +88,7 @@ def method_table(table: str, short: dict, chain: dict, gates: dict, cal_chain) -
     """Per question: SeaKR with the fitted signals = the check's answer where P(correct) >= gate_p, else the
     chain with the calibrated final choice; one row per gate (``gates``: name -> (p_correct, gate_p, rows the
     check decodes)), beside SeaKR as run, IRCoT and DRAGIN on the same questions."""
-    runs = {n: {r["id"]: r for r in run_rows(RES / table / n)} for n in ("ircot", "dragin")}
+    runs = {n: {r.id: r for r in run_rows(RES / table / n)} for n in ("ircot", "dragin")}
     ids = sorted(set(short) & set(chain) & set(runs["ircot"]) & set(runs["dragin"]))
     f1, ret, rows_, answered = {}, {}, {}, {}
     for gate, (p_correct, gate_p, check_rows) in gates.items():
@@ -96,15 +96,15 @@ def method_table(table: str, short: dict, chain: dict, gates: dict, cal_chain) -
         sure = {i: p_correct(short[i]) >= gate_p and bool(short[i]["answer"].strip()) for i in ids}
         answered[name] = float(np.mean(list(sure.values())))
         f1[name] = [short[i]["f1"] if sure[i] else cal_chain(chain[i]) for i in ids]
-        ret[name] = [0 if sure[i] else chain[i]["totals"]["retrievals"] for i in ids]
-        rows_[name] = [check_rows + (0 if sure[i] else chain[i]["totals"]["sampled_sequences"]) for i in ids]
-    f1["seakr-paper"] = [chain[i]["f1"] for i in ids]
-    ret["seakr-paper"] = [chain[i]["totals"]["retrievals"] for i in ids]
-    rows_["seakr-paper"] = [chain[i]["totals"]["sampled_sequences"] for i in ids]
+        ret[name] = [0 if sure[i] else chain[i].retrievals for i in ids]
+        rows_[name] = [check_rows + (0 if sure[i] else chain[i].totals["sampled_sequences"]) for i in ids]
+    f1["seakr-paper"] = [chain[i].f1 for i in ids]
+    ret["seakr-paper"] = [chain[i].retrievals for i in ids]
+    rows_["seakr-paper"] = [chain[i].totals["sampled_sequences"] for i in ids]
     for n in runs:
-        f1[n] = [runs[n][i]["f1"] for i in ids]
-        ret[n] = [runs[n][i]["totals"]["retrievals"] for i in ids]
-        rows_[n] = [runs[n][i]["totals"]["sampled_sequences"] for i in ids]
+        f1[n] = [runs[n][i].f1 for i in ids]
+        ret[n] = [runs[n][i].retrievals for i in ids]
+        rows_[n] = [runs[n][i].totals["sampled_sequences"] for i in ids]
     return {"n": len(ids), "answered_by_check": answered,
             "f1": {k: float(np.mean(v)) for k, v in f1.items()},
             "retrievals_per_q": {k: float(np.mean(v)) for k, v in ret.items()},

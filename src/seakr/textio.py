@@ -58,3 +58,28 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
         if not isinstance(rec, dict):
             raise error(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
         yield n, rec
+
+
+def check_question(q: str, error: type[Exception] = ValueError) -> str:
+    """A question as typed: non-empty and encodable as UTF-8 (a shell can pass undecodable bytes)."""
+    if not q.strip():
+        raise error("question must be a non-empty string")
+    try:
+        q.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error("question: not valid UTF-8 (the argument holds undecodable bytes)") from None
+    return q
+
+
+def check_output_file(path: str, flag: str, error: type[Exception] = ValueError) -> None:
+    """Fail before any slow work when ``path`` cannot be written."""
+    from pathlib import Path
+
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise error(f"{flag} {path}: is a directory, expected a file name")
+    if not parent.is_dir():
+        raise error(f"{flag} {path}: no such directory {parent}")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise error(f"{flag} {path}: not writable")

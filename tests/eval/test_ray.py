@@ -1,5 +1,5 @@
-"""``seakr eval --ray``: a local Ray head on loopback, 2 shard workers (one thread each), the same rows
-as one unsharded run; a shard process killed mid-run is retried and resumes without losing rows."""
+"""``seakr eval --ray``: a local Ray head on loopback, 2 shard tasks (one thread each), the same rows
+as one unsharded run; a Ray worker killed mid-shard is replaced, and its task resumes without losing rows."""
 
 import json
 import os
@@ -25,11 +25,15 @@ def rows(path):
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def shard_process(i):
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if "seakr.cli" in cmd and "--shard" in cmd and cmd[cmd.index("--shard") + 1] == f"{i}/2":
-            return p
+def shard_process(rows_file):
+    """The Ray worker running a shard: the process that holds its results file open for appending."""
+    want = str(rows_file.resolve())
+    for p in psutil.process_iter():
+        try:
+            if any(f.path == want for f in p.open_files()):
+                return p
+        except (psutil.AccessDenied, psutil.NoSuchProcess):
+            continue
     return None
 
 
@@ -44,7 +48,7 @@ def test_ray_shards_survive_a_killed_worker_and_match_one_run(tmp_path):
     deadline = time.time() + 300
     while time.time() < deadline and not (first.exists() and first.read_text().count("\n") >= 1):
         time.sleep(0.2)
-    killed = shard_process(0)
+    killed = shard_process(first)
     assert killed is not None, "shard 0 finished or never started"
     before = rows(first)
     killed.send_signal(signal.SIGKILL)

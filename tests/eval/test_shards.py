@@ -48,7 +48,8 @@ def _fake_run(d, shard, k=20, ids=("a",)):
 
 
 def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
-    from seakr.eval.runner import merge_runs, parse_shard
+    from seakr.eval.plan import parse_shard
+    from seakr.eval.runner import merge_runs
 
     _fake_run(tmp_path / "a", "0/3", ids=("q1",))
     _fake_run(tmp_path / "b", "1/3", k=10, ids=("q2",))

@@ -248,6 +248,7 @@ def _score(qid, f1, us):
 
 
 def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delta(tmp_path, monkeypatch):
+    from seakr.eval.rows import ResultRow
     from seakr.eval.studies import calibrate_from_runs, largest_step_u
     from seakr.methods.base import calibration_path, default_delta
 
@@ -259,7 +260,7 @@ def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delt
     always = _branch_run(tmp_path / "always", [_score("q1", 0.0, [-4.0]), _score("q2", 1.0, [-4.0]),
                                                _score("q3", 1.0, []), _score("q4", 0.0, []), _score("q9", 1.0, [])],
                          retrieval="always")
-    assert largest_step_u(_score("q", 0, [-4.0, -1.0])) == -1.0
+    assert largest_step_u(ResultRow.from_dict(_score("q", 0, [-4.0, -1.0]))) == -1.0
     r = calibrate_from_runs(str(never), str(always), str(tmp_path / "cal"))
     assert r["n"] == 4 and r["mode"] == "multihop"  # q9 has no never-run row: not paired, not used
     # retrieving on q2 and q3 only (delta in [-3.5, -1.0)) gives F1 (1 + 1 + 1 + 0.5) / 4

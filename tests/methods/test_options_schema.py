@@ -2,7 +2,6 @@
 ``--option`` and by the service, and the scripted SeaKR answers with it; a value one door refuses, every
 door refuses, with one line naming the field. Property-based (Hypothesis) over every ranged option."""
 
-import argparse
 import math
 
 import pytest
@@ -10,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scripted import Reply, ScriptedLM, engine
-from seakr.cli import CLIError, _check_run, parse_options, read_run_grid
+from seakr.cli import parse_options
+from seakr.eval.plan import PlanError, check_run, read_grid
 from seakr.methods import METHODS
 from seakr.methods.base import Range
 
@@ -43,9 +43,9 @@ def through_a_grid(tmp_path, method, name, v):
     lit = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("inf" if v > 0 else "-inf")
     toml.write_text(f'[[run]]\nmethod = "{method}"\noptions = {{ {name} = {lit} }}\n')
     try:
-        read_run_grid(argparse.Namespace(config=str(toml), data=None, model=None, index=None, limit=None, out=None, seed=42))
+        read_grid(str(toml))
         return None
-    except CLIError as e:
+    except PlanError as e:
         return str(e)
 
 
@@ -54,9 +54,9 @@ def through_the_flag(method, name, v):
 
     text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
     try:
-        _check_run("--option", method, parse_options([f"{name}={text}"]))
+        check_run("--option", method, parse_options([f"{name}={text}"]))
         return None
-    except CLIError as e:
+    except PlanError as e:
         return str(e)
 
 

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from seakr.methods.base import pick
+from seakr.methods.records import FinalAnswer
 from seakr.methods.text import (Word, align_words, build_query, drop_answer_sentence, extract_answer, is_unknown,
                                 mask_low_prob)
 
@@ -64,11 +65,12 @@ def test_flare_mask():
 
 
 def test_pick_rules():
-    assert pick({"answer": "A", "u": -7.0}, {"answer": "B", "u": -6.0}) == "rationale"
-    assert pick({"answer": "A", "u": -6.0}, {"answer": "B", "u": -6.0}) == "knowledge"  # tie -> knowledge
-    assert pick({"answer": "unknown", "u": -9.0}, {"answer": "B", "u": 1.0}) == "knowledge"
-    assert pick({"answer": "A", "u": 5.0}, {"answer": "", "u": -9.0}) == "rationale"
-    assert pick({"answer": "A", "u": None}, {"answer": "B", "u": 3.0}) == "knowledge"
+    F = FinalAnswer
+    assert pick(F("A", -7.0), F("B", -6.0)) == "rationale"
+    assert pick(F("A", -6.0), F("B", -6.0)) == "knowledge"  # tie -> knowledge
+    assert pick(F("unknown", -9.0), F("B", 1.0)) == "knowledge"
+    assert pick(F("A", 5.0), F("", -9.0)) == "rationale"
+    assert pick(F("A"), F("B", 3.0)) == "knowledge"  # a missing U is +inf
     assert is_unknown(None) and is_unknown(" ") and is_unknown("Unknown person") and not is_unknown("Lyon")
 
 

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from seakr.eval.rows import ResultRow
 from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
 from seakr.eval.studies import StateStore
 from seakr.probes.fitting import calibrate_from_studies, fit_from_studies
@@ -64,8 +65,9 @@ def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):
 
 
 def test_final_choice_rules_scored_by_hand():
-    def row(ur, fr, uk, fk):
-        return {"final": {"candidates": {"rationale": {"u": ur, "f1": fr}, "knowledge": {"u": uk, "f1": fk}}}}
+    def row(ur, fr, uk, fk):  # score rows as a run commits them (a missing U is null there)
+        return ResultRow.from_dict({"id": "q", "prediction": "", "em": 0, "f1": 0, "final": {"candidates": {
+            "rationale": {"answer": "r", "u": ur, "f1": fr}, "knowledge": {"answer": "k", "u": uk, "f1": fk}}}})
     rows = [row(-6, 0.0, -2, 1.0), row(-6, 1.0, -2, 0.0), row(-5, 0.0, -5, 1.0), row(None, 0.0, -1, 0.0)]
     # calibrated: the knowledge form is right more often at any U, the rationale only below U -5.5
     pr = lambda u: 0.9 if u < -5.5 else 0.1  # noqa: E731
@@ -82,8 +84,8 @@ def test_final_choice_rules_scored_by_hand():
 def test_gate_sweep_composes_check_and_chain_by_hand():
     short = {"a": {"answer": "x", "f1": 1.0, "p": 0.9}, "b": {"answer": "y", "f1": 0.0, "p": 0.6},
              "c": {"answer": "", "f1": 0.0, "p": 0.95}, "d": {"answer": "z", "f1": 0.0, "p": 0.1}}
-    chain = {k: {"f1": f, "totals": {"retrievals": 2}, "steps": [{"retrieved": True}]}
-             for k, f in zip("abcd", (0.0, 1.0, 1.0, 0.0))}
+    chain = {k: ResultRow.from_dict({"id": k, "prediction": "", "em": f, "f1": f, "totals": {"retrievals": 2},
+                                     "steps": [{"retrieved": True}]}) for k, f in zip("abcd", (0.0, 1.0, 1.0, 0.0))}
     s = gate_sweep(short, chain, lambda r: r["p"], grid=(0.0, 0.5, 0.7, 1.0))
     by = {c["gate_p"]: c for c in s["curve"]}
     assert by[1.0]["f1"] == s["chain_f1"] == 0.5 and by[1.0]["retrievals_per_q"] == 2

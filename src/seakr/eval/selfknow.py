@@ -19,24 +19,21 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .metrics import auroc, paired_bootstrap
+from .rows import ResultRow
 
 CORRECT_F1 = 0.5
 
 
-def _u(x) -> float:
-    return math.inf if x is None else float(x)
-
-
-def final_choice(rows: Sequence[dict], p_rationale: Callable, p_knowledge: Callable) -> dict:
+def final_choice(rows: Sequence[ResultRow], p_rationale: Callable, p_knowledge: Callable) -> dict:
     """The final choice's signal and F1 under each rule. ``p_*``: U -> P(correct) for that form."""
-    rows = [r for r in rows if {"rationale", "knowledge"} <= set(((r.get("final") or {}).get("candidates") or {}))]
+    rows = [r for r in rows if {"rationale", "knowledge"} <= set(r.final.candidates)]
     if not rows:
         raise ValueError("no rows with both final answers (SeaKR with reasoning=self-aware)")
-    rat = [r["final"]["candidates"]["rationale"] for r in rows]
-    kno = [r["final"]["candidates"]["knowledge"] for r in rows]
-    ur, uk = [_u(c.get("u")) for c in rat], [_u(c.get("u")) for c in kno]
+    rat = [r.final.candidates["rationale"] for r in rows]
+    kno = [r.final.candidates["knowledge"] for r in rows]
+    ur, uk = [c.u for c in rat], [c.u for c in kno]
     pr, pk = [p_rationale(u) for u in ur], [p_knowledge(u) for u in uk]
-    fr, fk = [c["f1"] for c in rat], [c["f1"] for c in kno]
+    fr, fk = [c.f1 for c in rat], [c.f1 for c in kno]
     raw = [a if u_r < u_k else b for a, b, u_r, u_k in zip(fr, fk, ur, uk)]  # pick(): tie -> knowledge
     cal = [a if p_r > p_k else b for a, b, p_r, p_k in zip(fr, fk, pr, pk)]
     differ = [i for i in range(len(rows)) if fr[i] != fk[i]]
@@ -53,20 +50,20 @@ def final_choice(rows: Sequence[dict], p_rationale: Callable, p_knowledge: Calla
                                  "knowledge": paired_bootstrap(cal, fk), "better_single": paired_bootstrap(cal, best_single)}}
 
 
-def chain_f1(row: dict, rule: str, p_rationale: Callable | None = None, p_knowledge: Callable | None = None) -> float:
+def chain_f1(row: ResultRow, rule: str, p_rationale: Callable | None = None, p_knowledge: Callable | None = None) -> float:
     """A SeaKR row's F1 under another final rule, read off its two candidates (``as-run`` keeps its own)."""
     if rule == "as-run":
-        return row["f1"]
-    c = row["final"]["candidates"]
+        return row.f1
+    c = row.final.candidates
     if rule in ("rationale", "knowledge"):
-        return c[rule]["f1"]
-    pr, pk = p_rationale(_u(c["rationale"].get("u"))), p_knowledge(_u(c["knowledge"].get("u")))
-    return c["rationale"]["f1"] if pr > pk else c["knowledge"]["f1"]
+        return c[rule].f1
+    pr, pk = p_rationale(c["rationale"].u), p_knowledge(c["knowledge"].u)
+    return c["rationale"].f1 if pr > pk else c["knowledge"].f1
 
 
-def gate_sweep(short: dict[str, dict], chain: dict[str, dict], p_correct: Callable[[dict], float],
+def gate_sweep(short: dict[str, dict], chain: dict[str, ResultRow], p_correct: Callable[[dict], float],
                grid: Sequence[float] = tuple(np.round(np.linspace(0, 1, 21), 2)),
-               chain_f1_of: Callable[[dict], float] = lambda r: r["f1"]) -> dict:
+               chain_f1_of: Callable[[ResultRow], float] = lambda r: r.f1) -> dict:
     """``short``: id -> detect row of the knowledge check; ``chain``: id -> SeaKR row retrieving at every step.
     For each gate_p: F1 and retrievals per question of the gated system, paired against the chain."""
     ids = sorted(set(short) & set(chain))
@@ -74,7 +71,7 @@ def gate_sweep(short: dict[str, dict], chain: dict[str, dict], p_correct: Callab
         raise ValueError("the check rows and the chain rows share no question")
     p = {i: p_correct(short[i]) for i in ids}
     base = [chain_f1_of(chain[i]) for i in ids]
-    ret = [chain[i].get("totals", {}).get("retrievals", 0) for i in ids]
+    ret = [chain[i].retrievals for i in ids]
     curve = []
     for g in grid:
         sure = [p[i] >= g and bool(str(short[i].get("answer", "")).strip()) for i in ids]
@@ -82,9 +79,9 @@ def gate_sweep(short: dict[str, dict], chain: dict[str, dict], p_correct: Callab
         r = [0 if s else x for s, x in zip(sure, ret)]
         curve.append({"gate_p": float(g), "f1": float(np.mean(f1)), "answered_by_check": float(np.mean(sure)),
                       "retrievals_per_q": float(np.mean(r)), "minus_chain": paired_bootstrap(f1, base)})
-    steps = [s for i in ids for s in chain[i].get("steps", [])]
+    steps = [s for i in ids for s in chain[i].steps]
     return {"n": len(ids), "chain_f1": float(np.mean(base)), "chain_retrievals_per_q": float(np.mean(ret)),
-            "chain_steps_retrieved": float(np.mean([bool(s.get("retrieved")) for s in steps])) if steps else None,
+            "chain_steps_retrieved": float(np.mean([s.retrieved for s in steps])) if steps else None,
             "check_auroc_wrong": auroc([-p[i] for i in ids], [short[i]["f1"] < CORRECT_F1 for i in ids]),
             "curve": curve}
 

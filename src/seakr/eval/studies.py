@@ -35,7 +35,8 @@ from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
-from .runner import RowLog, read_run_config, run_rows, score_row, versions
+from .rows import ResultRow
+from .runner import RowLog, read_run_config, run_rows, versions
 
 
 def _finite(x):
@@ -90,11 +91,11 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
         hits = method.search(tr, ex.question, method.config.n_candidates)
         if hits:
             best, rag = method.answer_with_passages(tr, ex.question, hits)
-            ra = rag[best]["answer"]
+            ra = rag[best].answer
         else:
-            ra = direct["answer"]
-        return clean({"id": ex.id, "u": direct["u"], "f1_direct": f1_score(direct["answer"], ex.answers),
-                      "f1_rag": f1_score(ra, ex.answers), "direct": direct["answer"], "rag": ra})
+            ra = direct.answer
+        return clean({"id": ex.id, "u": direct.u, "f1_direct": f1_score(direct.answer, ex.answers),
+                      "f1_rag": f1_score(ra, ex.answers), "direct": direct.answer, "rag": ra})
 
     out = Path(out_dir)
     rows = _each("calibrate", method, examples, out_dir, "calibration_rows.jsonl", one, progress, resume, data)
@@ -153,12 +154,11 @@ def _branch_config(run_dir: Path, retrieval: str, never: bool) -> dict:
     return m
 
 
-def largest_step_u(row: dict) -> float:
+def largest_step_u(row: ResultRow) -> float:
     """The U that makes SeaKR leave a never-retrieve chain: its largest step U. SeaKR with threshold
-    delta retrieves on this question iff it exceeds delta. A step whose U failed (stored as null: the
-    estimator's +inf) would retrieve at any delta; a chain with no steps never retrieves."""
-    us = [math.inf if s.get("u") is None else s["u"] for s in score_row(row).get("steps", [])]
-    return max(us, default=-math.inf)
+    delta retrieves on this question iff it exceeds delta. A step whose U failed (the estimator's +inf)
+    would retrieve at any delta; a chain with no steps never retrieves."""
+    return max((s.u for s in row.steps), default=-math.inf)
 
 
 def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bool = True) -> dict:
@@ -172,9 +172,9 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     diff = [k for k in _SAME if mn["config"].get(k) != ma["config"].get(k)]
     if diff or mn.get("model") != ma.get("model"):
         raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
-    a_rows = {r["id"]: r for r in run_rows(always)}
-    rows = [{"id": r["id"], "u": largest_step_u(r), "f1_direct": r["f1"], "f1_rag": a_rows[r["id"]]["f1"]}
-            for r in run_rows(never) if r["id"] in a_rows]
+    a_rows = {r.id: r for r in run_rows(always)}
+    rows = [{"id": r.id, "u": largest_step_u(r), "f1_direct": r.f1, "f1_rag": a_rows[r.id].f1}
+            for r in run_rows(never) if r.id in a_rows]
     if not rows:
         raise ValueError(f"{never_dir} and {always_dir} share no answered question")
     out = Path(out_dir)
@@ -449,11 +449,43 @@ def _plot_roc(rows, wrong, table, path):
     plt.close(fig)
 
 
+#: The studies measure the paper's signals (U of its own forms); the gate and final rule they never use
+#: are pinned so a study's recorded configuration does not move with the method's defaults.
+STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware"}
+
+
+def calibration_lines(r: dict, out: str) -> str:
+    """What a calibration chose, for a terminal: delta, its F1 and retrieval rate, the tie, the plot."""
+    c = r["chosen"]
+    lines = [f"chosen delta ({r['mode']}) = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})"]
+    if c["tied_delta_min"] < c["delta"]:
+        lines.append(f"  the same F1 from delta {c['tied_delta_min']:.3f} up (retrieval rate up to {c['tied_retrieval_rate_max']:.2f}):"
+                     " the cost rule took the fewest retrievals; more tuning questions would narrow the tie")
+    lines.append(f"plot: {Path(out) / 'calibration.png'}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
+    return "\n".join(lines)
+
+
+def detect_markdown(r: dict) -> str:
+    """A detect study's result as a table: each estimator's AUROC and PCC, best first."""
+    lines = [f"n={r['n']}  {r['setting']} accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}  state {r['state']}",
+             "| estimator | AUROC | PCC |", "|---|---|---|"]
+    for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
+        lines.append(f"| {name} | {v['auroc']:.3f} | {v['pcc_with_1_minus_f1']:.3f} |")
+    if "probe_best" in r:
+        b = r["probe_best"]
+        lines.append(f"probe: best EigenScore AUROC {b['auroc']:.3f} at {b['tap']}, k={b['k']}")
+    return "\n".join(lines)
+
+
 def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
                  data: dict | None = None) -> dict:
     """recall@1 of a gold paragraph among the top-N: the engine's order, the paper's rule (min U) and
-    the guarded rule (leave the top-1 only beyond the noise of the difference), from one scoring."""
+    the guarded rule (leave the top-1 only beyond the noise of the difference), from one scoring. Each
+    candidate's greedy step state is kept under ``states/`` (id ``QID#RANK``), with the engine's scores in
+    the rows: what a candidate probe is fitted on (``seakr probe fit --form candidate``)."""
     z = method.config.rerank_z
+    method.greedy_states = True
+    store = StateStore(Path(out_dir) / "states", [tap_name(_own_tap(method.lm))])
 
     def one(ex):
         tr = Tracer(ex.question, "rerank-study")
@@ -462,10 +494,13 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
         if not hits:  # kept in the log (so --resume does not redo it) but outside the recall figures
             return {"id": ex.id, "titles": [], "gold": sorted(gold), "u": []}
         cand = method.score_candidates(tr, ex.question, [], [], hits)
-        us, ses = [c["u"] for c in cand], [c.get("u_se", U.UNCERTAIN) for c in cand]
+        us, ses = [c.u for c in cand], [U.UNCERTAIN if c.u_se is None else c.u_se for c in cand]
+        for c in cand:
+            store.put(f"{ex.id}#{c.rank}", c.state)
         best = min_u_index(us)  # the paper's rule, whatever the method's rerank option
         guarded = guarded_choice(us, ses, z)
         return clean({"id": ex.id, "titles": [h.title for h in hits], "gold": sorted(gold), "u": us, "u_se": ses,
+                      "scores": [h.score for h in hits],
                       "engine_top1_gold": hits[0].title in gold, "seakr_top1_gold": hits[best].title in gold,
                       "guarded_top1_gold": hits[guarded].title in gold,
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})

@@ -16,6 +16,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
 from .text import extract_answer, has_answer, is_unknown
+from .records import Candidate, FinalAnswer
 from .trace import Answer, Tracer
 
 #: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
@@ -372,39 +373,38 @@ class Method:
 
     # ------------------------------------------------------------------ answering
     def answer_prompt(self, tr: Tracer, question: str, steps: Sequence[str], passages: Sequence, purpose: str,
-                      scored: bool = True) -> dict:
+                      scored: bool = True) -> FinalAnswer:
         """A full answer (CoT) from (steps, passages); see :meth:`answer_prompts`."""
         return self.answer_prompts(tr, question, [(steps, passages)], purpose, scored)[0]
 
     def answer_prompts(self, tr: Tracer, question: str, contexts: Sequence[tuple], purpose: str,
-                       scored: bool = True) -> list[dict]:
+                       scored: bool = True) -> list[FinalAnswer]:
         """Full answers for several (steps, passages) contexts in one batched call; an answer without
-        the marker is forced by appending it. Returns [{answer, u, text, forced}]; U is the one of the
-        call that produced the answer (the forced call when forcing happened, as the reference does)."""
+        the marker is forced by appending it. U is the one of the call that produced the answer (the
+        forced call when forcing happened, as the reference does)."""
         rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
-        out = [_with_state({"answer": extract_answer(r.gen.greedy.text) or "", "u": r.u, "text": r.gen.greedy.text,
-                            "forced": False}, r) for r in res]
+        out = [_final(extract_answer(r.gen.greedy.text) or "", r, r.gen.greedy.text, False) for r in res]
         todo = [i for i, r in enumerate(res) if extract_answer(r.gen.greedy.text) is None]
         if todo:
             # the forced prompt continues the model's own unfinished answer, then the marker
-            heads = [(" " + out[i]["text"].strip() if out[i]["text"].strip() else "") for i in todo]
+            heads = [(" " + out[i].text.strip() if out[i].text.strip() else "") for i in todo]
             forced = self.forced_answers(tr, question, [contexts[i] for i in todo], purpose + "/forced", scored, heads)
             for i, f in zip(todo, forced):
-                out[i] = {**f, "text": out[i]["text"] + f["text"]}
+                out[i] = f.replace(text=out[i].text + f.text)
         return out
 
     def forced_answers(self, tr: Tracer, question: str, contexts: Sequence[tuple], purpose: str, scored: bool,
-                       heads: Sequence[str] | None = None) -> list[dict]:
+                       heads: Sequence[str] | None = None) -> list[FinalAnswer]:
         """Force an answer after each (steps, passages) context (paper B.3): the prompt ends with the
         context's ``head`` text and the marker ("So the answer is"); the answer is the phrase that
-        follows. Returns [{answer, u, text, forced: True}], ``text`` = head + marker + continuation."""
+        follows; ``text`` = head + marker + continuation."""
         heads = list(heads) if heads is not None else [""] * len(contexts)
         tails = [f"{h} {self.config.marker}" for h in heads]
         rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, max_new=32)
-        return [_with_state({"answer": extract_answer(f"the answer is {r.gen.greedy.text}") or "", "u": r.u,
-                             "text": t + r.gen.greedy.text, "forced": True}, r) for t, r in zip(tails, res)]
+        return [_final(extract_answer(f"the answer is {r.gen.greedy.text}") or "", r, t + r.gen.greedy.text, True)
+                for t, r in zip(tails, res)]
 
     def answer(self, question: str, listener=None, cancel=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
@@ -428,12 +428,10 @@ class Method:
                 "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
 
 
-def _with_state(answer: dict, r: Scored) -> dict:
-    """An answer record, with the greedy answer's state when the call read it (for a probe; dropped
-    once used, so traces stay JSON)."""
-    if r.gen.greedy is not None and r.gen.greedy.state is not None:
-        answer["state"] = r.gen.greedy.state
-    return answer
+def _final(answer: str, r: Scored, text: str, forced: bool) -> FinalAnswer:
+    """An answer record, with the greedy answer's state when the call read it (for a probe; memory only)."""
+    return FinalAnswer(answer, U.UNCERTAIN if r.u is None else r.u, text, forced,
+                       state=r.gen.greedy.state if r.gen.greedy is not None else None)
 
 
 def take_step(tr: Tracer, steps: list[str], text: str) -> str | None:
@@ -456,16 +454,12 @@ def final_from_steps(steps: Sequence[str]) -> str | None:
     return None
 
 
-def pick(rationale: dict, knowledge: dict) -> str:
+def pick(rationale: FinalAnswer, knowledge: FinalAnswer) -> str:
     """Self-aware reasoning (reference compare_answer): "unknown"/empty defers to the other answer;
-    else the lower U wins; a tie goes to the knowledge answer."""
-    ra, ka = rationale.get("answer"), knowledge.get("answer")
+    else the lower U wins (a missing U is +inf); a tie goes to the knowledge answer."""
+    ra, ka = rationale.answer, knowledge.answer
     if is_unknown(ra) and not is_unknown(ka):
         return "knowledge"
     if is_unknown(ka) and not is_unknown(ra):
         return "rationale"
-    ru = rationale.get("u")
-    ku = knowledge.get("u")
-    ru = math.inf if ru is None else ru
-    ku = math.inf if ku is None else ku
-    return "rationale" if ru < ku else "knowledge"
+    return "rationale" if rationale.u < knowledge.u else "knowledge"

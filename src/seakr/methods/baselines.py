@@ -23,6 +23,7 @@ import numpy as np
 
 from ..models.base import ATTENTION, CHAT, GENERATE
 from .base import STEP_STOPS, Method, MethodConfig, Range, final_from_steps, take_step
+from .records import FinalAnswer
 from .text import QUERY_STOPWORDS, align_words, content_words, mask_low_prob
 from .trace import Tracer
 
@@ -43,10 +44,10 @@ class _Greedy(Method):
         """Answer from the steps when they contain one; else force it after the steps."""
         ans = final_from_steps(steps)
         if ans is not None:
-            return tr.finish(ans, "last step", {"last step": {"answer": ans, "u": None, "text": steps[-1], "forced": False}},
+            return tr.finish(ans, "last step", {"last step": FinalAnswer(ans, text=steps[-1])},
                              passages=passages)
         forced = self.forced_answers(tr, question, [([s for s in steps if s.strip()], passages)], "final/forced", False)[0]
-        return tr.finish(forced["answer"], "forced", {"forced": forced}, passages=passages)
+        return tr.finish(forced.answer, "forced", {"forced": forced}, passages=passages)
 
 
 class CoT(_Greedy):
@@ -55,9 +56,9 @@ class CoT(_Greedy):
     def _run(self, question, tr):
         with tr.step(0) as st:
             r = self.answer_prompt(tr, question, [], [], "cot", scored=False)
-            st.text = r["text"].strip()
+            st.text = r.text.strip()
         tr.stop("answered")
-        return tr.finish(r["answer"], "cot", {"cot": r})
+        return tr.finish(r.answer, "cot", {"cot": r})
 
 
 class SingleRetrieval(_Greedy):
@@ -67,10 +68,10 @@ class SingleRetrieval(_Greedy):
         with tr.step(0) as st:
             hits = self.search(tr, question, self.config.n_candidates)
             r = self.answer_prompt(tr, question, [], hits, "single", scored=False)
-            st.retrieved, st.query, st.text = True, question, r["text"].strip()
+            st.retrieved, st.query, st.text = True, question, r.text.strip()
             st.kept = {"ids": [h.id for h in hits], "title": ", ".join(h.title for h in hits)}
         tr.stop("answered")
-        return tr.finish(r["answer"], "single", {"single": r}, passages=hits)
+        return tr.finish(r.answer, "single", {"single": r}, passages=hits)
 
 
 class IRCoT(_Greedy):

@@ -38,6 +38,7 @@ from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
+from .records import Candidate, FinalAnswer
 from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown
 from .trace import Tracer
 
@@ -187,10 +188,10 @@ class SeaKR(Method):
         return c.retrieval == "always" or c.gate != "step" or (u is not None and u > self.delta)
 
     # ------------------------------------------------------------------ the knowledge check
-    def check(self, tr: Tracer, question: str) -> dict:
+    def check(self, tr: Tracer, question: str) -> FinalAnswer:
         """Ask for a short closed-book answer and read how likely it is right: P(correct) from the check's U
         through the short form's calibration map (gate=check), or 1 - the short-form probe's P(wrong) on
-        the answer's state (gate=probe). Returns {answer, u, p, text, forced}."""
+        the answer's state (gate=probe)."""
         c = self.config
         prompt, prefix = self.prompts.render_short(question)
         sampled = c.gate == "check" and U.NEEDS[c.check_estimator] == "samples"
@@ -208,16 +209,16 @@ class SeaKR(Method):
             p = 1.0 - u
         tr.model_call("check", prompt, gen, u, time.perf_counter() - t)
         ans = extract_answer(text) or text.strip().rstrip(".")
-        return {"answer": ans, "u": u, "p": p, "text": text, "forced": False}
+        return FinalAnswer(ans, u, text, False, p=p)
 
     # ------------------------------------------------------------------ multi-hop (Algorithm 1)
     def _run(self, question: str, tr: Tracer) -> str:
         if self.config.mode == "simple":
             return self._simple(question, tr)
         known = self._gate(tr, question) if self.config.gate != "step" else None
-        if known is not None and known["sure"]:
+        if known is not None and known.sure:
             tr.stop("known")
-            return tr.finish(known["answer"], "check", {"check": known}, rule=f"gate={self.config.gate}")
+            return tr.finish(known.answer, "check", {"check": known}, rule=f"gate={self.config.gate}")
         steps: list[str] = []  # rationales R
         kept: list = []  # knowledge buffer K
         queries: set[str] = set()
@@ -230,13 +231,13 @@ class SeaKR(Method):
             tr.stop("max_steps")
         return self._reason(question, tr, steps, kept, known)
 
-    def _gate(self, tr: Tracer, question: str) -> dict:
+    def _gate(self, tr: Tracer, question: str) -> FinalAnswer:
         """The knowledge check and its decision: ``sure`` when P(correct) reaches gate_p with a real answer."""
         known = self.check(tr, question)
-        known["gate_p"] = self.gate_p
-        known["sure"] = known["p"] >= self.gate_p and not is_unknown(known["answer"])
-        tr.decision("no-retrieve" if known["sure"] else "retrieve", step=-1, rule=f"gate={self.config.gate}",
-                    u=known["u"], p_correct=known["p"], gate_p=self.gate_p)
+        known.gate_p = self.gate_p
+        known.sure = known.p >= self.gate_p and not is_unknown(known.answer)
+        tr.decision("no-retrieve" if known.sure else "retrieve", step=-1, rule=f"gate={self.config.gate}",
+                    u=known.u, p_correct=known.p, gate_p=self.gate_p)
         return known
 
     def _iteration(self, tr, question, steps, kept, queries, st) -> str | None:
@@ -266,7 +267,7 @@ class SeaKR(Method):
             kept.append(hits[best])
             st.retrieved = True
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-            st.text, st.u_step = st.candidates[best]["step"], st.candidates[best]["u"]
+            st.text, st.u_step = st.candidates[best].step, st.candidates[best].u
         if stop := take_step(tr, steps, st.text):
             return stop
         if len(kept) >= c.max_passages:
@@ -280,17 +281,18 @@ class SeaKR(Method):
         query, _ = build_query(words, question, steps[-1] if steps else "", self.config.keep_p, self.config.query_max_words)
         return query
 
-    def score_candidates(self, tr, question, steps, kept, hits) -> list[dict]:
+    def score_candidates(self, tr, question, steps, kept, hits) -> list[Candidate]:
         """The next step generated with each candidate added to K, and its U; the N x k samples go
         through the model in one batched call."""
         rendered = [self.render(tr, question, steps, kept + [h]) for h in hits]
         res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS)
-        cand = [{"id": h.id, "title": h.title, "rank": r, "step": x.text, "u": x.u, "chosen": False}
+        cand = [Candidate(h.id, h.title, r, x.text, U.UNCERTAIN if x.u is None else x.u, score=h.score,
+                          state=x.gen.greedy.state if x.gen.greedy is not None else None)
                 for r, (h, x) in enumerate(zip(hits, res))]
         if self.config.estimator == "eigen":  # the noise of each U (the guarded rule's input; cheap: k x k)
             for c, x in zip(cand, res):
                 states = [s.state for s in x.gen.samples if s.state is not None]
-                c["u_se"] = U.jackknife_se(np.stack(states)) if states else U.UNCERTAIN  # < 3 samples: it says so
+                c.u_se = U.jackknife_se(np.stack(states)) if states else U.UNCERTAIN  # < 3 samples: it says so
         return cand
 
     def choose(self, us: list[float | None], ses: list[float] | None = None) -> int:
@@ -308,9 +310,9 @@ class SeaKR(Method):
         if self.config.rerank == "engine":
             hits = hits[:1]  # ablation: trust the search engine's order (and spend nothing on the others)
         cand = self.score_candidates(tr, question, steps, kept, hits)
-        best = self.choose([c["u"] for c in cand], [c.get("u_se", 0.0) for c in cand])
-        cand[best]["chosen"] = True
-        tr.decision("rerank", rule=self.config.rerank, chosen=cand[best]["id"], us=[c["u"] for c in cand])
+        best = self.choose([c.u for c in cand], [0.0 if c.u_se is None else c.u_se for c in cand])
+        cand[best].chosen = True
+        tr.decision("rerank", rule=self.config.rerank, chosen=cand[best].id, us=[c.u for c in cand])
         return best, cand
 
     def _reason(self, question, tr, steps, kept, known: dict | None = None) -> str:
@@ -331,7 +333,7 @@ class SeaKR(Method):
                 choice = "rationale" if c.reasoning == "rationales" else "knowledge"
         if known is not None:  # the check that sent the question to the chain, for the record
             cands["check"] = known
-        return tr.finish(cands[choice]["answer"], choice, cands, rule=c.reasoning, passages=kept)
+        return tr.finish(cands[choice].answer, choice, cands, rule=c.reasoning, passages=kept)
 
     def _pick_calibrated(self, tr, cands: dict) -> str:
         """The final choice on one scale: each answer's P(correct) in its own form, from its U through the
@@ -341,49 +343,49 @@ class SeaKR(Method):
         for name, form in (("rationale", "final-rationale"), ("knowledge", "final-knowledge")):
             x = cands[name]
             if self.config.reasoning == "calibrated":
-                x["p"] = self.knowledge.calibration(form, self.config.estimator)(x["u"])
+                x.p = self.knowledge.calibration(form, self.config.estimator)(x.u)
             else:
-                x["p"] = 1.0 - self.knowledge.probe(form).score(x.pop("state", None))
-            ps[name] = -x["p"]  # pick() keeps the lower: the negated probability
-        choice = pick({**cands["rationale"], "u": ps["rationale"]}, {**cands["knowledge"], "u": ps["knowledge"]})
+                x.p = 1.0 - self.knowledge.probe(form).score(x.state)
+            ps[name] = -x.p  # pick() keeps the lower: the negated probability
+        choice = pick(cands["rationale"].replace(u=ps["rationale"]), cands["knowledge"].replace(u=ps["knowledge"]))
         tr.decision("final-choice", rule=self.config.reasoning, p_rationale=-ps["rationale"], p_knowledge=-ps["knowledge"])
         return choice
 
-    def from_rationales(self, tr, question, steps) -> dict:
+    def from_rationales(self, tr, question, steps) -> FinalAnswer:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""
         body = steps[:-1] + ([drop_answer_sentence(steps[-1])] if steps else [])
         body = [s for s in body if s.strip()]
         return self.forced_answers(tr, question, [(body, [])], "final/rationale", True)[0]
 
     # ------------------------------------------------------------------ simple QA
-    def answer_with_passages(self, tr, question: str, hits) -> tuple[int, list[dict]]:
+    def answer_with_passages(self, tr, question: str, hits) -> tuple[int, list[FinalAnswer]]:
         """Simple-QA re-rank: an answer with each single passage as context (one batched call), and
         the one :meth:`choose` keeps."""
         if self.config.rerank == "engine":
             hits = hits[:1]
         res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank")
-        return self.choose([x["u"] for x in res]), res
+        return self.choose([x.u for x in res]), res
 
     def _simple(self, question: str, tr: Tracer) -> str:
         c = self.config
         with tr.step(0, self.delta) as st:
             direct = self.answer_prompt(tr, question, [], [], "direct")
-            st.pseudo, st.u = direct["text"].strip(), direct["u"]
-            st.text, st.u_step = st.pseudo, direct["u"]
-            retrieve = self.should_retrieve(direct["u"])
-            tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=direct["u"], delta=self.delta)
+            st.pseudo, st.u = direct.text.strip(), direct.u
+            st.text, st.u_step = st.pseudo, direct.u
+            retrieve = self.should_retrieve(direct.u)
+            tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=direct.u, delta=self.delta)
             if not retrieve:
-                return tr.finish(direct["answer"], "direct", {"direct": direct}, rule=c.retrieval)
+                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval)
             st.retrieved, st.query = True, question
             hits = self.search(tr, question, c.n_candidates)
             if not hits:
-                return tr.finish(direct["answer"], "direct", {"direct": direct}, rule=c.retrieval, note="no passage found")
+                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval, note="no passage found")
             best, res = self.answer_with_passages(tr, question, hits)
-            st.candidates = [{"id": h.id, "title": h.title, "rank": r, "step": x["answer"], "u": x["u"], "chosen": r == best}
+            st.candidates = [Candidate(h.id, h.title, r, x.answer, x.u, chosen=r == best, score=h.score)
                              for r, (h, x) in enumerate(zip(hits, res))]
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-            st.text, st.u_step = res[best]["text"].strip(), res[best]["u"]
-        return tr.finish(res[best]["answer"], "passage", {"direct": direct, "passage": res[best]}, rule=c.rerank,
+            st.text, st.u_step = res[best].text.strip(), res[best].u
+        return tr.finish(res[best].answer, "passage", {"direct": direct, "passage": res[best]}, rule=c.rerank,
                          passages=[hits[best]])
 
 

@@ -1,7 +1,8 @@
 """The trace vocabulary every method shares: model calls, retrievals, re-ranks, steps, the final choice.
 
-A trace is a list of events (dicts with a ``type``) plus per-step summaries and totals, all JSON-safe
-(+inf uncertainties are written as ``null`` with ``"inf": true`` beside them).
+A trace is a list of events (dicts with a ``type``) plus per-step summaries and totals. In memory the
+steps, re-rank candidates and final answers are typed records (:mod:`.records`); ``to_dict`` makes the
+JSON form (+inf uncertainties as ``null``; a model-call event adds ``"inf": true`` beside it).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ import hashlib
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterator
+
+from .records import Candidate, FinalAnswer
 
 
 def clean(x: Any) -> Any:
@@ -40,10 +43,15 @@ class Step:
     retrieved: bool = False
     query: str = ""
     kept: dict | None = None  # the passage kept (id, title, score)
-    candidates: list[dict] = field(default_factory=list)  # re-rank: id, title, step, u, chosen
+    candidates: list[Candidate] = field(default_factory=list)  # the re-rank's, in the engine's order
     text: str = ""  # the accepted step
     u_step: float | None = None  # uncertainty of the accepted step's generation
     note: str = ""
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["candidates"] = [c.to_dict() for c in self.candidates]
+        return clean(d)
 
 
 class Tracer:
@@ -56,7 +64,7 @@ class Tracer:
         self.listener, self.cancel = listener, cancel
         self.events: list[dict] = []
         self.steps: list[Step] = []
-        self.final: dict = {}
+        self.final: dict = {}  # set by finish(); its "candidates" are FinalAnswer records
         self.stop_reason: str | None = None
         self.t0 = time.perf_counter()
         self.totals = {"model_calls": 0, "sampled_sequences": 0, "generated_tokens": 0, "prompt_tokens": 0,
@@ -77,7 +85,7 @@ class Tracer:
             yield st
         finally:
             if self.listener is not None:
-                self.listener(clean({"type": "step", **asdict(st)}))
+                self.listener({"type": "step", **st.to_dict()})
 
     @contextmanager
     def timed(self, stage: str) -> Iterator[None]:
@@ -120,10 +128,10 @@ class Tracer:
         self.decision("stop", reason=reason, **kw)
         return reason
 
-    def finish(self, answer: str, choice: str, candidates: dict[str, dict], *, rule: str | None = None,
+    def finish(self, answer: str, choice: str, candidates: dict[str, FinalAnswer], *, rule: str | None = None,
                passages=(), note: str = "") -> str:
         """The final choice, in the one shape every method shares: the answer, which candidate it came
-        from (``choice``), every candidate answer considered ({answer, u, text, forced}), the rule that
+        from (``choice``), every candidate answer considered, the rule that
         chose, why the loop stopped, and the passages the answer could see."""
         self.final = {"answer": answer, "choice": choice, "rule": rule or choice, "stop_reason": self.stop_reason,
                       "candidates": candidates, "passages": [{"id": p.id, "title": p.title} for p in passages],
@@ -133,8 +141,10 @@ class Tracer:
 
     def to_dict(self) -> dict:
         self.totals["seconds"]["total"] = round(time.perf_counter() - self.t0, 3)
-        return clean({"question": self.question, "method": self.method, "steps": [asdict(s) for s in self.steps],
-                      "final": self.final, "events": self.events, "totals": self.totals})
+        final = {**self.final, "candidates": {n: c.to_dict() for n, c in self.final.get("candidates", {}).items()}} \
+            if self.final else {}
+        return clean({"question": self.question, "method": self.method, "steps": [s.to_dict() for s in self.steps],
+                      "final": final, "events": self.events, "totals": self.totals})
 
 
 @dataclass

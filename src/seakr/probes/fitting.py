@@ -90,9 +90,9 @@ def _final_rows(run: str | Path, form: str) -> tuple[dict, list[dict]]:
     name = form.removeprefix("final-")
     rows = []
     for r in run_rows(d):
-        c = ((r.get("final") or {}).get("candidates") or {}).get(name)
-        if c is not None and "f1" in c:
-            rows.append({"id": r["id"], "f1": c["f1"], "scores": {est: c.get("u")}})
+        c = r.final.candidates.get(name)
+        if c is not None and c.f1 is not None:
+            rows.append({"id": r.id, "f1": c.f1, "scores": {est: c.u}})
     if not rows:
         raise ValueError(f"{d}: no final {name!r} answers with F1 in its rows (a SeaKR run with reasoning=self-aware?)")
     return cfg, rows
@@ -134,7 +134,7 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
 
     short = {r["id"]: r for run in check_runs for r in _study(run)[1]}
-    chain = {r["id"]: r for run in chain_runs for r in run_rows(Path(run))}
+    chain = {r.id: r for run in chain_runs for r in run_rows(Path(run))}
     pr, pk = bank.calibration("final-rationale", estimator), bank.calibration("final-knowledge", estimator)
     if gate == "probe":
         p_correct = lambda r: 1.0 - (1.0 if r["scores"].get("probe") is None else r["scores"]["probe"])  # noqa: E731
@@ -148,3 +148,15 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     return {"gate": gate, "gate_p": level, "rule": "P(correct) of the check >= the chain's expected F1 (tuning)",
             "at_gate_p": at, "argmax": choose_gate_p(sweep["curve"]), **sweep,
             "data": {"check": [Path(r).name for r in check_runs], "chain": [str(r) for r in chain_runs]}}
+
+
+def gate_markdown(res: dict) -> str:
+    """A gate level's trade-off curve (every fifth point) and the chosen level, for a terminal."""
+    lines = ["| gate_p | F1 | answered by the check | retrievals/q |", "|---|---|---|---|"]
+    for c in res["curve"][::5]:
+        lines.append(f"| {c['gate_p']:.2f} | {100 * c['f1']:.1f} | {c['answered_by_check']:.2f} | {c['retrievals_per_q']:.2f} |")
+    at, best = res["at_gate_p"], res["argmax"]
+    lines.append(f"gate_p {res['gate_p']:.2f} (the chain's expected F1 on these {res['n']} questions): F1 {100 * at['f1']:.1f}, "
+                 f"{100 * at['answered_by_check']:.0f} % answered by the check, the chain alone {100 * res['chain_f1']:.1f}; "
+                 f"the curve's argmax {best['gate_p']:.2f} (F1 {100 * best['f1']:.1f})")
+    return "\n".join(lines)

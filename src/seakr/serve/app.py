@@ -222,6 +222,30 @@ class AnswerService:
         return f"search index {self.index_name()}: {msg}"
 
 
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_port(host: str, port: int) -> None:
+    """Fail before the model loads when the address cannot be bound (taken, or not this machine's)."""
+    import socket
+
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host.strip("[]"), port))
+        except OSError as e:
+            raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
 def _static(name: str) -> str:
     return resources.files("seakr.serve").joinpath("static", name).read_text()
 

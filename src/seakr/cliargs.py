@@ -1,0 +1,309 @@
+"""The `seakr` command line, as argparse sees it: every subcommand, flag, type and help text. The
+commands themselves are in :mod:`seakr.cli`; each parser names its command (``cmd``)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def count(text: str) -> int:
+    """A whole number >= 0 (a queue length: 0 admits only what the workers take)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return v
+
+
+def port_number(text: str) -> int:
+    v = positive_int(text)
+    if v > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got {text!r}")
+    return v
+
+
+def _number(text: str, ok, expect: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not ok(v):
+        raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number")
+
+
+def temperature(text: str) -> float:
+    """A sampling temperature: finite and >= 0 (0 is greedy)."""
+    return _number(text, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
+
+def probability(text: str) -> float:
+    """A nucleus mass top-p: in (0, 1]."""
+    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
+
+
+def unescape(text: str) -> str:
+    """``\\n`` and ``\\t`` in a prompt typed on one line become a newline and a tab; everything else, non-ASCII
+    text included, is kept as typed (``unicode_escape`` would read UTF-8 bytes as latin-1: mojibake)."""
+    return re.sub(r"\\(\\|n|t)", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    from .models import DEFAULT_MODEL
+
+    p.add_argument("--model", default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
+    p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
+                   help="how the model computes (default auto: the packaged model's fastest precision that passed "
+                        "the accuracy bar, else bf16 where native, else fp32); int8 is CPU only")
+    p.add_argument("--dtype", dest="precision", help=argparse.SUPPRESS)  # the older name of --precision
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    p.add_argument("--threads", type=positive_int, default=None)
+    p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
+
+
+def _add_method_args(p, methods) -> None:
+    p.add_argument("--index", default=None, help="index directory or http(s)://host:9200/INDEX")
+    p.add_argument("--method", default="seakr", choices=list(methods))
+    p.add_argument("--delta", type=float, default=None, help="SeaKR threshold (default: calibration file)")
+    p.add_argument("--prompt-set", default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="any method option, e.g. estimator=energy rerank=engine max_steps=4 (repeatable)")
+
+
+def _add_service_limits(p) -> None:
+    from .serve.app import ServiceLimits
+
+    d = ServiceLimits()
+    p.add_argument("--max-rows", type=positive_int, default=d.max_rows,
+                   help=f"rows of one request's largest model call (memory; default {d.max_rows})")
+    p.add_argument("--max-work", type=positive_int, default=d.max_work,
+                   help=f"row-tokens of one request's calls in the worst case (time; default {d.max_work})")
+    p.add_argument("--max-kv-mb", type=positive_int, default=d.max_kv_mb,
+                   help=f"attention cache of one request's largest call, MB (memory; default {d.max_kv_mb})")
+    p.add_argument("--max-body", type=positive_int, default=d.max_body, help=f"request body bytes (default {d.max_body})")
+    p.add_argument("--token", default=None, help="bearer token required on every route but /v1/health "
+                                                 "(default: the SEAKR_TOKEN environment variable)")
+    p.add_argument("--docs", action=argparse.BooleanOptionalAction, default=None,
+                   help="serve /docs and /openapi.json (default: only when bound to loopback)")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error shape: one line naming the command and the problem, exit 2
+    (``--help`` still prints the usage)."""
+
+    def error(self, message):
+        self.exit(2, f"seakr: error: {self.prog}: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = Parser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    _uncertainty_parser(sub)
+    _answer_parsers(sub)
+    _eval_parsers(sub)
+    _probe_parsers(sub)
+    _index_parsers(sub)
+    return ap
+
+
+def _uncertainty_parser(sub) -> None:
+    p = sub.add_parser("uncertainty", help="greedy continuation + every uncertainty estimator for one prompt")
+    _add_model_args(p)
+    p.add_argument("prompt")
+    p.add_argument("--k", type=positive_int, default=20, help="samples for the state-based estimators")
+    p.add_argument("--temperature", type=temperature, default=1.0)
+    p.add_argument("--top-k", type=positive_int, default=50)
+    p.add_argument("--top-p", type=probability, default=0.9)
+    p.add_argument("--max-new-tokens", type=positive_int, default=64)
+    p.add_argument("--stop", action="append", default=["\n"], help="stop string (repeatable; default newline)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--alpha", type=positive_float, default=1e-3)
+    p.add_argument("--show", type=int, default=5, help="samples to print")
+    p.add_argument("--no-escapes", dest="escapes", action="store_false", help="do not interpret \\n in PROMPT")
+    p.add_argument("--prompt-estimator", action="store_true", help="also ask the sufficiency question")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(cmd="uncertainty")
+
+
+def _answer_parsers(sub) -> None:
+    from .methods import METHODS
+
+    p = sub.add_parser("ask", help="answer one question with SeaKR or a baseline, printing the trace")
+    _add_model_args(p)
+    _add_method_args(p, METHODS)
+    p.add_argument("question")
+    p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
+    p.add_argument("--html", default=None, help="also write the trace viewer page for this answer")
+    p.set_defaults(cmd="ask")
+
+    p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")
+    _add_model_args(p)
+    _add_method_args(p, METHODS)
+    p.add_argument("question", nargs="?", default=None, help="default: the demo's multi-hop question")
+    p.set_defaults(cmd="demo")
+
+    p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")
+    _add_model_args(p)
+    p.add_argument("--index", default=None, help="default: the demo index")
+    p.add_argument("--method", default="seakr", choices=list(METHODS))
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=port_number, default=8000)
+    p.add_argument("--workers", type=positive_int, default=1, help="concurrent generations")
+    p.add_argument("--queue", type=count, default=4, help="requests admitted beyond the workers; more get 429")
+    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per request before 504")
+    _add_service_limits(p)
+    p.set_defaults(cmd="serve")
+
+
+def _data_args(p, out_required=True, data_required=None) -> None:
+    from .eval.datasets import LAYOUTS
+
+    _add_model_args(p)
+    p.add_argument("--data", required=out_required if data_required is None else data_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
+    p.add_argument("--layout", default="auto", choices=LAYOUTS)
+    p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
+    p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
+    p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
+    p.add_argument("--every", type=positive_int, default=None, metavar="N",
+                   help="every N-th question of the file (before --limit): a subset spread over its topics")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--prompt-set", default=None)
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", required=out_required)
+
+
+def _eval_parsers(sub) -> None:
+    from .methods import METHODS
+
+    def study(name, help, data_required=True):
+        p = sub.add_parser(name, help=help)
+        _data_args(p, data_required=data_required)
+        p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
+        p.set_defaults(cmd=name.replace("-", "_"))
+        return p
+
+    p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
+    _data_args(p, out_required=False)
+    p.add_argument("--method", default="seakr", choices=list(METHODS))
+    p.add_argument("--delta", type=float, default=None)
+    p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
+    p.add_argument("--config", default=None, help="TOML file listing [[run]] entries (method, name, options)")
+    p.add_argument("--concurrency", type=positive_int, default=1,
+                   help="questions in flight; their model calls are merged into shared decode batches")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="run questions I, I+N, ... only (0 <= I < N; e.g. a Slurm array's task id); join with `seakr merge`")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="fan --shards shards out over a Ray cluster (default: a local one); merged into OUT/merged")
+    p.add_argument("--shards", type=positive_int, default=2, help="with --ray: how many shards (default 2)")
+    p.add_argument("--cpus-per-shard", type=positive_float, default=1.0)
+    p.add_argument("--gpus-per-shard", type=float, default=0.0, help="with --ray on GPUs: e.g. 1")
+    p.set_defaults(cmd="eval")
+
+    p = sub.add_parser("merge", help="join the shard directories of one eval run (refuses overlaps and other runs)")
+    p.add_argument("dirs", nargs="+")
+    p.add_argument("--out", required=True)
+    p.set_defaults(cmd="merge")
+
+    p = sub.add_parser("compare", help="paper-style table of several eval run directories")
+    p.add_argument("dirs", nargs="+")
+    p.set_defaults(cmd="compare")
+
+    p = study("calibrate", "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration",
+              data_required=False)
+    p.add_argument("--from-runs", nargs=2, metavar=("NEVER", "ALWAYS"), default=None,
+                   help="multi-hop: two eval runs of SeaKR on tuning questions, delta=inf and retrieval=always "
+                        "(benchmarks/configs/calibrate-multihop.toml)")
+    p.add_argument("--k", type=positive_int, default=None)
+    p.add_argument("--n-candidates", type=positive_int, default=None)
+    p.add_argument("--no-write", action="store_true", help="do not write the calibration file")
+    p = study("detect", "answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
+    p.add_argument("--setting", default="closed-book", choices=["closed-book", "open-book"],
+                   help="open-book: the question with its gold passage(s) (NQ oracle, SQuAD, HotpotQA, 2Wiki)")
+    p.add_argument("--probe", default=None, metavar="TAPS",
+                   help="also score EigenScore at these states, from the same samples: all, mlp, residual or "
+                        "LAYER:SOURCE,... (0-based layers), each at k=5, 10, 20")
+    p.add_argument("--form", default="cot", choices=["cot", "short"],
+                   help="cot: SeaKR's answer prompt (demonstrations, chain of thought); short: the knowledge check "
+                        "(a short answer, no demonstrations)")
+    p.add_argument("--probe-file", default=None, help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
+    study("rerank-study", "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
+
+    p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
+    p.add_argument("dir")
+    p.add_argument("--out", default=None)
+    p.set_defaults(cmd="report")
+
+
+def _probe_parsers(sub) -> None:
+    from .probes.probe import FORMS
+
+    p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
+    psub = p.add_subparsers(dest="probe_command", required=True)
+    f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
+    f.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
+    f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
+    f.add_argument("--form", default="short", choices=list(FORMS))
+    f.add_argument("--folds", type=positive_int, default=5)
+    f.add_argument("--out", required=True, help="probe file to write (.json)")
+    f.set_defaults(cmd="probe_fit")
+    c = psub.add_parser("calibrate", help="map one estimator's scores to P(correct) (isotonic or Platt)")
+    c.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
+    c.add_argument("--estimator", required=True, help="a score name in the rows, e.g. eigen, max-entropy, probe")
+    c.add_argument("--form", default="short", choices=list(FORMS))
+    c.add_argument("--kind", default="isotonic", choices=["isotonic", "platt"])
+    c.add_argument("--out", required=True, help="calibration file to write (.json)")
+    c.set_defaults(cmd="probe_calibrate")
+    g = psub.add_parser("gate", help="choose the knowledge check's gate level on tuning runs (F1 against it)")
+    g.add_argument("--check", nargs="+", required=True, help="detect studies of the check (--form short) on tuning data")
+    g.add_argument("--chain", nargs="+", required=True, help="SeaKR eval runs retrieving at every step on the same questions")
+    g.add_argument("--gate", default="check", choices=["check", "probe"])
+    g.add_argument("--model", default=None, help="whose fitted files to read (default: the check studies' model)")
+    g.add_argument("--probes", default=None, help="folder of fitted files (default: the package's)")
+    g.add_argument("--out", required=True, help="JSON file for the trade-off curve and the chosen level")
+    g.set_defaults(cmd="probe_gate")
+
+
+def _index_parsers(sub) -> None:
+    from .search.corpora import FORMATS
+
+    p = sub.add_parser("index", help="build or inspect a search index")
+    isub = p.add_subparsers(dest="index_command", required=True)
+    b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")
+    b.add_argument("sources", nargs="*", help="corpus files (none with --format wiki-offline: the demo corpus)")
+    b.add_argument("--format", action="append", choices=FORMATS, default=None,
+                   help="one for all sources or one per source (default auto)")
+    b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
+    b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default="tantivy")
+    b.add_argument("--overwrite", action="store_true", help="replace an existing seakr index (never anything else)")
+    b.add_argument("--add", action="store_true", help="incremental add to an existing index")
+    b.set_defaults(cmd="index_build")
+    i = isub.add_parser("info", help="manifest of an index (document count, analyzer, checksum)")
+    i.add_argument("index")
+    i.add_argument("--verify", action="store_true", help="check every index file and recompute the document checksum")
+    i.set_defaults(cmd="index_info")
+
+    p = sub.add_parser("search", help="BM25 top-k for one query")
+    p.add_argument("index", help="index directory or http(s)://host:port/INDEX")
+    p.add_argument("query")
+    p.add_argument("-k", type=positive_int, default=3)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(cmd="search")

