@@ -152,7 +152,8 @@ def cmd_ask(args) -> int:
 
 def plan_from_args(args) -> EvalPlan:
     """``seakr eval``'s flags as a plan; with ``--config``, the grid's runs, and its top-level keys fill
-    the flags left at their defaults."""
+    the flags left at their defaults. (The flags are read first, then the plan's layer takes over.)"""
+    spec, options = model_spec(args), parse_options(args.option)
     top, runs = read_grid(args.config) if args.config else ({}, [])
 
     def flag(key, default=None):
@@ -160,9 +161,8 @@ def plan_from_args(args) -> EvalPlan:
         return top[key] if key in top and v in (None, default) else v
 
     if not runs:
-        runs = [RunSpec(args.method, parse_options(args.option))]
-        check_run("--option", args.method, runs[0].options)
-    spec = model_spec(args)
+        check_run("--option", args.method, options)
+        runs = [RunSpec(args.method, options)]
     spec.model = flag("model")
     return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=args.layout, index=flag("index"),
                     filler=list(args.filler), limit=flag("limit"), every=args.every, shard=args.shard, seed=flag("seed", 42),

@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from seakr.eval.metrics import auroc
 from seakr.eval.rows import ResultRow
 from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
 from seakr.eval.studies import StateStore
+from seakr.probes import load_probe
 from seakr.probes.fitting import calibrate_from_studies, fit_from_studies
 
 
@@ -143,3 +145,53 @@ def test_the_probe_commands_write_files_that_load(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(tmp_path), "--out", str(tmp_path / "q.json")],
                          capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "not a detect study" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def rerank_study(folder, n_q=60, d=12, seed=0):
+    """A re-rank study as `seakr rerank-study` leaves it: rows with the engine's scores, a state per candidate.
+    The gold passage is the engine's top-1 on 70 % of questions; the state's feature 0 marks it on all."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"method": {"model": {"model": "m"}}, "data": "/x/train.json"}))
+    store = StateStore(folder / "states", ["L3:mlp"])
+    rows = []
+    for q in range(n_q):
+        gold = 0 if rng.random() < 0.7 else int(rng.integers(1, 3))
+        titles = [f"t{q}-{j}" for j in range(3)]
+        for j in range(3):
+            store.put(f"q{q}#{j}", np.r_[(-1.0 if j == gold else 1.0) + 0.8 * rng.normal(), rng.normal(size=d - 1)])
+        rows.append({"id": f"q{q}", "titles": titles, "gold": [titles[gold]], "scores": [12.0, 10.0, 9.0], "u": [None] * 3})
+    (folder / "rerank_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def test_the_candidate_probe_stacks_state_and_engine_into_one_linear_probe(tmp_path):
+    from seakr.probes.fitting import candidate_rows, fit_candidate_probe
+
+    run = rerank_study(tmp_path / "study")
+    c = candidate_rows([run])
+    assert c["states"].shape == (180, 12) and c["engine"].shape == (180, 5) and c["wrong"].sum() == 120
+    full = fit_candidate_probe([run])
+    assert full.form == "candidate" and full.dim == 17 and full.features[0] == "rank-0"
+    assert "stacked" in full.provenance  # state logit first, then the engine features beside it
+    # the folded probe is one linear function of [state, engine], scored as SeaKR scores it
+    p = np.array([full.score(s, e) for s, e in zip(c["states"], c["engine"])])
+    assert auroc(list(p), list(c["wrong"])) > max(auroc(list(-c["engine"][:, 0]), list(c["wrong"])), 0.8)
+    state_only, engine_only = fit_candidate_probe([run], with_engine=False), fit_candidate_probe([run], with_state=False)
+    assert state_only.dim == 12 and not state_only.features and engine_only.dim == 5
+    assert full.provenance["cv_auroc"] > engine_only.provenance["cv_auroc"]
+
+
+def test_probe_fit_candidate_from_the_command_line(tmp_path):
+    from seakr.cli import main
+
+    run = rerank_study(tmp_path / "study")
+    out = tmp_path / "m-candidate.probe.json"
+    assert main(["probe", "fit", str(run), "--form", "candidate", "--out", str(out)]) == 0
+    p = load_probe(out)
+    assert p.form == "candidate" and p.tap == "L3:mlp" and p.features
+    # a study from before the engine's scores were kept: one line saying to run it again
+    old = rerank_study(tmp_path / "old")
+    (old / "rerank_rows.jsonl").write_text("".join(json.dumps({k: v for k, v in json.loads(x).items() if k != "scores"}) + "\n"
+                                                   for x in (old / "rerank_rows.jsonl").read_text().splitlines()))
+    assert main(["probe", "fit", str(old), "--form", "candidate", "--out", str(out)]) == 2

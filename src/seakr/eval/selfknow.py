@@ -90,3 +90,21 @@ def choose_gate_p(curve: Sequence[dict]) -> dict:
     """On tuning data: the gate level with the best F1; ties go to the one answering most by the check
     (fewest retrievals)."""
     return dict(max(curve, key=lambda c: (round(c["f1"], 6), c["answered_by_check"])))
+
+
+def rerank_signal(questions: Sequence[tuple[Sequence[float], Sequence[bool]]]) -> dict:
+    """How well a re-rank score (higher: more likely a supporting passage) orders each question's
+    candidates: the within-question AUROC (gold against non-gold pairs; ties 1/2; each question that has
+    both counts once, CI over questions) and recall@1 of its top candidate (ties: the engine's order)."""
+    from .metrics import bootstrap_ci
+
+    per_q, top1 = [], []
+    for scores, gold in questions:
+        a = auroc(list(scores), list(gold))
+        if math.isfinite(a):
+            per_q.append(a)
+        best = max(range(len(scores)), key=lambda j: (scores[j], -j))
+        top1.append(float(gold[best]))
+    return {"n": len(top1), "pairs_questions": len(per_q),
+            "auroc_within": float(np.mean(per_q)) if per_q else None, "auroc_ci95": bootstrap_ci(per_q) if per_q else None,
+            "recall@1": float(np.mean(top1)) if top1 else None, "top1": top1}

@@ -36,6 +36,7 @@ import numpy as np
 from .. import uncertainty as U
 from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
+from ..probes.probe import engine_features
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
@@ -43,7 +44,7 @@ from .text import align_words, build_query, drop_answer_sentence, extract_answer
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
-RERANK = ("self-aware", "engine", "guarded")
+RERANK = ("self-aware", "engine", "guarded", "probe")
 REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "auto")
 #: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
 #: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
@@ -58,7 +59,7 @@ class SeaKRConfig(MethodConfig):
     delta: float | None = None  # None: calibration file -> packaged measurement -> paper's -6
     keep_p: float = 0.9  # query: keep words whose tokens all have p >= keep_p
     retrieval: str = "self-aware"  # | always        (ablation "- S.A. retrieval")
-    rerank: str = "self-aware"  # | engine (ablation "- S.A. re-rank": search-engine top-1) | guarded (ours)
+    rerank: str = "self-aware"  # | engine (ablation "- S.A. re-rank": top-1) | guarded | probe (the candidate probe)
     rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
     reasoning: str = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: calibrated where fitted
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
@@ -87,6 +88,8 @@ class SeaKRConfig(MethodConfig):
                              "answer already decides (its U against delta)")
         if self.check_estimator == "prompt":
             raise ValueError("check_estimator=prompt is not a check: choose a sample- or greedy-based estimator")
+        if self.rerank == "probe" and self.mode == "simple":
+            raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
 
@@ -124,7 +127,7 @@ class SeaKR(Method):
         else:
             self.delta, self.delta_source = float(c.delta), "config"
         self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes)
-        self.greedy_states = c.reasoning == "probe"
+        self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
 
@@ -157,11 +160,13 @@ class SeaKR(Method):
         if c.reasoning == "probe":
             for form in ("final-rationale", "final-knowledge"):
                 self.knowledge.probe(form).check(info)
+        if c.rerank == "probe":
+            self.knowledge.probe("candidate").check(info)
 
     def requires(self) -> set[str]:
         c = self.config
         extra = estimator_needs(c.check_estimator) if c.gate == "check" else set()
-        return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning) else set())
+        return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning, c.rerank) else set())
 
     @classmethod
     def from_config(cls, model: str | None = None, index: str | None = None, **options) -> "SeaKR":
@@ -306,14 +311,25 @@ class SeaKR(Method):
             return guarded_choice(us, ses, self.config.rerank_z)
         return min_u_index(us)
 
-    def rerank(self, tr, question, steps, kept, hits) -> tuple[int, list[dict]]:
+    def rerank(self, tr, question, steps, kept, hits) -> tuple[int, list[Candidate]]:
         if self.config.rerank == "engine":
             hits = hits[:1]  # ablation: trust the search engine's order (and spend nothing on the others)
         cand = self.score_candidates(tr, question, steps, kept, hits)
-        best = self.choose([c.u for c in cand], [0.0 if c.u_se is None else c.u_se for c in cand])
+        if self.config.rerank == "probe":
+            best = self.probe_choice(cand)
+        else:
+            best = self.choose([c.u for c in cand], [0.0 if c.u_se is None else c.u_se for c in cand])
         cand[best].chosen = True
         tr.decision("rerank", rule=self.config.rerank, chosen=cand[best].id, us=[c.u for c in cand])
         return best, cand
+
+    def probe_choice(self, cand: list[Candidate]) -> int:
+        """``rerank=probe``: the candidate the candidate probe finds most likely to support the answer, from
+        its step's state and the engine's rank and score (ties: the engine's order)."""
+        probe, top = self.knowledge.probe("candidate"), cand[0].score
+        for c in cand:
+            c.p = 1.0 - probe.score(c.state, engine_features(c.rank, c.score, top))
+        return max(range(len(cand)), key=lambda j: (cand[j].p, -j))
 
     def _reason(self, question, tr, steps, kept, known: dict | None = None) -> str:
         """Self-aware reasoning (paper §3.3): an answer from the rationales and one from all of K;

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from .calibration import Calibration, fit_calibration
-from .probe import Probe, fit_probe
+from .probe import ENGINE_FEATURES, Probe, engine_features, fit_probe
 
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
@@ -63,7 +63,13 @@ def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray,
 def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str = "best", folds: int = 5,
                      report=None) -> tuple[Probe, dict]:
     """A probe per tap (``tap="best"``: every stored tap, the best cross-validated AUROC wins), fitted
-    on every row of ``runs``. Returns the probe and {tap: cv_auroc}."""
+    on every row of ``runs`` (detect studies; re-rank studies for ``form="candidate"``). Returns the
+    probe and {tap: cv_auroc}."""
+    if form == "candidate":
+        p = fit_candidate_probe(runs, folds)
+        if report:
+            report(p.tap, p)
+        return p, {p.tap: p.provenance["cv_auroc"]}
     model, taps, X, wrong, data = load_states(runs)
     chosen = taps if tap == "best" else [tap]
     for t in chosen:
@@ -160,3 +166,84 @@ def gate_markdown(res: dict) -> str:
                  f"{100 * at['answered_by_check']:.0f} % answered by the check, the chain alone {100 * res['chain_f1']:.1f}; "
                  f"the curve's argmax {best['gate_p']:.2f} (F1 {100 * best['f1']:.1f})")
     return "\n".join(lines)
+
+
+def candidate_rows(runs: Sequence[str | Path]) -> dict:
+    """The re-rank candidates of ``seakr rerank-study`` runs, pooled: each candidate's greedy step state
+    (``states``, (n, d)), its engine features (``engine``, (n, 5)), whether its passage is not a
+    supporting one (``wrong``), its question (``groups``) and (question id, rank) (``keys``)."""
+    from ..eval.runner import read_results, read_run_config
+    from ..eval.studies import StateStore
+
+    out = {"states": [], "engine": [], "wrong": [], "groups": [], "keys": [], "model": None, "tap": None, "data": []}
+    for run in runs:
+        d = Path(run)
+        if not (d / "rerank_rows.jsonl").is_file():
+            raise ValueError(f"{d}: not a re-rank study (needs config.json and rerank_rows.jsonl)")
+        cfg, store = read_run_config(d), StateStore.open(d / "states")
+        m = ((cfg.get("method") or {}).get("model") or {}).get("model")
+        if out["model"] is not None and (m, store.taps[0]) != (out["model"], out["tap"]):
+            raise ValueError(f"{d}: model {m} at {store.taps[0]}, the first run has {out['model']} at {out['tap']}")
+        out["model"], out["tap"] = m, store.taps[0]
+        out["data"].append(_data_name(cfg, d))
+        for r in read_results(d / "rerank_rows.jsonl"):
+            _add_candidates(out, r, store, d)
+    if not out["states"]:
+        raise ValueError(f"{', '.join(map(str, runs))}: no candidate states to fit on")
+    for k in ("states", "engine", "wrong"):
+        out[k] = np.array(out[k])
+    return out
+
+
+def _add_candidates(out: dict, r: dict, store, where) -> None:
+    if not r.get("titles"):
+        return
+    if "scores" not in r:
+        raise ValueError(f"{where}: rows without the engine's scores (a study run before they were kept): run it again")
+    for rank, title in enumerate(r["titles"]):
+        z = store.get(f"{r['id']}#{rank}")
+        if z is None:
+            continue
+        out["states"].append(z[0])
+        out["engine"].append(engine_features(rank, r["scores"][rank], r["scores"][0]))
+        out["wrong"].append(title not in set(r["gold"]))
+        out["groups"].append(r["id"])
+        out["keys"].append((r["id"], rank))
+
+
+def fit_candidate_probe(runs: Sequence[str | Path], folds: int = 5, with_state: bool = True,
+                        with_engine: bool = True) -> Probe:
+    """The re-rank probe: P(the passage is not supporting) from the candidate's step state and the
+    engine's rank and score, cross-validated by question. ``with_state``/``with_engine`` leave one part
+    out (to measure what each adds). With both, the two are stacked (:func:`stack_probe`): one L2
+    penalty over ~900 state weights and 5 engine features would shrink the engine's few strong weights
+    with the state's many weak ones."""
+    c = candidate_rows(runs)
+    kw = dict(model=str(c["model"]), tap=c["tap"], form="candidate", folds=folds, data="+".join(c["data"]), groups=c["groups"])
+    if with_state and with_engine:
+        return stack_probe(c["states"], c["engine"], c["wrong"], **kw)
+    X = c["states"] if with_state else c["engine"]
+    return fit_probe(X, c["wrong"], **kw, features=list(ENGINE_FEATURES) if with_engine else [])
+
+
+def stack_probe(states: np.ndarray, engine: np.ndarray, wrong, *, groups, folds: int = 5, **kw) -> Probe:
+    """A state probe, then a logistic regression on its out-of-fold logit beside the engine features,
+    folded back into one linear probe over [state, engine features]: logit = a (w.s' + c) + v.e' + b with
+    s', e' standardised, i.e. weights [a w, v] and intercept a c + b. Its CV AUROC is the second stage's on
+    the out-of-fold state logits (question-grouped folds throughout)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedGroupKFold
+
+    ps = fit_probe(states, wrong, groups=groups, folds=folds, **kw)
+    Zs = (states - ps.mean) / ps.scale
+    oof = np.zeros(len(wrong))
+    for tr, te in StratifiedGroupKFold(folds, shuffle=True, random_state=0).split(Zs, wrong, groups):
+        oof[te] = LogisticRegression(C=ps.C, max_iter=5000).fit(Zs[tr], wrong[tr]).decision_function(Zs[te])
+    second = fit_probe(np.column_stack([oof, engine]), wrong, groups=groups, folds=folds, Cs=(0.01, 0.1, 1.0, 10.0), **kw)
+    a = second.coef[0] / second.scale[0]  # the stage-2 weight of the raw state logit
+    b = second.intercept - second.coef[0] * second.mean[0] / second.scale[0]
+    coef = np.concatenate([a * ps.coef, second.coef[1:]])
+    prov = {**second.provenance, "stacked": {"state_C": ps.C, "state_cv_auroc": ps.provenance["cv_auroc"],
+                                             "engine_C": second.C}}
+    return Probe(ps.model, ps.tap, "candidate", coef, float(a * ps.intercept + b), np.concatenate([ps.mean, second.mean[1:]]),
+                 np.concatenate([ps.scale, second.scale[1:]]), second.C, prov, list(ENGINE_FEATURES))

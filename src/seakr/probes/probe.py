@@ -1,5 +1,9 @@
 """A linear probe on one state vector: P(the answer is wrong) = sigmoid(w . (x - mean) / scale + b).
 
+A probe of re-rank candidates (form ``candidate``) reads, after the state, the engine's view of the
+passage (:data:`ENGINE_FEATURES`: its rank and its score against the top score), so it can learn when
+to keep the engine's order; its "wrong" is "the passage does not support the answer".
+
 Fitted with scikit-learn (standardise, then L2 logistic regression with its strength chosen by
 stratified cross-validation on AUROC); applied with numpy alone, so answering needs no scikit-learn.
 A probe belongs to one model and one tap (layer, source) and one decision form: it refuses any other
@@ -21,6 +25,17 @@ import numpy as np
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
 
+#: What a candidate probe reads beside the state: the engine's rank (one-hot; the third and later
+#: share one), the candidate's score over the top score, and its gap to the top score.
+ENGINE_FEATURES = ("rank-0", "rank-1", "rank-2+", "score/top", "score-top")
+
+
+def engine_features(rank: int, score: float | None, top: float | None) -> np.ndarray:
+    """:data:`ENGINE_FEATURES` of one candidate (a missing score reads as the top score)."""
+    top = float(top) if top else 0.0
+    s = top if score is None else float(score)
+    return np.array([rank == 0, rank == 1, rank >= 2, s / top if top > 0 else 1.0, s - top], dtype=np.float64)
+
 
 @dataclass
 class Probe:
@@ -33,6 +48,7 @@ class Probe:
     scale: np.ndarray
     C: float = 1.0
     provenance: dict = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
+    features: list = field(default_factory=list)  # what follows the state (ENGINE_FEATURES for candidates)
 
     def __post_init__(self):
         if self.form not in FORMS:
@@ -63,14 +79,20 @@ class Probe:
         if layers is not None and li >= int(layers):
             raise ValueError(f"probe tap {self.tap} is outside the model's {layers} layers")
         hidden = info.get("hidden_size")
-        if hidden is not None and int(hidden) != self.dim:
-            raise ValueError(f"probe tap {self.tap} has {self.dim} weights, the model's states have {hidden}")
+        if hidden is not None and int(hidden) + len(self.features) != self.dim:
+            raise ValueError(f"probe tap {self.tap} has {self.dim - len(self.features)} state weights, the model's "
+                             f"states have {hidden}")
 
-    def score(self, state) -> float:
-        """P(wrong) for one state vector; a missing state (an empty answer) is maximally uncertain."""
+    def score(self, state, extra=None) -> float:
+        """P(wrong) for one state vector (and, for a probe with ``features``, those values after it); a
+        missing state (an empty answer) is maximally uncertain."""
         if state is None:
             return 1.0
         x = np.asarray(state, dtype=np.float64).ravel()
+        if self.features:
+            if extra is None or len(extra) != len(self.features):
+                raise ValueError(f"probe {self.form}: reads {', '.join(self.features)} after the state")
+            x = np.concatenate([x, np.asarray(extra, dtype=np.float64).ravel()])
         if x.shape != self.coef.shape:
             raise ValueError(f"probe {self.tap}: a state of {x.size} features, the probe has {self.dim}")
         z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
@@ -91,7 +113,7 @@ class Probe:
         if not isinstance(d, dict) or any(k not in d for k in need):
             missing = [k for k in need if not isinstance(d, dict) or k not in d]
             raise ValueError(f"{where}: not a probe file (missing {', '.join(missing)})")
-        return cls(**{k: d[k] for k in (*need, "C", "provenance") if k in d})
+        return cls(**{k: d[k] for k in (*need, "C", "provenance", "features") if k in d})
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict()))
@@ -122,10 +144,13 @@ def packaged_probe(model: str, form: str) -> Probe:
 
 
 def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, form: str, folds: int = 5,
-              Cs: Sequence[float] = tuple(np.logspace(-4, -1, 7)), seed: int = 0, data: str = "") -> Probe:
-    """Standardise, then L2 logistic regression for "wrong", C chosen by stratified k-fold AUROC."""
+              Cs: Sequence[float] = tuple(np.logspace(-4, -1, 7)), seed: int = 0, data: str = "",
+              groups: Sequence | None = None, features: Sequence[str] = ()) -> Probe:
+    """Standardise, then L2 logistic regression for "wrong", C chosen by stratified k-fold AUROC.
+    ``groups`` (e.g. the question of each re-rank candidate) keep a group's rows in one fold, so the
+    cross-validated score is that of unseen questions."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_score
 
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(wrong, dtype=int)
@@ -138,7 +163,8 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     scale = np.where(scale > 0, scale, 1.0)
     Z = (X - mean) / scale
     # the regularisation strength by stratified k-fold AUROC (the folds are the same for every C)
-    cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    cv = StratifiedKFold(folds, shuffle=True, random_state=seed) if groups is None else \
+        list(StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(Z, y, groups))
     # The grid stops at C = 0.1: on ~800 states of ~1,000 features weaker regularisation only lost
     # (cross-validated AUROC fell from 0.857 at C = 0.003 to 0.824 at C = 1 on the 0.5B's train states)
     # and made lbfgs ten times slower.
@@ -148,4 +174,4 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     lr = LogisticRegression(C=C, max_iter=5000).fit(Z, y)
     prov = {"data": data, "n": int(len(y)), "wrong": int(y.sum()), "cv_auroc": round(cv_scores[C], 4), "folds": folds,
             "fitted_at": time.strftime("%Y-%m-%d")}
-    return Probe(model, tap, form, lr.coef_[0], float(lr.intercept_[0]), mean, scale, C, prov)
+    return Probe(model, tap, form, lr.coef_[0], float(lr.intercept_[0]), mean, scale, C, prov, list(features))
