@@ -77,3 +77,20 @@ def test_engine_features_of_a_candidate():
     np.testing.assert_allclose(engine_features(0, 12.0, 12.0), [1, 0, 0, 1.0, 0.0])
     np.testing.assert_allclose(engine_features(1, 9.0, 12.0), [0, 1, 0, 0.75, -3.0])
     np.testing.assert_allclose(engine_features(4, None, 12.0), [0, 0, 1, 1.0, 0.0])  # a missing score reads as the top
+
+
+def test_rerank_auto_takes_the_probe_where_fitted_and_the_papers_rule_elsewhere(tmp_path):
+    idx = engine(tmp_path / "idx", PASSAGES)
+    lm = ScriptedLM(script("Stanley Kubrick"), dim=DIM)
+    (tmp_path / "empty").mkdir()
+    fitted = SeaKR(lm, idx, probes=bank(tmp_path), gate="step", reasoning="self-aware")
+    assert fitted.config.rerank == "probe" and fitted.describe()["config"]["rerank"] == "probe"
+    assert SeaKR(lm, idx, probes=str(tmp_path / "empty")).config.rerank == "self-aware"
+    assert SeaKR(lm, idx, probes=bank(tmp_path), mode="simple").config.rerank == "self-aware"
+    # the probe re-rank spends no samples on the candidates: one greedy row each
+    calls = []
+    counting = ScriptedLM(script("Stanley Kubrick"), dim=DIM)
+    orig = counting.generate
+    counting.generate = lambda prompts, config, **kw: calls.append((len(prompts), config.n)) or orig(prompts, config, **kw)
+    SeaKR(counting, idx, k=4, delta=-100.0, probes=bank(tmp_path), gate="step", reasoning="self-aware").answer(Q)
+    assert (2, 0) in calls and all(n in (0, 4) for _, n in calls)

@@ -451,7 +451,7 @@ def _plot_roc(rows, wrong, table, path):
 
 #: The studies measure the paper's signals (U of its own forms); the gate and final rule they never use
 #: are pinned so a study's recorded configuration does not move with the method's defaults.
-STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware"}
+STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware"}
 
 
 def calibration_lines(r: dict, out: str) -> str:

@@ -44,7 +44,7 @@ from .text import align_words, build_query, drop_answer_sentence, extract_answer
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
-RERANK = ("self-aware", "engine", "guarded", "probe")
+RERANK = ("self-aware", "engine", "guarded", "probe", "auto")
 REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "auto")
 #: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
 #: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
@@ -59,7 +59,7 @@ class SeaKRConfig(MethodConfig):
     delta: float | None = None  # None: calibration file -> packaged measurement -> paper's -6
     keep_p: float = 0.9  # query: keep words whose tokens all have p >= keep_p
     retrieval: str = "self-aware"  # | always        (ablation "- S.A. retrieval")
-    rerank: str = "self-aware"  # | engine (ablation "- S.A. re-rank": top-1) | guarded | probe (the candidate probe)
+    rerank: str = "auto"  # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: probe where fitted
     rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
     reasoning: str = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: calibrated where fitted
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
@@ -88,7 +88,7 @@ class SeaKRConfig(MethodConfig):
                              "answer already decides (its U against delta)")
         if self.check_estimator == "prompt":
             raise ValueError("check_estimator=prompt is not a check: choose a sample- or greedy-based estimator")
-        if self.rerank == "probe" and self.mode == "simple":
+        if self.rerank == "probe" and self.mode == "simple":  # "auto" settles to self-aware there
             raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
@@ -134,8 +134,9 @@ class SeaKR(Method):
     def resolve(self, config: SeaKRConfig) -> SeaKRConfig:
         """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
         paper's step gate; ``reasoning="auto"``: the calibrated choice where both final forms' maps are
-        fitted, else the paper's raw U. The run's configuration records the settled values."""
-        if "auto" not in (config.gate, config.reasoning):
+        fitted, else the paper's raw U; ``rerank="auto"``: the candidate probe where one is fitted (multi-hop),
+        else the paper's lowest U. The run's configuration records the settled values."""
+        if "auto" not in (config.gate, config.reasoning, config.rerank):
             return config
         bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
         gate, reasoning = config.gate, config.reasoning
@@ -144,9 +145,13 @@ class SeaKR(Method):
         if reasoning == "auto":
             fitted = all(bank.has_calibration(f, config.estimator) for f in ("final-rationale", "final-knowledge"))
             reasoning = "calibrated" if fitted and config.mode == "multihop" else "self-aware"
+        rerank = config.rerank
+        if rerank == "auto":
+            rerank = "probe" if (STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate")
+                                 and config.mode == "multihop") else "self-aware"
         if config.mode == "simple":
             gate = "step" if config.gate == "auto" else gate
-        return config.replace(gate=gate, reasoning=reasoning)
+        return config.replace(gate=gate, reasoning=reasoning, rerank=rerank)
 
     def _signals(self) -> None:
         c, info = self.config, self.lm.info()
@@ -290,11 +295,12 @@ class SeaKR(Method):
         """The next step generated with each candidate added to K, and its U; the N x k samples go
         through the model in one batched call."""
         rendered = [self.render(tr, question, steps, kept + [h]) for h in hits]
-        res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS)
+        # the probe reads the greedy step's state: no samples, no U (N x k rows saved per retrieval)
+        res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS, scored=self.config.rerank != "probe")
         cand = [Candidate(h.id, h.title, r, x.text, U.UNCERTAIN if x.u is None else x.u, score=h.score,
                           state=x.gen.greedy.state if x.gen.greedy is not None else None)
                 for r, (h, x) in enumerate(zip(hits, res))]
-        if self.config.estimator == "eigen":  # the noise of each U (the guarded rule's input; cheap: k x k)
+        if self.config.estimator == "eigen" and self.config.rerank != "probe":  # the noise of each U (the guarded rule's input)
             for c, x in zip(cand, res):
                 states = [s.state for s in x.gen.samples if s.state is not None]
                 c.u_se = U.jackknife_se(np.stack(states)) if states else U.UNCERTAIN  # < 3 samples: it says so
