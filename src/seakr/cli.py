@@ -235,7 +235,7 @@ def cmd_calibrate(args) -> int:
     if sel.family != "simpleqa":
         raise CLIError(f"{args.data}: multi-hop questions calibrate from two eval runs: run "
                        "benchmarks/configs/calibrate-multihop.toml with `seakr eval`, then `seakr calibrate --from-runs NEVER ALWAYS`")
-    m = SeaKR(lm, open_engine(plan.index), **{**opts, "delta": 0.0})
+    m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(sel.examples)) as adv:
         r = calibrate(m, sel.examples, args.out, progress=adv, write=not args.no_write, resume=args.resume,
@@ -260,7 +260,7 @@ def cmd_detect(args) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False)  # closed-book unless --index
-    m = SeaKR(lm, None, **{**opts, "delta": 0.0})
+    m = SeaKR(lm, None, **opts)
     try:
         taps = parse_taps(args.probe, lm.info()["layers"])
     except ValueError as e:
@@ -320,7 +320,7 @@ def cmd_rerank_study(args) -> int:
     from .search import open_engine
 
     plan, sel, lm, opts = study_setup(args, parse_options(args.option))
-    m = SeaKR(lm, open_engine(plan.index), **{**opts, "delta": 0.0})
+    m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(sel.examples)) as adv:
         r = rerank_study(m, sel.examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))

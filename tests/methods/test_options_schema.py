@@ -69,7 +69,10 @@ def through_the_service(method, name, v):
         return None
     except Exception as e:  # HTTPException: 422 with the reason
         detail = str(getattr(e, "detail", e))
-        return "server cap" if name in LIMITS and "on this server" in detail else detail
+        # a server cap: a per-option limit, or the request's worst-case budget (rows, work, attention cache),
+        # which a large enough value of several options (n_candidates, k, max_steps, ...) exceeds
+        capped = (name in LIMITS and "on this server" in detail) or "this server allows" in detail
+        return "server cap" if capped else detail
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -449,9 +449,10 @@ def _plot_roc(rows, wrong, table, path):
     plt.close(fig)
 
 
-#: The studies measure the paper's signals (U of its own forms); the gate and final rule they never use
-#: are pinned so a study's recorded configuration does not move with the method's defaults.
-STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware"}
+#: The studies measure the paper's signals (U of its own forms); the gate and rules they never use are
+#: pinned so a study's recorded configuration does not move with the method's defaults, and delta is 0
+#: (a study scores both branches of every decision itself).
+STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware", "delta": 0.0}
 
 
 def calibration_lines(r: dict, out: str) -> str:
