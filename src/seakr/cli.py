@@ -11,7 +11,7 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .textio import check_output_file, check_question
-from .eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, check_output_dir, check_run, read_grid
+from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 
 
 class CLIError(Exception):
@@ -174,7 +174,7 @@ def cmd_eval(args) -> int:
     from .eval.plan import run_plan
     from .eval.runner import summary_markdown
 
-    plan = plan_from_args(args).check()
+    plan = plan_from_args(args)  # run_plan / run_shards check it before anything slow
     if args.ray is not None:
         from .eval.cluster import run_shards
 
@@ -422,13 +422,7 @@ def precheck(args) -> None:
     prompt-set file. Each gets one line naming the flag."""
     if getattr(args, "device", None) is not None:
         model_spec(args).check()
-    seed = getattr(args, "seed", None)
-    if seed is not None and not 0 <= seed < 2 ** 32:
-        raise CLIError(f"--seed {seed}: expected 0..{2 ** 32 - 1}")
-    if getattr(args, "prompt_set", None):
-        from .prompts import PromptSet
-
-        PromptSet.load(args.prompt_set)  # a missing or malformed file: one ValueError line naming it
+    check_settings(getattr(args, "seed", None), getattr(args, "prompt_set", None))
 
 
 def user_errors() -> tuple[type[BaseException], ...]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import json
 import os
 import re
 import sys
@@ -120,6 +121,25 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def check_run_name(where: str, name, names: set) -> None:
+    """A run's name becomes its folder: a plain file name, unique within the plan (added to ``names``)."""
+    if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
+        raise PlanError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
+    if name in names:
+        raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
+    names.add(name)
+
+
+def check_settings(seed: int | None, prompt_set: str | None) -> None:
+    """The seed's range and a prompt-set file (a missing or malformed one: one line naming it)."""
+    if seed is not None and not 0 <= seed < 2 ** 32:
+        raise PlanError(f"--seed {seed}: expected 0..{2 ** 32 - 1}")
+    if prompt_set:
+        from ..prompts import PromptSet
+
+        PromptSet.load(prompt_set)
+
+
 def check_output_dir(path: str, flag: str = "--out") -> None:
     if os.path.islink(path) and not os.path.exists(path):
         raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
@@ -164,22 +184,13 @@ class EvalPlan:
             raise PlanError("eval: --data and --out are required (or set them in --config)")
         if not self.runs:
             raise PlanError("eval: the plan has no runs")
-        names = set()
+        names: set = set()
         for r in self.runs:
-            if not RUN_NAME.fullmatch(r.name) or r.name in (".", ".."):
-                raise PlanError(f"run name {r.name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
-            if r.name in names:
-                raise PlanError(f"a second run named {r.name!r} (each run writes to its own folder)")
-            names.add(r.name)
+            check_run_name("run", r.name, names)
             check_run(f"run {r.name!r}", r.method, r.options)
-        if not 0 <= self.seed < 2 ** 32:
-            raise PlanError(f"--seed {self.seed}: expected 0..{2 ** 32 - 1}")
         if self.shard is not None:
             parse_shard(self.shard)
-        if self.prompt_set:
-            from ..prompts import PromptSet
-
-            PromptSet.load(self.prompt_set)  # a missing or malformed file: one line naming it
+        check_settings(self.seed, self.prompt_set)
         self.model.check()
         check_output_dir(self.out)
         return self
@@ -256,17 +267,11 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     sums = []
     for run in plan.runs:
         m = build_method(run.method, lm, open_engine(index), **plan.options_for(run, sel.family))
-        say(f"config[{run.name}]: " + _json(m.describe()))
+        say(f"config[{run.name}]: " + json.dumps(m.describe()))
         with progress_bar(run.name, total=len(sel.examples), enabled=progress) as adv:
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
                                  concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of))
     return sums
-
-
-def _json(d) -> str:
-    import json
-
-    return json.dumps(d)
 
 
 # ---------------------------------------------------------------------- TOML run grids
@@ -304,14 +309,10 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
     if "method" not in r:
         raise PlanError(f"{where}: missing field 'method'")
     name, options = r.get("name", r["method"]), r.get("options", {})
-    if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
-        raise PlanError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
-    if name in names:
-        raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
+    check_run_name(where, name, names)
     if not isinstance(options, dict):
         raise PlanError(f"{where}: options must be a table such as {{ estimator = \"energy\" }}")
     check_run(f"{where} ({name})", r["method"], options)
-    names.add(name)
     return RunSpec(r["method"], dict(options), name)
 
 

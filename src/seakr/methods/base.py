@@ -16,7 +16,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
 from .text import extract_answer, has_answer, is_unknown
-from .records import Candidate, FinalAnswer
+from .records import FinalAnswer
 from .trace import Answer, Tracer
 
 #: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
