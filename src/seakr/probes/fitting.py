@@ -21,13 +21,28 @@ from .probe import ENGINE_FEATURES, Probe, engine_features, fit_probe
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
 
-def _study(run: str | Path) -> tuple[dict, list[dict]]:
+def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "detect") -> tuple[dict, list[dict]]:
     from ..eval.runner import read_results, read_run_config
 
     d = Path(run)
-    if not (d / "detect_rows.jsonl").is_file():
-        raise ValueError(f"{d}: not a detect study (needs config.json and detect_rows.jsonl)")
-    return read_run_config(d), read_results(d / "detect_rows.jsonl")
+    if not (d / rows_name).is_file():
+        raise ValueError(f"{d}: not a {kind} study (needs config.json and {rows_name})")
+    return read_run_config(d), read_results(d / rows_name)
+
+
+def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str):
+    """(run, config, rows, state store) of each study, in order; every run must share the model and taps."""
+    from ..eval.studies import StateStore
+
+    first = None
+    for run in runs:
+        cfg, rows = _study(run, rows_name, kind)
+        store = StateStore.open(Path(run) / "states")
+        m = ((cfg.get("method") or {}).get("model") or {}).get("model")
+        if first is not None and (m, store.taps) != first:
+            raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {first[0]} at {first[1]}")
+        first = (m, store.taps)
+        yield run, cfg, rows, store
 
 
 def _data_name(cfg: dict, run) -> str:
@@ -39,16 +54,9 @@ def _data_name(cfg: dict, run) -> str:
 def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str]]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names) pooled over detect runs; rows
     without a stored state (an empty answer) are left out. Every run must share the model and taps."""
-    from ..eval.studies import StateStore
-
     model, taps, xs, ys, data = None, None, [], [], []
-    for run in runs:
-        cfg, rows = _study(run)
-        store = StateStore.open(Path(run) / "states")
-        m = (cfg.get("method") or {}).get("model", {}).get("model")
-        if model is not None and (m != model or store.taps != taps):
-            raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
-        model, taps = m, store.taps
+    for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect"):
+        model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
         data.append(_data_name(cfg, run))
         for r in rows:
             z = store.get(r["id"])
@@ -172,22 +180,12 @@ def candidate_rows(runs: Sequence[str | Path]) -> dict:
     """The re-rank candidates of ``seakr rerank-study`` runs, pooled: each candidate's greedy step state
     (``states``, (n, d)), its engine features (``engine``, (n, 5)), whether its passage is not a
     supporting one (``wrong``), its question (``groups``) and (question id, rank) (``keys``)."""
-    from ..eval.runner import read_results, read_run_config
-    from ..eval.studies import StateStore
-
     out = {"states": [], "engine": [], "wrong": [], "groups": [], "keys": [], "model": None, "tap": None, "data": []}
-    for run in runs:
-        d = Path(run)
-        if not (d / "rerank_rows.jsonl").is_file():
-            raise ValueError(f"{d}: not a re-rank study (needs config.json and rerank_rows.jsonl)")
-        cfg, store = read_run_config(d), StateStore.open(d / "states")
-        m = ((cfg.get("method") or {}).get("model") or {}).get("model")
-        if out["model"] is not None and (m, store.taps[0]) != (out["model"], out["tap"]):
-            raise ValueError(f"{d}: model {m} at {store.taps[0]}, the first run has {out['model']} at {out['tap']}")
-        out["model"], out["tap"] = m, store.taps[0]
-        out["data"].append(_data_name(cfg, d))
-        for r in read_results(d / "rerank_rows.jsonl"):
-            _add_candidates(out, r, store, d)
+    for run, cfg, rows, store in _with_states(runs, "rerank_rows.jsonl", "re-rank"):
+        out["model"], out["tap"] = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps[0]
+        out["data"].append(_data_name(cfg, run))
+        for r in rows:
+            _add_candidates(out, r, store, run)
     if not out["states"]:
         raise ValueError(f"{', '.join(map(str, runs))}: no candidate states to fit on")
     for k in ("states", "engine", "wrong"):
