@@ -40,7 +40,8 @@ def through_a_grid(tmp_path, method, name, v):
     if v is None:  # TOML has no null: leaving the key out is how a grid says it
         return "not expressible"
     toml = tmp_path / "grid.toml"
-    lit = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("inf" if v > 0 else "-inf")
+    lit = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else \
+        ("nan" if math.isnan(v) else "inf" if v > 0 else "-inf")  # TOML's spellings (NaN is not "-inf")
     toml.write_text(f'[[run]]\nmethod = "{method}"\noptions = {{ {name} = {lit} }}\n')
     try:
         read_grid(str(toml))
@@ -52,7 +53,8 @@ def through_a_grid(tmp_path, method, name, v):
 def through_the_flag(method, name, v):
     import json
 
-    text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else ("Infinity" if v > 0 else "-Infinity")
+    text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else \
+        ("NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity")
     try:
         check_run("--option", method, parse_options([f"{name}={text}"]))
         return None
