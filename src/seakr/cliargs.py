@@ -8,25 +8,23 @@ import math
 import re
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, lo: int, expect: str) -> int:
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        v = lo - 1
+    if v < lo:
+        raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
     return v
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def count(text: str) -> int:
     """A whole number >= 0 (a queue length: 0 admits only what the workers take)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return v
+    return _int_at_least(text, 0, "a whole number >= 0")
 
 
 def port_number(text: str) -> int:
