@@ -82,6 +82,20 @@ def test_an_unknown_answer_retrieves_at_every_step_though_delta_says_never(tmp_p
 
 
 @pytest.mark.parametrize("gate", ["check", "probe"])
+def test_past_a_failed_check_the_pseudo_step_draws_no_samples(tmp_path, idx, gate):
+    # every step retrieves after the check found the model unsure: the step's U would decide nothing
+    _, _, a = run(tmp_path, idx, UNKNOWN, gate=gate, gate_p=0.5)
+    calls = [e for e in a.trace["events"] if e["type"] == "model_call"]
+    pseudo = [e for e in calls if e["purpose"] == "pseudo-step"]
+    assert pseudo and all(e["samples"] == 0 and e["u"] is None for e in pseudo)
+    assert all(s["retrieved"] for s in a.trace["steps"][:1])
+    # the paper's gate still reads the pseudo-step's U, from its k samples
+    _, _, paper = run(tmp_path, idx, UNKNOWN, gate="step", delta=-100.0)
+    assert all(e["samples"] == 5 and e["u"] is not None
+               for e in paper.trace["events"] if e["type"] == "model_call" and e["purpose"] == "pseudo-step")
+
+
+@pytest.mark.parametrize("gate", ["check", "probe"])
 def test_the_gate_crosses_exactly_at_its_threshold(tmp_path, idx, gate):
     _, _, a = run(tmp_path, idx, KNOWN, gate=gate, gate_p=0.5)
     p = a.trace["final"]["candidates"]["check"]["p"]

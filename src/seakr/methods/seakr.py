@@ -37,7 +37,7 @@ from .. import uncertainty as U
 from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
 from ..probes.probe import engine_features
-from ..prompts import SHORT_STOPS, SHORT_TOKENS
+from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
 from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown
@@ -156,9 +156,12 @@ class SeaKR(Method):
     def _signals(self) -> None:
         c, info = self.config, self.lm.info()
         if c.gate == "check":
-            self.knowledge.calibration("short", c.check_estimator)
+            cal = self.knowledge.calibration("short", c.check_estimator)
+            check_wording(cal.provenance, f"the short-form {c.check_estimator} calibration of {info.get('model')}")
         if c.gate == "probe":
-            self.knowledge.probe("short").check(info)
+            probe = self.knowledge.probe("short")
+            probe.check(info)
+            check_wording(probe.provenance, f"the short-form probe of {info.get('model')}")
         if c.reasoning == "calibrated":
             for form in ("final-rationale", "final-knowledge"):
                 self.knowledge.calibration(form, c.estimator)
@@ -255,7 +258,9 @@ class SeaKR(Method):
         c = self.config
         with tr.timed("pseudo"):
             prompt, prefix = self.render(tr, question, steps, kept)
-            pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS)
+            # past a knowledge check every step retrieves: the step's U would decide nothing, so its k samples
+            # are not drawn (the query needs only the greedy step's token probabilities)
+            pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=c.gate == "step")
             st.pseudo, st.u = pseudo.text, pseudo.u
             retrieve = self.should_retrieve(pseudo.u)
             tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u, delta=self.delta,
