@@ -16,12 +16,12 @@ from seakr.probes import load_probe
 from seakr.probes.fitting import calibrate_from_studies, fit_from_studies
 
 
-def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp")):
+def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None):
     """A detect study on disk: the label is a linear function of the state at L2 only."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"data": "train.csv", "method": {
-        "model": {"model": model}, "config": {"prompt_style": "chat"}}}))
+        "model": {"model": model}, "config": {"prompt_style": "chat"}}, **({"wording": wording} if wording else {})}))
     store = StateStore(folder / "states", list(taps))
     w = rng.normal(size=8)
     rows = []
@@ -195,3 +195,26 @@ def test_probe_fit_candidate_from_the_command_line(tmp_path):
     (old / "rerank_rows.jsonl").write_text("".join(json.dumps({k: v for k, v in json.loads(x).items() if k != "scores"}) + "\n"
                                                    for x in (old / "rerank_rows.jsonl").read_text().splitlines()))
     assert main(["probe", "fit", str(old), "--form", "candidate", "--out", str(out)]) == 2
+
+
+def test_fitted_files_record_the_checks_wording_and_seakr_refuses_another(tmp_path):
+    from scripted import ScriptedLM
+    from seakr.methods import SeaKR
+    from seakr.prompts import check_wording, wording_record
+
+    ours, theirs = wording_record(), {**wording_record(), "system": "Say it in one word."}
+    run = make_study(tmp_path / "s", wording=ours)
+    probe, _ = fit_from_studies([run], form="short")
+    cal = calibrate_from_studies([run], "eigen")
+    assert probe.provenance["wording"] == ours == cal.provenance["wording"]
+    check_wording(probe.provenance, "p")  # the same wording (or none recorded) passes
+    check_wording({}, "old file")
+    with pytest.raises(ValueError, match="different wordings"):  # two wordings' answers are not pooled
+        fit_from_studies([run, make_study(tmp_path / "t", wording=theirs)], form="short")
+    other, _ = fit_from_studies([make_study(tmp_path / "u", wording=theirs)], form="short")
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    other.model = "scripted"
+    other.save(bank / "scripted-short.probe.json")
+    with pytest.raises(ValueError, match="another wording.*refit"):
+        SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate="probe", probes=str(bank))

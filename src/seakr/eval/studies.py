@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
-from ..prompts import SHORT_STOPS, SHORT_TOKENS
+from ..prompts import SHORT_STOPS, SHORT_TOKENS, wording_record
 from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
@@ -294,6 +294,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
 
     out = Path(out_dir)
     meta = {**(data or {}), "setting": setting, "form": form, "states": store.taps,
+            **({"wording": wording_record()} if form == "short" else {}),
             **({"probe": [tap_name(t) for t in taps]} if probe else {}),
             **({"probe_model": {"tap": probe_model.tap, "form": probe_model.form, **probe_model.provenance}}
                if probe_model else {})}

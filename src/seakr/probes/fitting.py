@@ -45,18 +45,30 @@ def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str):
         yield run, cfg, rows, store
 
 
+def _wording(cfgs: Sequence[dict], runs) -> dict:
+    """The check's wording the short-form studies asked in ({} when they predate the record); studies of
+    two wordings cannot be pooled (their answers, states and scores belong to different prompts)."""
+    seen = {json.dumps(c.get("wording"), sort_keys=True) for c in cfgs}
+    if len(seen) > 1:
+        raise ValueError(f"{', '.join(map(str, runs))}: studies asked in different wordings; fit on one wording's studies")
+    w = cfgs[0].get("wording") if cfgs else None
+    return {"wording": w} if w is not None else {}
+
+
 def _data_name(cfg: dict, run) -> str:
     """A run's data file as folder/name (two datasets' train files share a name)."""
     p = Path(cfg.get("data", str(run)))
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
-def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str]]:
-    """(model, taps, X of shape (n, taps, d), wrong labels, data names) pooled over detect runs; rows
-    without a stored state (an empty answer) are left out. Every run must share the model and taps."""
-    model, taps, xs, ys, data = None, None, [], [], []
+def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+    """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record) pooled
+    over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
+    model, the taps and (short form) the wording."""
+    model, taps, xs, ys, data, cfgs = None, None, [], [], [], []
     for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect"):
         model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
+        cfgs.append(cfg)
         data.append(_data_name(cfg, run))
         for r in rows:
             z = store.get(r["id"])
@@ -65,7 +77,7 @@ def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray,
                 ys.append(r["f1"] < CORRECT_F1)
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
-    return str(model), list(taps), np.stack(xs), np.array(ys), data
+    return str(model), list(taps), np.stack(xs), np.array(ys), data, _wording(cfgs, runs)
 
 
 def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str = "best", folds: int = 5,
@@ -78,7 +90,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
         if report:
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
-    model, taps, X, wrong, data = load_states(runs)
+    model, taps, X, wrong, data, wording = load_states(runs)
     chosen = taps if tap == "best" else [tap]
     for t in chosen:
         if t not in taps:
@@ -90,7 +102,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
         if report:
             report(t, p)
     best = max(table, key=lambda t: table[t])
-    fitted[best].provenance["taps_tried"] = table
+    fitted[best].provenance.update(taps_tried=table, **wording)
     return fitted[best], table
 
 
@@ -116,9 +128,10 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
                            kind: str = "isotonic") -> Calibration:
     """A calibration map for one estimator of one form, from detect studies (form ``short`` or ``cot``
     answers) or, for the final forms, from SeaKR eval runs (each row's rationale or knowledge answer)."""
-    scores, correct, data, setups = [], [], [], set()
+    scores, correct, data, setups, cfgs = [], [], [], set(), []
     for run in runs:
         cfg, rows = _final_rows(run, form) if form.startswith("final-") else _study(run)
+        cfgs.append(cfg)
         data.append(_data_name(cfg, run))
         m = cfg.get("method") or {}
         setups.add(((m.get("model") or {}).get("model"), (m.get("config") or {}).get("prompt_style")))
@@ -132,7 +145,8 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
         raise ValueError(f"{', '.join(map(str, runs))}: runs of different models or prompt styles {sorted(map(str, setups))}")
     cal = fit_calibration(scores, correct, form=form, estimator=estimator, kind=kind, data="+".join(data))
     (model, style), = setups
-    cal.provenance.update({"model": model, "prompt_style": style, "runs": [Path(r).name for r in runs]})
+    cal.provenance.update({"model": model, "prompt_style": style, "runs": [Path(r).name for r in runs],
+                           **(_wording(cfgs, runs) if form == "short" else {})})
     return cal
 
 

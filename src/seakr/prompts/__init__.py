@@ -37,6 +37,34 @@ INSTRUCTION = (
 #: (Worded on train questions: naming the kinds of answer, "yes or no" among them, made the 0.5B answer
 #: "Yes" to most questions; this wording did not.)
 SHORT_INSTRUCTION = "Give only the short answer to the question, without explanation."
+
+
+@dataclass(frozen=True)
+class ShortWording:
+    """How the knowledge check asks: a system instruction (None: the chat template's own), the user's turn
+    (``{question}`` is filled in) and the words the answer follows. The check's U and every probe and map
+    fitted on its answers belong to one wording: change it and they must be refitted."""
+
+    system: str | None = SHORT_INSTRUCTION
+    user: str = "Question: {question}"
+    lead: str = "Answer:"
+
+
+SHORT_WORDING = ShortWording()
+
+
+def wording_record(wording: ShortWording = SHORT_WORDING) -> dict:
+    """The wording as studies and fitted files record it (what :func:`check_wording` compares)."""
+    return {"system": wording.system, "user": wording.user, "lead": wording.lead}
+
+
+def check_wording(provenance: dict, where: str) -> None:
+    """A probe or map fitted on the check's answers must have been fitted on this wording's answers (files
+    that predate the record carry none and are taken as they are)."""
+    got = provenance.get("wording")
+    if got is not None and got != wording_record():
+        raise ValueError(f"{where}: fitted on the knowledge check's answers to another wording ({got}); "
+                         f"this version asks {wording_record()}: refit it (seakr detect --form short, seakr probe fit)")
 SHORT_STOPS = ("\n", "Question:")
 SHORT_TOKENS = 24  # room for a short answer (the check and the detect study's short form share it)
 CONTEXT_HEADER = "Context:"
@@ -152,17 +180,18 @@ class PromptBuilder:
         cut = text.index(_SENTINEL)
         return text[:cut] + text[cut + len(_SENTINEL):] + answer, text[:cut]
 
-    def render_short(self, question: str, passages: Sequence = ()) -> tuple[str, str]:
+    def render_short(self, question: str, passages: Sequence = (), wording: ShortWording = SHORT_WORDING) -> tuple[str, str]:
         """The knowledge check's prompt: the question (after any passages), no demonstrations, and room
         for a short answer; returns (prompt, cacheable prefix) as :meth:`render` does."""
-        q, ctx = clean_question(question), self.context_block(passages)
+        user = self.context_block(passages) + wording.user.format(question=clean_question(question))
         if self.style == "plain":
-            prefix = f"{SHORT_INSTRUCTION}\n\n"
-            return prefix + ctx + f"Question: {q}\nAnswer:", prefix
-        msgs = [{"role": "system", "content": SHORT_INSTRUCTION}, {"role": "user", "content": f"{_SENTINEL}{ctx}Question: {q}"}]
+            prefix = f"{wording.system}\n\n" if wording.system else ""
+            return prefix + user + "\n" + wording.lead, prefix
+        msgs = ([{"role": "system", "content": wording.system}] if wording.system else []) + [
+            {"role": "user", "content": _SENTINEL + user}]
         text = self.chat(msgs)
         cut = text.index(_SENTINEL)
-        return text[:cut] + text[cut + len(_SENTINEL):] + "Answer:", text[:cut]
+        return text[:cut] + text[cut + len(_SENTINEL):] + wording.lead, text[:cut]
 
     def to_dict(self) -> dict:
         return {"prompt_set": self.set.name, "n_shot": self.n_shot, "style": self.style, "titles": self.titles,
