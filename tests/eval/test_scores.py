@@ -67,7 +67,7 @@ def test_score_rows_hold_no_text_from_the_data_and_resume_a_run_on_another_machi
     assert merged["n"] == 5 and len((tmp_path / "merged" / SCORES).read_text().splitlines()) == 5
 
 
-def test_timing_adds_up_over_resumed_sessions_and_a_finished_resume_keeps_it(tmp_path):
+def test_timing_adds_up_over_resumed_runs_and_a_finished_resume_keeps_it(tmp_path):
     run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path, concurrency=2)
     first = json.loads((tmp_path / "summary.json").read_text())
     assert first["timed_questions"] == 2 and first["concurrency"] == 2 and first["wall_seconds"] >= 0

@@ -1,4 +1,4 @@
-"""The guarded re-rank rule (issue 15 item 3): its arithmetic, and the jackknife error it uses."""
+"""The guarded re-rank rule: its arithmetic, and the jackknife error it uses."""
 
 import math
 

@@ -1,6 +1,6 @@
 """Bad input at the command line: one line naming the problem, exit 2, before any slow work.
 
-Numbers refer to the probing report (issue 17). Most of these fail before the model loads; the few
+Numbers refer to the items of the reliability probe. Most of these fail before the model loads; the few
 that need the model use the packaged SmolLM2."""
 
 import gzip

@@ -1,6 +1,6 @@
 """The HTTP service under hostile or careless clients: a real uvicorn process with SmolLM2 on loopback.
 Work budget, disconnecting and timed-out clients, body size, NaN, a damaged index, the token, what
-the trace exposes. Numbers refer to issue 17; every loop here is bounded in count and time."""
+the trace exposes. Numbers refer to the items of the reliability probe; every loop here is bounded in count and time."""
 
 import json
 import shutil

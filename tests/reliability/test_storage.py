@@ -1,5 +1,5 @@
 """Faults on disk: torn and duplicated result lines, resuming onto other data, damaged index files,
-builds killed with SIGKILL and the orphans they leave. Numbers refer to issue 17."""
+builds killed with SIGKILL and the orphans they leave. Numbers refer to the items of the reliability probe."""
 
 import json
 import os
