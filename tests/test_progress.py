@@ -18,6 +18,7 @@ EVENTS = [
     {"type": "retrieval", "query": "Kubrick", "hits": [{"id": "a"}, {"id": "b"}]},
     {"type": "decision", "what": "no-retrieve", "step": -1, "u": -6.1, "p_correct": 0.72, "gate_p": 0.5},
     {"type": "decision", "what": "retrieve", "step": 1, "u": None, "delta": -5.0},
+    {"type": "decision", "what": "retrieve", "step": 0, "u": None, "delta": None, "rule": "gate=probe"},
 ]
 
 
@@ -29,6 +30,7 @@ def test_each_event_says_what_happens():
     assert said[3] == "search 'Kubrick': 2 passages"
     assert said[4] == "check: P(correct)=0.72 vs 0.50 -> no-retrieve"
     assert said[5] == "step 2: U=inf vs delta -5.00 -> retrieve"
+    assert said[6] == "step 1: gate=probe -> retrieve"  # past a knowledge check: no U, no delta
 
 
 def test_a_log_gets_decisions_a_terminal_gets_one_line_rewritten():
@@ -38,5 +40,5 @@ def test_a_log_gets_decisions_a_terminal_gets_one_line_rewritten():
         for e in EVENTS:
             live(e)
         live.close()
-    assert len(log.getvalue().splitlines()) == 4 and "pseudo-step" not in log.getvalue()  # no model calls in a log
-    assert "\n" not in term.getvalue() and term.getvalue().count("\r\033[K") == 6  # 5 lines in place + the clear
+    assert len(log.getvalue().splitlines()) == 5 and "pseudo-step" not in log.getvalue()  # no model calls in a log
+    assert "\n" not in term.getvalue() and term.getvalue().count("\r\033[K") == 7  # 6 lines in place + the clear

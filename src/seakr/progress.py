@@ -73,6 +73,8 @@ class LiveLine:
             if "p_correct" in ev:
                 return f"{step}: P(correct)={ev['p_correct']:.2f} vs {ev.get('gate_p', 0):.2f} -> {ev['what']}"
             u, d = ev.get("u"), ev.get("delta")
+            if u is None and d is None:  # no U judged this step (past a knowledge check every step retrieves)
+                return f"{step}: {ev.get('rule') or 'no U'} -> {ev['what']}"
             us = "inf" if u is None else f"{u:.2f}"
             return f"{step}: U={us}" + ("" if d is None else f" vs delta {d:.2f}") + f" -> {ev['what']}"
         return None

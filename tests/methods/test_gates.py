@@ -88,7 +88,9 @@ def test_past_a_failed_check_the_pseudo_step_draws_no_samples(tmp_path, idx, gat
     calls = [e for e in a.trace["events"] if e["type"] == "model_call"]
     pseudo = [e for e in calls if e["purpose"] == "pseudo-step"]
     assert pseudo and all(e["samples"] == 0 and e["u"] is None for e in pseudo)
-    assert all(s["retrieved"] for s in a.trace["steps"][:1])
+    assert all(s["retrieved"] and s["threshold"] is None for s in a.trace["steps"][:1])
+    said = [e for e in a.trace["events"] if e.get("what") == "retrieve" and e.get("step", -1) >= 0]
+    assert said and all(e["rule"] == f"gate={gate}" and e["delta"] is None for e in said)
     # the paper's gate still reads the pseudo-step's U, from its k samples
     _, _, paper = run(tmp_path, idx, UNKNOWN, gate="step", delta=-100.0)
     assert all(e["samples"] == 5 and e["u"] is not None

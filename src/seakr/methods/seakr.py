@@ -235,8 +235,10 @@ class SeaKR(Method):
         steps: list[str] = []  # rationales R
         kept: list = []  # knowledge buffer K
         queries: set[str] = set()
+        # past a knowledge check no threshold decides a step (every step retrieves)
+        threshold = self.delta if self.config.gate == "step" else None
         for i in range(self.config.max_steps):
-            with tr.step(i, self.delta) as st:
+            with tr.step(i, threshold) as st:
                 reason = self._iteration(tr, question, steps, kept, queries, st)
             if reason:
                 break
@@ -263,8 +265,9 @@ class SeaKR(Method):
             pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=c.gate == "step")
             st.pseudo, st.u = pseudo.text, pseudo.u
             retrieve = self.should_retrieve(pseudo.u)
-            tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u, delta=self.delta,
-                        rule=c.retrieval)
+            gated = c.gate != "step"
+            tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u,
+                        delta=None if gated else self.delta, rule=f"gate={c.gate}" if gated else c.retrieval)
         st.text, st.u_step = pseudo.text, pseudo.u
         if retrieve and len(kept) < c.max_passages:
             st.query = self.query(pseudo, question, steps)

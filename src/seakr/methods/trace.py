@@ -162,9 +162,10 @@ class Answer:
         """Compact readable trace: one line per step (U vs threshold, retrieved, passage kept)."""
         lines = [f"Q: {self.question}"]
         for s in self.trace["steps"]:
-            # no U: +inf ("uncertain") where a step was attempted or its gate fired on it (an empty
-            # pseudo-step retrieves as SeaKR's U=+inf); "-" for a method that scores no steps
-            inf = s.get("pseudo") or (s["retrieved"] and s["threshold"] is not None)
+            # no U: +inf ("uncertain") where a threshold was to judge a step that has none (an empty
+            # pseudo-step retrieves as SeaKR's U=+inf); "-" where no threshold judged it (a method that
+            # scores no steps, or a chain past a knowledge check, where every step retrieves)
+            inf = s["threshold"] is not None and (s.get("pseudo") or s["retrieved"])
             u = ("inf" if inf else "-") if s["u"] is None else f"{s['u']:.2f}"
             thr = "" if s["threshold"] is None else f" vs {s['threshold']:.2f}"
             ret = "RETRIEVE" if s["retrieved"] else "no-retr."
