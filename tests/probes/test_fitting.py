@@ -216,5 +216,12 @@ def test_fitted_files_record_the_checks_wording_and_seakr_refuses_another(tmp_pa
     bank.mkdir()
     other.model = "scripted"
     other.save(bank / "scripted-short.probe.json")
-    with pytest.raises(ValueError, match="another wording.*refit"):
-        SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate="probe", probes=str(bank))
+    calibrate_from_studies([make_study(tmp_path / "v", wording=theirs)], "eigen").save(
+        bank / "scripted-short-eigen.calibration.json")
+    for gate in ("probe", "check"):  # both gates read the short form's fitted files through one loader
+        with pytest.raises(ValueError, match="another wording.*refit"):
+            SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate=gate, probes=str(bank))
+    from seakr.eval.studies import detect
+    with pytest.raises(ValueError, match="--probe-file.*another wording"):  # nor does a study score with it
+        detect(SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate="step"), [], str(tmp_path / "d"), form="short",
+               probe_model=other)

@@ -37,7 +37,7 @@ from .. import uncertainty as U
 from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
 from ..probes.probe import engine_features
-from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording
+from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
 from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown
@@ -156,12 +156,9 @@ class SeaKR(Method):
     def _signals(self) -> None:
         c, info = self.config, self.lm.info()
         if c.gate == "check":
-            cal = self.knowledge.calibration("short", c.check_estimator)
-            check_wording(cal.provenance, f"the short-form {c.check_estimator} calibration of {info.get('model')}")
+            self.knowledge.calibration("short", c.check_estimator)
         if c.gate == "probe":
-            probe = self.knowledge.probe("short")
-            probe.check(info)
-            check_wording(probe.provenance, f"the short-form probe of {info.get('model')}")
+            self.knowledge.probe("short").check(info)
         if c.reasoning == "calibrated":
             for form in ("final-rationale", "final-knowledge"):
                 self.knowledge.calibration(form, c.estimator)

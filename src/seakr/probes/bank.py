@@ -12,12 +12,20 @@ import json
 from importlib import resources
 from pathlib import Path
 
+from ..prompts import check_wording
 from .calibration import Calibration
 from .probe import Probe, packaged_name
 
 #: The gate level when neither the user nor the package gives one: retrieve unless the model is more
 #: likely right than wrong.
 DEFAULT_GATE_P = 0.5
+
+
+def _same_wording(fitted, where: str):
+    """A short-form probe or map is read only where it was fitted on the check's answers to this wording."""
+    if fitted.form == "short":
+        check_wording(fitted.provenance, where)
+    return fitted
 
 
 class SelfKnowledge:
@@ -40,7 +48,7 @@ class SelfKnowledge:
             d, where = self._read(packaged_name(self.model, form))
             if d is None:
                 raise ValueError(f"no {form!r} probe for model {self.model!r} at {where}: fit one with `seakr probe fit`")
-            self._cache[key] = Probe.from_dict(d, where)
+            self._cache[key] = _same_wording(Probe.from_dict(d, where), where)
         return self._cache[key]  # type: ignore[return-value]
 
     def calibration(self, form: str, estimator: str) -> Calibration:
@@ -51,7 +59,7 @@ class SelfKnowledge:
             if d is None:
                 raise ValueError(f"no {form!r} calibration of {estimator!r} for model {self.model!r} at {where}: "
                                  "fit one with `seakr probe calibrate`")
-            self._cache[key] = Calibration.from_dict(d, where)
+            self._cache[key] = _same_wording(Calibration.from_dict(d, where), where)
         return self._cache[key]  # type: ignore[return-value]
 
     def has_probe(self, form: str) -> bool:

@@ -20,6 +20,7 @@ are written without internal periods, and periods followed by a space in the que
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -37,6 +38,8 @@ INSTRUCTION = (
 #: (Worded on train questions: naming the kinds of answer, "yes or no" among them, made the 0.5B answer
 #: "Yes" to most questions; this wording did not.)
 SHORT_INSTRUCTION = "Give only the short answer to the question, without explanation."
+SHORT_STOPS = ("\n", "Question:")
+SHORT_TOKENS = 24  # room for a short answer (the check and the detect study's short form share it)
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ SHORT_WORDING = ShortWording()
 
 def wording_record(wording: ShortWording = SHORT_WORDING) -> dict:
     """The wording as studies and fitted files record it (what :func:`check_wording` compares)."""
-    return {"system": wording.system, "user": wording.user, "lead": wording.lead}
+    return dataclasses.asdict(wording)
 
 
 def check_wording(provenance: dict, where: str) -> None:
@@ -65,8 +68,8 @@ def check_wording(provenance: dict, where: str) -> None:
     if got is not None and got != wording_record():
         raise ValueError(f"{where}: fitted on the knowledge check's answers to another wording ({got}); "
                          f"this version asks {wording_record()}: refit it (seakr detect --form short, seakr probe fit)")
-SHORT_STOPS = ("\n", "Question:")
-SHORT_TOKENS = 24  # room for a short answer (the check and the detect study's short form share it)
+
+
 CONTEXT_HEADER = "Context:"
 CONTEXT_FOOTER = "Use the context above where it helps, and answer in the same style as the examples."
 FAMILIES = ("hotpotqa", "2wikimultihopqa", "simpleqa")
