@@ -257,7 +257,8 @@ def _probe_parsers(sub) -> None:
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
     f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
-    f.add_argument("runs", nargs="+", help="detect studies (re-rank studies for --form candidate); tuning data only")
+    f.add_argument("runs", nargs="+", help="detect studies (re-rank studies for --form candidate, SeaKR eval runs for "
+                   "--form final-rationale / final-knowledge); tuning data only")
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
     f.add_argument("--form", default="short", choices=list(FORMS))
     f.add_argument("--folds", type=positive_int, default=5)

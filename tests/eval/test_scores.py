@@ -179,6 +179,37 @@ def test_the_reasoning_ablations_are_read_off_a_self_aware_run_even_from_score_r
     assert "final stage" not in compare([str(tmp_path / "plain")])
 
 
+class TwoProbableAnswers(TwoAnswers):
+    """The two final answers chosen by P(correct) (reasoning=probe): the more probable wins."""
+
+    def answer(self, question):
+        a = super().answer(question)
+        (ra, rp), (ka, kp) = self.cands[question]
+        choice, answer = ("rationale", ra) if rp > kp else ("knowledge", ka)
+        a.trace["final"].update(answer=answer, choice=choice, rule="probe", candidates={
+            "rationale": {"answer": ra, "u": None, "p": rp}, "knowledge": {"answer": ka, "u": None, "p": kp}})
+        return Answer(question, answer, "scripted", a.trace, {})
+
+
+def test_a_probed_final_choice_is_read_off_its_rows_by_its_probabilities(tmp_path):
+    g = [ex.answers[0] for ex in EXS]
+    cands = {EXS[0].question: ((g[0], 0.8), ("no", 0.3)),  # the more probable (rationale) is right
+             EXS[1].question: (("no", 0.6), (g[1], 0.4)),  # the more probable is wrong
+             EXS[2].question: (("no", 0.2), (g[2], 0.7)),  # the more probable (knowledge) is right
+             EXS[3].question: ((g[3], 0.5), (g[3], 0.9)),
+             EXS[4].question: (("no", 0.1), ("no", 0.2))}
+    run_eval(TwoProbableAnswers(cands), EXS, tmp_path / "probe")
+    t = final_stage_table(run_rows(tmp_path / "probe"))
+    assert t["rule"] == "probe" and t["f1"]["self-aware"] == 3 / 5 and t["chose_rationale"] == 2 / 5
+    # P(k) - P(r) on the differing q0..q2: -0.5, -0.2, +0.5, knowledge better on q1 and q2: both above q0,
+    # so AUROC 1.0, though the 0.5 rule gets q1 wrong (2 of 3)
+    s = t["choice_signal"]
+    assert (s["differ"], s["lower_u_better"], s["auroc"]) == (3, 2, 1.0)
+    out = compare([str(tmp_path / "probe")])
+    assert "F1 probe 60.0" in out and "the more probable one is the better on 2;" in out
+    assert "AUROC of P(knowledge) - P(rationale) for \"knowledge is better\" 1.00;" in out
+
+
 class SometimesRetrieves(ScriptedMethod):
     """Retrieves (and is right) on the even questions only: an adaptive method's two kinds of rows."""
 

@@ -225,3 +225,54 @@ def test_fitted_files_record_the_checks_wording_and_seakr_refuses_another(tmp_pa
     with pytest.raises(ValueError, match="--probe-file.*another wording"):  # nor does a study score with it
         detect(SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate="step"), [], str(tmp_path / "d"), form="short",
                probe_model=other)
+
+
+def test_an_eval_run_keeps_the_final_answers_states_and_a_final_form_probe_fits_on_them(tmp_path):
+    """SeaKR through the scripted model in a real ``run_eval``: each final answer's greedy state lands in
+    ``states/final-<form>/`` beside its row, and ``probe fit --form final-knowledge`` recovers the label
+    (the knowledge answer is wrong exactly where feature 0 of its state is positive)."""
+    from scripted import Reply, ScriptedLM, engine
+    from seakr.eval.datasets import Example
+    from seakr.eval.runner import run_eval
+    from seakr.methods import SeaKR
+
+    rng, dim = np.random.default_rng(0), 8
+    wrong = {f"Which country is place {i} in?": bool(i % 2) for i in range(40)}
+
+    def script(v):
+        if not v.answer and v.passages:  # the knowledge answer: its state says whether it is wrong
+            z = rng.normal(size=dim) * 0.3
+            z[0] += 1.0 if wrong[v.question] else -1.0
+            return Reply("It is in France. So the answer is France.", state=list(z))
+        if v.forced:
+            return Reply("France", state=list(rng.normal(size=dim)))
+        return Reply("Place is in France" if not v.answer else "So the answer is France")
+
+    idx = engine(tmp_path / "idx", {"France": "France is a country in Europe."})
+    m = SeaKR(ScriptedLM(script, dim=dim), idx, k=0, gate="step", rerank="probe",
+              probes=_candidate_bank(tmp_path / "bank", dim))
+    examples = [Example(f"q{i}", q, ["Spain" if w else "France"]) for i, (q, w) in enumerate(wrong.items())]
+    run_eval(m, examples, tmp_path / "run")
+    for form in ("final-rationale", "final-knowledge"):
+        assert len(list((tmp_path / "run" / "states" / form).glob("*.npy"))) == 40
+    probe, table = fit_from_studies([tmp_path / "run"], form="final-knowledge", folds=3)
+    assert probe.form == "final-knowledge" and probe.tap == "L0:mlp" and table["L0:mlp"] > 0.95
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "config.json").write_text((tmp_path / "run" / "config.json").read_text())
+    (tmp_path / "bare" / "scores.jsonl").write_text((tmp_path / "run" / "scores.jsonl").read_text())
+    with pytest.raises(ValueError, match="no states of the final-knowledge answers") as e:
+        fit_from_studies([tmp_path / "bare"], form="final-knowledge")
+    assert "\n" not in str(e.value)
+
+
+def _candidate_bank(folder, dim):
+    """A candidate probe for the scripted model (the re-rank reads it; this test only needs it to load)."""
+    from seakr.probes.probe import ENGINE_FEATURES
+
+    from seakr.probes import Probe
+
+    folder.mkdir(parents=True)
+    Probe("scripted", "L0:mlp", "candidate", [0.0] * (dim + len(ENGINE_FEATURES)), 0.0,
+          [0.0] * (dim + len(ENGINE_FEATURES)), [1.0] * (dim + len(ENGINE_FEATURES)),
+          features=list(ENGINE_FEATURES)).save(folder / "scripted-candidate.probe.json")
+    return str(folder)

@@ -4,8 +4,9 @@
 question in flight; ``resume=True`` skips the ids already there. Beside it: ``scores.jsonl`` (the
 same rows without the question, passages and trace events: ids, predictions, scores, U values,
 decisions, costs; the file to commit, from which ``--resume`` continues on another machine),
-``config.json`` (the method's effective config, the engine, versions) and, at the end,
-``summary.json`` + ``summary.md``.
+``config.json`` (the method's effective config, the engine, versions), ``states/final-<form>/`` (the
+final answers' states where the method read them: what ``seakr probe fit --form final-<form>`` fits on;
+derived, not committed) and, at the end, ``summary.json`` + ``summary.md``.
 """
 
 from __future__ import annotations
@@ -308,6 +309,26 @@ def summary_markdown(summaries: Sequence[dict]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+class FinalStates:
+    """The final answers' states of an eval run, one store per final form (``states/final-rationale``,
+    ``states/final-knowledge``), at the model's state tap; written only where the method read them."""
+
+    def __init__(self, out_dir: str | os.PathLike, method):
+        info = method.lm.info() if hasattr(method, "lm") else {}
+        self.dir, self.tap = Path(out_dir) / "states", f"L{info.get('state_layer')}:{info.get('state_source')}"
+        self._stores: dict = {}
+        self._lock = threading.Lock()
+
+    def put(self, qid: str, states: dict) -> None:
+        from .studies import StateStore
+
+        for name, state in (states or {}).items():
+            with self._lock:
+                if name not in self._stores:
+                    self._stores[name] = StateStore(self.dir / f"final-{name}", [self.tap])
+            self._stores[name].put(qid, state)
+
+
 def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *, resume: bool = False,
              name: str | None = None, progress=None, extra_config: dict | None = None, concurrency: int = 1,
              order_of: dict | None = None) -> dict:
@@ -329,11 +350,13 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
                          F1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}")
 
         order = {ex.id: i for i, ex in enumerate(examples)} if order_of is None else order_of
+        keep_states = FinalStates(out_dir, method)
 
         def one(ex):
             t = time.perf_counter()
             ans = method.answer(ex.question)
             dt = time.perf_counter() - t
+            keep_states.put(ex.id, ans.states)  # before the row: a row on disk always has its states
             row = ResultRow(ex.id, ans.answer, exact_match(ans.answer, ex.answers), f1_score(ans.answer, ex.answers),
                             round(dt, 3), order.get(ex.id, 0), ex.type, question=ex.question, golds=ex.answers, trace=ans.trace)
             log.append(row.to_dict(), shown)
@@ -474,8 +497,20 @@ def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
     return "\n**Not like for like:**\n" + "\n".join(lines) + "\n" if lines else ""
 
 
+#: the final-choice rules whose rows carry both answers and what chose between them (U, or P(correct))
+CHOICE_RULES = ("self-aware", "calibrated", "probe")
+
+
+def _choice_value(rule: str, c) -> float:
+    """What the rule compared, as "lower wins": the raw U (the paper), or minus P(correct)."""
+    if rule == "self-aware":
+        return c.u
+    return -c.p if c.p is not None else math.nan
+
+
 def final_stage_table(rows: Sequence[ResultRow]) -> dict | None:
-    """Self-aware reasoning against its two ablations, read off one self-aware run's rows.
+    """The final choice against its two ablations, read off one run's rows (reasoning self-aware,
+    calibrated or probe).
 
     The ablations ``reasoning=rationales`` / ``knowledge`` return exactly the candidate of that name
     that the full run generated and scored (the steps before the final stage do not depend on it;
@@ -483,34 +518,37 @@ def final_stage_table(rows: Sequence[ResultRow]) -> dict | None:
     second run, and the comparison is paired by construction. ``oracle`` is the better of the two per
     question: the ceiling of any choice rule. None when no row carries both scored candidates."""
     per = {"self-aware": [], "rationale": [], "knowledge": [], "oracle": []}
-    chose_rationale, scored = 0, []
+    chose_rationale, scored, rules = 0, [], set()
     for r in rows:
         c = r.final.candidates
-        if r.final.rule != "self-aware" or any(n not in c or c[n].f1 is None for n in ("rationale", "knowledge")):
+        if r.final.rule not in CHOICE_RULES or any(n not in c or c[n].f1 is None for n in ("rationale", "knowledge")):
             continue
+        rules.add(r.final.rule)
         a, b = c["rationale"].f1, c["knowledge"].f1
         for k, v in (("self-aware", r.f1), ("rationale", a), ("knowledge", b), ("oracle", max(a, b))):
             per[k].append(v)
         chose_rationale += r.final.choice == "rationale"
-        if math.isfinite(c["rationale"].u) and math.isfinite(c["knowledge"].u):
-            scored.append((c["rationale"].u, c["knowledge"].u, a, b))
+        vr, vk = _choice_value(r.final.rule, c["rationale"]), _choice_value(r.final.rule, c["knowledge"])
+        if math.isfinite(vr) and math.isfinite(vk):
+            scored.append((vr, vk, a, b))
     if not per["self-aware"]:
         return None
     out = {"n": len(per["self-aware"]), "chose_rationale": chose_rationale / len(per["self-aware"]),
-           "f1": {k: statistics.mean(v) for k, v in per.items()}}
+           "rule": "/".join(sorted(rules)), "f1": {k: statistics.mean(v) for k, v in per.items()}}
     out["self_aware_minus"] = {k: paired_bootstrap(per["self-aware"], per[k]) for k in ("rationale", "knowledge", "oracle")}
     out["choice_signal"] = _choice_signal(scored)
     return out
 
 
 def _choice_signal(scored: Sequence[tuple[float, float, float, float]]) -> dict | None:
-    """Whether the two answers' U says which one is better, beyond a fixed lean toward one context.
+    """Whether what the rule compared says which answer is better, beyond a fixed lean toward one context.
 
-    Only questions where the candidates' F1 differ can reward a choice. On those, ``auroc`` is how
-    well U(rationale) - U(knowledge) ranks "the knowledge answer is better" (0.5: no signal, whatever
-    the threshold); ``gap`` is the median U(knowledge) - U(rationale) over every question, the offset
-    the lower-U rule compares against zero (a chain of thought before the answer makes the rationale
-    candidate's samples agree more, whatever its quality)."""
+    ``scored``: (value of the rationale answer, of the knowledge answer, their F1s), the value "lower
+    wins" (U, or minus P(correct)). Only questions where the candidates' F1 differ can reward a choice.
+    On those, ``auroc`` is how well value(rationale) - value(knowledge) ranks "the knowledge answer is
+    better" (0.5: no signal, whatever the threshold); ``gap`` is the median value(knowledge) -
+    value(rationale) over every question, the offset the rule compares against zero (a chain of thought
+    before the answer makes the rationale candidate's samples agree more, whatever its quality)."""
     if not scored:
         return None
     differ = [(ur, uk, a, b) for ur, uk, a, b in scored if a != b]
@@ -521,17 +559,21 @@ def _choice_signal(scored: Sequence[tuple[float, float, float, float]]) -> dict 
 
 
 def _final_stage_lines(name: str, t: dict) -> str:
-    f = t["f1"]
+    f, rule = t["f1"], t.get("rule", "self-aware")
     lines = [f"\n{name}: final stage against its ablations, from the same rows (n={t['n']}; "
              f"chose the rationale answer on {100 * t['chose_rationale']:.0f} %):",
-             f"- F1 self-aware {100 * f['self-aware']:.1f}, rationales only {100 * f['rationale']:.1f}, "
+             f"- F1 {rule} {100 * f['self-aware']:.1f}, rationales only {100 * f['rationale']:.1f}, "
              f"knowledge only {100 * f['knowledge']:.1f}, oracle choice {100 * f['oracle']:.1f}"]
-    lines += [f"- self-aware - {k}: {_diff_text(d)}" for k, d in t["self_aware_minus"].items()]
+    lines += [f"- {rule} - {k}: {_diff_text(d)}" for k, d in t["self_aware_minus"].items()]
     s = t.get("choice_signal")
-    if s:
+    if s and rule == "self-aware":
         lines.append(f"- where the two answers' F1 differ (n={s['differ']}): the lower-U one is the better on "
                      f"{s['lower_u_better']}; AUROC of U(rationale) - U(knowledge) for \"knowledge is better\" "
                      f"{s['auroc']:.2f}; median U(knowledge) - U(rationale) {s['gap']:+.2f} (n={s['n']})")
+    elif s:
+        lines.append(f"- where the two answers' F1 differ (n={s['differ']}): the more probable one is the better on "
+                     f"{s['lower_u_better']}; AUROC of P(knowledge) - P(rationale) for \"knowledge is better\" "
+                     f"{s['auroc']:.2f}; median P(rationale) - P(knowledge) {s['gap']:+.2f} (n={s['n']})")
     return "\n".join(lines) + "\n"
 
 

@@ -415,7 +415,7 @@ class Method:
         tr = Tracer(question, self.name, listener, cancel)
         with cancellable(cancel):
             ans = self._run(question, tr)
-        return Answer(question, ans, self.name, tr.to_dict(), self.describe())
+        return Answer(question, ans, self.name, tr.to_dict(), self.describe(), states=tr.final_states())
 
     def _run(self, question: str, tr: Tracer) -> str:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -11,7 +11,7 @@ import hashlib
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
 from .records import Candidate, FinalAnswer
@@ -139,6 +139,12 @@ class Tracer:
         self.decision("final", choice=choice, rule=rule or choice)
         return answer
 
+    def final_states(self) -> dict:
+        """{candidate name: the greedy answer's state} for the final candidates whose call read one (a
+        probe on the final forms is fitted on these; never part of the trace)."""
+        cands = self.final.get("candidates", {}) if self.final else {}
+        return {n: c.state for n, c in cands.items() if getattr(c, "state", None) is not None}
+
     def to_dict(self) -> dict:
         self.totals["seconds"]["total"] = round(time.perf_counter() - self.t0, 3)
         final = {**self.final, "candidates": {n: c.to_dict() for n, c in self.final.get("candidates", {}).items()}} \
@@ -154,9 +160,11 @@ class Answer:
     method: str
     trace: dict
     config: dict
+    #: {final candidate: its greedy answer's state} where the method read them (memory only: not in to_dict)
+    states: dict = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        return clean(asdict(self))
+        return clean({f.name: getattr(self, f.name) for f in fields(self) if f.name != "states"})
 
     def summary(self) -> str:
         """Compact readable trace: one line per step (U vs threshold, retrieved, passage kept)."""

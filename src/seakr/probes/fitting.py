@@ -80,6 +80,35 @@ def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray,
     return str(model), list(taps), np.stack(xs), np.array(ys), data, _wording(cfgs, runs)
 
 
+def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+    """Like :func:`load_states`, from SeaKR eval runs: each row's final answer of ``form`` (its F1 the label)
+    and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
+    e.g. with the candidate-probe re-rank). Every run must share the model and the tap."""
+    from ..eval.runner import run_rows
+    from ..eval.studies import StateStore
+
+    model, taps, xs, ys, data, name = None, None, [], [], [], form.removeprefix("final-")
+    for run in runs:
+        cfg = _final_rows(run, form)[0]
+        if not (Path(run) / "states" / form / "taps.json").is_file():
+            raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
+                             "them (rerank=probe or reasoning=probe)")
+        store = StateStore.open(Path(run) / "states" / form)
+        m = ((cfg.get("method") or {}).get("model") or {}).get("model")
+        if model is not None and (m, store.taps) != (model, taps):
+            raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
+        model, taps = m, store.taps
+        data.append(_data_name(cfg, run))
+        for r in run_rows(Path(run)):
+            c, z = r.final.candidates.get(name), store.get(r.id)
+            if c is not None and c.f1 is not None and z is not None:
+                xs.append(z)
+                ys.append(c.f1 < CORRECT_F1)
+    if not xs:
+        raise ValueError(f"{', '.join(map(str, runs))}: no stored {form} states to fit on")
+    return str(model), list(taps), np.stack(xs), np.array(ys), data, {}
+
+
 def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str = "best", folds: int = 5,
                      report=None) -> tuple[Probe, dict]:
     """A probe per tap (``tap="best"``: every stored tap, the best cross-validated AUROC wins), fitted
@@ -90,7 +119,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
         if report:
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
-    model, taps, X, wrong, data, wording = load_states(runs)
+    model, taps, X, wrong, data, wording = load_final_states(runs, form) if form.startswith("final-") else load_states(runs)
     chosen = taps if tap == "best" else [tap]
     for t in chosen:
         if t not in taps:
