@@ -1,6 +1,6 @@
-"""Whether probes on the final answers' states choose between SeaKR's two final answers, decided on train.
+"""Which rule should choose SeaKR's final answer for a model, decided on train chains.
 
-  python benchmarks/final_probe.py RUN... [--out benchmarks/results/final-probe-qwen]
+  python benchmarks/final_probe.py RUN... [--scored RUN...] [--out benchmarks/results/final-probe-qwen]
 
 RUN: SeaKR eval runs on train questions that kept the final answers' states (``states/final-*``; the
 candidate-probe re-rank reads them). For each final form, a probe for "this answer is wrong" (F1 < 0.5)
@@ -8,9 +8,15 @@ is scored out of fold (5 stratified folds; each question has one answer of each 
 regularisation ``fit_probe`` picks on all rows; then, per question, the choice the probes would make
 (the more probable answer; a tie goes to the knowledge answer, as in SeaKR) against each single answer.
 
-The rule, fixed before any of these runs: ship ``reasoning=probe`` as the default where its out-of-fold
-F1 on train is at least the better single answer's (knowledge-only or rationale-only, pooled over the
-runs). Dev figures come from ``seakr eval`` / ``seakr compare`` afterwards, never from here.
+--scored RUN: train chains whose final answers carry their U (reasoning self-aware or calibrated): there
+the paper's rule (the lower U) and the calibrated choice (the packaged maps) are scored the same way.
+
+The rule fixed before these runs: ship ``reasoning=probe`` where its out-of-fold F1 on train is at least
+the better single answer's. The probes failed it on the first set (no out-of-fold signal), and the rule
+was widened before the second set finished: every choice rule is compared with the knowledge answer alone
+on its train questions, and the default is the knowledge answer unless a rule beats it (mean F1
+difference above zero); ties go to the knowledge answer, the cheapest (one greedy answer, no samples).
+Dev figures come from ``seakr eval`` / ``seakr compare`` afterwards, never from here.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import numpy as np
 from seakr.eval.metrics import auroc, paired_bootstrap
 from seakr.eval.runner import run_rows
 from seakr.eval.studies import StateStore
+from seakr.methods.base import pick
+from seakr.methods.records import FinalAnswer
 from seakr.probes.fitting import CORRECT_F1, _data_name
 from seakr.probes.probe import fit_probe
 
@@ -32,7 +40,7 @@ FORMS = ("rationale", "knowledge")
 
 def both_answers(runs: list[str]) -> dict:
     """Questions where both final answers have an F1 and a stored state: states (n, 2, d), F1s (n, 2)."""
-    X, F, ids, data = [], [], [], []
+    X, F, A, ids, data = [], [], [], [], []
     for run in runs:
         stores = {f: StateStore.open(Path(run) / "states" / f"final-{f}") for f in FORMS}
         cfg = json.loads((Path(run) / "config.json").read_text())
@@ -43,9 +51,10 @@ def both_answers(runs: list[str]) -> dict:
                 continue
             X.append(np.stack([z[0] for z in zs]))
             F.append([c[f].f1 for f in FORMS])
+            A.append([c[f].answer for f in FORMS])
             ids.append(r.id)
             data.append(_data_name(cfg, run))
-    return {"X": np.stack(X), "F": np.array(F), "ids": ids, "data": data}
+    return {"X": np.stack(X), "F": np.array(F), "answers": A, "ids": ids, "data": data}
 
 
 def out_of_fold(X: np.ndarray, wrong: np.ndarray, folds: int, seed: int = 0) -> tuple[np.ndarray, float]:
@@ -70,51 +79,125 @@ def evaluate(d: dict, folds: int) -> dict:
         wrong = (F[:, j] < CORRECT_F1).astype(int)
         p_wrong[f], Cs[f] = out_of_fold(d["X"][:, j, :], wrong, folds)
     pr, pk = 1 - p_wrong["rationale"], 1 - p_wrong["knowledge"]
-    chosen = np.where(pr > pk, F[:, 0], F[:, 1])
+    # as SeaKR chooses (methods.base.pick): the more probable answer; "unknown" defers; a tie goes to knowledge
+    rat = [pick(FinalAnswer(a, u=-p), FinalAnswer(b, u=-q)) == "rationale" for (a, b), p, q in zip(d["answers"], pr, pk)]
+    chosen = np.where(rat, F[:, 0], F[:, 1])
     differ = F[:, 0] != F[:, 1]
     res = {"n": int(len(F)), "differ": int(differ.sum()), "C": Cs,
            "oof_auroc_wrong": {f: auroc(p_wrong[f], F[:, j] < CORRECT_F1) for j, f in enumerate(FORMS)},
            "choice_auroc": auroc((pk - pr)[differ], (F[:, 1] > F[:, 0])[differ]),
            "f1": {"probe": float(chosen.mean()), "rationale": float(F[:, 0].mean()), "knowledge": float(F[:, 1].mean()),
                   "oracle": float(F.max(1).mean())},
-           "chose_knowledge": float((pr <= pk).mean())}
+           "chose_knowledge": 1 - float(np.mean(rat))}
     res["probe_minus"] = {k: paired_bootstrap(chosen, F[:, j]) for j, k in enumerate(FORMS)}
+    res["rationale_minus_knowledge"] = paired_bootstrap(F[:, 0], F[:, 1])
     better = max(res["f1"]["rationale"], res["f1"]["knowledge"])
     res["ship"] = bool(res["f1"]["probe"] >= better)
     return res
 
 
-def markdown(res: dict, runs: list[str]) -> str:
+def scored_rules(runs: list[str], model: str) -> dict:
+    """The paper's lower-U rule and the calibrated choice (the packaged maps) against the knowledge answer
+    alone, on train chains whose two final answers carry their U."""
+    from seakr.probes.bank import SelfKnowledge
+
+    bank = SelfKnowledge(model)
+    pr, pk = bank.calibration("final-rationale", "eigen"), bank.calibration("final-knowledge", "eigen")
+    f = {"self-aware": [], "calibrated": [], "knowledge": []}
+    for run in runs:
+        for r in run_rows(Path(run)):
+            c = r.final.candidates
+            if any(n not in c or c[n].f1 is None for n in FORMS):
+                continue
+            a, k = c["rationale"], c["knowledge"]
+            f["self-aware"].append(a.f1 if pick(a, k) == "rationale" else k.f1)
+            p_a, p_k = pr(a.u), pk(k.u)
+            f["calibrated"].append(a.f1 if pick(a.replace(u=-p_a), k.replace(u=-p_k)) == "rationale" else k.f1)
+            f["knowledge"].append(k.f1)
+    n = len(f["knowledge"])
+    return {"runs": [str(r) for r in runs], "n": n, "f1": {k: sum(v) / n for k, v in f.items()},
+            "minus_knowledge": {k: paired_bootstrap(f[k], f["knowledge"]) for k in ("self-aware", "calibrated")}}
+
+
+def decide(res: dict, scored: dict | None) -> dict:
+    """The knowledge answer unless a rule's mean F1 difference from it on its train questions is above 0."""
+    diffs = {"probe": res["probe_minus"]["knowledge"]["mean_difference"],
+             "rationales": res["rationale_minus_knowledge"]["mean_difference"]}
+    if scored:
+        diffs.update({k: d["mean_difference"] for k, d in scored["minus_knowledge"].items()})
+    best = max(diffs, key=lambda k: diffs[k])
+    return {"reasoning": best if diffs[best] > 0 else "knowledge", "minus_knowledge": diffs}
+
+
+def _ci(d: dict) -> str:
+    return f"{100 * d['mean_difference']:+.1f} (CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f})"
+
+
+def markdown(res: dict, scored: dict | None, decision: dict, runs: list[str]) -> str:
     f, m = res["f1"], res["probe_minus"]
-    ci = lambda d: f"{100 * d['mean_difference']:+.1f} (CI {100 * d['ci95'][0]:+.1f}..{100 * d['ci95'][1]:+.1f})"  # noqa: E731
-    return "\n".join([
-        "# Final-form probes on train chains (out of fold)", "",
+    lines = [
+        "# The final choice on train chains", "",
         f"Runs: {', '.join(Path(r).name for r in runs)}; {res['n']} questions with both final answers, "
         f"{res['differ']} where their F1 differ.", "",
         "| | rationale form | knowledge form |", "|---|---|---|",
-        f"| out-of-fold AUROC for \"wrong\" | {res['oof_auroc_wrong']['rationale']:.3f} | {res['oof_auroc_wrong']['knowledge']:.3f} |",
+        f"| probe: out-of-fold AUROC for \"wrong\" | {res['oof_auroc_wrong']['rationale']:.3f} | {res['oof_auroc_wrong']['knowledge']:.3f} |",
         f"| C | {res['C']['rationale']:.4g} | {res['C']['knowledge']:.4g} |", "",
-        f"Choice by the probes (the more probable answer): F1 {100 * f['probe']:.1f}; rationale only "
+        f"Choice by the probes (the more probable answer, out of fold): F1 {100 * f['probe']:.1f}; rationale only "
         f"{100 * f['rationale']:.1f}, knowledge only {100 * f['knowledge']:.1f}, oracle {100 * f['oracle']:.1f}; "
         f"chose the knowledge answer on {100 * res['chose_knowledge']:.0f} %.",
-        f"Probe choice minus rationale {ci(m['rationale'])}, minus knowledge {ci(m['knowledge'])}; AUROC of "
-        f"P(knowledge) - P(rationale) for \"knowledge is better\" where they differ: {res['choice_auroc']:.3f}.", "",
-        f"Rule (fixed before the runs): ship reasoning=probe where its F1 >= the better single answer's: "
-        f"**{'ship' if res['ship'] else 'keep the calibrated choice'}**.", ""])
+        f"Probe choice minus rationale {_ci(m['rationale'])}, minus knowledge {_ci(m['knowledge'])}; AUROC of "
+        f"P(knowledge) - P(rationale) for \"knowledge is better\" where they differ: {res['choice_auroc']:.3f}.",
+        f"Rationale only minus knowledge only: {_ci(res['rationale_minus_knowledge'])}.", ""]
+    if scored:
+        s = scored["minus_knowledge"]
+        lines += [f"On {scored['n']} train chains whose answers carry their U ({', '.join(Path(r).name for r in scored['runs'])}): "
+                  f"the paper's lower-U rule {100 * scored['f1']['self-aware']:.1f}, the calibrated choice "
+                  f"{100 * scored['f1']['calibrated']:.1f} (its maps were fitted on these chains), knowledge only "
+                  f"{100 * scored['f1']['knowledge']:.1f}; minus knowledge: lower U {_ci(s['self-aware'])}, "
+                  f"calibrated {_ci(s['calibrated'])}.", ""]
+    lines += [f"First rule (fixed before the runs: reasoning=probe where its F1 >= the better single answer's): "
+              f"**{'met' if res['ship'] else 'not met'}**. Widened rule (the knowledge answer unless a rule beats it): "
+              f"**reasoning = {decision['reasoning']}** (each rule minus knowledge: "
+              + ", ".join(f"{k} {100 * v:+.1f}" for k, v in decision["minus_knowledge"].items()) + ").", ""]
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+")
+    ap.add_argument("--scored", nargs="*", default=[], help="train chains whose final answers carry their U")
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out", default="benchmarks/results/final-probe-qwen")
+    ap.add_argument("--write", help="reasoning.json to record the decision in (e.g. src/seakr/probes/data/reasoning.json)")
     a = ap.parse_args()
     res = evaluate(both_answers(a.runs), a.folds)
+    scored = scored_rules(a.scored, a.model) if a.scored else None
+    decision = decide(res, scored)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "train-choice.json").write_text(json.dumps(res, indent=2))
-    (out / "train-choice.md").write_text(markdown(res, a.runs))
-    print(markdown(res, a.runs))
+    (out / "train-choice.json").write_text(json.dumps({**res, "scored": scored, "decision": decision}, indent=2))
+    text = markdown(res, scored, decision, a.runs)
+    (out / "train-choice.md").write_text(text)
+    print(text)
+    if a.write:
+        record(Path(a.write), a.model, res, scored, decision, a.runs)
+
+
+def record(path: Path, model: str, res: dict, scored: dict | None, decision: dict, runs: list[str]) -> None:
+    """The decision where ``reasoning="auto"`` reads it, with what it rests on."""
+    import time
+
+    d = json.loads(path.read_text()) if path.is_file() else {
+        "_about": "The final-choice rule per packaged model, chosen on train chains (benchmarks/final_probe.py); "
+                  "reasoning=\"auto\" takes it. Each rule's mean F1 minus the knowledge answer alone's, on train."}
+    d[model] = {"reasoning": decision["reasoning"], "rule": "the knowledge answer unless a choice rule beats it on train",
+                "minus_knowledge": {k: round(v, 4) for k, v in decision["minus_knowledge"].items()},
+                "n": res["n"] + (scored["n"] if scored else 0),
+                "probe_oof_auroc": {k: round(v, 3) for k, v in res["oof_auroc_wrong"].items()},
+                "data": sorted(set(both_answers(runs)["data"])) + (scored["runs"] if scored else []),
+                "fitted_at": time.strftime("%Y-%m-%d")}
+    path.write_text(json.dumps(d, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -152,3 +152,24 @@ def test_auto_settles_on_what_is_fitted_for_the_model(tmp_path, idx):
     assert (bare.config.gate, bare.config.reasoning) == ("step", "self-aware")
     simple = SeaKR(lm, idx, gate="auto", reasoning="auto", mode="simple", probes=write_bank(tmp_path))
     assert simple.config.gate == "step"
+
+
+def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final_samples(tmp_path, idx):
+    bank = write_bank(tmp_path)
+    (tmp_path / "reasoning.json").write_text(json.dumps({"scripted": {"reasoning": "knowledge", "n": 200}}))
+    m = SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, delta=100.0, gate="probe", gate_p=0.5, probes=bank)
+    assert m.config.reasoning == "knowledge"
+    assert m.describe()["reasoning_source"].endswith("reasoning.json:scripted")
+    a = m.answer(UNKNOWN)
+    assert a.answer == "American" and set(a.trace["final"]["candidates"]) == {"knowledge", "check"}
+    finals = [e for e in a.trace["events"] if e["type"] == "model_call" and e["purpose"].startswith("final")]
+    assert finals and all(e["samples"] == 0 for e in finals)  # no rule reads the answer's U
+    # the rules that read U still sample both answers; an explicit option overrides the file
+    cal = SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, delta=100.0, gate="probe", gate_p=0.5, probes=bank,
+                reasoning="calibrated").answer(UNKNOWN)
+    assert all(e["samples"] == 5 for e in cal.trace["events"] if e["type"] == "model_call" and e["purpose"].startswith("final"))
+    # a rule the file names that SeaKR does not know is a one-line error at construction
+    (tmp_path / "reasoning.json").write_text(json.dumps({"scripted": {"reasoning": "vote"}}))
+    with pytest.raises(ValueError, match="reasoning 'vote' is not one of") as e:
+        SeaKR(ScriptedLM(script(), dim=DIM), idx, probes=bank)
+    assert "\n" not in str(e.value)

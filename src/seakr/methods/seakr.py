@@ -61,7 +61,7 @@ class SeaKRConfig(MethodConfig):
     retrieval: str = "self-aware"  # | always        (ablation "- S.A. retrieval")
     rerank: str = "auto"  # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: probe where fitted
     rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
-    reasoning: str = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: calibrated where fitted
+    reasoning: str = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: the model's fitted rule
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
     gate: str = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
     check_estimator: str = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
@@ -133,8 +133,9 @@ class SeaKR(Method):
 
     def resolve(self, config: SeaKRConfig) -> SeaKRConfig:
         """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
-        paper's step gate; ``reasoning="auto"``: the calibrated choice where both final forms' maps are
-        fitted, else the paper's raw U; ``rerank="auto"``: the candidate probe where one is fitted (multi-hop),
+        paper's step gate; ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
+        data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
+        maps are fitted, else the paper's raw U; ``rerank="auto"``: the candidate probe where one is fitted (multi-hop),
         else the paper's lowest U. The run's configuration records the settled values."""
         if "auto" not in (config.gate, config.reasoning, config.rerank):
             return config
@@ -144,7 +145,9 @@ class SeaKR(Method):
             gate = "probe" if STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("short") else "step"
         if reasoning == "auto":
             fitted = all(bank.has_calibration(f, config.estimator) for f in ("final-rationale", "final-knowledge"))
-            reasoning = "calibrated" if fitted and config.mode == "multihop" else "self-aware"
+            chosen = bank.reasoning() if config.mode == "multihop" else None
+            reasoning = chosen or ("calibrated" if fitted and config.mode == "multihop" else "self-aware")
+            self.reasoning_source = bank.where("reasoning.json") if chosen else "auto"
         rerank = config.rerank
         if rerank == "auto":
             rerank = "probe" if (STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate")
@@ -189,6 +192,8 @@ class SeaKR(Method):
         d["delta_source"] = self.delta_source
         if self.config.gate != "step" or self.config.reasoning in ("calibrated", "probe"):
             d["gate_p"], d["gate_p_source"] = self.gate_p, self.gate_p_source
+        if getattr(self, "reasoning_source", "auto") != "auto":  # "auto" settled by a rule chosen on tuning data
+            d["reasoning_source"] = self.reasoning_source
         return d
 
     def should_retrieve(self, u: float | None) -> bool:
@@ -348,10 +353,11 @@ class SeaKR(Method):
         c = self.config
         with tr.timed("final"):
             cands = {}
+            scored = c.reasoning in ("self-aware", "calibrated")  # only these rules read the answers' U: no samples else
             if c.reasoning != "knowledge":
-                cands["rationale"] = self.from_rationales(tr, question, steps)
+                cands["rationale"] = self.from_rationales(tr, question, steps, scored)
             if c.reasoning != "rationales":
-                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge")
+                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge", scored)
             if c.reasoning == "self-aware":
                 choice = pick(cands["rationale"], cands["knowledge"])
             elif c.reasoning in ("calibrated", "probe"):
@@ -378,11 +384,11 @@ class SeaKR(Method):
         tr.decision("final-choice", rule=self.config.reasoning, p_rationale=-ps["rationale"], p_knowledge=-ps["knowledge"])
         return choice
 
-    def from_rationales(self, tr, question, steps) -> FinalAnswer:
+    def from_rationales(self, tr, question, steps, scored: bool = True) -> FinalAnswer:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""
         body = steps[:-1] + ([drop_answer_sentence(steps[-1])] if steps else [])
         body = [s for s in body if s.strip()]
-        return self.forced_answers(tr, question, [(body, [])], "final/rationale", True)[0]
+        return self.forced_answers(tr, question, [(body, [])], "final/rationale", scored)[0]
 
     # ------------------------------------------------------------------ simple QA
     def answer_with_passages(self, tr, question: str, hits) -> tuple[int, list[FinalAnswer]]:

@@ -1,9 +1,10 @@
 """Where a method finds its fitted self-knowledge: the probes, calibration maps and gate level for one
 model, from a folder the user names or, by default, the package's ``probes/data``.
 
-File names (in either place): ``<model>-<form>.probe.json``, ``<model>-<form>-<estimator>.calibration.json``
-and ``gates.json`` ({model: {gate: {"gate_p": p, ...provenance}}}, gate ``check`` or ``probe``). Each file is read once, on first use, and a
-missing one is a one-line error that says how to fit it.
+File names (in either place): ``<model>-<form>.probe.json``, ``<model>-<form>-<estimator>.calibration.json``,
+``gates.json`` ({model: {gate: {"gate_p": p, ...provenance}}}, gate ``check`` or ``probe``) and
+``reasoning.json`` ({model: {"reasoning": rule, ...provenance}}: the final choice chosen on tuning data).
+Each file is read once, on first use, and a missing one is a one-line error that says how to fit it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ class SelfKnowledge:
         self._cache: dict[str, object] = {}
         if folder is not None and not Path(folder).is_dir():
             raise ValueError(f"probes={folder}: no such directory")
+
+    def where(self, name: str) -> str:
+        """Where a fitted file of this name is read from (the user's folder or the package), with the model."""
+        return f"{self._read(name)[1]}:{self.model}"
 
     def _read(self, name: str) -> tuple[dict | None, str]:
         if self.folder is not None:
@@ -67,6 +72,20 @@ class SelfKnowledge:
 
     def has_calibration(self, form: str, estimator: str) -> bool:
         return self._read(f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json")[0] is not None
+
+    def reasoning(self) -> str | None:
+        """The final-choice rule chosen for this model on tuning data (``reasoning.json``: {model:
+        {"reasoning": rule, ...provenance}}), or None where none was chosen."""
+        from ..methods.seakr import REASONING
+
+        d, where = self._read("reasoning.json")
+        entry = (d or {}).get(self.model)
+        if not isinstance(entry, dict) or "reasoning" not in entry:
+            return None
+        if entry["reasoning"] not in REASONING or entry["reasoning"] == "auto":
+            raise ValueError(f"{where}: {self.model}: reasoning {entry['reasoning']!r} is not one of "
+                             f"{', '.join(r for r in REASONING if r != 'auto')}")
+        return entry["reasoning"]
 
     def gate_p(self, gate: str) -> tuple[float, str]:
         """The probability of being right below which ``gate`` retrieves, and where it came from."""
