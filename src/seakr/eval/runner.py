@@ -314,18 +314,17 @@ class FinalStates:
     ``states/final-knowledge``), at the model's state tap; written only where the method read them."""
 
     def __init__(self, out_dir: str | os.PathLike, method):
-        info = method.lm.info() if hasattr(method, "lm") else {}
-        self.dir, self.tap = Path(out_dir) / "states", f"L{info.get('state_layer')}:{info.get('state_source')}"
+        self.dir, self.method = Path(out_dir) / "states", method
         self._stores: dict = {}
         self._lock = threading.Lock()
 
     def put(self, qid: str, states: dict) -> None:
-        from .studies import StateStore
+        from .studies import StateStore, _own_tap, tap_name
 
         for name, state in (states or {}).items():
             with self._lock:
-                if name not in self._stores:
-                    self._stores[name] = StateStore(self.dir / f"final-{name}", [self.tap])
+                if name not in self._stores:  # the tap is read where states exist: a method with states has a model
+                    self._stores[name] = StateStore(self.dir / f"final-{name}", [tap_name(_own_tap(self.method.lm))])
             self._stores[name].put(qid, state)
 
 

@@ -118,6 +118,8 @@ def guarded_choice(us: list[float | None], ses: list[float], z: float) -> int:
 class SeaKR(Method):
     name = "seakr"
     Config = SeaKRConfig
+    #: where reasoning="auto" found its rule (reasoning.json), or "auto" where it fell back or was not asked
+    reasoning_source = "auto"
 
     def __init__(self, lm, engine=None, config: SeaKRConfig | None = None, **overrides):
         super().__init__(lm, engine, config, **overrides)
@@ -145,9 +147,8 @@ class SeaKR(Method):
             gate = "probe" if STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("short") else "step"
         if reasoning == "auto":
             fitted = all(bank.has_calibration(f, config.estimator) for f in ("final-rationale", "final-knowledge"))
-            chosen = bank.reasoning() if config.mode == "multihop" else None
+            chosen, self.reasoning_source = bank.reasoning() if config.mode == "multihop" else (None, "auto")
             reasoning = chosen or ("calibrated" if fitted and config.mode == "multihop" else "self-aware")
-            self.reasoning_source = bank.where("reasoning.json") if chosen else "auto"
         rerank = config.rerank
         if rerank == "auto":
             rerank = "probe" if (STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate")
@@ -192,7 +193,7 @@ class SeaKR(Method):
         d["delta_source"] = self.delta_source
         if self.config.gate != "step" or self.config.reasoning in ("calibrated", "probe"):
             d["gate_p"], d["gate_p_source"] = self.gate_p, self.gate_p_source
-        if getattr(self, "reasoning_source", "auto") != "auto":  # "auto" settled by a rule chosen on tuning data
+        if self.reasoning_source != "auto":  # "auto" settled by a rule chosen on tuning data
             d["reasoning_source"] = self.reasoning_source
         return d
 

@@ -36,10 +36,6 @@ class SelfKnowledge:
         if folder is not None and not Path(folder).is_dir():
             raise ValueError(f"probes={folder}: no such directory")
 
-    def where(self, name: str) -> str:
-        """Where a fitted file of this name is read from (the user's folder or the package), with the model."""
-        return f"{self._read(name)[1]}:{self.model}"
-
     def _read(self, name: str) -> tuple[dict | None, str]:
         if self.folder is not None:
             p = Path(self.folder) / name
@@ -73,19 +69,19 @@ class SelfKnowledge:
     def has_calibration(self, form: str, estimator: str) -> bool:
         return self._read(f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json")[0] is not None
 
-    def reasoning(self) -> str | None:
+    def reasoning(self) -> tuple[str | None, str]:
         """The final-choice rule chosen for this model on tuning data (``reasoning.json``: {model:
-        {"reasoning": rule, ...provenance}}), or None where none was chosen."""
+        {"reasoning": rule, ...provenance}}) and where it came from; (None, "auto") where none was chosen."""
         from ..methods.seakr import REASONING
 
         d, where = self._read("reasoning.json")
         entry = (d or {}).get(self.model)
         if not isinstance(entry, dict) or "reasoning" not in entry:
-            return None
+            return None, "auto"
         if entry["reasoning"] not in REASONING or entry["reasoning"] == "auto":
             raise ValueError(f"{where}: {self.model}: reasoning {entry['reasoning']!r} is not one of "
                              f"{', '.join(r for r in REASONING if r != 'auto')}")
-        return entry["reasoning"]
+        return entry["reasoning"], f"{where}:{self.model}"
 
     def gate_p(self, gate: str) -> tuple[float, str]:
         """The probability of being right below which ``gate`` retrieves, and where it came from."""

@@ -84,12 +84,11 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     """Like :func:`load_states`, from SeaKR eval runs: each row's final answer of ``form`` (its F1 the label)
     and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
     e.g. with the candidate-probe re-rank). Every run must share the model and the tap."""
-    from ..eval.runner import run_rows
     from ..eval.studies import StateStore
 
-    model, taps, xs, ys, data, name = None, None, [], [], [], form.removeprefix("final-")
+    model, taps, xs, ys, data = None, None, [], [], []
     for run in runs:
-        cfg = _final_rows(run, form)[0]
+        cfg, rows = _final_rows(run, form)
         if not (Path(run) / "states" / form / "taps.json").is_file():
             raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
                              "them (rerank=probe or reasoning=probe)")
@@ -99,11 +98,11 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
         model, taps = m, store.taps
         data.append(_data_name(cfg, run))
-        for r in run_rows(Path(run)):
-            c, z = r.final.candidates.get(name), store.get(r.id)
-            if c is not None and c.f1 is not None and z is not None:
+        for r in rows:
+            z = store.get(r["id"])
+            if z is not None:
                 xs.append(z)
-                ys.append(c.f1 < CORRECT_F1)
+                ys.append(r["f1"] < CORRECT_F1)
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored {form} states to fit on")
     return str(model), list(taps), np.stack(xs), np.array(ys), data, {}
