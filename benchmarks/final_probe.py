@@ -83,7 +83,7 @@ def evaluate(d: dict, folds: int) -> dict:
     rat = [pick(FinalAnswer(a, u=-p), FinalAnswer(b, u=-q)) == "rationale" for (a, b), p, q in zip(d["answers"], pr, pk)]
     chosen = np.where(rat, F[:, 0], F[:, 1])
     differ = F[:, 0] != F[:, 1]
-    res = {"n": int(len(F)), "differ": int(differ.sum()), "C": Cs,
+    res = {"n": int(len(F)), "differ": int(differ.sum()), "C": Cs, "data": sorted(set(d["data"])),
            "oof_auroc_wrong": {f: auroc(p_wrong[f], F[:, j] < CORRECT_F1) for j, f in enumerate(FORMS)},
            "choice_auroc": auroc((pk - pr)[differ], (F[:, 1] > F[:, 0])[differ]),
            "f1": {"probe": float(chosen.mean()), "rationale": float(F[:, 0].mean()), "knowledge": float(F[:, 1].mean()),
@@ -181,10 +181,10 @@ def main() -> None:
     (out / "train-choice.md").write_text(text)
     print(text)
     if a.write:
-        record(Path(a.write), a.model, res, scored, decision, a.runs)
+        record(Path(a.write), a.model, res, scored, decision)
 
 
-def record(path: Path, model: str, res: dict, scored: dict | None, decision: dict, runs: list[str]) -> None:
+def record(path: Path, model: str, res: dict, scored: dict | None, decision: dict) -> None:
     """The decision where ``reasoning="auto"`` reads it, with what it rests on."""
     import time
 
@@ -195,7 +195,7 @@ def record(path: Path, model: str, res: dict, scored: dict | None, decision: dic
                 "minus_knowledge": {k: round(v, 4) for k, v in decision["minus_knowledge"].items()},
                 "n": res["n"] + (scored["n"] if scored else 0),
                 "probe_oof_auroc": {k: round(v, 3) for k, v in res["oof_auroc_wrong"].items()},
-                "data": sorted(set(both_answers(runs)["data"])) + (scored["runs"] if scored else []),
+                "data": res["data"] + (scored["runs"] if scored else []),
                 "fitted_at": time.strftime("%Y-%m-%d")}
     path.write_text(json.dumps(d, indent=1) + "\n")
 
