@@ -168,8 +168,11 @@ def test_08_a_damaged_index_fails_both_endpoints_at_once(index, tmp_path):
     proc, url = start_server(str(copy), workers=1, queue=1, timeout=300)
     try:
         for f in copy.iterdir():  # damage every stored document in place, under the running server
-            if f.name.endswith(".store"):
-                f.write_bytes(bytes(b ^ 0xFF for b in f.read_bytes()))
+            if f.name.endswith(".store"):  # r+b, never truncate: the server has the file mapped (SIGBUS)
+                with open(f, "r+b") as h:
+                    data = h.read()
+                    h.seek(0)
+                    h.write(bytes(b ^ 0xFF for b in data))
         r = httpx.post(url + "/v1/answer", json={"question": "Who directed Jaws?", "method": "single"}, timeout=120)
         assert r.status_code == 503 and r.headers["content-type"].startswith("application/json")
         assert "search index" in r.json()["detail"] and str(copy) not in r.text and str(tmp_path) not in r.text

@@ -97,6 +97,14 @@ def test_duplicate_ids_first_wins_and_counted(tmp_path):
     assert e.count() == 5 and e.manifest["duplicates_skipped"] == 1
 
 
+def test_one_writer_thread_writes_the_same_segment_every_build(tmp_path):
+    def contents(n):  # segment files by suffix: their names are fresh ids on every build
+        path = TantivyEngine.build(DOCS, tmp_path / f"b{n}", threads=1).path
+        return sorted((p.suffix, p.read_bytes()) for p in path.iterdir() if p.suffix in (".idx", ".term", ".store", ".pos"))
+    a, b = contents(0), contents(1)
+    assert [s for s, _ in a] == [".idx", ".pos", ".store", ".term"] and a == b  # one segment, byte for byte
+
+
 def test_failed_build_leaves_nothing_and_keeps_the_old_index(idx, tmp_path):
     def broken():
         yield DOCS[0]

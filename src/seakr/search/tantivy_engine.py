@@ -217,8 +217,11 @@ class TantivyEngine:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, passages: Iterable[Passage], out: str | os.PathLike, *, overwrite: bool = False,
-              sources: Sequence[str] = (), heap_mb: int = 512, progress=None) -> "TantivyEngine":
-        """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename)."""
+              sources: Sequence[str] = (), heap_mb: int = 512, threads: int | None = None,
+              progress=None) -> "TantivyEngine":
+        """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename). ``threads``
+        writers (default: up to 4) share the passages out into as many segments by timing, so the
+        files differ from build to build (the ranking does not); ``threads=1`` writes one segment, the same one every time (under a new name)."""
         out = Path(os.path.abspath(out))  # "." or "idx/" have no usable name for the sibling temp folder
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
@@ -232,7 +235,7 @@ class TantivyEngine:
             t = _tantivy()
             index = t.Index(_schema(), path=str(tmp))
             index.register_tokenizer(ANALYZER, analyzer())
-            stats = _write(index, passages, set(), heap_mb, progress)
+            stats = _write(index, passages, set(), heap_mb, progress, threads)
             manifest = {
                 "format": FORMAT,
                 "engine": "tantivy",
@@ -367,10 +370,11 @@ class _KnownIds:
         self.new.add(pid)
 
 
-def _write(index, passages, seen, heap_mb, progress) -> dict:
+def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
     t = _tantivy()
     t0 = time.time()
-    writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=min(4, os.cpu_count() or 1))
+    threads = threads or min(4, os.cpu_count() or 1)
+    writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
     added = dup = empty = 0
     checksum = 0
     try:
