@@ -32,7 +32,7 @@ from seakr.eval.runner import run_rows
 from seakr.eval.studies import StateStore
 from seakr.methods.base import pick
 from seakr.methods.records import FinalAnswer
-from seakr.probes.fitting import CORRECT_F1, _data_name
+from seakr.probes.fitting import CORRECT_F1, _data_name, out_of_fold
 from seakr.probes.probe import fit_probe
 
 FORMS = ("rationale", "knowledge")
@@ -57,27 +57,14 @@ def both_answers(runs: list[str]) -> dict:
     return {"X": np.stack(X), "F": np.array(F), "answers": A, "ids": ids, "data": data}
 
 
-def out_of_fold(X: np.ndarray, wrong: np.ndarray, folds: int, seed: int = 0) -> tuple[np.ndarray, float]:
-    """P(wrong) of each row from a probe that never saw it (C as ``fit_probe`` picks it on all rows)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
-
-    C = fit_probe(X, wrong, model="-", tap="-", form="short", folds=folds).C
-    p = np.zeros(len(wrong))
-    for tr, te in StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, wrong):
-        mu, sd = X[tr].mean(0), X[tr].std(0)
-        sd = np.where(sd > 0, sd, 1.0)
-        lr = LogisticRegression(C=C, max_iter=5000).fit((X[tr] - mu) / sd, wrong[tr])
-        p[te] = lr.predict_proba((X[te] - mu) / sd)[:, 1]
-    return p, C
-
-
 def evaluate(d: dict, folds: int) -> dict:
     F = d["F"]
     p_wrong, Cs = {}, {}
     for j, f in enumerate(FORMS):
         wrong = (F[:, j] < CORRECT_F1).astype(int)
-        p_wrong[f], Cs[f] = out_of_fold(d["X"][:, j, :], wrong, folds)
+        # C as fit_probe picks it on all rows, then each row's P(wrong) from a probe that never saw it
+        Cs[f] = fit_probe(d["X"][:, j, :], wrong, model="-", tap="-", form="short", folds=folds).C
+        p_wrong[f] = out_of_fold(d["X"][:, j, :], wrong, folds, C=Cs[f])
     pr, pk = 1 - p_wrong["rationale"], 1 - p_wrong["knowledge"]
     # as SeaKR chooses (methods.base.pick): the more probable answer; "unknown" defers; a tie goes to knowledge
     rat = [pick(FinalAnswer(a, u=-p), FinalAnswer(b, u=-q)) == "rationale" for (a, b), p, q in zip(d["answers"], pr, pk)]

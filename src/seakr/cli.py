@@ -280,7 +280,7 @@ def cmd_probe_fit(args) -> int:
     check_output_file(args.out, "--out")
     probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds,
                                     report=lambda t, p: print(f"{t}: cross-validated AUROC {p.provenance['cv_auroc']:.3f} "
-                                                              f"(C={p.C:g})", file=sys.stderr))
+                                                              f"(C={p.C:g})", file=sys.stderr), features=args.features)
     probe.save(args.out)
     print(f"probe {probe.form} for {probe.model} at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
           f"on {probe.provenance['n']} answers ({probe.provenance['wrong']} wrong) -> {args.out}")

@@ -262,6 +262,9 @@ def _probe_parsers(sub) -> None:
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
     f.add_argument("--form", default="short", choices=list(FORMS))
     f.add_argument("--folds", type=positive_int, default=5)
+    f.add_argument("--features", type=lambda v: [x.strip() for x in v.split(",") if x.strip()], default=[],
+                   help="short form: estimators of the check's own samples to read beside the state, e.g. "
+                        "eigen,ln-entropy,max-entropy (a stacked probe; the check then draws k samples)")
     f.add_argument("--out", required=True, help="probe file to write (.json)")
     f.set_defaults(cmd="probe_fit")
     c = psub.add_parser("calibrate", help="map one estimator's scores to P(correct) (isotonic or Platt)")

@@ -173,3 +173,21 @@ def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final
     with pytest.raises(ValueError, match="reasoning 'vote' is not one of") as e:
         SeaKR(ScriptedLM(script(), dim=DIM), idx, probes=bank)
     assert "\n" not in str(e.value)
+
+
+def test_a_stacked_probe_reads_the_scores_of_the_checks_own_samples(tmp_path, idx):
+    # state weights 0, one weight on EigenScore: the decision can only come from the check's k samples
+    lo, hi = eigen(CERTAIN, k=5, dim=DIM, text="Steven Spielberg"), eigen(UNSURE, k=5, dim=DIM, text="French")
+    bank = write_bank(tmp_path)
+    Probe("scripted", "L0:mlp", "short", [0.0] * DIM + [4.0], 0.0, [0.0] * DIM + [(lo + hi) / 2], [1.0] * (DIM + 1),
+          features=["eigen"]).save(tmp_path / "scripted-short.probe.json")
+    for question, sure in ((KNOWN, True), (UNKNOWN, False)):
+        lm = ScriptedLM(script(), dim=DIM)
+        a = SeaKR(lm, idx, k=5, delta=100.0, probes=bank, gate="probe", gate_p=0.5).answer(question)
+        check = next(e for e in a.trace["events"] if e["type"] == "model_call" and e["purpose"] == "check")
+        assert check["samples"] == 5  # the plain state probe reads one greedy row; the stacked one needs samples
+        assert a.trace["final"]["candidates"]["check"]["sure"] is sure
+        expected = 1 / (1 + np.exp(-4.0 * ((lo if sure else hi) - (lo + hi) / 2)))
+        assert a.trace["final"]["candidates"]["check"]["u"] == pytest.approx(expected, rel=1e-5)
+    with pytest.raises(ValueError, match="prompt is not an estimator of the check's samples"):
+        Probe("scripted", "L0:mlp", "short", [0.0] * (DIM + 1), 0.0, [0.0] * (DIM + 1), [1.0] * (DIM + 1), features=["prompt"])

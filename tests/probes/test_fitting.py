@@ -276,3 +276,29 @@ def _candidate_bank(folder, dim):
           [0.0] * (dim + len(ENGINE_FEATURES)), [1.0] * (dim + len(ENGINE_FEATURES)),
           features=list(ENGINE_FEATURES)).save(folder / "scripted-candidate.probe.json")
     return str(folder)
+
+
+def test_a_stacked_check_probe_learns_what_the_scores_carry_beyond_the_state(tmp_path):
+    """The label depends on the state at L2 and, as much, on a score the state does not show: the stacked
+    probe beats the state probe and keeps both parts in one linear probe that re-scores its rows."""
+    rng = np.random.default_rng(3)
+    run = make_study(tmp_path / "s", n=300)
+    rows = [json.loads(line) for line in (run / "detect_rows.jsonl").read_text().splitlines()]
+    store = StateStore.open(run / "states")
+    w = np.random.default_rng(0).normal(size=8)  # make_study's weights (its first draw)
+    for r in rows:
+        e = rng.normal()
+        r["scores"] = {"eigen": e, "perplexity": float(np.exp(rng.normal()))}
+        r["f1"] = 0.0 if store.get(r["id"])[-1] @ w / np.linalg.norm(w) + 1.5 * e > 0 else 1.0
+    (run / "detect_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plain, _ = fit_from_studies([run], tap="L2:mlp")
+    stacked, _ = fit_from_studies([run], tap="L2:mlp", features=["eigen", "perplexity"])
+    assert stacked.features == ["eigen", "perplexity"] and stacked.dim == 8 + 2
+    assert stacked.provenance["cv_auroc"] > plain.provenance["cv_auroc"] + 0.05
+    wrong = [r["f1"] < 0.5 for r in rows]
+    p = [stacked.score_check(store.get(r["id"])[1], r["scores"]) for r in rows]
+    assert auroc(p, wrong) > 0.9
+    with pytest.raises(ValueError, match="--features: prompt is not an estimator"):
+        fit_from_studies([run], features=["prompt"])
+    with pytest.raises(ValueError, match="only a short-form"):
+        fit_from_studies([run], form="cot", features=["eigen"])

@@ -70,3 +70,15 @@ def test_bank_says_how_to_fit_a_missing_file(tmp_path):
     assert bank.gate_p("check") == (0.5, "default")
     (tmp_path / "gates.json").write_text(json.dumps({"some-model": {"check": {"gate_p": 0.3}}}))
     assert bank.gate_p("check")[0] == 0.3 and bank.gate_p("probe")[0] == 0.5
+
+
+def test_score_features_take_log_perplexity_and_a_failed_score_reads_as_unsure():
+    from seakr.probes.probe import score_features
+
+    x = score_features({"eigen": -3.0, "perplexity": np.e ** 2}, ["eigen", "perplexity"])
+    assert x.tolist() == pytest.approx([-3.0, 2.0])
+    assert score_features({"eigen": None}, ["eigen"]) is None and score_features({"eigen": float("inf")}, ["eigen"]) is None
+    p = Probe("m", "L0:mlp", "short", [1.0, 1.0], 0.0, [0.0, 0.0], [1.0, 1.0], features=["eigen"])
+    assert p.score_check([0.0], {"eigen": 0.0}) == pytest.approx(0.5)
+    assert p.score_check([0.0], {"eigen": None}) == 1.0 and p.score_check(None, {"eigen": 0.0}) == 1.0
+    assert Probe("m", "L0:mlp", "short", [1.0], 0.0, [0.0], [1.0]).score_check([0.0], {}) == pytest.approx(0.5)

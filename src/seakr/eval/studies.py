@@ -291,7 +291,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         scores["prompt"] = sufficiency(lm, prompt, ex.question)
         if probe_model is not None:
             j = taps.index(probe_model.layer_source)
-            scores["probe"] = probe_model.score(None if greedy_state is None else greedy_state[j])
+            scores["probe"] = probe_model.score_check(None if greedy_state is None else greedy_state[j], scores)
         return clean({**row, "scores": scores})
 
     out = Path(out_dir)

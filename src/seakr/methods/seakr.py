@@ -207,12 +207,14 @@ class SeaKR(Method):
     def check(self, tr: Tracer, question: str) -> FinalAnswer:
         """Ask for a short closed-book answer and read how likely it is right: P(correct) from the check's U
         through the short form's calibration map (gate=check), or 1 - the short-form probe's P(wrong) on
-        the answer's state (gate=probe)."""
+        the answer's state (gate=probe) and, for a stacked probe, on the scores of the check's k samples."""
         c = self.config
         prompt, prefix = self.prompts.render_short(question)
-        sampled = c.gate == "check" and U.NEEDS[c.check_estimator] == "samples"
+        reads = self._check_reads()
+        sampled = any(U.NEEDS[e] == "samples" for e in reads)
         cfg = dataclasses.replace(self.gen_config(SHORT_STOPS, False, SHORT_TOKENS), n=c.k if sampled else 0,
-                                  with_states=sampled and c.check_estimator.startswith("eigen"), greedy_state=c.gate == "probe")
+                                  with_states=sampled and any(e.startswith("eigen") for e in reads),
+                                  greedy_state=c.gate == "probe")
         self._cancelled(tr)
         t = time.perf_counter()
         gen = self.lm.generate([prompt], cfg, prefix=prefix)[0]
@@ -221,11 +223,18 @@ class SeaKR(Method):
             u = U.score(c.check_estimator, gen, c.alpha) if text.strip() else U.UNCERTAIN
             p = self.knowledge.calibration("short", c.check_estimator)(u)
         else:
-            u = self.knowledge.probe("short").score(gen.greedy.state if text.strip() else None)
+            scores = {e: U.score(e, gen, c.alpha) for e in reads} if text.strip() else {}
+            u = self.knowledge.probe("short").score_check(gen.greedy.state if text.strip() else None, scores)
             p = 1.0 - u
         tr.model_call("check", prompt, gen, u, time.perf_counter() - t)
         ans = extract_answer(text) or text.strip().rstrip(".")
         return FinalAnswer(ans, u, text, False, p=p)
+
+    def _check_reads(self) -> list[str]:
+        """The estimators the knowledge check computes: its own (gate=check), the stacked probe's features."""
+        if self.config.gate == "check":
+            return [self.config.check_estimator]
+        return list(self.knowledge.probe("short").features) if self.config.gate == "probe" else []
 
     # ------------------------------------------------------------------ multi-hop (Algorithm 1)
     def _run(self, question: str, tr: Tracer) -> str:

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 
 from .calibration import Calibration, fit_calibration
-from .probe import ENGINE_FEATURES, Probe, engine_features, fit_probe
+from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, score_features
 
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
@@ -61,10 +61,11 @@ def _data_name(cfg: dict, run) -> str:
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
-def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record) pooled
     over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
-    model, the taps and (short form) the wording."""
+    model, the taps and (short form) the wording. ``kept``, where given, receives each kept row (its
+    ``scores``) with its data name under ``"data"``, in the order of X."""
     model, taps, xs, ys, data, cfgs = None, None, [], [], [], []
     for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect"):
         model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
@@ -75,6 +76,8 @@ def load_states(runs: Sequence[str | Path]) -> tuple[str, list[str], np.ndarray,
             if z is not None:
                 xs.append(z)
                 ys.append(r["f1"] < CORRECT_F1)
+                if kept is not None:
+                    kept.append({**r, "data": data[-1]})
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
     return str(model), list(taps), np.stack(xs), np.array(ys), data, _wording(cfgs, runs)
@@ -109,10 +112,18 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
 
 
 def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str = "best", folds: int = 5,
-                     report=None) -> tuple[Probe, dict]:
+                     report=None, features: Sequence[str] = ()) -> tuple[Probe, dict]:
     """A probe per tap (``tap="best"``: every stored tap, the best cross-validated AUROC wins), fitted
     on every row of ``runs`` (detect studies; re-rank studies for ``form="candidate"``). Returns the
-    probe and {tap: cv_auroc}."""
+    probe and {tap: cv_auroc}. ``features`` (short form): estimators of the check's own samples the
+    probe reads after the state, stacked on the chosen tap's state probe (:func:`check_probe`)."""
+    if features:
+        if form != "short":
+            raise ValueError(f"--features: only a short-form (knowledge check) probe reads its scores, not --form {form}")
+        p = check_probe(runs, features, tap, folds)
+        if report:
+            report(p.tap, p)
+        return p, {p.tap: p.provenance["cv_auroc"]}
     if form == "candidate":
         p = fit_candidate_probe(runs, folds)
         if report:
@@ -266,24 +277,70 @@ def fit_candidate_probe(runs: Sequence[str | Path], folds: int = 5, with_state: 
     return fit_probe(X, c["wrong"], **kw, features=list(ENGINE_FEATURES) if with_engine else [])
 
 
-def stack_probe(states: np.ndarray, engine: np.ndarray, wrong, *, groups, folds: int = 5, **kw) -> Probe:
-    """A state probe, then a logistic regression on its out-of-fold logit beside the engine features,
-    folded back into one linear probe over [state, engine features]: logit = a (w.s' + c) + v.e' + b with
-    s', e' standardised, i.e. weights [a w, v] and intercept a c + b. Its CV AUROC is the second stage's on
-    the out-of-fold state logits (question-grouped folds throughout)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedGroupKFold
-
-    ps = fit_probe(states, wrong, groups=groups, folds=folds, **kw)
-    Zs = (states - ps.mean) / ps.scale
-    oof = np.zeros(len(wrong))
-    for tr, te in StratifiedGroupKFold(folds, shuffle=True, random_state=0).split(Zs, wrong, groups):
-        oof[te] = LogisticRegression(C=ps.C, max_iter=5000).fit(Zs[tr], wrong[tr]).decision_function(Zs[te])
-    second = fit_probe(np.column_stack([oof, engine]), wrong, groups=groups, folds=folds, Cs=(0.01, 0.1, 1.0, 10.0), **kw)
+def stack_probe(states: np.ndarray, extra: np.ndarray, wrong, *, groups=None, folds: int = 5,
+                features: Sequence[str] = ENGINE_FEATURES, form: str = "candidate", **kw) -> Probe:
+    """A state probe, then a logistic regression on its out-of-fold logit beside the ``extra`` features,
+    folded back into one linear probe over [state, extra]: logit = a (w.s' + c) + v.e' + b with s', e'
+    standardised, i.e. weights [a w, v] and intercept a c + b. One L2 penalty over ~900 state weights and
+    a few strong extra features would shrink the few with the many; two stages penalise each on its own.
+    Its CV AUROC is the second stage's on the out-of-fold state logits (grouped folds where ``groups``)."""
+    wrong = np.asarray(wrong, dtype=int)
+    ps = fit_probe(states, wrong, groups=groups, folds=folds, form=form, **kw)
+    oof = out_of_fold(states, wrong, folds, C=ps.C, groups=groups, logit=True)
+    second = fit_probe(np.column_stack([oof, extra]), wrong, groups=groups, folds=folds, Cs=(0.01, 0.1, 1.0, 10.0),
+                       form=form, **kw)
     a = second.coef[0] / second.scale[0]  # the stage-2 weight of the raw state logit
     b = second.intercept - second.coef[0] * second.mean[0] / second.scale[0]
     coef = np.concatenate([a * ps.coef, second.coef[1:]])
     prov = {**second.provenance, "stacked": {"state_C": ps.C, "state_cv_auroc": ps.provenance["cv_auroc"],
-                                             "engine_C": second.C}}
-    return Probe(ps.model, ps.tap, "candidate", coef, float(a * ps.intercept + b), np.concatenate([ps.mean, second.mean[1:]]),
-                 np.concatenate([ps.scale, second.scale[1:]]), second.C, prov, list(ENGINE_FEATURES))
+                                             "extra_C": second.C}}
+    return Probe(ps.model, ps.tap, form, coef, float(a * ps.intercept + b), np.concatenate([ps.mean, second.mean[1:]]),
+                 np.concatenate([ps.scale, second.scale[1:]]), second.C, prov, list(features))
+
+
+def out_of_fold(X: np.ndarray, wrong, folds: int = 5, *, C: float, groups=None, seed: int = 0,
+                logit: bool = False) -> np.ndarray:
+    """Each row's P(wrong) (or logit) from a probe of strength ``C`` fitted on the other folds
+    (standardised within the fold; question-grouped folds where ``groups``)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+    X, wrong = np.asarray(X, dtype=np.float64), np.asarray(wrong, dtype=int)
+    split = StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, wrong) if groups is None else \
+        StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(X, wrong, groups)
+    out = np.zeros(len(wrong))
+    for tr, te in split:
+        mu, sd = X[tr].mean(0), X[tr].std(0)
+        lr = LogisticRegression(C=C, max_iter=5000).fit((X[tr] - mu) / np.where(sd > 0, sd, 1.0), wrong[tr])
+        z = (X[te] - mu) / np.where(sd > 0, sd, 1.0)
+        out[te] = lr.decision_function(z) if logit else lr.predict_proba(z)[:, 1]
+    return out
+
+
+def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "best") -> dict:
+    """The short-form studies' rows for a stacked check probe: the state at ``tap`` (``best``: the model's
+    own, the first stored), the named scores as features, the labels and each row's data name. Rows where
+    a score failed (an empty answer) are left out, as rows without a state are."""
+    check_score_names(features, "--features")
+    kept: list = []
+    model, taps, X, wrong, data, wording = load_states(runs, kept)
+    t = taps[0] if tap == "best" else tap
+    if t not in taps:
+        raise ValueError(f"--tap {t}: the studies stored {', '.join(taps)}")
+    for r in kept[:1]:
+        missing = [f for f in features if f not in r.get("scores", {})]
+        if missing:
+            raise ValueError(f"{runs[0]}: its rows have no {', '.join(missing)} score")
+    F = [score_features(r.get("scores", {}), features) for r in kept]
+    ok = np.array([f is not None for f in F])
+    return {"model": model, "tap": t, "states": X[ok, taps.index(t), :], "extra": np.stack([f for f in F if f is not None]),
+            "wrong": wrong[ok], "data": [r["data"] for r, k in zip(kept, ok) if k], "names": data, "wording": wording}
+
+
+def check_probe(runs: Sequence[str | Path], features: Sequence[str], tap: str = "best", folds: int = 5) -> Probe:
+    """A short-form probe that reads the check's own scores after the state (:func:`stack_probe`)."""
+    d = check_rows(runs, features, tap)
+    p = stack_probe(d["states"], d["extra"], d["wrong"], folds=folds, features=list(features), form="short",
+                    model=str(d["model"]), tap=d["tap"], data="+".join(d["names"]))
+    p.provenance.update(d["wording"])
+    return p

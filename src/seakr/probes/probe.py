@@ -2,7 +2,9 @@
 
 A probe of re-rank candidates (form ``candidate``) reads, after the state, the engine's view of the
 passage (:data:`ENGINE_FEATURES`: its rank and its score against the top score), so it can learn when
-to keep the engine's order; its "wrong" is "the passage does not support the answer".
+to keep the engine's order; its "wrong" is "the passage does not support the answer". A short-form probe
+may read the knowledge check's own uncertainty scores after the state (:func:`score_features`), so one
+probability carries both the state's signal and the samples' agreement.
 
 Fitted with scikit-learn (standardise, then L2 logistic regression with its strength chosen by
 stratified cross-validation on AUROC); applied with numpy alone, so answering needs no scikit-learn.
@@ -37,6 +39,34 @@ def engine_features(rank: int, score: float | None, top: float | None) -> np.nda
     return np.array([rank == 0, rank == 1, rank >= 2, s / top if top > 0 else 1.0, s - top], dtype=np.float64)
 
 
+#: Scores of the knowledge check's own samples a short-form probe may read after the state (a stacked
+#: probe): any of :data:`seakr.uncertainty.ESTIMATORS` but ``prompt``. Perplexities enter on their log scale
+#: (the mean negative log-likelihood): their tails would otherwise dominate a standardised feature.
+LOG_SCALE = frozenset({"perplexity", "multi-perplexity"})
+
+
+def check_score_names(names: Sequence[str], where: str) -> None:
+    """One line naming any of ``names`` that is not an estimator of the check's samples."""
+    from ..uncertainty import ESTIMATORS
+
+    bad = [str(n) for n in names if n not in ESTIMATORS or n == "prompt"]
+    if bad:
+        raise ValueError(f"{where}: {', '.join(bad)} is not an estimator of the check's samples "
+                         f"(one of {', '.join(e for e in ESTIMATORS if e != 'prompt')})")
+
+
+def score_features(scores: dict, names: Sequence[str]) -> np.ndarray | None:
+    """The named estimators' values of one answer as probe features; None where one failed (an empty
+    answer: the probe then reads it as maximally uncertain)."""
+    out = []
+    for n in names:
+        v = scores.get(n)
+        if v is None or not math.isfinite(float(v)):
+            return None
+        out.append(math.log(max(float(v), 1e-12)) if n in LOG_SCALE else float(v))
+    return np.array(out, dtype=np.float64)
+
+
 @dataclass
 class Probe:
     model: str
@@ -48,7 +78,7 @@ class Probe:
     scale: np.ndarray
     C: float = 1.0
     provenance: dict = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
-    features: list = field(default_factory=list)  # what follows the state (ENGINE_FEATURES for candidates)
+    features: list = field(default_factory=list)  # what follows the state: ENGINE_FEATURES (candidates), estimators (short)
 
     def __post_init__(self):
         if self.form not in FORMS:
@@ -59,6 +89,8 @@ class Probe:
         if not (np.isfinite(self.coef).all() and np.isfinite(self.mean).all() and (self.scale > 0).all()
                 and math.isfinite(self.intercept)):
             raise ValueError(f"probe {self.tap}: non-finite weights or a non-positive scale")
+        if self.form == "short" and self.features:
+            check_score_names(self.features, f"probe short ({self.tap})")
 
     @property
     def layer_source(self) -> tuple[int, str]:
@@ -97,6 +129,12 @@ class Probe:
             raise ValueError(f"probe {self.tap}: a state of {x.size} features, the probe has {self.dim}")
         z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
         return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def score_check(self, state, scores: dict) -> float:
+        """P(wrong) of a knowledge-check answer from its state and, for a stacked probe, the named scores of
+        its own samples; a failed score (an empty answer) is maximally uncertain, like a missing state."""
+        extra = score_features(scores, self.features) if self.features else None
+        return self.score(None if self.features and extra is None else state, extra)
 
     def scores(self, states: np.ndarray) -> np.ndarray:
         return np.array([self.score(s) for s in np.asarray(states)])
