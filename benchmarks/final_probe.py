@@ -39,12 +39,16 @@ FORMS = ("rationale", "knowledge")
 
 
 def both_answers(runs: list[str]) -> dict:
-    """Questions where both final answers have an F1 and a stored state: states (n, 2, d), F1s (n, 2)."""
-    X, F, A, ids, data = [], [], [], [], []
+    """Questions where both final answers have an F1 and a stored state: states (n, 2, d), F1s (n, 2); a
+    question of one data file in two runs (overlapping subsets) is read once."""
+    X, F, A, ids, data, seen = [], [], [], [], [], set()
     for run in runs:
         stores = {f: StateStore.open(Path(run) / "states" / f"final-{f}") for f in FORMS}
         cfg = json.loads((Path(run) / "config.json").read_text())
         for r in run_rows(Path(run)):
+            if (r.id, _data_name(cfg, run)) in seen:  # overlapping subsets: the first run's row
+                continue
+            seen.add((r.id, _data_name(cfg, run)))
             c = r.final.candidates
             zs = [stores[f].get(r.id) if f in c else None for f in FORMS]
             if any(z is None for z in zs) or any(c[f].f1 is None for f in FORMS):

@@ -86,12 +86,15 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[s
 def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """Like :func:`load_states`, from SeaKR eval runs: each row's final answer of ``form`` (its F1 the label)
     and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
-    e.g. with the candidate-probe re-rank). Every run must share the model and the tap."""
+    e.g. with the candidate-probe re-rank). Every run must share the model and the tap; a question of one
+    data file that two runs answered (overlapping subsets) is read from the first only."""
     from ..eval.studies import StateStore
 
-    model, taps, xs, ys, data = None, None, [], [], []
+    model, taps, xs, ys, data, seen = None, None, [], [], [], set()
     for run in runs:
         cfg, rows = _final_rows(run, form)
+        rows = [r for r in rows if (_data_name(cfg, run), r["id"]) not in seen]  # a question in two runs counts once
+        seen |= {(_data_name(cfg, run), r["id"]) for r in rows}
         if not (Path(run) / "states" / form / "taps.json").is_file():
             raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
                              "them (rerank=probe or reasoning=probe)")
