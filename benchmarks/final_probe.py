@@ -11,6 +11,11 @@ regularisation ``fit_probe`` picks on all rows; then, per question, the choice t
 --scored RUN: train chains whose final answers carry their U (reasoning self-aware or calibrated): there
 the paper's rule (the lower U) and the calibrated choice (the packaged maps) are scored the same way.
 
+--dev RUN: dev eval runs that kept their final answers' states, scored once afterwards with the packaged
+final-form probes (the ones ``reasoning=probe`` reads): the choice they make against each single answer.
+Both answers and their states do not depend on the choice, so this is the run's own result with those
+probes. Reported only; never used to choose.
+
 The rule fixed before these runs: ship ``reasoning=probe`` where its out-of-fold F1 on train is at least
 the better single answer's. The probes failed it on the first set (no out-of-fold signal), and the rule
 was widened before the second set finished: every choice rule is compared with the knowledge answer alone
@@ -87,6 +92,26 @@ def evaluate(d: dict, folds: int) -> dict:
     return res
 
 
+def dev_report(runs: list[str], model: str) -> dict:
+    """The packaged probes' choice on each dev run's stored final states, against each single answer."""
+    from seakr.probes.bank import SelfKnowledge
+
+    bank, out = SelfKnowledge(model), {}
+    for run in runs:
+        d = both_answers([run])
+        p = {f: np.array([1 - bank.probe(f"final-{f}").score(x) for x in d["X"][:, j, :]]) for j, f in enumerate(FORMS)}
+        F = d["F"]
+        rat = [pick(FinalAnswer(a, u=-pa), FinalAnswer(b, u=-pb)) == "rationale"
+               for (a, b), pa, pb in zip(d["answers"], p["rationale"], p["knowledge"])]
+        chosen, differ = np.where(rat, F[:, 0], F[:, 1]), F[:, 0] != F[:, 1]
+        out[Path(run).parent.name + "/" + Path(run).name] = {
+            "n": int(len(F)), "differ": int(differ.sum()),
+            "f1": {"probe": float(chosen.mean()), "rationale": float(F[:, 0].mean()), "knowledge": float(F[:, 1].mean())},
+            "choice_auroc": auroc((p["knowledge"] - p["rationale"])[differ], (F[:, 1] > F[:, 0])[differ]),
+            "probe_minus": {f: paired_bootstrap(chosen, F[:, j]) for j, f in enumerate(FORMS)}}
+    return out
+
+
 def scored_rules(runs: list[str], model: str) -> dict:
     """The paper's lower-U rule and the calibrated choice (the packaged maps) against the knowledge answer
     alone, on train chains whose two final answers carry their U."""
@@ -161,6 +186,7 @@ def main() -> None:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out", default="benchmarks/results/final-probe-qwen")
     ap.add_argument("--write", help="reasoning.json to record the decision in (e.g. src/seakr/probes/data/reasoning.json)")
+    ap.add_argument("--dev", nargs="*", default=[], help="dev eval runs with stored final states: reported only")
     a = ap.parse_args()
     res = evaluate(both_answers(a.runs), a.folds)
     scored = scored_rules(a.scored, a.model) if a.scored else None
@@ -171,6 +197,18 @@ def main() -> None:
     text = markdown(res, scored, decision, a.runs)
     (out / "train-choice.md").write_text(text)
     print(text)
+    if a.dev:
+        dev = dev_report(a.dev, a.model)
+        (out / "dev-choice.json").write_text(json.dumps(dev, indent=2))
+        lines = ["# The packaged final-form probes' choice on dev runs (reported only)", "",
+                 "| run | n (differ) | probes' choice | rationale only | knowledge only | choice − knowledge | AUROC where they differ |",
+                 "|---|---|---|---|---|---|---|"]
+        for name, r in dev.items():
+            f = r["f1"]
+            lines.append(f"| {name} | {r['n']} ({r['differ']}) | {100 * f['probe']:.1f} | {100 * f['rationale']:.1f} | "
+                         f"{100 * f['knowledge']:.1f} | {_ci(r['probe_minus']['knowledge'])} | {r['choice_auroc']:.2f} |")
+        (out / "dev-choice.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
     if a.write:
         record(Path(a.write), a.model, res, scored, decision)
 
