@@ -92,8 +92,22 @@ def evaluate(d: dict, folds: int) -> dict:
     return res
 
 
-def dev_report(runs: list[str], model: str) -> dict:
-    """The packaged probes' choice on each dev run's stored final states, against each single answer."""
+def whole_run(run: str, chosen: dict, pair: list[str]) -> dict:
+    """The run's F1 over all its questions with the re-scored choice (questions the knowledge check
+    answered, or without both answers, keep their own F1), paired against sibling runs named in ``pair``."""
+    rows = {r.id: r for r in run_rows(Path(run))}
+    f1 = {i: chosen.get(i, r.f1) for i, r in rows.items()}
+    res = {"n": len(f1), "f1": float(np.mean(list(f1.values()))), "as_run": float(np.mean([r.f1 for r in rows.values()]))}
+    for other in pair:
+        o = {r.id: r.f1 for r in run_rows(Path(run).parent / other)}
+        ids = sorted(set(f1) & set(o))
+        res[f"minus_{other}"] = paired_bootstrap([f1[i] for i in ids], [o[i] for i in ids])
+    return res
+
+
+def dev_report(runs: list[str], model: str, pair: list[str] = ()) -> dict:
+    """The packaged probes' choice on each dev run's stored final states, against each single answer and,
+    over the whole run, against its sibling runs ``pair`` (e.g. ircot, dragin)."""
     from seakr.probes.bank import SelfKnowledge
 
     bank, out = SelfKnowledge(model), {}
@@ -104,7 +118,8 @@ def dev_report(runs: list[str], model: str) -> dict:
         rat = [pick(FinalAnswer(a, u=-pa), FinalAnswer(b, u=-pb)) == "rationale"
                for (a, b), pa, pb in zip(d["answers"], p["rationale"], p["knowledge"])]
         chosen, differ = np.where(rat, F[:, 0], F[:, 1]), F[:, 0] != F[:, 1]
-        out[Path(run).parent.name + "/" + Path(run).name] = {
+        whole = whole_run(run, dict(zip(d["ids"], chosen)), pair)
+        out[Path(run).parent.name + "/" + Path(run).name] = {"whole_run": whole,
             "n": int(len(F)), "differ": int(differ.sum()),
             "f1": {"probe": float(chosen.mean()), "rationale": float(F[:, 0].mean()), "knowledge": float(F[:, 1].mean())},
             "choice_auroc": auroc((p["knowledge"] - p["rationale"])[differ], (F[:, 1] > F[:, 0])[differ]),
@@ -187,6 +202,7 @@ def main() -> None:
     ap.add_argument("--out", default="benchmarks/results/final-probe-qwen")
     ap.add_argument("--write", help="reasoning.json to record the decision in (e.g. src/seakr/probes/data/reasoning.json)")
     ap.add_argument("--dev", nargs="*", default=[], help="dev eval runs with stored final states: reported only")
+    ap.add_argument("--pair", nargs="*", default=["ircot", "dragin"], help="sibling runs of each dev run to pair the whole run with")
     a = ap.parse_args()
     res = evaluate(both_answers(a.runs), a.folds)
     scored = scored_rules(a.scored, a.model) if a.scored else None
@@ -198,7 +214,7 @@ def main() -> None:
     (out / "train-choice.md").write_text(text)
     print(text)
     if a.dev:
-        dev = dev_report(a.dev, a.model)
+        dev = dev_report(a.dev, a.model, a.pair)
         (out / "dev-choice.json").write_text(json.dumps(dev, indent=2))
         lines = ["# The packaged final-form probes' choice on dev runs (reported only)", "",
                  "| run | n (differ) | probes' choice | rationale only | knowledge only | choice − knowledge | AUROC where they differ |",
@@ -207,6 +223,12 @@ def main() -> None:
             f = r["f1"]
             lines.append(f"| {name} | {r['n']} ({r['differ']}) | {100 * f['probe']:.1f} | {100 * f['rationale']:.1f} | "
                          f"{100 * f['knowledge']:.1f} | {_ci(r['probe_minus']['knowledge'])} | {r['choice_auroc']:.2f} |")
+        lines += ["", "| run, all questions | F1 as run | F1 with these probes | " + " | ".join(f"minus {o}" for o in a.pair) + " |",
+                  "|---|---|---|" + "---|" * len(a.pair)]
+        for name, r in dev.items():
+            w = r["whole_run"]
+            lines.append(f"| {name} ({w['n']}) | {100 * w['as_run']:.1f} | {100 * w['f1']:.1f} | "
+                         + " | ".join(_ci(w[f"minus_{o}"]) for o in a.pair) + " |")
         (out / "dev-choice.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
     if a.write:
