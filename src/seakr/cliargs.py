@@ -18,6 +18,14 @@ def _int_at_least(text: str, lo: int, expect: str) -> int:
     return v
 
 
+def _names(value: str) -> list[str]:
+    """A comma-separated list of names, at least one."""
+    names = [x.strip() for x in value.split(",") if x.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {value!r}")
+    return names
+
+
 def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive integer")
 
@@ -262,7 +270,7 @@ def _probe_parsers(sub) -> None:
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
     f.add_argument("--form", default="short", choices=list(FORMS))
     f.add_argument("--folds", type=positive_int, default=5)
-    f.add_argument("--features", type=lambda v: [x.strip() for x in v.split(",") if x.strip()], default=[],
+    f.add_argument("--features", type=_names, default=[],
                    help="short form: estimators of the check's own samples to read beside the state, e.g. "
                         "eigen,ln-entropy,max-entropy (a stacked probe; the check then draws k samples)")
     f.add_argument("--out", required=True, help="probe file to write (.json)")

@@ -304,3 +304,15 @@ def test_a_stacked_check_probe_learns_what_the_scores_carry_beyond_the_state(tmp
         fit_from_studies([run], features=["prompt"])
     with pytest.raises(ValueError, match="only a short-form"):
         fit_from_studies([run], form="cot", features=["eigen"])
+
+
+@pytest.mark.parametrize("features, says", [("eigen,prompt", "prompt is not an estimator"), (",,", "expected comma-separated names")])
+def test_probe_fit_features_refuses_bad_names_in_one_line(tmp_path, features, says):
+    import subprocess
+    import sys
+
+    run = make_study(tmp_path / "s")
+    r = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(run), "--features", features,
+                        "--out", str(tmp_path / "p.json")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "p.json").exists()
