@@ -121,7 +121,7 @@ def test_10_a_search_panic_shows_one_line_not_rusts_panic_text(tmp_path, capfd):
                 assert "failed, the index looks damaged" in str(e)
                 panics += "search failed" in str(e)
         assert "panicked" not in capfd.readouterr().err  # Rust's own panic text is held back: the one line is all
-        shutil.rmtree(copy)
+        shutil.rmtree(copy, ignore_errors=True)  # tantivy may still be writing its reader's lock file there
     assert panics > 0  # the search's guard was exercised (5 windows of this fixture with tantivy 0.27)
 
 
