@@ -36,8 +36,8 @@ CANDIDATES = ("state", "eigen", "scores", "stacked")
 MARGIN = 0.01  # what a new signal must add over the state probe on the weaker train set
 
 
-def fitted(d: dict, folds: int) -> dict:
-    """Each candidate fitted on all rows of ``d``: a function of (states, extra) -> P(wrong)."""
+def fitted(d: dict, folds: int) -> tuple[dict, dict]:
+    """Each candidate fitted on all rows of ``d`` (a function of (states, extra) -> P(wrong)), and each C."""
     kw = dict(model=str(d["model"]), tap=d["tap"], form="short", folds=folds)
     state = fit_probe(d["states"], d["wrong"], **kw)
     scores = fit_probe(d["extra"], d["wrong"], Cs=(0.01, 0.1, 1.0, 10.0), **kw)
@@ -46,8 +46,8 @@ def fitted(d: dict, folds: int) -> dict:
     return {"state": lambda S, X: np.array([state.score(s) for s in S]),
             "eigen": lambda S, X: X[:, e],
             "scores": lambda S, X: np.array([scores.score(x) for x in X]),
-            "stacked": lambda S, X: np.array([stacked.score(s, x) for s, x in zip(S, X)]),
-            "_C": {"state": state.C, "scores": scores.C, "stacked": stacked.C}}
+            "stacked": lambda S, X: np.array([stacked.score(s, x) for s, x in zip(S, X)])}, \
+        {"state": state.C, "scores": scores.C, "stacked": stacked.C}
 
 
 def out_of_fold_all(d: dict, folds: int, seed: int = 0) -> dict:
@@ -62,8 +62,7 @@ def out_of_fold_all(d: dict, folds: int, seed: int = 0) -> dict:
            "scores": out_of_fold(d["extra"], y, folds, C=C_scores, seed=seed),
            "stacked": np.zeros(len(y))}
     for tr, te in StratifiedKFold(folds, shuffle=True, random_state=seed).split(d["states"], y):
-        part = {**d, "states": d["states"][tr], "extra": d["extra"][tr], "wrong": y[tr]}
-        p = stack_probe(part["states"], part["extra"], part["wrong"], folds=folds, features=list(FEATURES),
+        p = stack_probe(d["states"][tr], d["extra"][tr], y[tr], folds=folds, features=list(FEATURES),
                         model="-", tap=d["tap"], form="short")
         oof["stacked"][te] = [p.score(s, x) for s, x in zip(d["states"][te], d["extra"][te])]
     return oof
@@ -139,8 +138,7 @@ def main() -> None:
            "wrong": int(d["wrong"].sum()), "features": list(FEATURES), "train_oof_auroc": table,
            "decision": decide(table, sets)}
     if a.dev:
-        models = fitted(d, a.folds)
-        res["C"] = models.pop("_C")
+        models, res["C"] = fitted(d, a.folds)
         res["dev"] = dev_report(models, {k: v.split(",") for k, v in (x.split("=", 1) for x in a.dev)})
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

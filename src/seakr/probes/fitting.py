@@ -93,8 +93,9 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     model, taps, xs, ys, data, seen = None, None, [], [], [], set()
     for run in runs:
         cfg, rows = _final_rows(run, form)
-        rows = [r for r in rows if (_data_name(cfg, run), r["id"]) not in seen]  # a question in two runs counts once
-        seen |= {(_data_name(cfg, run), r["id"]) for r in rows}
+        name = _data_name(cfg, run)
+        rows = [r for r in rows if (name, r["id"]) not in seen]  # a question in two runs counts once
+        seen |= {(name, r["id"]) for r in rows}
         if not (Path(run) / "states" / form / "taps.json").is_file():
             raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
                              "them (rerank=probe or reasoning=probe)")
@@ -103,7 +104,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
         if model is not None and (m, store.taps) != (model, taps):
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
         model, taps = m, store.taps
-        data.append(_data_name(cfg, run))
+        data.append(name)
         for r in rows:
             z = store.get(r["id"])
             if z is not None:
@@ -330,10 +331,9 @@ def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "
     t = taps[0] if tap == "best" else tap
     if t not in taps:
         raise ValueError(f"--tap {t}: the studies stored {', '.join(taps)}")
-    for r in kept[:1]:
-        missing = [f for f in features if f not in r.get("scores", {})]
-        if missing:
-            raise ValueError(f"{runs[0]}: its rows have no {', '.join(missing)} score")
+    missing = [f for f in features if kept and f not in kept[0].get("scores", {})]
+    if missing:
+        raise ValueError(f"{runs[0]}: its rows have no {', '.join(missing)} score")
     F = [score_features(r.get("scores", {}), features) for r in kept]
     ok = np.array([f is not None for f in F])
     return {"model": model, "tap": t, "states": X[ok, taps.index(t), :], "extra": np.stack([f for f in F if f is not None]),
