@@ -13,7 +13,7 @@ from seakr.eval.rows import ResultRow
 from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
 from seakr.eval.studies import StateStore
 from seakr.probes import load_probe
-from seakr.probes.fitting import calibrate_from_studies, fit_from_studies
+from seakr.probes.fitting import calibrate_from_studies, fit_from_studies, load_states
 
 
 def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None):
@@ -47,6 +47,19 @@ def test_the_tap_that_carries_the_label_wins(tmp_path):
     other = make_study(tmp_path / "o", model="other")
     with pytest.raises(ValueError, match="other"):
         fit_from_studies([run, other])
+
+
+def test_a_question_two_studies_of_one_file_answered_counts_once(tmp_path):
+    a = make_study(tmp_path / "a", n=60)
+    b = make_study(tmp_path / "b", n=90, seed=1)  # ids q0..q59 again, of the same train.csv
+    cfg = json.loads((b / "config.json").read_text())
+    c = make_study(tmp_path / "c", n=60, seed=2)
+    (c / "config.json").write_text(json.dumps({**cfg, "data": "other/train.csv"}))  # same ids, another file
+    kept = []
+    _, _, X, wrong, names, _ = load_states([a, b, c], kept)
+    assert len(X) == len(kept) == 60 + 30 + 60 and names == ["train.csv", "other/train.csv"]
+    assert [r["id"] for r in kept[60:90]] == [f"q{i}" for i in range(60, 90)]  # b's own rows, after a's
+    assert np.allclose(X[0], StateStore.open(a / "states").get("q0"))  # the first run's copy is the one read
 
 
 def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):

@@ -64,20 +64,24 @@ def _data_name(cfg: dict, run) -> str:
 def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record) pooled
     over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
-    model, the taps and (short form) the wording. ``kept``, where given, receives each kept row (its
-    ``scores``) with its data name under ``"data"``, in the order of X."""
-    model, taps, xs, ys, data, cfgs = None, None, [], [], [], []
+    model, the taps and (short form) the wording; a question of one data file that two runs answered
+    (overlapping subsets, e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``,
+    where given, receives each kept row (its ``scores``) with its data name under ``"data"``, in the order
+    of X."""
+    model, taps, xs, ys, data, cfgs, seen = None, None, [], [], [], [], set()
     for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect"):
         model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
         cfgs.append(cfg)
-        data.append(_data_name(cfg, run))
+        name = _data_name(cfg, run)
+        data += [] if name in data else [name]
         for r in rows:
-            z = store.get(r["id"])
+            z = store.get(r["id"]) if (name, r["id"]) not in seen else None  # a question in two runs counts once
+            seen.add((name, r["id"]))
             if z is not None:
                 xs.append(z)
                 ys.append(r["f1"] < CORRECT_F1)
                 if kept is not None:
-                    kept.append({**r, "data": data[-1]})
+                    kept.append({**r, "data": name})
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
     return str(model), list(taps), np.stack(xs), np.array(ys), data, _wording(cfgs, runs)
