@@ -21,3 +21,19 @@ def emit(res: dict, out: str | None) -> None:
     if out:
         with open(out, "a") as f:
             f.write(line + "\n")
+
+
+def dev_sets(pairs: list[str]) -> dict[str, list[str]]:
+    """``NAME=RUN[,RUN...]`` arguments as {name: [runs]}."""
+    return {k: v.split(",") for k, v in (x.split("=", 1) for x in pairs)}
+
+
+def write_report(out: str, stem: str, res: dict, text: str) -> None:
+    """``out/stem.json`` and ``out/stem.md``, and the markdown printed."""
+    from pathlib import Path
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.json").write_text(json.dumps(res, indent=2))
+    (folder / f"{stem}.md").write_text(text)
+    print(text)

@@ -21,8 +21,8 @@ train rows: AUROC per dev set and the paired difference against EigenScore. Neve
 
 from __future__ import annotations
 
+from _common import dev_sets, write_report  # noqa: E402
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -139,13 +139,8 @@ def main() -> None:
            "decision": decide(table, sets)}
     if a.dev:
         models, res["C"] = fitted(d, a.folds)
-        res["dev"] = dev_report(models, {k: v.split(",") for k, v in (x.split("=", 1) for x in a.dev)})
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "check-signal.json").write_text(json.dumps(res, indent=2))
-    text = markdown(res)
-    (out / "check-signal.md").write_text(text)
-    print(text)
+        res["dev"] = dev_report(models, dev_sets(a.dev))
+    write_report(a.out, "check-signal", res, markdown(res))
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ rows): AUROC and the paired difference. Never used to choose.
 
 from __future__ import annotations
 
+from _common import dev_sets, write_report  # noqa: E402
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
@@ -109,13 +109,8 @@ def main() -> None:
     res, refit = compare(train_rows(a.old, a.new, shipped.tap), shipped, a.folds)
     res.update(old=[Path(r).name for r in a.old], new_runs=[Path(r).name for r in a.new])
     if a.dev:
-        res["dev"] = dev_report(shipped, refit, {k: v.split(",") for k, v in (x.split("=", 1) for x in a.dev)})
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "probe-growth.json").write_text(json.dumps(res, indent=2))
-    text = markdown(res)
-    (out / "probe-growth.md").write_text(text)
-    print(text)
+        res["dev"] = dev_report(shipped, refit, dev_sets(a.dev))
+    write_report(a.out, "probe-growth", res, markdown(res))
 
 
 if __name__ == "__main__":
