@@ -1,8 +1,9 @@
-"""Shared by the benchmark scripts: median timing and one-JSON-line output."""
+"""Shared by the benchmark scripts: median timing, one-JSON-line output, report files."""
 
 import json
 import statistics
 import time
+from pathlib import Path
 
 
 def median_time(fn, repeat: int) -> float:
@@ -30,8 +31,6 @@ def dev_sets(pairs: list[str]) -> dict[str, list[str]]:
 
 def write_report(out: str, stem: str, res: dict, text: str) -> None:
     """``out/stem.json`` and ``out/stem.md``, and the markdown printed."""
-    from pathlib import Path
-
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{stem}.json").write_text(json.dumps(res, indent=2))

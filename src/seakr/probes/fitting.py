@@ -73,7 +73,8 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[s
         model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
         cfgs.append(cfg)
         name = _data_name(cfg, run)
-        data += [] if name in data else [name]
+        if name not in data:  # two studies of one file name it once
+            data.append(name)
         for r in rows:
             z = store.get(r["id"]) if (name, r["id"]) not in seen else None  # a question in two runs counts once
             seen.add((name, r["id"]))
