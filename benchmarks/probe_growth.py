@@ -31,22 +31,24 @@ from seakr.probes.fitting import load_states, out_of_fold
 from seakr.probes.probe import fit_probe, packaged_probe
 
 
-def train_rows(old: list[str], new: list[str], tap: str) -> dict:
-    """Pooled train rows at ``tap``, each marked new where it came from a --new study."""
+def train_rows(old: list[str], new: list[str]) -> dict:
+    """Pooled train rows, each marked new where it came from a --new study (the old studies are read
+    first, so a question in both counts as old)."""
     kept: list = []
-    model, taps, X, wrong, names, wording = load_states([*old, *new], kept)
-    n_old = len(load_states(old)[2])  # old runs come first, so their rows lead (deduplicated the same way)
-    if tap not in taps:
-        raise ValueError(f"the studies stored {', '.join(taps)}, the probe reads {tap}")
-    return {"model": model, "X": X[:, taps.index(tap), :], "wrong": wrong, "new": np.arange(len(wrong)) >= n_old,
+    model, taps, X, wrong, names, _ = load_states([*old, *new], kept)
+    new_runs = {str(r) for r in new}
+    return {"model": model, "taps": taps, "X": X, "wrong": wrong, "new": np.array([r["run"] in new_runs for r in kept]),
             "data": np.array([r["data"] for r in kept]), "names": names}
 
 
 def compare(d: dict, shipped, folds: int) -> dict:
     """AUROC of the shipped probe and of the out-of-fold refit on each train set's new rows."""
-    refit = fit_probe(d["X"], d["wrong"], model=d["model"], tap=shipped.tap, form="short", folds=folds)
-    oof = out_of_fold(d["X"], d["wrong"], folds, C=refit.C)
-    old = np.array([shipped.score(x) for x in d["X"]])
+    if shipped.tap not in d["taps"]:
+        raise ValueError(f"the studies stored {', '.join(d['taps'])}, the probe reads {shipped.tap}")
+    X = d["X"][:, d["taps"].index(shipped.tap), :]
+    refit = fit_probe(X, d["wrong"], model=d["model"], tap=shipped.tap, form="short", folds=folds)
+    oof = out_of_fold(X, d["wrong"], folds, C=refit.C)
+    old = np.array([shipped.score(x) for x in X])
     out = {}
     for name in d["names"]:
         m = (d["data"] == name) & d["new"]
@@ -104,9 +106,9 @@ def main() -> None:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--out", default="benchmarks/results/selfknow-qwen/probe-growth")
     a = ap.parse_args()
-    model = load_states(a.old)[0]
-    shipped = load_probe(a.probe) if a.probe else packaged_probe(model, "short")
-    res, refit = compare(train_rows(a.old, a.new, shipped.tap), shipped, a.folds)
+    d = train_rows(a.old, a.new)
+    shipped = load_probe(a.probe) if a.probe else packaged_probe(d["model"], "short")
+    res, refit = compare(d, shipped, a.folds)
     res.update(old=[Path(r).name for r in a.old], new_runs=[Path(r).name for r in a.new])
     if a.dev:
         res["dev"] = dev_report(shipped, refit, dev_sets(a.dev))

@@ -59,6 +59,7 @@ def test_a_question_two_studies_of_one_file_answered_counts_once(tmp_path):
     _, _, X, wrong, names, _ = load_states([a, b, c], kept)
     assert len(X) == len(kept) == 60 + 30 + 60 and names == ["train.csv", "other/train.csv"]
     assert [r["id"] for r in kept[60:90]] == [f"q{i}" for i in range(60, 90)]  # b's own rows, after a's
+    assert {r["run"] for r in kept[60:90]} == {str(b)}  # each kept row names the study it came from
     assert np.allclose(X[0], StateStore.open(a / "states").get("q0"))  # the first run's copy is the one read
 
 

@@ -61,13 +61,21 @@ def _data_name(cfg: dict, run) -> str:
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
+def _unread(rows: list[dict], name: str, seen: set) -> list[dict]:
+    """The rows of data file ``name`` that no earlier run gave (a question two runs answered counts once,
+    read from the first); marks them read in ``seen``."""
+    rows = [r for r in rows if (name, r["id"]) not in seen]
+    seen |= {(name, r["id"]) for r in rows}
+    return rows
+
+
 def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record) pooled
     over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
     model, the taps and (short form) the wording; a question of one data file that two runs answered
     (overlapping subsets, e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``,
-    where given, receives each kept row (its ``scores``) with its data name under ``"data"``, in the order
-    of X."""
+    where given, receives each kept row (its ``scores``) with its data name under ``"data"`` and its study
+    under ``"run"``, in the order of X."""
     model, taps, xs, ys, data, cfgs, seen = None, None, [], [], [], [], set()
     for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect"):
         model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
@@ -75,14 +83,13 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[s
         name = _data_name(cfg, run)
         if name not in data:  # two studies of one file name it once
             data.append(name)
-        for r in rows:
-            z = store.get(r["id"]) if (name, r["id"]) not in seen else None  # a question in two runs counts once
-            seen.add((name, r["id"]))
+        for r in _unread(rows, name, seen):
+            z = store.get(r["id"])
             if z is not None:
                 xs.append(z)
                 ys.append(r["f1"] < CORRECT_F1)
                 if kept is not None:
-                    kept.append({**r, "data": name})
+                    kept.append({**r, "data": name, "run": str(run)})
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
     return str(model), list(taps), np.stack(xs), np.array(ys), data, _wording(cfgs, runs)
@@ -99,8 +106,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     for run in runs:
         cfg, rows = _final_rows(run, form)
         name = _data_name(cfg, run)
-        rows = [r for r in rows if (name, r["id"]) not in seen]  # a question in two runs counts once
-        seen |= {(name, r["id"]) for r in rows}
+        rows = _unread(rows, name, seen)
         if not (Path(run) / "states" / form / "taps.json").is_file():
             raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
                              "them (rerank=probe or reasoning=probe)")
