@@ -304,8 +304,11 @@ def cmd_probe_gate(args) -> int:
     from .probes.fitting import gate_from_runs, gate_markdown
 
     check_output_file(args.out, "--out")
-    model = args.model or ((read_run_config(args.check[0]).get("method") or {}).get("model") or {}).get("model")
-    res = gate_from_runs(args.check, args.chain, args.gate, SelfKnowledge(str(model), args.probes))
+    method = read_run_config(args.check[0]).get("method") or {}
+    model = args.model or (method.get("model") or {}).get("model")
+    # the maps read the check runs' scores: they must have been fitted under the sampling those runs drew
+    bank = SelfKnowledge(str(model), args.probes, sampling=method.get("config"))
+    res = gate_from_runs(args.check, args.chain, args.gate, bank)
     with open(args.out, "w") as f:
         json.dump(res, f, indent=2)
     print(gate_markdown(res) + f" -> {args.out}")

@@ -16,12 +16,14 @@ from seakr.probes import load_probe
 from seakr.probes.fitting import calibrate_from_studies, fit_from_studies, load_states
 
 
-def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None):
-    """A detect study on disk: the label is a linear function of the state at L2 only."""
+def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None, sampling=None):
+    """A detect study on disk: the label is a linear function of the state at L2 only. ``sampling``: the
+    method's sampling fields its config records (k, temperature, ...)."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"data": "train.csv", "method": {
-        "model": {"model": model}, "config": {"prompt_style": "chat"}}, **({"wording": wording} if wording else {})}))
+        "model": {"model": model}, "config": {"prompt_style": "chat", **(sampling or {})}},
+        **({"wording": wording} if wording else {})}))
     store = StateStore(folder / "states", list(taps))
     w = rng.normal(size=8)
     rows = []
@@ -239,6 +241,43 @@ def test_fitted_files_record_the_checks_wording_and_seakr_refuses_another(tmp_pa
     with pytest.raises(ValueError, match="--probe-file.*another wording"):  # nor does a study score with it
         detect(SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate="step"), [], str(tmp_path / "d"), form="short",
                probe_model=other)
+
+
+def test_a_map_of_sampled_scores_is_read_only_under_its_sampling(tmp_path):
+    """EigenScore at k = 5 or at another temperature is on another scale than a map fitted at k = 20: the map
+    records how its studies sampled, and SeaKR (every door builds one), a study's --probe-file and the
+    gate fit refuse it under another sampling with one line; greedy-only maps and state probes are not bound."""
+    from scripted import ScriptedLM
+    from seakr.methods import SeaKR
+    from seakr.probes.bank import check_sampling, sampling_record
+
+    ref = {"k": 20, "temperature": 1.0, "top_k": 50, "top_p": 0.9, "alpha": 1e-3}
+    run = make_study(tmp_path / "s", sampling=ref)
+    f = run / "detect_rows.jsonl"  # a greedy-only score beside EigenScore
+    f.write_text("".join(json.dumps({**r, "scores": {**r["scores"], "max-entropy": r["scores"]["eigen"]}}) + "\n"
+                         for r in map(json.loads, f.read_text().splitlines())))
+    cal = calibrate_from_studies([run], "eigen")
+    assert cal.provenance["sampling"] == ref
+    assert "sampling" not in calibrate_from_studies([run], "max-entropy").provenance  # greedy: any sampling
+    assert sampling_record(ref, ["ln-entropy"]) == {k: ref[k] for k in ("k", "temperature", "top_k", "top_p")}
+    with pytest.raises(ValueError, match="sampled differently"):  # two samplings' scores are not pooled
+        calibrate_from_studies([run, make_study(tmp_path / "t", sampling={**ref, "temperature": 0.5})], "eigen")
+    state, _ = fit_from_studies([run, make_study(tmp_path / "u", sampling={**ref, "k": 5})], form="short")
+    assert "sampling" not in state.provenance  # a state probe reads the greedy answer only
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    cal.save(bank / "scripted-short-eigen.calibration.json")
+    lm = lambda: ScriptedLM(lambda v: None, dim=8)  # noqa: E731
+    assert SeaKR(lm(), None, gate="check", probes=str(bank)).config.k == 20  # the fitted sampling reads it
+    for change in ({"k": 5}, {"temperature": 0.7}, {"top_p": 0.5}, {"alpha": 0.01}):
+        with pytest.raises(ValueError, match=r"calibration\.json: fitted on eigen of samples drawn with .*this run samples with"):
+            SeaKR(lm(), None, gate="check", probes=str(bank), **change)
+    SeaKR(lm(), None, gate="check", probes=str(bank), check_estimator="eigen", max_new_tokens=50)  # not a sampling field
+    stacked = state
+    stacked.features, stacked.provenance["sampling"] = ["ln-entropy"], ref
+    with pytest.raises(ValueError, match="--probe-file: fitted on ln-entropy"):
+        check_sampling(stacked, {**ref, "k": 10}, "--probe-file")
+    check_sampling(stacked, {**ref, "alpha": 0.5}, "--probe-file")  # alpha moves EigenScore, not LN-entropy
 
 
 def test_an_eval_run_keeps_the_final_answers_states_and_a_final_form_probe_fits_on_them(tmp_path):

@@ -31,6 +31,7 @@ from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
 from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording, wording_record
 from ..methods.seakr import SeaKR, guarded_choice
+from ..probes.bank import check_sampling
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
@@ -273,6 +274,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
             raise ValueError(f"the probe was fitted on {probe_model.form!r} answers; this study asks in form {form!r}")
         if form == "short":
             check_wording(probe_model.provenance, "--probe-file")
+        check_sampling(probe_model, vars(method.config), "--probe-file")
     taps = list(dict.fromkeys([own, *(tuple(t) for t in probe), *([probe_model.layer_source] if probe_model else [])]))
     store = StateStore(Path(out_dir) / "states", [tap_name(t) for t in taps])
 

@@ -128,7 +128,7 @@ class SeaKR(Method):
             self.delta, self.delta_source = default_delta(lm.info(), c.estimator, c.prompt_style, c.mode)
         else:
             self.delta, self.delta_source = float(c.delta), "config"
-        self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes)
+        self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes, sampling=vars(c))
         self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer

@@ -14,12 +14,29 @@ from importlib import resources
 from pathlib import Path
 
 from ..prompts import check_wording
+from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, packaged_name
 
 #: The gate level when neither the user nor the package gives one: retrieve unless the model is more
 #: likely right than wrong.
 DEFAULT_GATE_P = 0.5
+
+
+#: What the scores of sampled answers depend on beside the model and the prompt: how the k samples are
+#: drawn, and (EigenScore) the regulariser of its log-determinant.
+SAMPLING_KEYS = ("k", "temperature", "top_k", "top_p")
+
+
+def sampling_record(config: dict, estimators) -> dict | None:
+    """The part of a method's config (a dict of its fields) that the named estimators' values depend on:
+    the sampling where one of them reads samples, plus alpha for EigenScore; None where none does (a
+    greedy-only score or a state probe is the same under any sampling) or the config predates the fields."""
+    estimators = list(estimators)
+    if not any(NEEDS.get(e) == "samples" for e in estimators):
+        return None
+    keys = SAMPLING_KEYS + (("alpha",) if any(e.startswith("eigen") for e in estimators) else ())
+    return {k: config[k] for k in keys} if all(k in config for k in keys) else None
 
 
 def _same_wording(fitted, where: str):
@@ -29,9 +46,24 @@ def _same_wording(fitted, where: str):
     return fitted
 
 
+def check_sampling(fitted, config: dict | None, where: str):
+    """A map of a sample-based score (or a probe reading one) is read only under the sampling it was fitted
+    on: EigenScore at k = 5 or at another temperature is on another scale than the map's."""
+    estimators = [fitted.estimator] if hasattr(fitted, "estimator") else list(fitted.features)
+    got, ours = fitted.provenance.get("sampling"), sampling_record(config or {}, estimators)
+    if got and ours and any(k not in got or float(got[k]) != float(ours[k]) for k in ours):
+        fmt = lambda r: ", ".join(f"{k}={r.get(k)}" for k in ours)  # noqa: E731
+        raise ValueError(f"{where}: fitted on {', '.join(estimators)} of samples drawn with {fmt(got)}; this run "
+                         f"samples with {fmt(ours)}: sample as it was fitted, or refit it on studies run with these options")
+    return fitted
+
+
 class SelfKnowledge:
-    def __init__(self, model: str, folder: str | None = None):
-        self.model, self.folder = model, folder
+    """``sampling``: the reading method's config (a dict of its fields); where given, a file fitted on
+    scores of samples drawn otherwise is refused when it is read (:func:`check_sampling`)."""
+
+    def __init__(self, model: str, folder: str | None = None, sampling: dict | None = None):
+        self.model, self.folder, self.sampling = model, folder, sampling
         self._cache: dict[str, object] = {}
         if folder is not None and not Path(folder).is_dir():
             raise ValueError(f"probes={folder}: no such directory")
@@ -49,7 +81,7 @@ class SelfKnowledge:
             d, where = self._read(packaged_name(self.model, form))
             if d is None:
                 raise ValueError(f"no {form!r} probe for model {self.model!r} at {where}: fit one with `seakr probe fit`")
-            self._cache[key] = _same_wording(Probe.from_dict(d, where), where)
+            self._cache[key] = check_sampling(_same_wording(Probe.from_dict(d, where), where), self.sampling, where)
         return self._cache[key]  # type: ignore[return-value]
 
     def calibration(self, form: str, estimator: str) -> Calibration:
@@ -60,7 +92,7 @@ class SelfKnowledge:
             if d is None:
                 raise ValueError(f"no {form!r} calibration of {estimator!r} for model {self.model!r} at {where}: "
                                  "fit one with `seakr probe calibrate`")
-            self._cache[key] = _same_wording(Calibration.from_dict(d, where), where)
+            self._cache[key] = check_sampling(_same_wording(Calibration.from_dict(d, where), where), self.sampling, where)
         return self._cache[key]  # type: ignore[return-value]
 
     def has_probe(self, form: str) -> bool:

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .bank import sampling_record
 from .calibration import Calibration, fit_calibration
 from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, score_features
 
@@ -53,6 +54,16 @@ def _wording(cfgs: Sequence[dict], runs) -> dict:
         raise ValueError(f"{', '.join(map(str, runs))}: studies asked in different wordings; fit on one wording's studies")
     w = cfgs[0].get("wording") if cfgs else None
     return {"wording": w} if w is not None else {}
+
+
+def _sampling(cfgs: Sequence[dict], runs, estimators: Sequence[str]) -> dict:
+    """How the runs drew the samples the named estimators read ({} where none reads samples): their scores,
+    and a map or probe fitted on them, belong to that sampling, so runs that sampled otherwise are not pooled."""
+    recs = [sampling_record((c.get("method") or {}).get("config") or {}, estimators) for c in cfgs]
+    if len({json.dumps(r, sort_keys=True) for r in recs}) > 1:
+        raise ValueError(f"{', '.join(map(str, runs))}: runs sampled differently ({' / '.join(map(str, recs))}); "
+                         f"fit {', '.join(estimators)} on runs of one sampling")
+    return {"sampling": recs[0]} if recs and recs[0] else {}
 
 
 def _data_name(cfg: dict, run) -> str:
@@ -200,7 +211,7 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
     cal = fit_calibration(scores, correct, form=form, estimator=estimator, kind=kind, data="+".join(data))
     (model, style), = setups
     cal.provenance.update({"model": model, "prompt_style": style, "runs": [Path(r).name for r in runs],
-                           **(_wording(cfgs, runs) if form == "short" else {})})
+                           **(_wording(cfgs, runs) if form == "short" else {}), **_sampling(cfgs, runs, [estimator])})
     return cal
 
 
@@ -356,5 +367,7 @@ def check_probe(runs: Sequence[str | Path], features: Sequence[str], tap: str = 
     d = check_rows(runs, features, tap)
     p = stack_probe(d["states"], d["extra"], d["wrong"], folds=folds, features=list(features), form="short",
                     model=str(d["model"]), tap=d["tap"], data="+".join(d["names"]))
-    p.provenance.update(d["wording"])
+    from ..eval.runner import read_run_config
+
+    p.provenance.update(d["wording"], **_sampling([read_run_config(r) for r in runs], runs, features))
     return p
