@@ -9,6 +9,9 @@ the same answers and labels: only the samples, and so the sample-based scores (E
 Candidates: the reference code's sampling (T 1.0, top-k 50, top-p 0.9; what the package ships), INSIDE's
 released defaults (T 0.5, top-k 10, top-p 0.99; the EigenScore paper's code) and a midpoint (T 0.7, top-k 50,
 top-p 0.9). Each question is asked under every candidate in turn, so the machine's drift falls on all alike.
+A second round, added after the first found both lower temperatures worse: T 1.3 and T 1.6 (top-k 50, top-p
+0.9), judged by the same rule against the same reference rows (scores are reproducible: the reference rows
+repeat the wording study's to the digit).
 
 Rule, fixed before any row was made: a candidate replaces the shipped sampling for the check if its
 EigenScore AUROC is higher than the shipped sampling's on both train sets and by at least 0.01 on their mean;
@@ -34,6 +37,8 @@ SAMPLINGS = {
     "reference": {"temperature": 1.0, "top_k": 50, "top_p": 0.9},
     "inside": {"temperature": 0.5, "top_k": 10, "top_p": 0.99},
     "t0.7": {"temperature": 0.7, "top_k": 50, "top_p": 0.9},
+    "t1.3": {"temperature": 1.3, "top_k": 50, "top_p": 0.9},
+    "t1.6": {"temperature": 1.6, "top_k": 50, "top_p": 0.9},
 }
 SHIPPED = "reference"
 MIN_GAIN = 0.01
