@@ -27,6 +27,9 @@ from seakr.methods.text import (Word, align_words, build_query, drop_answer_sent
     ("So the answer is St.Louis.", "St.Louis"),
     ("So the answer is the U.S.Army.", "the U.S.Army"),
     ("So the answer is Indiana.**Created Question**:", "Indiana"),  # 1.5B, HotpotQA dev, 2026-11-24
+    ("(So the answer is William Shakespeare).", "William Shakespeare"),  # 0.5B knowledge answer, 2026-11-26
+    ("So the answer is Paris (France).", "Paris (France)"),  # a bracket the answer closes itself stays
+    ("So the answer is [Lyon.", "Lyon"),
 ])
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected

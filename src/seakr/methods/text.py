@@ -35,13 +35,23 @@ def extract_answer(text: str) -> str | None:
         break
     if m is not None:
         rest = text[m.end():].split("\n", 1)[0]
-        ans = _first_sentence(rest).strip().rstrip(".").strip().strip('"').strip()
+        ans = _balanced(_first_sentence(rest).strip().rstrip(".").strip().strip('"').strip())
         return ans or None
     m2 = _IS_THE_ANSWER.search(text)
     if m2:
         ans = re.sub(r"^(?:so|thus|therefore|hence|then)\b[,:]?\s*", "", m2.group(1).strip(), flags=re.IGNORECASE)
         return ans or None
     return None
+
+
+def _balanced(ans: str) -> str:
+    """Without a bracket the answer does not open or close itself: "(So the answer is Paris)." -> "Paris"."""
+    for o, c in ("()", "[]"):
+        while ans.endswith(c) and ans.count(c) > ans.count(o):
+            ans = ans[:-1].rstrip().rstrip(".")
+        while ans.startswith(o) and ans.count(o) > ans.count(c):
+            ans = ans[1:].lstrip()
+    return ans
 
 
 _ABBREV = {"st", "dr", "mr", "mrs", "ms", "jr", "sr", "mt", "ft", "vs", "no", "co", "inc", "ltd", "prof", "gen",
