@@ -191,3 +191,25 @@ def test_a_stacked_probe_reads_the_scores_of_the_checks_own_samples(tmp_path, id
         assert a.trace["final"]["candidates"]["check"]["u"] == pytest.approx(expected, rel=1e-5)
     with pytest.raises(ValueError, match="prompt is not an estimator of the check's samples"):
         Probe("scripted", "L0:mlp", "short", [0.0] * (DIM + 1), 0.0, [0.0] * (DIM + 1), [1.0] * (DIM + 1), features=["prompt"])
+
+
+def test_the_check_samples_at_the_temperature_its_map_was_fitted_at(tmp_path, idx):
+    """gate=check settles an unset check_temperature to its short-form map's recorded one (the chain keeps the
+    method's), records it in the run's config, and refuses a check sampled otherwise with one line."""
+    bank = write_bank(tmp_path)
+    f = tmp_path / "scripted-short-eigen.calibration.json"
+    fitted = {"k": 5, "temperature": 1.3, "top_k": 50, "top_p": 0.9, "alpha": 1e-3}
+    f.write_text(json.dumps({**json.loads(f.read_text()), "provenance": {"sampling": fitted}}))
+    lm = ScriptedLM(script(), dim=DIM)
+    temps, generate = [], lm.generate
+    lm.generate = lambda prompts, config, **kw: temps.append((config.n, config.temperature)) or generate(prompts, config, **kw)
+    m = SeaKR(lm, idx, k=5, delta=100.0, probes=bank, gate="check", gate_p=0.5)
+    assert m.config.check_temperature == 1.3 and m.describe()["config"]["check_temperature"] == 1.3
+    m.answer(UNKNOWN)
+    assert temps[0] == (5, 1.3) and len(temps) > 1 and all(t == 1.0 for _, t in temps[1:])  # the check, then the chain
+    with pytest.raises(ValueError, match=r"short-eigen\.calibration\.json: fitted on eigen of samples drawn with "
+                                         r"k=5, temperature=1\.3.*this run samples with k=5, temperature=0\.7"):
+        SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, gate="check", check_temperature=0.7)
+    assert SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, gate="step").config.check_temperature is None
+    f.write_text(json.dumps({**json.loads(f.read_text()), "provenance": {}}))  # a map without the record
+    assert SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, gate="check").config.check_temperature == 1.0

@@ -269,7 +269,9 @@ def test_a_map_of_sampled_scores_is_read_only_under_its_sampling(tmp_path):
     cal.save(bank / "scripted-short-eigen.calibration.json")
     lm = lambda: ScriptedLM(lambda v: None, dim=8)  # noqa: E731
     assert SeaKR(lm(), None, gate="check", probes=str(bank)).config.k == 20  # the fitted sampling reads it
-    for change in ({"k": 5}, {"temperature": 0.7}, {"top_p": 0.5}, {"alpha": 0.01}):
+    # the method's temperature is the chain's: the check samples at its map's unless told otherwise
+    assert SeaKR(lm(), None, gate="check", probes=str(bank), temperature=0.7).config.check_temperature == 1.0
+    for change in ({"k": 5}, {"check_temperature": 0.7}, {"top_p": 0.5}, {"alpha": 0.01}):
         with pytest.raises(ValueError, match=r"calibration\.json: fitted on eigen of samples drawn with .*this run samples with"):
             SeaKR(lm(), None, gate="check", probes=str(bank), **change)
     SeaKR(lm(), None, gate="check", probes=str(bank), check_estimator="eigen", max_new_tokens=50)  # not a sampling field

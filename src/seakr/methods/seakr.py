@@ -65,15 +65,18 @@ class SeaKRConfig(MethodConfig):
     mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
     gate: str = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
     check_estimator: str = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
+    check_temperature: float | None = None  # the check's sampling (gate=check); None: its short-form map's, else temperature
     gate_p: float | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
     probes: str | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
-    ADDED: ClassVar[dict] = {"gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None}
+    ADDED: ClassVar[dict] = {"gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
+                             "check_temperature": None}
 
     RANGES: ClassVar[dict[str, Range]] = {
         "delta": Range(finite=False), "keep_p": Range(0, 1), "rerank_z": Range(0, None), "gate_p": Range(0, 1),
+        "check_temperature": Range(0, None, hi_open=True),
     }
 
     def __post_init__(self):
@@ -128,12 +131,25 @@ class SeaKR(Method):
             self.delta, self.delta_source = default_delta(lm.info(), c.estimator, c.prompt_style, c.mode)
         else:
             self.delta, self.delta_source = float(c.delta), "config"
-        self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes, sampling=vars(c))
+        self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes, sampling=vars(c),
+                                       check_sampling={**vars(c), "temperature": self.check_temperature})
         self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
 
     def resolve(self, config: SeaKRConfig) -> SeaKRConfig:
+        """The ``auto`` options settled (:meth:`_settle`); then, for gate=check, the check's temperature:
+        where none is given, the one its short-form calibration map was fitted at (the map reads EigenScores
+        of samples drawn so), else the method's. The run's configuration records the settled values."""
+        config = self._settle(config)
+        if config.gate != "check" or config.check_temperature is not None:
+            return config
+        bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
+        fitted = bank.calibration("short", config.check_estimator).provenance.get("sampling") or {} \
+            if bank.has_calibration("short", config.check_estimator) else {}
+        return config.replace(check_temperature=float(fitted.get("temperature", config.temperature)))
+
+    def _settle(self, config: SeaKRConfig) -> SeaKRConfig:
         """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
         paper's step gate; ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
         data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
@@ -214,7 +230,7 @@ class SeaKR(Method):
         sampled = any(U.NEEDS[e] == "samples" for e in reads)
         cfg = dataclasses.replace(self.gen_config(SHORT_STOPS, False, SHORT_TOKENS), n=c.k if sampled else 0,
                                   with_states=sampled and any(e.startswith("eigen") for e in reads),
-                                  greedy_state=c.gate == "probe")
+                                  greedy_state=c.gate == "probe", temperature=self.check_temperature)
         self._cancelled(tr)
         t = time.perf_counter()
         gen = self.lm.generate([prompt], cfg, prefix=prefix)[0]
@@ -229,6 +245,12 @@ class SeaKR(Method):
         tr.model_call("check", prompt, gen, u, time.perf_counter() - t)
         ans = extract_answer(text) or text.strip().rstrip(".")
         return FinalAnswer(ans, u, text, False, p=p)
+
+    @property
+    def check_temperature(self) -> float:
+        """The temperature the knowledge check samples at: its own where set (or settled), else the method's."""
+        c = self.config
+        return c.temperature if c.check_temperature is None else c.check_temperature
 
     def _check_reads(self) -> list[str]:
         """The estimators the knowledge check computes: its own (gate=check), the stacked probe's features."""

@@ -60,10 +60,13 @@ def check_sampling(fitted, config: dict | None, where: str):
 
 class SelfKnowledge:
     """``sampling``: the reading method's config (a dict of its fields); where given, a file fitted on
-    scores of samples drawn otherwise is refused when it is read (:func:`check_sampling`)."""
+    scores of samples drawn otherwise is refused when it is read (:func:`check_sampling`).
+    ``check_sampling``: the same for the knowledge check's files (short form), where it samples otherwise."""
 
-    def __init__(self, model: str, folder: str | None = None, sampling: dict | None = None):
+    def __init__(self, model: str, folder: str | None = None, sampling: dict | None = None,
+                 check_sampling: dict | None = None):
         self.model, self.folder, self.sampling = model, folder, sampling
+        self.check_sampling = check_sampling if check_sampling is not None else sampling
         self._cache: dict[str, object] = {}
         if folder is not None and not Path(folder).is_dir():
             raise ValueError(f"probes={folder}: no such directory")
@@ -81,7 +84,7 @@ class SelfKnowledge:
             d, where = self._read(packaged_name(self.model, form))
             if d is None:
                 raise ValueError(f"no {form!r} probe for model {self.model!r} at {where}: fit one with `seakr probe fit`")
-            self._cache[key] = check_sampling(_same_wording(Probe.from_dict(d, where), where), self.sampling, where)
+            self._cache[key] = check_sampling(_same_wording(Probe.from_dict(d, where), where), self._sampling(form), where)
         return self._cache[key]  # type: ignore[return-value]
 
     def calibration(self, form: str, estimator: str) -> Calibration:
@@ -92,8 +95,11 @@ class SelfKnowledge:
             if d is None:
                 raise ValueError(f"no {form!r} calibration of {estimator!r} for model {self.model!r} at {where}: "
                                  "fit one with `seakr probe calibrate`")
-            self._cache[key] = check_sampling(_same_wording(Calibration.from_dict(d, where), where), self.sampling, where)
+            self._cache[key] = check_sampling(_same_wording(Calibration.from_dict(d, where), where), self._sampling(form), where)
         return self._cache[key]  # type: ignore[return-value]
+
+    def _sampling(self, form: str) -> dict | None:
+        return self.check_sampling if form == "short" else self.sampling
 
     def has_probe(self, form: str) -> bool:
         return self._read(packaged_name(self.model, form))[0] is not None
