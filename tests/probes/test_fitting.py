@@ -314,6 +314,7 @@ def test_an_eval_run_keeps_the_final_answers_states_and_a_final_form_probe_fits_
     assert probe.form == "final-knowledge" and probe.tap == "L0:mlp" and table["L0:mlp"] > 0.95
     twice, _ = fit_from_studies([tmp_path / "run", tmp_path / "run"], form="final-knowledge", folds=3)
     assert twice.provenance["n"] == probe.provenance["n"] == 40  # a question in two runs counts once
+    assert twice.provenance["data"] == probe.provenance["data"]  # and their one data file is named once
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "config.json").write_text((tmp_path / "run" / "config.json").read_text())
     (tmp_path / "bare" / "scores.jsonl").write_text((tmp_path / "run" / "scores.jsonl").read_text())

@@ -218,7 +218,7 @@ def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
 
 
 def test_a_run_recorded_before_an_option_existed_resumes_with_that_options_old_value(tmp_path):
-    """Committed runs predate gate/check_estimator/gate_p/probes: resuming one with today's code at the
+    """Committed runs predate gate/check_estimator/gate_p/probes/check_temperature: resuming one with today's code at the
     values that reproduce it is the same run; with another value it is not, and the field is named."""
     from pathlib import Path
 
@@ -229,7 +229,7 @@ def test_a_run_recorded_before_an_option_existed_resumes_with_that_options_old_v
     (run / "config.json").write_text(json.dumps(recorded))
     (run / "scores.jsonl").write_text(json.dumps({"id": "q1", "f1": 1.0}) + "\n")
     now = json.loads(json.dumps(recorded))
-    now["method"]["config"].update(gate="step", check_estimator="eigen", gate_p=None, probes=None)
+    now["method"]["config"].update(gate="step", check_estimator="eigen", gate_p=None, probes=None, check_temperature=None)
     RowLog(run, "results.jsonl", now, resume=True, companion=("scores.jsonl", lambda r: r)).close()
     now["method"]["config"]["gate"] = "probe"
     with pytest.raises(ValueError, match=r"method\.config\.gate differs"):

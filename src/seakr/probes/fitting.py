@@ -126,7 +126,8 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
         if model is not None and (m, store.taps) != (model, taps):
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
         model, taps = m, store.taps
-        data.append(name)
+        if name not in data:  # two runs of one file name it once, as load_states does
+            data.append(name)
         for r in rows:
             z = store.get(r["id"])
             if z is not None:
