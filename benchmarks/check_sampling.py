@@ -120,7 +120,7 @@ def markdown(s: dict) -> str:
         p = s["samplings"][name]
         cells = [f"{per[d]['accuracy']:.2f} / {per[d]['auroc']['eigen']:.3f} / {per[d]['auroc']['ln-entropy']:.3f} / "
                  f"{per[d]['seconds']:.2f}" if d in per else "–" for d in TRAIN]
-        mark = " (chosen)" if name == s["chosen"] else ""
+        mark = " (chosen by the rule)" if name == s["chosen"] else ""
         lines.append(f"| {name}{mark} | {p['temperature']} / {p['top_k']} / {p['top_p']} | " + " | ".join(cells) + " |")
     lines.append("")
     for name, per in s["minus_shipped"].items():
