@@ -100,6 +100,8 @@ def replicate(pairs: list[str]) -> dict:
     out = {}
     for pair in pairs:
         data, _, runs = pair.partition("=")
+        if not data or runs.count(",") != 1 or not all((Path(x) / "detect_rows.jsonl").is_file() for x in runs.split(",")):
+            raise SystemExit(f"--replicate {pair}: expected DATA=NEW_STUDY,OLD_STUDY, two detect studies with detect_rows.jsonl")
         new, old = ({r["id"]: r for r in read_results(Path(x) / "detect_rows.jsonl")} for x in runs.split(","))
         ids = sorted(set(new) & set(old))
         d = paired_auroc_difference(_scores([new[i] for i in ids], "eigen"), _scores([old[i] for i in ids], "eigen"),
