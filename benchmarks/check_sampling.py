@@ -80,21 +80,25 @@ def _scores(rs: list[dict], e: str) -> list[float]:
     return [np.inf if r["scores"][e] is None else r["scores"][e] for r in rs]  # a failed score reads as unsure
 
 
+def _minus(new: dict, old: dict) -> dict:
+    """EigenScore AUROC of the ``new`` rows minus the ``old`` ones ({id: row} each) on the questions both
+    answered, labelled by the old rows' answers (the greedy answers agree; ``answers_agree`` counts it)."""
+    ids = sorted(set(new) & set(old))
+    d = paired_auroc_difference(_scores([new[i] for i in ids], "eigen"), _scores([old[i] for i in ids], "eigen"),
+                                [old[i]["f1"] < 0.5 for i in ids])
+    return {"n": len(ids), "diff": d["difference"], "ci": d["ci95"],
+            "answers_agree": sum(new[i]["answer"] == old[i]["answer"] for i in ids)}
+
+
 def _paired(rows: list[dict], s: str, data: str) -> dict:
-    """EigenScore AUROC of candidate s minus the shipped sampling's on the questions both answered, labelled
-    by the shipped rows' answers (the greedy answers agree; ``answers_agree`` counts it)."""
+    """Candidate s minus the shipped sampling on one train set (:func:`_minus`)."""
     by = {x: {r["id"]: r for r in rows if r["sampling"] == x and r["data"] == data} for x in (s, SHIPPED)}
-    ids = sorted(set(by[s]) & set(by[SHIPPED]))
-    wrong = [by[SHIPPED][i]["f1"] < 0.5 for i in ids]
-    d = paired_auroc_difference(_scores([by[s][i] for i in ids], "eigen"),
-                                _scores([by[SHIPPED][i] for i in ids], "eigen"), wrong)
-    agree = sum(by[s][i]["answer"] == by[SHIPPED][i]["answer"] for i in ids)
-    return {"n": len(ids), "diff": d["difference"], "ci": d["ci95"], "answers_agree": agree}
+    return _minus(by[s], by[SHIPPED])
 
 
 def replicate(pairs: list[str]) -> dict:
-    """EigenScore AUROC of the chosen sampling's detect study minus the shipped one's, on the questions both
-    answered (labels from the shipped study's answers), per data set: ``DATA=NEW_RUN,OLD_RUN``."""
+    """The chosen sampling's detect study minus the shipped one's (:func:`_minus`), per data set:
+    ``DATA=NEW_RUN,OLD_RUN``."""
     from seakr.eval.runner import read_results
 
     out = {}
@@ -103,11 +107,7 @@ def replicate(pairs: list[str]) -> dict:
         if not data or runs.count(",") != 1 or not all((Path(x) / "detect_rows.jsonl").is_file() for x in runs.split(",")):
             raise SystemExit(f"--replicate {pair}: expected DATA=NEW_STUDY,OLD_STUDY, two detect studies with detect_rows.jsonl")
         new, old = ({r["id"]: r for r in read_results(Path(x) / "detect_rows.jsonl")} for x in runs.split(","))
-        ids = sorted(set(new) & set(old))
-        d = paired_auroc_difference(_scores([new[i] for i in ids], "eigen"), _scores([old[i] for i in ids], "eigen"),
-                                    [old[i]["f1"] < 0.5 for i in ids])
-        out[data] = {"n": len(ids), "diff": d["difference"], "ci": d["ci95"], "runs": runs.split(","),
-                     "answers_agree": sum(new[i]["answer"] == old[i]["answer"] for i in ids)}
+        out[data] = {**_minus(new, old), "runs": runs.split(",")}
     return out
 
 
