@@ -144,9 +144,9 @@ class SeaKR(Method):
         config = self._settle(config)
         if config.gate != "check" or config.check_temperature is not None:
             return config
-        bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
-        fitted = bank.calibration("short", config.check_estimator).provenance.get("sampling") or {} \
-            if bank.has_calibration("short", config.check_estimator) else {}
+        # a missing map fails here with the same line _signals would give
+        cal = SelfKnowledge(str(self.lm.info().get("model")), config.probes).calibration("short", config.check_estimator)
+        fitted = cal.provenance.get("sampling") or {}
         return config.replace(check_temperature=float(fitted.get("temperature", config.temperature)))
 
     def _settle(self, config: SeaKRConfig) -> SeaKRConfig:

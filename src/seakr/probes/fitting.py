@@ -80,8 +80,10 @@ def _unread(rows: list[dict], name: str, seen: set) -> list[dict]:
     return rows
 
 
-def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
-    """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record) pooled
+def load_states(runs: Sequence[str | Path], kept: list | None = None,
+                estimators: Sequence[str] = ()) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+    """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record and, where
+    ``estimators`` that read samples are named, the studies' sampling record: :func:`_sampling`) pooled
     over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
     model, the taps and (short form) the wording; a question of one data file that two runs answered
     (overlapping subsets, e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``,
@@ -103,7 +105,8 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None) -> tuple[s
                     kept.append({**r, "data": name, "run": str(run)})
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
-    return str(model), list(taps), np.stack(xs), np.array(ys), data, _wording(cfgs, runs)
+    record = {**_wording(cfgs, runs), **_sampling(cfgs, runs, estimators)}
+    return str(model), list(taps), np.stack(xs), np.array(ys), data, record
 
 
 def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
@@ -350,7 +353,7 @@ def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "
     a score failed (an empty answer) are left out, as rows without a state are."""
     check_score_names(features, "--features")
     kept: list = []
-    model, taps, X, wrong, data, wording = load_states(runs, kept)
+    model, taps, X, wrong, data, wording = load_states(runs, kept, features)
     t = taps[0] if tap == "best" else tap
     if t not in taps:
         raise ValueError(f"--tap {t}: the studies stored {', '.join(taps)}")
@@ -368,7 +371,5 @@ def check_probe(runs: Sequence[str | Path], features: Sequence[str], tap: str = 
     d = check_rows(runs, features, tap)
     p = stack_probe(d["states"], d["extra"], d["wrong"], folds=folds, features=list(features), form="short",
                     model=str(d["model"]), tap=d["tap"], data="+".join(d["names"]))
-    from ..eval.runner import read_run_config
-
-    p.provenance.update(d["wording"], **_sampling([read_run_config(r) for r in runs], runs, features))
+    p.provenance.update(d["wording"])  # the wording and, for scores of samples, the sampling
     return p
