@@ -80,7 +80,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
                    help="how the model computes (default auto: the packaged model's fastest precision that passed "
                         "the accuracy bar, else bf16 where native, else fp32); int8 is CPU only")
     p.add_argument("--dtype", dest="precision", help=argparse.SUPPRESS)  # the older name of --precision
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps or auto")
     p.add_argument("--threads", type=positive_int, default=None)
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
 

@@ -70,6 +70,23 @@ def test_device_argument():
         HFLanguageModel(_modules=(None, None), device="cuda")
 
 
+def test_a_device_this_machine_lacks_is_refused_in_one_line(monkeypatch):
+    """Before any weights load: MPS on a machine without it, a GPU number past the machine's, a device
+    torch knows but we do not compute on."""
+    from seakr.models.hf import resolve_device
+
+    if not torch.backends.mps.is_available():
+        with pytest.raises(ValueError, match=r"'mps': MPS \(Apple GPU\) is not available"):
+            resolve_device("mps")
+    with pytest.raises(ValueError, match="expected cpu, cuda, cuda:N"):
+        resolve_device("meta")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ValueError, match=r"'cuda:1': this machine has 1 CUDA device\(s\), numbered from 0"):
+        resolve_device("cuda:1")
+    assert resolve_device("cuda:0") == torch.device("cuda:0")
+
+
 def test_hub_id_loads_from_the_local_cache(tiny_lm, tmp_path, monkeypatch):
     """``--model org/name`` reads the Hugging Face cache layout (models--org--name/snapshots/REV)."""
     from seakr.models import ModelNotInstalled, load_model

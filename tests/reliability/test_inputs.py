@@ -217,6 +217,8 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--device", "bogus", "x"], "--device 'bogus'"),
     (["uncertainty", "--device", "cuda:abc", "x"], "--device 'cuda:abc'"),
     (["uncertainty", "--device", "meta", "x"], "--device 'meta'"),
+    pytest.param(["uncertainty", "--device", "mps", "x"], "--device 'mps': MPS (Apple GPU) is not available",
+                 marks=pytest.mark.skipif(sys.platform == "darwin", reason="a Mac may have MPS")),
     (["uncertainty", "--seed", "99999999999999999999", "x"], "--seed 99999999999999999999: expected 0..4294967295"),
     (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
     (["ask", "--prompt-set", "no-such-set.json", "q?"], "unknown prompt set 'no-such-set.json'"),

@@ -44,6 +44,12 @@ class ModelSpec:
         """The mistakes that would otherwise surface after a minute of loading."""
         if not self.DEVICE.fullmatch(self.device):
             raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
+        from ..models.hf import resolve_device
+
+        try:  # a device this machine lacks is refused before a run's plan starts, not at its first load
+            resolve_device(self.device)
+        except ValueError as e:
+            raise PlanError(f"--{e}") from None
         if self.layer is not None:
             from ..models import DEFAULT_MODEL
             from ..models.registry import REGISTRY

@@ -54,13 +54,25 @@ def _safetensors_errors() -> tuple[type[Exception], ...]:
 
 
 def resolve_device(device: str):
+    """The torch device for ``device``, refused in one line (before any weights load) where this torch
+    build or machine does not have it."""
     import torch
 
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r}: CUDA is not available in this torch build or machine")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                         f"numbered from 0")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device {device!r}: MPS (Apple GPU) is not available in this torch build or machine")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
     return dev
 
 
@@ -112,7 +124,7 @@ class HFLanguageModel:
             accuracy bar (``benchmarks/results/precision_*.json``), else bf16 where the device
             computes it natively, else float32. Aliases: fp32, bf16, fp16.
         dtype: the older name of ``precision`` (float precisions only); used when ``precision`` is "auto".
-        device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
+        device: ``"cpu"`` (default), ``"cuda"``, ``"cuda:N"``, ``"mps"`` or ``"auto"``.
         threads: torch intra-op threads (default: ``SEAKR_THREADS`` or the CPUs available to the process).
         state_layer: 0-based decoder layer whose output is the state vector; default ``L//2 - 1``
             (the reference's layer 15 of 32, "the middle layer").
