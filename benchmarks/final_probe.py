@@ -43,14 +43,18 @@ from seakr.probes.probe import fit_probe
 FORMS = ("rationale", "knowledge")
 
 
-def both_answers(runs: list[str]) -> dict:
+def both_answers(runs: list[str], read: dict | None = None) -> dict:
     """Questions where both final answers have an F1 and a stored state: states (n, 2, d), F1s (n, 2); a
-    question of one data file in two runs (overlapping subsets) is read once."""
+    question of one data file in two runs (overlapping subsets) is read once. ``read``, where given,
+    receives each run's rows {id: row}, for a caller that needs them too."""
     X, F, A, ids, data, seen = [], [], [], [], [], set()
     for run in runs:
         stores = {f: StateStore.open(Path(run) / "states" / f"final-{f}") for f in FORMS}
         cfg = json.loads((Path(run) / "config.json").read_text())
-        for r in run_rows(Path(run)):
+        rows = {r.id: r for r in run_rows(Path(run))}
+        if read is not None:
+            read[run] = rows
+        for r in rows.values():
             if (r.id, _data_name(cfg, run)) in seen:  # overlapping subsets: the first run's row
                 continue
             seen.add((r.id, _data_name(cfg, run)))
@@ -92,10 +96,10 @@ def evaluate(d: dict, folds: int) -> dict:
     return res
 
 
-def whole_run(run: str, chosen: dict, pair: list[str]) -> dict:
-    """The run's F1 over all its questions with the re-scored choice (questions the knowledge check
-    answered, or without both answers, keep their own F1), paired against sibling runs named in ``pair``."""
-    rows = {r.id: r for r in run_rows(Path(run))}
+def whole_run(run: str, rows: dict, chosen: dict, pair: list[str]) -> dict:
+    """The run's F1 over all its questions (``rows``, {id: row}) with the re-scored choice (questions the
+    knowledge check answered, or without both answers, keep their own F1), paired against sibling runs
+    named in ``pair``."""
     f1 = {i: chosen.get(i, r.f1) for i, r in rows.items()}
     res = {"n": len(f1), "f1": float(np.mean(list(f1.values()))), "as_run": float(np.mean([r.f1 for r in rows.values()]))}
     for other in pair:
@@ -112,13 +116,14 @@ def dev_report(runs: list[str], model: str, pair: list[str] = ()) -> dict:
 
     bank, out = SelfKnowledge(model), {}
     for run in runs:
-        d = both_answers([run])
+        read = {}
+        d = both_answers([run], read)
         p = {f: np.array([1 - bank.probe(f"final-{f}").score(x) for x in d["X"][:, j, :]]) for j, f in enumerate(FORMS)}
         F = d["F"]
         rat = [pick(FinalAnswer(a, u=-pa), FinalAnswer(b, u=-pb)) == "rationale"
                for (a, b), pa, pb in zip(d["answers"], p["rationale"], p["knowledge"])]
         chosen, differ = np.where(rat, F[:, 0], F[:, 1]), F[:, 0] != F[:, 1]
-        whole = whole_run(run, dict(zip(d["ids"], chosen)), pair)
+        whole = whole_run(run, read[run], dict(zip(d["ids"], chosen)), pair)
         out[Path(run).parent.name + "/" + Path(run).name] = {"whole_run": whole,
             "n": int(len(F)), "differ": int(differ.sum()),
             "f1": {"probe": float(chosen.mean()), "rationale": float(F[:, 0].mean()), "knowledge": float(F[:, 1].mean())},
