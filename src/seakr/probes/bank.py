@@ -49,7 +49,7 @@ def _same_wording(fitted, where: str):
 def check_sampling(fitted, config: dict | None, where: str):
     """A map of a sample-based score (or a probe reading one) is read only under the sampling it was fitted
     on: EigenScore at k = 5 or at another temperature is on another scale than the map's."""
-    estimators = [fitted.estimator] if hasattr(fitted, "estimator") else list(fitted.features)
+    estimators = fitted.scores_read
     got, ours = fitted.provenance.get("sampling"), sampling_record(config or {}, estimators)
     if got and ours and any(k not in got or float(got[k]) != float(ours[k]) for k in ours):
         fmt = lambda r: ", ".join(f"{k}={r.get(k)}" for k in ours)  # noqa: E731

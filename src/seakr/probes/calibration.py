@@ -33,6 +33,11 @@ class Calibration:
     b: float = 0.0
     provenance: dict = field(default_factory=dict)
 
+    @property
+    def scores_read(self) -> list[str]:
+        """The estimator whose values it maps (see :meth:`Probe.scores_read`)."""
+        return [self.estimator]
+
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {self.kind!r}")

@@ -72,9 +72,12 @@ def _data_name(cfg: dict, run) -> str:
     return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
 
 
-def _unread(rows: list[dict], name: str, seen: set) -> list[dict]:
+def _unread(rows: list[dict], name: str, seen: set, data: list[str]) -> list[dict]:
     """The rows of data file ``name`` that no earlier run gave (a question two runs answered counts once,
-    read from the first); marks them read in ``seen``."""
+    read from the first); marks them read in ``seen`` and names the file in ``data`` once (two runs of one
+    file are one data file in a fitted file's provenance)."""
+    if name not in data:
+        data.append(name)
     rows = [r for r in rows if (name, r["id"]) not in seen]
     seen |= {(name, r["id"]) for r in rows}
     return rows
@@ -94,9 +97,7 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
         model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
         cfgs.append(cfg)
         name = _data_name(cfg, run)
-        if name not in data:  # two studies of one file name it once
-            data.append(name)
-        for r in _unread(rows, name, seen):
+        for r in _unread(rows, name, seen, data):
             z = store.get(r["id"])
             if z is not None:
                 xs.append(z)
@@ -120,7 +121,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     for run in runs:
         cfg, rows = _final_rows(run, form)
         name = _data_name(cfg, run)
-        rows = _unread(rows, name, seen)
+        rows = _unread(rows, name, seen, data)
         if not (Path(run) / "states" / form / "taps.json").is_file():
             raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
                              "them (rerank=probe or reasoning=probe)")
@@ -129,8 +130,6 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
         if model is not None and (m, store.taps) != (model, taps):
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
         model, taps = m, store.taps
-        if name not in data:  # two runs of one file name it once, as load_states does
-            data.append(name)
         for r in rows:
             z = store.get(r["id"])
             if z is not None:

@@ -93,6 +93,12 @@ class Probe:
             check_score_names(self.features, f"probe short ({self.tap})")
 
     @property
+    def scores_read(self) -> list[str]:
+        """The estimators whose values it reads beside the state (a stacked short-form probe), as
+        :meth:`Calibration.scores_read`: what binds it to the sampling of its studies."""
+        return list(self.features) if self.form == "short" else []
+
+    @property
     def layer_source(self) -> tuple[int, str]:
         li, src = self.tap.removeprefix("L").split(":")
         return int(li), src
