@@ -112,7 +112,7 @@ def parse_options(pairs: list[str]) -> dict:
 
 def _method_from_args(args):
     """The method of ``ask``/``demo``: options and index are checked before the model loads (seconds)."""
-    from .methods import build_method
+    from .methods import METHODS, build_method
     from .search import open_engine
 
     opts = parse_options(args.option)
@@ -121,6 +121,9 @@ def _method_from_args(args):
     if getattr(args, "prompt_set", None):
         opts["prompt_set"] = args.prompt_set
     check_run("--option", args.method, opts)  # bad options fail here, not after the load
+    if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
+        raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder or an "
+                       "http(s)://host:9200/INDEX URL; `seakr index build` makes one)")
     engine = open_engine(args.index) if args.index else None
     return build_method(args.method, model_spec(args).load(), engine, **opts)
 

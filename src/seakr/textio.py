@@ -83,3 +83,18 @@ def check_output_file(path: str, flag: str, error: type[Exception] = ValueError)
         raise error(f"{flag} {path}: no such directory {parent}")
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise error(f"{flag} {path}: not writable")
+
+
+def parse_json(text: str, where: str, error: type[Exception] = ValueError):
+    """``text`` (the content of file ``where``) as JSON; bad JSON raises ``error`` naming ``where:line``."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise error(f"{where}:{e.lineno}: invalid JSON ({e.msg})") from None
+
+
+def json_file(path: str, error: type[Exception] = ValueError):
+    """A JSON file's content; a missing file, bytes that are not UTF-8 or bad JSON raise ``error`` naming it."""
+    return parse_json(read_text(str(path), error), str(path), error)

@@ -86,6 +86,20 @@ def test_a_threshold_belongs_to_its_mode_and_multihop_falls_back_to_simple_by_na
         default_delta(info, "eigen", "plain", "multi")
 
 
+def test_a_damaged_threshold_file_of_the_users_is_named_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    from seakr.methods.base import calibration_path
+
+    info = {"model": "smollm2-135m", "state_layer": 14, "state_source": "mlp"}
+    p = calibration_path(info)
+    p.parent.mkdir(parents=True)
+    for text, needle in (('{"delta": {"eigen": -2.5,}}', ":1: invalid JSON"), ('[1, 2]', "not a threshold file"),
+                         ('{"delta": {"eigen": "low"}}', "not a threshold file")):
+        p.write_text(text)
+        with pytest.raises(ValueError, match=f"{p.name}{needle}" if needle.startswith(":") else needle):
+            default_delta(info, "eigen")
+
+
 def test_seakr_reads_the_threshold_of_its_own_mode(tmp_path, monkeypatch):
     from scripted import ScriptedLM
     from seakr.methods import SeaKR

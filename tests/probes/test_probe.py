@@ -72,6 +72,18 @@ def test_bank_says_how_to_fit_a_missing_file(tmp_path):
     assert bank.gate_p("check")[0] == 0.3 and bank.gate_p("probe")[0] == 0.5
 
 
+def test_bank_names_a_file_that_is_not_json_and_a_folder_that_is_a_file(tmp_path):
+    (tmp_path / "some-model-short.probe.json").write_text("{not json")
+    (tmp_path / "gates.json").write_bytes(b"\xff\xfe")
+    bank = SelfKnowledge("some-model", str(tmp_path))
+    with pytest.raises(ValueError, match=r"some-model-short\.probe\.json:1: invalid JSON \(Expecting property name"):
+        bank.probe("short")
+    with pytest.raises(ValueError, match=r"gates\.json: not UTF-8 text"):
+        bank.gate_p("check")
+    with pytest.raises(ValueError, match="probes=.*gates.json: not a directory"):
+        SelfKnowledge("some-model", str(tmp_path / "gates.json"))
+
+
 def test_score_features_take_log_perplexity_and_a_failed_score_reads_as_unsure():
     from seakr.probes.probe import score_features
 

@@ -222,6 +222,8 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--seed", "99999999999999999999", "x"], "--seed 99999999999999999999: expected 0..4294967295"),
     (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
     (["ask", "--prompt-set", "no-such-set.json", "q?"], "unknown prompt set 'no-such-set.json'"),
+    (["ask", "Who?"], "--index: method 'seakr' searches; pass --index"),
+    (["ask", "--method", "dragin", "Who?"], "--index: method 'dragin' searches"),
     (["serve", "--queue", "-5"], "expected a whole number >= 0"),
     (["serve", "--token", ""], "--token (or SEAKR_TOKEN) is empty"),
 ])

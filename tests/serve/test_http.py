@@ -98,6 +98,8 @@ def test_concurrency_limit_gives_429_not_5xx_and_bounded_memory(server):
 def test_options_are_type_checked_and_bounded(server):
     url, _ = server
     for opts in ({"k": "many"}, {"k": 10**9}, {"max_new_tokens": 10**6}, {"delta": "x"}, {"max_steps": 0},
-                 {"prompt_set": "/etc/passwd"}, {"top_p": 5}):
+                 {"prompt_set": "/etc/passwd"}, {"top_p": 5}, {"probes": "/etc"}, {"probes": "/nonexistent"}):
         r = httpx.post(url + "/v1/answer", json={"question": "q", "options": opts}, timeout=60)
         assert r.status_code == 422, (opts, r.status_code, r.text)
+        if "probes" in opts:  # the same line whether the folder exists or not: no probing of the server's disk
+            assert r.json()["detail"].startswith("option probes: a folder on the server"), r.text

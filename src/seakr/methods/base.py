@@ -15,6 +15,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
+from ..textio import json_file
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -212,7 +213,11 @@ def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: 
     for m in dict.fromkeys((mode, "simple")):
         p = calibration_path(model_info, style, m)
         if p.exists():
-            d = json.loads(p.read_text())
+            d = json_file(p)  # a hand-edited file is named, with its line, not a traceback
+            if not isinstance(d, dict) or not isinstance(d.get("delta", {}), dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.get("delta", {}).values()):
+                raise ValueError(f"{p}: not a threshold file (expected {{\"delta\": {{estimator: value}}}}): "
+                                 "fix it, delete it, or run `seakr calibrate` again")
             if estimator in d.get("delta", {}):
                 return float(d["delta"][estimator]), str(p)
         key = _packaged_key(model_info, style, m)
@@ -264,6 +269,8 @@ class Method:
     Config = MethodConfig
     #: whether every call also reads the greedy answer's state (a probe on the final answers needs it)
     greedy_states = False
+    #: whether it may search (then a command without an index is refused before the model loads)
+    retrieves = True
 
     def __init__(self, lm: Generator, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
         self.lm, self.engine = lm, engine

@@ -52,6 +52,7 @@ class _Greedy(Method):
 
 class CoT(_Greedy):
     name = "cot"
+    retrieves = False
 
     def _run(self, question, tr):
         with tr.step(0) as st:

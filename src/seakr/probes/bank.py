@@ -9,11 +9,11 @@ Each file is read once, on first use, and a missing one is a one-line error that
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 
 from ..prompts import check_wording
+from ..textio import parse_json
 from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, packaged_name
@@ -69,14 +69,19 @@ class SelfKnowledge:
         self.check_sampling = check_sampling if check_sampling is not None else sampling
         self._cache: dict[str, object] = {}
         if folder is not None and not Path(folder).is_dir():
-            raise ValueError(f"probes={folder}: no such directory")
+            raise ValueError(f"probes={folder}: " + ("not a directory" if Path(folder).exists() else "no such directory"))
 
     def _read(self, name: str) -> tuple[dict | None, str]:
         if self.folder is not None:
-            p = Path(self.folder) / name
-            return (json.loads(p.read_text()) if p.is_file() else None), str(p)
-        f = resources.files("seakr.probes").joinpath("data", name)
-        return (json.loads(f.read_text()) if f.is_file() else None), f"seakr/probes/data/{name}"
+            f, where = Path(self.folder) / name, str(Path(self.folder) / name)
+        else:
+            f, where = resources.files("seakr.probes").joinpath("data", name), f"seakr/probes/data/{name}"
+        if not f.is_file():
+            return None, where
+        try:
+            return parse_json(f.read_text(), where), where
+        except UnicodeDecodeError:
+            raise ValueError(f"{where}: not UTF-8 text") from None
 
     def probe(self, form: str) -> Probe:
         key = f"probe:{form}"

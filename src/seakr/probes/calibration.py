@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from ..textio import json_file
 
 KINDS = ("isotonic", "platt")
 
@@ -76,10 +77,7 @@ class Calibration:
         p = Path(path)
         if not p.is_file():
             raise ValueError(f"{p}: no such calibration file")
-        try:
-            return cls.from_dict(json.loads(p.read_text()), str(p))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
+        return cls.from_dict(json_file(p), str(p))
 
 
 def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, form: str, estimator: str,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from ..textio import json_file
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -167,11 +168,7 @@ def load_probe(path: str | Path) -> Probe:
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"{p}: no such probe file")
-    try:
-        d = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p}:{e.lineno}: invalid JSON ({e.msg})") from None
-    return Probe.from_dict(d, str(p))
+    return Probe.from_dict(json_file(p), str(p))
 
 
 def packaged_name(model: str, form: str) -> str:

@@ -150,6 +150,10 @@ class AnswerService:
                 raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
         if opts.get("prompt_set") not in (None, *FAMILIES):  # packaged sets only: no server-side file paths
             raise HTTPException(422, detail=f"option prompt_set: one of {', '.join(FAMILIES)}")
+        if (req.options or {}).get("probes", self.defaults.get("probes")) != self.defaults.get("probes"):
+            # a folder on the server: its operator chooses it (seakr serve --option probes=DIR), a client does not
+            raise HTTPException(422, detail="option probes: a folder on the server, set when it starts "
+                                            "(seakr serve --option probes=DIR), not per request")
         try:
             method = build_method(name, self.lm, self.engine, **opts)
         except (ValueError, TypeError) as e:
