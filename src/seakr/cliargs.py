@@ -30,6 +30,11 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive integer")
 
 
+def fold_count(text: str) -> int:
+    """Cross-validation folds: at least two."""
+    return _int_at_least(text, 2, "a whole number >= 2")
+
+
 def count(text: str) -> int:
     """A whole number >= 0 (a queue length: 0 admits only what the workers take)."""
     return _int_at_least(text, 0, "a whole number >= 0")
@@ -269,7 +274,7 @@ def _probe_parsers(sub) -> None:
                    "--form final-rationale / final-knowledge); tuning data only")
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
     f.add_argument("--form", default="short", choices=list(FORMS))
-    f.add_argument("--folds", type=positive_int, default=5)
+    f.add_argument("--folds", type=fold_count, default=5)
     f.add_argument("--features", type=_names, default=[],
                    help="short form: estimators of the check's own samples to read beside the state, e.g. "
                         "eigen,ln-entropy,max-entropy (a stacked probe; the check then draws k samples)")

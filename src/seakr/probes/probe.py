@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -197,6 +198,8 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     y = np.asarray(wrong, dtype=int)
     if X.ndim != 2 or len(X) != len(y):
         raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
+    if not isinstance(folds, numbers.Integral) or isinstance(folds, bool) or folds < 2:
+        raise ValueError(f"probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got {folds!r}")
     if len(set(y)) < 2 or min(np.bincount(y)) < folds:
         raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
                          f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
