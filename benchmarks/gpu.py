@@ -3,7 +3,8 @@ generation, on a Llama-2-7B-shaped model with random weights (no weights need to
 
 Prints one JSON line: batch-1 greedy decode tokens/s against the HBM bandwidth bound (weight bytes
 per token / measured copy bandwidth), and the time of one k=20 call (k samples + the greedy row,
-states read at EOS) over one greedy generation of the same length, for a ~600-token prompt.
+states read at EOS) over one greedy generation of the same length, for a ~600-token prompt; each with
+the decode step replayed from a CUDA graph (the default) and dispatched eagerly, side by side.
 Usage: python benchmarks/gpu.py [--layers 32] [--tokens 64] [--k 20] [--out FILE]
 """
 
@@ -73,17 +74,27 @@ def main():
         torch.cuda.synchronize()
         return time.perf_counter() - t
 
-    timed(greedy)
-    t = {name: statistics.median(timed(c) for _ in range(a.repeat)) for name, c in (("one", one), ("greedy", greedy), ("k", ks))}
+    def measure(graphs: bool) -> dict:
+        lm.cuda_graphs = graphs  # the same model, its decode step replayed from a CUDA graph or dispatched eagerly
+        timed(greedy)
+        return {name: statistics.median(timed(c) for _ in range(a.repeat)) for name, c in (("one", one), ("greedy", greedy), ("k", ks))}
+
+    info = lm.info()
+    t, eager = measure(True), measure(False)  # side by side, one process
     bw = hbm_bandwidth()
     weight = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "embed_tokens" not in n)
     tps = (a.tokens - 1) / (t["greedy"] - t["one"])
+    tps_eager = (a.tokens - 1) / (eager["greedy"] - eager["one"])
     emit({"benchmark": "gpu", "device": torch.cuda.get_device_name(), "layers": a.layers, "dtype": "bfloat16",
           "prompt_tokens": 600, "new_tokens": a.tokens, "k": a.k, "hbm_copy_gb_s": round(bw, 1),
           "weight_gb_per_token": round(weight / 1e9, 2), "bound_tokens_per_s": round(bw * 1e9 / weight, 1),
           "batch1_decode_tokens_per_s": round(tps, 1), "fraction_of_bound": round(tps * weight / (bw * 1e9), 3),
           "greedy_seconds": round(t["greedy"], 3), "k_samples_seconds": round(t["k"], 3),
-          "ratio_k_over_greedy": round(t["k"] / t["greedy"], 2), "target_ratio": 1.3, "info": lm.info()}, a.out)
+          "ratio_k_over_greedy": round(t["k"] / t["greedy"], 2), "target_ratio": 1.3,
+          "eager": {"batch1_decode_tokens_per_s": round(tps_eager, 1), "greedy_seconds": round(eager["greedy"], 3),
+                    "k_samples_seconds": round(eager["k"], 3), "ratio_k_over_greedy": round(eager["k"] / eager["greedy"], 2)},
+          "graphs_speedup_greedy": round(eager["greedy"] / t["greedy"], 2), "graphs_speedup_k": round(eager["k"] / t["k"], 2),
+          "info": info}, a.out)
 
 
 if __name__ == "__main__":

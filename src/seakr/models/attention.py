@@ -80,18 +80,25 @@ class SharedPrefixState:
         self.row_prompt = [self.row_prompt[int(b)] for b in keep]
         self._groups()
 
+    def _own(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write this step's K, V at position t; the rows' own tokens so far (views, t + 1 of them)."""
+        t = self.t
+        gk, gv = self.gk[layer], self.gv[layer]
+        gk[:, :, t] = k[:, :, 0]
+        gv[:, :, t] = v[:, :, 0]
+        return gk[:, :, : t + 1], gv[:, :, : t + 1]
+
+    def _own_scores(self, sg: torch.Tensor) -> torch.Tensor:
+        return sg
+
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
         B, H, T, D = q.shape
         assert T == 1, "shared-prefix attention handles one new token per row"
         kvh = k.shape[1]
         g = H // kvh
-        t = self.t
-        gk, gv = self.gk[layer], self.gv[layer]
-        gk[:, :, t] = k[:, :, 0]
-        gv[:, :, t] = v[:, :, 0]
-        kg, vg = gk[:, :, : t + 1], gv[:, :, : t + 1]  # (B, kvh, t+1, d): each row's own tokens (views)
+        kg, vg = self._own(layer, k, v)  # (B, kvh, S, d): each row's own tokens
         qf = (q[:, :, 0].float() * scale).reshape(B, kvh, g, D)  # scaled once here, not every score
-        sg = torch.matmul(qf, kg.transpose(-1, -2))  # (B, kvh, g, t+1)
+        sg = self._own_scores(torch.matmul(qf, kg.transpose(-1, -2)))  # (B, kvh, g, S)
         outs = []
         for j, lo, hi in self.groups:
             Kt, V = self.pk[layer][j], self.pv[layer][j]  # (kvh, d, L), (kvh, L, d), shared by the rows
@@ -107,6 +114,31 @@ class SharedPrefixState:
             outs.append((op + torch.matmul(eg, vgj)) / den)
         out = outs[0] if len(outs) == 1 else torch.cat(outs, 0)
         return out.reshape(B, H, D)[:, None].to(q.dtype)  # (B, T=1, H, D), as transformers expects
+
+
+class StaticShapeState(SharedPrefixState):
+    """The same attention with every shape fixed for the whole call, so a CUDA graph can replay the step:
+    the write position is a device tensor (``t_index``, set before each step), and the scores run over
+    each row's whole generated-token buffer with the positions not yet written masked out (exp(-inf) = 0:
+    the same softmax). Rows never leave the batch here; the graphed backend maps live rows to slots."""
+
+    def __init__(self, prompt_kv, row_prompt, max_new: int):
+        super().__init__(prompt_kv, row_prompt, max_new)
+        dev = self.gk[0].device
+        self.t_index = torch.zeros(1, dtype=torch.long, device=dev)
+        self._positions = torch.arange(max_new + 1, device=dev)
+
+    def _own(self, layer, k, v):
+        gk, gv = self.gk[layer], self.gv[layer]
+        gk.index_copy_(2, self.t_index, k.to(gk.dtype))  # the buffers are float32, as the slice writes cast
+        gv.index_copy_(2, self.t_index, v.to(gv.dtype))
+        return gk, gv
+
+    def _own_scores(self, sg):
+        return sg.masked_fill(self._positions > self.t_index, -float("inf"))
+
+    def select(self, keep) -> None:  # pragma: no cover - the graphed backend keeps every slot
+        raise RuntimeError("a static-shape state keeps its rows; map live rows to slots instead")
 
 
 def attend_with_lse(q, k, v, *, causal: bool, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -144,6 +176,17 @@ class CachedPrefixPrefill:
     def __init__(self, prefix_kv: list[tuple[torch.Tensor, torch.Tensor]]):
         self.prefix_kv = prefix_kv  # per layer (K, V), each (1, kv_heads, P, d), shared, never written
         self.kv: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(prefix_kv)
+
+    def _own(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write this step's K, V at position t; the rows' own tokens so far (views, t + 1 of them)."""
+        t = self.t
+        gk, gv = self.gk[layer], self.gv[layer]
+        gk[:, :, t] = k[:, :, 0]
+        gv[:, :, t] = v[:, :, 0]
+        return gk[:, :, : t + 1], gv[:, :, : t + 1]
+
+    def _own_scores(self, sg: torch.Tensor) -> torch.Tensor:
+        return sg
 
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
         B, H, T, D = q.shape

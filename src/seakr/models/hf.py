@@ -29,6 +29,7 @@ from . import speedups
 from .attention import install
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
 from .decode import CacheBackend, SharedPrefixBackend, decode
+from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
 from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
@@ -137,12 +138,14 @@ class HFLanguageModel:
         attention: ``"shared"`` (each prompt's KV shared by its rows, where the architecture allows) or
             ``"hf"`` (transformers' cache path; the reference the shared path is tested against).
             Default: ``SEAKR_ATTENTION`` or ``"shared"``.
+        cuda_graphs: replay each decode call's step from a CUDA graph (graphs.py): ``None`` (default) does
+            where the device is CUDA and the fast step applies, unless ``SEAKR_CUDA_GRAPHS=0``; ``False`` never.
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, precision: str = "auto", dtype: str = "auto", device: str = "cpu",
                  threads: int | None = None, state_layer: int | None = None, state_source: str = "mlp",
                  prefix_cache_size: int = 4, packed_linear: bool | None = None, fast_step: bool = True,
-                 attention: str | None = None, _modules=None):
+                 attention: str | None = None, cuda_graphs: bool | None = None, _modules=None):
         import torch
 
         if state_source not in ("mlp", "residual"):
@@ -165,6 +168,10 @@ class HFLanguageModel:
                                        shared_attention=shared, packed_linear=packed_linear, fast_step=fast_step,
                                        int8=self.precision == "int8")
         self.shared_attention = shared
+        if cuda_graphs is None:
+            cuda_graphs = os.environ.get("SEAKR_CUDA_GRAPHS", "1") != "0"
+        self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
+                                and self.device.type == "cuda")
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "decode_steps": 0, "generated_tokens": 0, "calls": 0,
@@ -260,6 +267,7 @@ class HFLanguageModel:
             "device": str(self.device),
             **self.speedups.info(),
             "shared_attention": self.shared_attention,
+            "cuda_graphs": self.cuda_graphs,
             "threads": self._torch.get_num_threads(),
             "layers": self.num_layers,
             "state_layer": self.state_layer,
@@ -336,7 +344,9 @@ class HFLanguageModel:
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state)
-        if self.shared_attention:
+        if self.cuda_graphs:
+            backend = GraphedBackend(self.speedups.fast_step)
+        elif self.shared_attention:
             backend = SharedPrefixBackend(self.model, self._tap_modules(), self.speedups.fast_step)
         else:
             backend = CacheBackend(self.model, self._tap_modules(), self.pad_id)
