@@ -20,8 +20,14 @@ def static_path(tiny_lm, monkeypatch):
     """tiny_lm decoding through the graphed backend, eagerly (graph=False), for one test."""
     built = []
 
+    class Checked(graphs.GraphedBackend):
+        def step(self, feed, pos, capture):
+            # no other thread may touch the device while a step can be captured
+            assert graphs.DEVICE_LOCK._is_owned()
+            return super().step(feed, pos, capture)
+
     def eager(fast):
-        built.append(graphs.GraphedBackend(fast, graph=False))
+        built.append(Checked(fast, graph=False))
         return built[-1]
 
     monkeypatch.setattr(tiny_lm, "cuda_graphs", True)

@@ -15,12 +15,17 @@ Short calls decode eagerly through the same state (capture costs about two steps
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from .attention import StaticShapeState
 
 #: below this many new tokens a call is decoded without capturing a graph (the capture would not pay)
 MIN_GRAPH_TOKENS = 12
+#: held by every model call where graphs are on (HFLanguageModel._exclusive): a capture must not see
+#: another thread's device work, so this process's model calls take turns
+DEVICE_LOCK = threading.RLock()
 
 
 class GraphedBackend:

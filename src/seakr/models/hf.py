@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -29,6 +30,7 @@ from . import speedups
 from .attention import install
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
 from .decode import CacheBackend, SharedPrefixBackend, decode
+from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
@@ -299,6 +301,11 @@ class HFLanguageModel:
             prev = cur
         return out
 
+    def _exclusive(self):
+        """Where decode steps are captured as CUDA graphs, one model call at a time in this process: a
+        capture fails if another thread synchronises the device meanwhile (``seakr serve --workers 2``)."""
+        return graphs.DEVICE_LOCK if self.cuda_graphs else contextlib.nullcontext()
+
     def attention(self, text: str) -> tuple[list[int], "np.ndarray"]:
         """Token ids of ``text`` and the last layer's attention averaged over heads, (T, T) (DRAGIN)."""
         torch = self._torch
@@ -306,7 +313,7 @@ class HFLanguageModel:
         impl = self.model.config._attn_implementation
         self.model.config._attn_implementation = "eager"  # the only implementation that returns weights
         try:
-            with torch.inference_mode():
+            with self._exclusive(), torch.inference_mode():
                 out = self.model(input_ids=torch.tensor([ids], device=self.device), output_attentions=True, use_cache=False)
         finally:
             self.model.config._attn_implementation = impl
@@ -315,7 +322,7 @@ class HFLanguageModel:
     def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
         torch = self._torch
         res = []
-        with torch.inference_mode():
+        with self._exclusive(), torch.inference_mode():
             for p in prompts:
                 lp = torch.log_softmax(self.prefill(p, None).logits, -1)
                 res.append({o: float(lp[self.encode(o, special=False)[0]]) for o in options})
@@ -325,7 +332,7 @@ class HFLanguageModel:
         torch = self._torch
         t0 = time.time()
         self.stats["calls"] += 1
-        with torch.inference_mode():
+        with self._exclusive(), torch.inference_mode():
             streams = uniform_streams(config, len(prompts), self.device)
             shared = self.prefill.extend(prefix, shared_prefix(prompts, prefix)) if prefix and len(prompts) > 1 else None
             prefilled = [self.prefill(p, prefix, shared) for p in prompts]
