@@ -177,17 +177,6 @@ class CachedPrefixPrefill:
         self.prefix_kv = prefix_kv  # per layer (K, V), each (1, kv_heads, P, d), shared, never written
         self.kv: list[tuple[torch.Tensor, torch.Tensor] | None] = [None] * len(prefix_kv)
 
-    def _own(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write this step's K, V at position t; the rows' own tokens so far (views, t + 1 of them)."""
-        t = self.t
-        gk, gv = self.gk[layer], self.gv[layer]
-        gk[:, :, t] = k[:, :, 0]
-        gv[:, :, t] = v[:, :, 0]
-        return gk[:, :, : t + 1], gv[:, :, : t + 1]
-
-    def _own_scores(self, sg: torch.Tensor) -> torch.Tensor:
-        return sg
-
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
         B, H, T, D = q.shape
         kvh = k.shape[1]
