@@ -190,7 +190,7 @@ def test_open_book_detection_probes_every_tap_from_the_same_samples(tmp_path, se
 
 @pytest.mark.slow
 def test_short_form_keeps_each_answers_state_and_scores_a_fitted_probe(tmp_path, seakr_smol):
-    from seakr.eval.studies import StateStore
+    from seakr.eval.states import StateStore
     from seakr.probes import Probe
 
     exs = load_dataset(fixture_path("nq_mini.oracle.jsonl"))[:3]

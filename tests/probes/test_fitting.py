@@ -11,7 +11,7 @@ import pytest
 from seakr.eval.metrics import auroc
 from seakr.eval.rows import ResultRow
 from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
-from seakr.eval.studies import StateStore
+from seakr.eval.states import StateStore
 from seakr.probes import load_probe
 from seakr.probes.fitting import calibrate_from_studies, fit_from_studies, load_states
 

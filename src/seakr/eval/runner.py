@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
 from .rows import ResultRow
+from .states import StateStore, own_tap, tap_name
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -319,12 +320,11 @@ class FinalStates:
         self._lock = threading.Lock()
 
     def put(self, qid: str, states: dict) -> None:
-        from .studies import StateStore, _own_tap, tap_name
 
         for name, state in (states or {}).items():
             with self._lock:
                 if name not in self._stores:  # the tap is read where states exist: a method with states has a model
-                    self._stores[name] = StateStore(self.dir / f"final-{name}", [tap_name(_own_tap(self.method.lm))])
+                    self._stores[name] = StateStore(self.dir / f"final-{name}", [tap_name(own_tap(self.method.lm))])
             self._stores[name].put(qid, state)
 
 

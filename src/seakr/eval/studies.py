@@ -39,6 +39,7 @@ from .datasets import Example
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow
 from .runner import RowLog, read_run_config, run_rows, versions
+from .states import StateStore, own_tap, tap_name
 
 
 def _finite(x):
@@ -246,10 +247,6 @@ def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
     return taps
 
 
-def tap_name(tap) -> str:
-    return f"L{tap[0]}:{tap[1]}"
-
-
 #: Prompt forms of the detect study: ``cot`` (SeaKR's own answer prompt, demonstrations and chain of
 #: thought) or ``short`` (the knowledge check: a short answer, no demonstrations).
 FORMS = ("cot", "short")
@@ -271,7 +268,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         if bare:
             raise ValueError(f"open-book detection needs each question's gold passage; {len(bare)} have none "
                              f"(first: {bare[0]})")
-    lm, own = method.lm, _own_tap(method.lm)
+    lm, own = method.lm, own_tap(method.lm)
     if probe_model is not None:
         probe_model.check(lm.info())
         if probe_model.form != form:  # a probe reads the states of the prompt form it was fitted on
@@ -341,54 +338,11 @@ def _detect_answer(method: SeaKR, question: str, passages, form: str, taps):
     return g, (extract_answer(text) or text.strip().rstrip(".")), prompt
 
 
-class StateStore:
-    """The greedy answer's state vectors of a study, one float16 ``.npy`` per question (the taps in
-    ``taps.json``): what a probe is fitted on. Derived data: kept beside the rows, not committed."""
-
-    def __init__(self, folder: Path, taps: Sequence[str]):
-        self.folder, self.taps = Path(folder), list(taps)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        meta = self.folder / "taps.json"
-        if meta.exists() and json.loads(meta.read_text()) != self.taps:
-            raise ValueError(f"{self.folder}: states were read at {json.loads(meta.read_text())}, this run reads "
-                             f"{self.taps}: use another --out")
-        meta.write_text(json.dumps(self.taps))
-
-    def path(self, qid: str) -> Path:
-        import hashlib
-
-        return self.folder / (hashlib.sha1(str(qid).encode()).hexdigest()[:20] + ".npy")
-
-    def put(self, qid: str, state) -> np.ndarray | None:
-        """Store one question's state; returns it as a (taps, d) array (None when the answer was empty)."""
-        if state is None:
-            return None
-        z = np.asarray(state, dtype=np.float32).reshape(len(self.taps), -1)
-        np.save(self.path(qid), z.astype(np.float16))
-        return z
-
-    def get(self, qid: str) -> np.ndarray | None:
-        p = self.path(qid)
-        return np.load(p).astype(np.float32) if p.exists() else None
-
-    @classmethod
-    def open(cls, folder: str | Path) -> "StateStore":
-        meta = Path(folder) / "taps.json"
-        if not meta.exists():
-            raise ValueError(f"{folder}: no stored states (run `seakr detect` first; it keeps them under states/)")
-        return cls(Path(folder), json.loads(meta.read_text()))
-
-
 def _generate(lm, prompt, prefix, cfg, taps):
     if not taps:
         return lm.generate([prompt], cfg, prefix=prefix)[0]
     with lm.probing(taps):
         return lm.generate([prompt], cfg, prefix=prefix)[0]
-
-
-def _own_tap(lm) -> tuple[int, str]:
-    info = lm.info()
-    return (info["state_layer"], info["state_source"])
 
 
 def _probe_scores(states: np.ndarray, probe, alpha: float) -> dict:
@@ -495,7 +449,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
     the rows: what a candidate probe is fitted on (``seakr probe fit --form candidate``)."""
     z = method.config.rerank_z
     method.greedy_states = True
-    store = StateStore(Path(out_dir) / "states", [tap_name(_own_tap(method.lm))])
+    store = StateStore(Path(out_dir) / "states", [tap_name(own_tap(method.lm))])
 
     def one(ex):
         tr = Tracer(ex.question, "rerank-study")

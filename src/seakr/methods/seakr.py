@@ -163,7 +163,8 @@ class SeaKR(Method):
             gate = "probe" if STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("short") else "step"
         if reasoning == "auto":
             fitted = all(bank.has_calibration(f, config.estimator) for f in ("final-rationale", "final-knowledge"))
-            chosen, self.reasoning_source = bank.reasoning() if config.mode == "multihop" else (None, "auto")
+            rules = [r for r in REASONING if r != "auto"]
+            chosen, self.reasoning_source = bank.reasoning(rules) if config.mode == "multihop" else (None, "auto")
             reasoning = chosen or ("calibrated" if fitted and config.mode == "multihop" else "self-aware")
         rerank = config.rerank
         if rerank == "auto":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Sequence
 
 from ..prompts import check_wording
 from ..textio import parse_json
@@ -112,18 +113,16 @@ class SelfKnowledge:
     def has_calibration(self, form: str, estimator: str) -> bool:
         return self._read(f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json")[0] is not None
 
-    def reasoning(self) -> tuple[str | None, str]:
+    def reasoning(self, rules: Sequence[str]) -> tuple[str | None, str]:
         """The final-choice rule chosen for this model on tuning data (``reasoning.json``: {model:
-        {"reasoning": rule, ...provenance}}) and where it came from; (None, "auto") where none was chosen."""
-        from ..methods.seakr import REASONING
-
+        {"reasoning": rule, ...provenance}}) and where it came from; (None, "auto") where none was chosen.
+        A rule outside ``rules`` (those the reading method knows) is refused in one line."""
         d, where = self._read("reasoning.json")
         entry = (d or {}).get(self.model)
         if not isinstance(entry, dict) or "reasoning" not in entry:
             return None, "auto"
-        if entry["reasoning"] not in REASONING or entry["reasoning"] == "auto":
-            raise ValueError(f"{where}: {self.model}: reasoning {entry['reasoning']!r} is not one of "
-                             f"{', '.join(r for r in REASONING if r != 'auto')}")
+        if entry["reasoning"] not in rules:
+            raise ValueError(f"{where}: {self.model}: reasoning {entry['reasoning']!r} is not one of {', '.join(rules)}")
         return entry["reasoning"], f"{where}:{self.model}"
 
     def gate_p(self, gate: str) -> tuple[float, str]:

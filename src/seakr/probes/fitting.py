@@ -33,7 +33,7 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
 
 def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str):
     """(run, config, rows, state store) of each study, in order; every run must share the model and taps."""
-    from ..eval.studies import StateStore
+    from ..eval.states import StateStore
 
     first = None
     for run in runs:
@@ -115,7 +115,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
     e.g. with the candidate-probe re-rank). Every run must share the model and the tap; a question of one
     data file that two runs answered (overlapping subsets) is read from the first only."""
-    from ..eval.studies import StateStore
+    from ..eval.states import StateStore
 
     model, taps, xs, ys, data, seen = None, None, [], [], [], set()
     for run in runs:

@@ -1,0 +1,58 @@
+"""Where studies and runs keep the state vectors a probe is fitted on: one store per study or final
+form, one small file per question, and the names of the taps they were read at."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+
+def tap_name(tap) -> str:
+    """``(11, "mlp")`` as ``"L11:mlp"``: how taps are named in stored states and fitted probes."""
+    return f"L{tap[0]}:{tap[1]}"
+
+
+def own_tap(lm) -> tuple[int, str]:
+    """The (layer, source) where the model reads its state (its configured tap)."""
+    info = lm.info()
+    return (info["state_layer"], info["state_source"])
+
+
+class StateStore:
+    """The greedy answer's state vectors of a study, one float16 ``.npy`` per question (the taps in
+    ``taps.json``): what a probe is fitted on. Derived data: kept beside the rows, not committed."""
+
+    def __init__(self, folder: Path, taps: Sequence[str]):
+        self.folder, self.taps = Path(folder), list(taps)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        meta = self.folder / "taps.json"
+        if meta.exists() and json.loads(meta.read_text()) != self.taps:
+            raise ValueError(f"{self.folder}: states were read at {json.loads(meta.read_text())}, this run reads "
+                             f"{self.taps}: use another --out")
+        meta.write_text(json.dumps(self.taps))
+
+    def path(self, qid: str) -> Path:
+        return self.folder / (hashlib.sha1(str(qid).encode()).hexdigest()[:20] + ".npy")
+
+    def put(self, qid: str, state) -> np.ndarray | None:
+        """Store one question's state; returns it as a (taps, d) array (None when the answer was empty)."""
+        if state is None:
+            return None
+        z = np.asarray(state, dtype=np.float32).reshape(len(self.taps), -1)
+        np.save(self.path(qid), z.astype(np.float16))
+        return z
+
+    def get(self, qid: str) -> np.ndarray | None:
+        p = self.path(qid)
+        return np.load(p).astype(np.float32) if p.exists() else None
+
+    @classmethod
+    def open(cls, folder: str | Path) -> "StateStore":
+        meta = Path(folder) / "taps.json"
+        if not meta.exists():
+            raise ValueError(f"{folder}: no stored states (run `seakr detect` first; it keeps them under states/)")
+        return cls(Path(folder), json.loads(meta.read_text()))
