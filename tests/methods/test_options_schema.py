@@ -89,6 +89,11 @@ def test_every_door_gives_the_same_verdict_naming_the_field(tmp_path, data):
         if verdict == "server cap":  # a server may cap what the schema allows, never allow what it refuses
             assert api is None
             continue
+        if door == "service" and api is None and verdict is not None and "reads estimator" in verdict:
+            # the server's model settles the "auto" decisions (this one has no probes: the paper's U), and k or
+            # temperature leaves that U nothing to measure; the Python API refuses the same method (below)
+            assert name in ("k", "temperature") and f"option {name}" in verdict and "\n" not in verdict
+            continue
         if verdict == "not expressible":
             continue
         assert (verdict is None) == (api is None), (door, name, v, api, verdict)
@@ -115,5 +120,10 @@ def test_every_accepted_combination_answers(idx, opts):
 
     def script(v):
         return Reply("So the answer is American" if v.passages else "Kubrick directed it", 1.0)
-    a = SeaKR(ScriptedLM(script), idx, **opts).answer("Who directed 2001: A Space Odyssey?")
+    try:
+        m = SeaKR(ScriptedLM(script), idx, **opts)
+    except ValueError as e:  # the one combination refused: a sample-based U with nothing to measure
+        assert (opts.get("k", 20) < 2 or opts.get("temperature") == 0) and "\n" not in str(e), e
+        return
+    a = m.answer("Who directed 2001: A Space Odyssey?")
     assert isinstance(a.answer, str) and a.trace["final"]["choice"]

@@ -23,3 +23,17 @@ def test_the_u_column_tells_an_uncertain_step_from_an_unscored_one():
     assert lines[5].startswith("  3. U=inf vs -3.96 RETRIEVE q='y'")
     assert lines[7].startswith("  4. U=- no-retr.")
     assert lines[9].startswith("  5. U=- RETRIEVE q='z'")
+
+
+def test_the_final_line_shows_what_the_rule_compared():
+    """A probe's or a calibrated choice compares P(correct) (the answers were not sampled: no U); the
+    paper's rule compares U; the check before the chain shows its P(correct), not its probe score."""
+    a = _answer([])
+    a.trace["final"] = {"choice": "knowledge", "candidates": {
+        "rationale": {"answer": "Bizet", "u": None, "p": 0.12}, "knowledge": {"answer": "Verdi", "u": None, "p": 0.4},
+        "check": {"answer": "John", "u": 0.95, "p": 0.05, "gate_p": 0.31}}}
+    final = a.summary().splitlines()[-2]
+    assert final == ("  final: rationale 'Bizet' (P(correct)=0.12) | knowledge 'Verdi' (P(correct)=0.40) | "
+                     "check 'John' (P(correct)=0.05) -> knowledge")
+    a.trace["final"]["candidates"] = {"rationale": {"answer": "Bizet", "u": -4.2}, "knowledge": {"answer": "", "u": None}}
+    assert a.summary().splitlines()[-2] == "  final: rationale 'Bizet' (U=-4.20) | knowledge '' (U=inf) -> knowledge"

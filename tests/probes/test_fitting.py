@@ -304,7 +304,7 @@ def test_an_eval_run_keeps_the_final_answers_states_and_a_final_form_probe_fits_
         return Reply("Place is in France" if not v.answer else "So the answer is France")
 
     idx = engine(tmp_path / "idx", {"France": "France is a country in Europe."})
-    m = SeaKR(ScriptedLM(script, dim=dim), idx, k=0, gate="step", rerank="probe",
+    m = SeaKR(ScriptedLM(script, dim=dim), idx, k=2, gate="step", retrieval="always", rerank="probe",
               probes=_candidate_bank(tmp_path / "bank", dim))
     examples = [Example(f"q{i}", q, ["Spain" if w else "France"]) for i, (q, w) in enumerate(wrong.items())]
     run_eval(m, examples, tmp_path / "run")

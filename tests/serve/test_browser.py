@@ -41,6 +41,9 @@ def test_viewer_end_to_end(server):
         assert "Step 1" in steps[0].text
         assert b.find_element(By.ID, "status").text == "done"
         assert isinstance(ans.text, str)
+        # the paper's final rule (no probes ship for this model) compares the two answers' U
+        choice = b.find_element(By.CSS_SELECTOR, ".choice").text
+        assert "from rationale:" in choice and "(U " in choice and "chose" in choice
         os.makedirs(ARTIFACTS, exist_ok=True)
         b.save_screenshot(os.path.join(ARTIFACTS, "viewer.png"))
     finally:

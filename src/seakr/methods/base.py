@@ -373,6 +373,9 @@ class Method:
     def search(self, tr: Tracer, query: str, k: int) -> list[Passage]:
         if self.engine is None:
             raise ValueError(f"method {self.name!r} needs a search engine (pass --index)")
+        # a query with nothing left (an empty step, a question of stop words only) searches the question:
+        # an empty query finds nothing and would end the chain on a retrieval that never happened
+        query = query if query.strip() else tr.question
         t = time.perf_counter()
         hits = self.engine.search(query, k)
         tr.retrieval(query, hits, time.perf_counter() - t)

@@ -95,6 +95,36 @@ class SeaKRConfig(MethodConfig):
             raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
+        self._check_sampling()
+
+    def sampled_reads(self) -> list[tuple[str, str, float]]:
+        """(decision, estimator, temperature) of each decision that reads a U computed from k samples; an
+        ``auto`` decision counts once the method has settled it (the model decides what it becomes)."""
+        reads = []
+        if self.retrieval == "self-aware" and (self.gate == "step" or self.mode == "simple"):
+            reads.append((f"retrieval ({'gate=step' if self.mode == 'multihop' else 'simple mode'})", self.estimator,
+                          self.temperature))
+        if self.rerank in ("self-aware", "guarded"):
+            reads.append((f"rerank={self.rerank}", self.estimator, self.temperature))
+        if self.reasoning in ("self-aware", "calibrated") and self.mode == "multihop":
+            reads.append((f"reasoning={self.reasoning}", self.estimator, self.temperature))
+        if self.gate == "check":
+            t = self.temperature if self.check_temperature is None else self.check_temperature
+            reads.append(("gate=check", self.check_estimator, t))
+        return [r for r in reads if U.NEEDS[r[1]] == "samples"]
+
+    def _check_sampling(self) -> None:
+        """Refuse sampling that leaves a sample-based U nothing to measure: fewer than two samples (U would be
+        +inf at every decision: always retrieve, the engine's order) or temperature 0 (k copies of the greedy
+        answer: U would say "certain" of everything)."""
+        for decision, est, temp in self.sampled_reads():
+            if self.k < 2:
+                raise ValueError(f"option k: {self.k} sample(s), but {decision} reads estimator {est}, which compares "
+                                 "k >= 2 samples (the paper: 20); set k, or a decision that reads no samples")
+            if temp == 0:
+                what = "check_temperature" if decision == "gate=check" and self.check_temperature is not None else "temperature"
+                raise ValueError(f"option {what}: 0 draws k copies of the greedy answer, and {decision} reads estimator "
+                                 f"{est}, which would see no spread; sample at temperature > 0 (the paper: 1.0)")
 
 
 def guarded_departs(u_top: float | None, u_alt: float | None, se_top: float, se_alt: float, z: float) -> bool:

@@ -187,9 +187,10 @@ class Answer:
             verdict = "answered at once" if f.get("choice") == "check" else "retrieve"
             lines.insert(1, f"  check: {chk.get('answer')!r} P(correct)={chk['p']:.2f} vs {chk.get('gate_p', 0):.2f} -> {verdict}")
         if len(cands) > 1:
-            def fmt(name, d):
-                u = d.get("u")
-                return f"{name} {d.get('answer')!r} (U={'inf' if u is None else format(u, '.2f')})"
+            def fmt(name, d):  # what the rule compared: P(correct) where one was read, else U
+                u, p = d.get("u"), d.get("p")
+                read = f"P(correct)={p:.2f}" if p is not None else f"U={'inf' if u is None else format(u, '.2f')}"
+                return f"{name} {d.get('answer')!r} ({read})"
             lines.append("  final: " + " | ".join(fmt(n, d) for n, d in cands.items()) + f" -> {f.get('choice')}")
         t = self.trace["totals"]
         lines.append(f"A: {self.answer}   [{t['model_calls']} model calls, {t['retrievals']} retrievals, "

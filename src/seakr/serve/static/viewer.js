@@ -1,6 +1,8 @@
 // seakr trace viewer: renders an answer's trace; streams steps live from /v1/answer/stream.
 "use strict";
 const fmt = (u) => (u === null || u === undefined) ? "inf" : Number(u).toFixed(2);
+// What a rule compared: a probability where a probe or a calibration map read one (no samples, no U), else U.
+const read = (c, what) => (c.p !== null && c.p !== undefined) ? `${what} ${Number(c.p).toFixed(2)}` : `U ${fmt(c.u)}`;
 function esc(s) { const d = document.createElement("div"); d.textContent = s == null ? "" : String(s); return d.innerHTML; }
 
 // Map U values to bar widths on one shared scale (the threshold included).
@@ -27,9 +29,9 @@ function renderStep(s, sc) {
     `<div class="ulabel">U = ${fmt(s.u)}${s.threshold !== null && s.threshold !== undefined ? " vs threshold " + fmt(s.threshold) : ""}</div>${bar(s.u, s.threshold, sc)}`;
   let cands = "";
   if (s.candidates && s.candidates.length) {
-    cands = '<table class="cands"><tr><th>#</th><th>passage</th><th>next step with it</th><th>U</th></tr>' +
+    cands = '<table class="cands"><tr><th>#</th><th>passage</th><th>next step with it</th><th>U or P(support)</th></tr>' +
       s.candidates.map((c) => `<tr class="${c.chosen ? "chosen" : ""}"><td>${c.rank + 1}</td><td>${esc(c.title)}</td>` +
-        `<td>${esc(c.step)}</td><td>${fmt(c.u)}${c.chosen ? " &#10003;" : ""}</td></tr>`).join("") + "</table>";
+        `<td>${esc(c.step)}</td><td>${read(c, "P")}${c.chosen ? " &#10003;" : ""}</td></tr>`).join("") + "</table>";
   }
   const pseudo = (s.pseudo && s.pseudo !== s.text) ? `<div class="pseudo">tentative: ${esc(s.pseudo)}</div>` : "";
   return `<div class="step" data-step="${s.index}"><h3>Step ${s.index + 1} ${tag}${kept}${q}</h3>` +
@@ -40,7 +42,7 @@ function renderFinal(ans) {
   let choice = "";
   const cands = Object.entries(f.candidates || {});
   if (cands.length > 1) {  // e.g. SeaKR's answers from the rationales and from the knowledge
-    choice = `<div class="choice">` + cands.map(([name, c]) => `from ${esc(name)}: <b>${esc(c.answer)}</b> (U ${fmt(c.u)})`)
+    choice = `<div class="choice">` + cands.map(([name, c]) => `from ${esc(name)}: <b>${esc(c.answer)}</b> (${read(c, "P(correct)")})`)
       .join(" &middot; ") + ` &rarr; chose <b>${esc(f.choice)}</b></div>`;
   } else if (f.choice) {
     choice = `<div class="choice">${esc(f.choice)}</div>`;
