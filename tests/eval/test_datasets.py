@@ -17,6 +17,7 @@ from seakr.eval.datasets import DatasetError, detect_layout, load_dataset
     (("squad", "dev_part1.squad.json"), "squad", 4961),
     (("hotpotqa", "train_first10000.qa_sftitles.simrag.csv"), "qa-csv", 10000),
     (("2wikimultihopqa", "train_first10000.qa_sftitles.simrag.csv"), "qa-csv", 10000),
+    (("musique", "train_hipporag100.official.jsonl"), "musique", 100),
 ])
 def test_real_files(parts, layout, n):
     path = shared_path(*parts)
@@ -24,7 +25,7 @@ def test_real_files(parts, layout, n):
     exs = load_dataset(path)
     assert len(exs) == n
     assert all(e.question and e.answers and e.id for e in exs)
-    if layout in ("hotpotqa", "2wiki"):
+    if layout in ("hotpotqa", "2wiki", "musique"):
         assert all(e.contexts and e.supporting_titles for e in exs)
         assert all(set(e.supporting_titles) <= {t for t, _ in e.contexts} for e in exs[:20])
 
@@ -105,3 +106,54 @@ def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):
     short.write_text("ID,Question,Answers,Documents\nq1,Who?\n")
     with pytest.raises(DatasetError, match=r"short.csv:2: expected 4 fields"):
         load_dataset(str(short))
+
+
+@pytest.mark.parametrize("lines,needle", [
+    (['{"id": "a", "question": "q1", "golden_answers": ["x"]}', '{"id": "a", "question": "q2", "golden_answers": ["y"]}'],
+     r"data.jsonl:2: id 'a' repeats the question at .*data.jsonl:1; ids must be unique"),
+    (['{"id": "", "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is empty"),
+    (['{"id": "a", "question": "  ", "golden_answers": ["x"]}'], r"data.jsonl:1: the question \(id 'a'\) is empty"),
+    (['{"id": "a", "question": "q", "golden_answers": []}'], r"data.jsonl:1: question 'a' has no gold answer"),
+    (['{"id": "a", "question": "q", "golden_answers": [""]}'], r"data.jsonl:1: question 'a' has no gold answer"),
+    (['{"id": "a", "question": "q", "golden_answers": [null]}'], r"data.jsonl:1: field 'golden_answers' holds null"),
+])
+def test_every_question_needs_a_unique_id_a_question_and_an_answer(tmp_path, lines, needle):
+    """Checked at load, whatever the layout: a repeated id would overwrite or skip a row on --resume and pair
+    the wrong questions in a comparison; a question without a gold answer would score 0 silently."""
+    f = tmp_path / "data.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DatasetError, match=needle) as e:
+        load_dataset(str(f), "flashrag")
+    assert "\n" not in str(e.value)
+
+
+def test_numbers_are_answers_and_squad_2_drops_unanswerable(tmp_path):
+    f = tmp_path / "data.jsonl"
+    f.write_text('{"id": 7, "question": "q", "golden_answers": [1969, "nineteen sixty-nine"]}\n')
+    (ex,) = load_dataset(str(f), "flashrag")
+    assert ex.id == "7" and ex.answers == ["1969", "nineteen sixty-nine"]
+    g = tmp_path / "squad2.json"
+    qas = [{"id": "1", "question": "q", "answers": [{"text": "a", "answer_start": 0}]},
+           {"id": "2", "question": "q2", "answers": [], "is_impossible": True}]
+    g.write_text(json.dumps({"version": "v2.0", "data": [{"title": "T", "paragraphs": [{"context": "a b", "qas": qas}]}]}))
+    assert [e.id for e in load_dataset(str(g), "squad")] == ["1"]
+    two = tmp_path / "two.json"
+    two.write_text('[{"data": []}, {"data": []}]')
+    with pytest.raises(DatasetError, match=r"two.json: expected one JSON object .* got 2 records"):
+        load_dataset(str(two), "squad")
+
+
+def test_musique_official(tmp_path):
+    rec = {"id": "2hop__1", "question": "Who founded the journal?", "answer": "Stanley Hall",
+           "answer_aliases": ["G. Stanley Hall"], "answerable": True,
+           "paragraphs": [{"idx": 0, "title": "A", "paragraph_text": "a", "is_supporting": False},
+                          {"idx": 1, "title": "Journal", "paragraph_text": "founded by Hall", "is_supporting": True}]}
+    f = tmp_path / "musique_dev.jsonl"
+    f.write_text(json.dumps(rec) + "\n" + json.dumps({**rec, "id": "2hop__2", "answerable": False}) + "\n")
+    assert detect_layout(str(f)) == "musique"
+    (ex,) = load_dataset(str(f))
+    assert ex.answers == ["Stanley Hall", "G. Stanley Hall"] and ex.supporting_titles == ["Journal"]
+    assert ex.contexts == [("A", "a"), ("Journal", "founded by Hall")] and ex.dataset == "musique"
+    f.write_text(json.dumps({**rec, "paragraphs": [{"title": "A"}]}) + "\n")
+    with pytest.raises(DatasetError, match=r"musique_dev.jsonl:1: paragraphs\[0\] needs a field 'paragraph_text'"):
+        load_dataset(str(f))

@@ -84,3 +84,18 @@ def test_a_plan_runs_from_python_with_any_generator(tmp_path):
     cfg = json.loads((tmp_path / "o" / "seakr" / "config.json").read_text())
     assert cfg["method"]["config"]["k"] == 2 and cfg["limit"] == 2
     assert cfg["method"]["config"]["prompt_set"] == "hotpotqa"  # the family default, from the plan
+
+
+def test_a_plan_that_never_searches_needs_no_index_nor_paragraphs(tmp_path):
+    """CoT over questions with no paragraphs (a FlashRAG file of questions and answers): nothing to pool and
+    nothing to search, so no index; a method that searches still asks for one, in one line."""
+    data = tmp_path / "qa.jsonl"
+    data.write_text('{"id": "1", "question": "Who directed Jaws?", "golden_answers": ["Steven Spielberg"]}\n')
+    lm = ScriptedLM(lambda v: Reply("So the answer is Steven Spielberg."))
+    said = []
+    (s,) = run_plan(EvalPlan(data=str(data), out=str(tmp_path / "o"), runs=[RunSpec("cot")]), lm, progress=False,
+                    say=said.append)
+    assert s["n"] == 1 and s["f1"] > 0.99 and said[0] == "index: none (no run searches)"
+    with pytest.raises(ValueError, match="carry no context paragraphs to pool; pass --index"):
+        run_plan(EvalPlan(data=str(data), out=str(tmp_path / "p"), runs=[RunSpec("ircot")]), lm, progress=False,
+                 say=said.append)

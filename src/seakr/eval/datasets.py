@@ -2,9 +2,11 @@
 
 Loaders: HotpotQA (official JSON list, Hugging Face JSONL), 2WikiMultihopQA (official JSON list,
 FlashRAG JSONL; aliases from ``golden_answers`` or an ``id_aliases.json`` beside the file), NQ-open
-(plain or with ``ctxs``), SQuAD v1.1, TriviaQA (official JSON), IIRC (official JSON; unanswerable
-questions dropped, as in the paper), FlashRAG generic JSONL (``id, question, golden_answers``).
-Errors name the file, the line (JSONL) or record, and the field.
+(plain or with ``ctxs``), SQuAD v1.1 (2.0's unanswerable questions dropped), TriviaQA (official JSON),
+IIRC (official JSON; unanswerable questions dropped, as in the paper), MuSiQue (official JSONL; likewise),
+FlashRAG generic JSONL (``id, question, golden_answers``).
+Errors name the file, the line (JSONL) or record, and the field; every question needs a unique id, a
+question and a gold answer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import textio
 
-LAYOUTS = ("hotpotqa", "2wiki", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "auto")
+LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "auto")
 #: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
 #: titles as Python-list strings, no paragraph text): enough for closed-book labels, not for retrieval.
 QA_CSV_HEADER = ["ID", "Question", "Answers", "Documents"]
@@ -56,6 +58,15 @@ def _records(path):
         yield f"{path}:{n}", r
 
 
+def _one_object(path) -> tuple[str, dict]:
+    """The one JSON object a SQuAD or TriviaQA file is (a list or JSON lines is another layout)."""
+    recs = list(_records(path))
+    if len(recs) != 1:
+        raise DatasetError(f"{path}: expected one JSON object (its 'data'), got {len(recs)} records; "
+                           "is it another layout? (pass --layout)")
+    return recs[0]
+
+
 def _req(where, rec, name, kind=None):
     if not isinstance(rec, dict) or name not in rec:
         raise DatasetError(f"{where}: missing field '{name}'")
@@ -63,6 +74,30 @@ def _req(where, rec, name, kind=None):
     if kind is not None and not isinstance(v, kind):
         raise DatasetError(f"{where}: field '{name}' should be {kind.__name__ if isinstance(kind, type) else kind}")
     return v
+
+
+def _strs(where, name, values: list) -> list[str]:
+    """A list of answers as text: numbers become their text (a year, a count); anything else (null, an
+    object) is a malformed answer, not the answer "None"."""
+    bad = [v for v in values if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
+    if bad:
+        raise DatasetError(f"{where}: field '{name}' holds {json.dumps(bad[0])}; answers are strings")
+    return [str(v) for v in values]
+
+
+def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
+    """What every question needs, whatever its layout: an id that names it alone (rows are written, resumed
+    and paired by id), a question, and a gold answer (without one it would score 0, silently)."""
+    if not ex.id.strip():
+        raise DatasetError(f"{where}: the question's id is empty")
+    if ex.id in seen:
+        raise DatasetError(f"{where}: id {ex.id!r} repeats the question at {seen[ex.id]}; ids must be unique "
+                           "(rows are written, resumed and compared by id)")
+    seen[ex.id] = where
+    if not ex.question.strip():
+        raise DatasetError(f"{where}: the question (id {ex.id!r}) is empty")
+    if not any(a.strip() for a in ex.answers):
+        raise DatasetError(f"{where}: question {ex.id!r} has no gold answer")
 
 
 def _contexts(where, ctx):
@@ -82,7 +117,7 @@ def _titles(sf):
 
 def load_hotpotqa(path):
     for where, r in _records(path):
-        yield Example(str(_req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
+        yield where, Example(str(_req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
                       [_req(where, r, "answer", str)], _titles(r.get("supporting_facts")),
                       _contexts(where, r["context"]) if "context" in r else [], r.get("type", ""), "hotpotqa")
 
@@ -100,12 +135,12 @@ def load_2wiki(path):
         if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
             answers = _req(where, r, "golden_answers", list)
             meta = r.get("metadata", {}) or {}
-            yield Example(str(_req(where, r, "id")), _req(where, r, "question", str), [str(a) for a in answers],
+            yield where, Example(str(_req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
                           _titles(meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
                           meta.get("type", ""), "2wikimultihopqa")
         else:
             answers = [_req(where, r, "answer", str)] + aliases.get(r.get("answer_id"), [])
-            yield Example(str(_req(where, r, "_id")), _req(where, r, "question", str), answers,
+            yield where, Example(str(_req(where, r, "_id")), _req(where, r, "question", str), answers,
                           _titles(r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
                           r.get("type", ""), "2wikimultihopqa")
 
@@ -114,29 +149,31 @@ def load_nq(path):
     for i, (where, r) in enumerate(_records(path)):
         ans = _req(where, r, "answers", list)
         ctxs = [(c.get("title", ""), c.get("text", "")) for c in r.get("ctxs", []) if c.get("isgold", True)]
-        yield Example(str(r.get("id", f"nq-{i}")), _req(where, r, "question", str), [str(a) for a in ans],
+        yield where, Example(str(r.get("id", f"nq-{i}")), _req(where, r, "question", str), _strs(where, "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
 
 def load_squad(path):
-    (where, d), = list(_records(path))
+    where, d = _one_object(path)
     for i, art in enumerate(_req(where, d, "data", list)):
         for j, para in enumerate(_req(f"{where} data[{i}]", art, "paragraphs", list)):
             ctx = _req(f"{where} data[{i}].paragraphs[{j}]", para, "context", str)
             for qa in _req(f"{where} data[{i}].paragraphs[{j}]", para, "qas", list):
+                if qa.get("is_impossible"):  # SQuAD 2.0's unanswerable questions: dropped, as IIRC's are
+                    continue
                 w = f"{where} data[{i}].paragraphs[{j}].qas[{qa.get('id', '?')}]"
                 answers = list(dict.fromkeys(a["text"] for a in _req(w, qa, "answers", list)))
                 title = art.get("title", "").replace("_", " ")
-                yield Example(str(_req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
+                yield w, Example(str(_req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
 
 
 def load_triviaqa(path):
-    (where, d), = list(_records(path))
+    where, d = _one_object(path)
     for i, r in enumerate(_req(where, d, "Data", list)):
         w = f"{where} Data[{i}]"
         a = _req(w, r, "Answer", dict)
         answers = [_req(w + ".Answer", a, "Value", str)] + [x for x in a.get("Aliases", []) if isinstance(x, str)]
-        yield Example(str(_req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
+        yield w, Example(str(_req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
                       [], [], "", "triviaqa")
 
 
@@ -154,14 +191,29 @@ def load_iirc(path):
                 answers = [str(_req(w + ".answer", a, "answer_value"))]
             else:
                 raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
-            yield Example(str(q.get("qid", f"iirc-{j}")), _req(w, q, "question", str), answers,
+            yield w, Example(str(q.get("qid", f"iirc-{j}")), _req(w, q, "question", str), answers,
                           [passage.get("title", "")], [], kind, "iirc")
+
+
+def load_musique(path):
+    """MuSiQue (official JSONL): its paragraphs with ``is_supporting``; unanswerable questions dropped."""
+    for where, r in _records(path):
+        if r.get("answerable") is False:
+            continue
+        paras = _req(where, r, "paragraphs", list)
+        for i, p in enumerate(paras):
+            if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
+                raise DatasetError(f"{where}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
+        answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", r.get("answer_aliases") or [])
+        yield where, Example(str(_req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
+                             list(dict.fromkeys(str(p.get("title", "")) for p in paras if p.get("is_supporting"))),
+                             [(str(p.get("title", "")), p["paragraph_text"]) for p in paras], "", "musique")
 
 
 def load_flashrag(path):
     for where, r in _records(path):
-        yield Example(str(_req(where, r, "id")), _req(where, r, "question", str),
-                      [str(a) for a in _req(where, r, "golden_answers", list)], [], [],
+        yield where, Example(str(_req(where, r, "id")), _req(where, r, "question", str),
+                      _strs(where, "golden_answers", _req(where, r, "golden_answers", list)), [], [],
                       (r.get("metadata") or {}).get("type", ""), "flashrag")
 
 
@@ -189,12 +241,13 @@ def load_qa_csv(path):
         where = f"{path}:{reader.line_num}"
         if len(row) != 4:
             raise DatasetError(f"{where}: expected 4 fields ({','.join(QA_CSV_HEADER)}), got {len(row)}")
-        yield Example(row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
+        yield where, Example(row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
                       [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
 
 
 LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,
-           "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag, "qa-csv": load_qa_csv}
+           "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag, "qa-csv": load_qa_csv,
+           "musique": load_musique}
 
 
 def detect_layout(path: str) -> str:
@@ -206,6 +259,8 @@ def detect_layout(path: str) -> str:
         return "triviaqa"
     if '"questions"' in head and '"links"' in head or "iirc" in name:
         return "iirc"
+    if '"paragraph_text"' in head or "musique" in name:
+        return "musique"
     if '"paragraphs"' in head or "squad" in name:
         return "squad"
     if '"ctxs"' in head or ('"answers"' in head and '"question"' in head and '"context"' not in head):
@@ -224,8 +279,9 @@ def load_dataset(path: str, layout: str = "auto", limit: int | None = None) -> l
         layout = detect_layout(path)
     if layout not in LOADERS:
         raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
-    out = []
-    for ex in LOADERS[layout](path):
+    out, seen = [], {}
+    for where, ex in LOADERS[layout](path):
+        _check(where, ex, seen)
         out.append(ex)
         if limit and len(out) >= limit:
             break

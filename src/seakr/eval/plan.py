@@ -224,8 +224,11 @@ class EvalPlan:
 
     def ensure_index(self, sel: Selection, progress: bool = True) -> str:
         """The plan's index: the one given, else the dataset's paragraphs (+ filler) pooled once and cached
-        (over the whole file, not only the selection: the other questions' distractors stay in)."""
-        if self.index:
+        (over the whole file, not only the selection: the other questions' distractors stay in). A plan whose
+        methods never search (CoT) needs none: None, and its data need carry no paragraphs."""
+        from ..methods import METHODS
+
+        if self.index or not any(METHODS[r.method].retrieves for r in self.runs):
             return self.index
         from ..progress import progress_bar
         from .corpus import pooled_index
@@ -262,7 +265,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     plan.check()
     sel = plan.select()
     index = plan.ensure_index(sel, progress)
-    say(f"index: {index}")
+    say(f"index: {index or 'none (no run searches)'}")
     lm = lm or plan.model.load()
     if plan.concurrency > 1:
         from ..models.batching import BatchingModel
@@ -272,7 +275,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
              **({"every": plan.every} if plan.every else {})}
     sums = []
     for run in plan.runs:
-        m = build_method(run.method, lm, open_engine(index), **plan.options_for(run, sel.family))
+        m = build_method(run.method, lm, open_engine(index) if index else None, **plan.options_for(run, sel.family))
         say(f"config[{run.name}]: " + json.dumps(m.describe()))
         with progress_bar(run.name, total=len(sel.examples), enabled=progress) as adv:
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
