@@ -60,9 +60,15 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
         yield n, rec
 
 
+def blank(text: str) -> bool:
+    """No visible character: empty, spaces, or control characters only (a NUL typed or sent is not a question)."""
+    return not any(ch.isprintable() and not ch.isspace() for ch in text)
+
+
 def check_question(q: str, error: type[Exception] = ValueError) -> str:
-    """A question as typed: non-empty and encodable as UTF-8 (a shell can pass undecodable bytes)."""
-    if not q.strip():
+    """A question as typed: a visible character at least, and encodable as UTF-8 (a shell can pass
+    undecodable bytes). Every door (the commands, the Python API, HTTP, a data file) asks this."""
+    if not isinstance(q, str) or blank(q):
         raise error("question must be a non-empty string")
     try:
         q.encode("utf-8")

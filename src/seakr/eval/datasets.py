@@ -88,13 +88,13 @@ def _strs(where, name, values: list) -> list[str]:
 def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
     """What every question needs, whatever its layout: an id that names it alone (rows are written, resumed
     and paired by id), a question, and a gold answer (without one it would score 0, silently)."""
-    if not ex.id.strip():
+    if textio.blank(ex.id):
         raise DatasetError(f"{where}: the question's id is empty")
     if ex.id in seen:
         raise DatasetError(f"{where}: id {ex.id!r} repeats the question at {seen[ex.id]}; ids must be unique "
                            "(rows are written, resumed and compared by id)")
     seen[ex.id] = where
-    if not ex.question.strip():
+    if textio.blank(ex.question):
         raise DatasetError(f"{where}: the question (id {ex.id!r}) is empty")
     if not any(a.strip() for a in ex.answers):
         raise DatasetError(f"{where}: question {ex.id!r} has no gold answer")

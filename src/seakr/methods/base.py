@@ -15,7 +15,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PromptBuilder
 from ..search.base import Passage, SearchEngine
-from ..textio import json_file
+from ..textio import check_question as check_typed, json_file
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -419,8 +419,7 @@ class Method:
     def answer(self, question: str, listener=None, cancel=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
         ``cancel`` event (a ``threading.Event``) stops the work at its next decode step (:class:`Cancelled`)."""
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("question must be a non-empty string")
+        check_typed(question)  # the one rule of every door (textio)
         self.check_question(question)
         tr = Tracer(question, self.name, listener, cancel)
         with cancellable(cancel):

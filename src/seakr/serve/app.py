@@ -36,6 +36,7 @@ from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import SearchError
+from ..textio import check_question
 
 MAX_QUESTION = 2000
 #: Per-request ceilings on the options that scale compute or memory (the service protects itself).
@@ -55,9 +56,7 @@ class AnswerRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("question is blank")
-        return v
+        return check_question(v)  # blank or control characters only: "question must be a non-empty string"
 
 
 class AnswerResponse(BaseModel):

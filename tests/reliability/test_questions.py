@@ -1,0 +1,31 @@
+"""One rule for what is a question, at every door: the Python API, HTTP (the request model, before any
+work), a data file (named by file and line) and the command line (tests/reliability/test_inputs.py)."""
+
+import pytest
+from pydantic import ValidationError
+
+from scripted import Reply, ScriptedLM
+from seakr.eval.datasets import DatasetError, load_dataset
+from seakr.methods import build_method
+from seakr.serve.app import AnswerRequest
+
+NOT_QUESTIONS = ["", "   ", "\n\t", "\x00", "\x00\x01 \x7f"]
+
+
+@pytest.mark.parametrize("q", NOT_QUESTIONS)
+def test_a_blank_or_control_only_question_is_refused_at_every_door(tmp_path, q):
+    m = build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None)
+    with pytest.raises(ValueError, match="question must be a non-empty string"):
+        m.answer(q)
+    with pytest.raises(ValidationError, match="question"):
+        AnswerRequest(question=q)
+    f = tmp_path / "qa.jsonl"
+    f.write_text('{"id": "a", "question": "Who?", "golden_answers": ["x"]}\n'
+                 + '{"id": "b", "question": %s, "golden_answers": ["x"]}\n' % __import__("json").dumps(q))
+    with pytest.raises(DatasetError, match=r"qa.jsonl:2: the question \(id 'b'\) is empty"):
+        load_dataset(str(f), "flashrag")
+
+
+def test_a_question_with_a_visible_character_is_taken():
+    m = build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None)
+    assert m.answer("\x00 ?").answer == "x" and AnswerRequest(question=" é ").question == " é "
