@@ -68,6 +68,7 @@ def test_a_grid_fills_the_flags_left_at_their_defaults(tmp_path):
     ({"shard": "3/2"}, "--shard"),
     ({"seed": -1}, "--seed"),
     ({"model": ModelSpec(device="gpu")}, "--device"),
+    ({"model": ModelSpec(model="qwen-tiny")}, "unknown model 'qwen-tiny': not a registry name"),  # before any pooling
 ])
 def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, match):
     kw = {"data": HOTPOT, "out": str(tmp_path / "o"), **change}

@@ -42,6 +42,13 @@ class ModelSpec:
 
     def check(self) -> None:
         """The mistakes that would otherwise surface after a minute of loading."""
+        from ..models import DEFAULT_MODEL
+        from ..models.registry import model_kind
+
+        try:
+            model_kind(self.model or DEFAULT_MODEL)
+        except ValueError as e:
+            raise PlanError(str(e)) from None
         if not self.DEVICE.fullmatch(self.device):
             raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
         from ..models.hf import resolve_device

@@ -312,22 +312,36 @@ def resolve(name_or_path: str, dtype: str = "float32") -> tuple[Path, dict]:
     ``dtype`` is the precision the caller will run in: a GGUF is converted once into the store that
     precision needs (:func:`stored_dtype`)."""
     p = Path(name_or_path).expanduser()
-    if name_or_path in REGISTRY:
+    kind = model_kind(name_or_path)
+    if kind == "registry":
         m = REGISTRY[name_or_path]
         meta = {"name": m.name, "sha256": m.sha256, "licence": m.licence, "chat": m.chat}
         return _converted(cache_root() / "models" / f"{m.name}-{m.sha256[:16]}", dtype, m.name,
                           lambda td: _assemble(m, td / f"{m.name}.gguf"), meta)
-    if p.is_file() and p.suffix == ".gguf":
+    if kind == "gguf":
         digest = sha256_file(p)
         meta = {"name": p.stem, "sha256": digest, "source": str(p)}
         return _converted(cache_root() / "models" / f"{p.stem}-{digest[:16]}", dtype, digest[:16], lambda td: p, meta)
-    if p.is_dir() and (p / "config.json").exists():
+    if kind == "folder":
         meta = {"name": p.name, "source": str(p)}
         if (p / "seakr-source.json").exists():
             meta = json.loads((p / "seakr-source.json").read_text())
         return p, meta
+    return _from_hub(name_or_path)
+
+
+def model_kind(name_or_path: str) -> str:
+    """What a model name is (``registry``, ``gguf``, ``folder``, ``hub``), without loading anything, so a
+    command refuses a name it cannot load before its slow work (pooling an index, say) starts."""
+    p = Path(name_or_path).expanduser()
+    if name_or_path in REGISTRY:
+        return "registry"
+    if p.is_file() and p.suffix == ".gguf":
+        return "gguf"
+    if p.is_dir() and (p / "config.json").exists():
+        return "folder"
     if _HUB_ID.match(name_or_path):
-        return _from_hub(name_or_path)
+        return "hub"
     known = ", ".join(REGISTRY)
     raise ValueError(f"unknown model '{name_or_path}': not a registry name ({known}), a .gguf file, a Hugging Face "
                      "folder or a hub id (org/name)")
