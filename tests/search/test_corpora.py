@@ -92,6 +92,9 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
         list(read_corpus(str(z), "nq"))
     with pytest.raises(CorpusError, match="no such file"):
         list(read_corpus(str(tmp_path / "nope.jsonl"), "jsonl"))
+    f.write_text('{"id": "a", "title": "T", "text": "ok"}\n{"id": " ", "title": "T", "text": "x"}\n')
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: empty field 'id'"):  # ids name passages in traces and rows
+        list(read_corpus(str(f), "jsonl"))
 
 
 def test_sentences_are_joined_with_one_space_where_none_separates_them():

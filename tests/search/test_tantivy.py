@@ -97,6 +97,14 @@ def test_duplicate_ids_first_wins_and_counted(tmp_path):
     assert e.count() == 5 and e.manifest["duplicates_skipped"] == 1
 
 
+def test_an_index_with_nothing_to_find_is_not_written(tmp_path):
+    with pytest.raises(SearchError, match=r"no passage to index \(2 with empty text, 0 duplicate ids\); nothing was written"):
+        TantivyEngine.build([Passage("1", "A", ""), Passage("2", "B", "  ")], tmp_path / "e")
+    assert not (tmp_path / "e").exists() and not [p for p in os.listdir(tmp_path) if p.startswith(".")]
+    e = TantivyEngine.build(DOCS + [Passage("9", "Blank", " ")], tmp_path / "f")
+    assert e.count() == 5 and e.manifest["empty_skipped"] == 1
+
+
 def test_one_writer_thread_writes_the_same_segment_every_build(tmp_path):
     def contents(n):  # segment files by suffix: their names are fresh ids on every build
         path = TantivyEngine.build(DOCS, tmp_path / f"b{n}", threads=1).path

@@ -55,10 +55,12 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
         if add:
             eng = TantivyEngine(out)
             st = eng.add(_passages(pairs), progress=progress, sources=labels)
-            return f"added {st['added']} passages ({st['duplicates']} duplicate ids skipped) -> {eng.count()} in {out}"
+            return (f"added {st['added']} passages ({st['duplicates']} duplicate ids and {st['empty']} empty passages "
+                    f"skipped) -> {eng.count()} in {out}")
         eng = TantivyEngine.build(_passages(pairs), out, overwrite=overwrite, sources=labels, progress=progress)
         m = eng.metadata()
-        return f"built {out}: {m['doc_count']} passages, {m.get('duplicates_skipped', 0)} duplicate ids skipped, {m.get('build_seconds')} s"
+        return (f"built {out}: {m['doc_count']} passages, {m.get('duplicates_skipped', 0)} duplicate ids and "
+                f"{m.get('empty_skipped', 0)} empty passages skipped, {m.get('build_seconds')} s")
     if engine != "elasticsearch":
         raise SearchError(f"unknown engine {engine!r}; choose tantivy or elasticsearch")
     from .elastic import ElasticEngine

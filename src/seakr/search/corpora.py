@@ -64,6 +64,8 @@ def _field(path, n, rec, name, kind=str):
         v = str(v)
     if not isinstance(v, kind):
         raise CorpusError(f"{path}:{n}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
+    if name == "id" and not v.strip():  # a passage's id names it in traces, rows and the duplicate check
+        raise CorpusError(f"{path}:{n}: empty field 'id'")
     return v
 
 

@@ -236,6 +236,9 @@ class TantivyEngine:
             index = t.Index(_schema(), path=str(tmp))
             index.register_tokenizer(ANALYZER, analyzer())
             stats = _write(index, passages, set(), heap_mb, progress, threads)
+            if not stats["added"]:  # an index that can find nothing is a mistake (an empty file, a wrong field)
+                raise SearchError(f"{out}: no passage to index ({stats['empty']} with empty text, "
+                                  f"{stats['duplicates']} duplicate ids); nothing was written")
             manifest = {
                 "format": FORMAT,
                 "engine": "tantivy",
