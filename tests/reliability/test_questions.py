@@ -29,3 +29,21 @@ def test_a_blank_or_control_only_question_is_refused_at_every_door(tmp_path, q):
 def test_a_question_with_a_visible_character_is_taken():
     m = build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None)
     assert m.answer("\x00 ?").answer == "x" and AnswerRequest(question=" é ").question == " é "
+
+
+def test_the_answer_call_checks_its_listener_and_cancel_before_any_work():
+    calls = []
+    m = build_method("cot", ScriptedLM(lambda v: calls.append(v) or Reply("So the answer is x.")), None)
+    with pytest.raises(TypeError, match="^cancel: expected a threading.Event \\(or None\\), got bool$"):
+        m.answer("Who?", cancel=True)
+    with pytest.raises(TypeError, match="^listener: expected a callable that takes each trace event, got int$"):
+        m.answer("Who?", listener=5)
+    assert not calls  # refused before the model was called
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True])
+def test_a_model_refuses_a_thread_count_before_loading(threads):
+    from seakr.models.hf import HFLanguageModel
+
+    with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
+        HFLanguageModel("no-such-model", threads=threads)

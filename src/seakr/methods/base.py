@@ -420,6 +420,10 @@ class Method:
         """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
         ``cancel`` event (a ``threading.Event``) stops the work at its next decode step (:class:`Cancelled`)."""
         check_typed(question)  # the one rule of every door (textio)
+        if listener is not None and not callable(listener):
+            raise TypeError(f"listener: expected a callable that takes each trace event, got {type(listener).__name__}")
+        if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+            raise TypeError(f"cancel: expected a threading.Event (or None), got {type(cancel).__name__}")
         self.check_question(question)
         tr = Tracer(question, self.name, listener, cancel)
         with cancellable(cancel):

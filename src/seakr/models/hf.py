@@ -155,6 +155,8 @@ class HFLanguageModel:
         attention = attention or os.environ.get("SEAKR_ATTENTION", "shared")
         if attention not in ("shared", "hf"):
             raise ValueError(f"attention must be 'shared' or 'hf', not {attention!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a whole number >= 1 (or None: SEAKR_THREADS, else the CPUs), not {threads!r}")
         self._torch = torch
         torch.set_num_threads(threads or default_threads())
         self.device = resolve_device(device)
