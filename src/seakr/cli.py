@@ -91,6 +91,8 @@ def cmd_search(args) -> int:
     if args.json:
         print(json.dumps([h.to_dict() for h in hits]))
         return 0
+    if not hits:  # not an error: a query of stop words only, or words no passage holds
+        print(f"no passage matches {args.query!r}", file=sys.stderr)
     for i, h in enumerate(hits, 1):
         print(f"[{i}] {h.score:8.3f}  {h.title}  ({h.id})\n    {h.text[:300]}")
     return 0
