@@ -76,6 +76,14 @@ def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, m
         EvalPlan(**kw).check()
 
 
+def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(PlanError, match=r"^--out .*file/o: cannot create the folder \(Not a directory\)$"):
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "file" / "o")).check()
+    EvalPlan(data=HOTPOT, out=str(tmp_path / "a" / "b")).check()
+    assert (tmp_path / "a" / "b").is_dir()  # made at the check: the run writes there
+
+
 def test_a_plan_runs_from_python_with_any_generator(tmp_path):
     """The scripted model answers through the same run_plan the command calls: rows, config and summary."""
     lm = ScriptedLM(lambda v: Reply("So the answer is Stanley Kubrick."))

@@ -158,6 +158,12 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
     if os.path.exists(path) and not os.path.isdir(path):
         raise PlanError(f"{flag} {path}: exists and is not a directory")
+    try:  # made now (the run writes there anyway), so an unwritable place fails before the model loads
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise PlanError(f"{flag} {path}: cannot create the folder ({e.strerror})") from None
+    if not os.access(path, os.W_OK):
+        raise PlanError(f"{flag} {path}: not writable")
 
 
 @dataclass
