@@ -70,6 +70,9 @@ def test_iirc_official_drops_unanswerable(tmp_path):
         {"qid": "d", "question": "Was it?", "answer": {"type": "binary", "answer_value": "yes"}}]}]))
     exs = load_dataset(str(f))
     assert [(e.id, e.answers) for e in exs] == [("a", ["27"]), ("b", ["Steven Spielberg"]), ("d", ["yes"])]
+    q = {"question": "Who?", "answer": {"type": "span", "answer_spans": [{"text": "X"}]}}  # no qid: ids made up
+    f.write_text(json.dumps([{"title": "A", "questions": [q]}, {"title": "B", "questions": [q]}]))
+    assert [e.id for e in load_dataset(str(f))] == ["iirc-0-0", "iirc-1-0"]  # unique across passages
 
 
 def test_flashrag_generic(tmp_path):

@@ -178,7 +178,7 @@ def load_triviaqa(path):
 
 
 def load_iirc(path):
-    for where, passage in _records(path):
+    for i, (where, passage) in enumerate(_records(path)):
         for j, q in enumerate(_req(where, passage, "questions", list)):
             w = f"{where} questions[{j}]"
             a = _req(w, q, "answer", dict)
@@ -191,7 +191,7 @@ def load_iirc(path):
                 answers = [str(_req(w + ".answer", a, "answer_value"))]
             else:
                 raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
-            yield w, Example(str(q.get("qid", f"iirc-{j}")), _req(w, q, "question", str), answers,
+            yield w, Example(str(q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
                           [passage.get("title", "")], [], kind, "iirc")
 
 
