@@ -46,5 +46,21 @@ def test_viewer_end_to_end(server):
         assert "from rationale:" in choice and "(U " in choice and "chose" in choice
         os.makedirs(ARTIFACTS, exist_ok=True)
         b.save_screenshot(os.path.join(ARTIFACTS, "viewer.png"))
+        # a trace of the default's probe-driven rules (this server's model has none): past a knowledge check no
+        # step is scored (no U, no bar), the candidates and the final answers carry probabilities
+        probed = {"question": "q?", "answer": "Seine", "method": "seakr", "trace": {
+            "steps": [{"index": 0, "pseudo": "Paris is the capital", "u": None, "threshold": None, "retrieved": True,
+                       "query": "Paris", "kept": {"title": "Paris"}, "text": "Paris is the capital",
+                       "candidates": [{"rank": 0, "title": "Paris", "step": "s", "u": None, "p": 0.85, "chosen": True},
+                                      {"rank": 1, "title": "Lyon", "step": "s", "u": None, "p": 0.23}]}],
+            "final": {"choice": "knowledge", "candidates": {"rationale": {"answer": "Paris", "u": None, "p": 0.1},
+                                                            "knowledge": {"answer": "Seine", "u": None, "p": 0.95}}},
+            "totals": {"model_calls": 5, "retrievals": 1, "sampled_sequences": 0, "seconds": {"total": 1.0}}}}
+        b.execute_script("renderAnswer(arguments[0], document.getElementById('out'))", probed)
+        step = b.find_element(By.CSS_SELECTOR, ".step")
+        assert "U =" not in step.text and not step.find_elements(By.CSS_SELECTOR, ".ubar")
+        assert "P 0.85" in step.text and "P 0.23" in step.text
+        choice = b.find_element(By.CSS_SELECTOR, ".choice").text
+        assert "Paris (P(correct) 0.10)" in choice and "Seine (P(correct) 0.95)" in choice and "U inf" not in choice
     finally:
         b.quit()

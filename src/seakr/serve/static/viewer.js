@@ -25,7 +25,9 @@ function renderStep(s, sc) {
   const tag = s.retrieved ? '<span class="tag retr">retrieved</span>' : '<span class="tag noretr">no retrieval</span>';
   const kept = s.kept ? ` kept <b>${esc(s.kept.title)}</b>` : "";
   const q = s.query ? ` &middot; query <code>${esc(s.query)}</code>` : "";
-  const ulabel = (s.u === null && !s.pseudo) ? "" :
+  // no U: +inf where a threshold judged the step (a failed or empty step retrieves), nothing where none did
+  // (a method that scores no steps, or a chain past a knowledge check, where every step retrieves)
+  const ulabel = (s.u === null && (!s.pseudo || s.threshold == null)) ? "" :
     `<div class="ulabel">U = ${fmt(s.u)}${s.threshold !== null && s.threshold !== undefined ? " vs threshold " + fmt(s.threshold) : ""}</div>${bar(s.u, s.threshold, sc)}`;
   let cands = "";
   if (s.candidates && s.candidates.length) {
