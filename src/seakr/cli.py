@@ -22,6 +22,20 @@ def _fmt(x: float) -> str:
     return "inf" if math.isinf(x) else f"{x:.3f}"
 
 
+def _why_inf(name: str, g) -> str:
+    """Why an estimator read +inf on a generation ("uncertain": nothing to measure), in a few words."""
+    from . import uncertainty as U
+
+    need, rows = U.NEEDS.get(name), int(g.states.shape[0]) if g.states is not None else 0
+    if need == "samples" and name.startswith("eigen") and rows < 2:
+        return f"  (compares >= 2 samples with content; {rows} here)"
+    if need == "samples" and not any(s.token_ids for s in g.samples):
+        return "  (no sample with content)"
+    if need == "greedy" and (g.greedy is None or not g.greedy.token_ids):
+        return "  (the greedy answer is empty)"
+    return ""
+
+
 def model_spec(args) -> ModelSpec:
     return ModelSpec(args.model, args.precision, args.device, args.threads, args.layer)
 
@@ -51,7 +65,7 @@ def cmd_uncertainty(args) -> int:
     print(f"greedy: {g.greedy.text!r} ({g.greedy.finish_reason}, {len(g.greedy.token_ids)} tokens)")
     print(f"samples: {len(g.samples)} drawn, {g.states.shape[0]} with content, {g.seconds:.1f} s")
     for name, v in scores.items():
-        print(f"  {name:<17}{_fmt(v)}")
+        print(f"  {name:<17}{_fmt(v)}{_why_inf(name, g) if math.isinf(v) else ''}")
     for s in g.samples[: args.show]:
         print(f"  sample: {s.text!r}")
     return 0
