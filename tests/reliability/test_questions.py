@@ -47,3 +47,12 @@ def test_a_model_refuses_a_thread_count_before_loading(threads):
 
     with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
         HFLanguageModel("no-such-model", threads=threads)
+
+
+def test_a_method_that_searches_without_an_engine_is_refused_before_any_model_call():
+    calls = []
+    m = build_method("ircot", ScriptedLM(lambda v: calls.append(v) or Reply("So the answer is x.")), None)
+    with pytest.raises(ValueError, match="^method 'ircot' searches: give it a search engine"):
+        m.answer("Who directed Jaws?")
+    assert not calls
+    assert build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None).answer("Who?").answer == "x"

@@ -424,6 +424,9 @@ class Method:
             raise TypeError(f"listener: expected a callable that takes each trace event, got {type(listener).__name__}")
         if cancel is not None and not callable(getattr(cancel, "is_set", None)):
             raise TypeError(f"cancel: expected a threading.Event (or None), got {type(cancel).__name__}")
+        if self.retrieves and self.engine is None:  # else it fails at its first search, after the first model calls
+            raise ValueError(f"method {self.name!r} searches: give it a search engine (from_config(index=...), "
+                             "or an engine as the second argument)")
         self.check_question(question)
         tr = Tracer(question, self.name, listener, cancel)
         with cancellable(cancel):
