@@ -28,9 +28,8 @@ from typing import Sequence
 import numpy as np
 
 from .. import uncertainty as U
-from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, sufficiency
+from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, read_thresholds, sufficiency
 from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording, wording_record
-from ..textio import json_file
 from ..methods.seakr import SeaKR, guarded_choice
 from ..probes.bank import check_sampling
 from ..methods.text import extract_answer
@@ -129,9 +128,7 @@ def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
         return
     p = calibration_path(info, style, mode)
     p.parent.mkdir(parents=True, exist_ok=True)
-    cur = json_file(p) if p.exists() else {"delta": {}}
-    if not isinstance(cur, dict) or not isinstance(cur.get("delta", {}), dict):
-        raise ValueError(f"{p}: not a threshold file (expected {{\"delta\": {{estimator: value}}}}): fix or delete it")
+    cur = read_thresholds(p) if p.exists() else {}
     cur.setdefault("delta", {})
     cur["delta"][result["estimator"]] = best["delta"]
     cur.setdefault("source", {})[result["estimator"]] = {"n": result["n"], "f1": best["f1"],

@@ -204,6 +204,17 @@ def _packaged_key(model_info: dict, style: str, mode: str) -> str:
             + (_style_tag(style) + _mode_tag(mode)).replace("-", ":"))
 
 
+def read_thresholds(p: Path) -> dict:
+    """A model's calibration file ({"delta": {estimator: value}, ...}), checked: a hand-edited or damaged one
+    is named with its line, not a traceback, wherever it is read (SeaKR's default, `seakr calibrate`'s write)."""
+    d = json_file(p)
+    if not isinstance(d, dict) or not isinstance(d.get("delta", {}), dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.get("delta", {}).values()):
+        raise ValueError(f"{p}: not a threshold file (expected {{\"delta\": {{estimator: value}}}}): "
+                         "fix it, delete it, or run `seakr calibrate` again")
+    return d
+
+
 def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: str = "simple") -> tuple[float, str]:
     """The threshold for this model/layer/prompt style/mode/estimator, and where it came from: the
     user's calibration file, else the packaged measurement (methods/deltas.json), for this mode; a
@@ -213,11 +224,7 @@ def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: 
     for m in dict.fromkeys((mode, "simple")):
         p = calibration_path(model_info, style, m)
         if p.exists():
-            d = json_file(p)  # a hand-edited file is named, with its line, not a traceback
-            if not isinstance(d, dict) or not isinstance(d.get("delta", {}), dict) or not all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.get("delta", {}).values()):
-                raise ValueError(f"{p}: not a threshold file (expected {{\"delta\": {{estimator: value}}}}): "
-                                 "fix it, delete it, or run `seakr calibrate` again")
+            d = read_thresholds(p)
             if estimator in d.get("delta", {}):
                 return float(d["delta"][estimator]), str(p)
         key = _packaged_key(model_info, style, m)
