@@ -26,7 +26,7 @@ def _why_inf(name: str, g) -> str:
     """Why an estimator read +inf on a generation ("uncertain": nothing to measure), in a few words."""
     from . import uncertainty as U
 
-    need, rows = U.NEEDS.get(name), int(g.states.shape[0]) if g.states is not None else 0
+    need, rows = U.NEEDS.get(name), int(g.states.shape[0])  # states: the samples with content (never None)
     if need == "samples" and name.startswith("eigen") and rows < 2:
         return f"  (compares >= 2 samples with content; {rows} here)"
     if need == "samples" and not any(s.token_ids for s in g.samples):

@@ -58,7 +58,6 @@ class ModelSpec:
         except ValueError as e:
             raise PlanError(f"--{e}") from None
         if self.layer is not None:
-            from ..models import DEFAULT_MODEL
             from ..models.registry import REGISTRY
 
             depth = getattr(REGISTRY.get(self.model or DEFAULT_MODEL), "layers", 0)

@@ -320,7 +320,6 @@ class FinalStates:
         self._lock = threading.Lock()
 
     def put(self, qid: str, states: dict) -> None:
-
         for name, state in (states or {}).items():
             with self._lock:
                 if name not in self._stores:  # the tap is read where states exist: a method with states has a model

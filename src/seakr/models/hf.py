@@ -63,10 +63,11 @@ def resolve_device(device: str):
 
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    spelling = f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto"
     try:
         dev = torch.device(device)
     except RuntimeError:
-        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto") from None
+        raise ValueError(spelling) from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r}: CUDA is not available in this torch build or machine")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
@@ -75,7 +76,7 @@ def resolve_device(device: str):
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise ValueError(f"device {device!r}: MPS (Apple GPU) is not available in this torch build or machine")
     if dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
+        raise ValueError(spelling)
     return dev
 
 
