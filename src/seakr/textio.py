@@ -11,6 +11,7 @@ from typing import Iterator
 
 def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, str]]:
     """(1-based line number, line text with its newline) of a UTF-8 text file, ``.gz`` included.
+    A byte-order mark opening the file is dropped (Windows editors write one; it is not text).
     Problems raise ``error`` with ``path:line`` in the message."""
     if not os.path.exists(path):
         raise error(f"{path}: no such file")
@@ -22,7 +23,7 @@ def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
         with opener(path, "rb") as f:
             for n, raw in enumerate(f, 1):
                 try:
-                    yield n, raw.decode("utf-8")
+                    yield n, raw.decode("utf-8-sig" if n == 1 else "utf-8")
                 except UnicodeDecodeError as e:
                     raise error(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:

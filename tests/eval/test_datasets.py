@@ -160,3 +160,34 @@ def test_musique_official(tmp_path):
     f.write_text(json.dumps({**rec, "paragraphs": [{"title": "A"}]}) + "\n")
     with pytest.raises(DatasetError, match=r"musique_dev.jsonl:1: paragraphs\[0\] needs a field 'paragraph_text'"):
         load_dataset(str(f))
+
+
+def test_nq_open_official_layout_and_plain_question_answer_files(tmp_path):
+    """NQ-open's own release has no id and a list under ``answer``; a plain {id, question, answer} file is
+    the layout a user writes by hand. Both are found without --layout."""
+    f = tmp_path / "NQ-open.dev.jsonl"
+    f.write_text('{"question": "who wrote hamlet", "answer": ["Shakespeare", "William Shakespeare"]}\n'
+                 '{"question": "capital of peru", "answer": ["Lima"]}\n')
+    assert detect_layout(str(f)) == "nq"
+    assert [(e.id, e.answers) for e in load_dataset(str(f))] == [
+        ("nq-0", ["Shakespeare", "William Shakespeare"]), ("nq-1", ["Lima"])]
+    g = tmp_path / "mine.jsonl"
+    g.write_text('{"id": "q1", "question": "Who?", "answer": "x"}\n')
+    assert detect_layout(str(g)) == "nq" and load_dataset(str(g))[0].answers == ["x"]
+    g.write_text('{"id": "q1", "question": "Who?", "answer": {"text": "x"}}\n')
+    with pytest.raises(DatasetError, match=r"mine.jsonl:1: field 'answer' should be a string or a list"):
+        load_dataset(str(g))
+
+
+def test_a_byte_order_mark_and_windows_line_ends_are_read_as_text(tmp_path):
+    """Windows editors open a UTF-8 file with a BOM and end lines with CRLF: every reader takes both."""
+    f = tmp_path / "dev.jsonl"
+    f.write_bytes(b'\xef\xbb\xbf{"id": "a", "question": "Who?", "golden_answers": ["x"]}\r\n\r\n'
+                  b'{"id": "b", "question": "Why?", "golden_answers": ["y"]}\r\n')
+    assert [(e.id, e.question, e.answers) for e in load_dataset(str(f))] == [("a", "Who?", ["x"]), ("b", "Why?", ["y"])]
+    j = tmp_path / "hotpot.json"
+    j.write_bytes(b'\xef\xbb\xbf' + json.dumps([{"_id": "h", "question": "Q?", "answer": "A"}]).encode())
+    assert load_dataset(str(j))[0].answers == ["A"]
+    c = tmp_path / "qa.csv"
+    c.write_bytes(b"\xef\xbb\xbfID,Question,Answers,Documents\r\nq1,Who?,['x'],['T']\r\n")
+    assert load_dataset(str(c))[0].answers == ["x"]

@@ -9,7 +9,7 @@ from helpers import HOTPOT, fixture_path
 from scripted import Reply, ScriptedLM
 from seakr.cli import plan_from_args
 from seakr.cliargs import build_parser
-from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, method_options, run_plan
+from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, method_options, read_grid, run_plan
 from seakr.methods import build_method
 
 NQ = fixture_path("nq_mini.oracle.jsonl")
@@ -108,3 +108,10 @@ def test_a_plan_that_never_searches_needs_no_index_nor_paragraphs(tmp_path):
     with pytest.raises(ValueError, match="carry no context paragraphs to pool; pass --index"):
         run_plan(EvalPlan(data=str(data), out=str(tmp_path / "p"), runs=[RunSpec("ircot")]), lm, progress=False,
                  say=said.append)
+
+
+def test_a_grid_saved_with_a_byte_order_mark_and_crlf_reads(tmp_path):
+    g = tmp_path / "grid.toml"
+    g.write_bytes(b'\xef\xbb\xbflimit = 1\r\n[[run]]\r\nmethod = "cot"\r\n')
+    top, runs = read_grid(str(g))
+    assert top == {"limit": 1} and [r.method for r in runs] == ["cot"]

@@ -103,3 +103,12 @@ def test_sentences_are_joined_with_one_space_where_none_separates_them():
     assert join_sentences(["He was born in 1685.", "He died in 1750."]) == "He was born in 1685. He died in 1750."
     assert join_sentences(["A is B.", " C is D."]) == "A is B. C is D."  # HotpotQA's leading spaces kept as they are
     assert join_sentences("one string") == "one string"
+
+
+def test_a_byte_order_mark_and_windows_line_ends(tmp_path):
+    f = tmp_path / "psgs.tsv"
+    f.write_bytes(b"\xef\xbb\xbfid\ttext\ttitle\r\n1\tAaron is a prophet\tAaron\r\n")
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("1", "Aaron", "Aaron is a prophet")]
+    j = tmp_path / "c.jsonl"
+    j.write_bytes(b'\xef\xbb\xbf{"id": "a", "title": "T", "text": "ok"}\r\n')
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(j))] == [("a", "T", "ok")]

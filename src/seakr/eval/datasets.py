@@ -146,8 +146,13 @@ def load_2wiki(path):
 
 
 def load_nq(path):
+    """NQ-open: FlashRAG/DPR's ``answers`` (with ``ctxs``) or the official release's ``answer`` list (no id:
+    ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list."""
     for i, (where, r) in enumerate(_records(path)):
-        ans = _req(where, r, "answers", list)
+        ans = _req(where, r, "answers", list) if "answers" in r or "answer" not in r else r["answer"]
+        ans = [ans] if isinstance(ans, str) else ans
+        if not isinstance(ans, list):
+            raise DatasetError(f"{where}: field 'answer' should be a string or a list of strings")
         ctxs = [(c.get("title", ""), c.get("text", "")) for c in r.get("ctxs", []) if c.get("isgold", True)]
         yield where, Example(str(r.get("id", f"nq-{i}")), _req(where, r, "question", str), _strs(where, "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
@@ -271,6 +276,8 @@ def detect_layout(path: str) -> str:
         return "flashrag"
     if '"supporting_facts"' in head or "hotpot" in name:
         return "hotpotqa"
+    if '"question"' in head and '"answer"' in head:  # NQ-open's official release; any plain question/answer file
+        return "nq"
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
 
 
