@@ -70,3 +70,20 @@ def test_06_passages_are_cut_to_fit_the_context_by_the_documented_rule():
     assert lm.count_tokens(prompt) <= 850 and all(f"w{i}x{n - 1} ..." in prompt and f"w{i}x{n} " not in prompt for i in range(3))
     short, _ = m.render(tr, "Which city?", [], [Passage("s", "S", "Paris is the capital.")])
     assert "Paris is the capital." in short and len(tr.events) == 1  # nothing cut when it fits
+
+
+def test_prompt_options_over_http_name_no_server_file_and_the_operators_own_set_is_served(tmp_path):
+    own = tmp_path / "ours.json"
+    own.write_text(json.dumps({"name": "ours", "demos": [{"question": "Capital of Peru?", "steps": ["Lima is the capital"],
+                                                          "answer": "Lima"}]}))
+    svc = AnswerService(ScriptedLM(lambda v: Reply("So the answer is Paris.")), None, method="cot",
+                        defaults={"prompt_set": str(own)}, limits=ServiceLimits())
+    c = TestClient(create_app(svc))
+    assert c.post("/v1/answer", json={"question": "Capital of France?"}).json()["answer"] == "Paris"
+    details = {c.post("/v1/answer", json={"question": "q", "options": {"prompt_set": p}}).json()["detail"]
+               for p in ("/etc/passwd", "/nonexistent.json", str(tmp_path))}
+    assert details == {"option prompt_set: one of hotpotqa, 2wikimultihopqa, simpleqa"}  # the same line for each
+    for opts, needle in (({"marker": ""}, "option marker"), ({"prompt_style": "weird"}, "option prompt_style"),
+                         ({"prompt_set": "simpleqa", "n_shot": 15}, "option n_shot: prompt set 'simpleqa' has")):
+        r = c.post("/v1/answer", json={"question": "q", "options": opts})
+        assert r.status_code == 422 and needle in r.json()["detail"], r.text

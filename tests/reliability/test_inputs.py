@@ -251,3 +251,18 @@ def test_11_non_ascii_prompts_reach_the_model_as_typed():
 
     assert unescape("Question: 日本の首都は?\\nAnswer:") == "Question: 日本の首都は?\nAnswer:"
     assert unescape("tab\\there, a kept \\\\n") == "tab\there, a kept \\n"
+
+
+@pytest.mark.parametrize("option,needle", [
+    ("prompt_set=nope", "option prompt_set: unknown prompt set 'nope'"),
+    ("prompt_style=weird", "option prompt_style: one of plain, chat, auto"),
+    ("marker= ", "option marker: visible text on one line"),
+    ("n_shot=50", "option n_shot: prompt set 'hotpotqa' has 8 demonstrations"),
+])
+def test_prompt_options_fail_before_the_model_loads(tmp_path, option, needle):
+    """They were read when the method was built, after the model (and, for eval, the index) had loaded."""
+    one_line_error(seakr("ask", "Who?", "--method", "cot", "--option", option), needle)
+    toml = tmp_path / "grid.toml"
+    key, value = option.split("=")
+    toml.write_text(f'[[run]]\nmethod = "cot"\noptions = {{ {key} = {value if value.isdigit() else json.dumps(value)} }}\n')
+    one_line_error(seakr("eval", "--config", str(toml), "--data", HOTPOT, "--out", str(tmp_path / "o")), needle)

@@ -13,9 +13,9 @@ from typing import ClassVar, Sequence
 from .. import uncertainty as U
 from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Generation, GenerationConfig, Generator,
                            cancellable, require)
-from ..prompts import MARKER, PromptBuilder
+from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
 from ..search.base import Passage, SearchEngine
-from ..textio import check_question as check_typed, json_file
+from ..textio import blank, check_question as check_typed, json_file
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -139,6 +139,23 @@ class MethodConfig:
                 ranges[f.name].check(f.name, v)
         if self.estimator not in U.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
+        self._check_prompts()
+
+    def _check_prompts(self) -> None:
+        """The prompt options, checked with the others (they were read only when the method was built, after
+        the model had loaded): a style, a marker the answer can be read after, a set with enough demonstrations."""
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(f"option prompt_style: one of {', '.join(PROMPT_STYLES)}, not {self.prompt_style!r}")
+        if blank(self.marker) or "\n" in self.marker or ". " in self.marker:
+            # the answer is the text after the marker, and a step ends at ". " or a newline
+            raise ValueError(f"option marker: visible text on one line without '. ' (the answer is read after it), "
+                             f"got {self.marker!r}")
+        try:
+            n_demos = demo_count(self.prompt_set)
+        except ValueError as e:
+            raise ValueError(f"option prompt_set: {e}") from None
+        if self.n_shot is not None and self.n_shot > n_demos:
+            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {n_demos} demonstrations, got {self.n_shot}")
 
     @classmethod
     def ranges(cls) -> dict[str, "Range"]:

@@ -21,6 +21,7 @@ are written without internal periods, and periods followed by a space in the que
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -28,7 +29,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
+from .. import textio
+
 MARKER = "So the answer is"
+#: ``auto``: the packaged model's measured better style, else plain (settled when a method is built).
+PROMPT_STYLES = ("plain", "chat", "auto")
 INSTRUCTION = (
     "Answer each question by reasoning in short sentences, one fact per sentence. "
     f'When you know the answer, finish with "{MARKER}" followed by a short answer.'
@@ -104,7 +109,7 @@ class PromptSet:
             p = Path(name_or_path)
             if not p.exists():
                 raise ValueError(f"unknown prompt set '{name_or_path}': use {', '.join(FAMILIES)} or a JSON file")
-            raw, src = p.read_text(), str(p)
+            raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
         try:
             d = json.loads(raw)
             demos = [Demo(x["question"], list(x["steps"]), x["answer"], x.get("type", "")) for x in d["demos"]]
@@ -115,6 +120,17 @@ class PromptSet:
                 if ". " in s.rstrip(". "):
                     raise ValueError(f"{src}: demo {i} step contains the stop string '. ': {s!r}")
         return cls(d.get("name", src), demos, d.get("description", ""))
+
+
+@functools.lru_cache(maxsize=None)
+def _packaged_count(name: str) -> int:
+    return len(PromptSet.load(name).demos)
+
+
+def demo_count(name_or_path: str) -> int:
+    """How many demonstrations a prompt set holds (a packaged one read once; a file read each time: it may change).
+    Raises ValueError for an unknown or malformed set."""
+    return _packaged_count(name_or_path) if name_or_path in FAMILIES else len(PromptSet.load(name_or_path).demos)
 
 
 def family_for(dataset: str) -> str:
