@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -37,6 +38,7 @@ from .. import uncertainty as U
 from ..models.base import STATES
 from ..probes.bank import SelfKnowledge
 from ..probes.probe import engine_features
+from ..search.base import SearchEngine
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
@@ -225,14 +227,25 @@ class SeaKR(Method):
         return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning, c.rerank) else set())
 
     @classmethod
-    def from_config(cls, model: str | None = None, index: str | None = None, **options) -> "SeaKR":
-        """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``."""
+    def from_config(cls, model: str | os.PathLike | None = None, index: str | os.PathLike | SearchEngine | None = None,
+                    **options) -> "SeaKR":
+        """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
+        are checked (and the index opened) before the model loads; ``index`` may also be any search engine."""
         from ..models import DEFAULT_MODEL, load_model
         from ..search import open_engine
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
-        lm = load_model(model or DEFAULT_MODEL, **{k: options.pop(k) for k in list(options) if k in lm_keys})
-        return cls(lm, open_engine(index) if index else None, **options)
+        lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
+        cls.Config.from_dict(options)  # a bad option fails here, not after the load
+        if index is None or hasattr(index, "search"):
+            engine = index
+        elif isinstance(index, (str, os.PathLike)):
+            engine = open_engine(os.fspath(index))
+        else:
+            raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
+        if model is not None and not isinstance(model, (str, os.PathLike)):
+            raise TypeError(f"model: expected a registry name, a .gguf file or a model folder, got {type(model).__name__}")
+        return cls(load_model(os.fspath(model) if model else DEFAULT_MODEL, **lm_opts), engine, **options)
 
     def describe(self) -> dict:
         d = super().describe()

@@ -1,0 +1,44 @@
+"""SeaKR.from_config, the README's library entry: what it takes and what it refuses before the model loads."""
+
+import re
+import time
+
+import pytest
+
+from seakr import SeaKR
+from seakr.search import Passage
+from seakr.search.tantivy_engine import TantivyEngine
+
+PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American film director."),
+            Passage("p2", "2001: A Space Odyssey", "2001: A Space Odyssey is a 1968 film directed by Stanley Kubrick.")]
+
+
+@pytest.mark.parametrize("kwargs,error,needle", [
+    ({"index": 123}, TypeError, "index: expected an index folder, an http(s):// URL or a search engine, got int"),
+    ({"model": 5}, TypeError, "model: expected a registry name"),
+    ({"kk": 3}, ValueError, "unknown option(s) 'kk' (did you mean 'k'?)"),
+    ({"marker": ""}, ValueError, "option marker"),
+    ({"gate": "chek"}, ValueError, "gate must be one of"),
+    ({"index": "/nonexistent/idx"}, Exception, "no index here"),
+])
+def test_bad_arguments_are_refused_before_the_model_loads(kwargs, error, needle, monkeypatch):
+    import seakr.models
+
+    def no_load(*a, **k):
+        raise AssertionError("the model was loaded before the arguments were checked")
+
+    monkeypatch.setattr(seakr.models, "load_model", no_load)
+    with pytest.raises(error, match=re.escape(needle)):
+        SeaKR.from_config(**kwargs)
+
+
+@pytest.mark.slow
+def test_an_index_as_a_path_or_an_engine_answers(tmp_path):
+    engine = TantivyEngine.build(PASSAGES, tmp_path / "idx")
+    for index in (tmp_path / "idx", engine):  # a pathlib.Path failed with AttributeError: no 'startswith'
+        qa = SeaKR.from_config(model="smollm2-135m", index=index, gate="step", delta=-1e9, k=2, max_steps=1,
+                               max_new_tokens=16)
+        t = time.time()
+        ans = qa.answer("What nationality was the director of 2001: A Space Odyssey?")
+        assert isinstance(ans.answer, str) and ans.trace["totals"]["retrievals"] >= 1, time.time() - t
+        assert isinstance(qa.engine, TantivyEngine)
