@@ -2,6 +2,8 @@
 the same effective method config from the same inputs; the per-dataset defaults live in the plan."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +117,31 @@ def test_a_grid_saved_with_a_byte_order_mark_and_crlf_reads(tmp_path):
     g.write_bytes(b'\xef\xbb\xbflimit = 1\r\n[[run]]\r\nmethod = "cot"\r\n')
     top, runs = read_grid(str(g))
     assert top == {"limit": 1} and [r.method for r in runs] == ["cot"]
+
+
+def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
+    plan = EvalPlan(data=Path(HOTPOT), out=tmp_path / "o", runs=["cot", RunSpec("ircot", name="i")],
+                    model="smollm2-135m", filler=[Path(HOTPOT)]).check()
+    assert plan.data == HOTPOT and plan.out == str(tmp_path / "o") and plan.filler == [HOTPOT]
+    assert [r.method for r in plan.runs] == ["cot", "ircot"] and plan.model == ModelSpec("smollm2-135m")
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"limit": 1.5}, "limit must be a positive whole number, not 1.5"),
+    ({"limit": "5"}, "limit must be a positive whole number, not '5'"),
+    ({"every": 0}, "every must be a positive whole number"),
+    ({"concurrency": 0}, "concurrency must be a positive whole number"),
+    ({"seed": "1"}, "seed must be a whole number, not '1'"),
+    ({"delta": float("nan")}, "delta must be a number, not nan"),
+    ({"layout": "nqq"}, "unknown dataset layout 'nqq'"),
+    ({"runs": [3]}, "runs hold RunSpec (or a method's name), not int"),
+    ({"data": 5}, "data must be a path or text, not int"),
+    ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "--precision 'fp8'"),
+    ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads 0"),
+    ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "--layer 2.5"),
+    ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
+])
+def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
+    """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""
+    with pytest.raises(PlanError, match=re.escape(needle)):
+        EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kwargs}).check()

@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import os
 import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .datasets import Example
+from .datasets import LAYOUTS, Example
 
 
 class PlanError(ValueError):
@@ -49,7 +50,13 @@ class ModelSpec:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
             raise PlanError(str(e)) from None
-        if not self.DEVICE.fullmatch(self.device):
+        from ..models.hf import PRECISIONS, precision_name
+
+        if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
+            raise PlanError(f"--precision {self.precision!r}: expected {', '.join(PRECISIONS)} (or fp32, bf16, fp16)")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1):
+            raise PlanError(f"--threads {self.threads!r}: expected a positive whole number")
+        if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
             raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
         from ..models.hf import resolve_device
 
@@ -61,7 +68,7 @@ class ModelSpec:
             from ..models.registry import REGISTRY
 
             depth = getattr(REGISTRY.get(self.model or DEFAULT_MODEL), "layers", 0)
-            if self.layer < 0 or (depth and self.layer >= depth):
+            if isinstance(self.layer, bool) or not isinstance(self.layer, int) or self.layer < 0 or (depth and self.layer >= depth):
                 raise PlanError(f"--layer {self.layer}: expected a 0-based decoder layer"
                                 + (f" in 0..{depth - 1}" if depth else " >= 0"))
 
@@ -196,22 +203,55 @@ class EvalPlan:
     grid: bool = False  # each run writes to out/NAME (always so for several runs)
     model: ModelSpec = field(default_factory=ModelSpec)
 
+    def __post_init__(self):
+        """The Python API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its
+        name (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
+        self.data, self.out, self.index, self.prompt_set = map(_fspath, (self.data, self.out, self.index, self.prompt_set))
+        self.filler = [_fspath(f) for f in self.filler]
+        self.runs = [RunSpec(r) if isinstance(r, str) else r for r in self.runs]
+        if self.model is None or isinstance(self.model, (str, os.PathLike)):
+            self.model = ModelSpec(_fspath(self.model))
+
     def check(self) -> "EvalPlan":
         """Every mistake that can be found without the model or the data's content; returns self."""
         if not self.data or not self.out:
             raise PlanError("eval: --data and --out are required (or set them in --config)")
+        for name in ("data", "out", "index", "layout", "shard", "prompt_set"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise PlanError(f"eval: {name} must be a path or text, not {type(getattr(self, name)).__name__}")
+        if self.layout not in LAYOUTS:
+            raise PlanError(f"eval: unknown dataset layout {self.layout!r}; choose from {', '.join(LAYOUTS)}")
+        self._check_numbers()
         if not self.runs:
             raise PlanError("eval: the plan has no runs")
         names: set = set()
         for r in self.runs:
+            if not isinstance(r, RunSpec):
+                raise PlanError(f"eval: runs hold RunSpec (or a method's name), not {type(r).__name__}")
             check_run_name("run", r.name, names)
             check_run(f"run {r.name!r}", r.method, r.options)
         if self.shard is not None:
             parse_shard(self.shard)
         check_settings(self.seed, self.prompt_set)
+        if not isinstance(self.model, ModelSpec):
+            raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check()
         check_output_dir(self.out)
         return self
+
+    def _check_numbers(self) -> None:
+        """limit, every, concurrency, seed and delta as the command line's flags take them (the Python API
+        passed 1.5 or "5" through to a slice or a thread pool)."""
+        for name, optional in (("limit", True), ("every", True), ("concurrency", False), ("seed", False)):
+            v = getattr(self, name)
+            if v is None and optional:
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or (v < 1 and name != "seed"):  # the seed's range: below
+                kind = "a whole number" if name == "seed" else "a positive whole number"
+                raise PlanError(f"eval: {name} must be {kind}, not {v!r}")
+        d = self.delta
+        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or math.isnan(d)):
+            raise PlanError(f"eval: delta must be a number, not {d!r}")
 
     def out_for(self, run: RunSpec) -> str:
         return os.path.join(self.out, run.name) if self.grid or len(self.runs) > 1 else self.out
@@ -293,6 +333,10 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
                                  concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of))
     return sums
+
+
+def _fspath(p):
+    return os.fspath(p) if isinstance(p, os.PathLike) else p
 
 
 # ---------------------------------------------------------------------- TOML run grids

@@ -84,9 +84,14 @@ PRECISIONS = ("auto", "float32", "bfloat16", "float16", "int8")
 _ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
+def precision_name(precision: str) -> str:
+    """A precision's full name (``bf16`` -> ``bfloat16``); unknown names come back as given."""
+    return _ALIASES.get(precision, precision)
+
+
 def choose_precision(precision: str, model: str | None, device) -> str:
     """The effective precision: an explicit one checked, ``"auto"`` resolved for ``model`` on ``device``."""
-    p = _ALIASES.get(precision, precision)
+    p = precision_name(precision)
     if p not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32/bf16/fp16), not {precision!r}")
     if p != "auto":
