@@ -3,8 +3,10 @@
 import json
 import math
 import os
+import re
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from seakr.search import Passage, SearchError, open_engine
@@ -171,3 +173,21 @@ def test_pooled_corpus_recall(tmp_path, where):
     qs = load_dataset(hp)
     hit = sum(any(h.title in set(q.supporting_titles) for h in e.search(q.question, 5)) for q in qs)
     assert hit / len(qs) >= 0.9
+
+
+def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
+    """The corpus readers make right passages; a Python caller may hand anything: one line naming it,
+    and no index folder left behind (a None text was an AttributeError, a float k 'the index looks damaged')."""
+    for items, needle in (([Passage("a", "T", "ok"), Passage("b", "T", None)], "passage 1 (id 'b'): text must be text"),
+                          ([{"id": "a", "title": "T", "text": "x"}], "passage 0: expected a seakr.search.Passage, got dict"),
+                          ([Passage(1, "T", "x")], "passage 0 (id 1): id must be text")):
+        with pytest.raises(TypeError, match=re.escape(needle)):
+            TantivyEngine.build(items, tmp_path / "bad")
+        assert not (tmp_path / "bad").exists()
+    eng = TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], tmp_path / "ok")
+    assert [p.id for p in eng.search("alpha", np.int64(2))] == ["a"] and eng.search("alpha", 0) == []
+    for query, k, error, needle in (("alpha", 3.5, TypeError, "k must be a whole number, got 3.5"),
+                                    ("alpha", -1, ValueError, "k must be >= 0, got -1"),
+                                    (None, 3, TypeError, "the query must be text, got NoneType")):
+        with pytest.raises(error, match=re.escape(needle)):
+            eng.search(query, k)

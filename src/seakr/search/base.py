@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import asdict, dataclass
 from typing import Iterable, Protocol, Sequence, runtime_checkable
 
@@ -42,6 +43,32 @@ class SearchEngine(Protocol):
     def count(self) -> int: ...
 
     def metadata(self) -> dict: ...
+
+
+def check_search(query, k) -> int:
+    """One rule for a search call, whatever the engine: a text query and a whole k >= 0 (a float k reached
+    tantivy and came back as "the index looks damaged"). Returns k as an int."""
+    if not isinstance(query, str):
+        raise TypeError(f"search: the query must be text, got {type(query).__name__}")
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"search: k must be a whole number, got {k!r}") from None
+    if k < 0:
+        raise ValueError(f"search: k must be >= 0, got {k}")
+    return k
+
+
+def check_passage(n: int, p) -> None:
+    """A passage handed to an index build (the Python API; the corpus readers make them right): a
+    :class:`Passage` whose id, title and text are text. ``n`` is its 0-based place in the input."""
+    if not isinstance(p, Passage):
+        hint = " (Passage(**record) makes one from a dict)" if isinstance(p, dict) else ""
+        raise TypeError(f"passage {n}: expected a seakr.search.Passage, got {type(p).__name__}{hint}")
+    for name in ("id", "title", "text"):
+        v = getattr(p, name)
+        if not isinstance(v, str):
+            raise TypeError(f"passage {n} (id {p.id!r}): {name} must be text, got {type(v).__name__}")
 
 
 def iter_batches(items: Iterable, size: int):

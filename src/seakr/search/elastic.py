@@ -24,7 +24,7 @@ import time
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from .base import TIE_BREAKER, Passage, SearchError
+from .base import TIE_BREAKER, Passage, SearchError, check_search
 
 MAPPING = {
     "settings": {"analysis": {"analyzer": {"default": {"type": "english"}}}},
@@ -128,6 +128,8 @@ class ElasticEngine:
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
+        for q in queries:
+            k = check_search(q, k)
         if not queries:
             return []
         body = []

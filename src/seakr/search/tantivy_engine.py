@@ -26,7 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .base import BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, iter_batches
+from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
+                   iter_batches)
 
 FORMAT = "seakr-tantivy/1"
 MANIFEST = "seakr-index.json"
@@ -302,6 +303,7 @@ class TantivyEngine:
         return t.Query.disjunction_max_query(per_field, tie_breaker=TIE_BREAKER)
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
+        k = check_search(query, k)
         q = self._query(query)
         if q is None or k <= 0:
             return []
@@ -383,6 +385,7 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
     try:
         for batch in iter_batches(passages, 5000):
             for p in batch:
+                check_passage(added + dup + empty, p)
                 if not p.text.strip():
                     empty += 1
                     continue
