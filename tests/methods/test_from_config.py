@@ -42,3 +42,28 @@ def test_an_index_as_a_path_or_an_engine_answers(tmp_path):
         ans = qa.answer("What nationality was the director of 2001: A Space Odyssey?")
         assert isinstance(ans.answer, str) and ans.trace["totals"]["retrievals"] >= 1, time.time() - t
         assert isinstance(qa.engine, TantivyEngine)
+
+
+def test_the_building_blocks_take_paths_and_dicts_and_refuse_other_types(tmp_path):
+    """open_engine, load_model and a method's constructor: what a Python caller naturally hands them."""
+    from scripted import Reply, ScriptedLM
+    from seakr import load_model, open_engine
+    from seakr.methods.baselines import IRCoT
+    from seakr.methods.base import MethodConfig
+
+    TantivyEngine.build(PASSAGES, tmp_path / "idx")
+    assert open_engine(tmp_path / "idx").count() == 2  # a Path: it was an AttributeError
+    with pytest.raises(TypeError, match="index: expected an index folder or an http"):
+        open_engine(5)
+    with pytest.raises(TypeError, match="model: expected a registry name"):
+        load_model(5)
+    lm = ScriptedLM(lambda v: Reply("Kubrick was American. So the answer is American."))
+    ircot = IRCoT(lm, tmp_path / "idx", config={"max_steps": 1})  # an index folder and a dict of options
+    assert isinstance(ircot.engine, TantivyEngine) and ircot.config.max_steps == 1
+    assert ircot.answer("What nationality was Kubrick?").answer == "American"
+    with pytest.raises(TypeError, match="index: expected an index folder, an http.* got float"):
+        IRCoT(lm, 3.0)
+    with pytest.raises(TypeError, match="config: expected SeaKRConfig or a dict of options, got MethodConfig"):
+        SeaKR(lm, None, config=MethodConfig())
+    with pytest.raises(ValueError, match=r"unknown option\(s\) 'kk'"):
+        IRCoT(lm, None, config={"kk": 1})

@@ -296,8 +296,17 @@ class Method:
     #: whether it may search (then a command without an index is refused before the model loads)
     retrieves = True
 
-    def __init__(self, lm: Generator, engine: SearchEngine | None = None, config: MethodConfig | None = None, **overrides):
-        self.lm, self.engine = lm, engine
+    def __init__(self, lm: Generator, engine: SearchEngine | str | None = None, config: MethodConfig | dict | None = None,
+                 **overrides):
+        """``engine``: a search engine, or an index folder / URL to open; ``config``: the method's config or a
+        dict of its options; ``overrides``: options over either."""
+        from ..search import as_engine
+
+        self.lm, self.engine = lm, as_engine(engine)
+        if isinstance(config, dict):
+            config = self.Config.from_dict(config)
+        elif config is not None and not isinstance(config, self.Config):
+            raise TypeError(f"config: expected {self.Config.__name__} or a dict of options, got {type(config).__name__}")
         self.config = (config or self.Config()).replace(**overrides) if overrides else (config or self.Config())
         if self.config.prompt_style == "auto":
             self.config = self.config.replace(prompt_style=default_prompt_style(lm))

@@ -232,20 +232,15 @@ class SeaKR(Method):
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
         are checked (and the index opened) before the model loads; ``index`` may also be any search engine."""
         from ..models import DEFAULT_MODEL, load_model
-        from ..search import open_engine
+        from ..search import as_engine
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
         cls.Config.from_dict(options)  # a bad option fails here, not after the load
-        if index is None or hasattr(index, "search"):
-            engine = index
-        elif isinstance(index, (str, os.PathLike)):
-            engine = open_engine(os.fspath(index))
-        else:
-            raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
-        if model is not None and not isinstance(model, (str, os.PathLike)):
+        engine = as_engine(index)
+        if model is not None and not isinstance(model, (str, os.PathLike)):  # before the load's slow imports
             raise TypeError(f"model: expected a registry name, a .gguf file or a model folder, got {type(model).__name__}")
-        return cls(load_model(os.fspath(model) if model else DEFAULT_MODEL, **lm_opts), engine, **options)
+        return cls(load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
 
     def describe(self) -> dict:
         d = super().describe()

@@ -1,11 +1,17 @@
 """Retrieval: the SearchEngine protocol, the embedded tantivy backend, Elasticsearch/OpenSearch, corpora."""
 
+import os
+
 from .base import Passage, SearchEngine, SearchError
 from .corpora import FORMATS, CorpusError, read_corpus
 
 
-def open_engine(spec: str, **kwargs) -> SearchEngine:
-    """An index directory (tantivy) or an ``http(s)://host:port/index`` URL (Elasticsearch/OpenSearch)."""
+def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
+    """An index directory (tantivy; a ``pathlib.Path`` too) or an ``http(s)://host:port/index`` URL
+    (Elasticsearch/OpenSearch)."""
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
+    spec = os.fspath(spec)
     if spec.startswith(("http://", "https://", "es+", "opensearch+")):
         from .elastic import ElasticEngine
 
@@ -15,4 +21,14 @@ def open_engine(spec: str, **kwargs) -> SearchEngine:
     return TantivyEngine(spec)
 
 
-__all__ = ["FORMATS", "CorpusError", "Passage", "SearchEngine", "SearchError", "open_engine", "read_corpus"]
+def as_engine(index) -> "SearchEngine | None":
+    """What a method searches: None, any object with ``search`` (a :class:`SearchEngine`), or an index folder
+    or URL, opened; anything else is refused in one line."""
+    if index is None or hasattr(index, "search"):
+        return index
+    if isinstance(index, (str, os.PathLike)):
+        return open_engine(index)
+    raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
+
+
+__all__ = ["FORMATS", "CorpusError", "Passage", "SearchEngine", "SearchError", "as_engine", "open_engine", "read_corpus"]
