@@ -102,9 +102,12 @@ def test_compare_pairs_each_run_with_the_first_on_their_common_questions(tmp_pat
     better = {q: ex.answers[0] for q, ex in zip(ANSWERS, EXS)}  # right on all five
     run_eval(ScriptedMethod(better), EXS[:4], tmp_path / "b")  # ... of the first four
     out = compare([str(tmp_path / "a"), str(tmp_path / "b")])
-    # on q0..q3 run a is right on 2, run b on 4: +50 points, every resample the same sign
-    assert "- scripted - scripted: +50.0 (CI +" in out and "n=4)" in out
-    assert "paired" not in compare([str(tmp_path / "a")])
+    # on q0..q3 run a is right on 2, run b on 4: +50 points, every resample the same sign; two runs of one
+    # name ("scripted") are told apart by their folders (the table showed "scripted - scripted")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    assert f"- {b} - {a}: +50.0 (CI +" in out and "n=4)" in out and f"| {a} | 5 |" in out
+    assert "paired" not in compare([a]) and "| scripted | 5 |" in compare([a])
+    assert f"- {a} #2 - {a} #1: +0.0" in compare([a, a])
 
 
 class SearchesIndex(ScriptedMethod):
@@ -224,9 +227,10 @@ def test_compare_splits_an_adaptive_run_by_its_retrieval_decision(tmp_path):
     everyone_wrong = {q: "wrong" for q in ANSWERS}
     run_eval(ScriptedMethod(everyone_wrong), EXS, tmp_path / "base")
     run_eval(SometimesRetrieves(ANSWERS), EXS, tmp_path / "adaptive")  # right on q0, q2, q4 (it retrieved)
-    out = compare([str(tmp_path / "base"), str(tmp_path / "adaptive")])
-    assert "  - where scripted retrieved: +100.0 (CI +100.0..+100.0, n=3)" in out
-    assert "  - where scripted did not retrieve: +0.0 (CI +0.0..+0.0, n=2)" in out
+    adaptive = str(tmp_path / "adaptive")  # both runs are named "scripted": each is labelled by its folder
+    out = compare([str(tmp_path / "base"), adaptive])
+    assert f"  - where {adaptive} retrieved: +100.0 (CI +100.0..+100.0, n=3)" in out
+    assert f"  - where {adaptive} did not retrieve: +0.0 (CI +0.0..+0.0, n=2)" in out
     # against an always-retrieve run, the split is the first run's: what its skipped retrievals cost
     run_eval(ScriptedMethod(everyone_wrong), EXS, tmp_path / "always", name="always")
     run_eval(SometimesRetrieves(ANSWERS), EXS, tmp_path / "self-aware", name="self-aware")
@@ -235,4 +239,4 @@ def test_compare_splits_an_adaptive_run_by_its_retrieval_decision(tmp_path):
     assert "  - where self-aware did not retrieve: +0.0 (CI +0.0..+0.0, n=2)" in out
     assert "where always" not in out
     # a run against itself splits once, by its own decision
-    assert compare([str(tmp_path / "self-aware")] * 2).count("where self-aware retrieved") == 1
+    assert compare([str(tmp_path / "self-aware")] * 2).count(" retrieved: ") == 1

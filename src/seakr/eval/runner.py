@@ -451,17 +451,26 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     return s
 
 
+def _labels(dirs: Sequence[str], names: list[str]) -> list[str]:
+    """Each run's label in a comparison: its name, or where two runs share one (two "cot" runs from two
+    folders), its folder as given; a folder given twice is numbered."""
+    out = [d if names.count(n) > 1 else n for d, n in zip(dirs, names)]
+    return [f"{x} #{out[:i].count(x) + 1}" if out.count(x) > 1 else x for i, x in enumerate(out)]
+
+
 def compare(dirs: Sequence[str]) -> str:
     """The runs' summary table, then each run's F1 against the first run's on the questions both
     answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
-    sums, runs, finals, cfgs = [], [], [], []
+    sums, runs, finals, cfgs, loaded = [], [], [], [], []
     for d in dirs:
         p = Path(d)
         rows = run_rows(p)
         cfg = read_run_config(p, required=False)
-        name = cfg.get("name", p.name)
         if not rows and not cfg:
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
+        loaded.append((rows, cfg))
+    names = _labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
+    for name, (rows, cfg) in zip(names, loaded):
         sums.append(summarize(rows, name))
         runs.append((name, {r.id: r.f1 for r in rows}, {r.id: r.retrievals > 0 for r in rows}))
         finals.append((name, final_stage_table(rows)))
