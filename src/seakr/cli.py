@@ -182,11 +182,12 @@ def plan_from_args(args) -> EvalPlan:
     if not runs:
         check_run("--option", args.method, options)
         runs = [RunSpec(args.method, options)]
-    spec.model = flag("model")
-    return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=args.layout, index=flag("index"),
-                    filler=list(args.filler), limit=flag("limit"), every=args.every, shard=args.shard, seed=flag("seed", 42),
-                    prompt_set=args.prompt_set, delta=args.delta, resume=args.resume, concurrency=args.concurrency,
-                    grid=bool(args.config), model=spec)
+    spec.model, spec.precision, spec.device = flag("model"), flag("precision", "auto"), flag("device", "cpu")
+    spec.threads, spec.layer = flag("threads"), flag("layer")
+    return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout", "auto"), index=flag("index"),
+                    filler=list(args.filler) or list(top.get("filler", [])), limit=flag("limit"), every=flag("every"),
+                    shard=args.shard, seed=flag("seed", 42), prompt_set=flag("prompt_set"), delta=flag("delta"),
+                    resume=args.resume, concurrency=flag("concurrency", 1), grid=bool(args.config), model=spec)
 
 
 def cmd_eval(args) -> int:

@@ -62,6 +62,21 @@ def test_a_grid_fills_the_flags_left_at_their_defaults(tmp_path):
     assert cli_plan("--config", str(grid), "--limit", "1").limit == 1  # a flag given wins
 
 
+def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
+    """One place for a plan's knobs: a grid says its layout, filler, device... as the flags do (they were
+    'unknown key' in a grid, so a GPU grid could not say its device)."""
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\nlayout = "hotpotqa"\nfiller = ["{HOTPOT}"]\n'
+                    'every = 2\nprompt_set = "2wikimultihopqa"\ndelta = -4\nconcurrency = 2\nprecision = "fp32"\n'
+                    'device = "cpu"\nthreads = 1\nlayer = 3\n[[run]]\nmethod = "cot"\n')
+    p = cli_plan("--config", str(grid))
+    assert (p.layout, p.filler, p.every, p.prompt_set, p.delta, p.concurrency) == (
+        "hotpotqa", [HOTPOT], 2, "2wikimultihopqa", -4, 2)
+    assert (p.model.precision, p.model.device, p.model.threads, p.model.layer) == ("fp32", "cpu", 1, 3)
+    flags = cli_plan("--config", str(grid), "--every", "3", "--precision", "bf16", "--filler", "x.jsonl")
+    assert (flags.every, flags.model.precision, flags.filler) == (3, "bf16", ["x.jsonl"])  # a flag given wins
+
+
 @pytest.mark.parametrize("change,match", [
     ({"runs": [RunSpec("seakr", {"k": -1})]}, "option k"),
     ({"runs": [RunSpec("nope")]}, "unknown method"),

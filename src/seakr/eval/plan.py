@@ -341,7 +341,11 @@ def _fspath(p):
 
 # ---------------------------------------------------------------------- TOML run grids
 #: What a TOML run grid may hold: top-level keys with their types, and each [[run]]'s keys.
-GRID_KEYS = {"data": str, "model": str, "index": str, "limit": int, "out": str, "seed": int, "run": list}
+GRID_KEYS = {"data": str, "out": str, "index": str, "layout": str, "filler": list, "limit": int, "every": int, "seed": int,
+             "prompt_set": str, "delta": (int, float), "concurrency": int, "model": str, "precision": str, "device": str,
+             "threads": int, "layer": int, "run": list}
+#: The grid's keys that count something, and the least each may be.
+GRID_LEAST = {"limit": 1, "every": 1, "concurrency": 1, "threads": 1, "layer": 0}
 RUN_KEYS = ("name", "method", "options")
 
 
@@ -352,17 +356,27 @@ def _unknown_key(where: str, key: str, allowed) -> PlanError:
 
 
 def _grid_top(path: str, conf: dict) -> None:
+    """The grid's top-level keys: the plan's settings, the same names as the flags (``prompt_set`` for
+    ``--prompt-set``), each checked by type and range here so a mistake names the file."""
+    kinds = {list: "a list of [[run]] tables", (int, float): "a number"}
     for key, val in conf.items():
         if key not in GRID_KEYS:
             raise _unknown_key(path, key, GRID_KEYS)
         kind = GRID_KEYS[key]
         if not isinstance(val, kind) or isinstance(val, bool):
-            raise PlanError(f"{path}: key {key!r} must be {kind.__name__ if kind is not list else 'a list of [[run]] tables'}, "
-                            f"not {type(val).__name__}")
-    if "limit" in conf and conf["limit"] < 1:
-        raise PlanError(f"{path}: key 'limit' must be a positive number of questions, not {conf['limit']}")
+            want = "a list of file names" if key == "filler" else kinds.get(kind, getattr(kind, "__name__", kind))
+            raise PlanError(f"{path}: key {key!r} must be {want}, not {type(val).__name__}")
+    if not all(isinstance(f, str) for f in conf.get("filler", [])):
+        raise PlanError(f"{path}: key 'filler' must be a list of file names")
+    for key, least in GRID_LEAST.items():
+        if key in conf and conf[key] < least:
+            raise PlanError(f"{path}: key {key!r} must be {'a positive number' if least else '>= 0'}, not {conf[key]}")
     if "seed" in conf and not 0 <= conf["seed"] < 2 ** 32:
         raise PlanError(f"{path}: key 'seed' must be in 0..2**32-1, not {conf['seed']}")
+    if "layout" in conf and conf["layout"] not in LAYOUTS:
+        raise PlanError(f"{path}: key 'layout' must be one of {', '.join(LAYOUTS)}, not {conf['layout']!r}")
+    if isinstance(conf.get("delta"), float) and math.isnan(conf["delta"]):
+        raise PlanError(f"{path}: key 'delta' must be a number, not nan")
 
 
 def _grid_run(where: str, r: Any, names: set) -> RunSpec:
@@ -382,7 +396,7 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
 
 
 def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
-    """A TOML run grid: its top-level settings (data, model, index, limit, out, seed) and its ``[[run]]``
+    """A TOML run grid: its top-level settings (:data:`GRID_KEYS`: the eval flags' names) and its ``[[run]]``
     entries. Every key, type, range and run name is checked here, before any model loads."""
     import tomllib
 
