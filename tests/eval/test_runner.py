@@ -43,7 +43,7 @@ def test_eval_resume_after_kill9_and_compare(tmp_path):
     assert s["n"] == 3 and 0 <= s["f1"] <= 1
     assert (out / "summary.md").exists() and json.loads((out / "config.json").read_text())["versions"]["torch"]
     c = seakr("compare", str(out), str(out))
-    assert c.returncode == 0 and c.stdout.count("| cot | 3 |") == 2
+    assert c.returncode == 0 and f"| {out} #1 | 3 |" in c.stdout and f"| {out} #2 | 3 |" in c.stdout
 
 
 def test_toml_runs_methods_and_ablations(tmp_path):
