@@ -416,6 +416,7 @@ def cmd_report(args) -> int:
     from .serve.render import write_report
 
     out = args.out or os.path.join(args.dir, "report.html")
+    check_output_file(out, "--out")  # before the run folder is read
     write_report(args.dir, out)
     print(f"wrote {out}")
     return 0

@@ -272,3 +272,11 @@ def test_prompt_options_fail_before_the_model_loads(tmp_path, option, needle):
     key, value = option.split("=")
     toml.write_text(f'[[run]]\nmethod = "cot"\noptions = {{ {key} = {value if value.isdigit() else json.dumps(value)} }}\n')
     one_line_error(seakr("eval", "--config", str(toml), "--data", HOTPOT, "--out", str(tmp_path / "o")), needle)
+
+
+def test_report_checks_its_output_path_and_names_a_malformed_detection_file(tmp_path):
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "detect.json").write_text("{bad")
+    one_line_error(seakr("report", str(tmp_path / "study"), "--out", str(tmp_path / "no" / "r.html")),
+                   f"--out {tmp_path / 'no' / 'r.html'}: no such directory")  # it was a bare Errno
+    one_line_error(seakr("report", str(tmp_path / "study")), f"{tmp_path / 'study' / 'detect.json'}:1: invalid JSON")

@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..eval.runner import read_run_config
+from ..textio import parse_json
 
 
 def _asset(name: str) -> str:
@@ -55,7 +56,7 @@ def report_html(run_dir: str) -> str:
         parts.append("<h2>Methods</h2><table class='cands'><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
                      + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
     for js in sorted(root.rglob("detect.json")):
-        d = json.loads(js.read_text())
+        d = parse_json(js.read_text(), str(js))
         parts.append(f"<h2>Detection ({html.escape(str(d.get('model')))}, n={d.get('n')})</h2><table class='cands'><tr><th>estimator</th><th>AUROC</th><th>PCC</th></tr>"
                      + "".join(f"<tr><td>{html.escape(k)}</td><td>{v['auroc'] if v['auroc'] is None else format(v['auroc'], '.3f')}</td>"
                                f"<td>{v['pcc_with_1_minus_f1'] if v['pcc_with_1_minus_f1'] is None else format(v['pcc_with_1_minus_f1'], '.3f')}</td></tr>"
