@@ -155,7 +155,7 @@ class MethodConfig:
         except ValueError as e:
             raise ValueError(f"option prompt_set: {e}") from None
         if self.n_shot is not None and self.n_shot > n_demos:
-            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {n_demos} demonstrations, got {self.n_shot}")
+            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {n_demos} demonstration(s), got {self.n_shot}")
 
     @classmethod
     def ranges(cls) -> dict[str, "Range"]:
