@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
@@ -119,10 +120,13 @@ def parse_options(pairs: list[str]) -> dict:
         if "=" not in kv:
             raise CLIError(f"--option expects key=value, got {kv!r}")
         k, v = kv.split("=", 1)
+        k = k.strip().replace("-", "_")
+        if not k:
+            raise CLIError(f"--option expects key=value, got {kv!r}")
         try:
-            out[k.strip().replace("-", "_")] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k.strip().replace("-", "_")] = v
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
+            out[k] = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v
     return out
 
 

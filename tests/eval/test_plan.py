@@ -11,7 +11,7 @@ from helpers import HOTPOT, fixture_path
 from scripted import Reply, ScriptedLM
 from seakr.cli import plan_from_args
 from seakr.cliargs import build_parser
-from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, method_options, read_grid, run_plan
+from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, check_run, method_options, read_grid, run_plan
 from seakr.methods import build_method
 
 NQ = fixture_path("nq_mini.oracle.jsonl")
@@ -160,3 +160,19 @@ def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
     """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""
     with pytest.raises(PlanError, match=re.escape(needle)):
         EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kwargs}).check()
+
+
+def test_option_pairs_and_the_hint_for_another_methods_option():
+    from seakr.cli import CLIError, parse_options
+
+    assert parse_options(["k=020", "delta=-inf", "titles=true", "marker=So it is"]) == {
+        "k": 20, "delta": "-inf", "titles": True, "marker": "So it is"}
+    for bad in ("=3", " =3", "k"):
+        with pytest.raises(CLIError, match="--option expects key=value"):
+            parse_options([bad])
+    for opts, needle in (({"gate": "check"}, "'gate' (an option of seakr)"),
+                         ({"theta": 0.5}, "'theta' (an option of flare)"),
+                         ({"dleta": 1}, "'dleta' (did you mean 'delta', an option of seakr?)"),
+                         ({"kk": 1}, "'kk' (did you mean 'k'?)")):
+        with pytest.raises(PlanError, match=re.escape(needle)):
+            check_run("--option", "cot", opts)

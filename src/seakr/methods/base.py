@@ -174,9 +174,23 @@ class MethodConfig:
         if unknown:
             import difflib
 
-            hints = [f"{k!r}" + (f" (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(k, sorted(names), n=1)) else "")
-                     for k in unknown]
-            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(hints)}")
+            from . import METHODS
+
+            owners: dict[str, list[str]] = {}  # every method's options: "gate" given to cot is SeaKR's
+            for m, klass in METHODS.items():
+                for f in dataclasses.fields(klass.Config):
+                    owners.setdefault(f.name, []).append(m)
+
+            def hint(k: str) -> str:
+                if k in owners:
+                    return f"{k!r} (an option of {', '.join(owners[k])})"
+                if close := difflib.get_close_matches(k, sorted(names), n=1):
+                    return f"{k!r} (did you mean {close[0]!r}?)"
+                if close := difflib.get_close_matches(k, sorted(owners), n=1):
+                    return f"{k!r} (did you mean {close[0]!r}, an option of {', '.join(owners[close[0]])}?)"
+                return repr(k)
+
+            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(map(hint, unknown))}")
         vals = {k: (float(v) if isinstance(v, str) and v in ("inf", "-inf") else v) for k, v in d.items()}
         return cls(**vals)
 
