@@ -48,6 +48,9 @@ def cmd_uncertainty(args) -> int:
     prompt = unescape(args.prompt) if args.escapes else args.prompt
     if not prompt.strip():
         raise CLIError("uncertainty: the prompt is empty")
+    if args.temperature == 0:  # as a method refuses it where a decision reads samples
+        raise CLIError("--temperature 0: every sample would be the greedy answer, and the sample-based estimators "
+                       "would read 'certain' whatever the model knows; give a temperature > 0 (the paper: 1.0)")
     lm = model_spec(args).load()
     cfg = GenerationConfig(n=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            max_new_tokens=args.max_new_tokens, stop=tuple(args.stop), seed=args.seed)

@@ -147,7 +147,7 @@ def _uncertainty_parser(sub) -> None:
     p.add_argument("--stop", action="append", default=["\n"], help="stop string (repeatable; default newline)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--alpha", type=positive_float, default=1e-3)
-    p.add_argument("--show", type=int, default=5, help="samples to print")
+    p.add_argument("--show", type=count, default=5, help="samples to print")
     p.add_argument("--no-escapes", dest="escapes", action="store_false", help="do not interpret \\n in PROMPT")
     p.add_argument("--prompt-estimator", action="store_true", help="also ask the sufficiency question")
     p.add_argument("--json", action="store_true")

@@ -220,6 +220,8 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--top-p", "2", "x"], "expected a number in (0, 1]"),
     (["uncertainty", "--top-k", "0", "x"], "expected a positive integer"),
     (["uncertainty", ""], "the prompt is empty"),
+    (["uncertainty", "--temperature", "0", "x"], "--temperature 0: every sample would be the greedy answer"),
+    (["uncertainty", "--show", "-1", "x"], "expected a whole number >= 0"),
     (["uncertainty", "--device", "bogus", "x"], "--device 'bogus'"),
     (["uncertainty", "--device", "cuda:abc", "x"], "--device 'cuda:abc'"),
     (["uncertainty", "--device", "meta", "x"], "--device 'meta'"),
