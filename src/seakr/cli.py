@@ -153,7 +153,7 @@ def _method_from_args(args):
 
 def cmd_ask(args) -> int:
     check_question(args.question)
-    if args.html:
+    if args.html is not None:
         check_output_file(args.html, "--html")
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)

@@ -82,6 +82,8 @@ def check_output_file(path: str, flag: str, error: type[Exception] = ValueError)
     """Fail before any slow work when ``path`` cannot be written."""
     from pathlib import Path
 
+    if not path.strip():
+        raise error(f"{flag}: an empty path; name the file")
     p = Path(path)
     parent = p.parent if str(p.parent) else Path(".")
     if p.is_dir():

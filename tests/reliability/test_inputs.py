@@ -282,3 +282,13 @@ def test_report_checks_its_output_path_and_names_a_malformed_detection_file(tmp_
     one_line_error(seakr("report", str(tmp_path / "study"), "--out", str(tmp_path / "no" / "r.html")),
                    f"--out {tmp_path / 'no' / 'r.html'}: no such directory")  # it was a bare Errno
     one_line_error(seakr("report", str(tmp_path / "study")), f"{tmp_path / 'study' / 'detect.json'}:1: invalid JSON")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["ask", "Q?", "--method", "cot", "--html", ""], "--html: an empty path"),  # it was ignored: no page, no word
+    (["index", "build", HOTPOT, "--out", ""], "--out: an empty path"),  # it read as the working folder
+    (["probe", "fit", ".", "--out", " "], "--out: an empty path"),
+    (["merge", ".", "--out", ""], "--out: an empty path"),
+])
+def test_an_empty_output_path_is_named(args, needle):
+    one_line_error(seakr(*args), needle)

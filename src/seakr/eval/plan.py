@@ -160,6 +160,8 @@ def check_settings(seed: int | None, prompt_set: str | None) -> None:
 
 
 def check_output_dir(path: str, flag: str = "--out") -> None:
+    if not path.strip():
+        raise PlanError(f"{flag}: an empty path; name the folder")
     if os.path.islink(path) and not os.path.exists(path):
         raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
     if os.path.exists(path) and not os.path.isdir(path):

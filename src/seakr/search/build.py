@@ -27,6 +27,8 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
 
 def check_index_out(out: str, sources: Sequence[str | None], engine: str) -> None:
     """The index folder may not be (or hold) one of the corpus files it is built from."""
+    if not out.strip():
+        raise ValueError("--out: an empty path; name the index folder")
     if engine != "tantivy":
         return
     o = Path(out).resolve()
