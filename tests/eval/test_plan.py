@@ -139,6 +139,8 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
                     model="smollm2-135m", filler=[Path(HOTPOT)]).check()
     assert plan.data == HOTPOT and plan.out == str(tmp_path / "o") and plan.filler == [HOTPOT]
     assert [r.method for r in plan.runs] == ["cot", "ircot"] and plan.model == ModelSpec("smollm2-135m")
+    one = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs="ircot", filler=Path(HOTPOT))  # not 'i', 'r', ...
+    assert [r.method for r in one.runs] == ["ircot"] and one.filler == [HOTPOT]
 
 
 @pytest.mark.parametrize("kwargs,needle", [

@@ -209,8 +209,9 @@ class EvalPlan:
         """The Python API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its
         name (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
         self.data, self.out, self.index, self.prompt_set = map(_fspath, (self.data, self.out, self.index, self.prompt_set))
-        self.filler = [_fspath(f) for f in self.filler]
-        self.runs = [RunSpec(r) if isinstance(r, str) else r for r in self.runs]
+        filler, runs = self.filler, self.runs  # one of each given alone, not in a list, is taken as a list of one
+        self.filler = [_fspath(f) for f in ([filler] if isinstance(filler, (str, os.PathLike)) else filler)]
+        self.runs = [RunSpec(r) if isinstance(r, str) else r for r in ([runs] if isinstance(runs, (str, RunSpec)) else runs)]
         if self.model is None or isinstance(self.model, (str, os.PathLike)):
             self.model = ModelSpec(_fspath(self.model))
 
