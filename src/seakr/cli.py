@@ -228,14 +228,17 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def study_setup(args, options: dict | None = None, index: bool = True):
-    """A study's plan (one SeaKR run), its questions, the model and the run's effective options."""
+def study_setup(args, options: dict | None = None, index: bool = True, check=None):
+    """A study's plan (one SeaKR run), its questions, the model and the run's effective options. ``check``
+    (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads."""
     from .eval.studies import STUDY_OPTIONS
 
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
     sel = plan.select()
+    if check is not None:
+        check(sel)
     if index:
         print(f"index: {plan.ensure_index(sel)}", file=sys.stderr)
     return plan, sel, plan.model.load(), plan.options_for(plan.runs[0], sel.family)
@@ -257,11 +260,13 @@ def cmd_calibrate(args) -> int:
     from .progress import progress_bar
     from .search import open_engine
 
+    def simple_qa(sel) -> None:
+        if sel.family != "simpleqa":
+            raise CLIError(f"{args.data}: multi-hop questions calibrate from two eval runs: run benchmarks/configs/"
+                           "calibrate-multihop.toml with `seakr eval`, then `seakr calibrate --from-runs NEVER ALWAYS`")
+
     flags = {k: getattr(args, k) for k in ("k", "n_candidates") if getattr(args, k) is not None}
-    plan, sel, lm, opts = study_setup(args, {**parse_options(args.option), **flags})
-    if sel.family != "simpleqa":
-        raise CLIError(f"{args.data}: multi-hop questions calibrate from two eval runs: run "
-                       "benchmarks/configs/calibrate-multihop.toml with `seakr eval`, then `seakr calibrate --from-runs NEVER ALWAYS`")
+    plan, sel, lm, opts = study_setup(args, {**parse_options(args.option), **flags}, check=simple_qa)
     m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(sel.examples)) as adv:
@@ -349,7 +354,12 @@ def cmd_rerank_study(args) -> int:
     from .progress import progress_bar
     from .search import open_engine
 
-    plan, sel, lm, opts = study_setup(args, parse_options(args.option))
+    def has_gold(sel) -> None:  # without gold titles every recall would read 0, after hours of sampling
+        if not any(ex.supporting_titles for ex in sel.examples):
+            raise CLIError(f"{args.data}: no question names its supporting passages (gold titles) to score the re-rank "
+                           "against; use a layout that carries them (HotpotQA, 2Wiki, MuSiQue, SQuAD, NQ with ctxs)")
+
+    plan, sel, lm, opts = study_setup(args, parse_options(args.option), check=has_gold)
     m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(sel.examples)) as adv:

@@ -292,3 +292,18 @@ def test_report_checks_its_output_path_and_names_a_malformed_detection_file(tmp_
 ])
 def test_an_empty_output_path_is_named(args, needle):
     one_line_error(seakr(*args), needle)
+
+
+def test_studies_refuse_questions_they_cannot_use_before_pooling_an_index(tmp_path, index):
+    """calibrate --data takes simple QA, rerank-study needs gold titles: both were found out after the index
+    was pooled and the model loaded (rerank-study not at all: every recall read 0)."""
+    err = one_line_error(seakr("calibrate", "--data", HOTPOT, "--out", str(tmp_path / "c")),
+                         "multi-hop questions calibrate from two eval runs")
+    assert "index:" not in err  # one line: nothing was pooled first
+    nq = tmp_path / "nq.jsonl"
+    nq.write_text('{"question": "who wrote hamlet", "answer": ["Shakespeare"]}\n')
+    one_line_error(seakr("rerank-study", "--data", str(nq), "--index", index, "--out", str(tmp_path / "r")),
+                   "no question names its supporting passages")
+    for cmd in ("eval", "rerank-study"):  # a missing index folder: found at the plan's check, not after the load
+        one_line_error(seakr(cmd, "--data", HOTPOT, "--index", str(tmp_path / "none"), "--out", str(tmp_path / "o")),
+                       f"{tmp_path / 'none'}: no index here")

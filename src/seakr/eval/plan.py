@@ -239,6 +239,10 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check()
+        if self.index and not self.index.startswith(("http://", "https://", "es+", "opensearch+")):
+            from ..search import open_engine
+
+            open_engine(self.index)  # a missing or damaged index folder fails here, not after the model has loaded
         check_output_dir(self.out)
         return self
 
