@@ -12,7 +12,8 @@ from typing import Iterator
 def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, str]]:
     """(1-based line number, line text with its newline) of a UTF-8 text file, ``.gz`` included.
     A byte-order mark opening the file is dropped (Windows editors write one; it is not text).
-    Problems raise ``error`` with ``path:line`` in the message."""
+    Problems raise ``error`` with ``path:line`` in the message. ``path`` may be a ``pathlib.Path``."""
+    path = os.fspath(path)
     if not os.path.exists(path):
         raise error(f"{path}: no such file")
     if os.path.isdir(path):

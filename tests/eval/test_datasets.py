@@ -162,6 +162,12 @@ def test_musique_official(tmp_path):
         load_dataset(str(f))
 
 
+def test_a_path_object_reads_like_its_text(tmp_path):
+    from pathlib import Path
+
+    assert load_dataset(Path(HOTPOT)) == load_dataset(HOTPOT)  # it was an AttributeError: no 'endswith'
+
+
 def test_nq_open_official_layout_and_plain_question_answer_files(tmp_path):
     """NQ-open's own release has no id and a list under ``answer``; a plain {id, question, answer} file is
     the layout a user writes by hand. Both are found without --layout."""

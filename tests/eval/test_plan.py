@@ -141,6 +141,9 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     assert [r.method for r in plan.runs] == ["cot", "ircot"] and plan.model == ModelSpec("smollm2-135m")
     one = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs="ircot", filler=Path(HOTPOT))  # not 'i', 'r', ...
     assert [r.method for r in one.runs] == ["ircot"] and one.filler == [HOTPOT]
+    assert RunSpec("cot", None).options == {}  # it was "'NoneType' object is not iterable"
+    with pytest.raises(PlanError, match="options must be a dict of option names and values, not list"):
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot", [1])]).check()
 
 
 @pytest.mark.parametrize("kwargs,needle", [

@@ -281,7 +281,8 @@ def detect_layout(path: str) -> str:
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
 
 
-def load_dataset(path: str, layout: str = "auto", limit: int | None = None) -> list[Example]:
+def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
+    path = os.fspath(path)
     if layout == "auto":
         layout = detect_layout(path)
     if layout not in LOADERS:

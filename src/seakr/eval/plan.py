@@ -90,6 +90,7 @@ class RunSpec:
 
     def __post_init__(self):
         self.name = self.name or self.method
+        self.options = {} if self.options is None else self.options
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -102,6 +103,8 @@ def check_run(where: str, method: str, options: dict) -> None:
 
     if method not in METHODS:
         raise PlanError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
+    if not isinstance(options, dict):
+        raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
     try:
         METHODS[method].Config.from_dict(options)
     except (TypeError, ValueError) as e:
