@@ -29,6 +29,10 @@ class PlanError(ValueError):
     """A plan that cannot run: one line naming the file, the run and the field."""
 
 
+#: The plan's settings that count something, and the least each may be (the flags' and the grid's rule).
+PLAN_LEAST = {"limit": 1, "every": 1, "concurrency": 1}
+
+
 @dataclass
 class ModelSpec:
     """Which model, and how it computes (the ``--model/--precision/--device/--threads/--layer`` flags)."""
@@ -252,11 +256,11 @@ class EvalPlan:
     def _check_numbers(self) -> None:
         """limit, every, concurrency, seed and delta as the command line's flags take them (the Python API
         passed 1.5 or "5" through to a slice or a thread pool)."""
-        for name, optional in (("limit", True), ("every", True), ("concurrency", False), ("seed", False)):
+        for name in (*PLAN_LEAST, "seed"):
             v = getattr(self, name)
-            if v is None and optional:
+            if v is None and name in ("limit", "every"):  # optional
                 continue
-            if not isinstance(v, int) or isinstance(v, bool) or (v < 1 and name != "seed"):  # the seed's range: below
+            if not isinstance(v, int) or isinstance(v, bool) or v < PLAN_LEAST.get(name, v):  # the seed's range: below
                 kind = "a whole number" if name == "seed" else "a positive whole number"
                 raise PlanError(f"eval: {name} must be {kind}, not {v!r}")
         d = self.delta
@@ -354,8 +358,8 @@ def _fspath(p):
 GRID_KEYS = {"data": str, "out": str, "index": str, "layout": str, "filler": list, "limit": int, "every": int, "seed": int,
              "prompt_set": str, "delta": (int, float), "concurrency": int, "model": str, "precision": str, "device": str,
              "threads": int, "layer": int, "run": list}
-#: The grid's keys that count something, and the least each may be.
-GRID_LEAST = {"limit": 1, "every": 1, "concurrency": 1, "threads": 1, "layer": 0}
+#: The grid's keys that count something, and the least each may be (the plan's own, and the model's).
+GRID_LEAST = {**PLAN_LEAST, "threads": 1, "layer": 0}
 RUN_KEYS = ("name", "method", "options")
 
 

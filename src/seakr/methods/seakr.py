@@ -231,15 +231,15 @@ class SeaKR(Method):
                     **options) -> "SeaKR":
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
         are checked (and the index opened) before the model loads; ``index`` may also be any search engine."""
-        from ..models import DEFAULT_MODEL, load_model
+        from ..models import DEFAULT_MODEL, load_model, model_path
         from ..search import as_engine
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
         cls.Config.from_dict(options)  # a bad option fails here, not after the load
         engine = as_engine(index)
-        if model is not None and not isinstance(model, (str, os.PathLike)):  # before the load's slow imports
-            raise TypeError(f"model: expected a registry name, a .gguf file or a model folder, got {type(model).__name__}")
+        if model is not None:
+            model_path(model)  # its type, refused here as load_model would
         return cls(load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
 
     def describe(self) -> dict:
