@@ -265,7 +265,7 @@ def _eval_parsers(sub) -> None:
 
 
 def _probe_parsers(sub) -> None:
-    from .probes.probe import FORMS
+    from .probes.fitting import SOURCES
 
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
@@ -273,7 +273,7 @@ def _probe_parsers(sub) -> None:
     f.add_argument("runs", nargs="+", help="detect studies (re-rank studies for --form candidate, SeaKR eval runs for "
                    "--form final-rationale / final-knowledge); tuning data only")
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
-    f.add_argument("--form", default="short", choices=list(FORMS))
+    f.add_argument("--form", default="short", choices=list(SOURCES))
     f.add_argument("--folds", type=fold_count, default=5)
     f.add_argument("--features", type=_names, default=[],
                    help="short form: estimators of the check's own samples to read beside the state, e.g. "
@@ -283,7 +283,7 @@ def _probe_parsers(sub) -> None:
     c = psub.add_parser("calibrate", help="map one estimator's scores to P(correct) (isotonic or Platt)")
     c.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
     c.add_argument("--estimator", required=True, help="a score name in the rows, e.g. eigen, max-entropy, probe")
-    c.add_argument("--form", default="short", choices=list(FORMS))
+    c.add_argument("--form", default="short", choices=[f for f in SOURCES if f != "candidate"])
     c.add_argument("--kind", default="isotonic", choices=["isotonic", "platt"])
     c.add_argument("--out", required=True, help="calibration file to write (.json)")
     c.set_defaults(cmd="probe_calibrate")

@@ -16,14 +16,14 @@ from seakr.probes import load_probe
 from seakr.probes.fitting import calibrate_from_studies, fit_from_studies, load_states
 
 
-def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None, sampling=None):
+def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None, sampling=None, form=None):
     """A detect study on disk: the label is a linear function of the state at L2 only. ``sampling``: the
-    method's sampling fields its config records (k, temperature, ...)."""
+    method's sampling fields its config records (k, temperature, ...); ``form``: the answers' form it records."""
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True)
     (folder / "config.json").write_text(json.dumps({"data": "train.csv", "method": {
         "model": {"model": model}, "config": {"prompt_style": "chat", **(sampling or {})}},
-        **({"wording": wording} if wording else {})}))
+        **({"wording": wording} if wording else {}), **({"form": form} if form else {})}))
     store = StateStore(folder / "states", list(taps))
     w = rng.normal(size=8)
     rows = []
@@ -63,6 +63,29 @@ def test_a_question_two_studies_of_one_file_answered_counts_once(tmp_path):
     assert [r["id"] for r in kept[60:90]] == [f"q{i}" for i in range(60, 90)]  # b's own rows, after a's
     assert {r["run"] for r in kept[60:90]} == {str(b)}  # each kept row names the study it came from
     assert np.allclose(X[0], StateStore.open(a / "states").get("q0"))  # the first run's copy is the one read
+
+
+def test_a_fitted_file_names_the_form_its_studies_answered_in(tmp_path):
+    """A probe or map of one form is refused on studies of another (a "short" gate probe fitted on
+    chain-of-thought answers would read its threshold on the wrong scale); the step form, whose states no
+    study stores, is refused by name; a study given twice counts once in a calibration, as in a probe."""
+    cot, short = make_study(tmp_path / "cot", form="cot"), make_study(tmp_path / "short", form="short")
+    with pytest.raises(ValueError, match=r"cot: a detect study of --form cot answers, not short"):
+        fit_from_studies([short, cot], form="short")
+    with pytest.raises(ValueError, match="--form short answers, not cot"):
+        calibrate_from_studies([short], "eigen", form="cot")
+    assert fit_from_studies([cot], form="cot")[0].form == "cot"
+    for call in (lambda: fit_from_studies([short], form="step"), lambda: calibrate_from_studies([short], "eigen", form="step")):
+        with pytest.raises(ValueError, match="--form step: no study stores"):
+            call()
+    with pytest.raises(ValueError, match="--form candidate: a re-rank candidate is scored by its probe"):
+        calibrate_from_studies([short], "eigen", form="candidate")
+    from seakr.probes.fitting import gate_from_runs
+
+    with pytest.raises(ValueError, match="--form cot answers, not short"):  # the gate reads the check's answers
+        gate_from_runs([cot], [], "check", bank=None)
+    twice = calibrate_from_studies([short, short], "eigen")
+    assert twice.provenance["n"] == 120 and twice.provenance["data"] == "train.csv"
 
 
 def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):
@@ -372,3 +395,26 @@ def test_probe_fit_features_refuses_bad_names_in_one_line(tmp_path, features, sa
                         "--out", str(tmp_path / "p.json")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_the_gate_refuses_chains_and_models_it_cannot_compose(tmp_path):
+    """The chain runs are read before any fitted file: a missing folder (read as no rows before), a
+    baseline's or a study's run, or a run of another model than the check's is named in one line."""
+    from seakr.probes.fitting import gate_from_runs
+
+    check = make_study(tmp_path / "check", model="m", form="short")
+
+    def run(name, method="seakr", model="m", study=None):
+        d = tmp_path / name
+        d.mkdir()
+        cfg = {"method": {"method": method, "model": {"model": model}}, **({"study": study} if study else {})}
+        (d / "config.json").write_text(json.dumps(cfg))
+        return d
+
+    cases = [(tmp_path / "missing", "missing: not a run directory"),
+             (run("ircot", method="ircot"), "ircot: a run of ircot; the chain is a SeaKR eval run"),
+             (run("study", study="detect"), "study: a run of detect"),
+             (run("other", model="o"), "different models: .*check: m, .*other: o")]
+    for chain, message in cases:
+        with pytest.raises(ValueError, match=message):
+            gate_from_runs([check], [chain], "check", bank=None)

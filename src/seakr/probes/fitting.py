@@ -22,24 +22,45 @@ from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, f
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
 
-def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "detect") -> tuple[dict, list[dict]]:
+#: Where each decision form's answers come from: a fitted file is only as true as the form its rows were
+#: answered in (a "short" probe fitted on chain-of-thought answers would gate on the wrong scale).
+SOURCES = {"short": "detect studies run with --form short", "cot": "detect studies run with --form cot",
+           "candidate": "re-rank studies", "final-rationale": "SeaKR eval runs with reasoning=self-aware",
+           "final-knowledge": "SeaKR eval runs with reasoning=self-aware"}
+
+
+def check_form(form: str, what: str = "fit") -> None:
+    """Refuse a form no study writes rows for (the pseudo-step's own states are not stored by any study)."""
+    if form not in SOURCES:
+        raise ValueError(f"--form {form}: no study stores answers of that form to {what} on; "
+                         f"forms with a source: {', '.join(SOURCES)}")
+
+
+def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "detect",
+           form: str | None = None) -> tuple[dict, list[dict]]:
+    """A study's config and rows; ``form`` (detect studies): the answers' form the caller fits, which the
+    study must have been run in (studies that predate the record are taken as they are)."""
     from ..eval.runner import read_results, read_run_config
 
     d = Path(run)
     if not (d / rows_name).is_file():
         raise ValueError(f"{d}: not a {kind} study (needs config.json and {rows_name})")
-    return read_run_config(d), read_results(d / rows_name)
+    cfg = read_run_config(d)
+    if form is not None and cfg.get("form", form) != form:
+        raise ValueError(f"{d}: a detect study of --form {cfg['form']} answers, not {form}: "
+                         f"fit --form {form} on {SOURCES.get(form, 'studies of that form')}")
+    return cfg, read_results(d / rows_name)
 
 
-def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str):
+def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: str | None = None):
     """(run, config, rows, state store) of each study, in order; every run must share the model and taps."""
     from ..eval.states import StateStore
 
     first = None
     for run in runs:
-        cfg, rows = _study(run, rows_name, kind)
+        cfg, rows = _study(run, rows_name, kind, form)
         store = StateStore.open(Path(run) / "states")
-        m = ((cfg.get("method") or {}).get("model") or {}).get("model")
+        m = _run_model(cfg)
         if first is not None and (m, store.taps) != first:
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {first[0]} at {first[1]}")
         first = (m, store.taps)
@@ -66,6 +87,11 @@ def _sampling(cfgs: Sequence[dict], runs, estimators: Sequence[str]) -> dict:
     return {"sampling": recs[0]} if recs and recs[0] else {}
 
 
+def _run_model(cfg: dict) -> str | None:
+    """The model a study or eval run recorded (None where its config predates the record)."""
+    return ((cfg.get("method") or {}).get("model") or {}).get("model")
+
+
 def _data_name(cfg: dict, run) -> str:
     """A run's data file as folder/name (two datasets' train files share a name)."""
     p = Path(cfg.get("data", str(run)))
@@ -84,7 +110,7 @@ def _unread(rows: list[dict], name: str, seen: set, data: list[str]) -> list[dic
 
 
 def load_states(runs: Sequence[str | Path], kept: list | None = None,
-                estimators: Sequence[str] = ()) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+                estimators: Sequence[str] = (), form: str | None = None) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record and, where
     ``estimators`` that read samples are named, the studies' sampling record: :func:`_sampling`) pooled
     over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
@@ -93,8 +119,8 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
     where given, receives each kept row (its ``scores``) with its data name under ``"data"`` and its study
     under ``"run"``, in the order of X."""
     model, taps, xs, ys, data, cfgs, seen = None, None, [], [], [], [], set()
-    for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect"):
-        model, taps = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps
+    for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect", form):
+        model, taps = _run_model(cfg), store.taps
         cfgs.append(cfg)
         name = _data_name(cfg, run)
         for r in _unread(rows, name, seen, data):
@@ -126,7 +152,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
             raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
                              "them (rerank=probe or reasoning=probe)")
         store = StateStore.open(Path(run) / "states" / form)
-        m = ((cfg.get("method") or {}).get("model") or {}).get("model")
+        m = _run_model(cfg)
         if model is not None and (m, store.taps) != (model, taps):
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
         model, taps = m, store.taps
@@ -146,6 +172,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
     on every row of ``runs`` (detect studies; re-rank studies for ``form="candidate"``). Returns the
     probe and {tap: cv_auroc}. ``features`` (short form): estimators of the check's own samples the
     probe reads after the state, stacked on the chosen tap's state probe (:func:`check_probe`)."""
+    check_form(form)
     if features:
         if form != "short":
             raise ValueError(f"--features: only a short-form (knowledge check) probe reads its scores, not --form {form}")
@@ -158,7 +185,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
         if report:
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
-    model, taps, X, wrong, data, wording = load_final_states(runs, form) if form.startswith("final-") else load_states(runs)
+    model, taps, X, wrong, data, wording = load_final_states(runs, form) if form.startswith("final-") else load_states(runs, form=form)
     chosen = taps if tap == "best" else [tap]
     for t in chosen:
         if t not in taps:
@@ -196,14 +223,17 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
                            kind: str = "isotonic") -> Calibration:
     """A calibration map for one estimator of one form, from detect studies (form ``short`` or ``cot``
     answers) or, for the final forms, from SeaKR eval runs (each row's rationale or knowledge answer)."""
-    scores, correct, data, setups, cfgs = [], [], [], set(), []
+    check_form(form, "calibrate")
+    if form == "candidate":
+        raise ValueError("--form candidate: a re-rank candidate is scored by its probe (seakr probe fit --form "
+                         "candidate), not by a calibrated estimator")
+    scores, correct, data, setups, cfgs, seen = [], [], [], set(), [], set()
     for run in runs:
-        cfg, rows = _final_rows(run, form) if form.startswith("final-") else _study(run)
+        cfg, rows = _final_rows(run, form) if form.startswith("final-") else _study(run, form=form)
         cfgs.append(cfg)
-        data.append(_data_name(cfg, run))
         m = cfg.get("method") or {}
         setups.add(((m.get("model") or {}).get("model"), (m.get("config") or {}).get("prompt_style")))
-        for r in rows:
+        for r in _unread(rows, _data_name(cfg, run), seen, data):
             if estimator not in r.get("scores", {}):
                 raise ValueError(f"{run}: its rows have no {estimator!r} score (have: {', '.join(r.get('scores', {}))})")
             v = r["scores"][estimator]
@@ -226,10 +256,25 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     calibrated probabilities. Beside it, every gate level scored on the same questions
     (:func:`seakr.eval.selfknow.gate_sweep`: the trade-off curve) and the level a plain argmax of that
     curve would take, which on a few dozen questions follows their noise."""
-    from ..eval.runner import run_rows
+    from ..eval.runner import read_run_config, run_rows
     from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
 
-    short = {r["id"]: r for run in check_runs for r in _study(run)[1]}
+    short, models = {}, {}
+    for run in check_runs:
+        cfg, rows = _study(run, form="short")
+        models[run] = _run_model(cfg)
+        short.update((r["id"], r) for r in rows)
+    for run in chain_runs:
+        cfg = read_run_config(run)
+        name = cfg.get("study") or (cfg.get("method") or {}).get("method", "seakr")
+        if name != "seakr":
+            raise ValueError(f"{run}: a run of {name}; the chain is a SeaKR eval run retrieving at every step")
+        models[run] = _run_model(cfg)
+    if bank is not None:
+        models["--model"] = bank.model
+    if len(set(m for m in models.values() if m)) > 1:
+        raise ValueError("the check studies, the chain runs and the fitted files belong to different models: "
+                         + ", ".join(f"{k}: {m}" for k, m in models.items() if m))
     chain = {r.id: r for run in chain_runs for r in run_rows(Path(run))}
     pr, pk = bank.calibration("final-rationale", estimator), bank.calibration("final-knowledge", estimator)
     if gate == "probe":
@@ -264,7 +309,7 @@ def candidate_rows(runs: Sequence[str | Path]) -> dict:
     supporting one (``wrong``), its question (``groups``) and (question id, rank) (``keys``)."""
     out = {"states": [], "engine": [], "wrong": [], "groups": [], "keys": [], "model": None, "tap": None, "data": []}
     for run, cfg, rows, store in _with_states(runs, "rerank_rows.jsonl", "re-rank"):
-        out["model"], out["tap"] = ((cfg.get("method") or {}).get("model") or {}).get("model"), store.taps[0]
+        out["model"], out["tap"] = _run_model(cfg), store.taps[0]
         out["data"].append(_data_name(cfg, run))
         for r in rows:
             _add_candidates(out, r, store, run)
@@ -352,7 +397,7 @@ def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "
     a score failed (an empty answer) are left out, as rows without a state are."""
     check_score_names(features, "--features")
     kept: list = []
-    model, taps, X, wrong, data, wording = load_states(runs, kept, features)
+    model, taps, X, wrong, data, wording = load_states(runs, kept, features, form="short")
     t = taps[0] if tap == "best" else tap
     if t not in taps:
         raise ValueError(f"--tap {t}: the studies stored {', '.join(taps)}")
