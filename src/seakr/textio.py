@@ -4,6 +4,8 @@ failure names the file and the line: bytes that are not UTF-8, a truncated or da
 from __future__ import annotations
 
 import gzip
+import json
+import math
 import os
 import zlib
 from typing import Iterator
@@ -108,3 +110,25 @@ def parse_json(text: str, where: str, error: type[Exception] = ValueError):
 def json_file(path: str, error: type[Exception] = ValueError):
     """A JSON file's content; a missing file, bytes that are not UTF-8 or bad JSON raise ``error`` naming it."""
     return parse_json(read_text(str(path), error), str(path), error)
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+#: What check_fields accepts for each kind of field a fitted file holds.
+FIELD_KINDS = {"text": (lambda v: isinstance(v, str), "text"),
+               "number": (_number, "a finite number"),
+               "numbers": (lambda v: isinstance(v, list) and all(map(_number, v)), "a list of finite numbers"),
+               "texts": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of texts"),
+               "object": (lambda v: isinstance(v, dict), "an object")}
+
+
+def check_fields(d: dict, kinds: dict[str, str], where: str, error: type[Exception] = ValueError) -> None:
+    """One line naming the first field of a JSON object (a fitted file) whose value is not of its kind
+    (:data:`FIELD_KINDS`); absent fields pass (the reader names the ones it needs). Without it a hand-edited
+    file fails deep in numpy ("could not convert string to float") or as a TypeError naming no file."""
+    for key, kind in kinds.items():
+        ok, expect = FIELD_KINDS[kind]
+        if key in d and not ok(d[key]):
+            raise error(f"{where}: field {key!r} must be {expect}, not {json.dumps(d[key])[:40]}")

@@ -255,7 +255,7 @@ def test_fitted_files_record_the_checks_wording_and_seakr_refuses_another(tmp_pa
     bank.mkdir()
     other.model = "scripted"
     other.save(bank / "scripted-short.probe.json")
-    calibrate_from_studies([make_study(tmp_path / "v", wording=theirs)], "eigen").save(
+    calibrate_from_studies([make_study(tmp_path / "v", model="scripted", wording=theirs)], "eigen").save(
         bank / "scripted-short-eigen.calibration.json")
     for gate in ("probe", "check"):  # both gates read the short form's fitted files through one loader
         with pytest.raises(ValueError, match="another wording.*refit"):
@@ -275,7 +275,7 @@ def test_a_map_of_sampled_scores_is_read_only_under_its_sampling(tmp_path):
     from seakr.probes.bank import check_sampling, sampling_record
 
     ref = {"k": 20, "temperature": 1.0, "top_k": 50, "top_p": 0.9, "alpha": 1e-3}
-    run = make_study(tmp_path / "s", sampling=ref)
+    run = make_study(tmp_path / "s", model="scripted", sampling=ref)
     f = run / "detect_rows.jsonl"  # a greedy-only score beside EigenScore
     f.write_text("".join(json.dumps({**r, "scores": {**r["scores"], "max-entropy": r["scores"]["eigen"]}}) + "\n"
                          for r in map(json.loads, f.read_text().splitlines())))
@@ -284,8 +284,8 @@ def test_a_map_of_sampled_scores_is_read_only_under_its_sampling(tmp_path):
     assert "sampling" not in calibrate_from_studies([run], "max-entropy").provenance  # greedy: any sampling
     assert sampling_record(ref, ["ln-entropy"]) == {k: ref[k] for k in ("k", "temperature", "top_k", "top_p")}
     with pytest.raises(ValueError, match="sampled differently"):  # two samplings' scores are not pooled
-        calibrate_from_studies([run, make_study(tmp_path / "t", sampling={**ref, "temperature": 0.5})], "eigen")
-    state, _ = fit_from_studies([run, make_study(tmp_path / "u", sampling={**ref, "k": 5})], form="short")
+        calibrate_from_studies([run, make_study(tmp_path / "t", model="scripted", sampling={**ref, "temperature": 0.5})], "eigen")
+    state, _ = fit_from_studies([run, make_study(tmp_path / "u", model="scripted", sampling={**ref, "k": 5})], form="short")
     assert "sampling" not in state.provenance  # a state probe reads the greedy answer only
     bank = tmp_path / "bank"
     bank.mkdir()

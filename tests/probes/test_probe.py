@@ -87,6 +87,43 @@ def test_bank_names_a_file_that_is_not_json_and_a_folder_that_is_a_file(tmp_path
         SelfKnowledge("some-model", str(tmp_path / "gates.json"))
 
 
+PROBE = {"model": "some-model", "tap": "L1:mlp", "form": "short", "coef": [1.0], "intercept": 0.0,
+         "mean": [0.0], "scale": [1.0], "C": 1.0, "provenance": {}, "features": []}
+CAL = {"form": "short", "estimator": "eigen", "kind": "isotonic", "x": [-1.0, 1.0], "y": [0.9, 0.1],
+       "provenance": {"model": "some-model"}}
+
+
+@pytest.mark.parametrize("name,edit,message", [
+    ("probe", {"coef": "abc"}, "field 'coef' must be a list of finite numbers"),  # numpy's "could not convert" before
+    ("probe", {"intercept": None}, "field 'intercept' must be a finite number, not null"),  # a TypeError before
+    ("probe", {"tap": "eleven"}, "field 'tap' must read LAYER:SOURCE"),
+    ("probe", {"C": 0}, "field 'C' must be positive"),
+    ("probe", {"features": "eigen"}, "field 'features' must be a list of texts"),
+    ("probe", {"mean": [float("nan")]}, "field 'mean' must be a list of finite numbers"),
+    ("probe", {"form": "cot"}, "holds a cot probe, read here as the short one"),  # was read as the gate's probe
+    ("probe", {"coef": [1.0, 2.0]}, "probe L1:mlp: weights, mean and scale must have one equal"),
+    ("cal", {"y": ["a"]}, "field 'y' must be a list of finite numbers"),
+    ("cal", {"y": [2.0, 2.0]}, "P\\(correct\\) outside 0..1"),
+    ("cal", {"form": "final-knowledge"}, "holds a final-knowledge/eigen calibration, read here as the short/eigen one"),
+    ("cal", {"estimator": "max-entropy"}, "holds a short/max-entropy calibration"),
+    ("cal", {"form": "zzz"}, "calibration form must be one of"),
+    ("cal", {"provenance": {"model": "other"}}, "fitted on 'other''s scores, read here for 'some-model'"),
+])
+def test_a_hand_edited_fitted_file_is_named_with_its_field(tmp_path, name, edit, message):
+    """A fitted file in a --option probes= folder is checked field by field where it is read, and read only
+    under the form (and estimator, and model) its name says."""
+    base, f = (PROBE, "some-model-short.probe.json") if name == "probe" else (CAL, "some-model-short-eigen.calibration.json")
+    (tmp_path / f).write_text(json.dumps({**base, **edit}))
+    bank = SelfKnowledge("some-model", str(tmp_path))
+    read = (lambda: bank.probe("short")) if name == "probe" else (lambda: bank.calibration("short", "eigen"))
+    with pytest.raises(ValueError, match=message) as e:
+        read()
+    assert str(e.value).startswith(f"{tmp_path / f}: ") and "\n" not in str(e.value)
+    (tmp_path / f).write_text(json.dumps(base))  # the file as written by the fitter is read
+    fresh = SelfKnowledge("some-model", str(tmp_path))
+    assert fresh.probe("short").tap == "L1:mlp" if name == "probe" else fresh.calibration("short", "eigen")(0.0) == 0.5
+
+
 def test_score_features_take_log_perplexity_and_a_failed_score_reads_as_unsure():
     from seakr.probes.probe import score_features
 

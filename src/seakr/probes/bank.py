@@ -47,6 +47,16 @@ def _same_wording(fitted, where: str):
     return fitted
 
 
+def _named(fitted, where: str, form: str, estimator: str | None = None):
+    """A file is read under its name's form (and estimator): one copied or renamed from another form's
+    would put its scale on this decision."""
+    if fitted.form != form or (estimator is not None and fitted.estimator != estimator):
+        what = fitted.form + (f"/{fitted.estimator}" if estimator is not None else "")
+        want = form + (f"/{estimator}" if estimator is not None else "")
+        raise ValueError(f"{where}: holds a {what} {type(fitted).__name__.lower()}, read here as the {want} one")
+    return fitted
+
+
 def check_sampling(fitted, config: dict | None, where: str):
     """A map of a sample-based score (or a probe reading one) is read only under the sampling it was fitted
     on: EigenScore at k = 5 or at another temperature is on another scale than the map's."""
@@ -90,7 +100,8 @@ class SelfKnowledge:
             d, where = self._read(packaged_name(self.model, form))
             if d is None:
                 raise ValueError(f"no {form!r} probe for model {self.model!r} at {where}: fit one with `seakr probe fit`")
-            self._cache[key] = check_sampling(_same_wording(Probe.from_dict(d, where), where), self._sampling(form), where)
+            self._cache[key] = check_sampling(_same_wording(_named(Probe.from_dict(d, where), where, form), where),
+                                              self._sampling(form), where)
         return self._cache[key]  # type: ignore[return-value]
 
     def calibration(self, form: str, estimator: str) -> Calibration:
@@ -101,7 +112,10 @@ class SelfKnowledge:
             if d is None:
                 raise ValueError(f"no {form!r} calibration of {estimator!r} for model {self.model!r} at {where}: "
                                  "fit one with `seakr probe calibrate`")
-            self._cache[key] = check_sampling(_same_wording(Calibration.from_dict(d, where), where), self._sampling(form), where)
+            cal = _named(Calibration.from_dict(d, where), where, form, estimator)
+            if cal.provenance.get("model") not in (None, self.model):  # a map of another model's scores
+                raise ValueError(f"{where}: fitted on {cal.provenance['model']!r}'s scores, read here for {self.model!r}")
+            self._cache[key] = check_sampling(_same_wording(cal, where), self._sampling(form), where)
         return self._cache[key]  # type: ignore[return-value]
 
     def _sampling(self, form: str) -> dict | None:

@@ -18,9 +18,13 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import json_file
+from ..textio import check_fields, json_file
+from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
+#: The kind of each field of a calibration file (textio.check_fields), checked before any of it is used.
+CALIBRATION_FIELDS = {"form": "text", "estimator": "text", "kind": "text", "x": "numbers", "y": "numbers",
+                      "a": "number", "b": "number", "provenance": "object"}
 
 
 @dataclass
@@ -40,6 +44,8 @@ class Calibration:
         return [self.estimator]
 
     def __post_init__(self):
+        if self.form not in FORMS:
+            raise ValueError(f"calibration form must be one of {', '.join(FORMS)}, not {self.form!r}")
         if self.kind not in KINDS:
             raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
         if self.kind == "isotonic":
@@ -47,6 +53,8 @@ class Calibration:
                     or any(b > a + 1e-12 for a, b in zip(self.y, self.y[1:])):
                 raise ValueError(f"isotonic calibration {self.form}/{self.estimator}: knots must be increasing and "
                                  "P(correct) non-increasing, with one value per knot")
+            if not all(0.0 <= v <= 1.0 for v in self.y):
+                raise ValueError(f"isotonic calibration {self.form}/{self.estimator}: P(correct) outside 0..1")
         elif self.a > 0 or not (math.isfinite(self.a) and math.isfinite(self.b)):
             raise ValueError(f"platt calibration {self.form}/{self.estimator}: slope must be finite and <= 0")
 
@@ -67,7 +75,11 @@ class Calibration:
     def from_dict(cls, d: dict, where: str = "calibration") -> "Calibration":
         if not isinstance(d, dict) or not {"form", "estimator", "kind"} <= set(d):
             raise ValueError(f"{where}: not a calibration map (needs form, estimator, kind)")
-        return cls(**{k: d[k] for k in ("form", "estimator", "kind", "x", "y", "a", "b", "provenance") if k in d})
+        check_fields(d, CALIBRATION_FIELDS, where)
+        try:
+            return cls(**{k: d[k] for k in ("form", "estimator", "kind", "x", "y", "a", "b", "provenance") if k in d})
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict()))

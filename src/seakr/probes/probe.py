@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from importlib import resources
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import json_file
+from ..textio import check_fields, json_file
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -67,6 +68,11 @@ def score_features(scores: dict, names: Sequence[str]) -> np.ndarray | None:
             return None
         out.append(math.log(max(float(v), 1e-12)) if n in LOG_SCALE else float(v))
     return np.array(out, dtype=np.float64)
+
+
+#: The kind of each field of a probe file (textio.check_fields), checked before any of it is used.
+PROBE_FIELDS = {"model": "text", "tap": "text", "form": "text", "coef": "numbers", "intercept": "number",
+                "mean": "numbers", "scale": "numbers", "C": "number", "provenance": "object", "features": "texts"}
 
 
 @dataclass
@@ -159,7 +165,15 @@ class Probe:
         if not isinstance(d, dict) or any(k not in d for k in need):
             missing = [k for k in need if not isinstance(d, dict) or k not in d]
             raise ValueError(f"{where}: not a probe file (missing {', '.join(missing)})")
-        return cls(**{k: d[k] for k in (*need, "C", "provenance", "features") if k in d})
+        check_fields(d, PROBE_FIELDS, where)
+        if not re.fullmatch(r"L\d+:\w+", d["tap"]):
+            raise ValueError(f"{where}: field 'tap' must read LAYER:SOURCE such as L11:mlp, not {d['tap']!r}")
+        if "C" in d and d["C"] <= 0:
+            raise ValueError(f"{where}: field 'C' must be positive, not {d['C']}")
+        try:
+            return cls(**{k: d[k] for k in (*need, "C", "provenance", "features") if k in d})
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict()))
