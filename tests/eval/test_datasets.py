@@ -95,6 +95,10 @@ def test_malformed_files_name_file_line_field(tmp_path):
         load_dataset(str(g), "iirc")
     with pytest.raises(DatasetError, match="no such file"):
         load_dataset(str(tmp_path / "none.json"), "hotpotqa")
+    for empty in ("", "\n \n", "[]"):  # "cannot tell the dataset layout; pass --layout" before
+        f.write_text(empty)
+        with pytest.raises(DatasetError, match=r"hotpot.jsonl: no questions in this file"):
+            load_dataset(str(f))
 
 
 def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):

@@ -95,6 +95,10 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
     f.write_text('{"id": "a", "title": "T", "text": "ok"}\n{"id": " ", "title": "T", "text": "x"}\n')
     with pytest.raises(CorpusError, match=r"c.jsonl:2: empty field 'id'"):  # ids name passages in traces and rows
         list(read_corpus(str(f), "jsonl"))
+    for blank in ("", "\n\n  \n"):  # read as "cannot guess the format; pass --format" before
+        f.write_text(blank)
+        with pytest.raises(CorpusError, match=r"c.jsonl: the file is empty: no passages to index"):
+            detect_format(str(f))
 
 
 def test_sentences_are_joined_with_one_space_where_none_separates_them():

@@ -258,6 +258,8 @@ LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad
 def detect_layout(path: str) -> str:
     name = os.path.basename(path).lower()
     head = textio.head(path, 4096, DatasetError)
+    if not head.strip() or head.strip() in ("[]", "{}"):
+        raise DatasetError(f"{path}: no questions in this file")
     if head.startswith(",".join(QA_CSV_HEADER)):
         return "qa-csv"
     if '"Data"' in head and '"QuestionId"' in head or "trivia" in name:

@@ -229,6 +229,8 @@ def detect_format(path: str) -> str:
         return "squad"
     head = textio.head(path, 4096, CorpusError)
     s = head.lstrip()
+    if not s:
+        raise CorpusError(f"{path}: the file is empty: no passages to index")
     if s.startswith("{") and '"data"' in s[:200] and "paragraphs" in head:
         return "squad"
     if '"ctxs"' in head:
