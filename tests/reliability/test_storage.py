@@ -178,10 +178,13 @@ def test_05_resume_knows_an_index_by_its_checksum_and_names_what_differs(tmp_pat
         log.append({"id": "q1"})
     # the same index copied elsewhere (and another SEAKR_CACHE): the same run
     RowLog(run, "results.jsonl", _engine_cfg("/mnt/b/idx_moved"), resume=True).close()
-    with pytest.raises(ValueError, match=r"method\.engine\.checksum differs"):
+    with pytest.raises(ValueError, match=r'method\.engine\.checksum: ".*" recorded, "other" now'):
         RowLog(run, "results.jsonl", _engine_cfg("/home/a/idx", checksum="other"), resume=True)
-    with pytest.raises(ValueError, match=r"method\.config\.k differs"):
+    with pytest.raises(ValueError, match=r"method\.config\.k: \d+ recorded, 5 now\)"):
         RowLog(run, "results.jsonl", _engine_cfg("/home/a/idx", k=5), resume=True)
+    # every field that differs is named (a changed model was reported as its prompt style alone)
+    with pytest.raises(ValueError, match=r"config\.k: \d+ recorded, 5 now; method\.engine\.checksum: .* recorded, \"x\" now\)"):
+        RowLog(run, "results.jsonl", _engine_cfg("/home/a/idx", k=5, checksum="x"), resume=True)
 
 
 def test_06_resume_refuses_another_shard_and_a_folder_without_its_config(tmp_path):
@@ -232,5 +235,5 @@ def test_a_run_recorded_before_an_option_existed_resumes_with_that_options_old_v
     now["method"]["config"].update(gate="step", check_estimator="eigen", gate_p=None, probes=None, check_temperature=None)
     RowLog(run, "results.jsonl", now, resume=True, companion=("scores.jsonl", lambda r: r)).close()
     now["method"]["config"]["gate"] = "probe"
-    with pytest.raises(ValueError, match=r"method\.config\.gate differs"):
+    with pytest.raises(ValueError, match=r'method\.config\.gate: "step" recorded, "probe" now'):
         RowLog(run, "results.jsonl", now, resume=True, companion=("scores.jsonl", lambda r: r))

@@ -176,17 +176,14 @@ class RowLog:
         self.close()
 
 
-def first_difference(a, b, prefix: str = "") -> str | None:
-    """The dotted name of the first field where two JSON-like values differ (None when equal)."""
+def differences(a, b, prefix: str = "") -> list[tuple[str, object, object]]:
+    """Every field where two JSON-like values differ: (dotted name, a's value, b's value; None where absent)."""
     if isinstance(a, dict) and isinstance(b, dict):
+        out = []
         for k in list(a) + [k for k in b if k not in a]:
-            if k not in a or k not in b:
-                return f"{prefix}{k}"
-            d = first_difference(a[k], b[k], f"{prefix}{k}.")
-            if d:
-                return d
-        return None
-    return None if a == b else prefix.rstrip(".") or "value"
+            out += differences(a.get(k), b.get(k), f"{prefix}{k}.") if k in a and k in b else [(f"{prefix}{k}", a.get(k), b.get(k))]
+        return out
+    return [] if a == b else [(prefix.rstrip(".") or "value", a, b)]
 
 
 def _with_added_options(method: dict | None) -> dict | None:
@@ -201,11 +198,12 @@ def _with_added_options(method: dict | None) -> dict | None:
 
 
 def _check_same_run(old: dict, config: dict, where: Path) -> None:
-    field = first_difference(_comparable(_with_added_options(old.get("method"))),
-                             _comparable(json.loads(json.dumps(config.get("method")))))
-    if field:
+    diff = differences(_comparable(_with_added_options(old.get("method"))),
+                       _comparable(json.loads(json.dumps(config.get("method")))))
+    if diff:  # every field that differs, so a changed model is not reported as its prompt style alone
+        said = "; ".join(f"method.{k}: {json.dumps(a)} recorded, {json.dumps(b)} now" for k, a, b in diff[:4])
         raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json "
-                         f"(method.{field} differs)")
+                         f"({said}{f'; {len(diff) - 4} more' if len(diff) > 4 else ''})")
     if _other_data(old, config):
         raise ValueError(f"{where}: --resume with different data ({config.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
