@@ -53,7 +53,7 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
 
     _fake_run(tmp_path / "a", "0/3", ids=("q1",))
     _fake_run(tmp_path / "b", "1/3", k=10, ids=("q2",))
-    with pytest.raises(ValueError, match="a different run"):
+    with pytest.raises(ValueError, match=r"a different run than .*a \(method\.config\.k: \d+ there, 10 here\)"):
         merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "b")])
     _fake_run(tmp_path / "c", "1/2", ids=("q3",))
     with pytest.raises(ValueError, match="another split"):

@@ -186,6 +186,18 @@ def differences(a, b, prefix: str = "") -> list[tuple[str, object, object]]:
     return [] if a == b else [(prefix.rstrip(".") or "value", a, b)]
 
 
+def method_differences(old: dict, new: dict) -> list[tuple[str, object, object]]:
+    """Where two run configs' methods differ (options added since ``old`` was recorded at their old values)."""
+    return differences(_comparable(_with_added_options(old.get("method"))), _comparable(_with_added_options(new.get("method"))))
+
+
+def said_differences(diff: list, first: str, second: str, most: int = 4) -> str:
+    """Every field that differs with both values, for one line (a changed model was once reported as its
+    prompt style alone, the first of the fields it changes)."""
+    said = "; ".join(f"method.{k}: {json.dumps(a)} {first}, {json.dumps(b)} {second}" for k, a, b in diff[:most])
+    return said + (f"; {len(diff) - most} more" if len(diff) > most else "")
+
+
 def _with_added_options(method: dict | None) -> dict | None:
     """A recorded method description with the options added since it was recorded, at the values that
     reproduce it (``Config.ADDED``)."""
@@ -198,12 +210,10 @@ def _with_added_options(method: dict | None) -> dict | None:
 
 
 def _check_same_run(old: dict, config: dict, where: Path) -> None:
-    diff = differences(_comparable(_with_added_options(old.get("method"))),
-                       _comparable(json.loads(json.dumps(config.get("method")))))
-    if diff:  # every field that differs, so a changed model is not reported as its prompt style alone
-        said = "; ".join(f"method.{k}: {json.dumps(a)} recorded, {json.dumps(b)} now" for k, a, b in diff[:4])
+    diff = method_differences(old, json.loads(json.dumps(config)))
+    if diff:
         raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json "
-                         f"({said}{f'; {len(diff) - 4} more' if len(diff) > 4 else ''})")
+                         f"({said_differences(diff, 'recorded', 'now')})")
     if _other_data(old, config):
         raise ValueError(f"{where}: --resume with different data ({config.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
@@ -409,10 +419,11 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     for d in dirs:
         p = Path(d)
         cfg = read_run_config(p)
-        same = _comparable(_with_added_options(cfg.get("method"))) == _comparable(_with_added_options(cfgs[0].get("method"))) \
-            if cfgs else True
-        if not same or (cfgs and _other_data(cfgs[0], cfg)):
-            raise ValueError(f"{d}: a different run than {dirs[0]} (method config or data differ)")
+        diff = method_differences(cfgs[0], cfg) if cfgs else []
+        if diff:
+            raise ValueError(f"{d}: a different run than {dirs[0]} ({said_differences(diff, 'there', 'here')})")
+        if cfgs and _other_data(cfgs[0], cfg):
+            raise ValueError(f"{d}: a different run than {dirs[0]} (another data file)")
         if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
             raise ValueError(f"{d}: shard {cfg.get('shard')} is of another split than {cfgs[0].get('shard')}")
         for key in ("limit", "every"):  # shards of one run cut the same questions
