@@ -186,6 +186,9 @@ def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
         assert not (tmp_path / "bad").exists()
     eng = TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], tmp_path / "ok")
     assert [p.id for p in eng.search("alpha", np.int64(2))] == ["a"] and eng.search("alpha", 0) == []
+    # tantivy takes k as a u32: k >= 2**32 aborted the whole process (SIGABRT, from the CLI's -k, a method's
+    # n_candidates, any door); k is bounded by the index's size
+    assert [p.id for p in eng.search("alpha", 2**32)] == ["a"] == [p.id for p in eng.search_many(["alpha"], 2**70)[0]]
     for query, k, error, needle in (("alpha", 3.5, TypeError, "k must be a whole number, got 3.5"),
                                     ("alpha", -1, ValueError, "k must be >= 0, got -1"),
                                     (None, 3, TypeError, "the query must be text, got NoneType")):

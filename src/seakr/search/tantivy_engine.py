@@ -303,7 +303,8 @@ class TantivyEngine:
         return t.Query.disjunction_max_query(per_field, tie_breaker=TIE_BREAKER)
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
-        k = check_search(query, k)
+        # never more than the index holds: tantivy takes k as a u32, and k >= 2**32 aborts the process
+        k = min(check_search(query, k), self.count())
         q = self._query(query)
         if q is None or k <= 0:
             return []
