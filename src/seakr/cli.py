@@ -455,6 +455,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except (MemoryError, RuntimeError) as e:
+        said = out_of_memory(e)
+        if said is None:
+            raise
+        print(f"seakr: error: {said}", file=sys.stderr)
+        return 3
+
+
+def out_of_memory(e: BaseException) -> str | None:
+    """One line for an allocation the machine cannot give (k = 10**11 samples asked 40 TB of CPU memory
+    and printed torch's traceback), naming the knobs that size it; None for any other error (a fault in
+    seakr keeps its traceback)."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if not (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
+            or "can't allocate memory" in text or "out of memory" in text.lower()):
+        return None
+    m = re.search(r"allocate (\d+) bytes", text) or re.search(r"allocate ([0-9.]+ ?[KMGT]i?B)", text)
+    wanted = m and (f"{int(m.group(1)) / 1e9:,.1f} GB" if m.group(1).isdigit() else m.group(1))
+    return (f"out of memory{f' (asked for {wanted})' if wanted else ''}: lower k, max_new_tokens, "
+            "n_candidates or --concurrency, or load the model in a smaller precision")
 
 
 def precheck(args) -> None:

@@ -93,6 +93,27 @@ def test_06_question_beyond_the_context_is_refused(index):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
+def test_a_sample_count_the_machine_cannot_hold_is_one_line(index):
+    """k = 10**11 asked torch for 40 TB and printed its traceback; the allocation failure is named, with the
+    knobs that size it (exit 3: the input is valid, the machine too small)."""
+    r = seakr("ask", "--model", "smollm2-135m", "--index", index, "--option", "k=100000000000", "Who wrote Hamlet?")
+    err = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 3 and "Traceback" not in r.stderr.decode()
+    assert err[-1].startswith("seakr: error: out of memory (asked for ") and "lower k" in err[-1]
+
+
+def test_out_of_memory_is_told_from_other_faults():
+    from seakr.cli import out_of_memory
+
+    cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+                       "you tried to allocate 40400000000000 bytes. Error code 12 (Cannot allocate memory)")
+    assert out_of_memory(cpu).startswith("out of memory (asked for 40,400.0 GB): lower k")
+    cuda = type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0)")
+    assert "(asked for 20.00 GiB)" in out_of_memory(cuda) and out_of_memory(MemoryError()).startswith("out of memory:")
+    assert out_of_memory(RuntimeError("shape mismatch")) is None  # a fault in seakr keeps its traceback
+
+
 def test_09_question_with_undecodable_bytes(index):
     one_line_error(seakr("ask", "--index", index, b"caf\xe9 au lait?"), "not valid UTF-8")
 
