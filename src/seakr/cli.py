@@ -432,6 +432,9 @@ def cmd_serve(args) -> int:
 def cmd_report(args) -> int:
     from .serve.render import write_report
 
+    if not os.path.isdir(args.dir):  # else the default --out inside it is what the error would name
+        raise CLIError(f"{args.dir}: " + ("not a directory (a run or study folder)" if os.path.exists(args.dir)
+                                          else "no such directory"))
     out = args.out or os.path.join(args.dir, "report.html")
     check_output_file(out, "--out")  # before the run folder is read
     write_report(args.dir, out)

@@ -303,6 +303,21 @@ def test_report_checks_its_output_path_and_names_a_malformed_detection_file(tmp_
     one_line_error(seakr("report", str(tmp_path / "study"), "--out", str(tmp_path / "no" / "r.html")),
                    f"--out {tmp_path / 'no' / 'r.html'}: no such directory")  # it was a bare Errno
     one_line_error(seakr("report", str(tmp_path / "study")), f"{tmp_path / 'study' / 'detect.json'}:1: invalid JSON")
+    # the folder itself, not the default --out inside it ("--out nope/report.html: no such directory nope")
+    one_line_error(seakr("report", str(tmp_path / "nope")), f"{tmp_path / 'nope'}: no such directory")
+    (tmp_path / "f.txt").write_text("x")
+    one_line_error(seakr("report", str(tmp_path / "f.txt")), "f.txt: not a directory")
+
+
+def test_compare_refuses_a_study_and_points_into_a_grid_folder(tmp_path):
+    study, grid = tmp_path / "study", tmp_path / "grid"
+    study.mkdir()
+    (study / "config.json").write_text(json.dumps({"study": "detect"}))  # its rows were paired as answers (n=0)
+    for name in ("a", "b"):
+        (grid / name).mkdir(parents=True)
+        (grid / name / "config.json").write_text(json.dumps({"name": name}))
+    one_line_error(seakr("compare", str(grid / "a"), str(study)), "study: a detect study, not an eval run")
+    one_line_error(seakr("compare", str(grid)), "grid: not an eval run directory", "it holds the runs a, b")
 
 
 @pytest.mark.parametrize("args,needle", [

@@ -473,10 +473,14 @@ def compare(dirs: Sequence[str]) -> str:
     sums, runs, finals, cfgs, loaded = [], [], [], [], []
     for d in dirs:
         p = Path(d)
-        rows = run_rows(p)
         cfg = read_run_config(p, required=False)
+        if cfg.get("study"):  # a detect/re-rank/calibration study: its rows are not answers to pair
+            raise ValueError(f"{d}: a {cfg['study']} study, not an eval run (`seakr report {d}` shows it)")
+        rows = run_rows(p)
         if not rows and not cfg:
-            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json)")
+            inner = sorted(q.name for q in p.iterdir() if (q / "config.json").is_file()) if p.is_dir() else []
+            hint = f"; it holds the runs {', '.join(inner[:6])}: compare those" if inner else ""
+            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json){hint}")
         loaded.append((rows, cfg))
     names = _labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
     for name, (rows, cfg) in zip(names, loaded):
