@@ -157,7 +157,7 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     ({"runs": [3]}, "runs hold RunSpec (or a method's name), not int"),
     ({"data": 5}, "data must be a path or text, not int"),
     ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "--precision 'fp8'"),
-    ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads 0"),
+    ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads must be a whole number >= 1, not 0"),
     ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "--layer 2.5"),
     ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
 ])

@@ -41,12 +41,30 @@ def test_the_answer_call_checks_its_listener_and_cancel_before_any_work():
     assert not calls  # refused before the model was called
 
 
-@pytest.mark.parametrize("threads", [0, -1, 1.5, True])
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True, 100000])
 def test_a_model_refuses_a_thread_count_before_loading(threads):
+    """Beyond the CPUs the process may use, threads only contend (1000 on 2 CPUs: no output in 2 minutes)."""
     from seakr.models.hf import HFLanguageModel
 
-    with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
+    with pytest.raises(ValueError, match="threads must be a whole number >= 1|threads 100000: this process may use"):
         HFLanguageModel("no-such-model", threads=threads)
+
+
+def test_seakr_threads_is_checked_like_the_flag(monkeypatch):
+    from seakr.eval.plan import ModelSpec, PlanError
+    from seakr.models.hf import default_threads
+
+    for bad in ("abc", "0", "100000"):
+        monkeypatch.setenv("SEAKR_THREADS", bad)
+        with pytest.raises(ValueError, match=f"SEAKR_THREADS='{bad}': expected a whole number from 1 to the"):
+            default_threads()
+        with pytest.raises(PlanError, match="SEAKR_THREADS"):  # at the plan's check, before the load
+            ModelSpec("smollm2-135m").check()
+    monkeypatch.setenv("SEAKR_THREADS", "1")
+    assert default_threads() == 1
+    with pytest.raises(PlanError, match="--threads 100000: this process may use"):
+        ModelSpec("smollm2-135m", threads=100000).check()
+    ModelSpec("smollm2-135m", threads=64).check(here=False)  # a remote Ray cluster's workers: their CPUs bound it
 
 
 def test_a_method_that_searches_without_an_engine_is_refused_before_any_model_call():

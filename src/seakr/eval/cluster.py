@@ -42,13 +42,13 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
         raise PlanError("eval --ray: runs one method over --shards shards; a grid of several runs does not apply")
     if plan.concurrency > 1 or plan.shard:
         raise PlanError("eval --ray: --shard and --concurrency do not apply (each task is one shard)")
-    plan.check()
+    local = address in (None, "", "local")
+    plan.check(here=local)  # a remote cluster's workers bound --threads by their own CPUs when they load
     plan.ensure_index(plan.select())  # bad data fails here, not in every worker; one index build, not n racing
     if plan.model.threads is None:  # each task computes on its share of the node, not on every core
         plan.model.threads = max(1, int(num_cpus))
     ray = _ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
-    local = address in (None, "", "local")
     env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SEAKR_CACHE") if k in os.environ}
     ray.init(address=None if local else address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
              runtime_env={"env_vars": env} if env else None,

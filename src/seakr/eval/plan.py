@@ -45,8 +45,9 @@ class ModelSpec:
 
     DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
 
-    def check(self) -> None:
-        """The mistakes that would otherwise surface after a minute of loading."""
+    def check(self, here: bool = True) -> None:
+        """The mistakes that would otherwise surface after a minute of loading. ``here``: the model loads on
+        this machine (not on a remote Ray cluster's workers, whose CPUs bound --threads there)."""
         from ..models import DEFAULT_MODEL
         from ..models.registry import model_kind
 
@@ -58,8 +59,15 @@ class ModelSpec:
 
         if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
             raise PlanError(f"--precision {self.precision!r}: expected {', '.join(PRECISIONS)} (or fp32, bf16, fp16)")
-        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1):
-            raise PlanError(f"--threads {self.threads!r}: expected a positive whole number")
+        from ..models.hf import check_threads, default_threads
+
+        try:  # the flag, else SEAKR_THREADS: either beyond the CPUs only contends
+            if here:
+                check_threads(self.threads, "--threads") if self.threads is not None else default_threads()
+            elif self.threads is not None:
+                check_threads(self.threads, "--threads", bounded=False)
+        except ValueError as e:
+            raise PlanError(str(e)) from None
         if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
             raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
         from ..models.hf import resolve_device
@@ -222,8 +230,9 @@ class EvalPlan:
         if self.model is None or isinstance(self.model, (str, os.PathLike)):
             self.model = ModelSpec(_fspath(self.model))
 
-    def check(self) -> "EvalPlan":
-        """Every mistake that can be found without the model or the data's content; returns self."""
+    def check(self, here: bool = True) -> "EvalPlan":
+        """Every mistake that can be found without the model or the data's content; returns self. ``here``:
+        the model loads on this machine (:meth:`ModelSpec.check`)."""
         if not self.data or not self.out:
             raise PlanError("eval: --data and --out are required (or set them in --config)")
         for name in ("data", "out", "index", "layout", "shard", "prompt_set"):
@@ -245,7 +254,7 @@ class EvalPlan:
         check_settings(self.seed, self.prompt_set)
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
-        self.model.check()
+        self.model.check(here)
         if self.index and not self.index.startswith(("http://", "https://", "es+", "opensearch+")):
             from ..search import open_engine
 
