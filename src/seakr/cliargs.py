@@ -26,6 +26,12 @@ def _names(value: str) -> list[str]:
     return names
 
 
+def _stop(text: str) -> str:
+    if not text:  # it stopped nothing, silently
+        raise argparse.ArgumentTypeError("an empty stop string stops nothing")
+    return text
+
+
 def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive integer")
 
@@ -144,7 +150,8 @@ def _uncertainty_parser(sub) -> None:
     p.add_argument("--top-k", type=positive_int, default=50)
     p.add_argument("--top-p", type=probability, default=0.9)
     p.add_argument("--max-new-tokens", type=positive_int, default=64)
-    p.add_argument("--stop", action="append", default=["\n"], help="stop string (repeatable; default newline)")
+    p.add_argument("--stop", action="append", type=_stop, default=None,
+                   help="stop string (repeatable; replaces the default newline; \\n is a newline unless --no-escapes)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--alpha", type=positive_float, default=1e-3)
     p.add_argument("--show", type=count, default=5, help="samples to print")

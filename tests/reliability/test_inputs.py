@@ -243,6 +243,8 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", ""], "the prompt is empty"),
     (["uncertainty", "--temperature", "0", "x"], "--temperature 0: every sample would be the greedy answer"),
     (["uncertainty", "--show", "-1", "x"], "expected a whole number >= 0"),
+    (["uncertainty", "--stop", "", "x"], "--stop: an empty stop string stops nothing"),  # it was ignored
+    (["uncertainty", "--threads", "100000", "x"], "--threads 100000: this process may use"),
     (["uncertainty", "--device", "bogus", "x"], "--device 'bogus'"),
     (["uncertainty", "--device", "cuda:abc", "x"], "--device 'cuda:abc'"),
     (["uncertainty", "--device", "meta", "x"], "--device 'meta'"),
@@ -259,6 +261,13 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
 def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     err = one_line_error(seakr(*args), needle)
     assert "Traceback" not in err
+
+
+def test_a_stop_string_replaces_the_default_newline():
+    from seakr.cliargs import build_parser
+
+    parse = lambda *a: build_parser().parse_args(["uncertainty", *a, "x"]).stop  # noqa: E731
+    assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
 
 
 def test_10_output_paths_and_run_folders_are_checked(tmp_path):
