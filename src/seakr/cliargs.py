@@ -26,6 +26,14 @@ def _names(value: str) -> list[str]:
     return names
 
 
+def given(text: str) -> str:
+    """A file, folder or name typed for a flag: an empty one read as "not given" (the default model, the
+    demo index, no probe file) and ran without a word."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty; name it, or leave the flag out for its default")
+    return text
+
+
 def _stop(text: str) -> str:
     if not text:  # it stopped nothing, silently
         raise argparse.ArgumentTypeError("an empty stop string stops nothing")
@@ -86,7 +94,7 @@ def unescape(text: str) -> str:
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
 
-    p.add_argument("--model", default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
+    p.add_argument("--model", type=given, default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
     p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
                    help="how the model computes (default auto: the packaged model's fastest precision that passed "
                         "the accuracy bar, else bf16 where native, else fp32); int8 is CPU only")
@@ -97,10 +105,10 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_method_args(p, methods) -> None:
-    p.add_argument("--index", default=None, help="index directory or http(s)://host:9200/INDEX")
+    p.add_argument("--index", type=given, default=None, help="index directory or http(s)://host:9200/INDEX")
     p.add_argument("--method", default="seakr", choices=list(methods))
     p.add_argument("--delta", type=float, default=None, help="SeaKR threshold (default: calibration file)")
-    p.add_argument("--prompt-set", default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
+    p.add_argument("--prompt-set", type=given, default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="any method option, e.g. estimator=energy rerank=engine max_steps=4 (repeatable)")
 
@@ -180,7 +188,7 @@ def _answer_parsers(sub) -> None:
 
     p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")
     _add_model_args(p)
-    p.add_argument("--index", default=None, help="default: the demo index")
+    p.add_argument("--index", type=given, default=None, help="default: the demo index")
     p.add_argument("--method", default="seakr", choices=list(METHODS))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
     p.add_argument("--host", default="127.0.0.1")
@@ -196,15 +204,15 @@ def _data_args(p, out_required=True, data_required=None) -> None:
     from .eval.datasets import LAYOUTS
 
     _add_model_args(p)
-    p.add_argument("--data", required=out_required if data_required is None else data_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
+    p.add_argument("--data", type=given, required=out_required if data_required is None else data_required, help="dataset file (HotpotQA, 2Wiki, NQ, SQuAD, TriviaQA, IIRC, FlashRAG)")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
-    p.add_argument("--index", default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
-    p.add_argument("--filler", action="append", default=[], help="extra corpus files added to the pooled index")
+    p.add_argument("--index", type=given, default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
+    p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files added to the pooled index")
     p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
     p.add_argument("--every", type=positive_int, default=None, metavar="N",
                    help="every N-th question of the file (before --limit): a subset spread over its topics")
     p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--prompt-set", default=None)
+    p.add_argument("--prompt-set", type=given, default=None)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", required=out_required)
 
@@ -224,7 +232,7 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--method", default="seakr", choices=list(METHODS))
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
-    p.add_argument("--config", default=None, help="TOML file listing [[run]] entries (method, name, options)")
+    p.add_argument("--config", type=given, default=None, help="TOML file listing [[run]] entries (method, name, options)")
     p.add_argument("--concurrency", type=positive_int, default=1,
                    help="questions in flight; their model calls are merged into shared decode batches")
     p.add_argument("--shard", default=None, metavar="I/N",
@@ -262,7 +270,7 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--form", default="cot", choices=["cot", "short"],
                    help="cot: SeaKR's answer prompt (demonstrations, chain of thought); short: the knowledge check "
                         "(a short answer, no demonstrations)")
-    p.add_argument("--probe-file", default=None, help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
+    p.add_argument("--probe-file", type=given, default=None, help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
     study("rerank-study", "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
@@ -298,8 +306,8 @@ def _probe_parsers(sub) -> None:
     g.add_argument("--check", nargs="+", required=True, help="detect studies of the check (--form short) on tuning data")
     g.add_argument("--chain", nargs="+", required=True, help="SeaKR eval runs retrieving at every step on the same questions")
     g.add_argument("--gate", default="check", choices=["check", "probe"])
-    g.add_argument("--model", default=None, help="whose fitted files to read (default: the check studies' model)")
-    g.add_argument("--probes", default=None, help="folder of fitted files (default: the package's)")
+    g.add_argument("--model", type=given, default=None, help="whose fitted files to read (default: the check studies' model)")
+    g.add_argument("--probes", type=given, default=None, help="folder of fitted files (default: the package's)")
     g.add_argument("--out", required=True, help="JSON file for the trade-off curve and the chosen level")
     g.set_defaults(cmd="probe_gate")
 

@@ -263,6 +263,39 @@ def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize("args", [
+    ["eval", "--data", HOTPOT, "--method", "cot", "--out", "x", "--model", ""],  # ran on the default model
+    ["eval", "--data", HOTPOT, "--method", "cot", "--out", "x", "--filler", " "],
+    ["eval", "--data", HOTPOT, "--method", "cot", "--out", "x", "--config", ""],
+    ["ask", "--index", "", "Who?"],
+    ["serve", "--index", ""],  # served the demo index
+    ["detect", "--data", HOTPOT, "--out", "x", "--probe-file", ""],  # ran the whole study without the probe
+    ["probe", "gate", "--check", ".", "--chain", ".", "--out", "x", "--probes", ""],
+])
+def test_an_empty_input_path_is_not_read_as_its_default(args):
+    flag = next(a for a, b in zip(args, args[1:]) if not b.strip())
+    r = seakr(*args)  # (one_line_error's "no config: line" test cannot read "argument --config: empty")
+    err = r.stderr.decode().strip()
+    assert r.returncode == 2 and len(err.splitlines()) == 1, err
+    assert f"argument {flag}: empty; name it, or leave the flag out for its default" in err
+
+
+def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
+    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.methods import SeaKR
+
+    for kw, needle in ((dict(index=""), "index is empty"), (dict(filler=[""]), "filler is empty"),
+                       (dict(prompt_set=" "), "prompt_set is empty"), (dict(model=""), "--model is empty")):
+        with pytest.raises(PlanError, match=needle):
+            EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **kw).check()
+    with pytest.raises(ValueError, match="model: empty"):
+        SeaKR.from_config(model="", index=None)
+    grid = tmp_path / "g.toml"
+    grid.write_text('index = ""\n[[run]]\nmethod = "cot"\n')
+    one_line_error(seakr("eval", "--config", str(grid), "--data", HOTPOT, "--out", str(tmp_path / "o")), "index is empty")
+    one_line_error(seakr("ask", "--option", "probes=", "Who?"), "option probes: an empty path")
+
+
 def test_a_stop_string_replaces_the_default_newline():
     from seakr.cliargs import build_parser
 

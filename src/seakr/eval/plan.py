@@ -51,6 +51,8 @@ class ModelSpec:
         from ..models import DEFAULT_MODEL
         from ..models.registry import model_kind
 
+        if isinstance(self.model, str) and not self.model.strip():  # read as the default model
+            raise PlanError("--model is empty; name a model, or leave it out for the default")
         try:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
@@ -238,6 +240,9 @@ class EvalPlan:
         for name in ("data", "out", "index", "layout", "shard", "prompt_set"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise PlanError(f"eval: {name} must be a path or text, not {type(getattr(self, name)).__name__}")
+        for name, v in (("index", self.index), ("prompt_set", self.prompt_set), *(("filler", f) for f in self.filler)):
+            if isinstance(v, str) and not v.strip():  # read as "not given": the pooled index, the default set
+                raise PlanError(f"eval: {name} is empty; name it, or leave it out for its default")
         if self.layout not in LAYOUTS:
             raise PlanError(f"eval: unknown dataset layout {self.layout!r}; choose from {', '.join(LAYOUTS)}")
         self._check_numbers()

@@ -71,6 +71,8 @@ def _typed(f: dataclasses.Field, v, rng: "Range | None"):
     if default is None and str(f.type).startswith("str"):  # optional text (a folder)
         if v is not None and not isinstance(v, str):
             raise ValueError(f"option {f.name}: expected a string or null, got {v!r}")
+        if isinstance(v, str) and not v.strip():  # read as "not given" (the package's files), or as "."
+            raise ValueError(f"option {f.name}: an empty path; name the folder, or leave the option out")
         return v
     number = isinstance(v, (int, float)) and not isinstance(v, bool)
     if default is None:  # optional numbers (delta, n_shot, gate_p)

@@ -12,6 +12,8 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
     spec = os.fspath(spec)
+    if not spec.strip():  # read as the working folder, whose error then named "." instead of the mistake
+        raise SearchError("index: an empty path; name the index folder or URL")
     if spec.startswith(("http://", "https://", "es+", "opensearch+")):
         from .elastic import ElasticEngine
 
