@@ -55,8 +55,8 @@ def out_of_fold_all(d: dict, folds: int, seed: int = 0) -> dict:
     from sklearn.model_selection import StratifiedKFold
 
     y = d["wrong"].astype(int)
-    C_state = fit_probe(d["states"], y, model="-", tap="-", form="short", folds=folds).C
-    C_scores = fit_probe(d["extra"], y, model="-", tap="-", form="short", folds=folds, Cs=(0.01, 0.1, 1.0, 10.0)).C
+    C_state = fit_probe(d["states"], y, model="-", tap=d["tap"], form="short", folds=folds).C
+    C_scores = fit_probe(d["extra"], y, model="-", tap=d["tap"], form="short", folds=folds, Cs=(0.01, 0.1, 1.0, 10.0)).C
     oof = {"state": out_of_fold(d["states"], y, folds, C=C_state, seed=seed),
            "eigen": d["extra"][:, FEATURES.index("eigen")],
            "scores": out_of_fold(d["extra"], y, folds, C=C_scores, seed=seed),

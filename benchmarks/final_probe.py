@@ -47,9 +47,10 @@ def both_answers(runs: list[str], read: dict | None = None) -> dict:
     """Questions where both final answers have an F1 and a stored state: states (n, 2, d), F1s (n, 2); a
     question of one data file in two runs (overlapping subsets) is read once. ``read``, where given,
     receives each run's rows {id: row}, for a caller that needs them too."""
-    X, F, A, ids, data, seen = [], [], [], [], [], set()
+    X, F, A, ids, data, seen, tap = [], [], [], [], [], set(), None
     for run in runs:
         stores = {f: StateStore.open(Path(run) / "states" / f"final-{f}") for f in FORMS}
+        tap = stores["rationale"].taps[0]  # the state read below (z[0])
         cfg = json.loads((Path(run) / "config.json").read_text())
         rows = {r.id: r for r in run_rows(Path(run))}
         if read is not None:
@@ -67,7 +68,7 @@ def both_answers(runs: list[str], read: dict | None = None) -> dict:
             A.append([c[f].answer for f in FORMS])
             ids.append(r.id)
             data.append(_data_name(cfg, run))
-    return {"X": np.stack(X), "F": np.array(F), "answers": A, "ids": ids, "data": data}
+    return {"X": np.stack(X), "F": np.array(F), "answers": A, "ids": ids, "data": data, "tap": tap}
 
 
 def evaluate(d: dict, folds: int) -> dict:
@@ -76,7 +77,7 @@ def evaluate(d: dict, folds: int) -> dict:
     for j, f in enumerate(FORMS):
         wrong = (F[:, j] < CORRECT_F1).astype(int)
         # C as fit_probe picks it on all rows, then each row's P(wrong) from a probe that never saw it
-        Cs[f] = fit_probe(d["X"][:, j, :], wrong, model="-", tap="-", form="short", folds=folds).C
+        Cs[f] = fit_probe(d["X"][:, j, :], wrong, model="-", tap=d["tap"], form=f"final-{f}", folds=folds).C
         p_wrong[f] = out_of_fold(d["X"][:, j, :], wrong, folds, C=Cs[f])
     pr, pk = 1 - p_wrong["rationale"], 1 - p_wrong["knowledge"]
     # as SeaKR chooses (methods.base.pick): the more probable answer; "unknown" defers; a tie goes to knowledge

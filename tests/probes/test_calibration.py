@@ -2,6 +2,7 @@
 wrong-way score clipped to the base rate, files round-trip."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -50,3 +51,14 @@ def test_hand_written_maps_are_checked():
         Calibration("short", "eigen", "platt", a=1.0)
     iso = Calibration("short", "eigen", "isotonic", x=[0.0, 1.0], y=[0.8, 0.2])
     assert iso(0.5) == pytest.approx(0.5) and iso(-5) == 0.8 and iso(5) == 0.2
+
+
+def test_fit_names_scores_and_labels_it_cannot_use():
+    """A text score was numpy's "could not convert string to float"; 3 scores and 2 labels read as "need at
+    least two scored rows"; labels other than right/wrong fitted a map of nothing."""
+    for scores, correct, needle in (([1.0, 2.0, 3.0], [True, False], "got 3 scores and 2 labels"),
+                                    (["a", "b"], [True, False], "scores must be numbers (None for a failed estimate), got 'a' at row 0"),
+                                    ([1.0, 2.0], [2, 0], "labels must be booleans")):
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            fit_calibration(scores, correct, form="short", estimator="eigen")
+    assert fit_calibration([1.0, np.float32(2.0), None], [np.bool_(True), 0, 1], form="short", estimator="eigen")(1.0) == 1.0

@@ -2,6 +2,7 @@
 one line; files round-trip; the fitter says when the labels cannot support it."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -62,6 +63,24 @@ def test_fit_refuses_labels_that_cannot_support_cross_validation():
             fit_probe(X, [True, False] * 20, model="m", tap="L1:mlp", form="short", folds=folds)
     with pytest.raises(ValueError, match="need at least 5 right and 5 wrong"):
         fit_probe(X, [True] * 38 + [False] * 2, model="m", tap="L1:mlp", form="short")
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (dict(X="nan"), "X holds non-finite values (first in row 3)"),  # scikit-learn's "All the 5 fits failed" page
+    (dict(wrong=[0, 1, 2] * 20), "labels must be booleans"),  # a probe of nothing, a traceback per fold
+    (dict(wrong=["a", "b"] * 30), "labels must be booleans"),  # int()'s message
+    (dict(X=[["x"] * 4] * 60), "X must hold numbers"),
+    (dict(tap="eleven"), "tap must read LAYER:SOURCE"),  # written, then refused by every reader
+    (dict(form="zzz"), "form must be one of"),
+])
+def test_fit_names_bad_states_labels_and_taps_before_fitting(edit, needle):
+    X, wrong = synthetic(60, 4)
+    if edit.get("X") == "nan":
+        X[3, 1] = np.nan
+        edit = {}
+    kw = {**dict(X=X, wrong=wrong, model="m", tap="L1:mlp", form="short"), **edit}
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        fit_probe(kw.pop("X"), kw.pop("wrong"), **kw)
 
 
 def test_bank_says_how_to_fit_a_missing_file(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -96,10 +97,18 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
                     kind: str = "isotonic", data: str = "") -> Calibration:
     """Fit P(correct | score) on tuning rows. A failed score (None/inf) is placed above every finite
     one, as the least certain."""
+    where = f"calibration {form}/{estimator}"
+    scores, correct = list(scores), list(correct)
+    bad = next((i for i, v in enumerate(scores) if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real))), None)
+    if bad is not None:
+        raise ValueError(f"{where}: scores must be numbers (None for a failed estimate), got {scores[bad]!r} at row {bad}")
+    if any(v not in (0, 1) or not isinstance(v, (bool, numbers.Integral, np.bool_)) for v in correct):
+        raise ValueError(f"{where}: labels must be booleans (True: the answer is right)")
+    if len(scores) != len(correct) or len(scores) < 2:
+        raise ValueError(f"{where}: need at least two scored rows with one label each, got {len(scores)} scores "
+                         f"and {len(correct)} labels")
     s = np.array([math.inf if v is None or v != v else float(v) for v in scores])
     c = np.asarray(correct, dtype=float)
-    if len(s) != len(c) or len(s) < 2:
-        raise ValueError(f"calibration {form}/{estimator}: need at least two scored rows with labels")
     fin = np.isfinite(s)
     top = (s[fin].max() + 1.0) if fin.any() else 0.0
     s = np.where(fin, s, top)  # a failed estimate ranks as the least certain

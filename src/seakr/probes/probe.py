@@ -70,6 +70,8 @@ def score_features(scores: dict, names: Sequence[str]) -> np.ndarray | None:
     return np.array(out, dtype=np.float64)
 
 
+#: A tap as probes name it: the 0-based layer and the state's source (models.hf probing taps).
+TAP = re.compile(r"L\d+:\w+")
 #: The kind of each field of a probe file (textio.check_fields), checked before any of it is used.
 PROBE_FIELDS = {"model": "text", "tap": "text", "form": "text", "coef": "numbers", "intercept": "number",
                 "mean": "numbers", "scale": "numbers", "C": "number", "provenance": "object", "features": "texts"}
@@ -166,7 +168,7 @@ class Probe:
             missing = [k for k in need if not isinstance(d, dict) or k not in d]
             raise ValueError(f"{where}: not a probe file (missing {', '.join(missing)})")
         check_fields(d, PROBE_FIELDS, where)
-        if not re.fullmatch(r"L\d+:\w+", d["tap"]):
+        if not TAP.fullmatch(d["tap"]):
             raise ValueError(f"{where}: field 'tap' must read LAYER:SOURCE such as L11:mlp, not {d['tap']!r}")
         if "C" in d and d["C"] <= 0:
             raise ValueError(f"{where}: field 'C' must be positive, not {d['C']}")
@@ -199,6 +201,35 @@ def packaged_probe(model: str, form: str) -> Probe:
     return Probe.from_dict(json.loads(f.read_text()), f"seakr/probes/data/{f.name}")
 
 
+def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np.ndarray]:
+    """The states as (n, d) finite floats and the labels as 0/1, or one line naming what is wrong, before
+    any fitting (a NaN state was scikit-learn's "All the 5 fits failed" page; labels 0/1/2 fitted a
+    probe of nothing with a traceback per fold)."""
+    if form not in FORMS:
+        raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {form!r}")
+    if not isinstance(tap, str) or not TAP.fullmatch(tap):
+        raise ValueError(f"probe fit: tap must read LAYER:SOURCE such as L11:mlp, not {tap!r}")
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("probe fit: X must hold numbers (the states, one row an answer)") from None
+    labels = np.asarray(wrong)
+    if labels.dtype != bool and not (labels.dtype.kind in "iuf" and set(np.unique(labels)) <= {0, 1}):
+        raise ValueError(f"probe fit: labels must be booleans (True: the answer is wrong), got {labels.dtype} "
+                         f"values {sorted(map(str, np.unique(labels)))[:5]}")
+    y = labels.astype(int)
+    if X.ndim != 2 or len(X) != len(y):
+        raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
+    if not np.isfinite(X).all():
+        raise ValueError(f"probe fit: X holds non-finite values (first in row {int(np.argwhere(~np.isfinite(X))[0][0])})")
+    if not isinstance(folds, numbers.Integral) or isinstance(folds, bool) or folds < 2:
+        raise ValueError(f"probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got {folds!r}")
+    if len(set(y)) < 2 or min(np.bincount(y)) < folds:
+        raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
+                         f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
+    return X, y
+
+
 def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, form: str, folds: int = 5,
               Cs: Sequence[float] = tuple(np.logspace(-4, -1, 7)), seed: int = 0, data: str = "",
               groups: Sequence | None = None, features: Sequence[str] = ()) -> Probe:
@@ -208,15 +239,7 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_score
 
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(wrong, dtype=int)
-    if X.ndim != 2 or len(X) != len(y):
-        raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
-    if not isinstance(folds, numbers.Integral) or isinstance(folds, bool) or folds < 2:
-        raise ValueError(f"probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got {folds!r}")
-    if len(set(y)) < 2 or min(np.bincount(y)) < folds:
-        raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
-                         f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
+    X, y = _fit_inputs(X, wrong, folds=folds, tap=tap, form=form)
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     Z = (X - mean) / scale
