@@ -17,7 +17,9 @@ The ablation estimators of paper Table 3 take the per-token numbers of a
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
 from typing import Callable, Sequence
 
 import numpy as np
@@ -28,10 +30,28 @@ import numpy as np
 UNCERTAIN = math.inf
 
 
+def _never_nan(fn: Callable[..., float]) -> Callable[..., float]:
+    """A NaN score (a non-finite state or log-probability: fp16 overflow on a GPU, a damaged model) reads
+    as UNCERTAIN. Left NaN it decided silently: ``NaN > delta`` is False (no retrieval), and a NaN never
+    wins or loses a comparison, so the re-rank and the final choice fell to list order."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs) -> float:
+        v = fn(*args, **kwargs)
+        return UNCERTAIN if v != v else v
+    return wrapped
+
+
+def _check_alpha(alpha: float) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0 < alpha < math.inf):
+        raise ValueError(f"alpha must be a finite number > 0 (the Gram matrix's ridge), not {alpha!r}")
+
+
+@_never_nan
 def eigen_score(states: np.ndarray, alpha: float = 1e-3) -> float:
     """SeaKR's EigenScore: (1/k) logdet(Z~ Z~^T + alpha I) with rows centred over their features."""
+    _check_alpha(alpha)
     z = np.asarray(states, dtype=np.float64)
-    if z.ndim != 2 or z.shape[0] < 2:
+    if z.ndim != 2 or z.shape[0] < 2 or not np.isfinite(z).all():
         return UNCERTAIN
     k = z.shape[0]
     z = z - z.mean(axis=1, keepdims=True)
@@ -55,11 +75,13 @@ def jackknife_se(states: np.ndarray, alpha: float = 1e-3) -> float:
     return float(np.sqrt((k - 1) / k * ((loo - loo.mean()) ** 2).sum()))
 
 
+@_never_nan
 def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
     """INSIDE's original variant: covariance of the k vectors (``np.cov``, rows as variables, i.e.
     centred over features and divided by d-1), plus alpha I, then the mean of log10 eigenvalues."""
+    _check_alpha(alpha)
     z = np.asarray(states, dtype=np.float64)
-    if z.ndim != 2 or z.shape[0] < 2:
+    if z.ndim != 2 or z.shape[0] < 2 or not np.isfinite(z).all():
         return UNCERTAIN
     cov = np.cov(z) + alpha * np.eye(z.shape[0])
     ev = np.linalg.eigvalsh(cov)
@@ -68,6 +90,7 @@ def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
     return float(np.mean(np.log10(ev)))
 
 
+@_never_nan
 def perplexity(logprobs: Sequence[float]) -> float:
     """exp(-mean log p) of one continuation (the greedy one for the 'perplexity' ablation)."""
     if len(logprobs) == 0:
@@ -75,6 +98,7 @@ def perplexity(logprobs: Sequence[float]) -> float:
     return float(math.exp(-float(np.mean(logprobs))))
 
 
+@_never_nan
 def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Mean perplexity over the k samples (paper's Multi-Perplexity; also what the reference code
     reports under the name ``ln_entropy``)."""
@@ -82,6 +106,7 @@ def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
     return float(np.mean(vals)) if vals else UNCERTAIN
 
 
+@_never_nan
 def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Length-normalised predictive entropy (Malinin & Gales 2020), estimated from k samples:
     mean over samples of -(1/|s|) sum log p(s_t). Unlike the reference code, no exp()."""
@@ -89,6 +114,7 @@ def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
     return float(np.mean(vals)) if vals else UNCERTAIN
 
 
+@_never_nan
 def energy(logsumexp: Sequence[float]) -> float:
     """Energy score (Liu et al. 2020) of one continuation: -mean_t logsumexp(logits_t).
     The reference stores +mean logsumexp (higher = confident); we flip it so higher = uncertain."""
@@ -97,6 +123,7 @@ def energy(logsumexp: Sequence[float]) -> float:
     return float(-np.mean(logsumexp))
 
 
+@_never_nan
 def max_entropy(entropies: Sequence[float]) -> float:
     """Single-pass: the largest per-token entropy of one continuation (the greedy one). The estimator
     that led the adaptive-retrieval comparison of Moskvoretskii et al. 2025 (AdaRAGUE); one decode, no
@@ -104,11 +131,13 @@ def max_entropy(entropies: Sequence[float]) -> float:
     return float(np.max(entropies)) if len(entropies) else UNCERTAIN
 
 
+@_never_nan
 def mean_entropy(entropies: Sequence[float]) -> float:
     """Single-pass: the mean per-token entropy of one continuation (the greedy one)."""
     return float(np.mean(entropies)) if len(entropies) else UNCERTAIN
 
 
+@_never_nan
 def prompt_score(logp_yes: float, logp_no: float) -> float:
     """Prompting estimator: P(No | 'Do you have sufficient knowledge ...?') normalised over {Yes, No}."""
     m = max(logp_yes, logp_no)

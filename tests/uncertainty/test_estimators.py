@@ -66,6 +66,22 @@ def test_degenerate_inputs_never_nan():
     assert U.ln_entropy([[], []]) == U.UNCERTAIN
 
 
+def test_non_finite_inputs_read_as_uncertain_never_nan():
+    """A NaN or inf state (fp16 overflow, a damaged model) gave a NaN EigenScore, and NaN > delta is False:
+    the step gate did not retrieve, and the re-rank and final choice fell to list order."""
+    z = np.random.default_rng(0).normal(size=(5, 8))
+    z[1, 2] = np.nan
+    assert U.eigen_score(z) == U.eigen_score_inside(z) == U.UNCERTAIN
+    assert U.eigen_score(np.full((5, 8), np.inf)) == U.UNCERTAIN
+    nan = float("nan")
+    assert U.perplexity([nan, -1.0]) == U.max_entropy([nan, 1.0]) == U.mean_entropy([nan]) == U.UNCERTAIN
+    assert U.multi_perplexity([[nan]]) == U.ln_entropy([[nan]]) == U.energy([nan]) == U.prompt_score(nan, -1.0) == U.UNCERTAIN
+    for alpha in (0.0, -1.0, nan, math.inf, True):  # alpha 0 drops the ridge that keeps logdet finite
+        with pytest.raises(ValueError, match="alpha must be a finite number > 0"):
+            U.eigen_score(z, alpha)
+    assert math.isfinite(U.eigen_score(np.abs(z[[0, 2, 3]]), np.float32(1e-3)))
+
+
 def test_inside_variant_matches_numpy_cov():
     z = np.random.default_rng(5).normal(size=(10, 40))
     c = np.cov(z) + 1e-3 * np.eye(10)
