@@ -4,6 +4,7 @@ prints. No algorithm and no method or dataset default lives here: an evaluation 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -141,6 +142,8 @@ def _method_from_args(args):
 
     opts = parse_options(args.option)
     if args.delta is not None:
+        if "delta" not in {f.name for f in dataclasses.fields(METHODS[args.method].Config)}:
+            raise CLIError(f"--delta: method {args.method!r} has no retrieval threshold (SeaKR's delta)")
         opts["delta"] = args.delta
     if getattr(args, "prompt_set", None):
         opts["prompt_set"] = args.prompt_set

@@ -296,6 +296,15 @@ def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
     one_line_error(seakr("ask", "--option", "probes=", "Who?"), "option probes: an empty path")
 
 
+def test_delta_without_a_seakr_run_is_refused_not_ignored(index, tmp_path):
+    """--delta is SeaKR's threshold: given to a baseline it was dropped without a word (eval) or named as
+    an unknown --option the user never typed (ask)."""
+    one_line_error(seakr("ask", "--index", index, "--method", "ircot", "--delta=-3", "Who?"),
+                   "--delta: method 'ircot' has no retrieval threshold")
+    one_line_error(seakr("eval", "--data", HOTPOT, "--method", "cot", "--delta", "-3", "--out", str(tmp_path / "o")),
+                   "delta is SeaKR's threshold, and no run of the plan is SeaKR (cot)")
+
+
 def test_a_stop_string_replaces_the_default_newline():
     from seakr.cliargs import build_parser
 

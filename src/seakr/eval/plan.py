@@ -254,6 +254,9 @@ class EvalPlan:
                 raise PlanError(f"eval: runs hold RunSpec (or a method's name), not {type(r).__name__}")
             check_run_name("run", r.name, names)
             check_run(f"run {r.name!r}", r.method, r.options)
+        if self.delta is not None and not any(r.method == "seakr" for r in self.runs):  # it was ignored silently
+            raise PlanError(f"eval: delta is SeaKR's threshold, and no run of the plan is SeaKR "
+                            f"({', '.join(sorted({r.method for r in self.runs}))})")
         if self.shard is not None:
             parse_shard(self.shard)
         check_settings(self.seed, self.prompt_set)
