@@ -191,7 +191,7 @@ def _answer_parsers(sub) -> None:
     p.add_argument("--index", type=given, default=None, help="default: the demo index")
     p.add_argument("--method", default="seakr", choices=list(METHODS))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", type=given, default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
     p.add_argument("--port", type=port_number, default=8000)
     p.add_argument("--workers", type=positive_int, default=1, help="concurrent generations")
     p.add_argument("--queue", type=count, default=4, help="requests admitted beyond the workers; more get 429")

@@ -269,6 +269,7 @@ def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     ["eval", "--data", HOTPOT, "--method", "cot", "--out", "x", "--config", ""],
     ["ask", "--index", "", "Who?"],
     ["serve", "--index", ""],  # served the demo index
+    ["serve", "--host", ""],  # listened on every interface
     ["detect", "--data", HOTPOT, "--out", "x", "--probe-file", ""],  # ran the whole study without the probe
     ["probe", "gate", "--check", ".", "--chain", ".", "--out", "x", "--probes", ""],
 ])
