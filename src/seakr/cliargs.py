@@ -322,7 +322,8 @@ def _index_parsers(sub) -> None:
     b.add_argument("--format", action="append", choices=FORMATS, default=None,
                    help="one for all sources or one per source (default auto)")
     b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
-    b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default="tantivy")
+    b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default=None,
+                   help="default: elasticsearch for an http(s):// --out, else tantivy")
     b.add_argument("--overwrite", action="store_true", help="replace an existing seakr index (never anything else)")
     b.add_argument("--add", action="store_true", help="incremental add to an existing index")
     b.set_defaults(cmd="index_build")

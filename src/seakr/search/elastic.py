@@ -50,6 +50,8 @@ class ElasticEngine:
         elif url.startswith("es+"):
             url = url[3:]
         parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:  # a hostname of None was a TypeError
+            raise SearchError(f"{url}: expected http(s)://host:port/INDEX")
         index = parts.path.strip("/")
         if not index or "/" in index:
             raise SearchError(f"{url}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
