@@ -22,6 +22,16 @@ def test_em_f1_hand_checked():
     assert f1_score("", ["x"]) == 0.0 and exact_match("", [""]) == 0.0
 
 
+def test_one_gold_given_alone_and_numbers_are_answers():
+    """A str gold was iterated as its characters (EM of "Paris" against "Paris" read 0.0), and a number
+    (a prediction 1990, an answer 4) read as no answer."""
+    assert exact_match("Paris", "Paris") == 1.0 and f1_score("Paris France", "Paris") == pytest.approx(2 / 3)
+    assert exact_match(1990, ["1990"]) == 1.0 and f1_score("4", [4]) == 1.0 and exact_match("4", 4) == 1.0
+    assert normalize(True) == "" and normalize(1990.0) == "1990"  # a bool is not the answer "True"
+    with pytest.raises(ValueError, match="auroc: 2 scores but 1 labels"):  # numpy's boolean-index error before
+        auroc([1.0, 2.0], [True])
+
+
 def test_yes_no_rule():
     assert f1_score("yes", ["no"]) == 0.0
     assert f1_score("yes it is", ["yes"]) == 0.0  # differing normalised strings with a yes/no gold score 0

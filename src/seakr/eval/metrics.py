@@ -14,7 +14,10 @@ _PUNCT = set(string.punctuation)
 
 
 def normalize(s) -> str:
-    """Lower-case, drop punctuation, drop articles a/an/the, collapse whitespace (SQuAD v1.1)."""
+    """Lower-case, drop punctuation, drop articles a/an/the, collapse whitespace (SQuAD v1.1). A number is
+    read as its text (a dataset's answer 4, a caller's prediction 1990); anything else is no answer."""
+    if isinstance(s, (int, float)) and not isinstance(s, bool):
+        s = str(int(s)) if isinstance(s, float) and s.is_integer() else str(s)  # 1990.0 is "1990", not "19900"
     if not isinstance(s, str):
         return ""
     s = s.lower()
@@ -23,11 +26,17 @@ def normalize(s) -> str:
     return " ".join(s.split())
 
 
+def _golds(golds) -> list:
+    """The gold answers as a list: one answer given alone (a str) is one gold, not its characters (EM of
+    "Paris" against "Paris" read 0.0)."""
+    return [golds] if isinstance(golds, (str, int, float)) else list(golds)
+
+
 def exact_match(pred, golds: Sequence[str]) -> float:
     p = normalize(pred)
     if not p:
         return 0.0
-    return float(any(p == normalize(g) for g in golds))
+    return float(any(p == normalize(g) for g in _golds(golds)))
 
 
 def _f1(pred: str, gold: str) -> float:
@@ -47,7 +56,7 @@ def _f1(pred: str, gold: str) -> float:
 def f1_score(pred, golds: Sequence[str]) -> float:
     if not normalize(pred):
         return 0.0
-    return max((_f1(pred, g) for g in golds), default=0.0)
+    return max((_f1(pred, g) for g in _golds(golds)), default=0.0)
 
 
 def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
@@ -102,6 +111,8 @@ def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
     """Probability a random positive scores higher than a random negative (ties count 1/2)."""
     s = _ranked(scores)
     y = np.asarray(positives, dtype=bool)
+    if s.shape != y.shape:  # numpy's "boolean index did not match" before
+        raise ValueError(f"auroc: {s.size} scores but {y.size} labels")
     pos, neg = s[y], s[~y]
     if len(pos) == 0 or len(neg) == 0:
         return float("nan")
