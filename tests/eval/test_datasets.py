@@ -139,6 +139,8 @@ def test_numbers_are_answers_and_squad_2_drops_unanswerable(tmp_path):
     f.write_text('{"id": 7, "question": "q", "golden_answers": [1969, "nineteen sixty-nine"]}\n')
     (ex,) = load_dataset(str(f), "flashrag")
     assert ex.id == "7" and ex.answers == ["1969", "nineteen sixty-nine"]
+    f.write_text('{"id": "a", "question": "q", "answer": 1990.0}\n')  # a plain file's one number answer
+    assert load_dataset(str(f))[0].answers == ["1990"]  # refused before; and "1990.0" normalised to "19900"
     g = tmp_path / "squad2.json"
     qas = [{"id": "1", "question": "q", "answers": [{"text": "a", "answer_start": 0}]},
            {"id": "2", "question": "q2", "answers": [], "is_impossible": True}]

@@ -16,6 +16,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from .. import textio
+from .metrics import number_text
 
 LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "auto")
 #: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
@@ -82,7 +83,7 @@ def _strs(where, name, values: list) -> list[str]:
     bad = [v for v in values if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
     if bad:
         raise DatasetError(f"{where}: field '{name}' holds {json.dumps(bad[0])}; answers are strings")
-    return [str(v) for v in values]
+    return [v if isinstance(v, str) else number_text(v) for v in values]
 
 
 def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
@@ -150,7 +151,7 @@ def load_nq(path):
     ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list."""
     for i, (where, r) in enumerate(_records(path)):
         ans = _req(where, r, "answers", list) if "answers" in r or "answer" not in r else r["answer"]
-        ans = [ans] if isinstance(ans, str) else ans
+        ans = [ans] if isinstance(ans, (str, int, float)) and not isinstance(ans, bool) else ans  # a year: 1990
         if not isinstance(ans, list):
             raise DatasetError(f"{where}: field 'answer' should be a string or a list of strings")
         ctxs = [(c.get("title", ""), c.get("text", "")) for c in r.get("ctxs", []) if c.get("isgold", True)]

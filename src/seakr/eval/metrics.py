@@ -13,11 +13,16 @@ import numpy as np
 _PUNCT = set(string.punctuation)
 
 
+def number_text(v: int | float) -> str:
+    """A number as the answer it writes: 1990.0 is "1990" (str() gave "1990.0", normalised to "19900")."""
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+
+
 def normalize(s) -> str:
     """Lower-case, drop punctuation, drop articles a/an/the, collapse whitespace (SQuAD v1.1). A number is
     read as its text (a dataset's answer 4, a caller's prediction 1990); anything else is no answer."""
     if isinstance(s, (int, float)) and not isinstance(s, bool):
-        s = str(int(s)) if isinstance(s, float) and s.is_integer() else str(s)  # 1990.0 is "1990", not "19900"
+        s = number_text(s)
     if not isinstance(s, str):
         return ""
     s = s.lower()
