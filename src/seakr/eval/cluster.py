@@ -46,7 +46,10 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
     plan.check(here=local)  # a remote cluster's workers bound --threads by their own CPUs when they load
     plan.ensure_index(plan.select())  # bad data fails here, not in every worker; one index build, not n racing
     if plan.model.threads is None:  # each task computes on its share of the node, not on every core
-        plan.model.threads = max(1, int(num_cpus))
+        from ..models.hf import available_cpus
+
+        # a local cluster's tasks load here, where threads beyond the CPUs are refused (and would only contend)
+        plan.model.threads = max(1, min(int(num_cpus), available_cpus()) if local else int(num_cpus))
     ray = _ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
     env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SEAKR_CACHE") if k in os.environ}
