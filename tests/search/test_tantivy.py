@@ -194,3 +194,31 @@ def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
                                     (None, 3, TypeError, "the query must be text, got NoneType")):
         with pytest.raises(error, match=re.escape(needle)):
             eng.search(query, k)
+
+
+def test_a_disk_that_refuses_a_write_is_named_and_the_index_keeps_what_it_had(tmp_path, monkeypatch):
+    """A full disk (injected here as tantivy reports it) was "Internal error: 'No space left on device
+    (os error 28)'" naming no folder; after a failed --add, the stray segments and rewritten metadata made
+    the next open report a damaged index."""
+    import seakr.search.tantivy_engine as te
+
+    eng = TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], tmp_path / "idx")
+    real = te._write
+
+    def full_disk(index, passages, seen, *a, **kw):
+        (tmp_path / "idx" / "stray.idx").write_bytes(b"half a segment")
+        (tmp_path / "idx" / "meta.json").write_text("{}")
+        raise ValueError("Internal error: 'No space left on device (os error 28)'")
+
+    monkeypatch.setattr(te, "_write", full_disk)
+    with pytest.raises(SearchError, match=r"idx: adding to the index failed \(Internal error: 'No space left .*it holds what it had"):
+        eng.add([Passage("b", "Beta", "beta gamma")])
+    TantivyEngine.check_files(tmp_path / "idx")  # every file as the build recorded it
+    assert [p.id for p in TantivyEngine(tmp_path / "idx").search("alpha", 3)] == ["a"]
+    with pytest.raises(SearchError, match=r"new: the index could not be written .*os error 28.*nothing was kept"):
+        TantivyEngine.build([Passage("c", "C", "gamma")], tmp_path / "new")
+    assert not (tmp_path / "new").exists() and not list(tmp_path.glob(".new.building-*"))
+    monkeypatch.setattr(te, "_write", real)
+    with pytest.raises(ValueError, match="bad corpus line"):  # a corpus error keeps its own message
+        TantivyEngine.build((Passage("d", "D", "x") if i == 0 else (_ for _ in ()).throw(ValueError("bad corpus line"))
+                             for i in range(2)), tmp_path / "other")

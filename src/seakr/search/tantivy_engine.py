@@ -64,6 +64,25 @@ def _schema():
     return sb.build()
 
 
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+
+
+def _io_failure(e: BaseException) -> bool:
+    """A write the file system refused (no space, no permission), as Python or tantivy ("... (os error 28)")
+    reports it; a corpus error or a bad passage is not one and keeps its own message."""
+    return isinstance(e, OSError) or "(os error " in str(e)
+
+
+def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
+    """An index folder as it was: the files a failed write added removed, the rewritten ones put back."""
+    for name in set(os.listdir(path)) - before:
+        f = path / name
+        shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
+    for name, data in kept.items():
+        (path / name).write_bytes(data)
+
+
 @contextmanager
 def _guard(path, what: str):
     """tantivy signals damaged files with a Rust panic (``PanicException``, a ``BaseException``) or
@@ -77,7 +96,7 @@ def _guard(path, what: str):
             raise
         except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
             held.drop = True
-            msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            msg = _first_line(e)
             raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info --verify`") from None
 
 
@@ -265,8 +284,10 @@ class TantivyEngine:
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.rename(tmp, out)
-        except BaseException:
+        except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
+            if _io_failure(e):  # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
+                raise SearchError(f"{out}: the index could not be written ({_first_line(e)}); nothing was kept") from None
             raise
         return cls(out)
 
@@ -274,7 +295,18 @@ class TantivyEngine:
         """Incremental add; ids already in the index are skipped (first occurrence wins)."""
         searcher = self.index.searcher()
         known = _KnownIds(searcher)
-        stats = _write(self.index, passages, known, 256, progress)
+        # tantivy rewrites only its two small metadata files in place (segments are new files): kept here, a
+        # write the disk refuses is undone whole (its stray segments and rewritten metadata had made the
+        # next open report a damaged index)
+        before = set(os.listdir(self.path))
+        kept = {n: (self.path / n).read_bytes() for n in ("meta.json", ".managed.json") if (self.path / n).is_file()}
+        try:
+            stats = _write(self.index, passages, known, 256, progress)
+        except Exception as e:
+            if _io_failure(e):
+                _restore(self.path, before, kept)
+                raise SearchError(f"{self.path}: adding to the index failed ({_first_line(e)}); it holds what it had") from None
+            raise
         m = dict(self.manifest)
         m["doc_count"] += stats["added"]
         m["duplicates_skipped"] = m.get("duplicates_skipped", 0) + stats["duplicates"]
