@@ -462,12 +462,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except (MemoryError, RuntimeError) as e:
-        said = out_of_memory(e)
+    except (MemoryError, RuntimeError, OSError) as e:
+        said = out_of_memory(e) if not isinstance(e, OSError) else disk_refused(e)
         if said is None:
             raise
         print(f"seakr: error: {said}", file=sys.stderr)
         return 3
+
+
+def disk_refused(e: OSError) -> str | None:
+    """One line for a write the file system refused (a full disk wrote a traceback from inside the row
+    log's close); rows already written are on disk, so ``--resume`` goes on from them. None for any
+    other OSError (it keeps its traceback)."""
+    import errno
+
+    why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is spent",
+           errno.EROFS: "the file system is read-only"}.get(e.errno)
+    if why is None:
+        return None
+    return (f"{why}{f' (writing {e.filename})' if e.filename else ''}; what was written before it is kept "
+            "(a run goes on with --resume once there is room)")
 
 
 def out_of_memory(e: BaseException) -> str | None:

@@ -114,6 +114,18 @@ def test_out_of_memory_is_told_from_other_faults():
     assert out_of_memory(RuntimeError("shape mismatch")) is None  # a fault in seakr keeps its traceback
 
 
+def test_a_full_disk_is_one_line_that_says_what_is_kept():
+    """A full disk during eval wrote a traceback from inside the row log's close (found on a 200 KB tmpfs)."""
+    import errno
+
+    from seakr.cli import disk_refused
+
+    said = disk_refused(OSError(errno.ENOSPC, "No space left on device", "/runs/x/config.json"))
+    assert said.startswith("no space left on the device (writing /runs/x/config.json); what was written before it is kept")
+    assert "--resume" in said and disk_refused(OSError(errno.EROFS, "ro")).startswith("the file system is read-only;")
+    assert disk_refused(OSError(errno.EBADF, "bad descriptor")) is None  # a fault in seakr keeps its traceback
+
+
 def test_09_question_with_undecodable_bytes(index):
     one_line_error(seakr("ask", "--index", index, b"caf\xe9 au lait?"), "not valid UTF-8")
 
