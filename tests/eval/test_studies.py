@@ -308,3 +308,25 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
     assert "give --data (simple QA), or --from-runs" in capsys.readouterr().err
     assert main(["calibrate", "--from-runs", str(never), str(always), "--data", "x.jsonl", "--out", str(tmp_path / "c3")]) == 2
     assert "takes no --data" in capsys.readouterr().err
+
+
+def test_a_damaged_state_store_names_its_file(tmp_path):
+    """A truncated .npy was numpy's "EOF: reading array header" and a malformed taps.json json's own message,
+    neither naming the file (found by cutting a detect study's state short and fitting a probe on it)."""
+    from seakr.eval.states import StateStore
+
+    store = StateStore(tmp_path / "states", ["L1:mlp", "L2:mlp"])
+    store.put("q1", np.ones((2, 4)))
+    assert store.get("q1").shape == (2, 4) and store.get("missing") is None
+    store.path("q1").write_bytes(store.path("q1").read_bytes()[:50])
+    with pytest.raises(ValueError, match=r"\.npy: the stored state of question 'q1' is damaged \(EOF"):
+        store.get("q1")
+    np.save(store.path("q2"), np.ones(4, dtype=np.float16))
+    with pytest.raises(ValueError, match=r"question 'q2' has shape \(4,\), expected \(2, d\)"):
+        store.get("q2")
+    (tmp_path / "states" / "taps.json").write_text("{bad")
+    with pytest.raises(ValueError, match=r"taps\.json:1: invalid JSON"):
+        StateStore.open(tmp_path / "states")
+    (tmp_path / "states" / "taps.json").write_text('{"a": 1}')
+    with pytest.raises(ValueError, match="taps.json: expected a list of tap names"):
+        StateStore.open(tmp_path / "states")

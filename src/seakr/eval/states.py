@@ -30,8 +30,8 @@ class StateStore:
         self.folder, self.taps = Path(folder), list(taps)
         self.folder.mkdir(parents=True, exist_ok=True)
         meta = self.folder / "taps.json"
-        if meta.exists() and json.loads(meta.read_text()) != self.taps:
-            raise ValueError(f"{self.folder}: states were read at {json.loads(meta.read_text())}, this run reads "
+        if meta.exists() and _taps(meta) != self.taps:
+            raise ValueError(f"{self.folder}: states were read at {_taps(meta)}, this run reads "
                              f"{self.taps}: use another --out")
         meta.write_text(json.dumps(self.taps))
 
@@ -48,11 +48,31 @@ class StateStore:
 
     def get(self, qid: str) -> np.ndarray | None:
         p = self.path(qid)
-        return np.load(p).astype(np.float32) if p.exists() else None
+        if not p.exists():
+            return None
+        try:  # a truncated file was numpy's "EOF: reading array header", naming neither file nor question
+            z = np.load(p)
+        except (ValueError, OSError, EOFError) as e:
+            raise ValueError(f"{p}: the stored state of question {qid!r} is damaged ({str(e).splitlines()[0]}); "
+                             "delete it to leave the question out, or run the study again into a new --out") from None
+        if z.ndim != 2 or z.shape[0] != len(self.taps):
+            raise ValueError(f"{p}: the stored state of question {qid!r} has shape {z.shape}, expected "
+                             f"({len(self.taps)}, d) for taps {', '.join(self.taps)}")
+        return z.astype(np.float32)
 
     @classmethod
     def open(cls, folder: str | Path) -> "StateStore":
         meta = Path(folder) / "taps.json"
         if not meta.exists():
             raise ValueError(f"{folder}: no stored states (run `seakr detect` first; it keeps them under states/)")
-        return cls(Path(folder), json.loads(meta.read_text()))
+        return cls(Path(folder), _taps(meta))
+
+
+def _taps(meta: Path) -> list[str]:
+    """A store's taps.json: a list of tap names, or one line naming the file."""
+    from ..textio import json_file
+
+    taps = json_file(meta)
+    if not isinstance(taps, list) or not all(isinstance(t, str) for t in taps):
+        raise ValueError(f"{meta}: expected a list of tap names such as [\"L11:mlp\"], not {json.dumps(taps)[:60]}")
+    return taps
