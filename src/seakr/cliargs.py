@@ -264,7 +264,7 @@ def _eval_parsers(sub) -> None:
     p = study("detect", "answers + every estimator: AUROC/PCC for incorrectness, ROC plot")
     p.add_argument("--setting", default="closed-book", choices=["closed-book", "open-book"],
                    help="open-book: the question with its gold passage(s) (NQ oracle, SQuAD, HotpotQA, 2Wiki)")
-    p.add_argument("--probe", default=None, metavar="TAPS",
+    p.add_argument("--probe", type=given, default=None, metavar="TAPS",
                    help="also score EigenScore at these states, from the same samples: all, mlp, residual or "
                         "LAYER:SOURCE,... (0-based layers), each at k=5, 10, 20")
     p.add_argument("--form", default="cot", choices=["cot", "short"],

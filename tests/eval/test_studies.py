@@ -228,6 +228,8 @@ def test_probe_spec_names_every_tap_or_says_what_is_wrong():
     for bad in ("24:mlp", "x:mlp", "3:attn", "3"):
         with pytest.raises(ValueError, match="LAYER:SOURCE"):
             parse_taps(bad, 24)
+    with pytest.raises(ValueError, match=r"'3:attn' is not LAYER:SOURCE \(LAYER a 0-based layer, SOURCE mlp or residual\)"):
+        parse_taps("3:attn", None)  # before the load: it read "with LAYER and SOURCE mlp"
 
 
 def _branch_run(d, rows, **config):

@@ -283,6 +283,7 @@ def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     ["serve", "--index", ""],  # served the demo index
     ["serve", "--host", ""],  # listened on every interface
     ["detect", "--data", HOTPOT, "--out", "x", "--probe-file", ""],  # ran the whole study without the probe
+    ["detect", "--data", HOTPOT, "--out", "x", "--probe", ""],  # ran the study reading no extra tap
     ["probe", "gate", "--check", ".", "--chain", ".", "--out", "x", "--probes", ""],
 ])
 def test_an_empty_input_path_is_not_read_as_its_default(args):

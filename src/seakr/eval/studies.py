@@ -237,9 +237,9 @@ def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
     for part in spec.split(","):
         li, _, src = part.strip().removeprefix("L").partition(":")
         if not li.isdigit() or src not in ("mlp", "residual") or (layers is not None and int(li) >= layers):
-            span = f" in 0..{layers - 1}" if layers is not None else ""
-            raise ValueError(f"--probe: {part.strip()!r} is not LAYER:SOURCE with LAYER{span} and SOURCE mlp or "
-                             "residual (or use all, mlp, residual)")
+            span = f"0..{layers - 1}" if layers is not None else "a 0-based layer"
+            raise ValueError(f"--probe: {part.strip()!r} is not LAYER:SOURCE (LAYER {span}, SOURCE mlp or "
+                             "residual), nor all, mlp or residual")
         taps.append((int(li), src))
     return taps
 
