@@ -16,6 +16,7 @@ text); opening verifies the count against the index, ``verify()`` recomputes the
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -68,10 +69,14 @@ def _first_line(e: BaseException) -> str:
     return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
 
 
+#: A write the file system refused: no space, the quota spent, a read-only file system.
+_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
 def _io_failure(e: BaseException) -> bool:
-    """A write the file system refused (no space, no permission), as Python or tantivy ("... (os error 28)")
-    reports it; a corpus error or a bad passage is not one and keeps its own message."""
-    return isinstance(e, OSError) or "(os error " in str(e)
+    """A write the file system refused, as Python or tantivy ("... (os error 28)") reports it; a corpus
+    file that cannot be read, a corpus error or a bad passage is not one and keeps its own message."""
+    return (isinstance(e, OSError) and e.errno in _WRITE_ERRNOS) or any(f"(os error {n})" in str(e) for n in _WRITE_ERRNOS)
 
 
 def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
