@@ -12,7 +12,7 @@ import re
 import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
-from .textio import check_output_file, check_question
+from .textio import check_output_file, check_question, first_line
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 
 
@@ -488,7 +488,7 @@ def out_of_memory(e: BaseException) -> str | None:
     """One line for an allocation the machine cannot give (k = 10**11 samples asked 40 TB of CPU memory
     and printed torch's traceback), naming the knobs that size it; None for any other error (a fault in
     seakr keeps its traceback)."""
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = first_line(e, limit=1000)
     if not (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
             or "can't allocate memory" in text or "out of memory" in text.lower()):
         return None

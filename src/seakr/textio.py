@@ -132,3 +132,10 @@ def check_fields(d: dict, kinds: dict[str, str], where: str, error: type[Excepti
         ok, expect = FIELD_KINDS[kind]
         if key in d and not ok(d[key]):
             raise error(f"{where}: field {key!r} must be {expect}, not {json.dumps(d[key])[:40]}")
+
+
+def first_line(e: BaseException, limit: int = 200) -> str:
+    """An exception's message as one line for an error of ours: its first line, cut at ``limit``; the
+    exception's type where it has no message (``str(e).splitlines()[0]`` raised IndexError there)."""
+    text = str(e).strip()
+    return text.splitlines()[0][:limit] if text else type(e).__name__

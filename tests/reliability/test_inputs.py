@@ -114,6 +114,13 @@ def test_out_of_memory_is_told_from_other_faults():
     assert out_of_memory(RuntimeError("shape mismatch")) is None  # a fault in seakr keeps its traceback
 
 
+def test_an_exception_without_a_message_is_named_by_its_type():
+    from seakr.textio import first_line
+
+    assert first_line(KeyError()) == "KeyError" and first_line(EOFError("")) == "EOFError"  # IndexError before
+    assert first_line(ValueError("one\ntwo")) == "one" and first_line(ValueError("x" * 500), limit=300) == "x" * 300
+
+
 def test_a_full_disk_is_one_line_that_says_what_is_kept():
     """A full disk during eval wrote a traceback from inside the row log's close (found on a 200 KB tmpfs)."""
     import errno

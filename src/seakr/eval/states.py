@@ -10,6 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..textio import first_line, json_file
+
 
 def tap_name(tap) -> str:
     """``(11, "mlp")`` as ``"L11:mlp"``: how taps are named in stored states and fitted probes."""
@@ -53,7 +55,7 @@ class StateStore:
         try:  # a truncated file was numpy's "EOF: reading array header", naming neither file nor question
             z = np.load(p)
         except (ValueError, OSError, EOFError) as e:
-            raise ValueError(f"{p}: the stored state of question {qid!r} is damaged ({str(e).splitlines()[0]}); "
+            raise ValueError(f"{p}: the stored state of question {qid!r} is damaged ({first_line(e, limit=1000)}); "
                              "delete it to leave the question out, or run the study again into a new --out") from None
         if z.ndim != 2 or z.shape[0] != len(self.taps):
             raise ValueError(f"{p}: the stored state of question {qid!r} has shape {z.shape}, expected "
@@ -70,8 +72,6 @@ class StateStore:
 
 def _taps(meta: Path) -> list[str]:
     """A store's taps.json: a list of tap names, or one line naming the file."""
-    from ..textio import json_file
-
     taps = json_file(meta)
     if not isinstance(taps, list) or not all(isinstance(t, str) for t in taps):
         raise ValueError(f"{meta}: expected a list of tap names such as [\"L11:mlp\"], not {json.dumps(taps)[:60]}")

@@ -26,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..textio import first_line
 from . import speedups
 from .attention import install
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
@@ -230,7 +231,7 @@ class HFLanguageModel:
                 self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype))
             except (OSError, ValueError, KeyError, ImportError) + _safetensors_errors() as e:
                 hint = f"; it is seakr's converted cache: delete {path} and it is rebuilt" if cached else ""
-                raise ModelError(f"{path}: cannot load the model ({type(e).__name__}: {str(e).splitlines()[0][:200]}){hint}") from None
+                raise ModelError(f"{path}: cannot load the model ({type(e).__name__}: {first_line(e)}){hint}") from None
         self.model = self.model.to(device=self.device, dtype=getattr(torch, self.dtype)).eval()
 
     def _setup_state(self, state_layer: int | None, state_source: str) -> None:

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..textio import first_line
+
 
 class ModelError(RuntimeError):
     """A model that cannot be used as given: not installed, or its files fail their checks."""
@@ -364,5 +366,5 @@ def _from_hub(repo_id: str) -> tuple[Path, dict]:
         raise ModelNotInstalled(f"model '{repo_id}' is not in the local Hugging Face cache "
                                 f"(download it once with HF_HUB_OFFLINE=0, e.g. `huggingface-cli download {repo_id}`)") from None
     except Exception as e:  # network, gated repos, unknown ids: one line naming the model
-        raise ModelError(f"model '{repo_id}': {type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+        raise ModelError(f"model '{repo_id}': {type(e).__name__}: {first_line(e)}") from None
     return Path(path), {"name": repo_id, "source": f"hub:{repo_id}"}

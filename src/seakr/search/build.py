@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import Passage, SearchError
+from ..textio import first_line
 from .corpora import read_corpus
 
 WIKI_OFFLINE = "wiki-offline"
@@ -89,4 +90,4 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     except (SearchError, ValueError):
         raise
     except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says
-        raise SearchError(f"{out}: Elasticsearch failed ({type(e).__name__}: {str(e).splitlines()[0][:300]})") from None
+        raise SearchError(f"{out}: Elasticsearch failed ({type(e).__name__}: {first_line(e, limit=300)})") from None

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..textio import first_line
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    iter_batches)
 
@@ -65,10 +66,6 @@ def _schema():
     return sb.build()
 
 
-def _first_line(e: BaseException) -> str:
-    return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-
-
 #: A write the file system refused: no space, the quota spent, a read-only file system.
 _WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
@@ -101,7 +98,7 @@ def _guard(path, what: str):
             raise
         except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
             held.drop = True
-            msg = _first_line(e)
+            msg = first_line(e)
             raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info --verify`") from None
 
 
@@ -292,7 +289,7 @@ class TantivyEngine:
         except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
             if _io_failure(e):  # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
-                raise SearchError(f"{out}: the index could not be written ({_first_line(e)}); nothing was kept") from None
+                raise SearchError(f"{out}: the index could not be written ({first_line(e)}); nothing was kept") from None
             raise
         return cls(out)
 
@@ -310,7 +307,7 @@ class TantivyEngine:
         except Exception as e:
             if _io_failure(e):
                 _restore(self.path, before, kept)
-                raise SearchError(f"{self.path}: adding to the index failed ({_first_line(e)}); it holds what it had") from None
+                raise SearchError(f"{self.path}: adding to the index failed ({first_line(e)}); it holds what it had") from None
             raise
         m = dict(self.manifest)
         m["doc_count"] += stats["added"]
