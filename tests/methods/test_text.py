@@ -60,6 +60,9 @@ def test_build_query_keeps_question_words_and_confident_words():
     # nothing confident: fall back to the question's content words
     q3, _ = build_query([Word("Cincinnati", 0, [0], 0.1)], "Where was the director of Jaws born?")
     assert q3 == "director Jaws"
+    # a question of stop words only: the query is the question, the one the search runs and the trace shows
+    assert build_query([Word("Cincinnati", 0, [0], 0.1)], "Who?")[0] == "Who?"
+    assert mask_low_prob([Word("1889", 0, [0], 0.05)], 0.2, "Who is it?") == "Who is it?"
 
 
 def test_flare_mask():

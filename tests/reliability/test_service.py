@@ -94,7 +94,8 @@ def test_02_the_budget_over_http(server):
 
 def test_03_clients_that_hang_up_free_their_slots(server):
     url, _ = server
-    before = httpx.get(url + "/v1/health").json()["cancelled"]
+    h = httpx.get(url + "/v1/health").json()
+    before, served = h["cancelled"], h["served"]
 
     def hang_up_stream():
         with httpx.stream("POST", url + "/v1/answer/stream", json={"question": "Who directed Jaws?", "options": LONG},
@@ -115,6 +116,7 @@ def test_03_clients_that_hang_up_free_their_slots(server):
     assert h["cancelled"] >= before + 2
     r = httpx.post(url + "/v1/answer", json={"question": "Who directed Jaws?", "method": "cot"}, timeout=120)
     assert r.status_code == 200  # the slots are free again
+    assert httpx.get(url + "/v1/health").json()["served"] == served + 1  # a request whose client left is not served
 
 
 def test_03_bodies_over_the_limit_get_413_unread(server):

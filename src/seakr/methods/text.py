@@ -118,11 +118,17 @@ def content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text) if w.lower() not in QUERY_STOPWORDS]
 
 
+def question_words(question: str) -> list[str]:
+    """The question's content words, or the question itself when it has none ("Who?"): the query a
+    step falls back to is then the one the search really runs, and the trace shows it."""
+    return content_words(question) or question.split()
+
+
 def build_query(words: Sequence[Word], question: str, previous: str = "", keep_p: float = 0.9,
                 max_words: int = 64) -> tuple[str, list[str]]:
     """SeaKR's query (paper §3.1, FLARE-style): the pseudo-generated step minus its low-confidence
     words. A word stays when it appears in the question or the previous step, or all its tokens have
-    p >= keep_p; stop words go. Empty -> the question's content words. Returns (query, dropped words)."""
+    p >= keep_p; stop words go. Empty -> the question's words. Returns (query, dropped words)."""
     ql, pl = question.lower(), previous.lower()
     kept, dropped = [], []
     for w in words:
@@ -134,7 +140,7 @@ def build_query(words: Sequence[Word], question: str, previous: str = "", keep_p
         else:
             dropped.append(w.text)
     if not kept:
-        kept = content_words(question)
+        kept = question_words(question)
     return " ".join(kept[-max_words:]), dropped
 
 
@@ -142,5 +148,5 @@ def mask_low_prob(words: Sequence[Word], theta: float, question: str, max_words:
     """FLARE's masked query: the tentative sentence without its tokens below probability theta."""
     kept = [w.text for w in words if w.min_p >= theta and w.text.lower() not in QUERY_STOPWORDS]
     if not kept:
-        kept = content_words(question)
+        kept = question_words(question)
     return " ".join(kept[-max_words:])

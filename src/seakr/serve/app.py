@@ -344,10 +344,12 @@ def _stream_route(app: FastAPI, service: AnswerService) -> None:
             try:
                 ans = method.answer(req.question, listener=listener, cancel=cancel)
                 loop.call_soon_threadsafe(q.put_nowait, ("answer", service.public(ans)))
+            except Cancelled:
+                raise  # the client is gone (hung up or timed out): the slot's release counts it cancelled, not served
             except SearchError as e:
                 loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": service.search_failure(e)}))
             except BaseException as e:  # reported to the client as an error event, never a hang
-                detail = str(e) if isinstance(e, (ValueError, Cancelled)) else f"internal error: {type(e).__name__}"
+                detail = str(e) if isinstance(e, ValueError) else f"internal error: {type(e).__name__}"
                 loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": detail}))
 
         try:
