@@ -193,6 +193,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('seed = 99999999999999\n[[run]]\nmethod = "ircot"\n', ("'seed' must be in",)),
         ('[[run]]\nname = "../escaped"\nmethod = "ircot"\n', ("[[run]] #1", "must be a file name")),
         ('[[run]]\nname = "a"\nmethod = "ircot"\n[[run]]\nname = "a"\nmethod = "cot"\n', ("[[run]] #2", "a second run named 'a'")),
+        ('[[run]]\nname = "Ab"\nmethod = "ircot"\n[[run]]\nname = "aB"\nmethod = "cot"\n', ("[[run]] #2", "only in case")),
     ):
         toml = tmp_path / "grid.toml"
         toml.write_text(body)

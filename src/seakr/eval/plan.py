@@ -158,11 +158,16 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def check_run_name(where: str, name, names: set) -> None:
-    """A run's name becomes its folder: a plain file name, unique within the plan (added to ``names``)."""
+    """A run's name becomes its folder: a plain file name, unique within the plan (added to ``names``),
+    also ignoring case: on macOS and Windows "X" and "x" are one folder, and the two runs' rows would mix."""
     if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
         raise PlanError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
-    if name in names:
+    same = next((n for n in names if n.casefold() == name.casefold()), None)
+    if same == name:
         raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
+    if same is not None:
+        raise PlanError(f"{where}: run {name!r} differs from run {same!r} only in case, one folder on macOS and "
+                        "Windows (each run writes to its own folder)")
     names.add(name)
 
 

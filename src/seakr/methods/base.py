@@ -417,7 +417,7 @@ class Method:
     @staticmethod
     def _cancelled(tr: Tracer) -> None:
         if tr.cancel is not None and tr.cancel.is_set():
-            raise Cancelled("cancelled: the client went away or the request timed out")
+            raise Cancelled()
 
     def search(self, tr: Tracer, query: str, k: int) -> list[Passage]:
         if self.engine is None:

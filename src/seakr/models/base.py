@@ -93,6 +93,10 @@ class GenerationConfig:
 class Cancelled(Exception):
     """The caller gave up (client gone, request timed out): the work stopped at its next decode step."""
 
+    def __init__(self, msg: str = "cancelled: the cancel event was set (a client that went away, a request that "
+                                  "timed out, or the caller's own event)"):
+        super().__init__(msg)
+
 
 #: The cancel event (a ``threading.Event``) of the answer running in this thread, if any. A context
 #: variable rather than an argument: every model call of an answer honours it without each signature
@@ -113,7 +117,7 @@ def cancellable(event):
 def check_cancelled() -> None:
     ev = _CANCEL.get()
     if ev is not None and ev.is_set():
-        raise Cancelled("cancelled: the client went away or the request timed out")
+        raise Cancelled()
 
 
 # ---------------------------------------------------------------- capabilities
