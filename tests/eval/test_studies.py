@@ -4,6 +4,8 @@ end to end with the real smollm2 on a few fixture questions, and resuming a kill
 import dataclasses
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -86,6 +88,31 @@ def test_rowlog_needs_resume_drops_torn_tail_and_refuses_other_config(tmp_path):
         assert [e.id for e in log.todo([Ex(id="c"), Ex(id="z")])] == ["z"]
     lines = (tmp_path / "rows.jsonl").read_text().splitlines()
     assert [json.loads(x)["id"] for x in lines] == ["a", "b", "c"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
+def test_one_run_writes_to_a_folder_at_a_time_and_a_killed_one_frees_it(tmp_path):
+    from seakr.eval.plan import PlanError, check_output_dir
+
+    cfg = {"method": {"config": {"k": 20}}}
+    run = tmp_path / "grid" / "seakr"  # a grid's run folder inside --out
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from seakr.eval.runner import RowLog; "
+                               f"log = RowLog({str(run)!r}, 'rows.jsonl', {cfg!r}); print('held', flush=True); "
+                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=rf"{run}: another seakr run \(pid {holder.pid}\) is writing here"):
+            RowLog(run, "rows.jsonl", cfg, resume=True)
+        with pytest.raises(PlanError, match="another seakr run"):  # before the model loads: --out or a run in it
+            check_output_dir(str(tmp_path / "grid"))
+    finally:
+        holder.kill()  # kill -9: the operating system drops the lock with the process
+        holder.wait()
+    check_output_dir(str(tmp_path / "grid"))
+    with RowLog(run, "rows.jsonl", cfg, resume=True) as log:
+        log.append({"id": "a"})
+    with RowLog(run, "rows.jsonl", cfg, resume=True) as log:  # a closed log released its folder
+        assert [r["id"] for r in log.rows] == ["a"]
 
 
 def test_resume_ignores_a_resolved_delta_only_where_the_run_never_reads_it(tmp_path):

@@ -194,6 +194,12 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(f"{flag} {path}: cannot create the folder ({e.strerror})") from None
     if not os.access(path, os.W_OK):
         raise PlanError(f"{flag} {path}: not writable")
+    from .runner import check_free
+
+    try:
+        check_free(path)
+    except ValueError as e:
+        raise PlanError(str(e)) from None
 
 
 @dataclass

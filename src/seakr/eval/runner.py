@@ -104,6 +104,56 @@ def _warn(msg: str) -> None:
     print(f"seakr: warning: {msg}", file=sys.stderr)
 
 
+LOCK = ".seakr.lock"  # in every folder a run writes rows to; git-ignored
+
+
+class FolderLock:
+    """An advisory lock (``flock``) on an output folder for as long as a run writes there. Without it a
+    second run into the same folder (another terminal, a ``--resume`` started twice) answers the same
+    questions again and rewrites the log under the first one's appends. The operating system drops the
+    lock when its process dies, so a killed run never leaves the folder locked. No-op where ``fcntl`` is
+    missing (Windows)."""
+
+    def __init__(self, folder: str | os.PathLike):
+        self.folder = Path(folder)
+        self._fh = None
+
+    def __enter__(self) -> "FolderLock":
+        try:
+            import fcntl
+        except ImportError:
+            return self
+        fh = open(self.folder / LOCK, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "?"
+            fh.close()
+            raise ValueError(f"{self.folder}: another seakr run (pid {holder}) is writing here; wait for it to end "
+                             "or choose another --out") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        self._fh = fh
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fh is not None:
+            self._fh.close()  # closing the file releases the lock
+            self._fh = None
+
+
+def check_free(folder: str | os.PathLike) -> None:
+    """Refuse, before the model loads, a folder (or a grid run's folder in it) that a live run is writing to."""
+    folder = Path(folder)
+    for d in [folder, *(p.parent for p in folder.glob(f"*/{LOCK}"))]:
+        if (d / LOCK).exists():
+            with FolderLock(d):
+                pass
+
+
 class RowLog:
     """Append-only JSONL of finished items, shared by ``seakr eval`` and the studies.
 
@@ -121,6 +171,14 @@ class RowLog:
         from that file alone; a row found only there counts as done and is summarised from it."""
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._dir_lock = FolderLock(self.dir).__enter__()  # held until close: one writer per folder
+        try:
+            self._open(rows_name, config, resume, companion)
+        except BaseException:
+            self._dir_lock.__exit__()
+            raise
+
+    def _open(self, rows_name: str, config: dict, resume: bool, companion) -> None:
         self.path = self.dir / rows_name
         self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
         cfg_path = self.dir / "config.json"
@@ -165,9 +223,12 @@ class RowLog:
                 after(self.rows)
 
     def close(self) -> None:
-        self._f.close()
-        if self._slim_f is not None:
-            self._slim_f.close()
+        try:
+            self._f.close()
+            if self._slim_f is not None:
+                self._slim_f.close()
+        finally:
+            self._dir_lock.__exit__()
 
     def __enter__(self):
         return self
