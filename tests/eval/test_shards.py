@@ -2,6 +2,7 @@
 fixture questions); merge refuses overlapping shards and shards of another run."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -64,3 +65,25 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
     for bad in ("3/3", "x", "1/0", "-1/2"):
         with pytest.raises(ValueError, match="--shard"):
             parse_shard(bad)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
+def test_processes_started_together_build_a_pooled_index_once(tmp_path, monkeypatch):
+    """Shards started together each built the same pooled index and swapped it under the others' open
+    readers; the second now waits on the first's lock and reads what it built."""
+    from seakr.eval.corpus import _build_once
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "cache" / "indexes" / "pooled"
+    first = subprocess.Popen([sys.executable, "-c", "import time; from pathlib import Path; "
+                              "from seakr.models.registry import cache_lock\n"
+                              "with cache_lock('index-pooled'):\n"
+                              "    print('building', flush=True); time.sleep(1.5)\n"
+                              f"    Path({str(out)!r}).mkdir(parents=True); (Path({str(out)!r}) / 'seakr-index.json').write_text('{{}}')"],
+                             env={**os.environ, "SEAKR_CACHE": str(tmp_path / "cache")}, stdout=subprocess.PIPE, text=True)
+    assert first.stdout.readline().strip() == "building"
+    built = []
+    _build_once(out, lambda: built.append(1))  # waits for the first process, then finds its index
+    assert first.wait(30) == 0 and built == []
+    _build_once(tmp_path / "cache" / "indexes" / "other", lambda: built.append(2))
+    assert built == [2]

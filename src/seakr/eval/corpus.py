@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Sequence
 
-from ..models.registry import cache_root, sha256_file
+from ..models.registry import cache_lock, cache_root, sha256_file
 from ..search.base import Passage
 from ..search.corpora import ctx_id, read_corpus
 from .datasets import Example
@@ -39,8 +39,16 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
         for f in filler:
             yield from read_corpus(f)
 
-    TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress)
+    _build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress))
     return str(out)
+
+
+def _build_once(out: Path, build) -> None:
+    """``build()`` unless another process built ``out`` meanwhile: shards started together each built the
+    same pooled index and swapped it under the others' open readers ("index files differ from the build")."""
+    with cache_lock(f"index-{out.name}"):
+        if not (out / "seakr-index.json").exists():
+            build()
 
 
 #: The demo's question: two hops (the film's director, then his nationality) over the demo corpus.
@@ -57,5 +65,6 @@ def demo_index(progress: bool = True) -> str:
     out = cache_root() / "indexes" / f"wiki-offline-{sha256_file(Path(src))[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar("building the demo index (10,033 Wikipedia leads)", total=10033, enabled=progress) as adv:
-            TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True, sources=[src], progress=adv)
+            _build_once(out, lambda: TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True,
+                                                         sources=[src], progress=adv))
     return str(out)

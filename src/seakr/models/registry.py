@@ -153,6 +153,12 @@ def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
     return h.hexdigest()
 
 
+def cache_lock(name: str):
+    """An inter-process lock on one thing the cache builds (a model's conversion, a pooled index): two
+    processes started together (shards, Ray tasks) build it once, the second then reads the first's."""
+    return _lock(cache_root() / "locks" / f"{name}.lock")
+
+
 @contextlib.contextmanager
 def _lock(path: Path):
     """Inter-process lock so two processes never convert the same model at once."""
@@ -299,7 +305,7 @@ def _converted(base: Path, dtype: str, lock_name: str, gguf_of, meta: dict) -> t
         return next((d for d in _cache_dirs(base, dtype) if (d / "seakr-source.json").exists()), None)
 
     if (hit := ready()) is None:
-        with _lock(cache_root() / "locks" / f"{lock_name}.lock"):
+        with cache_lock(lock_name):
             if (hit := ready()) is None:
                 hit = _cache_dirs(base, dtype)[0]
                 hit.parent.mkdir(parents=True, exist_ok=True)
