@@ -115,6 +115,24 @@ def test_one_run_writes_to_a_folder_at_a_time_and_a_killed_one_frees_it(tmp_path
         assert [r["id"] for r in log.rows] == ["a"]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
+def test_a_file_system_without_locks_still_runs(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(*a):
+        raise OSError(errno.ENOLCK, "No locks available")  # some NFS and FUSE mounts
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with RowLog(tmp_path, "rows.jsonl", {"method": {}}) as log:
+        log.append({"id": "a"})
+    from seakr.models.registry import cache_lock
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    with cache_lock("m"):
+        pass
+
+
 def test_resume_ignores_a_resolved_delta_only_where_the_run_never_reads_it(tmp_path):
     def cfg(retrieval, delta, source, pinned=None):
         return {"method": {"config": {"retrieval": retrieval, "delta": pinned}, "delta": delta, "delta_source": source}}

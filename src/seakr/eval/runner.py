@@ -132,6 +132,9 @@ class FolderLock:
             fh.close()
             raise ValueError(f"{self.folder}: another seakr run (pid {holder}) is writing here; wait for it to end "
                              "or choose another --out") from None
+        except OSError:  # a file system without advisory locks (some network and FUSE mounts): run unlocked
+            fh.close()
+            return self
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))

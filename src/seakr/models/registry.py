@@ -164,7 +164,11 @@ def _lock(path: Path):
     """Inter-process lock so two processes never convert the same model at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except OSError:  # a file system without advisory locks (some network and FUSE mounts): go on unlocked
+            yield
+            return
         try:
             yield
         finally:
