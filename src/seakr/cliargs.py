@@ -135,6 +135,9 @@ class Parser(argparse.ArgumentParser):
     (``--help`` still prints the usage)."""
 
     def error(self, message):
+        missing = message.partition("arguments are required: ")[2].split(", ")
+        if any(m and not m.startswith("-") for m in missing):  # a positional: perhaps given, but read as an option
+            message += " (text that starts with '-' is read as an option: put it after --, e.g. -- -1)"
         self.exit(2, f"seakr: error: {self.prog}: {message} (see --help)\n")
 
 

@@ -347,6 +347,16 @@ def test_a_stop_string_replaces_the_default_newline():
     assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
 
 
+def test_a_query_that_starts_with_a_dash_is_explained(capsys):
+    from seakr.cliargs import build_parser
+
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(["search", "idx", "-Planck"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "put it after --" in err
+    assert build_parser().parse_args(["search", "idx", "--", "-Planck"]).query == "-Planck"
+
+
 def test_10_output_paths_and_run_folders_are_checked(tmp_path):
     link = tmp_path / "dangling"
     link.symlink_to(tmp_path / "nowhere")
