@@ -75,9 +75,13 @@ def positive_float(text: str) -> float:
     return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number")
 
 
+def non_negative(text: str) -> float:
+    return _number(text, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
+
 def temperature(text: str) -> float:
     """A sampling temperature: finite and >= 0 (0 is greedy)."""
-    return _number(text, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+    return non_negative(text)
 
 
 def probability(text: str) -> float:
@@ -244,7 +248,7 @@ def _eval_parsers(sub) -> None:
                    help="fan --shards shards out over a Ray cluster (default: a local one); merged into OUT/merged")
     p.add_argument("--shards", type=positive_int, default=2, help="with --ray: how many shards (default 2)")
     p.add_argument("--cpus-per-shard", type=positive_float, default=1.0)
-    p.add_argument("--gpus-per-shard", type=float, default=0.0, help="with --ray on GPUs: e.g. 1")
+    p.add_argument("--gpus-per-shard", type=non_negative, default=0.0, help="with --ray on GPUs: e.g. 1")
     p.set_defaults(cmd="eval")
 
     p = sub.add_parser("merge", help="join the shard directories of one eval run (refuses overlaps and other runs)")

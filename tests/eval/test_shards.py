@@ -3,6 +3,7 @@ fixture questions); merge refuses overlapping shards and shards of another run."
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -87,3 +88,17 @@ def test_processes_started_together_build_a_pooled_index_once(tmp_path, monkeypa
     assert first.wait(30) == 0 and built == []
     _build_once(tmp_path / "cache" / "indexes" / "other", lambda: built.append(2))
     assert built == [2]
+
+
+@pytest.mark.parametrize("kw, needle", [({"n_shards": 13}, "--shards 13, but the plan selects 12 questions"),
+                                        ({"n_shards": 0}, "--shards 0: expected a whole number >= 1"),
+                                        ({"n_shards": 2, "num_cpus": float("nan")}, "--cpus-per-shard nan"),
+                                        ({"n_shards": 2, "num_gpus": -1}, "--gpus-per-shard -1")])
+def test_ray_shards_are_checked_before_ray_starts(tmp_path, kw, needle):
+    """Every shard's worker loads the model: 1,000 shards of 12 questions started 1,000 workers on 2 CPUs."""
+    from seakr.eval.cluster import run_shards
+    from seakr.eval.plan import EvalPlan, PlanError
+
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "out"), runs=["cot"], model="smollm2-135m")
+    with pytest.raises(PlanError, match=re.escape(needle)):
+        run_shards(plan, **kw)

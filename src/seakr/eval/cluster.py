@@ -10,6 +10,7 @@ cluster (``ray://host:10001`` or ``auto``) or None for a local one on loopback.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 from pathlib import Path
@@ -26,6 +27,10 @@ def _ray():
     return ray
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def run_shard(plan: EvalPlan, i: int, n: int) -> int:
     """One shard of ``plan`` in this process (what each Ray task runs)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -40,22 +45,36 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
     time; returns the merged summary."""
     if len(plan.runs) != 1:
         raise PlanError("eval --ray: runs one method over --shards shards; a grid of several runs does not apply")
+    for name, v, ok in (("shards", n_shards, isinstance(n_shards, int) and not isinstance(n_shards, bool) and n_shards >= 1),
+                        ("cpus-per-shard", num_cpus, _number(num_cpus) and num_cpus > 0),
+                        ("gpus-per-shard", num_gpus, _number(num_gpus) and num_gpus >= 0)):
+        if not ok:
+            raise PlanError(f"eval --ray: --{name} {v!r}: expected a {'whole ' if name == 'shards' else ''}number "
+                            f"{'>= 1' if name == 'shards' else '> 0' if name.startswith('cpus') else '>= 0'}")
     if plan.concurrency > 1 or plan.shard:
         raise PlanError("eval --ray: --shard and --concurrency do not apply (each task is one shard)")
     local = address in (None, "", "local")
     plan.check(here=local)  # a remote cluster's workers bound --threads by their own CPUs when they load
-    plan.ensure_index(plan.select())  # bad data fails here, not in every worker; one index build, not n racing
-    if plan.model.threads is None:  # each task computes on its share of the node, not on every core
-        from ..models.hf import available_cpus
+    selection = plan.select()
+    if n_shards > len(selection.examples):  # each shard's worker loads the model: one without questions only costs
+        raise PlanError(f"eval --ray: --shards {n_shards}, but the plan selects {len(selection.examples)} questions; "
+                        f"at most {len(selection.examples)} shards")
+    plan.ensure_index(selection)  # bad data fails here, not in every worker; one index build, not n racing
+    from ..models.hf import available_cpus
 
+    if plan.model.threads is None:  # each task computes on its share of the node, not on every core
         # a local cluster's tasks load here, where threads beyond the CPUs are refused (and would only contend)
         plan.model.threads = max(1, min(int(num_cpus), available_cpus()) if local else int(num_cpus))
+    # a local cluster offers the CPUs this machine has (at least one task's): Ray runs that many shards at once
+    # and queues the rest; offering n_shards x num_cpus started every shard's model at once (1,000 shards on 2
+    # CPUs: a thousand workers loading torch)
+    local_cpus = max(num_cpus, min(n_shards * num_cpus, available_cpus()))
     ray = _ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
     env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SEAKR_CACHE") if k in os.environ}
     ray.init(address=None if local else address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
              runtime_env={"env_vars": env} if env else None,
-             **({"_node_ip_address": "127.0.0.1", "num_cpus": max(1, int(n_shards * num_cpus))} if local else {}))
+             **({"_node_ip_address": "127.0.0.1", "num_cpus": max(1, math.ceil(local_cpus))} if local else {}))
     task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, retry_exceptions=False)(run_shard)
     try:
         ray.get([task.remote(plan, i, n_shards) for i in range(n_shards)])
