@@ -404,8 +404,9 @@ def cmd_serve(args) -> int:
     token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
     if token is not None and not token.strip():
         raise CLIError("--token (or SEAKR_TOKEN) is empty: give a non-empty token, or leave it out to serve without one")
-    from .serve.app import check_port, is_loopback
+    from .serve.app import check_memory, check_port, is_loopback
 
+    check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
     opts = parse_options(args.option)
     check_run("--option", args.method, opts)

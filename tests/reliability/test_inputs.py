@@ -277,6 +277,7 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["ask", "--method", "dragin", "Who?"], "--index: method 'dragin' searches"),
     (["serve", "--queue", "-5"], "expected a whole number >= 0"),
     (["serve", "--token", ""], "--token (or SEAKR_TOKEN) is empty"),
+    (["serve", "--workers", "100000"], "of attention cache at once, more than this machine's"),
 ])
 def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     err = one_line_error(seakr(*args), needle)

@@ -131,6 +131,7 @@ class AnswerService:
         self.lm, self.engine, self.method, self.defaults = lm, engine, method, dict(defaults or {})
         self.capacity, self.timeout = workers + queue, timeout
         self.limits = limits or ServiceLimits()
+        check_memory(workers, self.limits.max_kv_mb, str((lm.info() or {}).get("device", "cpu")))
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seakr-model")
         self._lock = threading.Lock()
         self.inflight = 0
@@ -249,6 +250,23 @@ def check_port(host: str, port: int) -> None:
             s.bind((host.strip("[]"), port))
         except OSError as e:
             raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+def check_memory(workers: int, max_kv_mb: int, device: str) -> None:
+    """Every worker may hold a request's largest attention cache at once: on a CPU the machine's memory must
+    hold them all (``--workers 1000`` was admitted, and would be killed by the system under load)."""
+    import os
+
+    if device != "cpu" or not hasattr(os, "sysconf"):
+        return
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return
+    if workers * max_kv_mb * 2 ** 20 > ram:
+        raise ValueError(f"--workers {workers} x --max-kv-mb {max_kv_mb}: up to {workers * max_kv_mb / 1024:,.0f} GB "
+                         f"of attention cache at once, more than this machine's {ram / 2 ** 30:.0f} GB of memory; "
+                         "lower --workers (a CPU gains nothing from more than one) or --max-kv-mb")
 
 
 def _static(name: str) -> str:
