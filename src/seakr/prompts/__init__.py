@@ -112,14 +112,36 @@ class PromptSet:
             raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
         try:
             d = json.loads(raw)
-            demos = [Demo(x["question"], list(x["steps"]), x["answer"], x.get("type", "")) for x in d["demos"]]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
+        except json.JSONDecodeError as e:
             raise ValueError(f"{src}: malformed prompt set ({e})") from e
-        for i, dm in enumerate(demos):
-            for s in dm.steps:
-                if ". " in s.rstrip(". "):
-                    raise ValueError(f"{src}: demo {i} step contains the stop string '. ': {s!r}")
-        return cls(d.get("name", src), demos, d.get("description", ""))
+        if not isinstance(d, dict) or not isinstance(d.get("demos"), list):
+            raise ValueError(f"{src}: malformed prompt set (expected an object with a list 'demos')")
+        for key in ("name", "description"):
+            if not isinstance(d.get(key, ""), str):
+                raise ValueError(f"{src}: field '{key}' must be text, got {type(d[key]).__name__}")
+        return cls(d.get("name", src), [_demo(src, i, x) for i, x in enumerate(d["demos"])], d.get("description", ""))
+
+
+def _demo(src: str, i: int, x) -> Demo:
+    """One demonstration, checked field by field: a hand-written set is read as the model will see it (steps
+    given as one string were split into letters; a null question was rendered as "None")."""
+    where = f"{src}: demo {i}"
+    if not isinstance(x, dict):
+        raise ValueError(f"{where}: expected an object with question, steps and answer, got {type(x).__name__}")
+    for key in ("question", "answer"):
+        if not isinstance(x.get(key), str) or not x[key].strip():
+            raise ValueError(f"{where}: field '{key}' must be non-empty text, got {x.get(key)!r}")
+        if "\n" in x[key]:
+            raise ValueError(f"{where}: field '{key}' holds a line break (the prompt reads one line each)")
+    steps = x.get("steps")
+    if not isinstance(steps, list) or not all(isinstance(t, str) and t.strip() for t in steps):
+        raise ValueError(f"{where}: field 'steps' must be a list of non-empty sentences, got {steps!r}"[:300])
+    for t in steps:
+        if ". " in t.rstrip(". ") or "\n" in t:  # a step ends at either: the model would learn to stop mid-step
+            raise ValueError(f"{where}: a step holds a stop string ('. ' or a line break): {t!r}")
+    if not isinstance(x.get("type", ""), str):
+        raise ValueError(f"{where}: field 'type' must be text, got {type(x['type']).__name__}")
+    return Demo(x["question"], list(steps), x["answer"], x.get("type", ""))
 
 
 @functools.lru_cache(maxsize=None)
