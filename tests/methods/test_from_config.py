@@ -67,3 +67,29 @@ def test_the_building_blocks_take_paths_and_dicts_and_refuse_other_types(tmp_pat
         SeaKR(lm, None, config=MethodConfig())
     with pytest.raises(ValueError, match=r"unknown option\(s\) 'kk'"):
         IRCoT(lm, None, config={"kk": 1})
+
+
+def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked():
+    """The README promises any object with search(query, k) -> list[Passage]: one without metadata() failed
+    with AttributeError; tuples reached the method as "'tuple' object has no attribute 'id'"."""
+    from scripted import Reply, ScriptedLM
+    from seakr.methods.baselines import IRCoT
+
+    class Mine:
+        def __init__(self, hits):
+            self.hits, self.asked = hits, []
+
+        def search(self, query, k):
+            self.asked.append(k)
+            return self.hits
+
+    lm = ScriptedLM(lambda v: Reply("Kubrick was American. So the answer is American."))
+    repeated = Mine([PASSAGES[0], PASSAGES[0], PASSAGES[1], Passage("p3", "x", "more than k")])
+    ans = IRCoT(lm, repeated, config={"max_steps": 1, "n_candidates": 2}).answer("What nationality was Kubrick?")
+    assert ans.answer == "American" and ans.to_dict()["config"]["engine"]["engine"] == "Mine"
+    hits = [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]
+    assert [h["id"] for h in hits] == ["p1", "p2"]  # each passage once, at most k
+    for bad, needle in (([("p1", "text")], "search engine Mine: search() returned passage 0: expected a seakr.search.Passage, got tuple"),
+                        (iter(PASSAGES), "search engine Mine: search() returned list_iterator, expected a list")):
+        with pytest.raises(TypeError, match=re.escape(needle)):
+            IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")

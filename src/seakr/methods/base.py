@@ -14,7 +14,7 @@ from .. import uncertainty as U
 from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Generation, GenerationConfig, Generator,
                            cancellable, require)
 from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
-from ..search.base import Passage, SearchEngine
+from ..search.base import Passage, SearchEngine, check_hits
 from ..textio import blank, check_question as check_typed, json_file
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
@@ -426,7 +426,7 @@ class Method:
         # an empty query finds nothing and would end the chain on a retrieval that never happened
         query = query if query.strip() else tr.question
         t = time.perf_counter()
-        hits = self.engine.search(query, k)
+        hits = check_hits(self.engine.search(query, k), k, self.engine)
         tr.retrieval(query, hits, time.perf_counter() - t)
         return hits
 

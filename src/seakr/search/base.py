@@ -71,6 +71,23 @@ def check_passage(n: int, p) -> None:
             raise TypeError(f"passage {n} (id {p.id!r}): {name} must be text, got {type(v).__name__}")
 
 
+def check_hits(hits, k: int, engine) -> list[Passage]:
+    """What an engine's ``search`` returned, checked: a list of :class:`Passage`, each id once (the first; a
+    repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own returning tuples
+    failed later as "'tuple' object has no attribute 'id'")."""
+    name = type(getattr(engine, "engine", engine)).__name__  # a SearchOnly wrapper: the user's class
+    if not isinstance(hits, (list, tuple)):
+        raise TypeError(f"search engine {name}: search() returned {type(hits).__name__}, expected a list of "
+                        "seakr.search.Passage")
+    for n, p in enumerate(hits):
+        try:
+            check_passage(n, p)
+        except TypeError as e:
+            raise TypeError(f"search engine {name}: search() returned {e}") from None
+    seen: set = set()
+    return [p for p in hits if not (p.id in seen or seen.add(p.id))][:k]
+
+
 def iter_batches(items: Iterable, size: int):
     batch = []
     for x in items:
