@@ -90,6 +90,7 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
     hits = [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]
     assert [h["id"] for h in hits] == ["p1", "p2"]  # each passage once, at most k
     for bad, needle in (([("p1", "text")], "search engine Mine: search() returned passage 0: expected a seakr.search.Passage, got tuple"),
-                        (iter(PASSAGES), "search engine Mine: search() returned list_iterator, expected a list")):
+                        (iter(PASSAGES), "search engine Mine: search() returned list_iterator, expected a list"),
+                        ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number")):
         with pytest.raises(TypeError, match=re.escape(needle)):
             IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")

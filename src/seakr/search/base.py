@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import asdict, dataclass
 from typing import Iterable, Protocol, Sequence, runtime_checkable
@@ -84,6 +85,10 @@ def check_hits(hits, k: int, engine) -> list[Passage]:
             check_passage(n, p)
         except TypeError as e:
             raise TypeError(f"search engine {name}: search() returned {e}") from None
+        if isinstance(p.score, bool) or not isinstance(p.score, (int, float)) or not math.isfinite(p.score):
+            # the candidate probe reads the engine's score as a feature
+            raise TypeError(f"search engine {name}: search() returned passage {n} (id {p.id!r}) with score "
+                            f"{p.score!r}; expected a finite number")
     seen: set = set()
     return [p for p in hits if not (p.id in seen or seen.add(p.id))][:k]
 
