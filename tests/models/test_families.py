@@ -107,3 +107,11 @@ def test_hub_id_loads_from_the_local_cache(tiny_lm, tmp_path, monkeypatch):
     assert lm.generate(P[:1], GenerationConfig(n=2, max_new_tokens=4))[0].states.shape[1] == 64
     with pytest.raises(ModelNotInstalled, match="not in the local Hugging Face cache"):
         load_model("seakr-test/absent", dtype="float32", threads=1)
+    # a hub id without an organisation (the hub still serves "gpt2") loads when the cache holds it
+    legacy = tmp_path / "models--tinyllama"
+    legacy.mkdir()
+    (snap.parents[1] / "snapshots").rename(legacy / "snapshots")
+    (snap.parents[1] / "refs").rename(legacy / "refs")
+    assert load_model("tinyllama", dtype="float32", threads=1).info()["source"]["source"] == "hub:tinyllama"
+    with pytest.raises(ValueError, match=r"unknown model 'smollm2' \(did you mean 'smollm2-135m'\?\)"):
+        load_model("smollm2", dtype="float32", threads=1)  # not cached: a typo, not a hub lookup

@@ -352,14 +352,29 @@ def model_kind(name_or_path: str) -> str:
         return "gguf"
     if p.is_dir() and (p / "config.json").exists():
         return "folder"
-    if _HUB_ID.match(name_or_path):
+    if _HUB_ID.match(name_or_path) or _cached_legacy_id(name_or_path):
         return "hub"
+    import difflib
+
     known = ", ".join(REGISTRY)
-    raise ValueError(f"unknown model '{name_or_path}': not a registry name ({known}), a .gguf file, a Hugging Face "
-                     "folder or a hub id (org/name)")
+    close = difflib.get_close_matches(name_or_path, list(REGISTRY), n=1)
+    raise ValueError(f"unknown model '{name_or_path}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                     + f": not a registry name ({known}), a .gguf file, a Hugging Face folder or a hub id (org/name)")
 
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _cached_legacy_id(name: str) -> bool:
+    """A hub id without an organisation ("gpt2", "distilgpt2": the hub still serves the old names) that the local
+    Hugging Face cache holds. Only a cached one: elsewhere a mistyped registry name would be looked up on the hub."""
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*", name):
+        return False
+    try:
+        from huggingface_hub.constants import HF_HUB_CACHE
+    except ImportError:
+        return False
+    return (Path(HF_HUB_CACHE) / f"models--{name}").is_dir()
 
 
 def _from_hub(repo_id: str) -> tuple[Path, dict]:
