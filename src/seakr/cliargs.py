@@ -118,7 +118,7 @@ def _add_method_args(p, methods) -> None:
 
 
 def _add_service_limits(p) -> None:
-    from .serve.app import ServiceLimits
+    from .serve.limits import ServiceLimits
 
     d = ServiceLimits()
     p.add_argument("--max-rows", type=positive_int, default=d.max_rows,

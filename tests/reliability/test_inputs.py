@@ -440,3 +440,22 @@ def test_studies_refuse_questions_they_cannot_use_before_pooling_an_index(tmp_pa
     for cmd in ("eval", "rerank-study"):  # a missing index folder: found at the plan's check, not after the load
         one_line_error(seakr(cmd, "--data", HOTPOT, "--index", str(tmp_path / "none"), "--out", str(tmp_path / "o")),
                        f"{tmp_path / 'none'}: no index here")
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "--data", HOTPOT, "--out", "OUT", "--method", "cot", "--threads", "100000"],
+    ["eval", "--data", HOTPOT, "--out", "OUT", "--method", "cot", "--precision", "fp8"],
+    ["eval", "--data", HOTPOT, "--out", "OUT", "--option", "estimator=eigne"],
+    ["ask", "--index", "no-such-index", "Who?"],
+    ["serve", "--workers", "100000"],
+])
+def test_a_bad_input_is_refused_without_importing_torch(tmp_path, argv):
+    """Refusing a typo took 4.7 s, most of it importing torch and transformers to check --threads or --device
+    cpu; the checks need neither, so the one-line error comes in a fraction of a second."""
+    code = ("import sys; from seakr.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert e.code == 2, e.code\n"
+            "print('torch imported' if 'torch' in sys.modules else 'torch not imported')")
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "torch not imported", (r.stdout, r.stderr)
+    assert r.stderr.startswith("seakr: error:") and r.stderr.count("\n") == 1, r.stderr

@@ -60,7 +60,7 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
         raise PlanError(f"eval --ray: --shards {n_shards}, but the plan selects {len(selection.examples)} questions; "
                         f"at most {len(selection.examples)} shards")
     plan.ensure_index(selection)  # bad data fails here, not in every worker; one index build, not n racing
-    from ..models.hf import available_cpus
+    from ..models.machine import available_cpus
 
     if plan.model.threads is None:  # each task computes on its share of the node, not on every core
         # a local cluster's tasks load here, where threads beyond the CPUs are refused (and would only contend)

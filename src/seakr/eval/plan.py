@@ -57,11 +57,11 @@ class ModelSpec:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
             raise PlanError(str(e)) from None
-        from ..models.hf import PRECISIONS, precision_name
+        from ..models.machine import PRECISIONS, precision_name
 
         if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
             raise PlanError(f"--precision {self.precision!r}: expected {', '.join(PRECISIONS)} (or fp32, bf16, fp16)")
-        from ..models.hf import check_threads, default_threads
+        from ..models.machine import check_threads, default_threads
 
         try:  # the flag, else SEAKR_THREADS: either beyond the CPUs only contends
             if here:
@@ -72,10 +72,10 @@ class ModelSpec:
             raise PlanError(str(e)) from None
         if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
             raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
-        from ..models.hf import resolve_device
+        from ..models.machine import check_device
 
         try:  # a device this machine lacks is refused before a run's plan starts, not at its first load
-            resolve_device(self.device)
+            check_device(self.device)
         except ValueError as e:
             raise PlanError(f"--{e}") from None
         if self.layer is not None:

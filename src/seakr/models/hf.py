@@ -38,36 +38,7 @@ from .kernels import int8_available
 from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
-
-
-def default_threads() -> int:
-    """``SEAKR_THREADS``, else every CPU this process may run on (``sched_getaffinity``: a container's
-    limit, not the host's count; hyper-threads count as CPUs here, so set ``SEAKR_THREADS`` to the
-    physical cores to leave them out)."""
-    env = os.environ.get("SEAKR_THREADS")
-    if env is None:
-        return available_cpus()
-    try:
-        return check_threads(int(env), "SEAKR_THREADS")
-    except ValueError:
-        raise ValueError(f"SEAKR_THREADS={env!r}: expected a whole number from 1 to the "
-                         f"{available_cpus()} CPUs this process may use") from None
-
-
-def available_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
-    """A whole number of torch threads from 1 to the CPUs this process may use (``bounded=False``: no upper
-    bound, for threads that run on another machine): beyond them the threads only contend (1000 threads
-    on 2 CPUs printed nothing in two minutes where 2 took two seconds)."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, not {threads!r}")
-    if bounded and threads > available_cpus():
-        raise ValueError(f"{name} {threads}: this process may use {available_cpus()} CPUs; more threads than CPUs "
-                         "only contend")
-    return threads
+from .machine import PRECISIONS, available_cpus, check_threads, default_threads, precision_name, resolve_device  # noqa: F401
 
 
 def _safetensors_errors() -> tuple[type[Exception], ...]:
@@ -77,39 +48,6 @@ def _safetensors_errors() -> tuple[type[Exception], ...]:
         return (SafetensorError,)
     except ImportError:  # pragma: no cover - transformers depends on safetensors
         return ()
-
-
-def resolve_device(device: str):
-    """The torch device for ``device``, refused in one line (before any weights load) where this torch
-    build or machine does not have it."""
-    import torch
-
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    spelling = f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto"
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ValueError(spelling) from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: CUDA is not available in this torch build or machine")
-    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
-                         f"numbered from 0")
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device {device!r}: MPS (Apple GPU) is not available in this torch build or machine")
-    if dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(spelling)
-    return dev
-
-
-PRECISIONS = ("auto", "float32", "bfloat16", "float16", "int8")
-_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-
-
-def precision_name(precision: str) -> str:
-    """A precision's full name (``bf16`` -> ``bfloat16``); unknown names come back as given."""
-    return _ALIASES.get(precision, precision)
 
 
 def choose_precision(precision: str, model: str | None, device) -> str:

@@ -17,13 +17,11 @@ that times out (``504``) is cancelled: it stops at its next decode step and free
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hmac
 import json
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
@@ -37,6 +35,7 @@ from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import SearchError
 from ..textio import check_question
+from .limits import ServiceLimits
 
 MAX_QUESTION = 2000
 #: Per-request ceilings on the options that scale compute or memory (the service protects itself).
@@ -69,18 +68,6 @@ class AnswerResponse(BaseModel):
 
 class Busy(Exception):
     pass
-
-
-@dataclass
-class ServiceLimits:
-    """What one request may cost, and who may ask (``seakr serve --max-rows/--max-work/--max-body/--token``)."""
-
-    max_rows: int = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
-    max_work: int = 200_000  # token-forwards of every call together, worst case (SeaKR, paper defaults: ~97,000)
-    max_kv_mb: int = 2048  # attention cache of the largest call, worst case (SeaKR, paper defaults, 0.5B: ~0.9 GB)
-    max_body: int = 64 * 1024  # bytes of a request body
-    token: str | None = None  # bearer token required on every route but /v1/health
-    docs: bool = True  # serve /docs and /openapi.json
 
 
 #: Tokens a retrieved passage adds to a prompt, for the budget: DPR's 100-word passages are 130-150
