@@ -27,8 +27,17 @@ def _ray():
     return ray
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+def _check_counts(n_shards, num_cpus, num_gpus) -> None:
+    """The Python API's counts, as the flags check them (a NaN or negative share reached Ray's own error)."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    for name, v, ok, want in (("shards", n_shards, number(n_shards) and isinstance(n_shards, int) and n_shards >= 1,
+                               "a whole number >= 1"),
+                              ("cpus-per-shard", num_cpus, number(num_cpus) and num_cpus > 0, "a number > 0"),
+                              ("gpus-per-shard", num_gpus, number(num_gpus) and num_gpus >= 0, "a number >= 0")):
+        if not ok:
+            raise PlanError(f"eval --ray: --{name} {v!r}: expected {want}")
 
 
 def run_shard(plan: EvalPlan, i: int, n: int) -> int:
@@ -45,12 +54,7 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
     time; returns the merged summary."""
     if len(plan.runs) != 1:
         raise PlanError("eval --ray: runs one method over --shards shards; a grid of several runs does not apply")
-    for name, v, ok in (("shards", n_shards, isinstance(n_shards, int) and not isinstance(n_shards, bool) and n_shards >= 1),
-                        ("cpus-per-shard", num_cpus, _number(num_cpus) and num_cpus > 0),
-                        ("gpus-per-shard", num_gpus, _number(num_gpus) and num_gpus >= 0)):
-        if not ok:
-            raise PlanError(f"eval --ray: --{name} {v!r}: expected a {'whole ' if name == 'shards' else ''}number "
-                            f"{'>= 1' if name == 'shards' else '> 0' if name.startswith('cpus') else '>= 0'}")
+    _check_counts(n_shards, num_cpus, num_gpus)
     if plan.concurrency > 1 or plan.shard:
         raise PlanError("eval --ray: --shard and --concurrency do not apply (each task is one shard)")
     local = address in (None, "", "local")
