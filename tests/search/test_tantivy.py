@@ -4,6 +4,8 @@ import json
 import math
 import os
 import re
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -222,3 +224,33 @@ def test_a_disk_that_refuses_a_write_is_named_and_the_index_keeps_what_it_had(tm
     with pytest.raises(ValueError, match="bad corpus line"):  # a corpus error keeps its own message
         TantivyEngine.build((Passage("d", "D", "x") if i == 0 else (_ for _ in ()).throw(ValueError("bad corpus line"))
                              for i in range(2)), tmp_path / "other")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
+def test_one_process_adds_at_a_time_and_a_reader_is_told_it_is_being_written(tmp_path):
+    """Two `index build --add` at once failed with tantivy's "LockBusy" or read the other's half-written files
+    as a damaged index ("rebuild it"); a reader opening mid-add was told the same."""
+    path = tmp_path / "idx"
+    TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], path)
+    adder = subprocess.Popen([sys.executable, "-c", "import time; from seakr.search import Passage\n"
+                              "from seakr.search.tantivy_engine import TantivyEngine\n"
+                              "def slow():\n    print('adding', flush=True); time.sleep(60)\n"
+                              "    yield Passage('b', 'Danube', 'The Danube flows through Vienna.')\n"
+                              f"TantivyEngine({str(path)!r}).add(slow())"], stdout=subprocess.PIPE, text=True)
+    meta = (path / "meta.json").read_bytes()
+    try:
+        assert adder.stdout.readline().strip() == "adding"
+        with pytest.raises(SearchError, match=rf"another process \(pid {adder.pid}\) is adding to this index; run this"):
+            TantivyEngine(path).add([Passage("c", "Graz", "Graz is in Styria.")])
+        (path / "meta.json").write_bytes(meta + b" ")  # the files as tantivy leaves them between its writes
+        with pytest.raises(SearchError, match=rf"another process \(pid {adder.pid}\) is adding to this index; open it"):
+            TantivyEngine(path)
+    finally:
+        adder.kill()  # the lock goes with its process
+        adder.wait()
+    (path / "meta.json").write_bytes(meta)
+    eng = TantivyEngine(path)
+    assert eng.add([Passage("c", "Graz", "Graz is in Styria.")])["added"] == 1 and TantivyEngine(path).count() == 2
+    (path / "meta.json").write_bytes(b"{}")
+    with pytest.raises(SearchError, match="differ from the build"):  # with no writer, damage is damage
+        TantivyEngine(path)

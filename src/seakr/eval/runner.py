@@ -27,6 +27,7 @@ from .datasets import Example
 from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
 from .rows import ResultRow
 from .states import StateStore, own_tap, tap_name
+from ..locks import FolderLock as _FolderLock
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -107,45 +108,14 @@ def _warn(msg: str) -> None:
 LOCK = ".seakr.lock"  # in every folder a run writes rows to; git-ignored
 
 
-class FolderLock:
-    """An advisory lock (``flock``) on an output folder for as long as a run writes there. Without it a
-    second run into the same folder (another terminal, a ``--resume`` started twice) answers the same
-    questions again and rewrites the log under the first one's appends. The operating system drops the
-    lock when its process dies, so a killed run never leaves the folder locked. No-op where ``fcntl`` is
-    missing (Windows)."""
+def FolderLock(folder: str | os.PathLike) -> _FolderLock:
+    """One run writes to a folder at a time: a second run into it (another terminal, a ``--resume`` started
+    twice) would answer the same questions again and rewrite the log under the first one's appends."""
+    def busy(pid: str) -> ValueError:
+        return ValueError(f"{folder}: another seakr run (pid {pid}) is writing here; wait for it to end or choose "
+                          "another --out")
 
-    def __init__(self, folder: str | os.PathLike):
-        self.folder = Path(folder)
-        self._fh = None
-
-    def __enter__(self) -> "FolderLock":
-        try:
-            import fcntl
-        except ImportError:
-            return self
-        fh = open(self.folder / LOCK, "a+")
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "?"
-            fh.close()
-            raise ValueError(f"{self.folder}: another seakr run (pid {holder}) is writing here; wait for it to end "
-                             "or choose another --out") from None
-        except OSError:  # a file system without advisory locks (some network and FUSE mounts): run unlocked
-            fh.close()
-            return self
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(os.getpid()))
-        fh.flush()
-        self._fh = fh
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fh is not None:
-            self._fh.close()  # closing the file releases the lock
-            self._fh = None
+    return _FolderLock(folder, LOCK, busy)
 
 
 def check_free(folder: str | os.PathLike) -> None:

@@ -27,12 +27,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..locks import FolderLock, holder
 from ..textio import first_line
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    iter_batches)
 
 FORMAT = "seakr-tantivy/1"
 MANIFEST = "seakr-index.json"
+WRITER = ".seakr-writer.lock"  # held while a process adds to the index (one writer at a time)
 ANALYZER = "seakr_english"
 STOPWORDS = LUCENE_ENGLISH_STOPWORDS + ("s",)
 _MOD = 1 << 256
@@ -221,7 +223,11 @@ class TantivyEngine:
         if self.manifest.get("format") != FORMAT:
             raise SearchError(f"{self.path}: foreign index format {self.manifest.get('format')!r} (expected {FORMAT})")
         if check:
-            self.check_files(self.path)
+            try:
+                self.check_files(self.path)
+            except SearchError:
+                self._being_written()
+                raise
         t = _tantivy()
         with _guard(self.path, "opening the corrupt tantivy index"):
             self.index = t.Index.open(str(self.path))
@@ -231,6 +237,7 @@ class TantivyEngine:
             self.index.reload()
             n = self.index.searcher().num_docs
         if n != self.manifest["doc_count"]:
+            self._being_written()
             raise SearchError(
                 f"{self.path}: index holds {n} documents but its manifest says {self.manifest['doc_count']} "
                 "(an interrupted add?); rebuild it"
@@ -293,8 +300,30 @@ class TantivyEngine:
             raise
         return cls(out)
 
+    def _being_written(self) -> None:
+        """An index whose files are mid-add in another process differs from its manifest: say so, rather
+        than call it damaged (the advice to rebuild would throw away a good index)."""
+        pid = holder(self.path, WRITER)
+        if pid is not None:
+            raise SearchError(f"{self.path}: another process (pid {pid}) is adding to this index; open it when "
+                              "that add ends")
+
     def add(self, passages: Iterable[Passage], progress=None, sources: Sequence[str] = ()) -> dict:
-        """Incremental add; ids already in the index are skipped (first occurrence wins)."""
+        """Incremental add; ids already in the index are skipped (first occurrence wins). One process adds at a
+        time: a second is refused at once (two at once had failed with tantivy's "LockBusy" or left the second
+        reading the first's half-written files as a damaged index)."""
+        def busy(pid: str) -> SearchError:
+            return SearchError(f"{self.path}: another process (pid {pid}) is adding to this index; run this add "
+                               "when that one ends")
+
+        with FolderLock(self.path, WRITER, busy):
+            fresh = json.loads((self.path / MANIFEST).read_text())
+            if fresh != self.manifest:  # another add ended since this index was opened: add on top of it
+                self.manifest = fresh
+                self.index.reload()
+            return self._add(passages, progress, sources)
+
+    def _add(self, passages: Iterable[Passage], progress, sources: Sequence[str]) -> dict:
         searcher = self.index.searcher()
         known = _KnownIds(searcher)
         # tantivy rewrites only its two small metadata files in place (segments are new files): kept here, a
