@@ -20,6 +20,7 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"marker": ""}, ValueError, "option marker"),
     ({"gate": "chek"}, ValueError, "gate must be one of"),
     ({"index": "/nonexistent/idx"}, Exception, "no index here"),
+    ({"probes": "/nonexistent/probes"}, ValueError, "probes=/nonexistent/probes: no such directory"),  # after the load
 ])
 def test_bad_arguments_are_refused_before_the_model_loads(kwargs, error, needle, monkeypatch):
     import seakr.models

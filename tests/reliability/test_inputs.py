@@ -448,6 +448,7 @@ def test_studies_refuse_questions_they_cannot_use_before_pooling_an_index(tmp_pa
     ["eval", "--data", HOTPOT, "--out", "OUT", "--option", "estimator=eigne"],
     ["ask", "--index", "no-such-index", "Who?"],
     ["serve", "--workers", "100000"],
+    ["eval", "--data", HOTPOT, "--out", "OUT", "--option", "probes=/nonexistent/probes"],  # was after the load
 ])
 def test_a_bad_input_is_refused_without_importing_torch(tmp_path, argv):
     """Refusing a typo took 4.7 s, most of it importing torch and transformers to check --threads or --device

@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..models.base import STATES
-from ..probes.bank import SelfKnowledge
+from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
@@ -97,6 +97,7 @@ class SeaKRConfig(MethodConfig):
             raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
+        check_folder(self.probes)  # a missing folder fails with the options, not after the model loads
         self._check_sampling()
 
     def sampled_reads(self) -> list[tuple[str, str, float]]:

@@ -69,6 +69,12 @@ def check_sampling(fitted, config: dict | None, where: str):
     return fitted
 
 
+def check_folder(folder: str | None) -> None:
+    """A ``probes=`` folder must be one (checked with the options, before any model loads)."""
+    if folder is not None and not Path(folder).is_dir():
+        raise ValueError(f"probes={folder}: " + ("not a directory" if Path(folder).exists() else "no such directory"))
+
+
 class SelfKnowledge:
     """``sampling``: the reading method's config (a dict of its fields); where given, a file fitted on
     scores of samples drawn otherwise is refused when it is read (:func:`check_sampling`).
@@ -79,8 +85,7 @@ class SelfKnowledge:
         self.model, self.folder, self.sampling = model, folder, sampling
         self.check_sampling = check_sampling if check_sampling is not None else sampling
         self._cache: dict[str, object] = {}
-        if folder is not None and not Path(folder).is_dir():
-            raise ValueError(f"probes={folder}: " + ("not a directory" if Path(folder).exists() else "no such directory"))
+        check_folder(folder)
 
     def _read(self, name: str) -> tuple[dict | None, str]:
         if self.folder is not None:
