@@ -240,3 +240,23 @@ def test_compare_splits_an_adaptive_run_by_its_retrieval_decision(tmp_path):
     assert "where always" not in out
     # a run against itself splits once, by its own decision
     assert compare([str(tmp_path / "self-aware")] * 2).count(" retrieved: ") == 1
+
+
+def test_a_question_beyond_the_context_is_refused_before_the_first_is_answered(tmp_path):
+    """It ended the run where it stood, and every --resume again at the same question."""
+    import pytest
+    from scripted import Reply, ScriptedLM, engine
+    from seakr.methods.baselines import IRCoT
+
+    class Short(ScriptedLM):
+        def info(self):
+            return {**super().info(), "context_tokens": 400}
+
+    idx = engine(tmp_path, {"Vienna": "Vienna is the capital of Austria."})
+    method = IRCoT(Short(lambda v: Reply("Vienna. So the answer is Vienna.")), idx, config={"max_steps": 1, "n_shot": 0})
+    exs = [Example("ok", "What is the capital of Austria?", ["Vienna"]),
+           Example("long", "Which city " + "really " * 500 + "is it?", ["Vienna"])]
+    with pytest.raises(ValueError, match=r"^question long: question too long: its prompt is \d+ tokens.*nothing more was run"):
+        run_eval(method, exs, tmp_path / "run")
+    assert not (tmp_path / "run" / SCORES).read_text()  # not even the first: the run stops before it starts
+    assert run_eval(method, exs[:1], tmp_path / "run", resume=True)["n"] == 1

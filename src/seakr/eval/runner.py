@@ -369,6 +369,17 @@ class FinalStates:
             self._stores[name].put(qid, state)
 
 
+def check_lengths(method, examples: Sequence[Example]) -> None:
+    """Every question's bare prompt fits the model's context, checked before the first is answered: one that
+    does not had ended the run where it stood, and every ``--resume`` again at the same question."""
+    check = getattr(method, "check_question", None)
+    for ex in examples if check is not None else ():
+        try:
+            check(ex.question)
+        except ValueError as e:
+            raise ValueError(f"question {ex.id}: {e}; nothing more was run (shorten it, or leave it out)") from None
+
+
 def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *, resume: bool = False,
              name: str | None = None, progress=None, extra_config: dict | None = None, concurrency: int = 1,
              order_of: dict | None = None) -> dict:
@@ -382,6 +393,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
         if progress:
             progress(len(rows), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
         todo = log.todo(examples)
+        check_lengths(method, todo)
         t_start = time.perf_counter()
 
         def shown(rows):
