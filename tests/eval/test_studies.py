@@ -377,3 +377,32 @@ def test_a_damaged_state_store_names_its_file(tmp_path):
     (tmp_path / "states" / "taps.json").write_text('{"a": 1}')
     with pytest.raises(ValueError, match="taps.json: expected a list of tap names"):
         StateStore.open(tmp_path / "states")
+
+
+def test_a_study_refuses_a_question_beyond_the_context_before_the_first_and_names_a_late_failure(tmp_path):
+    """A question longer than the context ended a study where it stood (after the questions before it), with
+    the model's line that named no question, and every --resume at the same place."""
+    from types import SimpleNamespace
+
+    from scripted import Reply, ScriptedLM
+    from seakr.eval.datasets import Example
+    from seakr.eval.studies import _each
+
+    class Short(ScriptedLM):
+        def info(self):
+            return {**super().info(), "context_tokens": 50}
+
+    method = SimpleNamespace(lm=Short(lambda v: Reply("x")), describe=lambda: {"method": "seakr"})
+    exs = [Example("ok", "A short question?", ["a"]), Example("long", "word " * 60, ["a"])]
+    with pytest.raises(ValueError, match="^question long: 60 tokens, more than the model's 50-token context; nothing more"):
+        _each("s", method, exs, str(tmp_path / "a"), "rows.jsonl", lambda ex: {"id": ex.id})
+    assert not (tmp_path / "a" / "rows.jsonl").read_text()
+
+    def fails_late(ex):  # a prompt that, with the study's own text, no longer fits
+        if ex.id == "late":
+            raise ValueError("prompt of 70 tokens does not fit the model's 50-token context")
+        return {"id": ex.id}
+
+    exs = [Example("ok", "A short question?", ["a"]), Example("late", "A longer question?", ["a"])]
+    with pytest.raises(ValueError, match=r"^question late: prompt of 70 tokens .*; the 1 rows before it are kept$"):
+        _each("s", method, exs, str(tmp_path / "b"), "rows.jsonl", fails_late)

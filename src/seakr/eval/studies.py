@@ -51,13 +51,28 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
     written (fsync'd) as it finishes, so a long study resumes where it was killed."""
     cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples), **(data or {})}
     with RowLog(out_dir, rows_name, cfg, resume=resume) as log:
+        _fit_context(method.lm, log.todo(examples))
         if progress:
             progress(len(log.rows_for(examples)))
         for ex in log.todo(examples):
-            log.append(fn(ex))
+            try:
+                row = fn(ex)
+            except ValueError as e:  # a question the model cannot take (its prompt beyond the context): name it
+                raise ValueError(f"question {ex.id}: {e}; the {len(log.rows)} rows before it are kept") from None
+            log.append(row)
             if progress:
                 progress(1)
         return log.rows_for(examples)
+
+
+def _fit_context(lm, examples: Sequence[Example]) -> None:
+    """A question longer than the model's context by itself fits no prompt of any form: refused before the
+    first question is asked (it ended a study where it stood, and every --resume at the same place)."""
+    ctx = (lm.info() or {}).get("context_tokens")
+    for ex in examples if ctx else ():
+        if len(ex.question.encode()) >= ctx and (n := lm.count_tokens(ex.question)) >= ctx:  # bytes bound tokens
+            raise ValueError(f"question {ex.id}: {n} tokens, more than the model's {ctx}-token context; nothing "
+                             "more was run")
 
 
 def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
