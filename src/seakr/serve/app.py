@@ -131,6 +131,11 @@ class AnswerService:
             # a client names packaged sets only (the operator's own file, set at start, stays allowed); checked
             # first: the schema reads a set's file, and its error would tell a client which server files exist
             raise HTTPException(422, detail=f"option prompt_set: one of {', '.join(FAMILIES)}")
+        if (req.options or {}).get("probes", self.defaults.get("probes")) != self.defaults.get("probes"):
+            # a folder on the server: its operator chooses it (seakr serve --option probes=DIR), a client does not;
+            # checked before the schema, which looks the folder up (its error would tell whether it exists)
+            raise HTTPException(422, detail="option probes: a folder on the server, set when it starts "
+                                            "(seakr serve --option probes=DIR), not per request")
         try:  # the options schema every door shares (types, ranges, unknown names with the closest valid one)
             METHODS[name].Config.from_dict(opts)
         except (ValueError, TypeError) as e:
@@ -139,10 +144,6 @@ class AnswerService:
             v = opts.get(key)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
                 raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
-        if (req.options or {}).get("probes", self.defaults.get("probes")) != self.defaults.get("probes"):
-            # a folder on the server: its operator chooses it (seakr serve --option probes=DIR), a client does not
-            raise HTTPException(422, detail="option probes: a folder on the server, set when it starts "
-                                            "(seakr serve --option probes=DIR), not per request")
         try:
             method = build_method(name, self.lm, self.engine, **opts)
         except (ValueError, TypeError) as e:
