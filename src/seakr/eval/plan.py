@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..search.base import URL_PREFIXES
 from .datasets import LAYOUTS, Example
 
 
@@ -274,7 +275,7 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check(here)
-        if self.index and not self.index.startswith(("http://", "https://", "es+", "opensearch+")):
+        if self.index and not self.index.startswith(URL_PREFIXES):
             from ..search import open_engine
 
             open_engine(self.index)  # a missing or damaged index folder fails here, not after the model has loaded

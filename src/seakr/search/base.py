@@ -18,6 +18,10 @@ LUCENE_ENGLISH_STOPWORDS = (
 BM25_K1, BM25_B, TIE_BREAKER = 1.2, 0.75, 0.5
 
 
+#: What names a search cluster rather than an index folder (Elasticsearch, OpenSearch), at every door.
+URL_PREFIXES = ("http://", "https://", "es+", "opensearch+")
+
+
 class SearchError(RuntimeError):
     """A missing, corrupt, partial or foreign index, or an unreachable cluster."""
 

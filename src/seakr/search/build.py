@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import Passage, SearchError
+from .base import URL_PREFIXES, Passage, SearchError
 from ..textio import first_line
 from .corpora import read_corpus
 
@@ -24,9 +24,6 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
     if len(fmts) != len(sources):
         raise ValueError(f"index build: {len(sources)} sources but {len(fmts)} --format values")
     return list(zip(sources, fmts))
-
-
-URL_PREFIXES = ("http://", "https://", "es+", "opensearch+")
 
 
 def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None) -> str:
