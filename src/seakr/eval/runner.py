@@ -27,7 +27,7 @@ from .datasets import Example
 from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
 from .rows import ResultRow
 from .states import StateStore, own_tap, tap_name
-from ..locks import FolderLock as _FolderLock
+from ..locks import FolderLock
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -108,14 +108,14 @@ def _warn(msg: str) -> None:
 LOCK = ".seakr.lock"  # in every folder a run writes rows to; git-ignored
 
 
-def FolderLock(folder: str | os.PathLike) -> _FolderLock:
+def run_lock(folder: str | os.PathLike) -> FolderLock:
     """One run writes to a folder at a time: a second run into it (another terminal, a ``--resume`` started
     twice) would answer the same questions again and rewrite the log under the first one's appends."""
     def busy(pid: str) -> ValueError:
         return ValueError(f"{folder}: another seakr run (pid {pid}) is writing here; wait for it to end or choose "
                           "another --out")
 
-    return _FolderLock(folder, LOCK, busy)
+    return FolderLock(folder, LOCK, busy)
 
 
 def check_free(folder: str | os.PathLike) -> None:
@@ -123,7 +123,7 @@ def check_free(folder: str | os.PathLike) -> None:
     folder = Path(folder)
     for d in [folder, *(p.parent for p in folder.glob(f"*/{LOCK}"))]:
         if (d / LOCK).exists():
-            with FolderLock(d):
+            with run_lock(d):
                 pass
 
 
@@ -144,7 +144,7 @@ class RowLog:
         from that file alone; a row found only there counts as done and is summarised from it."""
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._dir_lock = FolderLock(self.dir).__enter__()  # held until close: one writer per folder
+        self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
         try:
             self._open(rows_name, config, resume, companion)
         except BaseException:

@@ -32,8 +32,8 @@ class StateStore:
         self.folder, self.taps = Path(folder), list(taps)
         self.folder.mkdir(parents=True, exist_ok=True)
         meta = self.folder / "taps.json"
-        if meta.exists() and _taps(meta) != self.taps:
-            raise ValueError(f"{self.folder}: states were read at {_taps(meta)}, this run reads "
+        if meta.exists() and (stored := _taps(meta)) != self.taps:
+            raise ValueError(f"{self.folder}: states were read at {stored}, this run reads "
                              f"{self.taps}: use another --out")
         meta.write_text(json.dumps(self.taps))
 
