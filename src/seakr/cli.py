@@ -12,7 +12,7 @@ import re
 import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
-from .textio import check_output_file, check_question, first_line
+from .textio import REFUSED_WRITES, check_output_file, check_question, first_line
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 
 
@@ -475,10 +475,7 @@ def disk_refused(e: OSError) -> str | None:
     """One line for a write the file system refused (a full disk wrote a traceback from inside the row
     log's close); rows already written are on disk, so ``--resume`` goes on from them. None for any
     other OSError (it keeps its traceback)."""
-    import errno
-
-    why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is spent",
-           errno.EROFS: "the file system is read-only"}.get(e.errno)
+    why = REFUSED_WRITES.get(e.errno)
     if why is None:
         return None
     return (f"{why}{f' (writing {e.filename})' if e.filename else ''}; what was written before it is kept "

@@ -3,6 +3,7 @@ failure names the file and the line: bytes that are not UTF-8, a truncated or da
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
@@ -139,3 +140,8 @@ def first_line(e: BaseException, limit: int = 200) -> str:
     exception's type where it has no message (``str(e).splitlines()[0]`` raised IndexError there)."""
     text = str(e).strip()
     return text.splitlines()[0][:limit] if text else type(e).__name__
+
+
+#: A write the file system refused, and how to say it: no space, the quota spent, a read-only file system.
+REFUSED_WRITES = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is spent",
+                  errno.EROFS: "the file system is read-only"}

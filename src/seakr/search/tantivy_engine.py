@@ -16,7 +16,6 @@ text); opening verifies the count against the index, ``verify()`` recomputes the
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import first_line
+from ..textio import REFUSED_WRITES, first_line
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    iter_batches)
 
@@ -68,14 +67,10 @@ def _schema():
     return sb.build()
 
 
-#: A write the file system refused: no space, the quota spent, a read-only file system.
-_WRITE_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
-
-
 def _io_failure(e: BaseException) -> bool:
     """A write the file system refused, as Python or tantivy ("... (os error 28)") reports it; a corpus
     file that cannot be read, a corpus error or a bad passage is not one and keeps its own message."""
-    return (isinstance(e, OSError) and e.errno in _WRITE_ERRNOS) or any(f"(os error {n})" in str(e) for n in _WRITE_ERRNOS)
+    return (isinstance(e, OSError) and e.errno in REFUSED_WRITES) or any(f"(os error {n})" in str(e) for n in REFUSED_WRITES)
 
 
 def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
