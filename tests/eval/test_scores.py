@@ -4,6 +4,8 @@ the data, and --resume on a machine that has only those continues the run withou
 import json
 import shutil
 
+import pytest
+
 from seakr.eval.datasets import Example
 from seakr.eval.runner import SCORES, _choice_signal, compare, final_stage_table, merge_runs, run_eval, run_rows, throughput
 from seakr.methods.trace import Answer
@@ -260,3 +262,46 @@ def test_a_question_beyond_the_context_is_refused_before_the_first_is_answered(t
         run_eval(method, exs, tmp_path / "run")
     assert not (tmp_path / "run" / SCORES).read_text()  # not even the first: the run stops before it starts
     assert run_eval(method, exs[:1], tmp_path / "run", resume=True)["n"] == 1
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda r: r.update(em="1"), "field 'em' is '1', not a number from 0 to 1"),
+    (lambda r: r.pop("f1"), "field 'f1' is missing"),
+    (lambda r: r.update(f1=7.0), "field 'f1' is 7.0, not a number from 0 to 1"),
+    (lambda r: r["totals"].update(retrievals="two"), "field 'totals.retrievals' is 'two'"),
+    (lambda r: r.update(steps=["a step"]), "field 'steps' is not a list of objects"),
+    (lambda r: r.update(final={"candidates": {"knowledge": "x"}}), "field 'final' is not an object of candidate objects"),
+    (lambda r: r.update(id=None), "field 'id' is None"),
+])
+def test_a_row_seakr_did_not_write_is_named_by_file_line_and_field_at_every_reader(tmp_path, edit, field):
+    """A hand-edited score row reached the summary as a KeyError traceback (compare, report, merge) or, in a
+    resumed run, only after every new question had been answered."""
+    from seakr.eval.runner import RowLog, check_row, score_row
+    from seakr.serve.render import report_html
+
+    run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path / "run")
+    scores = tmp_path / "run" / SCORES
+    rows = [json.loads(x) for x in scores.read_text().splitlines()]
+    edit(rows[1])
+    scores.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "run" / "results.jsonl").unlink()
+    where = f"{scores}:2: {field}"
+    for read in (lambda: compare([str(tmp_path / "run")]), lambda: report_html(str(tmp_path / "run")),
+                 lambda: merge_runs(tmp_path / "m", [str(tmp_path / "run")]),
+                 lambda: RowLog(tmp_path / "run", "results.jsonl", json.loads((tmp_path / "run" / "config.json").read_text()),
+                                resume=True, companion=(SCORES, score_row), check=check_row)):
+        with pytest.raises(ValueError) as e:
+            read()
+        assert str(e.value).startswith(where), str(e.value)
+    asked = ScriptedMethod(ANSWERS)
+    with pytest.raises(ValueError, match="field"):
+        run_eval(asked, EXS, tmp_path / "run", resume=True)
+    assert asked.asked == []  # refused before the first question, not after the last
+
+
+def test_rows_made_by_hand_without_costs_give_no_cost_figures_rather_than_zeros(tmp_path):
+    d = tmp_path / "hand"
+    d.mkdir()
+    (d / SCORES).write_text("".join(json.dumps({"id": f"q{i}", "em": 1.0, "f1": 1.0}) + "\n" for i in range(3)))
+    table = compare([str(d)])
+    assert "| hand | 3 | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – | – | – |" in table, table

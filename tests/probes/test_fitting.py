@@ -95,7 +95,7 @@ def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"data": "t.json", "method": {
         "model": {"model": "m"}, "config": {"estimator": "eigen", "prompt_style": "chat"}}}))
-    rows = [{"id": f"q{i}", "f1": 0.0, "final": {"candidates": {
+    rows = [{"id": f"q{i}", "em": 0.0, "f1": 0.0, "final": {"candidates": {
         "rationale": {"answer": "a", "u": -6.0 + i, "f1": float(i < 3)},
         "knowledge": {"answer": "b", "u": -2.0, "f1": 1.0}}}} for i in range(6)]
     (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -156,7 +156,7 @@ def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path):
     chain = tmp_path / "chain"
     chain.mkdir()
     (chain / "config.json").write_text(json.dumps({"method": {"config": {}}}))
-    rows = [{"id": i, "f1": 0.0, "totals": {"retrievals": 2}, "steps": [], "final": {"candidates": {
+    rows = [{"id": i, "em": 0.0, "f1": 0.0, "totals": {"retrievals": 2}, "steps": [], "final": {"candidates": {
         "rationale": {"u": -6.0, "f1": 0.0}, "knowledge": {"u": -3.0, "f1": f}}}} for i, f in zip("abcd", (1.0, 0.0, 1.0, 0.0))]
     (chain / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = gate_from_runs([check], [chain], "check", SelfKnowledge("m", str(bank_dir)))

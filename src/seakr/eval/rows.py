@@ -10,6 +10,7 @@ missing (:mod:`seakr.methods.records`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,48 @@ class FinalChoice:
         return cls(d.get("choice"), d.get("rule"), d.get("stop_reason"), cands)
 
 
+#: What a written row's totals carry: the summary table's cost columns read them.
+TOTALS = ("retrievals", "model_calls", "sampled_sequences", "generated_tokens")
+
+
+def _number(d: dict, key: str, name: str, required: bool = True, top: float = math.inf) -> None:
+    v = d.get(key)
+    if v is None and not required:
+        return
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= top:
+        want = f"a number from 0 to {top:g}" if math.isfinite(top) else "a number >= 0"
+        raise ValueError(f"field {name!r} is {'missing' if v is None else repr(v)}, not {want}")
+
+
+def check_row(d: Any) -> None:
+    """Refuse a row this package did not write (a hand-edited, foreign or truncated-by-hand file) with one
+    line naming the field, instead of a KeyError deep in a summary or a comparison. Either shape: the
+    score row holds totals/steps/final at the top, the full row inside ``trace``."""
+    if not isinstance(d, dict):
+        raise ValueError("a row is not a JSON object")
+    if isinstance(d.get("id"), bool) or not isinstance(d.get("id"), (str, int)):
+        raise ValueError(f"field 'id' is {d.get('id')!r}, not a question id")
+    if not isinstance(d.get("prediction") or "", str):
+        raise ValueError(f"field 'prediction' is {d['prediction']!r}, not a string")
+    for k in ("em", "f1"):
+        _number(d, k, k, top=1.0)
+    _number(d, "seconds", "seconds", required=False)
+    pre, body = ("trace.", d["trace"]) if d.get("trace") is not None else ("", d)
+    if not isinstance(body, dict):
+        raise ValueError("field 'trace' is not an object")
+    totals = body.get("totals") or {}
+    if not isinstance(totals, dict):
+        raise ValueError(f"field '{pre}totals' is not an object")
+    for k in TOTALS:  # absent in a hand-made row: the summary then gives no figure for it, never a wrong one
+        _number(totals, k, f"{pre}totals.{k}", required=False)
+    if not isinstance(body.get("steps") or [], list) or not all(isinstance(s, dict) for s in body.get("steps") or []):
+        raise ValueError(f"field '{pre}steps' is not a list of objects")
+    final = body.get("final") or {}
+    cands = final.get("candidates") or {} if isinstance(final, dict) else None
+    if not isinstance(cands, dict) or not all(isinstance(c, dict) for c in cands.values()):
+        raise ValueError(f"field '{pre}final' is not an object of candidate objects")
+
+
 def _slim(c: FinalAnswer) -> dict:
     """A final candidate as a score row keeps it: the answer, U, P(correct) and its scores, no text."""
     out = {"answer": c.answer, "u": u_to_json(c.u)}
@@ -93,6 +136,7 @@ class ResultRow:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ResultRow":
+        check_row(d)
         tr = d.get("trace")
         base = dict(id=d["id"], prediction=d.get("prediction") or "", em=float(d.get("em", 0.0)), f1=float(d.get("f1", 0.0)),
                     seconds=float(d.get("seconds") or 0.0), order=int(d.get("order") or 0), type=d.get("type"))
@@ -123,4 +167,4 @@ class ResultRow:
         return {**self._head(), "question": self.question, "golds": self.golds, "trace": self.trace}
 
 
-__all__ = ["FinalChoice", "ResultRow", "StepScore"]
+__all__ = ["TOTALS", "FinalChoice", "ResultRow", "StepScore", "check_row"]

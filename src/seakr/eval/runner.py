@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
-from .rows import ResultRow
+from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
 
@@ -45,10 +45,11 @@ def versions() -> dict:
     return out
 
 
-def read_results(path: Path, warn=None, torn: list | None = None) -> list[dict]:
+def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None) -> list[dict]:
     """Read a JSONL of finished rows, the first row of each id. An unreadable line is skipped, never the
     rows after it: a torn last line (a kill in the middle of a write) silently, one elsewhere with
-    ``warn(message)``; the id such a line still shows, if any, is added to ``torn``."""
+    ``warn(message)``; the id such a line still shows, if any, is added to ``torn``. A row that reads but
+    that ``check`` refuses (a hand-edited or foreign file) is an error naming the file, line and field."""
     rows, seen = [], set()
     if not path.exists():
         return rows
@@ -61,9 +62,6 @@ def read_results(path: Path, warn=None, torn: list | None = None) -> list[dict]:
             row = json.loads(line)
             if not isinstance(row, dict) or "id" not in row:
                 raise ValueError("not a result row")
-            if row["id"] not in seen:  # a duplicated line (two writers, a copied file) counts once
-                seen.add(row["id"])
-                rows.append(row)
         except ValueError:
             m = re.search(r'"id":\s*"((?:[^"\\]|\\.)*)"', line)
             tid = _json_string(m.group(1)) if m else None
@@ -73,6 +71,15 @@ def read_results(path: Path, warn=None, torn: list | None = None) -> list[dict]:
                 who = f"question {tid!r} will run again" if tid is not None and torn is not None \
                     else "its row is lost (no question id could be read from it)"
                 warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); {who}")
+            continue
+        if check is not None:
+            try:
+                check(row)
+            except ValueError as e:
+                raise ValueError(f"{path}:{n}: {e}") from None
+        if row["id"] not in seen:  # a duplicated line (two writers, a copied file) counts once
+            seen.add(row["id"])
+            rows.append(row)
     return rows
 
 
@@ -138,7 +145,7 @@ class RowLog:
     """
 
     def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False,
-                 companion: tuple[str, Callable[[dict], dict]] | None = None):
+                 companion: tuple[str, Callable[[dict], dict]] | None = None, check: Callable[[dict], None] | None = None):
         """``companion``: (file name, row -> its slim form): a second log of every row without the
         text it holds (question, passages), to commit, so ``--resume`` continues on another machine
         from that file alone; a row found only there counts as done and is summarised from it."""
@@ -146,12 +153,12 @@ class RowLog:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
         try:
-            self._open(rows_name, config, resume, companion)
+            self._open(rows_name, config, resume, companion, check)
         except BaseException:
             self._dir_lock.__exit__()
             raise
 
-    def _open(self, rows_name: str, config: dict, resume: bool, companion) -> None:
+    def _open(self, rows_name: str, config: dict, resume: bool, companion, check) -> None:
         self.path = self.dir / rows_name
         self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
         cfg_path = self.dir / "config.json"
@@ -164,8 +171,8 @@ class RowLog:
                              "refusing to resume into it (choose another --out)")
         cfg_path.write_text(json.dumps(config, indent=2))
         torn: list[str] = []
-        full = _reread(self.path, torn)
-        slim = _reread(self.slim_path, torn) if self.slim_path else []
+        full = _reread(self.path, torn, check)
+        slim = _reread(self.slim_path, torn, check) if self.slim_path else []
         have = {r["id"] for r in full}
         # a question whose full row was torn runs again, as the warning says, even if its slim row survived
         self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
@@ -256,9 +263,9 @@ def _check_same_run(old: dict, config: dict, where: Path) -> None:
             raise ValueError(f"{where}: --resume with {key} {config[key]} but the run recorded {key} {old[key]}")
 
 
-def _reread(path: Path, torn: list | None = None) -> list[dict]:
+def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
     """The readable rows of a log, the file rewritten with them so appends start on a clean line."""
-    rows = read_results(path, _warn, torn)
+    rows = read_results(path, _warn, torn, check)
     if path.exists():
         with open(path, "w") as f:
             for r in rows:
@@ -275,9 +282,9 @@ def score_row(row: dict) -> dict:
 def run_rows(run_dir: Path, warn=None) -> list[ResultRow]:
     """A run directory's finished rows: results.jsonl's, then scores.jsonl's for the ids it lacks
     (a run resumed on another machine from the committed score rows)."""
-    rows = read_results(Path(run_dir) / "results.jsonl", warn)
+    rows = read_results(Path(run_dir) / "results.jsonl", warn, check=check_row)
     have = {r["id"] for r in rows}
-    rows += [r for r in read_results(Path(run_dir) / SCORES, warn) if r["id"] not in have]
+    rows += [r for r in read_results(Path(run_dir) / SCORES, warn, check=check_row) if r["id"] not in have]
     return [ResultRow.from_dict(r) for r in rows]
 
 
@@ -317,6 +324,12 @@ def _comparable(cfg):
     return out
 
 
+def _mean_of(totals: Sequence[dict], key: str, f=lambda v: v) -> float | None:
+    """The mean of one cost over the rows, or None where a row lacks it (rows made by hand or by another
+    tool): no figure rather than one that counts the missing as zero."""
+    return statistics.mean(f(t[key]) for t in totals) if all(key in t for t in totals) else None
+
+
 def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
     if not rows:
         return {"name": name, "n": 0}
@@ -328,13 +341,17 @@ def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
         "n": len(rows),
         "em": statistics.mean(em), "em_ci95": bootstrap_ci(em),
         "f1": statistics.mean(f1), "f1_ci95": bootstrap_ci(f1, seed=1),
-        "retrieval_rate": statistics.mean(t["retrievals"] > 0 for t in tot),
-        "retrievals_per_question": statistics.mean(t["retrievals"] for t in tot),
-        "model_calls_per_question": statistics.mean(t["model_calls"] for t in tot),
-        "sampled_sequences_per_question": statistics.mean(t["sampled_sequences"] for t in tot),
-        "generated_tokens_per_question": statistics.mean(t["generated_tokens"] for t in tot),
+        "retrieval_rate": _mean_of(tot, "retrievals", lambda v: v > 0),
+        "retrievals_per_question": _mean_of(tot, "retrievals"),
+        "model_calls_per_question": _mean_of(tot, "model_calls"),
+        "sampled_sequences_per_question": _mean_of(tot, "sampled_sequences"),
+        "generated_tokens_per_question": _mean_of(tot, "generated_tokens"),
         "seconds_per_question": statistics.mean(r.seconds for r in rows),
     }
+
+
+def _cell(v: float | None, fmt: str) -> str:
+    return "–" if v is None else format(v, fmt)
 
 
 def summary_markdown(summaries: Sequence[dict]) -> str:
@@ -346,9 +363,9 @@ def summary_markdown(summaries: Sequence[dict]) -> str:
             continue
         lines.append(
             f"| {s['name']} | {s['n']} | {100 * s['em']:.1f} ± {50 * (s['em_ci95'][1] - s['em_ci95'][0]):.1f} "
-            f"| {100 * s['f1']:.1f} ± {50 * (s['f1_ci95'][1] - s['f1_ci95'][0]):.1f} | {s['retrieval_rate']:.2f} "
-            f"| {s['retrievals_per_question']:.2f} | {s['model_calls_per_question']:.1f} "
-            f"| {s['sampled_sequences_per_question']:.0f} | {s['seconds_per_question']:.1f} |")
+            f"| {100 * s['f1']:.1f} ± {50 * (s['f1_ci95'][1] - s['f1_ci95'][0]):.1f} | {_cell(s['retrieval_rate'], '.2f')} "
+            f"| {_cell(s['retrievals_per_question'], '.2f')} | {_cell(s['model_calls_per_question'], '.1f')} "
+            f"| {_cell(s['sampled_sequences_per_question'], '.0f')} | {s['seconds_per_question']:.1f} |")
     return head + "\n".join(lines) + "\n"
 
 
@@ -388,7 +405,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     ``order_of`` maps ids to their place in the whole run (shards keep the unsharded order)."""
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
-    with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row)) as log:
+    with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row), check=check_row) as log:
         rows = log.rows_for(examples)
         if progress:
             progress(len(rows), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")

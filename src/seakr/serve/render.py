@@ -36,36 +36,93 @@ def write_answer_html(ans, path: str) -> None:
     Path(path).write_text(answer_html(ans))
 
 
-def report_html(run_dir: str) -> str:
-    """Summary tables of every eval run under ``run_dir`` plus its calibration / ROC plots."""
+def _table(head: list[str], rows: list[list]) -> str:
+    return ("<table class='cands'><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in head) + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
+
+
+def _fmt(v, spec: str = ".3f") -> str:
+    """A figure of a study file: a number formatted, None (no figure: one class, too few rows) as a dash."""
+    return "–" if v is None else format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def _study(path: Path, fields: dict[str, type]) -> dict:
+    """A study's JSON file, refused in one line naming the file and field when it is not what the study
+    writes (a hand edit, another tool's file of the same name), rather than a KeyError in the middle."""
+    d = parse_json(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    if not isinstance(d, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    for k, t in fields.items():
+        if not isinstance(d.get(k), t):
+            want = {dict: "an object", int: "a whole number"}.get(t, t.__name__)
+            raise ValueError(f"{path}: field {k!r} is {'missing' if k not in d else repr(d[k])[:40]}, not {want}")
+    return d
+
+
+def _detect_section(path: Path) -> str:
+    d = _study(path, {"estimators": dict})
+    rows = []
+    for k, v in d["estimators"].items():
+        if not isinstance(v, dict):
+            raise ValueError(f"{path}: field 'estimators.{k}' is not an object")
+        rows.append([k, _fmt(v.get("auroc")), _fmt(v.get("pcc_with_1_minus_f1"))])
+    return (f"<h2>Detection: {html.escape(str(path.parent.name))} ({html.escape(str(d.get('model')))}, n={html.escape(str(d.get('n')))})</h2>"
+            + _table(["estimator", "AUROC", "PCC"], rows))
+
+
+def _rerank_section(path: Path) -> str:
+    d = _study(path, {"n": int})
+    paired = d.get("paired_vs_engine") if isinstance(d.get("paired_vs_engine"), dict) else {}
+    rows = []
+    for rule, key, pkey in (("engine order", "recall@1_engine", None), ("self-aware (min U)", "recall@1_self_aware", "seakr_top1_gold"),
+                            ("guarded", "recall@1_guarded", "guarded_top1_gold")):
+        p = paired.get(pkey) if isinstance(paired.get(pkey), dict) else {}
+        ci = p.get("ci95") if isinstance(p.get("ci95"), list) and len(p["ci95"]) == 2 else [None, None]
+        rows.append([rule, _fmt(d.get(key)), "" if pkey is None else f"{_fmt(p.get('mean_difference'), '+.2f')} "
+                     f"(CI {_fmt(ci[0], '+.2f')}..{_fmt(ci[1], '+.2f')})"])
+    return (f"<h2>Re-ranking: {html.escape(path.parent.name)} ({html.escape(str(d.get('model')))}, n={d['n']}, "
+            f"gold in the top {html.escape(str(d.get('N')))}: {_fmt(d.get('gold_in_top_n'), '.2f')})</h2>"
+            + _table(["rule", "recall@1", "− engine order"], rows))
+
+
+def _calibration_section(path: Path) -> str:
+    d = _study(path, {"chosen": dict})
+    c = d["chosen"]
+    return (f"<h2>Calibration: {html.escape(path.parent.name)} ({html.escape(str(d.get('model')))}, {html.escape(str(d.get('estimator')))}, "
+            f"n={html.escape(str(d.get('n')))})</h2>"
+            + _table(["chosen δ", "F1", "retrieval rate"], [[_fmt(c.get("delta")), _fmt(c.get("f1")), _fmt(c.get("retrieval_rate"), ".2f")]]))
+
+
+#: The studies a report shows, by the file each writes.
+STUDY_SECTIONS = {"detect.json": _detect_section, "rerank.json": _rerank_section, "calibration.json": _calibration_section}
+
+
+def _runs_section(root: Path) -> str:
     from ..eval.runner import SCORES, run_rows, summarize, summary_markdown
 
-    root = Path(run_dir)
-    if not root.exists():
-        raise ValueError(f"{run_dir}: no such directory")
     runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
-    sums = []
-    for r in runs:
-        cfg = read_run_config(r, required=False)
-        sums.append(summarize(run_rows(r), cfg.get("name", r.name)))
-    parts = []
-    if sums:
-        md = summary_markdown(sums).strip().splitlines()
-        head = [c.strip() for c in md[0].strip("|").split("|")]
-        rows = [[c.strip() for c in line.strip("|").split("|")] for line in md[2:]]
-        parts.append("<h2>Methods</h2><table class='cands'><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"
-                     + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
-    for js in sorted(root.rglob("detect.json")):
-        d = parse_json(js.read_text(), str(js))
-        parts.append(f"<h2>Detection ({html.escape(str(d.get('model')))}, n={d.get('n')})</h2><table class='cands'><tr><th>estimator</th><th>AUROC</th><th>PCC</th></tr>"
-                     + "".join(f"<tr><td>{html.escape(k)}</td><td>{v['auroc'] if v['auroc'] is None else format(v['auroc'], '.3f')}</td>"
-                               f"<td>{v['pcc_with_1_minus_f1'] if v['pcc_with_1_minus_f1'] is None else format(v['pcc_with_1_minus_f1'], '.3f')}</td></tr>"
-                               for k, v in d["estimators"].items()) + "</table>")
+    sums = [summarize(run_rows(r), read_run_config(r, required=False).get("name", r.name)) for r in runs]
+    if not sums:
+        return ""
+    md = summary_markdown(sums).strip().splitlines()
+    return "<h2>Methods</h2>" + _table([c.strip() for c in md[0].strip("|").split("|")],
+                                       [[c.strip() for c in line.strip("|").split("|")] for line in md[2:]])
+
+
+def report_html(run_dir: str) -> str:
+    """Every eval run under ``run_dir`` (summary table), every study (detection AUROCs, re-rank recall,
+    the chosen δ) and their calibration / ROC plots, as one page."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise ValueError(f"{run_dir}: no such directory")
+    parts = [_runs_section(root)]
+    for name, section in STUDY_SECTIONS.items():
+        parts += [section(js) for js in sorted(root.rglob(name))]
     for png in sorted(list(root.rglob("calibration.png")) + list(root.rglob("roc.png"))):
         b64 = base64.b64encode(png.read_bytes()).decode()
         parts.append(f"<h2>{html.escape(str(png.relative_to(root)))}</h2><img alt='{html.escape(png.name)}' src='data:image/png;base64,{b64}'>")
-    if not parts:
-        raise ValueError(f"{run_dir}: no eval results, detect.json or plots found")
+    if not any(parts):
+        raise ValueError(f"{run_dir}: no eval results, study results ({', '.join(STUDY_SECTIONS)}) or plots found")
     return _page(f"report: {root}", "".join(parts))
 
 
