@@ -406,3 +406,33 @@ def test_a_study_refuses_a_question_beyond_the_context_before_the_first_and_name
     exs = [Example("ok", "A short question?", ["a"]), Example("late", "A longer question?", ["a"])]
     with pytest.raises(ValueError, match=r"^question late: prompt of 70 tokens .*; the 1 rows before it are kept$"):
         _each("s", method, exs, str(tmp_path / "b"), "rows.jsonl", fails_late)
+
+
+@pytest.mark.parametrize("cmd,rows_name,row,needle", [
+    ("detect", "detect_rows.jsonl", {"id": "a", "answer": "x", "scores": {}}, "field 'f1' is missing"),
+    ("detect", "detect_rows.jsonl", {"id": "a", "f1": 0.0, "scores": {"eigen": [1]}}, "field 'scores' is {'eigen': [1]}"),
+    ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": "T", "gold": [], "u": []}, "field 'titles' is 'T'"),
+    ("calibrate", "calibration_rows.jsonl", {"id": "a", "u": 1.0, "f1_direct": 1.0}, "field 'f1_rag' is missing"),
+    ("eval", "scores.jsonl", {"id": "a", "em": 2, "f1": 1.0}, "field 'em' is 2, not a number from 0 to 1"),
+])
+def test_a_resume_reads_the_rows_it_continues_before_the_model_loads(tmp_path, cmd, rows_name, row, needle):
+    """A study resumed over a row it did not write answered every new question, then stopped in its summary
+    with a KeyError (the model had loaded, the questions had run); eval's resume read it only once loaded."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"study": cmd}))
+    (out / rows_name).write_text(json.dumps(row) + "\n")
+    extra = ["--method", "cot"] if cmd == "eval" else []
+    r = subprocess.run([sys.executable, "-m", "seakr.cli", cmd, "--data", HOTPOT, "--out", str(out), "--resume", *extra],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "config:" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"seakr: error: {out / rows_name}:1: {needle}") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_probe_is_not_fitted_on_a_detect_row_another_tool_wrote(tmp_path):
+    from seakr.probes.fitting import fit_from_studies
+
+    (tmp_path / "config.json").write_text(json.dumps({"study": "detect", "form": "short"}))
+    (tmp_path / "detect_rows.jsonl").write_text(json.dumps({"id": "a", "answer": "x", "correct": True}) + "\n")
+    with pytest.raises(ValueError, match=r"detect_rows.jsonl:1: field 'f1' is missing"):
+        fit_from_studies([str(tmp_path)], "short", None, 5)

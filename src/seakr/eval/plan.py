@@ -20,6 +20,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import URL_PREFIXES
@@ -203,6 +204,21 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(str(e)) from None
 
 
+def check_resume_rows(path: str) -> None:
+    """The rows a ``--resume`` continues, read now: a row seakr did not write (a hand edit, another tool's
+    file) is named by file, line and field before the model loads, not after it (eval) or after the last
+    question (a study's summary)."""
+    from .runner import SCORES, check_row, read_results
+    from .studies import STUDY_ROWS, study_row_check
+
+    for name, check in {"results.jsonl": check_row, SCORES: check_row, **{n: study_row_check(n) for n in STUDY_ROWS}}.items():
+        if os.path.isfile(os.path.join(path, name)):
+            try:
+                read_results(Path(path) / name, check=check)
+            except ValueError as e:
+                raise PlanError(str(e)) from None
+
+
 @dataclass
 class Selection:
     """The questions a plan answers, with what the run needs to know about them."""
@@ -280,6 +296,9 @@ class EvalPlan:
 
             open_engine(self.index)  # a missing or damaged index folder fails here, not after the model has loaded
         check_output_dir(self.out)
+        if self.resume:
+            for r in self.runs:
+                check_resume_rows(self.out_for(r))
         return self
 
     def _check_numbers(self) -> None:

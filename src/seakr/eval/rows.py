@@ -103,6 +103,34 @@ def check_row(d: Any) -> None:
         raise ValueError(f"field '{pre}final' is not an object of candidate objects")
 
 
+def _is_u(v: Any) -> bool:
+    """A U as a row holds it: a number, null (failed or missing) or the strings "inf"/"-inf"/"nan"."""
+    return v is None or isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+#: The kinds of field a study row declares (:func:`check_fields`): what the value must be, and how it is said.
+FIELD_KINDS = {
+    "score": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number from 0 to 1"),
+    "u": (_is_u, "an uncertainty (a number or null)"),
+    "us": (lambda v: isinstance(v, list) and all(_is_u(x) for x in v), "a list of uncertainties"),
+    "scores": (lambda v: isinstance(v, dict) and all(_is_u(x) for x in v.values()), "an object of uncertainties"),
+    "names": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
+}
+
+
+def check_fields(d: Any, spec: dict[str, str]) -> None:
+    """Refuse a study row lacking a field its summary reads, naming the field (``spec``: field -> kind of
+    :data:`FIELD_KINDS`); the id is checked as for result rows."""
+    if not isinstance(d, dict):
+        raise ValueError("a row is not a JSON object")
+    if isinstance(d.get("id"), bool) or not isinstance(d.get("id"), (str, int)):
+        raise ValueError(f"field 'id' is {d.get('id')!r}, not a question id")
+    for k, kind in spec.items():
+        ok, want = FIELD_KINDS[kind]
+        if k not in d or not ok(d[k]):
+            raise ValueError(f"field {k!r} is {'missing' if k not in d else repr(d[k])[:40]}, not {want}")
+
+
 def _slim(c: FinalAnswer) -> dict:
     """A final candidate as a score row keeps it: the answer, U, P(correct) and its scores, no text."""
     out = {"answer": c.answer, "u": u_to_json(c.u)}
@@ -167,4 +195,4 @@ class ResultRow:
         return {**self._head(), "question": self.question, "golds": self.golds, "trace": self.trace}
 
 
-__all__ = ["TOTALS", "FinalChoice", "ResultRow", "StepScore", "check_row"]
+__all__ = ["TOTALS", "FinalChoice", "ResultRow", "StepScore", "check_fields", "check_row"]

@@ -36,7 +36,7 @@ from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
-from .rows import ResultRow
+from .rows import ResultRow, check_fields
 from .runner import RowLog, read_run_config, run_rows, versions
 from .states import StateStore, own_tap, tap_name
 
@@ -45,12 +45,28 @@ def _finite(x):
     return x if x is not None and math.isfinite(x) else math.inf
 
 
+#: What each study's rows hold for its summary and for the probes fitted on it: a resumed log or a fit
+#: refuses a row without them by file, line and field (a hand-edited or foreign file), before any work.
+STUDY_ROWS = {
+    "calibration_rows.jsonl": {"u": "u", "f1_direct": "score", "f1_rag": "score"},
+    "detect_rows.jsonl": {"f1": "score", "scores": "scores"},
+    "rerank_rows.jsonl": {"titles": "names", "gold": "names", "u": "us"},
+}
+
+
+def study_row_check(rows_name: str):
+    """The check of a study's rows (:data:`STUDY_ROWS`) for ``read_results`` and ``RowLog``; None for a
+    log of rows no summary here reads."""
+    spec = STUDY_ROWS.get(rows_name)
+    return None if spec is None else lambda row: check_fields(row, spec)
+
+
 def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
           progress=None, resume: bool = False, data: dict | None = None) -> list[dict]:
     """Run ``fn(example) -> row`` over the examples not yet in ``out_dir/rows_name``; every row is
     written (fsync'd) as it finishes, so a long study resumes where it was killed."""
     cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples), **(data or {})}
-    with RowLog(out_dir, rows_name, cfg, resume=resume) as log:
+    with RowLog(out_dir, rows_name, cfg, resume=resume, check=study_row_check(rows_name)) as log:
         _fit_context(method.lm, log.todo(examples))
         if progress:
             progress(len(log.rows_for(examples)))

@@ -41,6 +41,7 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
     """A study's config and rows; ``form`` (detect studies): the answers' form the caller fits, which the
     study must have been run in (studies that predate the record are taken as they are)."""
     from ..eval.runner import read_results, read_run_config
+    from ..eval.studies import study_row_check
 
     d = Path(run)
     if not (d / rows_name).is_file():
@@ -49,7 +50,7 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
     if form is not None and cfg.get("form", form) != form:
         raise ValueError(f"{d}: a detect study of --form {cfg['form']} answers, not {form}: "
                          f"fit --form {form} on {SOURCES.get(form, 'studies of that form')}")
-    return cfg, read_results(d / rows_name)
+    return cfg, read_results(d / rows_name, check=study_row_check(rows_name))
 
 
 def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: str | None = None):
