@@ -190,7 +190,12 @@ def plan_from_args(args) -> EvalPlan:
         v = getattr(args, key)
         return top[key] if key in top and v in (None, default) else v
 
+    if runs and (args.method is not None or options):  # they were dropped without a word: the table was another method's
+        given = " and ".join(f for f, v in (("--method", args.method), ("--option", options)) if v)
+        raise CLIError(f"{given}: {args.config} names its runs in [[run]] tables; put the method and its options "
+                       "there (or leave [[run]] out to run the flags' method)")
     if not runs:
+        args.method = args.method or "seakr"
         check_run("--option", args.method, options)
         runs = [RunSpec(args.method, options)]
     spec.model, spec.precision, spec.device = flag("model"), flag("precision", "auto"), flag("device", "cpu")

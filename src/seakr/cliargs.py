@@ -236,7 +236,8 @@ def _eval_parsers(sub) -> None:
 
     p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
     _data_args(p, out_required=False)
-    p.add_argument("--method", default="seakr", choices=list(METHODS))
+    # None, not "seakr": a --method beside a grid's [[run]] tables must be told from no --method at all
+    p.add_argument("--method", default=None, choices=list(METHODS), help="the method (default seakr); a --config grid names its own")
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
     p.add_argument("--config", type=given, default=None, help="TOML file listing [[run]] entries (method, name, options)")

@@ -62,6 +62,26 @@ def test_a_grid_fills_the_flags_left_at_their_defaults(tmp_path):
     assert cli_plan("--config", str(grid), "--limit", "1").limit == 1  # a flag given wins
 
 
+def test_a_grid_with_runs_refuses_the_method_flags_and_an_empty_run_list(tmp_path):
+    """`--method ircot --option max_steps=1` beside a grid's [[run]] tables were dropped without a word (the
+    table was the grid's method), and `run = []` ran SeaKR, the flags' default, as if the key were absent."""
+    from seakr.cli import CLIError
+
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\n[[run]]\nmethod = "cot"\n')
+    for flags, said in ((["--method", "ircot"], "--method"), (["--option", "max_steps=1"], "--option"),
+                        (["--method", "cot", "--option", "k=2"], "--method and --option")):
+        with pytest.raises(CLIError, match=f"^{said}: {re.escape(str(grid))} names its runs in \\[\\[run\\]\\] tables"):
+            cli_plan("--config", str(grid), *flags)
+    grid.write_text(f'data = "{HOTPOT}"\nrun = []\n')
+    with pytest.raises(PlanError, match="'run' lists no runs"):
+        cli_plan("--config", str(grid), "--out", str(tmp_path / "o"))
+    grid.write_text(f'data = "{HOTPOT}"\nlimit = 2\n')  # settings only: the flags name the method
+    p = cli_plan("--config", str(grid), "--out", str(tmp_path / "o"), "--method", "ircot", "--option", "max_steps=1")
+    assert [(r.method, r.options) for r in p.runs] == [("ircot", {"max_steps": 1})] and p.limit == 2
+    assert [r.method for r in cli_plan("--data", HOTPOT, "--out", str(tmp_path / "o")).runs] == ["seakr"]
+
+
 def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
     """One place for a plan's knobs: a grid says its layout, filler, device... as the flags do (they were
     'unknown key' in a grid, so a GPU grid could not say its device)."""

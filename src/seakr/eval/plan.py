@@ -469,6 +469,8 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{path}: {e}") from None
     _grid_top(path, conf)
+    if "run" in conf and not conf["run"]:  # it ran the flags' method (SeaKR by default) as if no key were there
+        raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")
     names: set = set()
     runs = [_grid_run(f"{path}: [[run]] #{i + 1}", r, names) for i, r in enumerate(conf.get("run", []))]
     return {k: v for k, v in conf.items() if k != "run"}, runs
