@@ -127,3 +127,18 @@ def test_every_accepted_combination_answers(idx, opts):
         return
     a = m.answer("Who directed 2001: A Space Odyssey?")
     assert isinstance(a.answer, str) and a.trace["final"]["choice"]
+
+
+def test_the_servers_defaults_reach_each_method_that_has_them():
+    """`seakr serve --option gate=step --option k=4`: every request for another method was a 422 "unknown
+    option 'gate'" that its client had not sent; k, an option of every method, still reaches them all."""
+    from seakr.serve.app import AnswerRequest, AnswerService
+
+    svc = AnswerService(ScriptedLM(lambda view: Reply("x")), None, "seakr", {"gate": "step", "k": 4, "max_steps": 2})
+    for method in METHODS:
+        m = svc.build(AnswerRequest(question="q", method=method))
+        assert m.config.k == 4, method
+        assert getattr(m.config, "gate", "step") == "step" and getattr(m.config, "max_steps", 2) == 2, method
+    with pytest.raises(Exception) as e:  # what a client sends itself is still checked against its method
+        svc.build(AnswerRequest(question="q", method="cot", options={"gate": "step"}))
+    assert e.value.status_code == 422 and "unknown option(s) 'gate'" in e.value.detail

@@ -17,6 +17,7 @@ that times out (``504``) is cancelled: it stops at its next decode step and free
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hmac
 import json
 import sys
@@ -126,7 +127,7 @@ class AnswerService:
 
     def build(self, req: AnswerRequest):
         name = req.method or self.method
-        opts = {**self.defaults, **(req.options or {})}
+        opts = {**self.defaults_for(name), **(req.options or {})}
         if (req.options or {}).get("prompt_set") not in (None, *FAMILIES, self.defaults.get("prompt_set")):
             # a client names packaged sets only (the operator's own file, set at start, stays allowed); checked
             # first: the schema reads a set's file, and its error would tell a client which server files exist
@@ -150,6 +151,13 @@ class AnswerService:
             raise HTTPException(422, detail=str(e)) from None
         self.check_budget(method, req.question)
         return method
+
+    def defaults_for(self, name: str) -> dict:
+        """The server's ``--option`` defaults that method ``name`` has: k or max_new_tokens for every method,
+        SeaKR's gate for SeaKR only (``--option gate=step`` once made every request for another method a
+        422 "unknown option 'gate'", which its client had not sent and could not take back)."""
+        own = {f.name for f in dataclasses.fields(METHODS[name].Config)}
+        return {k: v for k, v in self.defaults.items() if k in own}
 
     def build_default(self):
         """The server's own default request (its method and options): it must fit the limits too."""
