@@ -14,6 +14,7 @@ import sys
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .textio import REFUSED_WRITES, check_output_file, check_question, first_line
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
+from .eval.runner import check_rows_home
 
 
 class CLIError(Exception):
@@ -211,6 +212,11 @@ def cmd_eval(args) -> int:
     from .eval.runner import summary_markdown
 
     plan = plan_from_args(args)  # run_plan / run_shards check it before anything slow
+    for r in plan.runs if isinstance(plan.out, str) and plan.out else ():  # a grid's runs: a folder each under --out
+        try:
+            check_rows_home(plan.out_for(r), "results.jsonl")
+        except ValueError as e:
+            raise CLIError(str(e)) from None
     if args.ray is not None:
         from .eval.cluster import run_shards
 
@@ -245,6 +251,11 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
+    rows = {"detect": "detect_rows.jsonl", "rerank_study": "rerank_rows.jsonl", "calibrate": "calibration_rows.jsonl"}
+    try:  # now, not once the model has loaded
+        check_rows_home(plan.out, rows[args.cmd])
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     sel = plan.select()
     if check is not None:
         check(sel)

@@ -4,6 +4,7 @@ end to end with the real smollm2 on a few fixture questions, and resuming a kill
 import dataclasses
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -355,6 +356,22 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
     assert "give --data (simple QA), or --from-runs" in capsys.readouterr().err
     assert main(["calibrate", "--from-runs", str(never), str(always), "--data", "x.jsonl", "--out", str(tmp_path / "c3")]) == 2
     assert "takes no --data" in capsys.readouterr().err
+    assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "cal"), "--no-write"]) == 0
+    capsys.readouterr()  # its own earlier output is recomputed from the runs: rewritten
+
+    # a folder where a run or study keeps rows is not: a simple-QA study's rows (hours of sampling) were replaced
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "config.json").write_text(json.dumps({"study": "calibrate"}))
+    rows = json.dumps({"id": "z", "u": 1.0, "f1_direct": 1.0, "f1_rag": 0.0}) + "\n"
+    (study / "calibration_rows.jsonl").write_text(rows)
+    for out in (study, never):
+        assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(out), "--no-write"]) == 2
+        assert f"{out}: holds the rows of a run or study (config.json" in capsys.readouterr().err
+    assert (study / "calibration_rows.jsonl").read_text() == rows and not (never / "calibration_rows.jsonl").exists()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "dangling")]) == 2
+    assert "a symbolic link to nothing" in capsys.readouterr().err
 
 
 def test_a_damaged_state_store_names_its_file(tmp_path):
@@ -436,3 +453,27 @@ def test_a_probe_is_not_fitted_on_a_detect_row_another_tool_wrote(tmp_path):
     (tmp_path / "detect_rows.jsonl").write_text(json.dumps({"id": "a", "answer": "x", "correct": True}) + "\n")
     with pytest.raises(ValueError, match=r"detect_rows.jsonl:1: field 'f1' is missing"):
         fit_from_studies([str(tmp_path)], "short", None, 5)
+
+
+def test_a_run_and_a_study_never_share_a_folder(tmp_path):
+    """A detect study sent to an eval run's folder replaced the run's config.json: `compare` then called the
+    run a detect study and its --resume was refused. Each door refuses the other kind's folder, the
+    command line before the model loads."""
+    from seakr.eval.runner import SCORES
+
+    run, study = tmp_path / "run", tmp_path / "study"
+    with RowLog(run, "results.jsonl", {"name": "cot"}, companion=(SCORES, dict)) as log:
+        log.append({"id": "a", "em": 1.0, "f1": 1.0})
+    with RowLog(study, "detect_rows.jsonl", {"study": "detect"}) as log:
+        log.append({"id": "a", "f1": 1.0, "scores": {}})
+    before = (run / "config.json").read_text()
+    for folder, rows, other in ((run, "detect_rows.jsonl", "an eval run (results.jsonl, scores.jsonl)"),
+                                (study, "results.jsonl", "a detect study (detect_rows.jsonl)")):
+        with pytest.raises(ValueError, match=re.escape(f"{folder}: holds the rows of {other}")):
+            RowLog(folder, rows, {"study": "x"})
+    assert (run / "config.json").read_text() == before
+    for argv in (["detect", "--data", HOTPOT, "--out", str(run)], ["rerank-study", "--data", HOTPOT, "--out", str(run)],
+                 ["eval", "--data", HOTPOT, "--method", "cot", "--out", str(study)]):
+        r = subprocess.run([sys.executable, "-m", "seakr.cli", *argv], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "holds the rows of" in r.stderr and "config:" not in r.stderr, r.stderr
+    assert (run / "config.json").read_text() == before

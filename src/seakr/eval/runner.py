@@ -45,6 +45,22 @@ def versions() -> dict:
     return out
 
 
+#: Every rows file a run or a study keeps, and what keeps it: a folder holds one kind.
+ROW_FILES = {"results.jsonl": "an eval run", SCORES: "an eval run", "detect_rows.jsonl": "a detect study",
+             "rerank_rows.jsonl": "a re-rank study", "calibration_rows.jsonl": "a calibration"}
+
+
+def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:
+    """A run or study writes to a folder that holds no other kind's rows: a detect study sent to an eval
+    run's folder replaced its config.json (``compare`` then called the run a detect study, ``--resume``
+    refused it). Called before the model loads where the command knows its kind, and by :class:`RowLog`."""
+    d, mine = Path(folder), ROW_FILES.get(rows_name)
+    other = [n for n, kind in ROW_FILES.items() if kind != mine and (d / n).is_file() and (d / n).stat().st_size]
+    if mine is not None and other:
+        raise ValueError(f"{d}: holds the rows of {ROW_FILES[other[0]]} ({', '.join(other)}); {mine} writes to "
+                         "a folder of its own: choose another --out")
+
+
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None) -> list[dict]:
     """Read a JSONL of finished rows, the first row of each id. An unreadable line is skipped, never the
     rows after it: a torn last line (a kill in the middle of a write) silently, one elsewhere with
@@ -159,6 +175,7 @@ class RowLog:
             raise
 
     def _open(self, rows_name: str, config: dict, resume: bool, companion, check) -> None:
+        check_rows_home(self.dir, rows_name)
         self.path = self.dir / rows_name
         self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
         cfg_path = self.dir / "config.json"

@@ -195,6 +195,19 @@ def largest_step_u(row: ResultRow) -> float:
     return max((s.u for s in row.steps), default=-math.inf)
 
 
+def _check_own_folder(out: Path) -> None:
+    """Where a calibration from runs may write: its rows are recomputed from the runs, so its own earlier
+    output is rewritten, but a folder where a run or a study keeps rows is not (``--out`` naming a simple-QA
+    calibration study replaced that study's rows, hours of model time; naming the never-run mixed the two)."""
+    from .plan import check_output_dir
+    from .runner import ROW_FILES
+
+    check_output_dir(str(out))  # a file, a dangling link, an unwritable place or a live run's folder: one line
+    kept = [n for n in ("config.json", *ROW_FILES) if (out / n).exists()]
+    if "config.json" in kept or len(kept) > ("calibration_rows.jsonl" in kept):
+        raise ValueError(f"{out}: holds the rows of a run or study ({', '.join(kept)}); write the calibration to a folder of its own")
+
+
 def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bool = True) -> dict:
     """Multi-hop threshold from two eval runs of SeaKR over the same tuning questions, one that never
     retrieves and one that always does: F1(delta) takes the always-run's F1 where the never-run's
@@ -206,6 +219,7 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     diff = [k for k in _SAME if mn["config"].get(k) != ma["config"].get(k)]
     if diff or mn.get("model") != ma.get("model"):
         raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
+    _check_own_folder(Path(out_dir))
     a_rows = {r.id: r for r in run_rows(always)}
     rows = [{"id": r.id, "u": largest_step_u(r), "f1_direct": r.f1, "f1_rag": a_rows[r.id].f1}
             for r in run_rows(never) if r.id in a_rows]
