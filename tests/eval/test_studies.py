@@ -477,3 +477,21 @@ def test_a_run_and_a_study_never_share_a_folder(tmp_path):
         r = subprocess.run([sys.executable, "-m", "seakr.cli", *argv], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and "holds the rows of" in r.stderr and "config:" not in r.stderr, r.stderr
     assert (run / "config.json").read_text() == before
+
+
+def test_a_study_resumes_only_as_it_was_asked(tmp_path):
+    """`seakr detect --form short --resume` over a cot study appended short answers to cot ones and recorded
+    the study as short: a probe fitted on it read cot states as short-form ones."""
+    cfg = {"study": "detect", "method": {"config": {"k": 3}}, "setting": "closed-book", "form": "cot", "states": ["L14:mlp"]}
+    with RowLog(tmp_path, "detect_rows.jsonl", cfg) as log:
+        log.append({"id": "a", "f1": 1.0, "scores": {}})
+    for key, value in (("form", "short"), ("setting", "open-book"), ("states", ["L14:mlp", "L3:mlp"])):
+        with pytest.raises(ValueError, match=f"--resume with {key} .* but the study recorded {key}"):
+            RowLog(tmp_path, "detect_rows.jsonl", {**cfg, key: value}, resume=True)
+    assert json.loads((tmp_path / "config.json").read_text())["form"] == "cot"
+    with RowLog(tmp_path, "detect_rows.jsonl", cfg, resume=True) as log:  # as it was asked: resumes
+        assert [r["id"] for r in log.rows] == ["a"]
+    older = {k: v for k, v in cfg.items() if k != "form"}  # a study recorded before the form was: taken as it is
+    (tmp_path / "config.json").write_text(json.dumps(older))
+    with RowLog(tmp_path, "detect_rows.jsonl", cfg, resume=True) as log:
+        assert [r["id"] for r in log.rows] == ["a"]

@@ -267,6 +267,11 @@ def _with_added_options(method: dict | None) -> dict | None:
     return {**method, "config": {**added, **method["config"]}}
 
 
+#: What a study records of how it asks, beside the method: a resume must ask the same way (where both
+#: record it; a study from before a record was added is resumed as it is).
+STUDY_KEYS = ("setting", "form", "states", "probe", "wording", "probe_model")
+
+
 def _check_same_run(old: dict, config: dict, where: Path) -> None:
     diff = method_differences(old, json.loads(json.dumps(config)))
     if diff:
@@ -278,6 +283,10 @@ def _check_same_run(old: dict, config: dict, where: Path) -> None:
     for key in ("shard", "every"):  # which questions a run owns: a resume must own the same ones
         if key in old and key in config and old[key] != config[key]:
             raise ValueError(f"{where}: --resume with {key} {config[key]} but the run recorded {key} {old[key]}")
+    for key in STUDY_KEYS:  # how a study asked: `detect --form short --resume` over a cot study mixed the two forms
+        if key in old and key in config and old[key] != config[key]:
+            raise ValueError(f"{where}: --resume with {key} {json.dumps(config[key])[:80]} but the study recorded "
+                             f"{key} {json.dumps(old[key])[:80]}; resume it as it was asked, or choose another --out")
 
 
 def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
