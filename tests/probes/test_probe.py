@@ -106,6 +106,36 @@ def test_bank_names_a_file_that_is_not_json_and_a_folder_that_is_a_file(tmp_path
         SelfKnowledge("some-model", str(tmp_path / "gates.json"))
 
 
+@pytest.mark.parametrize("gates,needle", [
+    ({"some-model": {"check": {"gate_p": 7}}}, "gate_p must be a probability from 0 to 1, not 7"),  # retrieved always
+    ({"some-model": {"check": {"gate_p": "high"}}}, "not 'high'"),
+    ({"some-model": {"check": {"gate_p": float("nan")}}}, "not nan"),
+    ({"some-model": {"check": {}}}, "not None"),
+    ({"some-model": {"check": 0.3}}, 'the entry is 0.3, not {"gate_p": p}'),
+    ({"some-model": 3}, "expected {model: {check: ...}}"),
+    ([1], "expected {model: {check: ...}}"),
+])
+def test_a_gate_level_that_is_not_a_probability_is_named_with_its_file(tmp_path, gates, needle):
+    (tmp_path / "gates.json").write_text(json.dumps(gates))
+    with pytest.raises(ValueError) as e:
+        SelfKnowledge("some-model", str(tmp_path)).gate_p("check")
+    assert str(e.value).startswith(f"{tmp_path / 'gates.json'}: ") and needle in str(e.value), str(e.value)
+    (tmp_path / "gates.json").write_text(json.dumps({"other-model": gates}))  # another model's entry is not read
+    assert SelfKnowledge("some-model", str(tmp_path)).gate_p("check") == (0.5, "default")
+
+
+def test_a_reasoning_table_of_another_shape_is_named_with_its_file(tmp_path):
+    bank = SelfKnowledge("some-model", str(tmp_path))
+    assert bank.reasoning(["probe"]) == (None, "auto")
+    for table, needle in (([1], "expected {model: {reasoning: ...}}"), ({"some-model": "probe"}, "expected {model"),
+                          ({"some-model": {"reasoning": "zzz"}}, "reasoning 'zzz' is not one of probe")):
+        (tmp_path / "reasoning.json").write_text(json.dumps(table))
+        with pytest.raises(ValueError, match=re.escape(needle)):
+            SelfKnowledge("some-model", str(tmp_path)).reasoning(["probe"])
+    (tmp_path / "reasoning.json").write_text(json.dumps({"some-model": {"reasoning": "probe"}}))
+    assert SelfKnowledge("some-model", str(tmp_path)).reasoning(["probe"])[0] == "probe"
+
+
 PROBE = {"model": "some-model", "tap": "L1:mlp", "form": "short", "coef": [1.0], "intercept": 0.0,
          "mean": [0.0], "scale": [1.0], "C": 1.0, "provenance": {}, "features": []}
 CAL = {"form": "short", "estimator": "eigen", "kind": "isotonic", "x": [-1.0, 1.0], "y": [0.9, 0.1],

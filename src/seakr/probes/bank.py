@@ -132,22 +132,37 @@ class SelfKnowledge:
     def has_calibration(self, form: str, estimator: str) -> bool:
         return self._read(f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json")[0] is not None
 
+    def _model_entry(self, name: str, key: str) -> tuple[dict | None, str]:
+        """This model's entry under ``key`` in a table file (``gates.json``, ``reasoning.json``: {model:
+        {key: ...}}), or None; a file of another shape is refused naming it (a list or a number there was
+        an AttributeError or TypeError with no file named)."""
+        d, where = self._read(name)
+        if d is None:
+            return None, where
+        if not isinstance(d, dict) or not isinstance(d.get(self.model, {}), dict):
+            raise ValueError(f"{where}: expected {{model: {{{key}: ...}}}}, a JSON object per model")
+        return (d.get(self.model) or {}).get(key), where
+
     def reasoning(self, rules: Sequence[str]) -> tuple[str | None, str]:
         """The final-choice rule chosen for this model on tuning data (``reasoning.json``: {model:
         {"reasoning": rule, ...provenance}}) and where it came from; (None, "auto") where none was chosen.
         A rule outside ``rules`` (those the reading method knows) is refused in one line."""
-        d, where = self._read("reasoning.json")
-        entry = (d or {}).get(self.model)
-        if not isinstance(entry, dict) or "reasoning" not in entry:
+        rule, where = self._model_entry("reasoning.json", "reasoning")
+        if rule is None:
             return None, "auto"
-        if entry["reasoning"] not in rules:
-            raise ValueError(f"{where}: {self.model}: reasoning {entry['reasoning']!r} is not one of {', '.join(rules)}")
-        return entry["reasoning"], f"{where}:{self.model}"
+        if rule not in rules:
+            raise ValueError(f"{where}: {self.model}: reasoning {rule!r} is not one of {', '.join(rules)}")
+        return rule, f"{where}:{self.model}"
 
     def gate_p(self, gate: str) -> tuple[float, str]:
-        """The probability of being right below which ``gate`` retrieves, and where it came from."""
-        d, where = self._read("gates.json")
-        entry = ((d or {}).get(self.model) or {}).get(gate) if isinstance((d or {}).get(self.model), dict) else None
-        if entry and "gate_p" in entry:
-            return float(entry["gate_p"]), f"{where}:{self.model}:{gate}"
-        return DEFAULT_GATE_P, "default"
+        """The probability of being right below which ``gate`` retrieves, and where it came from. A level
+        that is not a probability is refused naming the file (7 retrieved on every question; "high" or NaN
+        were tracebacks)."""
+        entry, where = self._model_entry("gates.json", gate)
+        if entry is None:
+            return DEFAULT_GATE_P, "default"
+        p = entry.get("gate_p") if isinstance(entry, dict) else None
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+            raise ValueError(f"{where}: {self.model}: {gate}: gate_p must be a probability from 0 to 1, not "
+                             f"{p!r}" + ("" if isinstance(entry, dict) else f" (the entry is {entry!r}, not {{\"gate_p\": p}})"))
+        return float(p), f"{where}:{self.model}:{gate}"
