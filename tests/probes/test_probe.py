@@ -42,6 +42,14 @@ def test_probe_refuses_another_model_tap_or_width_with_one_line():
         p.score(np.zeros(25))
 
 
+def test_a_probe_read_from_a_file_names_it_when_it_refuses_a_model(tmp_path):
+    X, wrong = synthetic()
+    fit_probe(X, wrong, model="qwen2.5-coder-0.5b", tap="L11:mlp", form="short").save(tmp_path / "p.json")
+    with pytest.raises(ValueError) as e:
+        load_probe(tmp_path / "p.json").check({"model": "qwen2.5-coder-0.5b", "layers": 8, "hidden_size": 24})
+    assert str(e.value) == f"{tmp_path / 'p.json'}: probe tap L11:mlp is outside the model's 8 layers"
+
+
 def test_probe_file_round_trips_and_bad_files_are_named(tmp_path):
     X, wrong = synthetic()
     p = fit_probe(X, wrong, model="m", tap="L2:residual", form="short", data="train.csv")

@@ -118,17 +118,19 @@ class Probe:
         return len(self.coef)
 
     def check(self, info: dict) -> None:
-        """Refuse a model this probe was not fitted for, with one line naming what differs."""
+        """Refuse a model this probe was not fitted for, with one line naming what differs (and the file, where
+        the probe was read from one)."""
+        at = f"{self.source}: " if getattr(self, "source", None) else ""
         if str(info.get("model")) != self.model:
-            raise ValueError(f"probe for {self.model!r} ({self.form}, {self.tap}) cannot read model {info.get('model')!r}: "
+            raise ValueError(f"{at}probe for {self.model!r} ({self.form}, {self.tap}) cannot read model {info.get('model')!r}: "
                              "fit one for it with `seakr probe fit`")
         layers = info.get("layers")
         li, _ = self.layer_source
         if layers is not None and li >= int(layers):
-            raise ValueError(f"probe tap {self.tap} is outside the model's {layers} layers")
+            raise ValueError(f"{at}probe tap {self.tap} is outside the model's {layers} layers")
         hidden = info.get("hidden_size")
         if hidden is not None and int(hidden) + len(self.features) != self.dim:
-            raise ValueError(f"probe tap {self.tap} has {self.dim - len(self.features)} state weights, the model's "
+            raise ValueError(f"{at}probe tap {self.tap} has {self.dim - len(self.features)} state weights, the model's "
                              f"states have {hidden}")
 
     def score(self, state, extra=None) -> float:
@@ -173,9 +175,11 @@ class Probe:
         if "C" in d and d["C"] <= 0:
             raise ValueError(f"{where}: field 'C' must be positive, not {d['C']}")
         try:
-            return cls(**{k: d[k] for k in (*need, "C", "provenance", "features") if k in d})
+            probe = cls(**{k: d[k] for k in (*need, "C", "provenance", "features") if k in d})
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
+        probe.source = where  # not a field: where it was read, for check()'s messages
+        return probe
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict()))
