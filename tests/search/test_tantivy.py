@@ -152,6 +152,13 @@ def test_missing_foreign_corrupt_and_partial_indexes(idx, tmp_path):
     (idx.path / MANIFEST).write_text("{not json")
     with pytest.raises(SearchError, match="corrupt manifest"):
         TantivyEngine(idx.path)
+    for other, why in (("[1]", "expected a JSON object"), ('"x"', "expected a JSON object"),
+                       (json.dumps(dict(m, files=[1])), "expected a JSON object"), (b"\xff\xfe", "not UTF-8 text")):
+        # a list or a string was an AttributeError, other bytes a codec error naming no file
+        getattr(idx.path / MANIFEST, "write_bytes" if isinstance(other, bytes) else "write_text")(other)
+        for read in (lambda: TantivyEngine(idx.path), lambda: TantivyEngine.check_files(idx.path)):
+            with pytest.raises(SearchError, match=f"{MANIFEST}: corrupt manifest .{why}"):
+                read()
     (idx.path / MANIFEST).write_text(json.dumps(m))
     (idx.path / "meta.json").write_text("garbage")
     with pytest.raises(SearchError, match="differ from the build: meta.json"):  # the recorded digests, first

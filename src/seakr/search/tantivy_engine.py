@@ -181,8 +181,8 @@ def check_replaceable(out: Path) -> None:
     if not mpath.is_file():
         raise SearchError(f"{out}: not a seakr index (no {MANIFEST}); refusing to delete it, choose another --out")
     try:
-        m = json.loads(mpath.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        m = read_manifest(out)
+    except (OSError, SearchError):
         m = None
     if not isinstance(m, dict) or m.get("format") != FORMAT or not isinstance(m.get("files"), dict):
         raise SearchError(f"{mpath}: not a valid {FORMAT} manifest (with its recorded files); refusing to delete {out}")
@@ -192,6 +192,21 @@ def check_replaceable(out: Path) -> None:
         more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
         raise SearchError(f"{out}: holds {foreign[0]!r}{more}, not part of the index its manifest records; refusing to "
                           "delete it (move it out, or choose another --out)")
+
+
+def read_manifest(path: Path) -> dict:
+    """An index's manifest, or one line naming it: not UTF-8, not JSON, or JSON of another shape (a list or a
+    string there was an AttributeError; bytes from another tool a bare codec error naming no file)."""
+    mpath = path / MANIFEST
+    try:
+        m = json.loads(mpath.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SearchError(f"{mpath}: corrupt manifest (not UTF-8 text)") from None
+    except json.JSONDecodeError as e:
+        raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
+    if not isinstance(m, dict) or not isinstance(m.get("files", {}), dict):
+        raise SearchError(f"{mpath}: corrupt manifest (expected a JSON object with the index's files)")
+    return m
 
 
 def doc_digest(p: Passage) -> int:
@@ -211,10 +226,7 @@ class TantivyEngine:
             raise SearchError(f"{self.path}: no index here (build one with `seakr index build`)")
         if not mpath.exists():
             raise SearchError(f"{self.path}: not a seakr index (no {MANIFEST})")
-        try:
-            self.manifest = json.loads(mpath.read_text())
-        except json.JSONDecodeError as e:
-            raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
+        self.manifest = read_manifest(self.path)
         if self.manifest.get("format") != FORMAT:
             raise SearchError(f"{self.path}: foreign index format {self.manifest.get('format')!r} (expected {FORMAT})")
         if check:
@@ -312,7 +324,7 @@ class TantivyEngine:
                                "when that one ends")
 
         with FolderLock(self.path, WRITER, busy):
-            fresh = json.loads((self.path / MANIFEST).read_text())
+            fresh = read_manifest(self.path)
             if fresh != self.manifest:  # another add ended since this index was opened: add on top of it
                 self.manifest = fresh
                 self.index.reload()
@@ -394,9 +406,9 @@ class TantivyEngine:
         to open. Indexes built before per-file digests existed pass."""
         path = Path(path)
         try:
-            want = json.loads((path / MANIFEST).read_text()).get("files")
-        except (OSError, json.JSONDecodeError) as e:
-            raise SearchError(f"{path}: no readable {MANIFEST} ({e})") from None
+            want = read_manifest(path).get("files")
+        except OSError as e:
+            raise SearchError(f"{path}: no readable {MANIFEST} ({e.strerror})") from None
         if want is not None:
             have = file_digests(path)
             bad = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
