@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..textio import first_line
+from ..textio import first_line, json_file
 
 
 class ModelError(RuntimeError):
@@ -316,7 +316,20 @@ def _converted(base: Path, dtype: str, lock_name: str, gguf_of, meta: dict) -> t
                 _clear_stale(hit)
                 with tempfile.TemporaryDirectory(prefix=f".assemble-{hit.name}-", dir=hit.parent) as td:
                     _convert_gguf(gguf_of(Path(td)), hit, meta, stored_dtype(dtype))
-    return hit, json.loads((hit / "seakr-source.json").read_text())
+    return hit, source_meta(hit, "a damaged cache entry: delete that folder and the model converts again")
+
+
+def source_meta(folder: Path, advice: str) -> dict:
+    """A model folder's provenance (``seakr-source.json``: name, sha256, source ...), or one line naming the
+    file and what to do (a damaged file was a bare JSON error, or an AttributeError where it held a list)."""
+    f = folder / "seakr-source.json"
+    try:
+        meta = json_file(str(f))
+    except ValueError as e:
+        raise ValueError(f"{e}; {advice}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{f}: not a JSON object of the model's provenance; {advice}")
+    return meta
 
 
 def resolve(name_or_path: str, dtype: str = "float32") -> tuple[Path, dict]:
@@ -337,7 +350,7 @@ def resolve(name_or_path: str, dtype: str = "float32") -> tuple[Path, dict]:
     if kind == "folder":
         meta = {"name": p.name, "source": str(p)}
         if (p / "seakr-source.json").exists():
-            meta = json.loads((p / "seakr-source.json").read_text())
+            meta = source_meta(p, "fix or delete that file")
         return p, meta
     return _from_hub(name_or_path)
 

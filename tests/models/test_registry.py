@@ -1,0 +1,25 @@
+"""The packaged-model registry's files, read without loading any model (fast)."""
+
+import pytest
+
+
+def test_a_damaged_provenance_file_is_named_with_what_to_do(tmp_path, monkeypatch):
+    """A cache entry's or a folder's seakr-source.json that is not a JSON object was a bare JSON error (or an
+    AttributeError for a list), naming no file."""
+    from seakr.models import registry
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    base = tmp_path / "models" / "m-0123"
+    base.mkdir(parents=True)
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    for content, said in (("{broken", ":1: invalid JSON"), ("[1]", ": not a JSON object of the model's provenance")):
+        for f in (base / "seakr-source.json", folder / "seakr-source.json"):
+            f.write_text(content)
+        with pytest.raises(ValueError) as e:
+            registry._converted(base, "float32", "m", lambda td: td / "x.gguf", {"name": "m"})
+        assert str(e.value).startswith(f"{base / 'seakr-source.json'}{said}") and "delete that folder" in str(e.value)
+        with pytest.raises(ValueError) as e:
+            registry.resolve(str(folder))
+        assert str(e.value).startswith(f"{folder / 'seakr-source.json'}{said}") and "fix or delete" in str(e.value)
