@@ -63,6 +63,14 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
     _fake_run(tmp_path / "d", "2/3", ids=("q4",))
     s = merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "d")])
     assert s["n"] == 2 and "shards 1/3 missing" in capsys.readouterr().err
+    # a folder with a run's or study's rows is never merged into: score rows alone (a run resumed on another
+    # machine) and a study's folder were overwritten, since only results.jsonl was looked for
+    for name in ("scores.jsonl", "detect_rows.jsonl", "config.json"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / name).write_text("{}\n")
+        with pytest.raises(ValueError, match=f"holds {name} already; merge into a new directory"):
+            merge_runs(tmp_path / name, [str(tmp_path / "a"), str(tmp_path / "d")])
+        assert (tmp_path / name / name).read_text() == "{}\n"
     for bad in ("3/3", "x", "1/0", "-1/2"):
         with pytest.raises(ValueError, match="--shard"):
             parse_shard(bad)

@@ -531,9 +531,10 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     missing = sorted(set(range(n)) - have)
     if missing:
         _warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
+    held = [n for n in (*ROW_FILES, "config.json") if (out / n).exists()]
+    if held:  # score rows alone (a run resumed elsewhere) or a study's were overwritten: results.jsonl was all it asked
+        raise ValueError(f"{out}: holds {', '.join(held)} already; merge into a new directory")
     out.mkdir(parents=True, exist_ok=True)
-    if (out / "results.jsonl").exists():
-        raise ValueError(f"{out}: holds results already; merge into a new directory")
     rows.sort(key=lambda r: r.order)
     with open(out / "results.jsonl", "w") as f, open(out / SCORES, "w") as g:
         for r in rows:
