@@ -207,10 +207,19 @@ def plan_from_args(args) -> EvalPlan:
                     resume=args.resume, concurrency=flag("concurrency", 1), grid=bool(args.config), model=spec)
 
 
+#: The Ray launch's flags and their values when --ray is given without them.
+RAY_DEFAULTS = {"shards": 2, "cpus_per_shard": 1.0, "gpus_per_shard": 0.0}
+
+
 def cmd_eval(args) -> int:
     from .eval.plan import run_plan
     from .eval.runner import summary_markdown
 
+    given = [f"--{k.replace('_', '-')}" for k in RAY_DEFAULTS if getattr(args, k) is not None]
+    if args.ray is None and given:  # they were dropped: the whole file ran unsharded in this one process
+        raise CLIError(f"{', '.join(given)}: with --ray only (a Ray launch of N shards); one shard by hand is --shard I/N")
+    for k, v in RAY_DEFAULTS.items():
+        setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)  # run_plan / run_shards check it before anything slow
     for r in plan.runs if isinstance(plan.out, str) and plan.out else ():  # a grid's runs: a folder each under --out
         try:

@@ -247,9 +247,10 @@ def _eval_parsers(sub) -> None:
                    help="run questions I, I+N, ... only (0 <= I < N; e.g. a Slurm array's task id); join with `seakr merge`")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="fan --shards shards out over a Ray cluster (default: a local one); merged into OUT/merged")
-    p.add_argument("--shards", type=positive_int, default=2, help="with --ray: how many shards (default 2)")
-    p.add_argument("--cpus-per-shard", type=positive_float, default=1.0)
-    p.add_argument("--gpus-per-shard", type=non_negative, default=0.0, help="with --ray on GPUs: e.g. 1")
+    # None, not their values: without --ray they would be dropped, and the run unsharded (cli.RAY_DEFAULTS)
+    p.add_argument("--shards", type=positive_int, default=None, help="with --ray: how many shards (default 2)")
+    p.add_argument("--cpus-per-shard", type=positive_float, default=None, help="with --ray (default 1)")
+    p.add_argument("--gpus-per-shard", type=non_negative, default=None, help="with --ray on GPUs: e.g. 1 (default 0)")
     p.set_defaults(cmd="eval")
 
     p = sub.add_parser("merge", help="join the shard directories of one eval run (refuses overlaps and other runs)")

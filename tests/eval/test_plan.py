@@ -201,3 +201,37 @@ def test_option_pairs_and_the_hint_for_another_methods_option():
                          ({"kk": 1}, "'kk' (did you mean 'k'?)")):
         with pytest.raises(PlanError, match=re.escape(needle)):
             check_run("--option", "cot", opts)
+
+
+def test_ray_flags_without_ray_are_refused_not_dropped(tmp_path, capsys):
+    """`seakr eval --shards 2` (no --ray) ran the whole file unsharded in one process, model loaded."""
+    from seakr.cli import main
+
+    for flags, said in ((["--shards", "2"], "--shards"),
+                        (["--cpus-per-shard", "2", "--gpus-per-shard", "1"], "--cpus-per-shard, --gpus-per-shard")):
+        assert main(["eval", "--data", HOTPOT, "--method", "cot", "--out", str(tmp_path / "o"), *flags]) == 2
+        assert capsys.readouterr().err.startswith(f"seakr: error: {said}: with --ray only")
+    assert not (tmp_path / "o").exists()  # refused before the plan made its folder
+
+
+def test_a_ray_address_that_nothing_answers_is_refused_at_once(tmp_path):
+    """A mistyped host or a stopped head made ray.init retry without end, logging a timeout every 40 s."""
+    import socket
+
+    from seakr.eval.cluster import check_address, run_shards
+
+    with socket.socket() as s:  # a port nothing listens on: bound, never listened
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+        for address, why in ((f"127.0.0.1:{closed}", "Connection refused"), (f"ray://127.0.0.1:{closed}", "refused"),
+                             ("nothost.invalid:6379", "no such host")):
+            with pytest.raises(PlanError, match=f"--ray {re.escape(address)}: no Ray cluster answers there .*{why}"):
+                check_address(address, timeout=2)
+    for bad in ("localhost", "host:port", ":6379"):
+        with pytest.raises(PlanError, match="expected HOST:PORT, ray://HOST:PORT or auto"):
+            check_address(bad)
+    with socket.create_server(("127.0.0.1", 0)) as srv:  # something answers: Ray is asked to join it
+        check_address(f"127.0.0.1:{srv.getsockname()[1]}")
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"])
+    with pytest.raises(PlanError, match="no such host"):  # the Python API's door, before the plan's checks
+        run_shards(plan, 2, address="nothost.invalid:6379")

@@ -40,6 +40,26 @@ def _check_counts(n_shards, num_cpus, num_gpus) -> None:
             raise PlanError(f"eval --ray: --{name} {v!r}: expected {want}")
 
 
+def check_address(address: str, timeout: float = 5.0) -> None:
+    """A cluster address (``host:port`` or ``ray://host:port``) answers before Ray is asked to join it: with a
+    mistyped host or a stopped head, ``ray.init`` retried without end, logging a timeout every 40 s. ``auto``
+    (the cluster ``RAY_ADDRESS`` or ``ray start`` names) is left to Ray."""
+    import socket
+
+    if address == "auto":
+        return
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise PlanError(f"--ray {address}: expected HOST:PORT, ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        why = "no such host" if isinstance(e, socket.gaierror) else e.strerror or type(e).__name__
+        raise PlanError(f"--ray {address}: no Ray cluster answers there ({why}); start one with `ray start --head` "
+                        "or give its address (--ray alone runs a local one)") from None
+
+
 def run_shard(plan: EvalPlan, i: int, n: int) -> int:
     """One shard of ``plan`` in this process (what each Ray task runs)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -58,6 +78,8 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
     if plan.concurrency > 1 or plan.shard:
         raise PlanError("eval --ray: --shard and --concurrency do not apply (each task is one shard)")
     local = address in (None, "", "local")
+    if not local:
+        check_address(address)
     plan.check(here=local)  # a remote cluster's workers bound --threads by their own CPUs when they load
     selection = plan.select()
     if n_shards > len(selection.examples):  # each shard's worker loads the model: one without questions only costs
@@ -76,9 +98,12 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
     ray = _ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
     env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SEAKR_CACHE") if k in os.environ}
-    ray.init(address=None if local else address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-             runtime_env={"env_vars": env} if env else None,
-             **({"_node_ip_address": "127.0.0.1", "num_cpus": max(1, math.ceil(local_cpus))} if local else {}))
+    try:
+        ray.init(address=None if local else address, include_dashboard=False, log_to_driver=False,
+                 ignore_reinit_error=True, runtime_env={"env_vars": env} if env else None,
+                 **({"_node_ip_address": "127.0.0.1", "num_cpus": max(1, math.ceil(local_cpus))} if local else {}))
+    except ConnectionError as e:  # `auto` with no cluster running, or a head that went away since the check
+        raise PlanError(f"--ray {address or 'local'}: {str(e).splitlines()[0]}") from None
     task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=max_retries, retry_exceptions=False)(run_shard)
     try:
         ray.get([task.remote(plan, i, n_shards) for i in range(n_shards)])
