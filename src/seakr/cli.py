@@ -438,7 +438,7 @@ def cmd_serve(args) -> int:
     local = is_loopback(args.host)
     if not local and not token:
         print(f"seakr: warning: serving on {args.host} without a token: anyone who can reach this address can use "
-              "the model; pass --token (or SEAKR_TOKEN) and see README 'Exposing the service'", file=sys.stderr)
+              "the model; pass --token (or SEAKR_TOKEN) and see README 'Serving'", file=sys.stderr)
     limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body, token=token,
                            docs=local if args.docs is None else args.docs)
     from .eval.corpus import demo_index
