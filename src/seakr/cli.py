@@ -130,10 +130,23 @@ def parse_options(pairs: list[str]) -> dict:
         if not k:
             raise CLIError(f"--option expects key=value, got {kv!r}")
         try:
-            out[k] = json.loads(v)
+            value = json.loads(v)
         except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
-            out[k] = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v
+            value = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v
+        if k in out and out[k] != value:  # the last one won without a word
+            raise CLIError(f"--option {k}: given twice ({json.dumps(out[k])}, then {json.dumps(value)}); give it once")
+        out[k] = value
     return out
+
+
+def flag_or_option(options: dict, key: str, flag: str, value) -> None:
+    """A flag that is also an option (``--delta`` and ``--option delta=``): one value, or one line saying both
+    were given (``ask`` took the flag's, ``eval`` the option's)."""
+    if value is None:
+        return
+    if key in options and options[key] != value:
+        raise CLIError(f"{flag} {value} and --option {key}={json.dumps(options[key])}: give one")
+    options[key] = value
 
 
 def _method_from_args(args):
@@ -145,9 +158,8 @@ def _method_from_args(args):
     if args.delta is not None:
         if "delta" not in {f.name for f in dataclasses.fields(METHODS[args.method].Config)}:
             raise CLIError(f"--delta: method {args.method!r} has no retrieval threshold (SeaKR's delta)")
-        opts["delta"] = args.delta
-    if getattr(args, "prompt_set", None):
-        opts["prompt_set"] = args.prompt_set
+        flag_or_option(opts, "delta", "--delta", args.delta)
+    flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
     check_run("--option", args.method, opts)  # bad options fail here, not after the load
     if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
         raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder or an "
@@ -195,7 +207,10 @@ def plan_from_args(args) -> EvalPlan:
         given = " and ".join(f for f, v in (("--method", args.method), ("--option", options)) if v)
         raise CLIError(f"{given}: {args.config} names its runs in [[run]] tables; put the method and its options "
                        "there (or leave [[run]] out to run the flags' method)")
-    if not runs:
+    if not runs:  # the flags' run: a value both as a flag and as an option is one value
+        for key, flag in (("delta", "--delta"), ("prompt_set", "--prompt-set")):
+            if key in options and getattr(args, key) is not None and options[key] != getattr(args, key):
+                raise CLIError(f"{flag} {getattr(args, key)} and --option {key}={json.dumps(options[key])}: give one")
         args.method = args.method or "seakr"
         check_run("--option", args.method, options)
         runs = [RunSpec(args.method, options)]
@@ -294,8 +309,10 @@ def cmd_calibrate(args) -> int:
             raise CLIError(f"{args.data}: multi-hop questions calibrate from two eval runs: run benchmarks/configs/"
                            "calibrate-multihop.toml with `seakr eval`, then `seakr calibrate --from-runs NEVER ALWAYS`")
 
-    flags = {k: getattr(args, k) for k in ("k", "n_candidates") if getattr(args, k) is not None}
-    plan, sel, lm, opts = study_setup(args, {**parse_options(args.option), **flags}, check=simple_qa)
+    options = parse_options(args.option)
+    for key in ("k", "n_candidates"):
+        flag_or_option(options, key, f"--{key.replace('_', '-')}", getattr(args, key))
+    plan, sel, lm, opts = study_setup(args, options, check=simple_qa)
     m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(sel.examples)) as adv:

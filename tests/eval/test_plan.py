@@ -235,3 +235,21 @@ def test_a_ray_address_that_nothing_answers_is_refused_at_once(tmp_path):
     plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"])
     with pytest.raises(PlanError, match="no such host"):  # the Python API's door, before the plan's checks
         run_shards(plan, 2, address="nothost.invalid:6379")
+
+
+@pytest.mark.parametrize("argv,said", [
+    (["ask", "Who?", "--option", "k=5", "--option", "k=10"], "--option k: given twice (5, then 10); give it once"),
+    (["ask", "Who?", "--delta", "-1", "--option", "delta=-2"], "--delta -1.0 and --option delta=-2: give one"),
+    (["ask", "Who?", "--prompt-set", "hotpotqa", "--option", "prompt_set=simpleqa"], "--prompt-set hotpotqa and --option"),
+    (["eval", "--data", HOTPOT, "--delta", "-1", "--option", "delta=-2"], "--delta -1.0 and --option delta=-2: give one"),
+    (["eval", "--data", HOTPOT, "--option", "k=3", "--option", "k=4"], "--option k: given twice"),
+    (["calibrate", "--data", NQ, "--k", "4", "--option", "k=5"], "--k 4 and --option k=5: give one"),
+])
+def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):
+    """The last --option of a key won without a word, and a flag that is also an option won in `ask` while the
+    option won in `eval`: the same two values gave two different runs."""
+    from seakr.cli import main
+
+    extra = ["--index", str(tmp_path)] if argv[0] == "ask" else ["--out", str(tmp_path / "o")]
+    assert main([*argv, *extra]) == 2
+    assert capsys.readouterr().err.startswith(f"seakr: error: {said}")
