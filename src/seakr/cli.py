@@ -208,9 +208,9 @@ def plan_from_args(args) -> EvalPlan:
         raise CLIError(f"{given}: {args.config} names its runs in [[run]] tables; put the method and its options "
                        "there (or leave [[run]] out to run the flags' method)")
     if not runs:  # the flags' run: a value both as a flag and as an option is one value
-        for key, flag in (("delta", "--delta"), ("prompt_set", "--prompt-set")):
+        for key, name in (("delta", "--delta"), ("prompt_set", "--prompt-set")):
             if key in options and getattr(args, key) is not None and options[key] != getattr(args, key):
-                raise CLIError(f"{flag} {getattr(args, key)} and --option {key}={json.dumps(options[key])}: give one")
+                raise CLIError(f"{name} {getattr(args, key)} and --option {key}={json.dumps(options[key])}: give one")
         args.method = args.method or "seakr"
         check_run("--option", args.method, options)
         runs = [RunSpec(args.method, options)]
