@@ -74,14 +74,19 @@ def _number(d: dict, key: str, name: str, required: bool = True, top: float = ma
         raise ValueError(f"field {name!r} is {'missing' if v is None else repr(v)}, not {want}")
 
 
-def check_row(d: Any) -> None:
-    """Refuse a row this package did not write (a hand-edited, foreign or truncated-by-hand file) with one
-    line naming the field, instead of a KeyError deep in a summary or a comparison. Either shape: the
-    score row holds totals/steps/final at the top, the full row inside ``trace``."""
+def _check_id(d: Any) -> None:
+    """Every row, of a run or a study: a JSON object with a question id."""
     if not isinstance(d, dict):
         raise ValueError("a row is not a JSON object")
     if isinstance(d.get("id"), bool) or not isinstance(d.get("id"), (str, int)):
         raise ValueError(f"field 'id' is {d.get('id')!r}, not a question id")
+
+
+def check_row(d: Any) -> None:
+    """Refuse a row this package did not write (a hand-edited, foreign or truncated-by-hand file) with one
+    line naming the field, instead of a KeyError deep in a summary or a comparison. Either shape: the
+    score row holds totals/steps/final at the top, the full row inside ``trace``."""
+    _check_id(d)
     if not isinstance(d.get("prediction") or "", str):
         raise ValueError(f"field 'prediction' is {d['prediction']!r}, not a string")
     for k in ("em", "f1"):
@@ -121,10 +126,7 @@ FIELD_KINDS = {
 def check_fields(d: Any, spec: dict[str, str]) -> None:
     """Refuse a study row lacking a field its summary reads, naming the field (``spec``: field -> kind of
     :data:`FIELD_KINDS`); the id is checked as for result rows."""
-    if not isinstance(d, dict):
-        raise ValueError("a row is not a JSON object")
-    if isinstance(d.get("id"), bool) or not isinstance(d.get("id"), (str, int)):
-        raise ValueError(f"field 'id' is {d.get('id')!r}, not a question id")
+    _check_id(d)
     for k, kind in spec.items():
         ok, want = FIELD_KINDS[kind]
         if k not in d or not ok(d[k]):

@@ -186,10 +186,10 @@ class RowLog:
         elif resume and any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)):
             raise ValueError(f"{self.dir}: holds rows but no config.json, so nothing says which run they belong to; "
                              "refusing to resume into it (choose another --out)")
-        cfg_path.write_text(json.dumps(config, indent=2))
         torn: list[str] = []
-        full = _reread(self.path, torn, check)
+        full = _reread(self.path, torn, check)  # a row the check refuses stops here, the folder as it was
         slim = _reread(self.slim_path, torn, check) if self.slim_path else []
+        cfg_path.write_text(json.dumps(config, indent=2))
         have = {r["id"] for r in full}
         # a question whose full row was torn runs again, as the warning says, even if its slim row survived
         self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
