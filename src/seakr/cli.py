@@ -294,6 +294,12 @@ def cmd_calibrate(args) -> int:
 
         if args.data:
             raise CLIError("calibrate: --from-runs reads two eval runs; it takes no --data")
+        plain = vars(build_parser().parse_args(["calibrate", "--from-runs", "N", "A", "--out", "O"]))
+        given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
+                 if k not in ("from_runs", "out", "no_write", "cmd") and v != plain.get(k)]
+        if given:  # taken and never read: the runs' own model, data and options are the calibration's
+            raise CLIError(f"calibrate --from-runs: {', '.join(given)}: the two runs fix the model, data and options; "
+                           "leave it out")
         print(calibration_lines(calibrate_from_runs(*args.from_runs, args.out, write=not args.no_write), args.out))
         return 0
     if not args.data:
@@ -328,6 +334,9 @@ def cmd_detect(args) -> int:
     from .methods import SeaKR
     from .progress import progress_bar
 
+    if args.index or args.filler:  # taken and never read: the study searches nothing
+        raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
+                       "or each question's gold passages with --setting open-book); leave it out")
     try:  # the spelling now, before the model loads; the layer range once it has
         parse_taps(args.probe, None)
         probe = None
@@ -337,7 +346,7 @@ def cmd_detect(args) -> int:
             probe = load_probe(args.probe_file)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False)  # closed-book unless --index
+    plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False)  # no engine: see above
     m = SeaKR(lm, None, **opts)
     try:
         taps = parse_taps(args.probe, lm.info()["layers"])

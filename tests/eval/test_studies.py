@@ -369,6 +369,10 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
         assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(out), "--no-write"]) == 2
         assert f"{out}: holds the rows of a run or study (config.json" in capsys.readouterr().err
     assert (study / "calibration_rows.jsonl").read_text() == rows and not (never / "calibration_rows.jsonl").exists()
+    for flags, said in ((["--limit", "3"], "--limit"), (["--model", "smollm2-135m", "--k", "4"], "--model, --k")):
+        # taken and never read: the runs fix the model, data and options
+        assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "c4"), *flags]) == 2
+        assert f"calibrate --from-runs: {said}: the two runs fix" in capsys.readouterr().err
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "dangling")]) == 2
     assert "a symbolic link to nothing" in capsys.readouterr().err
@@ -495,3 +499,13 @@ def test_a_study_resumes_only_as_it_was_asked(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(older))
     with RowLog(tmp_path, "detect_rows.jsonl", cfg, resume=True) as log:
         assert [r["id"] for r in log.rows] == ["a"]
+
+
+def test_detect_refuses_an_index_it_would_never_search(tmp_path, capsys):
+    """`seakr detect --index IDX` (or --filler) was taken, opened and never read: the study searches nothing."""
+    from seakr.cli import main
+
+    for flag in ("--index", "--filler"):
+        assert main(["detect", "--data", HOTPOT, "--out", str(tmp_path / "d"), flag, str(tmp_path)]) == 2
+        assert capsys.readouterr().err.startswith(f"seakr: error: detect: {flag}: the study searches nothing")
+    assert not (tmp_path / "d").exists()
