@@ -337,6 +337,13 @@ def cmd_detect(args) -> int:
     if args.index or args.filler:  # taken and never read: the study searches nothing
         raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
                        "or each question's gold passages with --setting open-book); leave it out")
+    if args.resume and os.path.isfile(os.path.join(args.out, "config.json")):  # as RowLog will, but before the load
+        from .eval.runner import check_same_asking, read_run_config
+
+        try:
+            check_same_asking(read_run_config(args.out), {"form": args.form, "setting": args.setting}, args.out)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
     try:  # the spelling now, before the model loads; the layer range once it has
         parse_taps(args.probe, None)
         probe = None

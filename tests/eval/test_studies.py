@@ -509,3 +509,13 @@ def test_detect_refuses_an_index_it_would_never_search(tmp_path, capsys):
         assert main(["detect", "--data", HOTPOT, "--out", str(tmp_path / "d"), flag, str(tmp_path)]) == 2
         assert capsys.readouterr().err.startswith(f"seakr: error: detect: {flag}: the study searches nothing")
     assert not (tmp_path / "d").exists()
+
+
+def test_detect_resumed_in_another_form_is_refused_before_the_model_loads(tmp_path):
+    out = tmp_path / "study"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"study": "detect", "form": "cot", "setting": "closed-book"}))
+    r = subprocess.run([sys.executable, "-m", "seakr.cli", "detect", "--data", HOTPOT, "--out", str(out), "--resume",
+                        "--form", "short"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "config:" not in r.stderr, r.stderr
+    assert f'{out}: --resume with form "short" but the study recorded form "cot"' in r.stderr

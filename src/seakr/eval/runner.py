@@ -283,9 +283,15 @@ def _check_same_run(old: dict, config: dict, where: Path) -> None:
     for key in ("shard", "every"):  # which questions a run owns: a resume must own the same ones
         if key in old and key in config and old[key] != config[key]:
             raise ValueError(f"{where}: --resume with {key} {config[key]} but the run recorded {key} {old[key]}")
-    for key in STUDY_KEYS:  # how a study asked: `detect --form short --resume` over a cot study mixed the two forms
-        if key in old and key in config and old[key] != config[key]:
-            raise ValueError(f"{where}: --resume with {key} {json.dumps(config[key])[:80]} but the study recorded "
+    check_same_asking(old, config, where)
+
+
+def check_same_asking(old: dict, new: dict, where) -> None:
+    """How a study asks (:data:`STUDY_KEYS`), where both record it: `detect --form short --resume` over a cot
+    study mixed the two forms. The command checks form and setting before the model loads, RowLog all."""
+    for key in STUDY_KEYS:
+        if key in old and key in new and old[key] != new[key]:
+            raise ValueError(f"{where}: --resume with {key} {json.dumps(new[key])[:80]} but the study recorded "
                              f"{key} {json.dumps(old[key])[:80]}; resume it as it was asked, or choose another --out")
 
 
