@@ -23,3 +23,17 @@ def test_a_damaged_provenance_file_is_named_with_what_to_do(tmp_path, monkeypatc
         with pytest.raises(ValueError) as e:
             registry.resolve(str(folder))
         assert str(e.value).startswith(f"{folder / 'seakr-source.json'}{said}") and "fix or delete" in str(e.value)
+
+
+def test_a_cache_path_through_a_file_names_the_variable(tmp_path, monkeypatch):
+    """SEAKR_CACHE naming a file was "[Errno 20] Not a directory: '.../locks'" at the first conversion or pooled
+    index, naming neither the variable nor the file."""
+    from seakr.models import registry
+
+    (tmp_path / "f").write_text("x")
+    for value in (tmp_path / "f", tmp_path / "f" / "sub"):
+        monkeypatch.setenv("SEAKR_CACHE", str(value))
+        with pytest.raises(ValueError, match=f"SEAKR_CACHE={value}: {tmp_path / 'f'} is not a directory"):
+            registry.cache_root()
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "new" / "cache"))  # not there yet: made when first written
+    assert registry.cache_root() == tmp_path / "new" / "cache"

@@ -139,10 +139,18 @@ TEST_MODEL = "smollm2-135m"
 
 
 def cache_root() -> Path:
-    root = os.environ.get("SEAKR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "seakr"
-    )
-    return Path(root)
+    """Where converted models, pooled indexes and calibrations live (``SEAKR_CACHE``, else the XDG cache). A
+    path through a file is named with the variable ("[Errno 20] Not a directory: '.../locks'" named neither)."""
+    env = os.environ.get("SEAKR_CACHE")
+    root = Path(env or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "seakr"))
+    p = root
+    while not p.exists() and p != p.parent:  # the nearest part that exists must be a folder
+        p = p.parent
+    if not p.is_dir():
+        who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
+        raise ValueError(f"{who}: {p} is not a directory (seakr keeps converted models and pooled indexes there); "
+                         "point SEAKR_CACHE at a folder")
+    return root
 
 
 def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
