@@ -236,8 +236,8 @@ def _eval_parsers(sub) -> None:
 
     p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
     _data_args(p, out_required=False)
-    # None, not "seakr": a --method beside a grid's [[run]] tables must be told from no --method at all
-    p.add_argument("--method", default=None, choices=list(METHODS), help="the method (default seakr); a --config grid names its own")
+    p.add_argument("--method", default=None, choices=list(METHODS),  # None: told apart from a grid's own runs
+                   help="the method (default seakr); a --config grid names its own")
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
     p.add_argument("--config", type=given, default=None, help="TOML file listing [[run]] entries (method, name, options)")
@@ -247,9 +247,8 @@ def _eval_parsers(sub) -> None:
                    help="run questions I, I+N, ... only (0 <= I < N; e.g. a Slurm array's task id); join with `seakr merge`")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="fan --shards shards out over a Ray cluster (default: a local one); merged into OUT/merged")
-    # None, not their values: without --ray they would be dropped, and the run unsharded (cli.RAY_DEFAULTS)
     p.add_argument("--shards", type=positive_int, default=None, help="with --ray: how many shards (default 2)")
-    p.add_argument("--cpus-per-shard", type=positive_float, default=None, help="with --ray (default 1)")
+    p.add_argument("--cpus-per-shard", type=positive_float, default=None, help="with --ray (default 1)")  # None: cli.RAY_DEFAULTS
     p.add_argument("--gpus-per-shard", type=non_negative, default=None, help="with --ray on GPUs: e.g. 1 (default 0)")
     p.set_defaults(cmd="eval")
 
