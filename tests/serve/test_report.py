@@ -44,3 +44,14 @@ def test_a_study_file_another_tool_wrote_is_named_with_its_field(tmp_path, name,
 def test_an_empty_folder_names_what_a_report_reads(tmp_path):
     with pytest.raises(ValueError, match="no eval results, study results .detect.json, rerank.json, calibration.json. or plots"):
         report_html(str(tmp_path))
+
+
+def test_runs_of_one_name_in_several_folders_are_told_apart(tmp_path):
+    """A report of a folder of tables listed "seakr" ten times with ten sets of figures and no folder."""
+    for table, f1 in (("table-a", 1.0), ("table-b", 0.0)):
+        run = tmp_path / table / "seakr"
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({"name": "seakr"}))
+        (run / "scores.jsonl").write_text(json.dumps({"id": "q", "em": f1, "f1": f1}) + "\n")
+    page = report_html(str(tmp_path))
+    assert "<td>table-a/seakr</td><td>1</td><td>100.0" in page and "<td>table-b/seakr</td><td>1</td><td>0.0" in page

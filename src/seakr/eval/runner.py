@@ -556,7 +556,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     return s
 
 
-def _labels(dirs: Sequence[str], names: list[str]) -> list[str]:
+def run_labels(dirs: Sequence[str], names: list[str]) -> list[str]:
     """Each run's label in a comparison: its name, or where two runs share one (two "cot" runs from two
     folders), its folder as given; a folder given twice is numbered."""
     out = [d if names.count(n) > 1 else n for d, n in zip(dirs, names)]
@@ -578,7 +578,7 @@ def compare(dirs: Sequence[str]) -> str:
             hint = f"; it holds the runs {', '.join(inner[:6])}: compare those" if inner else ""
             raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json){hint}")
         loaded.append((rows, cfg))
-    names = _labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
+    names = run_labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
     for name, (rows, cfg) in zip(names, loaded):
         sums.append(summarize(rows, name))
         runs.append((name, {r.id: r.f1 for r in rows}, {r.id: r.retrievals > 0 for r in rows}))

@@ -98,10 +98,12 @@ STUDY_SECTIONS = {"detect.json": _detect_section, "rerank.json": _rerank_section
 
 
 def _runs_section(root: Path) -> str:
-    from ..eval.runner import SCORES, run_rows, summarize, summary_markdown
+    from ..eval.runner import SCORES, run_labels, run_rows, summarize, summary_markdown
 
     runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
-    sums = [summarize(run_rows(r), read_run_config(r, required=False).get("name", r.name)) for r in runs]
+    # runs of one name in several folders (a "seakr" per table) are told apart by their folder, as compare does
+    labels = run_labels([str(r.relative_to(root)) for r in runs], [read_run_config(r, required=False).get("name", r.name) for r in runs])
+    sums = [summarize(run_rows(r), label) for r, label in zip(runs, labels)]
     if not sums:
         return ""
     md = summary_markdown(sums).strip().splitlines()
