@@ -53,5 +53,8 @@ def test_runs_of_one_name_in_several_folders_are_told_apart(tmp_path):
         run.mkdir(parents=True)
         (run / "config.json").write_text(json.dumps({"name": "seakr"}))
         (run / "scores.jsonl").write_text(json.dumps({"id": "q", "em": f1, "f1": f1}) + "\n")
+        (tmp_path / table / "dev-short").mkdir()  # and studies of one folder name under each
+        (tmp_path / table / "dev-short" / "detect.json").write_text(json.dumps({"model": "m", "n": 2, "estimators": {}}))
     page = report_html(str(tmp_path))
     assert "<td>table-a/seakr</td><td>1</td><td>100.0" in page and "<td>table-b/seakr</td><td>1</td><td>0.0" in page
+    assert "<h2>Detection: table-a/dev-short (m, n=2)</h2>" in page and "<h2>Detection: table-b/dev-short (m, n=2)</h2>" in page

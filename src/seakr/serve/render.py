@@ -59,18 +59,18 @@ def _study(path: Path, fields: dict[str, type]) -> dict:
     return d
 
 
-def _detect_section(path: Path) -> str:
+def _detect_section(path: Path, label: str) -> str:
     d = _study(path, {"estimators": dict})
     rows = []
     for k, v in d["estimators"].items():
         if not isinstance(v, dict):
             raise ValueError(f"{path}: field 'estimators.{k}' is not an object")
         rows.append([k, _fmt(v.get("auroc")), _fmt(v.get("pcc_with_1_minus_f1"))])
-    return (f"<h2>Detection: {html.escape(str(path.parent.name))} ({html.escape(str(d.get('model')))}, n={html.escape(str(d.get('n')))})</h2>"
+    return (f"<h2>Detection: {html.escape(label)} ({html.escape(str(d.get('model')))}, n={html.escape(str(d.get('n')))})</h2>"
             + _table(["estimator", "AUROC", "PCC"], rows))
 
 
-def _rerank_section(path: Path) -> str:
+def _rerank_section(path: Path, label: str) -> str:
     d = _study(path, {"n": int})
     paired = d.get("paired_vs_engine") if isinstance(d.get("paired_vs_engine"), dict) else {}
     rows = []
@@ -80,15 +80,15 @@ def _rerank_section(path: Path) -> str:
         ci = p.get("ci95") if isinstance(p.get("ci95"), list) and len(p["ci95"]) == 2 else [None, None]
         rows.append([rule, _fmt(d.get(key)), "" if pkey is None else f"{_fmt(p.get('mean_difference'), '+.2f')} "
                      f"(CI {_fmt(ci[0], '+.2f')}..{_fmt(ci[1], '+.2f')})"])
-    return (f"<h2>Re-ranking: {html.escape(path.parent.name)} ({html.escape(str(d.get('model')))}, n={d['n']}, "
+    return (f"<h2>Re-ranking: {html.escape(label)} ({html.escape(str(d.get('model')))}, n={d['n']}, "
             f"gold in the top {html.escape(str(d.get('N')))}: {_fmt(d.get('gold_in_top_n'), '.2f')})</h2>"
             + _table(["rule", "recall@1", "− engine order"], rows))
 
 
-def _calibration_section(path: Path) -> str:
+def _calibration_section(path: Path, label: str) -> str:
     d = _study(path, {"chosen": dict})
     c = d["chosen"]
-    return (f"<h2>Calibration: {html.escape(path.parent.name)} ({html.escape(str(d.get('model')))}, {html.escape(str(d.get('estimator')))}, "
+    return (f"<h2>Calibration: {html.escape(label)} ({html.escape(str(d.get('model')))}, {html.escape(str(d.get('estimator')))}, "
             f"n={html.escape(str(d.get('n')))})</h2>"
             + _table(["chosen δ", "F1", "retrieval rate"], [[_fmt(c.get("delta")), _fmt(c.get("f1")), _fmt(c.get("retrieval_rate"), ".2f")]]))
 
@@ -119,7 +119,9 @@ def report_html(run_dir: str) -> str:
         raise ValueError(f"{run_dir}: no such directory")
     parts = [_runs_section(root)]
     for name, section in STUDY_SECTIONS.items():
-        parts += [section(js) for js in sorted(root.rglob(name))]
+        # each study by its folder under the report's (two tables' studies share their folders' names)
+        parts += [section(js, str(js.parent.relative_to(root)) if js.parent != root else root.name)
+                  for js in sorted(root.rglob(name))]
     for png in sorted(list(root.rglob("calibration.png")) + list(root.rglob("roc.png"))):
         b64 = base64.b64encode(png.read_bytes()).decode()
         parts.append(f"<h2>{html.escape(str(png.relative_to(root)))}</h2><img alt='{html.escape(png.name)}' src='data:image/png;base64,{b64}'>")
