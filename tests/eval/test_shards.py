@@ -63,6 +63,11 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
     _fake_run(tmp_path / "d", "2/3", ids=("q4",))
     s = merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "d")])
     assert s["n"] == 2 and "shards 1/3 missing" in capsys.readouterr().err
+    (tmp_path / "study").mkdir()  # a study is not a shard: it "merged" into an empty run labelled a study
+    (tmp_path / "study" / "config.json").write_text(json.dumps({"study": "detect"}))
+    with pytest.raises(ValueError, match="study: a detect study, not a shard of an eval run"):
+        merge_runs(tmp_path / "m2", [str(tmp_path / "study")])
+    assert not (tmp_path / "m2").exists()
     # a folder with a run's or study's rows is never merged into: score rows alone (a run resumed on another
     # machine) and a study's folder were overwritten, since only results.jsonl was looked for
     for name in ("scores.jsonl", "detect_rows.jsonl", "config.json"):

@@ -514,6 +514,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     for d in dirs:
         p = Path(d)
         cfg = read_run_config(p)
+        if cfg.get("study"):  # its rows are not answers: it "merged" into an empty run that claimed to be a study
+            raise ValueError(f"{d}: a {cfg['study']} study, not a shard of an eval run")
         diff = method_differences(cfgs[0], cfg) if cfgs else []
         if diff:
             raise ValueError(f"{d}: a different run than {dirs[0]} ({said_differences(diff, 'there', 'here')})")
