@@ -224,19 +224,11 @@ def _data_args(p, out_required=True, data_required=None) -> None:
     p.add_argument("--out", required=out_required)
 
 
-def _eval_parsers(sub) -> None:
-    from .methods import METHODS
-
-    def study(name, help, data_required=True):
-        p = sub.add_parser(name, help=help)
-        _data_args(p, data_required=data_required)
-        p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
-        p.set_defaults(cmd=name.replace("-", "_"))
-        return p
-
+def _eval_parser(sub, methods) -> None:
+    """``seakr eval``: the data flags, the method (or a grid of runs), and how the questions are spread."""
     p = sub.add_parser("eval", help="run methods over a dataset (resumable JSONL, summary tables)")
     _data_args(p, out_required=False)
-    p.add_argument("--method", default=None, choices=list(METHODS),  # None: told apart from a grid's own runs
+    p.add_argument("--method", default=None, choices=list(methods),  # None: told apart from a grid's own runs
                    help="the method (default seakr); a --config grid names its own")
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
@@ -251,6 +243,19 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--cpus-per-shard", type=positive_float, default=None, help="with --ray (default 1)")  # None: cli.RAY_DEFAULTS
     p.add_argument("--gpus-per-shard", type=non_negative, default=None, help="with --ray on GPUs: e.g. 1 (default 0)")
     p.set_defaults(cmd="eval")
+
+
+def _eval_parsers(sub) -> None:
+    from .methods import METHODS
+
+    def study(name, help, data_required=True):
+        p = sub.add_parser(name, help=help)
+        _data_args(p, data_required=data_required)
+        p.add_argument("--resume", action="store_true", help="continue a killed study: skip the rows already in --out")
+        p.set_defaults(cmd=name.replace("-", "_"))
+        return p
+
+    _eval_parser(sub, METHODS)
 
     p = sub.add_parser("merge", help="join the shard directories of one eval run (refuses overlaps and other runs)")
     p.add_argument("dirs", nargs="+")
