@@ -139,14 +139,18 @@ def parse_options(pairs: list[str]) -> dict:
     return out
 
 
-def flag_or_option(options: dict, key: str, flag: str, value) -> None:
-    """A flag that is also an option (``--delta`` and ``--option delta=``): one value, or one line saying both
-    were given (``ask`` took the flag's, ``eval`` the option's)."""
-    if value is None:
-        return
-    if key in options and options[key] != value:
+def one_value(options: dict, key: str, flag: str, value) -> None:
+    """A flag that is also an option (``--delta`` and ``--option delta=``) holds one value, or one line says
+    both were given (``ask`` took the flag's, ``eval`` the option's)."""
+    if value is not None and key in options and options[key] != value:
         raise CLIError(f"{flag} {value} and --option {key}={json.dumps(options[key])}: give one")
-    options[key] = value
+
+
+def flag_or_option(options: dict, key: str, flag: str, value) -> None:
+    """:func:`one_value`, then the flag's value into the options."""
+    one_value(options, key, flag, value)
+    if value is not None:
+        options[key] = value
 
 
 def _method_from_args(args):
@@ -208,9 +212,8 @@ def plan_from_args(args) -> EvalPlan:
         raise CLIError(f"{given}: {args.config} names its runs in [[run]] tables; put the method and its options "
                        "there (or leave [[run]] out to run the flags' method)")
     if not runs:  # the flags' run: a value both as a flag and as an option is one value
-        for key, name in (("delta", "--delta"), ("prompt_set", "--prompt-set")):
-            if key in options and getattr(args, key) is not None and options[key] != getattr(args, key):
-                raise CLIError(f"{name} {getattr(args, key)} and --option {key}={json.dumps(options[key])}: give one")
+        one_value(options, "delta", "--delta", args.delta)  # the plan takes the flags; the run the options
+        one_value(options, "prompt_set", "--prompt-set", args.prompt_set)
         args.method = args.method or "seakr"
         check_run("--option", args.method, options)
         runs = [RunSpec(args.method, options)]
@@ -237,10 +240,7 @@ def cmd_eval(args) -> int:
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)  # run_plan / run_shards check it before anything slow
     for r in plan.runs if isinstance(plan.out, str) and plan.out else ():  # a grid's runs: a folder each under --out
-        try:
-            check_rows_home(plan.out_for(r), "results.jsonl")
-        except ValueError as e:
-            raise CLIError(str(e)) from None
+        check_rows_home(plan.out_for(r), "results.jsonl")  # a ValueError: main's one line, as a CLIError
     if args.ray is not None:
         from .eval.cluster import run_shards
 
@@ -275,11 +275,9 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
-    rows = {"detect": "detect_rows.jsonl", "rerank_study": "rerank_rows.jsonl", "calibrate": "calibration_rows.jsonl"}
-    try:  # now, not once the model has loaded
-        check_rows_home(plan.out, rows[args.cmd])
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    from .eval.studies import STUDY_FILES
+
+    check_rows_home(plan.out, STUDY_FILES[args.cmd.replace("_", "-")])  # now, not once the model has loaded
     sel = plan.select()
     if check is not None:
         check(sel)
@@ -340,10 +338,7 @@ def cmd_detect(args) -> int:
     if args.resume and os.path.isfile(os.path.join(args.out, "config.json")):  # as RowLog will, but before the load
         from .eval.runner import check_same_asking, read_run_config
 
-        try:
-            check_same_asking(read_run_config(args.out), {"form": args.form, "setting": args.setting}, args.out)
-        except ValueError as e:
-            raise CLIError(str(e)) from None
+        check_same_asking(read_run_config(args.out), {"form": args.form, "setting": args.setting}, args.out)
     try:  # the spelling now, before the model loads; the layer range once it has
         parse_taps(args.probe, None)
         probe = None

@@ -10,7 +10,6 @@ missing (:mod:`seakr.methods.records`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,15 +64,6 @@ class FinalChoice:
 TOTALS = ("retrievals", "model_calls", "sampled_sequences", "generated_tokens")
 
 
-def _number(d: dict, key: str, name: str, required: bool = True, top: float = math.inf) -> None:
-    v = d.get(key)
-    if v is None and not required:
-        return
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= top:
-        want = f"a number from 0 to {top:g}" if math.isfinite(top) else "a number >= 0"
-        raise ValueError(f"field {name!r} is {'missing' if v is None else repr(v)}, not {want}")
-
-
 def _check_id(d: Any) -> None:
     """Every row, of a run or a study: a JSON object with a question id."""
     if not isinstance(d, dict):
@@ -89,17 +79,16 @@ def check_row(d: Any) -> None:
     _check_id(d)
     if not isinstance(d.get("prediction") or "", str):
         raise ValueError(f"field 'prediction' is {d['prediction']!r}, not a string")
-    for k in ("em", "f1"):
-        _number(d, k, k, top=1.0)
-    _number(d, "seconds", "seconds", required=False)
+    check_fields(d, {"em": "score", "f1": "score"}, row=False)
+    check_fields(d, {"seconds": "count"}, required=False, row=False)
     pre, body = ("trace.", d["trace"]) if d.get("trace") is not None else ("", d)
     if not isinstance(body, dict):
         raise ValueError("field 'trace' is not an object")
     totals = body.get("totals") or {}
     if not isinstance(totals, dict):
         raise ValueError(f"field '{pre}totals' is not an object")
-    for k in TOTALS:  # absent in a hand-made row: the summary then gives no figure for it, never a wrong one
-        _number(totals, k, f"{pre}totals.{k}", required=False)
+    # a cost absent in a hand-made row: the summary then gives no figure for it, never a wrong one
+    check_fields(totals, dict.fromkeys(TOTALS, "count"), prefix=f"{pre}totals.", required=False, row=False)
     if not isinstance(body.get("steps") or [], list) or not all(isinstance(s, dict) for s in body.get("steps") or []):
         raise ValueError(f"field '{pre}steps' is not a list of objects")
     final = body.get("final") or {}
@@ -116,6 +105,7 @@ def _is_u(v: Any) -> bool:
 #: The kinds of field a study row declares (:func:`check_fields`): what the value must be, and how it is said.
 FIELD_KINDS = {
     "score": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number from 0 to 1"),
+    "count": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number >= 0"),
     "u": (_is_u, "an uncertainty (a number or null)"),
     "us": (lambda v: isinstance(v, list) and all(_is_u(x) for x in v), "a list of uncertainties"),
     "scores": (lambda v: isinstance(v, dict) and all(_is_u(x) for x in v.values()), "an object of uncertainties"),
@@ -123,14 +113,18 @@ FIELD_KINDS = {
 }
 
 
-def check_fields(d: Any, spec: dict[str, str]) -> None:
-    """Refuse a study row lacking a field its summary reads, naming the field (``spec``: field -> kind of
-    :data:`FIELD_KINDS`); the id is checked as for result rows."""
-    _check_id(d)
+def check_fields(d: Any, spec: dict[str, str], prefix: str = "", required: bool = True, row: bool = True) -> None:
+    """Refuse a row lacking a field its readers need, naming the field (``spec``: field -> kind of
+    :data:`FIELD_KINDS`; ``prefix`` names where ``d`` sits in the row). ``required=False``: a missing or null
+    field passes. ``row``: ``d`` is a whole row, whose id is checked first."""
+    if row:
+        _check_id(d)
     for k, kind in spec.items():
+        if not required and d.get(k) is None:
+            continue
         ok, want = FIELD_KINDS[kind]
         if k not in d or not ok(d[k]):
-            raise ValueError(f"field {k!r} is {'missing' if k not in d else repr(d[k])[:40]}, not {want}")
+            raise ValueError(f"field {prefix + k!r} is {'missing' if k not in d else repr(d[k])[:40]}, not {want}")
 
 
 def _slim(c: FinalAnswer) -> dict:

@@ -382,8 +382,10 @@ def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
     }
 
 
-def _cell(v: float | None, fmt: str) -> str:
-    return "–" if v is None else format(v, fmt)
+def figure(v, spec: str = ".3f") -> str:
+    """A figure for a table: a number formatted, None (no figure: a cost a row lacks, one class) as a dash,
+    anything else as it reads (the summary table and the report's study sections)."""
+    return "–" if v is None else format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def summary_markdown(summaries: Sequence[dict]) -> str:
@@ -395,9 +397,9 @@ def summary_markdown(summaries: Sequence[dict]) -> str:
             continue
         lines.append(
             f"| {s['name']} | {s['n']} | {100 * s['em']:.1f} ± {50 * (s['em_ci95'][1] - s['em_ci95'][0]):.1f} "
-            f"| {100 * s['f1']:.1f} ± {50 * (s['f1_ci95'][1] - s['f1_ci95'][0]):.1f} | {_cell(s['retrieval_rate'], '.2f')} "
-            f"| {_cell(s['retrievals_per_question'], '.2f')} | {_cell(s['model_calls_per_question'], '.1f')} "
-            f"| {_cell(s['sampled_sequences_per_question'], '.0f')} | {s['seconds_per_question']:.1f} |")
+            f"| {100 * s['f1']:.1f} ± {50 * (s['f1_ci95'][1] - s['f1_ci95'][0]):.1f} | {figure(s['retrieval_rate'], '.2f')} "
+            f"| {figure(s['retrievals_per_question'], '.2f')} | {figure(s['model_calls_per_question'], '.1f')} "
+            f"| {figure(s['sampled_sequences_per_question'], '.0f')} | {s['seconds_per_question']:.1f} |")
     return head + "\n".join(lines) + "\n"
 
 

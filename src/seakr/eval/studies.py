@@ -45,6 +45,8 @@ def _finite(x):
     return x if x is not None and math.isfinite(x) else math.inf
 
 
+#: The file each study writes its rows to, by the study's name (its command).
+STUDY_FILES = {"calibrate": "calibration_rows.jsonl", "detect": "detect_rows.jsonl", "rerank-study": "rerank_rows.jsonl"}
 #: What each study's rows hold for its summary and for the probes fitted on it: a resumed log or a fit
 #: refuses a row without them by file, line and field (a hand-edited or foreign file), before any work.
 STUDY_ROWS = {
@@ -131,7 +133,7 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
                       "f1_rag": f1_score(ra, ex.answers), "direct": direct.answer, "rag": ra})
 
     out = Path(out_dir)
-    rows = _each("calibrate", method, examples, out_dir, "calibration_rows.jsonl", one, progress, resume, data)
+    rows = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data)
     return _calibration_result(rows, method.lm.info(), dataclasses.asdict(method.config), "simple", out, write)
 
 
@@ -345,7 +347,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
             **({"probe": [tap_name(t) for t in taps]} if probe else {}),
             **({"probe_model": {"tap": probe_model.tap, "form": probe_model.form, **probe_model.provenance}}
                if probe_model else {})}
-    rows = _each("detect", method, examples, out_dir, "detect_rows.jsonl", one, progress, resume, meta)
+    rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     result = _detect_summary(rows, lm.info(), setting)
     result.update(form=form, cost=detect_costs(rows, method.config.k))
     (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
@@ -512,7 +514,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})
 
     out = Path(out_dir)
-    rows = _each("rerank-study", method, examples, out_dir, "rerank_rows.jsonl", one, progress, resume, data)
+    rows = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
     result = {"model": method.lm.info().get("model"), "N": method.config.n_candidates, "rerank_z": z,
               **rerank_summary(rows)}
     (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))

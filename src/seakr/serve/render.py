@@ -8,7 +8,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..eval.runner import read_run_config
+from ..eval.runner import figure, read_run_config
 from ..textio import parse_json
 
 
@@ -41,11 +41,6 @@ def _table(head: list[str], rows: list[list]) -> str:
             + "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
 
 
-def _fmt(v, spec: str = ".3f") -> str:
-    """A figure of a study file: a number formatted, None (no figure: one class, too few rows) as a dash."""
-    return "–" if v is None else format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
-
-
 def _study(path: Path, fields: dict[str, type]) -> dict:
     """A study's JSON file, refused in one line naming the file and field when it is not what the study
     writes (a hand edit, another tool's file of the same name), rather than a KeyError in the middle."""
@@ -65,7 +60,7 @@ def _detect_section(path: Path, label: str) -> str:
     for k, v in d["estimators"].items():
         if not isinstance(v, dict):
             raise ValueError(f"{path}: field 'estimators.{k}' is not an object")
-        rows.append([k, _fmt(v.get("auroc")), _fmt(v.get("pcc_with_1_minus_f1"))])
+        rows.append([k, figure(v.get("auroc")), figure(v.get("pcc_with_1_minus_f1"))])
     return (f"<h2>Detection: {html.escape(label)} ({html.escape(str(d.get('model')))}, n={html.escape(str(d.get('n')))})</h2>"
             + _table(["estimator", "AUROC", "PCC"], rows))
 
@@ -78,10 +73,10 @@ def _rerank_section(path: Path, label: str) -> str:
                             ("guarded", "recall@1_guarded", "guarded_top1_gold")):
         p = paired.get(pkey) if isinstance(paired.get(pkey), dict) else {}
         ci = p.get("ci95") if isinstance(p.get("ci95"), list) and len(p["ci95"]) == 2 else [None, None]
-        rows.append([rule, _fmt(d.get(key)), "" if pkey is None else f"{_fmt(p.get('mean_difference'), '+.2f')} "
-                     f"(CI {_fmt(ci[0], '+.2f')}..{_fmt(ci[1], '+.2f')})"])
+        rows.append([rule, figure(d.get(key)), "" if pkey is None else f"{figure(p.get('mean_difference'), '+.2f')} "
+                     f"(CI {figure(ci[0], '+.2f')}..{figure(ci[1], '+.2f')})"])
     return (f"<h2>Re-ranking: {html.escape(label)} ({html.escape(str(d.get('model')))}, n={d['n']}, "
-            f"gold in the top {html.escape(str(d.get('N')))}: {_fmt(d.get('gold_in_top_n'), '.2f')})</h2>"
+            f"gold in the top {html.escape(str(d.get('N')))}: {figure(d.get('gold_in_top_n'), '.2f')})</h2>"
             + _table(["rule", "recall@1", "− engine order"], rows))
 
 
@@ -90,7 +85,7 @@ def _calibration_section(path: Path, label: str) -> str:
     c = d["chosen"]
     return (f"<h2>Calibration: {html.escape(label)} ({html.escape(str(d.get('model')))}, {html.escape(str(d.get('estimator')))}, "
             f"n={html.escape(str(d.get('n')))})</h2>"
-            + _table(["chosen δ", "F1", "retrieval rate"], [[_fmt(c.get("delta")), _fmt(c.get("f1")), _fmt(c.get("retrieval_rate"), ".2f")]]))
+            + _table(["chosen δ", "F1", "retrieval rate"], [[figure(c.get("delta")), figure(c.get("f1")), figure(c.get("retrieval_rate"), ".2f")]]))
 
 
 #: The studies a report shows, by the file each writes.
