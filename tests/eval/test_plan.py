@@ -253,3 +253,31 @@ def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):
     extra = ["--index", str(tmp_path)] if argv[0] == "ask" else ["--out", str(tmp_path / "o")]
     assert main([*argv, *extra]) == 2
     assert capsys.readouterr().err.startswith(f"seakr: error: {said}")
+
+
+def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_path, capsys):
+    """Filler joins the pooled index of the data's paragraphs: beside --index it was dropped without a word
+    (`--filler /nonexistent --index IDX` answered every question), and a missing file beside no index
+    failed only once the data had been read."""
+    from seakr.cli import main
+    from seakr.search.tantivy_engine import TantivyEngine
+    from seakr.search import Passage
+
+    idx = str(TantivyEngine.build([Passage("p", "T", "text")], tmp_path / "idx").path)
+    base = {"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["ircot"]}
+    with pytest.raises(PlanError, match=r"^eval: filler adds passages to the pooled index .* index .*idx is given"):
+        EvalPlan(**base, index=idx, filler=[HOTPOT]).check()
+    with pytest.raises(PlanError, match=r"^eval: filler .*nope\.jsonl: no such file$"):
+        EvalPlan(**base, filler=[str(tmp_path / "nope.jsonl")]).check()
+    with pytest.raises(PlanError, match=r"^eval: filler .*: a folder, not a corpus file$"):
+        EvalPlan(**base, filler=[str(tmp_path)]).check()
+    EvalPlan(**base, filler=[HOTPOT]).check()  # filler of the pooled index: kept
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "g"}"\nindex = "{idx}"\nfiller = ["{HOTPOT}"]\n'
+                    '[[run]]\nmethod = "ircot"\n')
+    for argv in (["eval", "--data", HOTPOT, "--method", "ircot", "--out", str(tmp_path / "c"), "--index", idx,
+                  "--filler", "/nonexistent/x"],
+                 ["eval", "--config", str(grid)],
+                 ["rerank-study", "--data", HOTPOT, "--out", str(tmp_path / "r"), "--index", idx, "--filler", HOTPOT]):
+        assert main(argv) == 2
+        assert "filler adds passages to the pooled index" in capsys.readouterr().err

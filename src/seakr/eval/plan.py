@@ -273,6 +273,7 @@ class EvalPlan:
                 raise PlanError(f"eval: {name} is empty; name it, or leave it out for its default")
         if self.layout not in LAYOUTS:
             raise PlanError(f"eval: unknown dataset layout {self.layout!r}; choose from {', '.join(LAYOUTS)}")
+        self._check_filler()
         self._check_numbers()
         if not self.runs:
             raise PlanError("eval: the plan has no runs")
@@ -300,6 +301,18 @@ class EvalPlan:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))
         return self
+
+    def _check_filler(self) -> None:
+        """Filler joins the pooled index of the dataset's paragraphs; beside a given index it was never read
+        (``--filler /nonexistent --index IDX`` ran without a word), and a missing file failed only once the
+        questions had been read."""
+        if self.filler and self.index:
+            raise PlanError(f"eval: filler adds passages to the pooled index of the dataset's paragraphs, and index "
+                            f"{self.index} is given: add them to that index (seakr index build FILES --out "
+                            f"{self.index} --add), or leave index out")
+        for f in self.filler:
+            if not os.path.isfile(f):
+                raise PlanError(f"eval: filler {f}: {'a folder, not a corpus file' if os.path.isdir(f) else 'no such file'}")
 
     def _check_numbers(self) -> None:
         """limit, every, concurrency, seed and delta as the command line's flags take them (the Python API
