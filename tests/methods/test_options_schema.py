@@ -142,3 +142,13 @@ def test_the_servers_defaults_reach_each_method_that_has_them():
     with pytest.raises(Exception) as e:  # what a client sends itself is still checked against its method
         svc.build(AnswerRequest(question="q", method="cot", options={"gate": "step"}))
     assert e.value.status_code == 422 and "unknown option(s) 'gate'" in e.value.detail
+
+
+def test_inf_spells_infinity_for_number_options_only():
+    """JSON has no infinity, so "-inf" spells it for a number option; a text option keeps its text (the
+    service told prompt_set="inf" "expected str, got inf", not that no such set exists)."""
+    C = METHODS["seakr"].Config
+    assert C.from_dict({"delta": "-inf"}).delta == -math.inf and C.from_dict({"gate_p": None}).gate_p is None
+    with pytest.raises(ValueError, match=r"unknown prompt set 'inf'|prompt_set.*'inf'"):
+        C.from_dict({"prompt_set": "inf"})
+    assert C.from_dict({"marker": "-inf"}).marker == "-inf"

@@ -193,7 +193,10 @@ class MethodConfig:
                 return repr(k)
 
             raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(map(hint, unknown))}")
-        vals = {k: (float(v) if isinstance(v, str) and v in ("inf", "-inf") else v) for k, v in d.items()}
+        # JSON and TOML have no infinity: "inf" / "-inf" spell it for a number option (delta="-inf"); a text
+        # option keeps the text (prompt_set="inf" was "expected str, got inf", not an unknown set)
+        numbers = {f.name for f in dataclasses.fields(cls) if "float" in str(f.type)}
+        vals = {k: (float(v) if k in numbers and isinstance(v, str) and v in ("inf", "-inf") else v) for k, v in d.items()}
         return cls(**vals)
 
     def replace(self, **kw):
