@@ -123,6 +123,10 @@ def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):
     (['{"id": "a", "question": "q", "golden_answers": []}'], r"data.jsonl:1: question 'a' has no gold answer"),
     (['{"id": "a", "question": "q", "golden_answers": [""]}'], r"data.jsonl:1: question 'a' has no gold answer"),
     (['{"id": "a", "question": "q", "golden_answers": [null]}'], r"data.jsonl:1: field 'golden_answers' holds null"),
+    # a null id was the id "None" (and two of them one id); an object its repr
+    (['{"id": null, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is null; ids are text or whole numbers"),
+    (['{"id": {"a": 1}, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is \{"),
+    (['{"id": 1.5, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is 1.5"),
 ])
 def test_every_question_needs_a_unique_id_a_question_and_an_answer(tmp_path, lines, needle):
     """Checked at load, whatever the layout: a repeated id would overwrite or skip a row on --resume and pair
@@ -203,3 +207,18 @@ def test_a_byte_order_mark_and_windows_line_ends_are_read_as_text(tmp_path):
     c = tmp_path / "qa.csv"
     c.write_bytes(b"\xef\xbb\xbfID,Question,Answers,Documents\r\nq1,Who?,['x'],['T']\r\n")
     assert load_dataset(str(c))[0].answers == ["x"]
+
+
+def test_ids_that_are_whole_numbers_read_as_their_text_in_every_layout(tmp_path):
+    """Some copies store 2Wiki, IIRC or plain ids as numbers: read as their text; null was "None" in every
+    layout (NQ's plain files too, where a missing id is the line's number)."""
+    f = tmp_path / "n.jsonl"
+    f.write_text('{"id": 7, "question": "q", "answer": "x"}\n{"question": "r", "answer": "y"}\n')
+    assert [e.id for e in load_dataset(str(f), "nq")] == ["7", "nq-1"]
+    f.write_text('{"id": null, "question": "q", "answer": "x"}\n')
+    with pytest.raises(DatasetError, match=r"n.jsonl:1: the question's id is null"):
+        load_dataset(str(f), "nq")
+    h = tmp_path / "h.json"
+    h.write_text(json.dumps([{"_id": None, "question": "q", "answer": "a", "context": []}]))
+    with pytest.raises(DatasetError, match=r"h.json.*: the question's id is null"):
+        load_dataset(str(h), "hotpotqa")

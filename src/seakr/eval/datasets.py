@@ -77,6 +77,14 @@ def _req(where, rec, name, kind=None):
     return v
 
 
+def _ident(where, v) -> str:
+    """A question's id as text: a string or a whole number (2Wiki and IIRC ids are numbers in some copies);
+    null or an object was the id "None" or "{...}", and two nulls collided as one id."""
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise DatasetError(f"{where}: the question's id is {json.dumps(v)[:40]}; ids are text or whole numbers")
+    return str(v)
+
+
 def _strs(where, name, values: list) -> list[str]:
     """A list of answers as text: numbers become their text (a year, a count); anything else (null, an
     object) is a malformed answer, not the answer "None"."""
@@ -118,7 +126,7 @@ def _titles(sf):
 
 def load_hotpotqa(path):
     for where, r in _records(path):
-        yield where, Example(str(_req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
+        yield where, Example(_ident(where, _req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
                       [_req(where, r, "answer", str)], _titles(r.get("supporting_facts")),
                       _contexts(where, r["context"]) if "context" in r else [], r.get("type", ""), "hotpotqa")
 
@@ -136,12 +144,12 @@ def load_2wiki(path):
         if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
             answers = _req(where, r, "golden_answers", list)
             meta = r.get("metadata", {}) or {}
-            yield where, Example(str(_req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
+            yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
                           _titles(meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
                           meta.get("type", ""), "2wikimultihopqa")
         else:
             answers = [_req(where, r, "answer", str)] + aliases.get(r.get("answer_id"), [])
-            yield where, Example(str(_req(where, r, "_id")), _req(where, r, "question", str), answers,
+            yield where, Example(_ident(where, _req(where, r, "_id")), _req(where, r, "question", str), answers,
                           _titles(r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
                           r.get("type", ""), "2wikimultihopqa")
 
@@ -155,7 +163,7 @@ def load_nq(path):
         if not isinstance(ans, list):
             raise DatasetError(f"{where}: field 'answer' should be a string or a list of strings")
         ctxs = [(c.get("title", ""), c.get("text", "")) for c in r.get("ctxs", []) if c.get("isgold", True)]
-        yield where, Example(str(r.get("id", f"nq-{i}")), _req(where, r, "question", str), _strs(where, "answers", ans),
+        yield where, Example(_ident(where, r.get("id", f"nq-{i}")), _req(where, r, "question", str), _strs(where, "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
 
@@ -170,7 +178,7 @@ def load_squad(path):
                 w = f"{where} data[{i}].paragraphs[{j}].qas[{qa.get('id', '?')}]"
                 answers = list(dict.fromkeys(a["text"] for a in _req(w, qa, "answers", list)))
                 title = art.get("title", "").replace("_", " ")
-                yield w, Example(str(_req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
+                yield w, Example(_ident(w, _req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
 
 
 def load_triviaqa(path):
@@ -179,7 +187,7 @@ def load_triviaqa(path):
         w = f"{where} Data[{i}]"
         a = _req(w, r, "Answer", dict)
         answers = [_req(w + ".Answer", a, "Value", str)] + [x for x in a.get("Aliases", []) if isinstance(x, str)]
-        yield w, Example(str(_req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
+        yield w, Example(_ident(w, _req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
                       [], [], "", "triviaqa")
 
 
@@ -197,7 +205,7 @@ def load_iirc(path):
                 answers = [str(_req(w + ".answer", a, "answer_value"))]
             else:
                 raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
-            yield w, Example(str(q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
+            yield w, Example(_ident(w, q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
                           [passage.get("title", "")], [], kind, "iirc")
 
 
@@ -211,14 +219,14 @@ def load_musique(path):
             if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
                 raise DatasetError(f"{where}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
         answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", r.get("answer_aliases") or [])
-        yield where, Example(str(_req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
+        yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
                              list(dict.fromkeys(str(p.get("title", "")) for p in paras if p.get("is_supporting"))),
                              [(str(p.get("title", "")), p["paragraph_text"]) for p in paras], "", "musique")
 
 
 def load_flashrag(path):
     for where, r in _records(path):
-        yield where, Example(str(_req(where, r, "id")), _req(where, r, "question", str),
+        yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str),
                       _strs(where, "golden_answers", _req(where, r, "golden_answers", list)), [], [],
                       (r.get("metadata") or {}).get("type", ""), "flashrag")
 
