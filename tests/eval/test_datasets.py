@@ -1,6 +1,7 @@
 """Dataset loaders on the real shared files and on small official-format files written here."""
 
 import json
+import re
 
 import pytest
 
@@ -222,3 +223,35 @@ def test_ids_that_are_whole_numbers_read_as_their_text_in_every_layout(tmp_path)
     h.write_text(json.dumps([{"_id": None, "question": "q", "answer": "a", "context": []}]))
     with pytest.raises(DatasetError, match=r"h.json.*: the question's id is null"):
         load_dataset(str(h), "hotpotqa")
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"supporting_facts": [5]}, "field 'supporting_facts' should be [[title, sentence], ...]"),  # was a TypeError
+    ({"supporting_facts": [[]]}, "field 'supporting_facts' should be"),  # was "not enough values to unpack"
+    ({"supporting_facts": "T"}, "field 'supporting_facts' should be"),  # its letters were titles
+    ({"supporting_facts": {"title": "T"}}, "field 'supporting_facts' should be"),
+    ({"context": [[None, ["s."]]]}, "the title text"),  # the title "None"
+    ({"context": {"title": [None], "sentences": [["s."]]}}, "'title' (text)"),
+])
+def test_supporting_facts_and_context_titles_of_another_shape_name_the_record(tmp_path, change, needle):
+    f = tmp_path / "h.json"
+    f.write_text(json.dumps([{"_id": "a", "question": "q?", "answer": "x", "supporting_facts": [["T", 0]],
+                              "context": [["T", ["s1.", "s2."]]], **change}]))
+    with pytest.raises(DatasetError, match=r"^.*h\.json.*record 0: .*" + re.escape(needle)):
+        load_dataset(str(f), "hotpotqa")
+
+
+def test_both_supporting_fact_layouts_and_none_read():
+    from seakr.eval.datasets import _titles
+
+    assert _titles("w", [["A", 0], ["B", 1], ["A", 2]]) == ["A", "B"]
+    assert _titles("w", {"title": ["A", "A", "C"], "sent_id": [0, 1, 0]}) == ["A", "C"]
+    assert _titles("w", None) == [] and _titles("w", []) == []
+
+
+def test_a_question_type_is_text():
+    from seakr.eval.datasets import _kind
+
+    assert _kind("w", None) == "" and _kind("w", "bridge") == "bridge"
+    with pytest.raises(DatasetError, match=r"^w: field 'type' should be text, got 5$"):
+        _kind("w", 5)

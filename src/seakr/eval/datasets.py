@@ -118,17 +118,32 @@ def _contexts(where, ctx):
         raise DatasetError(str(e)) from None
 
 
-def _titles(sf):
-    if isinstance(sf, dict):
-        return list(dict.fromkeys(sf.get("title", [])))
-    return list(dict.fromkeys(t for t, *_ in sf or []))
+def _kind(where, v) -> str:
+    """A question's type (comparison, bridge, ...): text or absent; a number was kept as a number."""
+    if v is not None and not isinstance(v, str):
+        raise DatasetError(f"{where}: field 'type' should be text, got {json.dumps(v)[:40]}")
+    return v or ""
+
+
+def _titles(where, sf) -> list[str]:
+    """The supporting titles of ``supporting_facts``: official ``[[title, sentence], ...]`` or HF's
+    ``{"title": [...], "sent_id": [...]}``. Another shape was a TypeError naming no file (``[5]``), or
+    its letters taken as titles (a string)."""
+    if sf is None:
+        return []
+    rows = sf.get("title") if isinstance(sf, dict) else [r[0] if isinstance(r, list) and r else None for r in sf] \
+        if isinstance(sf, list) else None
+    if not isinstance(rows, list) or not all(isinstance(t, str) for t in rows):
+        raise DatasetError(f"{where}: field 'supporting_facts' should be [[title, sentence], ...] or "
+                           "{\"title\": [...], \"sent_id\": [...]}")
+    return list(dict.fromkeys(rows))
 
 
 def load_hotpotqa(path):
     for where, r in _records(path):
         yield where, Example(_ident(where, _req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
-                      [_req(where, r, "answer", str)], _titles(r.get("supporting_facts")),
-                      _contexts(where, r["context"]) if "context" in r else [], r.get("type", ""), "hotpotqa")
+                      [_req(where, r, "answer", str)], _titles(where, r.get("supporting_facts")),
+                      _contexts(where, r["context"]) if "context" in r else [], _kind(where, r.get("type")), "hotpotqa")
 
 
 def load_2wiki(path):
@@ -145,13 +160,13 @@ def load_2wiki(path):
             answers = _req(where, r, "golden_answers", list)
             meta = r.get("metadata", {}) or {}
             yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
-                          _titles(meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
-                          meta.get("type", ""), "2wikimultihopqa")
+                          _titles(where, meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
+                          _kind(where, meta.get("type")), "2wikimultihopqa")
         else:
             answers = [_req(where, r, "answer", str)] + aliases.get(r.get("answer_id"), [])
             yield where, Example(_ident(where, _req(where, r, "_id")), _req(where, r, "question", str), answers,
-                          _titles(r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
-                          r.get("type", ""), "2wikimultihopqa")
+                          _titles(where, r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
+                          _kind(where, r.get("type")), "2wikimultihopqa")
 
 
 def load_nq(path):
@@ -228,7 +243,7 @@ def load_flashrag(path):
     for where, r in _records(path):
         yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str),
                       _strs(where, "golden_answers", _req(where, r, "golden_answers", list)), [], [],
-                      (r.get("metadata") or {}).get("type", ""), "flashrag")
+                      _kind(where, (r.get("metadata") or {}).get("type")), "flashrag")
 
 
 def _py_list(where: str, field: str, text: str) -> list[str]:

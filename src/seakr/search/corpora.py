@@ -132,15 +132,18 @@ def context_pairs(where: str, ctx) -> list[tuple[str, str]]:
     """Context paragraphs of HotpotQA/2Wiki in any of their layouts, as (title, text); ``where``
     (file and line or record) starts every error message."""
     if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
-        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[1], list) for it in ctx):
-            raise CorpusError(f"{where}: field 'context' entries should be [title, [sentences]]")
-        return [(str(t), join_sentences(ss)) for t, ss in ctx]
+        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and isinstance(it[1], list)
+                   for it in ctx):  # a null title was the title "None"
+            raise CorpusError(f"{where}: field 'context' entries should be [title, [sentences]], the title text")
+        return [(t, join_sentences(ss)) for t, ss in ctx]
     if isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}
         titles = ctx.get("title")
         sents = ctx.get("sentences", ctx.get("content"))
-        if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents):
-            raise CorpusError(f"{where}: field 'context' should hold equal-length 'title' and 'sentences'/'content' lists")
-        return [(str(t), join_sentences(ss)) for t, ss in zip(titles, sents)]
+        if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents) \
+                or not all(isinstance(t, str) for t in titles):
+            raise CorpusError(f"{where}: field 'context' should hold equal-length 'title' (text) and "
+                              "'sentences'/'content' lists")
+        return [(t, join_sentences(ss)) for t, ss in zip(titles, sents)]
     raise CorpusError(f"{where}: field 'context' has an unknown layout ({type(ctx).__name__})")
 
 
