@@ -78,3 +78,34 @@ def tiny_qwen(tok, tie: bool = False):
             if isinstance(mod, torch.nn.Linear) and mod.bias is not None:
                 mod.bias.normal_(0, 0.5)
     return m
+
+
+#: Values of every JSON kind, to put in place of a field of a valid record (the readers' shape tests).
+ODD_VALUES = [None, 5, 1.5, True, "x", "", [], {}, [None], [5], ["x"], [[]], [{}], {"a": 1}, [["T"]], [["T", None]]]
+
+
+def reshaped(rec):
+    """Every (path, copy of ``rec`` with that field replaced by one of ODD_VALUES)."""
+    import copy
+
+    def paths(o, pre=()):
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+        for k, v in items:
+            yield pre + (k,)
+            yield from paths(v, pre + (k,))
+
+    for path in list(paths(rec)):
+        for value in ODD_VALUES:
+            out = copy.deepcopy(rec)
+            cur = out
+            for k in path[:-1]:
+                cur = cur[k]
+            cur[path[-1]] = value
+            yield (path, value), out
+
+
+def write_records(f, kind: str, rec) -> None:
+    """``rec`` as a one-record JSON list ("list"), a JSON line ("lines") or the file's one object ("object")."""
+    import json
+
+    f.write_text(json.dumps([rec]) if kind == "list" else json.dumps(rec) + "\n" if kind == "lines" else json.dumps(rec))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from helpers import HOTPOT, fixture_path, shared_path
+from helpers import HOTPOT, fixture_path, reshaped, shared_path, write_records
 from seakr.search.corpora import CorpusError, ctx_id, detect_format, read_corpus
 
 
@@ -116,3 +116,33 @@ def test_a_byte_order_mark_and_windows_line_ends(tmp_path):
     j = tmp_path / "c.jsonl"
     j.write_bytes(b'\xef\xbb\xbf{"id": "a", "title": "T", "text": "ok"}\r\n')
     assert [(p.id, p.title, p.text) for p in read_corpus(str(j))] == [("a", "T", "ok")]
+
+
+CORPUS_RECORDS = {
+    "jsonl": ("lines", {"id": "a", "title": "T", "text": "t"}),
+    "flashrag": ("lines", {"id": "a", "contents": "\"T\"\nt"}),
+    "hotpotqa": ("list", {"_id": "a", "question": "q", "answer": "x", "context": [["T", ["s1.", "s2."]]]}),
+    "2wiki": ("lines", {"id": "a", "question": "q", "golden_answers": ["x"],
+                        "metadata": {"context": {"title": ["T"], "content": [["s."]]}}}),
+    "squad": ("object", {"data": [{"title": "T", "paragraphs": [{"context": "c", "qas": []}]}]}),
+    "nq": ("lines", {"question": "q", "answers": ["x"], "ctxs": [{"title": "T", "text": "t"}]}),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(CORPUS_RECORDS))
+def test_a_corpus_record_of_another_shape_is_read_as_text_or_named(tmp_path, fmt):
+    """`seakr index build` over records of another shape: SQuAD's `data: [5]` or NQ's `ctxs[0].text: 5`
+    were tracebacks naming no file, and a JSON-lines title `[5]` or `{"a": 1}` was indexed as a list."""
+    kind, rec = CORPUS_RECORDS[fmt]
+    f = tmp_path / "c.json"
+    write_records(f, kind, rec)
+    assert list(read_corpus(str(f), fmt))
+    for case, changed in reshaped(rec):
+        write_records(f, kind, changed)
+        try:
+            passages = list(read_corpus(str(f), fmt))
+        except CorpusError as e:
+            assert str(f) in str(e) and "\n" not in str(e), (case, str(e))
+            continue
+        for p in passages:
+            assert all(isinstance(x, str) and x != "None" and "{'" not in x for x in (p.id, p.title, p.text)), (case, p)

@@ -85,6 +85,24 @@ def _ident(where, v) -> str:
     return str(v)
 
 
+def _obj(where, v, what: str) -> dict:
+    if not isinstance(v, dict):
+        raise DatasetError(f"{where}: {what} should be a JSON object, got {json.dumps(v)[:40]}")
+    return v
+
+
+def _opt(where, rec: dict, name: str, kind: type, default):
+    """An optional field: absent or null reads as ``default``; another type is named (a number as NQ's
+    ``ctxs`` or MuSiQue's ``answer_aliases`` was a TypeError naming no file)."""
+    v = rec.get(name)
+    if v is None:
+        return default
+    if not isinstance(v, kind):
+        raise DatasetError(f"{where}: field '{name}' should be {'text' if kind is str else 'a JSON ' + kind.__name__}, "
+                           f"got {json.dumps(v)[:40]}")
+    return v
+
+
 def _strs(where, name, values: list) -> list[str]:
     """A list of answers as text: numbers become their text (a year, a count); anything else (null, an
     object) is a malformed answer, not the answer "None"."""
@@ -158,7 +176,7 @@ def load_2wiki(path):
     for where, r in _records(path):
         if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
             answers = _req(where, r, "golden_answers", list)
-            meta = r.get("metadata", {}) or {}
+            meta = _opt(where, r, "metadata", dict, {})
             yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
                           _titles(where, meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
                           _kind(where, meta.get("type")), "2wikimultihopqa")
@@ -177,7 +195,9 @@ def load_nq(path):
         ans = [ans] if isinstance(ans, (str, int, float)) and not isinstance(ans, bool) else ans  # a year: 1990
         if not isinstance(ans, list):
             raise DatasetError(f"{where}: field 'answer' should be a string or a list of strings")
-        ctxs = [(c.get("title", ""), c.get("text", "")) for c in r.get("ctxs", []) if c.get("isgold", True)]
+        ctxs = [(_opt(w, c, "title", str, ""), _opt(w, c, "text", str, "")) for w, c in
+                ((f"{where} ctxs[{k}]", _obj(f"{where} ctxs[{k}]", c, "a context")) for k, c in
+                 enumerate(_opt(where, r, "ctxs", list, []))) if c.get("isgold", True)]
         yield where, Example(_ident(where, r.get("id", f"nq-{i}")), _req(where, r, "question", str), _strs(where, "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
@@ -185,14 +205,16 @@ def load_nq(path):
 def load_squad(path):
     where, d = _one_object(path)
     for i, art in enumerate(_req(where, d, "data", list)):
+        title = _opt(f"{where} data[{i}]", _obj(f"{where} data[{i}]", art, "an article"), "title", str, "").replace("_", " ")
         for j, para in enumerate(_req(f"{where} data[{i}]", art, "paragraphs", list)):
-            ctx = _req(f"{where} data[{i}].paragraphs[{j}]", para, "context", str)
-            for qa in _req(f"{where} data[{i}].paragraphs[{j}]", para, "qas", list):
-                if qa.get("is_impossible"):  # SQuAD 2.0's unanswerable questions: dropped, as IIRC's are
+            wp = f"{where} data[{i}].paragraphs[{j}]"
+            ctx = _req(wp, _obj(wp, para, "a paragraph"), "context", str)
+            for k, qa in enumerate(_req(wp, para, "qas", list)):
+                if _obj(f"{wp}.qas[{k}]", qa, "a question").get("is_impossible"):  # SQuAD 2.0's unanswerable: dropped
                     continue
-                w = f"{where} data[{i}].paragraphs[{j}].qas[{qa.get('id', '?')}]"
-                answers = list(dict.fromkeys(a["text"] for a in _req(w, qa, "answers", list)))
-                title = art.get("title", "").replace("_", " ")
+                w = f"{wp}.qas[{qa.get('id', k)}]"
+                answers = list(dict.fromkeys(_req(f"{w}.answers[{n}]", _obj(f"{w}.answers[{n}]", a, "an answer"), "text", str)
+                                             for n, a in enumerate(_req(w, qa, "answers", list))))
                 yield w, Example(_ident(w, _req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
 
 
@@ -200,8 +222,9 @@ def load_triviaqa(path):
     where, d = _one_object(path)
     for i, r in enumerate(_req(where, d, "Data", list)):
         w = f"{where} Data[{i}]"
-        a = _req(w, r, "Answer", dict)
-        answers = [_req(w + ".Answer", a, "Value", str)] + [x for x in a.get("Aliases", []) if isinstance(x, str)]
+        a = _req(w, _obj(w, r, "a question"), "Answer", dict)
+        answers = [_req(w + ".Answer", a, "Value", str)] + [x for x in _opt(w + ".Answer", a, "Aliases", list, [])
+                                                              if isinstance(x, str)]
         yield w, Example(_ident(w, _req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
                       [], [], "", "triviaqa")
 
@@ -210,18 +233,19 @@ def load_iirc(path):
     for i, (where, passage) in enumerate(_records(path)):
         for j, q in enumerate(_req(where, passage, "questions", list)):
             w = f"{where} questions[{j}]"
-            a = _req(w, q, "answer", dict)
+            a = _req(w, _obj(w, q, "a question"), "answer", dict)
             kind = _req(w + ".answer", a, "type", str)
             if kind == "none":  # unanswerable: dropped, as in the paper
                 continue
             if kind == "span":
-                answers = [s["text"] for s in _req(w + ".answer", a, "answer_spans", list)]
+                answers = [_req(f"{w}.answer.answer_spans[{n}]", _obj(f"{w}.answer.answer_spans[{n}]", sp, "a span"), "text", str)
+                           for n, sp in enumerate(_req(w + ".answer", a, "answer_spans", list))]
             elif kind in ("value", "binary"):
                 answers = [str(_req(w + ".answer", a, "answer_value"))]
             else:
                 raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
             yield w, Example(_ident(w, q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
-                          [passage.get("title", "")], [], kind, "iirc")
+                          [_opt(where, passage, "title", str, "")], [], kind, "iirc")
 
 
 def load_musique(path):
@@ -233,17 +257,18 @@ def load_musique(path):
         for i, p in enumerate(paras):
             if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
                 raise DatasetError(f"{where}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
-        answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", r.get("answer_aliases") or [])
+            _opt(f"{where} paragraphs[{i}]", p, "title", str, "")  # a null title was the title "None"
+        answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", _opt(where, r, "answer_aliases", list, []))
         yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
-                             list(dict.fromkeys(str(p.get("title", "")) for p in paras if p.get("is_supporting"))),
-                             [(str(p.get("title", "")), p["paragraph_text"]) for p in paras], "", "musique")
+                             list(dict.fromkeys(p.get("title") or "" for p in paras if p.get("is_supporting"))),
+                             [(p.get("title") or "", p["paragraph_text"]) for p in paras], "", "musique")
 
 
 def load_flashrag(path):
     for where, r in _records(path):
         yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str),
                       _strs(where, "golden_answers", _req(where, r, "golden_answers", list)), [], [],
-                      _kind(where, (r.get("metadata") or {}).get("type")), "flashrag")
+                      _kind(where, _opt(where, r, "metadata", dict, {}).get("type")), "flashrag")
 
 
 def _py_list(where: str, field: str, text: str) -> list[str]:

@@ -69,6 +69,12 @@ def _field(path, n, rec, name, kind=str):
     return v
 
 
+def _title(where, n, rec: dict) -> str:
+    """A passage's optional title: absent or null is none; a list or an object was kept as one (a title
+    ``5`` as a number)."""
+    return "" if rec.get("title") is None else _field(where, n, rec, "title")
+
+
 def read_dpr(path: str) -> Iterator[Passage]:
     csv.field_size_limit(sys.maxsize)
     rows = csv.reader((line for _, line in _lines(path)), delimiter="\t")
@@ -99,7 +105,7 @@ def read_flashrag(path: str) -> Iterator[Passage]:
 
 def read_jsonl(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
-        yield Passage(_field(path, n, rec, "id"), rec.get("title", "") or "", _field(path, n, rec, "text"))
+        yield Passage(_field(path, n, rec, "id"), _title(path, n, rec), _field(path, n, rec, "text"))
 
 
 def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
@@ -128,19 +134,24 @@ def join_sentences(sents) -> str:
     return out.strip()
 
 
+def _sentences(ss) -> bool:
+    """A paragraph's sentences: a list of text (numbers read as their text)."""
+    return isinstance(ss, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in ss)
+
+
 def context_pairs(where: str, ctx) -> list[tuple[str, str]]:
     """Context paragraphs of HotpotQA/2Wiki in any of their layouts, as (title, text); ``where``
     (file and line or record) starts every error message."""
     if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
-        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and isinstance(it[1], list)
-                   for it in ctx):  # a null title was the title "None"
+        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and _sentences(it[1])
+                   for it in ctx):  # a null title was the title "None", a null sentence the text "None"
             raise CorpusError(f"{where}: field 'context' entries should be [title, [sentences]], the title text")
         return [(t, join_sentences(ss)) for t, ss in ctx]
     if isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}
         titles = ctx.get("title")
         sents = ctx.get("sentences", ctx.get("content"))
         if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents) \
-                or not all(isinstance(t, str) for t in titles):
+                or not all(isinstance(t, str) for t in titles) or not all(_sentences(ss) or isinstance(ss, str) for ss in sents):
             raise CorpusError(f"{where}: field 'context' should hold equal-length 'title' (text) and "
                               "'sentences'/'content' lists")
         return [(t, join_sentences(ss)) for t, ss in zip(titles, sents)]
@@ -179,12 +190,13 @@ def read_squad(path: str) -> Iterator[Passage]:
 
     def pairs():
         for i, art in enumerate(d["data"]):
-            if "paragraphs" not in art:
-                raise CorpusError(f"{path}: data[{i}]: missing field 'paragraphs'")
-            for j, para in enumerate(art["paragraphs"]):
-                if "context" not in para:
-                    raise CorpusError(f"{path}: data[{i}].paragraphs[{j}]: missing field 'context'")
-                yield art.get("title", "").replace("_", " "), para["context"].strip()
+            if not isinstance(art, dict):
+                raise CorpusError(f"{path}: data[{i}]: expected a JSON object")
+            title = _title(path, f"data[{i}]", art).replace("_", " ")
+            for j, para in enumerate(_field(path, f"data[{i}]", art, "paragraphs", list)):
+                if not isinstance(para, dict):
+                    raise CorpusError(f"{path}: data[{i}].paragraphs[{j}]: expected a JSON object")
+                yield title, _field(path, f"data[{i}].paragraphs[{j}]", para, "context").strip()
 
     return _pooled(pairs())
 
@@ -193,10 +205,10 @@ def read_nq(path: str) -> Iterator[Passage]:
     def pairs():
         for n, rec in _jsonl(path):
             ctxs = _field(path, n, rec, "ctxs", list)
-            for c in ctxs:
+            for k, c in enumerate(ctxs):
                 if not isinstance(c, dict) or "text" not in c:
                     raise CorpusError(f"{path}:{n}: field 'ctxs' entries need 'text'")
-                yield c.get("title", ""), c["text"].strip()
+                yield _title(path, f"{n} ctxs[{k}]", c), _field(path, f"{n} ctxs[{k}]", c, "text").strip()
 
     return _pooled(pairs())
 
