@@ -2,6 +2,7 @@
 the data, and --resume on a machine that has only those continues the run without loss."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -272,6 +273,13 @@ def test_a_question_beyond_the_context_is_refused_before_the_first_is_answered(t
     (lambda r: r.update(steps=["a step"]), "field 'steps' is not a list of objects"),
     (lambda r: r.update(final={"candidates": {"knowledge": "x"}}), "field 'final' is not an object of candidate objects"),
     (lambda r: r.update(id=None), "field 'id' is None"),
+    # each step's and candidate's U and score, and the order, are read as numbers (float([]) / int([5]) failed)
+    (lambda r: r.update(steps=[{"u": -1.0}, {"u": []}]), "field 'steps[1].u' is [], not an uncertainty"),
+    (lambda r: r.update(final={"candidates": {"knowledge": {"answer": "x", "u": {}}}}),
+     "field 'final.candidates.knowledge.u' is {}"),
+    (lambda r: r.update(final={"candidates": {"knowledge": {"answer": "x", "em": [None]}}}),
+     "field 'final.candidates.knowledge.em' is [None]"),
+    (lambda r: r.update(order=[5]), "field 'order' is [5], not a number >= 0"),
 ])
 def test_a_row_seakr_did_not_write_is_named_by_file_line_and_field_at_every_reader(tmp_path, edit, field):
     """A hand-edited score row reached the summary as a KeyError traceback (compare, report, merge) or, in a
@@ -305,3 +313,25 @@ def test_rows_made_by_hand_without_costs_give_no_cost_figures_rather_than_zeros(
     (d / SCORES).write_text("".join(json.dumps({"id": f"q{i}", "em": 1.0, "f1": 1.0}) + "\n" for i in range(3)))
     table = compare([str(d)])
     assert "| hand | 3 | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – | – | – |" in table, table
+    (d / SCORES).write_text("".join(json.dumps({"id": f"q{i}", "em": 1.0, "f1": 1.0, "totals": dict.fromkeys(
+        ("retrievals", "model_calls", "sampled_sequences", "generated_tokens"))}) + "\n" for i in range(3)))
+    assert "| hand | 3 | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – | – | – |" in compare([str(d)])  # null costs: none either
+
+
+@pytest.mark.parametrize("field,value", [("method", 5), ("method.engine", "x"), ("shard", 5), ("shard", "x")])
+def test_a_run_config_of_another_shape_is_named_by_compare_report_and_merge(tmp_path, field, value):
+    """`"method": 5` in a run's config.json was an AttributeError in compare, `"shard": 5` one in merge."""
+    from seakr.serve.render import report_html
+
+    run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path / "run")
+    p = tmp_path / "run" / "config.json"
+    cfg = json.loads(p.read_text())
+    if field == "method.engine":
+        cfg["method"]["engine"] = value
+    else:
+        cfg[field] = value
+    p.write_text(json.dumps(cfg))
+    for read in (lambda: compare([str(tmp_path / "run"), str(tmp_path / "run")]), lambda: report_html(str(tmp_path)),
+                 lambda: merge_runs(tmp_path / "m", [str(tmp_path / "run")])):
+        with pytest.raises(ValueError, match=rf"^{re.escape(str(p))}: field '{re.escape(field)}' should be"):
+            read()

@@ -80,7 +80,7 @@ def check_row(d: Any) -> None:
     if not isinstance(d.get("prediction") or "", str):
         raise ValueError(f"field 'prediction' is {d['prediction']!r}, not a string")
     check_fields(d, {"em": "score", "f1": "score"}, row=False)
-    check_fields(d, {"seconds": "count"}, required=False, row=False)
+    check_fields(d, {"seconds": "count", "order": "count"}, required=False, row=False)
     pre, body = ("trace.", d["trace"]) if d.get("trace") is not None else ("", d)
     if not isinstance(body, dict):
         raise ValueError("field 'trace' is not an object")
@@ -91,10 +91,15 @@ def check_row(d: Any) -> None:
     check_fields(totals, dict.fromkeys(TOTALS, "count"), prefix=f"{pre}totals.", required=False, row=False)
     if not isinstance(body.get("steps") or [], list) or not all(isinstance(s, dict) for s in body.get("steps") or []):
         raise ValueError(f"field '{pre}steps' is not a list of objects")
+    for i, step in enumerate(body.get("steps") or []):  # the selfknow tables read each step's U (float([]) failed)
+        check_fields(step, {"u": "u", "threshold": "u"}, prefix=f"{pre}steps[{i}].", required=False, row=False)
     final = body.get("final") or {}
     cands = final.get("candidates") or {} if isinstance(final, dict) else None
     if not isinstance(cands, dict) or not all(isinstance(c, dict) for c in cands.values()):
         raise ValueError(f"field '{pre}final' is not an object of candidate objects")
+    for name, c in cands.items():
+        check_fields(c, {"u": "u", "p": "u", "em": "score", "f1": "score"}, prefix=f"{pre}final.candidates.{name}.",
+                     required=False, row=False)
 
 
 def _is_u(v: Any) -> bool:
@@ -156,7 +161,7 @@ class ResultRow:
 
     @property
     def retrievals(self) -> int:
-        return int(self.totals.get("retrievals", 0))
+        return int(self.totals.get("retrievals") or 0)  # absent or null in a row made by hand: none counted
 
     @classmethod
     def from_dict(cls, d: dict) -> "ResultRow":

@@ -112,7 +112,25 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
         raise ValueError(f"{p}: not a run configuration ({e})") from None
     if not isinstance(cfg, dict):
         raise ValueError(f"{p}: not a run configuration (a JSON {type(cfg).__name__}, expected an object)")
+    _check_config_shape(p, cfg)
     return cfg
+
+
+def _check_config_shape(p: Path, cfg: dict) -> None:
+    """The fields compare, report and merge read: ``method`` and its ``engine`` objects, ``shard`` "I/N"
+    (a ``method: 5`` or ``shard: 5`` was an AttributeError naming no file)."""
+    from .plan import PlanError, parse_shard
+
+    method = cfg.get("method")
+    for name, v in (("method", method), ("method.engine", method.get("engine") if isinstance(method, dict) else None)):
+        if v is not None and not isinstance(v, dict):
+            raise ValueError(f"{p}: field '{name}' should be an object, got {json.dumps(v)[:40]}")
+    shard = cfg.get("shard")
+    try:
+        if shard is not None:
+            parse_shard(shard if isinstance(shard, str) else "")
+    except PlanError:
+        raise ValueError(f"{p}: field 'shard' should be \"I/N\" or null, got {json.dumps(shard)[:40]}") from None
 
 
 def _json_string(body: str) -> str | None:
@@ -359,7 +377,7 @@ def _comparable(cfg):
 def _mean_of(totals: Sequence[dict], key: str, f=lambda v: v) -> float | None:
     """The mean of one cost over the rows, or None where a row lacks it (rows made by hand or by another
     tool): no figure rather than one that counts the missing as zero."""
-    return statistics.mean(f(t[key]) for t in totals) if all(key in t for t in totals) else None
+    return statistics.mean(f(t[key]) for t in totals) if all(t.get(key) is not None for t in totals) else None
 
 
 def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
