@@ -233,6 +233,56 @@ def test_a_disk_that_refuses_a_write_is_named_and_the_index_keeps_what_it_had(tm
                              for i in range(2)), tmp_path / "other")
 
 
+def test_a_manifest_write_that_fails_after_the_segments_undoes_the_add(tmp_path, monkeypatch):
+    """The segments were written, then the manifest's write failed: the index listed files it did not have
+    and the next open called it damaged. The add is now whole or not at all."""
+    import errno
+
+    import seakr.search.tantivy_engine as te
+
+    eng = TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], tmp_path / "idx")
+    real_replace = os.replace
+
+    def full_disk(src, dst):
+        if str(dst).endswith(te.MANIFEST):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(te.os, "replace", full_disk)
+    with pytest.raises(SearchError, match=r"idx: adding to the index failed .*No space left.*it holds what it had"):
+        eng.add([Passage("b", "Beta", "beta gamma")])
+    monkeypatch.setattr(te.os, "replace", real_replace)
+    TantivyEngine.check_files(tmp_path / "idx")
+    assert [p.id for p in TantivyEngine(tmp_path / "idx").search("beta", 3)] == ["a"]
+
+
+@pytest.mark.parametrize("field,value", [("checksum", 5), ("checksum", "xyz"), ("duplicates_skipped", "two"),
+                                         ("sources", None), ("sources", 5), ("doc_count", -1)])
+def test_a_manifest_field_of_another_shape_is_named_before_an_add_writes(tmp_path, field, value):
+    """`"checksum": 5` failed only once the added passages were written (a TypeError), leaving segments the
+    manifest did not list: the next open called the index damaged."""
+    import json
+
+    from seakr.search.tantivy_engine import MANIFEST
+
+    path = tmp_path / "idx"
+    TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], path)
+    m = json.loads((path / MANIFEST).read_text())
+    good = dict(m)
+    if value is None:
+        m[field] = None
+    else:
+        m[field] = value
+    (path / MANIFEST).write_text(json.dumps(m))
+    if value is None:  # an optional field left null reads as absent
+        TantivyEngine(path).add([Passage("b", "Beta", "beta")])
+        return
+    with pytest.raises(SearchError, match=rf"corrupt manifest \(field '{field}' should be"):
+        TantivyEngine(path).add([Passage("b", "Beta", "beta")])
+    (path / MANIFEST).write_text(json.dumps(good))
+    assert [p.id for p in TantivyEngine(path).search("alpha", 3)] == ["a"]  # nothing was written
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
 def test_one_process_adds_at_a_time_and_a_reader_is_told_it_is_being_written(tmp_path):
     """Two `index build --add` at once failed with tantivy's "LockBusy" or read the other's half-written files

@@ -206,7 +206,32 @@ def read_manifest(path: Path) -> dict:
         raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
     if not isinstance(m, dict) or not isinstance(m.get("files", {}), dict):
         raise SearchError(f"{mpath}: corrupt manifest (expected a JSON object with the index's files)")
+    _check_manifest_fields(mpath, m)
     return m
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+#: What an add updates in place: checked when the manifest is read, since a field of another shape failed
+#: only after the passages were written (``"checksum": 5`` left new segments the manifest did not list:
+#: the next open called the index damaged).
+MANIFEST_FIELDS = {
+    "checksum": (lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
+                 "64 hex digits"),
+    "doc_count": (_count, "a whole number >= 0"),
+    "duplicates_skipped": (lambda v: v is None or _count(v), "a whole number >= 0"),
+    "empty_skipped": (lambda v: v is None or _count(v), "a whole number >= 0"),
+    "sources": (lambda v: v is None or isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of file names"),
+}
+
+
+def _check_manifest_fields(mpath: Path, m: dict) -> None:
+    for name, (ok, want) in MANIFEST_FIELDS.items():
+        if not ok(m.get(name)):
+            raise SearchError(f"{mpath}: corrupt manifest (field '{name}' should be {want}, got "
+                              f"{json.dumps(m.get(name))[:40]})")
 
 
 def doc_digest(p: Passage) -> int:
@@ -338,23 +363,24 @@ class TantivyEngine:
         # next open report a damaged index)
         before = set(os.listdir(self.path))
         kept = {n: (self.path / n).read_bytes() for n in ("meta.json", ".managed.json") if (self.path / n).is_file()}
-        try:
+        try:  # the segments and the manifest that lists them, or neither (a manifest write that failed
+            # after the segments had been written left an index the next open called damaged)
             stats = _write(self.index, passages, known, 256, progress)
-        except Exception as e:
-            if _io_failure(e):
-                _restore(self.path, before, kept)
+            m = dict(self.manifest)
+            m["doc_count"] += stats["added"]
+            m["duplicates_skipped"] = (m.get("duplicates_skipped") or 0) + stats["duplicates"]
+            m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
+            m["sources"] = list(m.get("sources") or []) + list(sources)
+            m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
+            m["files"] = file_digests(self.path)
+            tmp = self.path / (MANIFEST + ".tmp")
+            tmp.write_text(json.dumps(m, indent=2))
+            os.replace(tmp, self.path / MANIFEST)
+        except BaseException as e:
+            _restore(self.path, before, kept)
+            if isinstance(e, Exception) and _io_failure(e):
                 raise SearchError(f"{self.path}: adding to the index failed ({first_line(e)}); it holds what it had") from None
             raise
-        m = dict(self.manifest)
-        m["doc_count"] += stats["added"]
-        m["duplicates_skipped"] = m.get("duplicates_skipped", 0) + stats["duplicates"]
-        m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
-        m["sources"] = list(m.get("sources", [])) + list(sources)
-        m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-        m["files"] = file_digests(self.path)
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(m, indent=2))
-        os.replace(tmp, self.path / MANIFEST)
         self.manifest = m
         self.index.reload()
         return stats
