@@ -434,6 +434,15 @@ def test_a_study_refuses_a_question_beyond_the_context_before_the_first_and_name
     ("detect", "detect_rows.jsonl", {"id": "a", "f1": 0.0, "scores": {"eigen": [1]}}, "field 'scores' is {'eigen': [1]}"),
     ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": "T", "gold": [], "u": []}, "field 'titles' is 'T'"),
     ("calibrate", "calibration_rows.jsonl", {"id": "a", "u": 1.0, "f1_direct": 1.0}, "field 'f1_rag' is missing"),
+    # each reached the summary's arithmetic after the last question: float("x"), auroc(1 U, 2 titles), 0 + None
+    ("calibrate", "calibration_rows.jsonl", {"id": "a", "u": "x", "f1_direct": 1.0, "f1_rag": 0.0},
+     "field 'u' is 'x', not an uncertainty"),
+    ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": ["T", "U"], "gold": [], "u": [1.0]},
+     "field 'u' holds 1 values for 2 titles"),
+    ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": ["T"], "gold": [], "u": [1.0], "u_se": "x"},
+     "field 'u_se' is 'x', not a list of uncertainties"),
+    ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": ["T"], "gold": [], "u": [1.0], "engine_top1_gold": None},
+     "field 'engine_top1_gold' is None, not true or false"),
     ("eval", "scores.jsonl", {"id": "a", "em": 2, "f1": 1.0}, "field 'em' is 2, not a number from 0 to 1"),
 ])
 def test_a_resume_reads_the_rows_it_continues_before_the_model_loads(tmp_path, cmd, rows_name, row, needle):

@@ -103,7 +103,13 @@ def check_row(d: Any) -> None:
 
 
 def _is_u(v: Any) -> bool:
-    """A U as a row holds it: a number, null (failed or missing) or the strings "inf"/"-inf"/"nan"."""
+    """A U as a row holds it: a number, null (failed or missing) or a string older files hold for an
+    infinity ("inf", "-inf", "Infinity", "nan"; any other string, "x", reached a summary's arithmetic)."""
+    if isinstance(v, str):
+        try:
+            u_from_json(v)
+        except ValueError:
+            return False
     return v is None or isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
@@ -115,19 +121,21 @@ FIELD_KINDS = {
     "us": (lambda v: isinstance(v, list) and all(_is_u(x) for x in v), "a list of uncertainties"),
     "scores": (lambda v: isinstance(v, dict) and all(_is_u(x) for x in v.values()), "an object of uncertainties"),
     "names": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
+    "flag": (lambda v: isinstance(v, bool), "true or false"),
 }
 
 
 def check_fields(d: Any, spec: dict[str, str], prefix: str = "", required: bool = True, row: bool = True) -> None:
     """Refuse a row lacking a field its readers need, naming the field (``spec``: field -> kind of
     :data:`FIELD_KINDS`; ``prefix`` names where ``d`` sits in the row). ``required=False``: a missing or null
-    field passes. ``row``: ``d`` is a whole row, whose id is checked first."""
+    field passes; a kind ending in "?" is a field older rows lack (absent passes, null does not). ``row``: ``d``
+    is a whole row, whose id is checked first."""
     if row:
         _check_id(d)
     for k, kind in spec.items():
-        if not required and d.get(k) is None:
+        if (not required and d.get(k) is None) or (kind.endswith("?") and k not in d):
             continue
-        ok, want = FIELD_KINDS[kind]
+        ok, want = FIELD_KINDS[kind.rstrip("?")]
         if k not in d or not ok(d[k]):
             raise ValueError(f"field {prefix + k!r} is {'missing' if k not in d else repr(d[k])[:40]}, not {want}")
 

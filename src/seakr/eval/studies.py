@@ -31,6 +31,7 @@ from .. import uncertainty as U
 from ..methods.base import ANSWER_STOPS, calibration_path, min_u_index, read_thresholds, sufficiency
 from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording, wording_record
 from ..methods.seakr import SeaKR, guarded_choice
+from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
@@ -42,7 +43,9 @@ from .states import StateStore, own_tap, tap_name
 
 
 def _finite(x):
-    return x if x is not None and math.isfinite(x) else math.inf
+    """A U read from a row (a number, null or an older file's "inf" string) for ranking: +inf unless finite."""
+    u = u_from_json(x)
+    return u if math.isfinite(u) else math.inf
 
 
 #: The file each study writes its rows to, by the study's name (its command).
@@ -52,7 +55,8 @@ STUDY_FILES = {"calibrate": "calibration_rows.jsonl", "detect": "detect_rows.jso
 STUDY_ROWS = {
     "calibration_rows.jsonl": {"u": "u", "f1_direct": "score", "f1_rag": "score"},
     "detect_rows.jsonl": {"f1": "score", "scores": "scores"},
-    "rerank_rows.jsonl": {"titles": "names", "gold": "names", "u": "us"},
+    "rerank_rows.jsonl": {"titles": "names", "gold": "names", "u": "us", "u_se": "us?", "engine_top1_gold": "flag?",
+                          "seakr_top1_gold": "flag?", "guarded_top1_gold": "flag?", "any_gold_in_top_n": "flag?"},
 }
 
 
@@ -60,7 +64,15 @@ def study_row_check(rows_name: str):
     """The check of a study's rows (:data:`STUDY_ROWS`) for ``read_results`` and ``RowLog``; None for a
     log of rows no summary here reads."""
     spec = STUDY_ROWS.get(rows_name)
-    return None if spec is None else lambda row: check_fields(row, spec)
+    if spec is None:
+        return None
+
+    def check(row) -> None:
+        check_fields(row, spec)
+        for k in ("u", "u_se"):  # one per candidate title: auroc() refused 3 Us for 2 titles after the study's end
+            if k in spec and isinstance(row.get(k), list) and len(row[k]) != len(row["titles"]):
+                raise ValueError(f"field {k!r} holds {len(row[k])} values for {len(row['titles'])} titles")
+    return check
 
 
 def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
