@@ -94,7 +94,8 @@ def test_a_damaged_threshold_file_of_the_users_is_named_in_one_line(tmp_path, mo
     p = calibration_path(info)
     p.parent.mkdir(parents=True)
     for text, needle in (('{"delta": {"eigen": -2.5,}}', ":1: invalid JSON"), ('[1, 2]', "not a threshold file"),
-                         ('{"delta": {"eigen": "low"}}', "not a threshold file")):
+                         ('{"delta": {"eigen": "low"}}', "not a threshold file"),
+                         ('{"delta": {"eigen": NaN}}', "not a threshold file")):  # U > NaN: never retrieved
         p.write_text(text)
         with pytest.raises(ValueError, match=f"{p.name}{needle}" if needle.startswith(":") else needle):
             default_delta(info, "eigen")

@@ -245,7 +245,8 @@ def read_thresholds(p: Path) -> dict:
     is named with its line, not a traceback, wherever it is read (SeaKR's default, `seakr calibrate`'s write)."""
     d = json_file(p)
     if not isinstance(d, dict) or not isinstance(d.get("delta", {}), dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in d.get("delta", {}).values()):
+            isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)  # NaN: never retrieves
+            for v in d.get("delta", {}).values()):
         raise ValueError(f"{p}: not a threshold file (expected {{\"delta\": {{estimator: value}}}}): "
                          "fix it, delete it, or run `seakr calibrate` again")
     return d
