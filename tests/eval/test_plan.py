@@ -175,6 +175,7 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     ({"delta": float("nan")}, "delta must be a number, not nan"),
     ({"layout": "nqq"}, "unknown dataset layout 'nqq'"),
     ({"runs": [3]}, "runs hold RunSpec (or a method's name), not int"),
+    ({"runs": [RunSpec(["cot"])]}, "unknown method ['cot']"),
     ({"data": 5}, "data must be a path or text, not int"),
     ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "--precision 'fp8'"),
     ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads must be a whole number >= 1, not 0"),

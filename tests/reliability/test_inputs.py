@@ -178,6 +178,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('[[run]]\nmethod = "seakr"\noptions = { dleta = 1.0 }\n',
          ("[[run]] #1 (seakr)", "unknown option(s) 'dleta' (did you mean 'delta'?)")),
         ('[[run]]\nmethod = "seakr2"\n', ("[[run]] #1 (seakr2)", "unknown method 'seakr2'")),
+        ('[[run]]\nmethod = ["ircot"]\n', ("[[run]] #1", "unknown method ['ircot']")),  # was "unhashable type"
         # the grid itself: misspelled keys, ranges, types, names that are paths, a name used twice
         ('limt = 5\n[[run]]\nmethod = "ircot"\n', ("unknown key 'limt' (did you mean 'limit'?)",)),
         ('[[run]]\nmethod = "ircot"\nopitons = { k = 2 }\n', ("[[run]] #1", "unknown key 'opitons' (did you mean 'options'?)")),

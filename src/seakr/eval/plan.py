@@ -117,7 +117,7 @@ def check_run(where: str, method: str, options: dict) -> None:
     surface after the first runs have taken an hour."""
     from ..methods import METHODS
 
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:  # a list or table was "unhashable type"
         raise PlanError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
     if not isinstance(options, dict):
         raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
@@ -281,6 +281,8 @@ class EvalPlan:
         for r in self.runs:
             if not isinstance(r, RunSpec):
                 raise PlanError(f"eval: runs hold RunSpec (or a method's name), not {type(r).__name__}")
+            if not isinstance(r.method, str):  # first: a run's name defaults to its method
+                check_run("run", r.method, r.options)
             check_run_name("run", r.name, names)
             check_run(f"run {r.name!r}", r.method, r.options)
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):  # it was ignored silently
@@ -462,6 +464,8 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
             raise _unknown_key(where, key, RUN_KEYS)
     if "method" not in r:
         raise PlanError(f"{where}: missing field 'method'")
+    if not isinstance(r["method"], str):  # first: a run's name defaults to its method
+        check_run(where, r["method"], {})
     name, options = r.get("name", r["method"]), r.get("options", {})
     check_run_name(where, name, names)
     if not isinstance(options, dict):
