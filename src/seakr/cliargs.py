@@ -34,6 +34,14 @@ def given(text: str) -> str:
     return text
 
 
+def path_arg(text: str) -> str:
+    """A file or folder a command reads or writes: an empty one was read as the current folder (``seakr
+    compare ""`` compared ".") or as "not given" (``report --out ""`` wrote the default file)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name the file or folder")
+    return text
+
+
 def _stop(text: str) -> str:
     if not text:  # it stopped nothing, silently
         raise argparse.ArgumentTypeError("an empty stop string stops nothing")
@@ -221,7 +229,7 @@ def _data_args(p, out_required=True, data_required=None) -> None:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--prompt-set", type=given, default=None)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", required=out_required)
+    p.add_argument("--out", type=path_arg, required=out_required)
 
 
 def _eval_parser(sub, methods) -> None:
@@ -258,17 +266,17 @@ def _eval_parsers(sub) -> None:
     _eval_parser(sub, METHODS)
 
     p = sub.add_parser("merge", help="join the shard directories of one eval run (refuses overlaps and other runs)")
-    p.add_argument("dirs", nargs="+")
-    p.add_argument("--out", required=True)
+    p.add_argument("dirs", nargs="+", type=path_arg)
+    p.add_argument("--out", type=path_arg, required=True)
     p.set_defaults(cmd="merge")
 
     p = sub.add_parser("compare", help="paper-style table of several eval run directories")
-    p.add_argument("dirs", nargs="+")
+    p.add_argument("dirs", nargs="+", type=path_arg)
     p.set_defaults(cmd="compare")
 
     p = study("calibrate", "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration",
               data_required=False)
-    p.add_argument("--from-runs", nargs=2, metavar=("NEVER", "ALWAYS"), default=None,
+    p.add_argument("--from-runs", nargs=2, type=path_arg, metavar=("NEVER", "ALWAYS"), default=None,
                    help="multi-hop: two eval runs of SeaKR on tuning questions, delta=inf and retrieval=always "
                         "(benchmarks/configs/calibrate-multihop.toml)")
     p.add_argument("--k", type=positive_int, default=None)
@@ -287,8 +295,8 @@ def _eval_parsers(sub) -> None:
     study("rerank-study", "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
-    p.add_argument("dir")
-    p.add_argument("--out", default=None)
+    p.add_argument("dir", type=path_arg)
+    p.add_argument("--out", type=path_arg, default=None)
     p.set_defaults(cmd="report")
 
 
@@ -298,7 +306,7 @@ def _probe_parsers(sub) -> None:
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
     f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
-    f.add_argument("runs", nargs="+", help="detect studies (re-rank studies for --form candidate, SeaKR eval runs for "
+    f.add_argument("runs", nargs="+", type=path_arg, help="detect studies (re-rank studies for --form candidate, SeaKR eval runs for "
                    "--form final-rationale / final-knowledge); tuning data only")
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
     f.add_argument("--form", default="short", choices=list(SOURCES))
@@ -306,22 +314,22 @@ def _probe_parsers(sub) -> None:
     f.add_argument("--features", type=_names, default=[],
                    help="short form: estimators of the check's own samples to read beside the state, e.g. "
                         "eigen,ln-entropy,max-entropy (a stacked probe; the check then draws k samples)")
-    f.add_argument("--out", required=True, help="probe file to write (.json)")
+    f.add_argument("--out", type=path_arg, required=True, help="probe file to write (.json)")
     f.set_defaults(cmd="probe_fit")
     c = psub.add_parser("calibrate", help="map one estimator's scores to P(correct) (isotonic or Platt)")
-    c.add_argument("runs", nargs="+", help="detect study directories (tuning data only)")
+    c.add_argument("runs", nargs="+", type=path_arg, help="detect study directories (tuning data only)")
     c.add_argument("--estimator", required=True, help="a score name in the rows, e.g. eigen, max-entropy, probe")
     c.add_argument("--form", default="short", choices=[f for f in SOURCES if f != "candidate"])
     c.add_argument("--kind", default="isotonic", choices=["isotonic", "platt"])
-    c.add_argument("--out", required=True, help="calibration file to write (.json)")
+    c.add_argument("--out", type=path_arg, required=True, help="calibration file to write (.json)")
     c.set_defaults(cmd="probe_calibrate")
     g = psub.add_parser("gate", help="choose the knowledge check's gate level on tuning runs (F1 against it)")
-    g.add_argument("--check", nargs="+", required=True, help="detect studies of the check (--form short) on tuning data")
-    g.add_argument("--chain", nargs="+", required=True, help="SeaKR eval runs retrieving at every step on the same questions")
+    g.add_argument("--check", nargs="+", type=path_arg, required=True, help="detect studies of the check (--form short) on tuning data")
+    g.add_argument("--chain", nargs="+", type=path_arg, required=True, help="SeaKR eval runs retrieving at every step on the same questions")
     g.add_argument("--gate", default="check", choices=["check", "probe"])
     g.add_argument("--model", type=given, default=None, help="whose fitted files to read (default: the check studies' model)")
     g.add_argument("--probes", type=given, default=None, help="folder of fitted files (default: the package's)")
-    g.add_argument("--out", required=True, help="JSON file for the trade-off curve and the chosen level")
+    g.add_argument("--out", type=path_arg, required=True, help="JSON file for the trade-off curve and the chosen level")
     g.set_defaults(cmd="probe_gate")
 
 
@@ -331,7 +339,7 @@ def _index_parsers(sub) -> None:
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")
-    b.add_argument("sources", nargs="*", help="corpus files (none with --format wiki-offline: the demo corpus)")
+    b.add_argument("sources", nargs="*", type=path_arg, help="corpus files (none with --format wiki-offline: the demo corpus)")
     b.add_argument("--format", action="append", choices=FORMATS, default=None,
                    help="one for all sources or one per source (default auto)")
     b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")

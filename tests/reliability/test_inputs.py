@@ -461,3 +461,28 @@ def test_a_bad_input_is_refused_without_importing_torch(tmp_path, argv):
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "torch not imported", (r.stdout, r.stderr)
     assert r.stderr.startswith("seakr: error:") and r.stderr.count("\n") == 1, r.stderr
+
+
+@pytest.mark.parametrize("argv", [["compare", ""], ["report", ""], ["report", ".", "--out", ""], ["merge", "--out", "m", ""],
+                                  ["merge", "--out", "", "."], ["eval", "--data", "d", "--out", ""],
+                                  ["probe", "fit", "--out", "p.json", ""], ["calibrate", "--from-runs", "", "x", "--out", "o"],
+                                  ["index", "build", "", "--out", "i"]])
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, monkeypatch, argv, capsys):
+    """`seakr compare ""` compared the current folder, and `report DIR --out ""` wrote the default file (into
+    a committed results folder, where it was tried)."""
+    from seakr.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and "an empty path" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_path):
+    from seakr.eval.runner import compare, merge_runs
+    from seakr.serve.render import report_html
+
+    for call in (lambda: compare([""]), lambda: report_html(""), lambda: merge_runs("", ["x"]), lambda: merge_runs("m", [" "])):
+        with pytest.raises(ValueError, match="an empty path; name the folder"):
+            call()

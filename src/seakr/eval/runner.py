@@ -99,6 +99,12 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
     return rows
 
 
+def named_paths(what: str, *paths) -> None:
+    """Folders the Python API is given, as the command line takes them: an empty one was the current folder."""
+    if any(not str(x).strip() for x in paths):
+        raise ValueError(f"{what}: an empty path; name the folder")
+
+
 def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
     """A run's ``config.json`` as a dict, or one error naming the file (missing, not JSON, not an object)."""
     p = Path(run_dir) / "config.json"
@@ -529,6 +535,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
 
     Refuses shards of different runs (method config, data, shard count) and overlapping questions;
     says which shards are missing."""
+    named_paths("merge", out_dir, *dirs)
     out = Path(out_dir)
     cfgs, rows, seen = [], [], {}
     for d in dirs:
@@ -588,6 +595,7 @@ def run_labels(dirs: Sequence[str], names: list[str]) -> list[str]:
 def compare(dirs: Sequence[str]) -> str:
     """The runs' summary table, then each run's F1 against the first run's on the questions both
     answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
+    named_paths("compare", *dirs)
     sums, runs, finals, cfgs, loaded = [], [], [], [], []
     for d in dirs:
         p = Path(d)

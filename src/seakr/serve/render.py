@@ -8,7 +8,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..eval.runner import figure, read_run_config
+from ..eval.runner import figure, named_paths, read_run_config
 from ..textio import parse_json
 
 
@@ -109,6 +109,7 @@ def _runs_section(root: Path) -> str:
 def report_html(run_dir: str) -> str:
     """Every eval run under ``run_dir`` (summary table), every study (detection AUROCs, re-rank recall,
     the chosen δ) and their calibration / ROC plots, as one page."""
+    named_paths("report", run_dir)
     root = Path(run_dir)
     if not root.is_dir():
         raise ValueError(f"{run_dir}: no such directory")
