@@ -483,6 +483,9 @@ def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_pa
     from seakr.eval.runner import compare, merge_runs
     from seakr.serve.render import report_html
 
-    for call in (lambda: compare([""]), lambda: report_html(""), lambda: merge_runs("", ["x"]), lambda: merge_runs("m", [" "])):
+    from seakr.eval.runner import RowLog
+
+    for call in (lambda: compare([""]), lambda: report_html(""), lambda: merge_runs("", ["x"]), lambda: merge_runs("m", [" "]),
+                 lambda: RowLog("", "results.jsonl", {})):  # run_eval's and every study's log
         with pytest.raises(ValueError, match="an empty path; name the folder"):
             call()

@@ -189,6 +189,7 @@ class RowLog:
         """``companion``: (file name, row -> its slim form): a second log of every row without the
         text it holds (question, passages), to commit, so ``--resume`` continues on another machine
         from that file alone; a row found only there counts as done and is summarised from it."""
+        named_paths("out_dir", out_dir)  # run_eval(..., "") and the studies wrote their rows into the current folder
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
