@@ -431,6 +431,8 @@ def cmd_demo(args) -> int:
     from .eval.corpus import DEMO_QUESTION, demo_index
     from .progress import LiveLine
 
+    # a question given is checked now: "" ran the demo's own question without a word (after the model loaded)
+    question = DEMO_QUESTION if args.question is None else check_question(args.question)
     args.index = args.index or demo_index()
     print(f"index: {args.index}", file=sys.stderr)
     t = time.perf_counter()
@@ -440,7 +442,7 @@ def cmd_demo(args) -> int:
     t = time.perf_counter()
     live = LiveLine()
     try:
-        ans = m.answer(args.question or DEMO_QUESTION, listener=live)
+        ans = m.answer(question, listener=live)
     finally:
         live.close()
     print(ans.summary())

@@ -489,3 +489,13 @@ def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_pa
                  lambda: RowLog("", "results.jsonl", {})):  # run_eval's and every study's log
         with pytest.raises(ValueError, match="an empty path; name the folder"):
             call()
+
+
+@pytest.mark.parametrize("question", ["", "   "])
+def test_the_demo_refuses_an_empty_question_before_the_model_loads(question, capsys):
+    """`seakr demo ""` loaded the model and answered the demo's own question, as if none had been given."""
+    from seakr.cli import main
+
+    assert main(["demo", question, "--model", "smollm2-135m"]) == 2
+    err = capsys.readouterr().err
+    assert "question must be a non-empty string" in err and "config:" not in err and "index:" not in err
