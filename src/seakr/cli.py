@@ -328,7 +328,7 @@ def cmd_calibrate(args) -> int:
 
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
-    from .eval.studies import detect, detect_markdown, parse_taps
+    from .eval.studies import check_open_book, detect, detect_markdown, parse_taps
     from .methods import SeaKR
     from .progress import progress_bar
 
@@ -348,7 +348,8 @@ def cmd_detect(args) -> int:
             probe = load_probe(args.probe_file)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False)  # no engine: see above
+    plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
+                                      check=lambda sel: check_open_book(sel.examples, args.setting))
     m = SeaKR(lm, None, **opts)
     try:
         taps = parse_taps(args.probe, lm.info()["layers"])

@@ -528,3 +528,19 @@ def test_detect_resumed_in_another_form_is_refused_before_the_model_loads(tmp_pa
                         "--form", "short"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "config:" not in r.stderr, r.stderr
     assert f'{out}: --resume with form "short" but the study recorded form "cot"' in r.stderr
+
+
+def test_open_book_detection_without_gold_passages_is_refused_before_the_model_loads(tmp_path, capsys):
+    """A data file without each question's gold passage was refused only once the model had loaded (7 s with
+    the test model); the Python API's detect() refuses it the same way."""
+    from seakr.cli import main
+    from seakr.eval.studies import check_open_book
+
+    data = tmp_path / "qa.jsonl"
+    data.write_text('{"id": "q1", "question": "Where?", "answer": "x"}\n')
+    assert main(["detect", "--data", str(data), "--out", str(tmp_path / "o"), "--setting", "open-book",
+                 "--model", "smollm2-135m"]) == 2
+    err = capsys.readouterr().err
+    assert "open-book detection needs each question's gold passage; 1 have none (first: q1)" in err
+    assert "config:" not in err
+    check_open_book([], "closed-book")

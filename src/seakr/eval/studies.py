@@ -308,6 +308,16 @@ def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
 FORMS = ("cot", "short")
 
 
+def check_open_book(examples: Sequence[Example], setting: str) -> None:
+    """Open-book detection reads each question's gold passage: a question without one is named (the command
+    asks before the model loads)."""
+    if setting == "open-book":
+        bare = [ex.id for ex in examples if not gold_passages(ex)]
+        if bare:
+            raise ValueError(f"open-book detection needs each question's gold passage; {len(bare)} have none "
+                             f"(first: {bare[0]})")
+
+
 def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
            data: dict | None = None, setting: str = "closed-book", probe: Sequence[tuple[int, str]] = (),
            form: str = "cot", probe_model=None) -> dict:
@@ -319,11 +329,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     if setting not in SETTINGS or form not in FORMS:
         raise ValueError(f"setting must be one of {', '.join(SETTINGS)} and form one of {', '.join(FORMS)}, "
                          f"not {setting!r}/{form!r}")
-    if setting == "open-book":
-        bare = [ex.id for ex in examples if not gold_passages(ex)]
-        if bare:
-            raise ValueError(f"open-book detection needs each question's gold passage; {len(bare)} have none "
-                             f"(first: {bare[0]})")
+    check_open_book(examples, setting)
     lm, own = method.lm, own_tap(method.lm)
     if probe_model is not None:
         probe_model.check(lm.info())
