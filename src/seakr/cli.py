@@ -279,6 +279,7 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
 
     check_rows_home(plan.out, STUDY_FILES[args.cmd.replace("_", "-")])  # now, not once the model has loaded
     sel = plan.select()
+    plan.check_resumed_configs(sel)
     if check is not None:
         check(sel)
     if index:

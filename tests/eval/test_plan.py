@@ -282,3 +282,23 @@ def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_pat
                  ["rerank-study", "--data", HOTPOT, "--out", str(tmp_path / "r"), "--index", idx, "--filler", HOTPOT]):
         assert main(argv) == 2
         assert "filler adds passages to the pooled index" in capsys.readouterr().err
+
+
+def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_loads(tmp_path):
+    """The run's recorded method, options and data were compared only by the row log, once the model had
+    loaded (15 s and more with the 1.5B); what the plan sets itself is compared when the questions are read.
+    Options the model settles (auto, unset) are left to the row log, and a plan that matches resumes."""
+    run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("ircot", {"max_steps": 1})], limit=1),
+             lm=ScriptedLM(lambda v: Reply("Paris. So the answer is Paris.")), progress=False, say=lambda s: None)
+
+    def resumed(runs, data=HOTPOT):
+        plan = EvalPlan(data=data, out=str(tmp_path / "o"), runs=runs, resume=True).check()
+        plan.check_resumed_configs(plan.select())
+
+    resumed([RunSpec("ircot", {"max_steps": 1, "temperature": 1, "prompt_style": "auto"})])  # the same run
+    for runs, data, needle in (([RunSpec("ircot", {"max_steps": 2})], HOTPOT, "method.config.max_steps: 1 recorded, 2 now"),
+                               ([RunSpec("cot", name="ircot")], HOTPOT, 'method.method: "ircot" recorded, "cot" now'),
+                               ([RunSpec("ircot", {"max_steps": 1})], fixture_path("2wiki_mini.flashrag.jsonl"),
+                                "--resume with different data")):
+        with pytest.raises(PlanError, match=re.escape(needle)):
+            resumed(runs, data)

@@ -330,6 +330,31 @@ class EvalPlan:
         if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or math.isnan(d)):
             raise PlanError(f"eval: delta must be a number, not {d!r}")
 
+    def check_resumed_configs(self, sel: Selection) -> None:
+        """What ``--resume`` compares once the model has loaded (:class:`~seakr.eval.runner.RowLog`), compared
+        before, where the plan alone says it: the data file, the method and every option the run sets to a
+        value (``auto`` and unset ones settle with the model). A resume with ``max_steps=2`` over a run of
+        ``max_steps=1`` loaded the model first (15 s and more for the 1.5B)."""
+        from ..methods import METHODS
+        from .runner import _other_data, _with_added_options, data_identity, read_run_config, said_differences
+
+        for r in self.runs if self.resume else ():
+            old = read_run_config(self.out_for(r), required=False)
+            if not isinstance(old.get("method"), dict):
+                continue
+            if _other_data(old, data_identity(self.data)):
+                raise PlanError(f"{self.out_for(r)}: --resume with different data ({self.data}) than the run recorded "
+                                f"in config.json ({old.get('data')})")
+            recorded, opts = _with_added_options(old["method"]), self.options_for(r, sel.family)
+            rec = recorded.get("config") if isinstance(recorded.get("config"), dict) else {}
+            now = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))  # typed as the method will
+            diff = [] if recorded.get("method") == r.method else [("method", recorded.get("method"), r.method)]
+            diff += [(f"config.{k}", rec[k], now[k]) for k, v in opts.items()
+                     if v is not None and v != "auto" and k in rec and rec[k] != now[k]]
+            if diff:
+                raise PlanError(f"{self.out_for(r)}: --resume with a different method config than the one recorded in "
+                                f"config.json ({said_differences(diff, 'recorded', 'now')})")
+
     def out_for(self, run: RunSpec) -> str:
         return os.path.join(self.out, run.name) if self.grid or len(self.runs) > 1 else self.out
 
@@ -393,6 +418,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
 
     plan.check()
     sel = plan.select()
+    plan.check_resumed_configs(sel)
     index = plan.ensure_index(sel, progress)
     say(f"index: {index or 'none (no run searches)'}")
     lm = lm or plan.model.load()
