@@ -291,8 +291,8 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
     run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("ircot", {"max_steps": 1})], limit=1),
              lm=ScriptedLM(lambda v: Reply("Paris. So the answer is Paris.")), progress=False, say=lambda s: None)
 
-    def resumed(runs, data=HOTPOT):
-        plan = EvalPlan(data=data, out=str(tmp_path / "o"), runs=runs, resume=True).check()
+    def resumed(runs, data=HOTPOT, **kw):
+        plan = EvalPlan(data=data, out=str(tmp_path / "o"), runs=runs, resume=True, **kw).check()
         plan.check_resumed_configs(plan.select())
 
     resumed([RunSpec("ircot", {"max_steps": 1, "temperature": 1, "prompt_style": "auto"})])  # the same run
@@ -302,3 +302,5 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
                                 "--resume with different data")):
         with pytest.raises(PlanError, match=re.escape(needle)):
             resumed(runs, data)
+    with pytest.raises(PlanError, match=re.escape("--resume with shard 1/2 but the run recorded shard None")):
+        resumed([RunSpec("ircot", {"max_steps": 1})], shard="1/2")

@@ -345,6 +345,9 @@ class EvalPlan:
             if _other_data(old, data_identity(self.data)):
                 raise PlanError(f"{self.out_for(r)}: --resume with different data ({self.data}) than the run recorded "
                                 f"in config.json ({old.get('data')})")
+            for key, now_v in (("shard", self.shard), ("every", self.every or None)):  # which questions it owns
+                if key in old and (key == "shard" or now_v is not None) and old[key] != now_v:
+                    raise PlanError(f"{self.out_for(r)}: --resume with {key} {now_v} but the run recorded {key} {old[key]}")
             recorded, opts = _with_added_options(old["method"]), self.options_for(r, sel.family)
             rec = recorded.get("config") if isinstance(recorded.get("config"), dict) else {}
             now = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))  # typed as the method will
