@@ -57,17 +57,23 @@ def cmd_uncertainty(args) -> int:
     cfg = GenerationConfig(n=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            max_new_tokens=args.max_new_tokens, seed=args.seed,
                            stop=tuple(unescape(x) if args.escapes else x for x in args.stop or ["\n"]))
-    print("config:", json.dumps({"model": lm.info(), "generation": cfg.to_dict(), "alpha": args.alpha}))
+    print("config:", json.dumps({"model": lm.info(), "generation": cfg.to_dict(), "alpha": args.alpha}),
+          file=sys.stderr)  # as every command: stdout is the result alone (--json's one document)
     g = lm.generate([prompt], cfg)[0]
     scores = U.all_scores(g, args.alpha)
     if args.prompt_estimator:
         from .methods.base import sufficiency
 
         scores["prompt"] = sufficiency(lm, prompt, prompt.strip())
-    if args.json:
-        print(json.dumps({"greedy": g.greedy.to_dict(), "scores": scores,
+    if args.json:  # strict JSON: +inf ("uncertain": nothing to measure) is null, with the reason beside it (it
+        # printed the bare token Infinity, which jq and JSON.parse refuse)
+        from .methods.records import u_to_json
+
+        print(json.dumps({"greedy": g.greedy.to_dict(), "scores": {k: u_to_json(v) for k, v in scores.items()},
+                          "uncertain": {k: _why_inf(k, g).strip(" ()") or "no value" for k, v in scores.items()
+                                        if not math.isfinite(v)},
                           "samples": [s.text for s in g.samples], "valid_samples": int(g.states.shape[0]),
-                          "seconds": g.seconds}))
+                          "seconds": g.seconds}, allow_nan=False))
         return 0
     print(f"greedy: {g.greedy.text!r} ({g.greedy.finish_reason}, {len(g.greedy.token_ids)} tokens)")
     print(f"samples: {len(g.samples)} drawn, {g.states.shape[0]} with content, {g.seconds:.1f} s")

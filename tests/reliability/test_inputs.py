@@ -499,3 +499,19 @@ def test_the_demo_refuses_an_empty_question_before_the_model_loads(question, cap
     assert main(["demo", question, "--model", "smollm2-135m"]) == 2
     err = capsys.readouterr().err
     assert "question must be a non-empty string" in err and "config:" not in err and "index:" not in err
+
+
+def test_uncertainty_json_is_one_strict_json_document(monkeypatch, capsys):
+    """`seakr uncertainty --json` printed its config line on stdout before the document, and an estimator
+    with nothing to measure (EigenScore of one sample) as the bare token Infinity: neither jq nor JSON.parse
+    read it. stdout is now the document alone, +inf is null with its reason under "uncertain"."""
+    from scripted import Reply, ScriptedLM
+    from seakr.cli import main
+    from seakr.eval.plan import ModelSpec
+
+    monkeypatch.setattr(ModelSpec, "load", lambda self: ScriptedLM(lambda v: Reply("Paris")))
+    assert main(["uncertainty", "Where is the Eiffel Tower?", "--k", "1", "--json"]) == 0
+    out, err = capsys.readouterr()
+    d = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
+    assert d["scores"]["eigen"] is None and "compares >= 2 samples" in d["uncertain"]["eigen"]
+    assert err.startswith("config: ")
