@@ -286,7 +286,7 @@ def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_pat
 
 def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_loads(tmp_path):
     """The run's recorded method, options and data were compared only by the row log, once the model had
-    loaded (15 s and more with the 1.5B); what the plan sets itself is compared when the questions are read.
+    loaded (10.8 s with the 1.5B); what the plan sets itself is compared when the questions are read.
     Options the model settles (auto, unset) are left to the row log, and a plan that matches resumes."""
     run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("ircot", {"max_steps": 1})], limit=1),
              lm=ScriptedLM(lambda v: Reply("Paris. So the answer is Paris.")), progress=False, say=lambda s: None)

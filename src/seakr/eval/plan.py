@@ -334,7 +334,7 @@ class EvalPlan:
         """What ``--resume`` compares once the model has loaded (:class:`~seakr.eval.runner.RowLog`), compared
         before, where the plan alone says it: the data file, the method and every option the run sets to a
         value (``auto`` and unset ones settle with the model). A resume with ``max_steps=2`` over a run of
-        ``max_steps=1`` loaded the model first (15 s and more for the 1.5B)."""
+        ``max_steps=1`` loaded the model first (10.8 s with the 1.5B)."""
         from ..methods import METHODS
         from .runner import _other_data, _with_added_options, data_identity, read_run_config, said_differences
 
