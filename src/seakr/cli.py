@@ -333,6 +333,20 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _detect_asks_as_before(args, probe) -> None:
+    """``detect --resume``: what the study recorded of how it asks, compared where it is known before the model
+    loads (as RowLog compares it after): the form, setting, wording and probe file (another probe file was
+    refused once the model had loaded). The taps it records include the model's own, known once loaded."""
+    if not (args.resume and os.path.isfile(os.path.join(args.out, "config.json"))):
+        return
+    from .eval.runner import check_same_asking, read_run_config
+    from .prompts import wording_record
+
+    now = {"form": args.form, "setting": args.setting, **({"wording": wording_record()} if args.form == "short" else {}),
+           **({"probe_model": {"tap": probe.tap, "form": probe.form, **probe.provenance}} if probe else {})}
+    check_same_asking(read_run_config(args.out), json.loads(json.dumps(now)), args.out)
+
+
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
     from .eval.studies import check_open_book, detect, detect_markdown, parse_taps
@@ -342,10 +356,6 @@ def cmd_detect(args) -> int:
     if args.index or args.filler:  # taken and never read: the study searches nothing
         raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
                        "or each question's gold passages with --setting open-book); leave it out")
-    if args.resume and os.path.isfile(os.path.join(args.out, "config.json")):  # as RowLog will, but before the load
-        from .eval.runner import check_same_asking, read_run_config
-
-        check_same_asking(read_run_config(args.out), {"form": args.form, "setting": args.setting}, args.out)
     try:  # the spelling now, before the model loads; the layer range once it has
         parse_taps(args.probe, None)
         probe = None
@@ -355,6 +365,7 @@ def cmd_detect(args) -> int:
             probe = load_probe(args.probe_file)
     except ValueError as e:
         raise CLIError(str(e)) from None
+    _detect_asks_as_before(args, probe)
     plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
                                       check=lambda sel: check_open_book(sel.examples, args.setting))
     m = SeaKR(lm, None, **opts)

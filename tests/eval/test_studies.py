@@ -544,3 +544,26 @@ def test_open_book_detection_without_gold_passages_is_refused_before_the_model_l
     assert "open-book detection needs each question's gold passage; 1 have none (first: q1)" in err
     assert "config:" not in err
     check_open_book([], "closed-book")
+
+
+def test_a_detect_resume_with_another_probe_file_or_wording_is_refused_before_the_model_loads(tmp_path, capsys):
+    """Another --probe-file (or the check's wording) than the study recorded was refused by the row log, once
+    the model had loaded; form and setting were already refused before."""
+    from seakr.cli import main
+    from seakr.prompts import wording_record
+
+    out = tmp_path / "study"
+    out.mkdir()
+    from pathlib import Path
+
+    import seakr.probes
+
+    packaged = str(Path(seakr.probes.__file__).parent / "data" / "qwen2.5-coder-0.5b-short.probe.json")
+    for recorded, needle in (({"probe_model": {"tap": "L1:mlp", "form": "short", "n": 1}}, "probe_model"),
+                             ({"wording": {**wording_record(), "system": "Answer in one word."}}, "wording")):
+        (out / "config.json").write_text(json.dumps({"study": "detect", "form": "short", "setting": "closed-book",
+                                                     **recorded}))
+        assert main(["detect", "--data", HOTPOT, "--out", str(out), "--resume", "--form", "short", "--probe-file",
+                     packaged, "--model", "smollm2-135m"]) == 2
+        err = capsys.readouterr().err
+        assert f"--resume with {needle}" in err and "config:" not in err, err
