@@ -340,10 +340,9 @@ def _detect_asks_as_before(args, probe) -> None:
     if not (args.resume and os.path.isfile(os.path.join(args.out, "config.json"))):
         return
     from .eval.runner import check_same_asking, read_run_config
-    from .prompts import wording_record
+    from .eval.studies import detect_asking
 
-    now = {"form": args.form, "setting": args.setting, **({"wording": wording_record()} if args.form == "short" else {}),
-           **({"probe_model": {"tap": probe.tap, "form": probe.form, **probe.provenance}} if probe else {})}
+    now = detect_asking(args.form, args.setting, probe)
     check_same_asking(read_run_config(args.out), json.loads(json.dumps(now)), args.out)
 
 

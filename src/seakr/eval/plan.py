@@ -336,27 +336,32 @@ class EvalPlan:
         value (``auto`` and unset ones settle with the model). A resume with ``max_steps=2`` over a run of
         ``max_steps=1`` loaded the model first (10.8 s with the 1.5B)."""
         from ..methods import METHODS
-        from .runner import _other_data, _with_added_options, data_identity, read_run_config, said_differences
+        from .runner import _with_added_options, check_same_method, check_same_questions, read_run_config
 
+        questions = self.questions_record()
         for r in self.runs if self.resume else ():
             old = read_run_config(self.out_for(r), required=False)
             if not isinstance(old.get("method"), dict):
                 continue
-            if _other_data(old, data_identity(self.data)):
-                raise PlanError(f"{self.out_for(r)}: --resume with different data ({self.data}) than the run recorded "
-                                f"in config.json ({old.get('data')})")
-            for key, now_v in (("shard", self.shard), ("every", self.every or None)):  # which questions it owns
-                if key in old and (key == "shard" or now_v is not None) and old[key] != now_v:
-                    raise PlanError(f"{self.out_for(r)}: --resume with {key} {now_v} but the run recorded {key} {old[key]}")
             recorded, opts = _with_added_options(old["method"]), self.options_for(r, sel.family)
             rec = recorded.get("config") if isinstance(recorded.get("config"), dict) else {}
             now = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))  # typed as the method will
             diff = [] if recorded.get("method") == r.method else [("method", recorded.get("method"), r.method)]
             diff += [(f"config.{k}", rec[k], now[k]) for k, v in opts.items()
                      if v is not None and v != "auto" and k in rec and rec[k] != now[k]]
-            if diff:
-                raise PlanError(f"{self.out_for(r)}: --resume with a different method config than the one recorded in "
-                                f"config.json ({said_differences(diff, 'recorded', 'now')})")
+            try:  # the questions first: another data file changes the family's options too
+                check_same_questions(old, questions, self.out_for(r))
+                check_same_method(diff, self.out_for(r))
+            except ValueError as e:
+                raise PlanError(str(e)) from None
+
+    def questions_record(self) -> dict:
+        """What a run records of its questions beside its method (the data file, limit, shard, every): what a
+        ``--resume`` must match."""
+        from .runner import data_identity
+
+        return {**data_identity(self.data), "limit": self.limit, "shard": self.shard,
+                **({"every": self.every} if self.every else {})}
 
     def out_for(self, run: RunSpec) -> str:
         return os.path.join(self.out, run.name) if self.grid or len(self.runs) > 1 else self.out
@@ -417,7 +422,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     from ..methods import build_method
     from ..progress import progress_bar
     from ..search import open_engine
-    from .runner import data_identity, run_eval
+    from .runner import run_eval
 
     plan.check()
     sel = plan.select()
@@ -429,8 +434,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
         from ..models.batching import BatchingModel
 
         lm = BatchingModel(lm)
-    extra = {**data_identity(plan.data), "limit": plan.limit, "shard": plan.shard,
-             **({"every": plan.every} if plan.every else {})}
+    extra = plan.questions_record()
     sums = []
     for run in plan.runs:
         m = build_method(run.method, lm, open_engine(index) if index else None, **plan.options_for(run, sel.family))

@@ -298,17 +298,28 @@ STUDY_KEYS = ("setting", "form", "states", "probe", "wording", "probe_model")
 
 
 def _check_same_run(old: dict, config: dict, where: Path) -> None:
-    diff = method_differences(old, json.loads(json.dumps(config)))
+    check_same_method(method_differences(old, json.loads(json.dumps(config))), where)
+    check_same_questions(old, config, where)
+    check_same_asking(old, config, where)
+
+
+def check_same_method(diff: list, where) -> None:
+    """A resume over a run recorded with another method config (``diff``: :func:`method_differences`, or the
+    plan's part of it before the model loads) is refused, naming every field that differs."""
     if diff:
         raise ValueError(f"{where}: --resume with a different method config than the one recorded in config.json "
                          f"({said_differences(diff, 'recorded', 'now')})")
-    if _other_data(old, config):
-        raise ValueError(f"{where}: --resume with different data ({config.get('data')}) than the run "
+
+
+def check_same_questions(old: dict, new: dict, where) -> None:
+    """The data file and which of its questions a run owns (shard, every), where both record them: a resume
+    must answer the same ones. RowLog checks it, and the plan before the model loads."""
+    if _other_data(old, new):
+        raise ValueError(f"{where}: --resume with different data ({new.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
-    for key in ("shard", "every"):  # which questions a run owns: a resume must own the same ones
-        if key in old and key in config and old[key] != config[key]:
-            raise ValueError(f"{where}: --resume with {key} {config[key]} but the run recorded {key} {old[key]}")
-    check_same_asking(old, config, where)
+    for key in ("shard", "every"):
+        if key in old and key in new and old[key] != new[key]:
+            raise ValueError(f"{where}: --resume with {key} {new[key]} but the run recorded {key} {old[key]}")
 
 
 def check_same_asking(old: dict, new: dict, where) -> None:

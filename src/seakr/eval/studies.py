@@ -318,6 +318,14 @@ def check_open_book(examples: Sequence[Example], setting: str) -> None:
                              f"(first: {bare[0]})")
 
 
+def detect_asking(form: str, setting: str, probe_model=None) -> dict:
+    """What a detect study records of how it asks and a resume must match, of what is known before the model
+    loads: the form, the setting, the check's wording and the probe file (the taps include the model's own)."""
+    return {"setting": setting, "form": form, **({"wording": wording_record()} if form == "short" else {}),
+            **({"probe_model": {"tap": probe_model.tap, "form": probe_model.form, **probe_model.provenance}}
+               if probe_model else {})}
+
+
 def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
            data: dict | None = None, setting: str = "closed-book", probe: Sequence[tuple[int, str]] = (),
            form: str = "cot", probe_model=None) -> dict:
@@ -360,11 +368,8 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         return clean({**row, "scores": scores})
 
     out = Path(out_dir)
-    meta = {**(data or {}), "setting": setting, "form": form, "states": store.taps,
-            **({"wording": wording_record()} if form == "short" else {}),
-            **({"probe": [tap_name(t) for t in taps]} if probe else {}),
-            **({"probe_model": {"tap": probe_model.tap, "form": probe_model.form, **probe_model.provenance}}
-               if probe_model else {})}
+    meta = {**(data or {}), **detect_asking(form, setting, probe_model), "states": store.taps,
+            **({"probe": [tap_name(t) for t in taps]} if probe else {})}
     rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     result = _detect_summary(rows, lm.info(), setting)
     result.update(form=form, cost=detect_costs(rows, method.config.k))

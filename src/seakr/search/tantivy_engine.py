@@ -378,7 +378,7 @@ class TantivyEngine:
             os.replace(tmp, self.path / MANIFEST)
         except BaseException as e:
             _restore(self.path, before, kept)
-            if isinstance(e, Exception) and _io_failure(e):
+            if _io_failure(e):
                 raise SearchError(f"{self.path}: adding to the index failed ({first_line(e)}); it holds what it had") from None
             raise
         self.manifest = m
