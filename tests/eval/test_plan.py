@@ -181,6 +181,14 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads must be a whole number >= 1, not 0"),
     ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "--layer 2.5"),
     ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
+    ({"model": ModelSpec([])}, "--model: expected a registry name, a .gguf file or a model folder, not []"),  # the default
+    ({"resume": "no"}, "resume must be True or False, not 'no'"),  # it resumed
+    ({"grid": 1}, "grid must be True or False, not 1"),
+    ({"filler": 5}, "filler must be a corpus file's path or a list of them, not 5"),  # "'int' object is not iterable"
+    ({"filler": [5]}, "filler must be a corpus file's path or a list of them, not [5]"),  # os.path.isfile(5): a descriptor
+    ({"runs": None}, "runs must be a list of RunSpec or methods' names, not None"),  # "'NoneType' object is not iterable"
+    ({"runs": [RunSpec("cot", name="")]}, "name '' must be a file name"),  # it was named after its method
+    ({"runs": [RunSpec("cot", name=0)]}, "name 0 must be a file name"),
 ])
 def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
     """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""

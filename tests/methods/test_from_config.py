@@ -68,6 +68,11 @@ def test_the_building_blocks_take_paths_and_dicts_and_refuse_other_types(tmp_pat
         SeaKR(lm, None, config=MethodConfig())
     with pytest.raises(ValueError, match=r"unknown option\(s\) 'kk'"):
         IRCoT(lm, None, config={"kk": 1})
+    for lm in ("qwen2.5-coder-0.5b", None):  # an AttributeError ('str' object has no attribute 'info')
+        with pytest.raises(TypeError, match=f"lm: expected a language model .* got {type(lm).__name__}"):
+            IRCoT(lm, None)
+    with pytest.raises(TypeError, match=re.escape("load one by name with seakr.models.load_model('qwen2.5-coder-0.5b')")):
+        SeaKR("qwen2.5-coder-0.5b", None)
 
 
 def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked():

@@ -1,6 +1,8 @@
 """Any Hugging Face causal LM: tiny randomly initialised models of several families run through the
 generic path (state vectors, stops, seeds), and the device-agnostic path matches the CPU fast path."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -85,6 +87,24 @@ def test_a_device_this_machine_lacks_is_refused_in_one_line(monkeypatch):
     with pytest.raises(ValueError, match=r"'cuda:1': this machine has 1 CUDA device\(s\), numbered from 0"):
         resolve_device("cuda:1")
     assert resolve_device("cuda:0") == torch.device("cuda:0")
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"device": None}, "device: expected cpu, cuda, cuda:N, mps or auto as text, got NoneType"),  # torch's 10-line listing
+    ({"device": 1.5}, "device: expected cpu, cuda, cuda:N, mps or auto as text, got float"),
+    ({"precision": []}, "precision must be one of auto, float32"),  # "unhashable type: 'list'"
+    ({"state_layer": 1.5}, "state_layer must be a whole number >= 0 (a decoder layer), not 1.5"),  # was taken
+    ({"state_layer": True}, "state_layer must be a whole number >= 0 (a decoder layer), not True"),  # was layer 1
+    ({"state_layer": "3"}, "state_layer must be a whole number >= 0 (a decoder layer), not '3'"),  # "'<=' not supported"
+])
+def test_a_model_option_of_another_type_is_named_before_the_weights(kwargs, needle):
+    """The Python API's model options (``load_model``, ``SeaKR.from_config``): each is refused in one line naming
+    it, before the weights are looked for (the model named here does not exist)."""
+    from seakr.models import load_model
+
+    with pytest.raises((TypeError, ValueError), match=re.escape(needle)) as e:
+        load_model("no-such-model", **kwargs)
+    assert "\n" not in str(e.value)
 
 
 def test_hub_id_loads_from_the_local_cache(tiny_lm, tmp_path, monkeypatch):

@@ -53,6 +53,8 @@ class ModelSpec:
         from ..models import DEFAULT_MODEL
         from ..models.registry import model_kind
 
+        if self.model is not None and not isinstance(self.model, (str, os.PathLike)):  # [] or 0 was the default model
+            raise PlanError(f"--model: expected a registry name, a .gguf file or a model folder, not {self.model!r}")
         if isinstance(self.model, str) and not self.model.strip():  # read as the default model
             raise PlanError("--model is empty; name a model, or leave it out for the default")
         try:
@@ -105,7 +107,8 @@ class RunSpec:
     name: str | None = None
 
     def __post_init__(self):
-        self.name = self.name or self.method
+        if self.name is None:  # only when not given: an empty or false name is refused with the plan, not replaced
+            self.name = self.method
         self.options = {} if self.options is None else self.options
 
 
@@ -255,8 +258,10 @@ class EvalPlan:
         name (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
         self.data, self.out, self.index, self.prompt_set = map(_fspath, (self.data, self.out, self.index, self.prompt_set))
         filler, runs = self.filler, self.runs  # one of each given alone, not in a list, is taken as a list of one
-        self.filler = [_fspath(f) for f in ([filler] if isinstance(filler, (str, os.PathLike)) else filler)]
-        self.runs = [RunSpec(r) if isinstance(r, str) else r for r in ([runs] if isinstance(runs, (str, RunSpec)) else runs)]
+        filler = [] if filler is None else [filler] if isinstance(filler, (str, os.PathLike)) else filler
+        self.filler = [_fspath(f) for f in filler] if isinstance(filler, (list, tuple)) else filler  # else check() names it
+        runs = [runs] if isinstance(runs, (str, RunSpec)) else runs
+        self.runs = [RunSpec(r) if isinstance(r, str) else r for r in runs] if isinstance(runs, (list, tuple)) else runs
         if self.model is None or isinstance(self.model, (str, os.PathLike)):
             self.model = ModelSpec(_fspath(self.model))
 
@@ -268,6 +273,11 @@ class EvalPlan:
         for name in ("data", "out", "index", "layout", "shard", "prompt_set"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise PlanError(f"eval: {name} must be a path or text, not {type(getattr(self, name)).__name__}")
+        if not isinstance(self.filler, list) or not all(isinstance(f, str) for f in self.filler):
+            raise PlanError(f"eval: filler must be a corpus file's path or a list of them, not {self.filler!r}")
+        for name in ("resume", "grid"):  # resume="no" resumed
+            if not isinstance(getattr(self, name), bool):
+                raise PlanError(f"eval: {name} must be True or False, not {getattr(self, name)!r}")
         for name, v in (("index", self.index), ("prompt_set", self.prompt_set), *(("filler", f) for f in self.filler)):
             if isinstance(v, str) and not v.strip():  # read as "not given": the pooled index, the default set
                 raise PlanError(f"eval: {name} is empty; name it, or leave it out for its default")
@@ -275,6 +285,8 @@ class EvalPlan:
             raise PlanError(f"eval: unknown dataset layout {self.layout!r}; choose from {', '.join(LAYOUTS)}")
         self._check_filler()
         self._check_numbers()
+        if not isinstance(self.runs, list):
+            raise PlanError(f"eval: runs must be a list of RunSpec or methods' names, not {self.runs!r}")
         if not self.runs:
             raise PlanError("eval: the plan has no runs")
         names: set = set()

@@ -322,6 +322,9 @@ class Method:
         dict of its options; ``overrides``: options over either."""
         from ..search import as_engine
 
+        if not callable(getattr(lm, "generate", None)):  # else an AttributeError deep in the first use of it
+            hint = f"; load one by name with seakr.models.load_model({lm!r})" if isinstance(lm, str) else ""
+            raise TypeError(f"lm: expected a language model (seakr.models.load_model), got {type(lm).__name__}{hint}")
         self.lm, self.engine = lm, as_engine(engine)
         if isinstance(config, dict):
             config = self.Config.from_dict(config)

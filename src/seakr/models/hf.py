@@ -119,6 +119,9 @@ class HFLanguageModel:
 
         if state_source not in ("mlp", "residual"):
             raise ValueError(f"state_source must be 'mlp' or 'residual', not {state_source!r}")
+        if state_layer is not None and (isinstance(state_layer, bool) or not isinstance(state_layer, int) or state_layer < 0):
+            # its upper bound needs the loaded config; its type and sign are refused before the weights load
+            raise ValueError(f"state_layer must be a whole number >= 0 (a decoder layer), not {state_layer!r}")
         attention = attention or os.environ.get("SEAKR_ATTENTION", "shared")
         if attention not in ("shared", "hf"):
             raise ValueError(f"attention must be 'shared' or 'hf', not {attention!r}")

@@ -43,6 +43,8 @@ def resolve_device(device: str):
     build or machine does not have it."""
     import torch
 
+    if not isinstance(device, (str, torch.device)):  # torch's own refusal is a many-line signature listing
+        raise TypeError(f"device: expected cpu, cuda, cuda:N, mps or auto as text, got {type(device).__name__}")
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     spelling = f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto"
@@ -74,4 +76,4 @@ _ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 def precision_name(precision: str) -> str:
     """A precision's full name (``bf16`` -> ``bfloat16``); unknown names come back as given."""
-    return _ALIASES.get(precision, precision)
+    return _ALIASES.get(precision, precision) if isinstance(precision, str) else precision
