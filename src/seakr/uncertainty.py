@@ -51,7 +51,7 @@ def eigen_score(states: np.ndarray, alpha: float = 1e-3) -> float:
     """SeaKR's EigenScore: (1/k) logdet(Z~ Z~^T + alpha I) with rows centred over their features."""
     _check_alpha(alpha)
     z = np.asarray(states, dtype=np.float64)
-    if z.ndim != 2 or z.shape[0] < 2 or not np.isfinite(z).all():
+    if z.ndim != 2 or z.shape[0] < 2 or z.shape[1] == 0 or not np.isfinite(z).all():  # width 0: nothing to compare
         return UNCERTAIN
     k = z.shape[0]
     z = z - z.mean(axis=1, keepdims=True)
@@ -81,7 +81,7 @@ def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
     centred over features and divided by d-1), plus alpha I, then the mean of log10 eigenvalues."""
     _check_alpha(alpha)
     z = np.asarray(states, dtype=np.float64)
-    if z.ndim != 2 or z.shape[0] < 2 or not np.isfinite(z).all():
+    if z.ndim != 2 or z.shape[0] < 2 or z.shape[1] == 0 or not np.isfinite(z).all():  # width 0: nothing to compare
         return UNCERTAIN
     cov = np.cov(z) + alpha * np.eye(z.shape[0])
     ev = np.linalg.eigvalsh(cov)
@@ -95,7 +95,10 @@ def perplexity(logprobs: Sequence[float]) -> float:
     """exp(-mean log p) of one continuation (the greedy one for the 'perplexity' ablation)."""
     if len(logprobs) == 0:
         return UNCERTAIN
-    return float(math.exp(-float(np.mean(logprobs))))
+    try:
+        return float(math.exp(-float(np.mean(logprobs))))
+    except OverflowError:  # a mean log-probability below -709.8: past float range, not an error
+        return math.inf
 
 
 @_never_nan

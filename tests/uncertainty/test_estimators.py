@@ -98,6 +98,13 @@ def test_token_level_estimators_hand_checked():
     assert U.prompt_score(-1000.0, -1000.0) == pytest.approx(0.5)
 
 
+def test_edges_read_as_maximally_uncertain_not_as_errors():
+    """A mean log-probability past float range was "OverflowError: math range error" (one question's failure in a
+    run); states of width 0 gave a finite EigenScore from the mean of an empty slice."""
+    assert U.perplexity([-1000.0]) == U.multi_perplexity([[-1000.0]]) == math.inf
+    assert U.eigen_score(np.zeros((3, 0))) == U.eigen_score_inside(np.zeros((3, 0))) == U.UNCERTAIN
+
+
 def test_unknown_estimator_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown estimator"):
         U.score("entropy-ish", None)
