@@ -5,6 +5,8 @@ import statistics
 import time
 from pathlib import Path
 
+from seakr.textio import strict_json
+
 
 def median_time(fn, repeat: int) -> float:
     ts = []
@@ -17,7 +19,7 @@ def median_time(fn, repeat: int) -> float:
 
 def emit(res: dict, out: str | None) -> None:
     """Print the result as one JSON line and append it to ``out`` when given."""
-    line = json.dumps(res)
+    line = strict_json(res)
     print(line)
     if out:
         with open(out, "a") as f:
@@ -33,6 +35,6 @@ def write_report(out: str, stem: str, res: dict, text: str) -> None:
     """``out/stem.json`` and ``out/stem.md``, and the markdown printed."""
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{stem}.json").write_text(json.dumps(res, indent=2))
+    (folder / f"{stem}.json").write_text(strict_json(res, indent=2))
     (folder / f"{stem}.md").write_text(text)
     print(text)

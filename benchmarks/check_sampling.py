@@ -38,6 +38,7 @@ from short_wording import ESTIMATORS, TRAIN, _read, ask, questions
 
 from seakr.eval.metrics import auroc, paired_auroc_difference
 from seakr.prompts import ShortWording
+from seakr.textio import strict_json
 
 SAMPLINGS = {
     "reference": {"temperature": 1.0, "top_k": 50, "top_p": 0.9},
@@ -153,7 +154,7 @@ def main() -> None:
         s["replication"] = replicate(args.replicate)
     reversed_ = s.get("replication") and all(x["diff"] < 0 for x in s["replication"].values())
     s["shipped"] = SHIPPED if reversed_ else s["chosen"]
-    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    (out / "summary.json").write_text(strict_json(s, indent=2))  # an AUROC with one class: null
     (out / "summary.md").write_text(markdown(s))
     print(json.dumps({"chosen": s["chosen"], "shipped": s["shipped"], **{k: {d: v["auroc"]["eigen"] for d, v in per.items()} for k, per in s["table"].items()}}))
 

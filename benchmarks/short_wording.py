@@ -25,6 +25,7 @@ from seakr.eval.datasets import load_dataset
 from seakr.eval.metrics import auroc, f1_score, paired_auroc_difference
 from seakr.methods.text import extract_answer
 from seakr.prompts import SHORT_INSTRUCTION, SHORT_STOPS, SHORT_TOKENS, ShortWording
+from seakr.textio import strict_json
 
 SHARED = os.environ.get("SEAKR_SHARED", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 TRAIN = {"hotpotqa": "hotpotqa/train_first10000.qa_sftitles.simrag.csv",
@@ -171,7 +172,7 @@ def _read(path: Path) -> list[dict]:
 
 def write_summary(out: Path, rows: list[dict]) -> None:
     s = summarize(rows)
-    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    (out / "summary.json").write_text(strict_json(s, indent=2))  # an AUROC with one class: null
     (out / "summary.md").write_text(markdown(s))
     print(json.dumps({"chosen": s["chosen"], **{w: {d: v["auroc"]["eigen"] for d, v in per.items()} for w, per in s["table"].items()}}))
 

@@ -145,3 +145,17 @@ def first_line(e: BaseException, limit: int = 200) -> str:
 #: A write the file system refused, and how to say it: no space, the quota spent, a read-only file system.
 REFUSED_WRITES = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is spent",
                   errno.EROFS: "the file system is read-only"}
+
+
+def strict_json(obj, *, spell: bool = False, **kw) -> str:
+    """``json.dumps`` that every JSON reader takes: Python writes NaN and Infinity, which jq and JSON.parse refuse
+    (the whole file). A non-finite number becomes null ("no figure"), or with ``spell`` the text "inf" / "-inf"
+    that a config's number options read back (a threshold of -inf is "always", not "unset")."""
+    def fix(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            return ("inf" if x > 0 else "-inf") if spell and x == x else None
+        if isinstance(x, dict):
+            return {k: fix(v) for k, v in x.items()}
+        return [fix(v) for v in x] if isinstance(x, (list, tuple)) else x
+
+    return json.dumps(fix(obj), allow_nan=False, **kw)

@@ -54,3 +54,24 @@ def test_a_rerank_study_summarises_to_its_committed_figures(study):
     s = rerank_summary(read_results(study / "rerank_rows.jsonl"))
     for k in ("n", "recall@1_engine", "recall@1_self_aware", "recall@1_guarded", "gold_in_top_n"):
         assert same(s[k], committed.get(k)), (k, s[k], committed.get(k))
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def test_every_committed_json_file_is_strict_json():
+    """NaN and Infinity are Python's extensions: jq, JSON.parse and most readers refuse the whole file. An
+    undefined figure is null (with its reason beside it where one is needed)."""
+    root = RESULTS.parents[1]
+    files = [p for d in ("benchmarks", "src") for p in (root / d).rglob("*") if p.suffix in (".json", ".jsonl")]
+    bad = []
+    for p in files:
+        text = p.read_text()
+        for doc in (text.splitlines() if p.suffix == ".jsonl" else [text]):
+            try:
+                doc.strip() and json.loads(doc, parse_constant=_refuse_constant)
+            except ValueError as e:
+                bad.append(f"{p.relative_to(root)}: {e}")
+                break
+    assert len(files) > 50 and not bad, bad

@@ -237,3 +237,28 @@ def test_a_run_recorded_before_an_option_existed_resumes_with_that_options_old_v
     now["method"]["config"]["gate"] = "probe"
     with pytest.raises(ValueError, match=r'method\.config\.gate: "step" recorded, "probe" now'):
         RowLog(run, "results.jsonl", now, resume=True, companion=("scores.jsonl", lambda r: r))
+
+
+def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_either_spelling(tmp_path):
+    """delta=-inf ("retrieve at every step") was written as the bare token -Infinity, which jq and JSON.parse
+    refuse; it is the text "-inf" that options read back. A run written either way resumes with the same delta,
+    at the row log (after the model) and at the plan's early check (before it), and not with another one."""
+    from seakr.eval.plan import EvalPlan, PlanError, RunSpec
+
+    cfg = {"method": {"method": "seakr", "config": {"k": 20, "delta": -float("inf")}, "model": {"model": "m"}}}
+    with RowLog(tmp_path, "results.jsonl", cfg):
+        pass
+    text = (tmp_path / "config.json").read_text()
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in config.json"))["method"]["config"]["delta"] == "-inf"
+    for recorded in (text, text.replace('"-inf"', "-Infinity")):  # as written now, and as runs were written before
+        (tmp_path / "config.json").write_text(recorded)
+        RowLog(tmp_path, "results.jsonl", cfg, resume=True).close()
+        other = json.loads(json.dumps(cfg))
+        other["method"]["config"]["delta"] = float("inf")
+        with pytest.raises(ValueError, match=r'method\.config\.delta: "-inf" recorded, "inf" now'):
+            RowLog(tmp_path, "results.jsonl", other, resume=True)
+        plan = EvalPlan(data=HOTPOT, out=str(tmp_path), runs=[RunSpec("seakr", {"delta": "-inf"})], resume=True)
+        plan.check_resumed_configs(plan.select())
+        plan.runs = [RunSpec("seakr", {"delta": "inf"})]
+        with pytest.raises(PlanError, match=r'method\.config\.delta: "-inf" recorded, "inf" now'):
+            plan.check_resumed_configs(plan.select())

@@ -348,7 +348,7 @@ class EvalPlan:
         value (``auto`` and unset ones settle with the model). A resume with ``max_steps=2`` over a run of
         ``max_steps=1`` loaded the model first (10.8 s with the 1.5B)."""
         from ..methods import METHODS
-        from .runner import _with_added_options, check_same_method, check_same_questions, read_run_config
+        from .runner import _comparable, _with_added_options, check_same_method, check_same_questions, read_run_config
 
         questions = self.questions_record()
         for r in self.runs if self.resume else ():
@@ -360,7 +360,7 @@ class EvalPlan:
             now = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))  # typed as the method will
             diff = [] if recorded.get("method") == r.method else [("method", recorded.get("method"), r.method)]
             diff += [(f"config.{k}", rec[k], now[k]) for k, v in opts.items()
-                     if v is not None and v != "auto" and k in rec and rec[k] != now[k]]
+                     if v is not None and v != "auto" and k in rec and _comparable(rec[k]) != _comparable(now[k])]
             try:  # the questions first: another data file changes the family's options too
                 check_same_questions(old, questions, self.out_for(r))
                 check_same_method(diff, self.out_for(r))

@@ -28,6 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
+from ..textio import strict_json
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -214,7 +215,7 @@ class RowLog:
         torn: list[str] = []
         full = _reread(self.path, torn, check)  # a row the check refuses stops here, the folder as it was
         slim = _reread(self.slim_path, torn, check) if self.slim_path else []
-        cfg_path.write_text(json.dumps(config, indent=2))
+        cfg_path.write_text(strict_json(config, spell=True, indent=2))  # delta=-inf as "-inf", as options spell it
         have = {r["id"] for r in full}
         # a question whose full row was torn runs again, as the warning says, even if its slim row survived
         self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
@@ -277,7 +278,8 @@ def method_differences(old: dict, new: dict) -> list[tuple[str, object, object]]
 def said_differences(diff: list, first: str, second: str, most: int = 4) -> str:
     """Every field that differs with both values, for one line (a changed model was once reported as its
     prompt style alone, the first of the fields it changes)."""
-    said = "; ".join(f"method.{k}: {json.dumps(a)} {first}, {json.dumps(b)} {second}" for k, a, b in diff[:most])
+    said = "; ".join(f"method.{k}: {strict_json(a, spell=True)} {first}, {strict_json(b, spell=True)} {second}"
+                     for k, a, b in diff[:most])
     return said + (f"; {len(diff) - most} more" if len(diff) > most else "")
 
 
@@ -378,6 +380,8 @@ def _comparable(cfg):
     (threads), and the threshold a run resolved from the packaged table when it retrieves at every step
     anyway (``retrieval="always"`` never reads delta; a packaged delta that changed since the run began,
     e.g. a new multi-hop key, must not lock its rows out of a resume)."""
+    if isinstance(cfg, float) and not math.isfinite(cfg):  # as config.json spells it ("-inf"), or older ones did
+        return ("inf" if cfg > 0 else "-inf") if cfg == cfg else None
     if not isinstance(cfg, dict):
         return cfg
     skip = {"threads"}
@@ -512,7 +516,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     out = Path(out_dir)
     old = _read_summary(out / "summary.json") if resume else {}
     s = {**summarize([ResultRow.from_dict(r) for r in rows], cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
-    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    (out / "summary.json").write_text(strict_json(s, indent=2))
     (out / "summary.md").write_text(summary_markdown([s]))
     return s
 
@@ -590,9 +594,9 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
             g.write(json.dumps(r.to_score_dict()) + "\n")
     merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
     merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
-    (out / "config.json").write_text(json.dumps(merged, indent=2))
+    (out / "config.json").write_text(strict_json(merged, spell=True, indent=2))
     s = summarize(rows, merged.get("name", out.name))
-    (out / "summary.json").write_text(json.dumps(s, indent=2))
+    (out / "summary.json").write_text(strict_json(s, indent=2))
     (out / "summary.md").write_text(summary_markdown([s]))
     return s
 
