@@ -132,6 +132,17 @@ def test_a_gate_level_that_is_not_a_probability_is_named_with_its_file(tmp_path,
     assert SelfKnowledge("some-model", str(tmp_path)).gate_p("check") == (0.5, "default")
 
 
+def test_a_table_that_is_not_an_object_is_refused_with_the_options(tmp_path):
+    from seakr.methods.seakr import SeaKRConfig
+
+    for name in ("gates.json", "reasoning.json"):
+        (tmp_path / name).write_text("[1]")
+        with pytest.raises(ValueError, match=re.escape(f"{tmp_path / name}: expected {{model: {{")):
+            SeaKRConfig(probes=str(tmp_path))
+        (tmp_path / name).write_text("{}")
+    SeaKRConfig(probes=str(tmp_path))
+
+
 def test_a_reasoning_table_of_another_shape_is_named_with_its_file(tmp_path):
     bank = SelfKnowledge("some-model", str(tmp_path))
     assert bank.reasoning(["probe"]) == (None, "auto")
@@ -176,6 +187,13 @@ def test_a_hand_edited_fitted_file_is_named_with_its_field(tmp_path, name, edit,
     with pytest.raises(ValueError, match=message) as e:
         read()
     assert str(e.value).startswith(f"{tmp_path / f}: ") and "\n" not in str(e.value)
+    from seakr.methods.seakr import SeaKRConfig
+
+    if message.startswith(("holds", "fitted on")):  # which model and decision read it: known once the model loads
+        SeaKRConfig(probes=str(tmp_path))
+    else:  # its content needs no model: the options refuse it, before any loads (it was refused after)
+        with pytest.raises(ValueError, match=message):
+            SeaKRConfig(probes=str(tmp_path))
     (tmp_path / f).write_text(json.dumps(base))  # the file as written by the fitter is read
     fresh = SelfKnowledge("some-model", str(tmp_path))
     assert fresh.probe("short").tap == "L1:mlp" if name == "probe" else fresh.calibration("short", "eigen")(0.0) == 0.5

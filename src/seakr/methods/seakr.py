@@ -97,7 +97,7 @@ class SeaKRConfig(MethodConfig):
             raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
         if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
-        check_folder(self.probes)  # a missing folder fails with the options, not after the model loads
+        check_folder(self.probes, contents=True)  # a missing folder or damaged file fails here, not after the load
         self._check_sampling()
 
     def sampled_reads(self) -> list[tuple[str, str, float]]:

@@ -9,6 +9,7 @@ Each file is read once, on first use, and a missing one is a one-line error that
 
 from __future__ import annotations
 
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Sequence
@@ -69,10 +70,43 @@ def check_sampling(fitted, config: dict | None, where: str):
     return fitted
 
 
-def check_folder(folder: str | None) -> None:
-    """A ``probes=`` folder must be one (checked with the options, before any model loads)."""
-    if folder is not None and not Path(folder).is_dir():
+def check_folder(folder: str | None, contents: bool = False) -> None:
+    """A ``probes=`` folder must be one; with ``contents``, every fitted file in it readable as what its name
+    says (a method's options check it before any model loads: a damaged probe was refused only once the model
+    had loaded, and which files a run reads settles with the model). Whether a file fits the model, and
+    another model's entries are valid, is checked when the model reads it."""
+    if folder is None:
+        return
+    if not Path(folder).is_dir():
         raise ValueError(f"probes={folder}: " + ("not a directory" if Path(folder).exists() else "no such directory"))
+    if not contents:
+        return
+    files = sorted(f for f in Path(folder).iterdir() if (f.name.endswith(_FITTED) or f.name in _TABLES) and f.is_file())
+    _check_files(tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
+
+
+_FITTED, _TABLES = (".probe.json", ".calibration.json"), ("gates.json", "reasoning.json")
+
+
+@functools.lru_cache(maxsize=16)
+def _check_files(stamped: tuple) -> None:
+    """Each file once per version (a config is built many times a run); an error is not cached."""
+    for where, _, _ in stamped:
+        d = _parse(Path(where), where)
+        if where.endswith(".probe.json"):
+            Probe.from_dict(d, where)
+        elif where.endswith(".calibration.json"):
+            Calibration.from_dict(d, where)
+        elif not isinstance(d, dict):
+            key = "check" if where.endswith("gates.json") else "reasoning"
+            raise ValueError(f"{where}: expected {{model: {{{key}: ...}}}}, a JSON object per model")
+
+
+def _parse(f, where: str):
+    try:
+        return parse_json(f.read_text(), where)
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: not UTF-8 text") from None
 
 
 class SelfKnowledge:
@@ -94,10 +128,7 @@ class SelfKnowledge:
             f, where = resources.files("seakr.probes").joinpath("data", name), f"seakr/probes/data/{name}"
         if not f.is_file():
             return None, where
-        try:
-            return parse_json(f.read_text(), where), where
-        except UnicodeDecodeError:
-            raise ValueError(f"{where}: not UTF-8 text") from None
+        return _parse(f, where), where
 
     def probe(self, form: str) -> Probe:
         key = f"probe:{form}"
