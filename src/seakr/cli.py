@@ -335,15 +335,22 @@ def cmd_calibrate(args) -> int:
 
 def _detect_asks_as_before(args, probe) -> None:
     """``detect --resume``: what the study recorded of how it asks, compared where it is known before the model
-    loads (as RowLog compares it after): the form, setting, wording and probe file (another probe file was
-    refused once the model had loaded). The taps it records include the model's own, known once loaded."""
+    loads (as RowLog compares it after): the form, setting, wording, probe file and taps (another probe file
+    or --probe was refused once the model had loaded). The taps it records begin with the model's own, known
+    once loaded: taken as the recorded one, a difference in the rest is one the row log would refuse too."""
     if not (args.resume and os.path.isfile(os.path.join(args.out, "config.json"))):
         return
     from .eval.runner import check_same_asking, read_run_config
-    from .eval.studies import detect_asking
+    from .eval.states import tap_name
+    from .eval.studies import detect_asking, parse_taps
 
-    now = detect_asking(args.form, args.setting, probe)
-    check_same_asking(read_run_config(args.out), json.loads(json.dumps(now)), args.out)
+    old = read_run_config(args.out)
+    check_same_asking(old, json.loads(json.dumps(detect_asking(args.form, args.setting, probe))), args.out)
+    recorded = old.get("states")
+    if args.probe in ("all", "mlp", "residual") or not (isinstance(recorded, list) and recorded):
+        return  # those taps settle with the model's depth
+    given = [tap_name(t) for t in parse_taps(args.probe, None)] + ([tap_name(probe.layer_source)] if probe else [])
+    check_same_asking({"states": recorded}, {"states": list(dict.fromkeys([recorded[0], *given]))}, args.out)
 
 
 def cmd_detect(args) -> int:

@@ -567,3 +567,26 @@ def test_a_detect_resume_with_another_probe_file_or_wording_is_refused_before_th
                      packaged, "--model", "smollm2-135m"]) == 2
         err = capsys.readouterr().err
         assert f"--resume with {needle}" in err and "config:" not in err, err
+
+
+def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_path, capsys):
+    """Other --probe taps than the study recorded were refused by the row log, once the model had loaded. The
+    recorded taps begin with the model's own; the same taps again pass on to the load."""
+    from types import SimpleNamespace
+
+    from seakr.cli import _detect_asks_as_before, main
+
+    out = tmp_path / "study"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps({"study": "detect", "form": "cot", "setting": "closed-book",
+                                                 "states": ["L14:mlp", "L5:mlp"], "probe": ["L14:mlp", "L5:mlp"]}))
+    for probe, now in (("6:mlp", '["L14:mlp", "L6:mlp"]'), ("5:mlp,L6:mlp", '["L14:mlp", "L5:mlp", "L6:mlp"]'),
+                       (None, '["L14:mlp"]')):
+        assert main(["detect", "--data", HOTPOT, "--out", str(out), "--resume", "--model", "smollm2-135m"]
+                    + (["--probe", probe] if probe else [])) == 2
+        err = capsys.readouterr().err
+        assert f'--resume with states {now} but the study recorded states ["L14:mlp", "L5:mlp"]' in err, err
+        assert "config:" not in err
+    for probe in ("5:mlp", "L5:mlp,14:mlp", "all"):  # as recorded (the model's own tap may be named), or settled later
+        _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
+                                               probe=probe), None)
