@@ -590,3 +590,18 @@ def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_p
     for probe in ("5:mlp", "L5:mlp,14:mlp", "all"):  # as recorded (the model's own tap may be named), or settled later
         _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
                                                probe=probe), None)
+
+
+def test_a_detect_table_over_one_class_says_why_it_has_no_auroc():
+    """Every cell read "nan" when all answers were wrong (a first try on a few questions), saying nothing of why."""
+    from seakr.eval.studies import detect_markdown
+
+    nan = float("nan")
+    r = {"n": 2, "setting": "closed-book", "accuracy_f1>=0.5": 0.0, "state": "L14:mlp",
+         "estimators": {"eigen": {"auroc": nan, "pcc_with_1_minus_f1": nan}},
+         "probe_best": {"auroc": nan, "tap": "L14:mlp", "k": 20}}
+    text = detect_markdown(r)
+    assert "nan" not in text and "| eigen | – | – |" in text and "best EigenScore AUROC – at L14:mlp" in text
+    assert text.endswith("(no AUROC: it compares right answers with wrong ones, and all 2 were wrong)")
+    r.update({"accuracy_f1>=0.5": 0.5, "estimators": {"eigen": {"auroc": 0.75, "pcc_with_1_minus_f1": 0.5}}})
+    assert "| eigen | 0.750 | 0.500 |" in detect_markdown(r) and "no AUROC" not in detect_markdown(r)

@@ -423,9 +423,9 @@ def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
 
 
 def figure(v, spec: str = ".3f") -> str:
-    """A figure for a table: a number formatted, None (no figure: a cost a row lacks, one class) as a dash,
+    """A figure for a table: a number formatted, None or NaN (no figure: a cost a row lacks, one class) as a dash,
     anything else as it reads (the summary table and the report's study sections)."""
-    return "–" if v is None else format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    return "–" if v is None or v != v else format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def summary_markdown(summaries: Sequence[dict]) -> str:

@@ -38,7 +38,7 @@ from ..methods.trace import Tracer, clean
 from .datasets import Example
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
-from .runner import RowLog, read_run_config, run_rows, versions
+from .runner import RowLog, figure, read_run_config, run_rows, versions
 from .states import StateStore, own_tap, tap_name
 
 
@@ -501,10 +501,13 @@ def detect_markdown(r: dict) -> str:
     lines = [f"n={r['n']}  {r['setting']} accuracy (F1>=0.5) {r['accuracy_f1>=0.5']:.2f}  state {r['state']}",
              "| estimator | AUROC | PCC |", "|---|---|---|"]
     for name, v in sorted(r["estimators"].items(), key=lambda kv: -(kv[1]["auroc"] or 0)):
-        lines.append(f"| {name} | {v['auroc']:.3f} | {v['pcc_with_1_minus_f1']:.3f} |")
+        lines.append(f"| {name} | {figure(v['auroc'])} | {figure(v['pcc_with_1_minus_f1'])} |")
     if "probe_best" in r:
         b = r["probe_best"]
-        lines.append(f"probe: best EigenScore AUROC {b['auroc']:.3f} at {b['tap']}, k={b['k']}")
+        lines.append(f"probe: best EigenScore AUROC {figure(b['auroc'])} at {b['tap']}, k={b['k']}")
+    if r["n"] and r["accuracy_f1>=0.5"] in (0, 1):  # "nan" in every cell said nothing of why
+        lines.append(f"(no AUROC: it compares right answers with wrong ones, and all {r['n']} were "
+                     f"{'right' if r['accuracy_f1>=0.5'] else 'wrong'})")
     return "\n".join(lines)
 
 
