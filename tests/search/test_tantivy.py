@@ -200,6 +200,7 @@ def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
     assert [p.id for p in eng.search("alpha", 2**32)] == ["a"] == [p.id for p in eng.search_many(["alpha"], 2**70)[0]]
     for query, k, error, needle in (("alpha", 3.5, TypeError, "k must be a whole number, got 3.5"),
                                     ("alpha", -1, ValueError, "k must be >= 0, got -1"),
+                                    ("alpha", True, TypeError, "k must be a whole number, got True"),  # it was k = 1
                                     (None, 3, TypeError, "the query must be text, got NoneType")):
         with pytest.raises(error, match=re.escape(needle)):
             eng.search(query, k)

@@ -56,6 +56,8 @@ def check_search(query, k) -> int:
     if not isinstance(query, str):
         raise TypeError(f"search: the query must be text, got {type(query).__name__}")
     try:
+        if isinstance(k, bool):  # an int to Python: True was k = 1
+            raise TypeError
         k = operator.index(k)
     except TypeError:
         raise TypeError(f"search: k must be a whole number, got {k!r}") from None
