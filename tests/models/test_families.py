@@ -107,6 +107,19 @@ def test_a_model_option_of_another_type_is_named_before_the_weights(kwargs, need
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("var,value,needle", [
+    ("SEAKR_ATTENTION", "", "SEAKR_ATTENTION='': expected shared or hf"),  # "attention must be ...": which setting?
+    ("SEAKR_ATTENTION", "fast", "SEAKR_ATTENTION='fast': expected shared or hf"),
+    ("SEAKR_CUDA_GRAPHS", "off", "SEAKR_CUDA_GRAPHS='off': expected 1 or 0"),  # taken as on, without a word
+])
+def test_a_setting_from_the_environment_is_named_as_the_variable(monkeypatch, var, value, needle):
+    from seakr.models import load_model
+
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        load_model("no-such-model")  # before the weights are looked for
+
+
 def test_hub_id_loads_from_the_local_cache(tiny_lm, tmp_path, monkeypatch):
     """``--model org/name`` reads the Hugging Face cache layout (models--org--name/snapshots/REV)."""
     from seakr.models import ModelNotInstalled, load_model

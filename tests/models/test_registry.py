@@ -37,3 +37,8 @@ def test_a_cache_path_through_a_file_names_the_variable(tmp_path, monkeypatch):
             registry.cache_root()
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "new" / "cache"))  # not there yet: made when first written
     assert registry.cache_root() == tmp_path / "new" / "cache"
+    monkeypatch.setenv("SEAKR_CACHE", " ")  # it made a folder named " " wherever the command ran
+    with pytest.raises(ValueError, match="SEAKR_CACHE=' ': blank; point it at a folder, or unset it for the default"):
+        registry.cache_root()
+    monkeypatch.setenv("SEAKR_CACHE", "")  # set empty: unset, as shells write it
+    assert registry.cache_root().name == "seakr"

@@ -63,6 +63,15 @@ def choose_precision(precision: str, model: str | None, device) -> str:
     return native_float(device)
 
 
+def _env_choice(name: str, choices: tuple[str, ...], default: str | None = None) -> str | None:
+    """An environment variable that takes one of ``choices``, refused naming the variable ("yes" or "off"
+    turned CUDA graphs on without a word, "" was "attention must be 'shared' or 'hf', not ''")."""
+    v = os.environ.get(name, default)
+    if v not in choices:
+        raise ValueError(f"{name}={v!r}: expected {' or '.join(choices)}")
+    return v
+
+
 def native_float(device) -> str:
     """The float precision the device computes natively (see :func:`speedups.default_dtype`)."""
     return str(speedups.default_dtype(device)).replace("torch.", "")
@@ -122,9 +131,12 @@ class HFLanguageModel:
         if state_layer is not None and (isinstance(state_layer, bool) or not isinstance(state_layer, int) or state_layer < 0):
             # its upper bound needs the loaded config; its type and sign are refused before the weights load
             raise ValueError(f"state_layer must be a whole number >= 0 (a decoder layer), not {state_layer!r}")
-        attention = attention or os.environ.get("SEAKR_ATTENTION", "shared")
-        if attention not in ("shared", "hf"):
+        if attention is None:  # the environment's, named as the variable that set it, or nobody finds it
+            attention = _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
+        elif attention not in ("shared", "hf"):
             raise ValueError(f"attention must be 'shared' or 'hf', not {attention!r}")
+        if cuda_graphs is None:  # before the weights load, as every other setting is checked
+            cuda_graphs = _env_choice("SEAKR_CUDA_GRAPHS", ("1", "0"), default="1") == "1"
         threads = default_threads() if threads is None else check_threads(threads)
         self._torch = torch
         torch.set_num_threads(threads)
@@ -141,8 +153,6 @@ class HFLanguageModel:
                                        shared_attention=shared, packed_linear=packed_linear, fast_step=fast_step,
                                        int8=self.precision == "int8")
         self.shared_attention = shared
-        if cuda_graphs is None:
-            cuda_graphs = os.environ.get("SEAKR_CUDA_GRAPHS", "1") != "0"
         self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
                                 and self.device.type == "cuda")
         self.load_seconds = time.time() - t0

@@ -142,6 +142,8 @@ def cache_root() -> Path:
     """Where converted models, pooled indexes and calibrations live (``SEAKR_CACHE``, else the XDG cache). A
     path through a file is named with the variable ("[Errno 20] Not a directory: '.../locks'" named neither)."""
     env = os.environ.get("SEAKR_CACHE")
+    if env is not None and env and not env.strip():  # a folder named " " in whatever folder the command ran from
+        raise ValueError(f"SEAKR_CACHE={env!r}: blank; point it at a folder, or unset it for the default")
     root = Path(env or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "seakr"))
     p = root
     while not p.exists() and p != p.parent:  # the nearest part that exists must be a folder
