@@ -181,7 +181,7 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads must be a whole number >= 1, not 0"),
     ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "--layer 2.5"),
     ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
-    ({"model": ModelSpec([])}, "--model: expected a registry name, a .gguf file or a model folder, not []"),  # the default
+    ({"model": ModelSpec([])}, "--model: expected a registry name, a .gguf file or a model folder, got list"),  # the default
     ({"resume": "no"}, "resume must be True or False, not 'no'"),  # it resumed
     ({"grid": 1}, "grid must be True or False, not 1"),
     ({"filler": 5}, "filler must be a corpus file's path or a list of them, not 5"),  # "'int' object is not iterable"

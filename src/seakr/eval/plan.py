@@ -50,13 +50,14 @@ class ModelSpec:
     def check(self, here: bool = True) -> None:
         """The mistakes that would otherwise surface after a minute of loading. ``here``: the model loads on
         this machine (not on a remote Ray cluster's workers, whose CPUs bound --threads there)."""
-        from ..models import DEFAULT_MODEL
+        from ..models import DEFAULT_MODEL, model_path
         from ..models.registry import model_kind
 
-        if self.model is not None and not isinstance(self.model, (str, os.PathLike)):  # [] or 0 was the default model
-            raise PlanError(f"--model: expected a registry name, a .gguf file or a model folder, not {self.model!r}")
-        if isinstance(self.model, str) and not self.model.strip():  # read as the default model
-            raise PlanError("--model is empty; name a model, or leave it out for the default")
+        try:  # [] or 0 was the default model, and so was "" (read as not given)
+            if self.model is not None:
+                model_path(self.model)
+        except (TypeError, ValueError) as e:
+            raise PlanError(f"--{e}") from None
         try:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
