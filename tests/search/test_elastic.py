@@ -99,3 +99,4 @@ def test_live_cluster(fixture_corpus):
     es.ingest(fixture_corpus)
     assert es.count() == len(fixture_corpus)
     assert len(es.search(QUERIES[0], 3)) == 3
+

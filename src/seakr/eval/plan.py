@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..search.base import URL_PREFIXES
 from .datasets import LAYOUTS, Example
 
 
@@ -307,10 +306,10 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check(here)
-        if self.index and not self.index.startswith(URL_PREFIXES):
+        if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
             from ..search import open_engine
 
-            open_engine(self.index)  # a missing or damaged index folder fails here, not after the model has loaded
+            open_engine(self.index)  # (a cluster's client connects at its first request)
         check_output_dir(self.out)
         if self.resume:
             for r in self.runs:

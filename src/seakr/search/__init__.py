@@ -2,7 +2,7 @@
 
 import os
 
-from .base import URL_PREFIXES, Passage, SearchEngine, SearchError
+from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url
 from .corpora import FORMATS, CorpusError, read_corpus
 
 
@@ -14,7 +14,7 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     spec = os.fspath(spec)
     if not spec.strip():  # read as the working folder, whose error then named "." instead of the mistake
         raise SearchError("index: an empty path; name the index folder or URL")
-    if spec.startswith(URL_PREFIXES):
+    if is_url(spec):
         from .elastic import ElasticEngine
 
         return ElasticEngine.from_url(spec, **kwargs)

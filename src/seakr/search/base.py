@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from dataclasses import asdict, dataclass
 from typing import Iterable, Protocol, Sequence, runtime_checkable
 
@@ -20,6 +21,17 @@ BM25_K1, BM25_B, TIE_BREAKER = 1.2, 0.75, 0.5
 
 #: What names a search cluster rather than an index folder (Elasticsearch, OpenSearch), at every door.
 URL_PREFIXES = ("http://", "https://", "es+", "opensearch+")
+
+
+def is_url(spec: str) -> bool:
+    """Whether an index argument names a search cluster rather than a folder, in any case (``HTTP://host/x``
+    was read as a folder named "HTTP:"); another scheme (``ftp://``, ``file://``) is refused in one line."""
+    low = spec.lower()
+    if low.startswith(URL_PREFIXES):
+        return True
+    if re.match(r"[a-z][a-z0-9+.\-]*://", low):
+        raise SearchError(f"{spec}: expected an index folder or an http(s)://host:port/INDEX URL")
+    return False
 
 
 class SearchError(RuntimeError):

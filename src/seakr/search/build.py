@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import URL_PREFIXES, Passage, SearchError
+from .base import Passage, SearchError, is_url
 from ..textio import first_line
 from .corpora import read_corpus
 
@@ -33,7 +33,7 @@ def check_index_out(out: str, sources: Sequence[str | None], engine: str | None 
     corpus files it is built from."""
     if not out.strip():
         raise ValueError("--out: an empty path; name the index folder")
-    url = out.startswith(URL_PREFIXES)
+    url = is_url(out)
     engine = engine or ("elasticsearch" if url else "tantivy")
     if engine == "tantivy" and url:
         raise ValueError(f"--out {out}: a URL, and tantivy builds a folder; --engine elasticsearch builds there")

@@ -20,6 +20,7 @@ silently partial when a node ran low on disk.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
@@ -38,6 +39,34 @@ MAPPING = {
 }
 
 
+#: What no Elasticsearch or OpenSearch index, alias or pattern is named with (capitals, spaces, control
+#: characters), refused before any connection; patterns (``wiki-*``), ``_all`` and cross-cluster names pass.
+_INDEX_NAME = re.compile(r"[^A-Z\s\x00-\x1f]+")
+
+
+def _url_parts(url: str):
+    """``http(s)://host:port/INDEX`` split, or one line naming the URL: urllib's "Port out of range
+    0-65535", "Invalid IPv6 URL" or urllib3's LocationParseError named nothing; a query or fragment was
+    dropped without a word, and an index name the cluster refuses was sent to it."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises on a port that is not a number in range)
+    except ValueError as e:
+        raise SearchError(f"{url}: not a URL ({e})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:  # a hostname of None was a TypeError
+        raise SearchError(f"{url}: expected http(s)://host:port/INDEX")
+    if not re.fullmatch(r"[\w.\-:%]+", parts.hostname):
+        raise SearchError(f"{url}: host {parts.hostname!r} is not a host name or address")
+    if parts.query or parts.fragment:
+        raise SearchError(f"{url}: an index URL has no ?query or #fragment: http(s)://host:port/INDEX")
+    index = parts.path.strip("/")
+    if not index or "/" in index:
+        raise SearchError(f"{url}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
+    if not _INDEX_NAME.fullmatch(index):
+        raise SearchError(f"{url}: the cluster has no index named {index!r}: index names are lowercase, without spaces")
+    return parts, index
+
+
 class ElasticEngine:
     def __init__(self, client, index: str, flavour: str = "elasticsearch", url: str = ""):
         self.client, self.index, self.flavour, self.url = client, index, flavour, url
@@ -45,18 +74,14 @@ class ElasticEngine:
     @classmethod
     def from_url(cls, url: str, timeout: float = 30.0, **kwargs) -> "ElasticEngine":
         flavour = "elasticsearch"
-        if url.startswith("opensearch+"):
+        if url.lower().startswith("opensearch+"):
             flavour, url = "opensearch", url[len("opensearch+"):]
-        elif url.startswith("es+"):
+        elif url.lower().startswith("es+"):
             url = url[3:]
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:  # a hostname of None was a TypeError
-            raise SearchError(f"{url}: expected http(s)://host:port/INDEX")
-        index = parts.path.strip("/")
-        if not index or "/" in index:
-            raise SearchError(f"{url}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
+        parts, index = _url_parts(url)
         host = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
-        safe = urlunsplit((parts.scheme, parts.hostname + (f":{parts.port}" if parts.port else ""), "/" + index, "", ""))
+        name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6 keeps its brackets
+        safe = urlunsplit((parts.scheme, name + (f":{parts.port}" if parts.port else ""), "/" + index, "", ""))
         if flavour == "opensearch":
             try:
                 from opensearchpy import OpenSearch
