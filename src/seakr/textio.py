@@ -147,13 +147,19 @@ REFUSED_WRITES = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "th
                   errno.EROFS: "the file system is read-only"}
 
 
+def spelled(x: float) -> str | None:
+    """A non-finite number as a config spells it: the text "inf" / "-inf" its number options read back; NaN
+    as null."""
+    return ("inf" if x > 0 else "-inf") if x == x else None
+
+
 def strict_json(obj, *, spell: bool = False, **kw) -> str:
     """``json.dumps`` that every JSON reader takes: Python writes NaN and Infinity, which jq and JSON.parse refuse
-    (the whole file). A non-finite number becomes null ("no figure"), or with ``spell`` the text "inf" / "-inf"
-    that a config's number options read back (a threshold of -inf is "always", not "unset")."""
+    (the whole file). A non-finite number becomes null ("no figure"), or with ``spell`` :func:`spelled` (a
+    threshold of -inf is "always", not "unset")."""
     def fix(x):
         if isinstance(x, float) and not math.isfinite(x):
-            return ("inf" if x > 0 else "-inf") if spell and x == x else None
+            return spelled(x) if spell else None
         if isinstance(x, dict):
             return {k: fix(v) for k, v in x.items()}
         return [fix(v) for v in x] if isinstance(x, (list, tuple)) else x

@@ -93,9 +93,9 @@ def test_a_device_this_machine_lacks_is_refused_in_one_line(monkeypatch):
     ({"device": None}, "device: expected cpu, cuda, cuda:N, mps or auto as text, got NoneType"),  # torch's 10-line listing
     ({"device": 1.5}, "device: expected cpu, cuda, cuda:N, mps or auto as text, got float"),
     ({"precision": []}, "precision must be one of auto, float32"),  # "unhashable type: 'list'"
-    ({"state_layer": 1.5}, "state_layer must be a whole number >= 0 (a decoder layer), not 1.5"),  # was taken
-    ({"state_layer": True}, "state_layer must be a whole number >= 0 (a decoder layer), not True"),  # was layer 1
-    ({"state_layer": "3"}, "state_layer must be a whole number >= 0 (a decoder layer), not '3'"),  # "'<=' not supported"
+    ({"state_layer": 1.5}, "state_layer 1.5: expected a 0-based decoder layer >= 0"),  # was taken
+    ({"state_layer": True}, "state_layer True: expected a 0-based decoder layer >= 0"),  # was layer 1
+    ({"state_layer": "3"}, "state_layer '3': expected a 0-based decoder layer >= 0"),  # "'<=' not supported"
 ])
 def test_a_model_option_of_another_type_is_named_before_the_weights(kwargs, needle):
     """The Python API's model options (``load_model``, ``SeaKR.from_config``): each is refused in one line naming

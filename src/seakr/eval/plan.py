@@ -83,12 +83,13 @@ class ModelSpec:
         except ValueError as e:
             raise PlanError(f"--{e}") from None
         if self.layer is not None:
+            from ..models.machine import check_layer
             from ..models.registry import REGISTRY
 
-            depth = getattr(REGISTRY.get(self.model or DEFAULT_MODEL), "layers", 0)
-            if isinstance(self.layer, bool) or not isinstance(self.layer, int) or self.layer < 0 or (depth and self.layer >= depth):
-                raise PlanError(f"--layer {self.layer}: expected a 0-based decoder layer"
-                                + (f" in 0..{depth - 1}" if depth else " >= 0"))
+            try:
+                check_layer(self.layer, "--layer", getattr(REGISTRY.get(self.model or DEFAULT_MODEL), "layers", 0))
+            except ValueError as e:
+                raise PlanError(str(e)) from None
 
     def load(self):
         from ..models import DEFAULT_MODEL, load_model

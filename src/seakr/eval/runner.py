@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import strict_json
+from ..textio import spelled, strict_json
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -381,7 +381,7 @@ def _comparable(cfg):
     anyway (``retrieval="always"`` never reads delta; a packaged delta that changed since the run began,
     e.g. a new multi-hop key, must not lock its rows out of a resume)."""
     if isinstance(cfg, float) and not math.isfinite(cfg):  # as config.json spells it ("-inf"), or older ones did
-        return ("inf" if cfg > 0 else "-inf") if cfg == cfg else None
+        return spelled(cfg)
     if not isinstance(cfg, dict):
         return cfg
     skip = {"threads"}

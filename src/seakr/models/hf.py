@@ -38,7 +38,7 @@ from .kernels import int8_available
 from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
-from .machine import PRECISIONS, available_cpus, check_threads, default_threads, precision_name, resolve_device  # noqa: F401
+from .machine import PRECISIONS, available_cpus, check_layer, check_threads, default_threads, precision_name, resolve_device  # noqa: F401
 
 
 def _safetensors_errors() -> tuple[type[Exception], ...]:
@@ -128,9 +128,8 @@ class HFLanguageModel:
 
         if state_source not in ("mlp", "residual"):
             raise ValueError(f"state_source must be 'mlp' or 'residual', not {state_source!r}")
-        if state_layer is not None and (isinstance(state_layer, bool) or not isinstance(state_layer, int) or state_layer < 0):
-            # its upper bound needs the loaded config; its type and sign are refused before the weights load
-            raise ValueError(f"state_layer must be a whole number >= 0 (a decoder layer), not {state_layer!r}")
+        if state_layer is not None:  # its type and sign; its upper bound once the config is loaded
+            check_layer(state_layer)
         if attention is None:  # the environment's, named as the variable that set it, or nobody finds it
             attention = _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
         elif attention not in ("shared", "hf"):
@@ -189,8 +188,7 @@ class HFLanguageModel:
         cfg = self.model.config
         self.num_layers = cfg.num_hidden_layers
         self.state_layer = self.num_layers // 2 - 1 if state_layer is None else state_layer
-        if not 0 <= self.state_layer < self.num_layers:
-            raise ValueError(f"state_layer {self.state_layer} outside 0..{self.num_layers - 1}")
+        check_layer(self.state_layer, depth=self.num_layers)
         self.state_source = state_source
         self._taps = [(self.state_layer, state_source)]
         eos = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else cfg.eos_token_id

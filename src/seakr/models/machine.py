@@ -38,6 +38,14 @@ def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
     return threads
 
 
+def check_layer(layer, name: str = "state_layer", depth: int | None = None) -> int:
+    """A 0-based decoder layer: a whole number >= 0 (before any weights load: 1.5 and True were taken), and
+    below ``depth`` where it is known (a registry model's, or the loaded model's)."""
+    if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0 or (depth and layer >= depth):
+        raise ValueError(f"{name} {layer!r}: expected a 0-based decoder layer " + (f"in 0..{depth - 1}" if depth else ">= 0"))
+    return layer
+
+
 def resolve_device(device: str):
     """The torch device for ``device``, refused in one line (before any weights load) where this torch
     build or machine does not have it."""

@@ -97,9 +97,14 @@ def _check_files(stamped: tuple) -> None:
             Probe.from_dict(d, where)
         elif where.endswith(".calibration.json"):
             Calibration.from_dict(d, where)
-        elif not isinstance(d, dict):
-            key = "check" if where.endswith("gates.json") else "reasoning"
-            raise ValueError(f"{where}: expected {{model: {{{key}: ...}}}}, a JSON object per model")
+        else:
+            _table(d, where, "check" if where.endswith("gates.json") else "reasoning")
+
+
+def _table(d, where: str, key: str, model: str | None = None) -> None:
+    """A table file ({model: {key: ...}}) is a JSON object, and ``model``'s entry in it one."""
+    if not isinstance(d, dict) or (model is not None and not isinstance(d.get(model, {}), dict)):
+        raise ValueError(f"{where}: expected {{model: {{{key}: ...}}}}, a JSON object per model")
 
 
 def _parse(f, where: str):
@@ -170,8 +175,7 @@ class SelfKnowledge:
         d, where = self._read(name)
         if d is None:
             return None, where
-        if not isinstance(d, dict) or not isinstance(d.get(self.model, {}), dict):
-            raise ValueError(f"{where}: expected {{model: {{{key}: ...}}}}, a JSON object per model")
+        _table(d, where, key, self.model)
         return (d.get(self.model) or {}).get(key), where
 
     def reasoning(self, rules: Sequence[str]) -> tuple[str | None, str]:
