@@ -572,8 +572,11 @@ def out_of_memory(e: BaseException) -> str | None:
         return None
     m = re.search(r"allocate (\d+) bytes", text) or re.search(r"allocate ([0-9.]+ ?[KMGT]i?B)", text)
     wanted = m and (f"{int(m.group(1)) / 1e9:,.1f} GB" if m.group(1).isdigit() else m.group(1))
-    return (f"out of memory{f' (asked for {wanted})' if wanted else ''}: lower k, max_new_tokens, "
-            "n_candidates or --concurrency, or load the model in a smaller precision")
+    said = f"asked for {wanted}" if wanted else ""
+    if said and (free := re.search(r"[0-9.]+ GB are free", text)):  # the model's own refusal says what it had
+        said += f"; {free.group(0)}"
+    return (f"out of memory{f' ({said})' if said else ''}: lower k, max_new_tokens, n_candidates or --concurrency, "
+            "or load the model in a smaller precision")
 
 
 def precheck(args) -> None:

@@ -385,3 +385,28 @@ def test_11_no_future_warning_from_transformers_on_a_generation(tiny_lm):
         warnings.simplefilter("error", FutureWarning)
         g = tiny_lm.generate([P1, P1 + " Paris"], GenerationConfig(n=2, max_new_tokens=4), prefix="Question:")
     assert len(g) == 2
+
+
+def test_a_call_the_device_cannot_hold_is_refused_before_it_starts(tiny_lm, monkeypatch):
+    """k = 100,000 samples grew the process until the system killed it (no message); a call is sized (its rows'
+    attention cache and a step's vocabulary scores) against what the device has free, and refused before it
+    starts with what it asks (the command line says it in one line, exit 3)."""
+    import seakr.models.hf as hf
+
+    cfg = GenerationConfig(n=40, max_new_tokens=8)
+    rows = 41
+    need = rows * (2 * 8 * tiny_lm._kv_bytes_per_token() + tiny_lm.model.config.vocab_size * tiny_lm.SCORE_BYTES)
+    monkeypatch.setattr(hf, "free_memory", lambda device: need - 1)
+    with pytest.raises(MemoryError, match=rf"cannot allocate [0-9.]+ GB for a call of {rows} rows \(8 new tokens each\)"):
+        tiny_lm.generate(["Hello"], cfg)
+    monkeypatch.setattr(hf, "free_memory", lambda device: need)
+    assert len(tiny_lm.generate(["Hello"], cfg)[0].samples) == 40
+    monkeypatch.setattr(hf, "free_memory", lambda device: None)  # unreadable: nothing refused for it
+    assert len(tiny_lm.generate(["Hello"], cfg)[0].samples) == 40
+
+
+def test_free_memory_reads_the_machine():
+    from seakr.models.machine import free_memory
+
+    free = free_memory(torch.device("cpu"))
+    assert free is None or 0 < free < 2 ** 50

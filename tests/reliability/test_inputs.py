@@ -111,6 +111,8 @@ def test_out_of_memory_is_told_from_other_faults():
     assert out_of_memory(cpu).startswith("out of memory (asked for 40,400.0 GB): lower k")
     cuda = type("OutOfMemoryError", (RuntimeError,), {})("CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0)")
     assert "(asked for 20.00 GiB)" in out_of_memory(cuda) and out_of_memory(MemoryError()).startswith("out of memory:")
+    ours = MemoryError("cannot allocate 289.4 GB for a call of 100,001 rows (100 new tokens each): 21.0 GB are free on cpu")
+    assert out_of_memory(ours).startswith("out of memory (asked for 289.4 GB; 21.0 GB are free): lower k")
     assert out_of_memory(RuntimeError("shape mismatch")) is None  # a fault in seakr keeps its traceback
 
 

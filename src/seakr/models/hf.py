@@ -38,7 +38,8 @@ from .kernels import int8_available
 from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
-from .machine import PRECISIONS, available_cpus, check_layer, check_threads, default_threads, precision_name, resolve_device  # noqa: F401
+from .machine import (PRECISIONS, available_cpus, check_layer, check_threads, default_threads, free_memory,  # noqa: F401
+                      precision_name, resolve_device)
 
 
 def _safetensors_errors() -> tuple[type[Exception], ...]:
@@ -262,6 +263,22 @@ class HFLanguageModel:
             "source": self.source,
         }
 
+    #: Bytes per row and vocabulary entry while a step picks its tokens: the scores, and what top-k/top-p
+    #: sampling sorts and keeps of them (float32 values, int64 indices).
+    SCORE_BYTES = 12
+
+    def _check_room(self, rows: int, new_tokens: int) -> None:
+        """Refuse a call the device cannot hold before it starts: k = 100,000 samples grew the process until
+        the system killed it (24 GB, no message; only a single allocation past the machine's was caught).
+        Counted: each row's new tokens' attention cache, twice (a growing cache is copied: old and new at
+        once), and one step's scores over the vocabulary. Measured with the test model at k = 1,000: 6.0 MB
+        a row above the loaded model, 5.2 MB counted."""
+        need = rows * (2 * new_tokens * self._kv_bytes_per_token() + self.model.config.vocab_size * self.SCORE_BYTES)
+        free = free_memory(self.device)
+        if free is not None and need > free:
+            raise MemoryError(f"cannot allocate {need / 1e9:.1f} GB for a call of {rows:,} rows ({new_tokens} new tokens "
+                              f"each): {free / 1e9:.1f} GB are free on {self.device}")
+
     def _kv_bytes_per_token(self) -> int:
         """Bytes of attention cache one token costs: keys and values, every layer, every KV head."""
         cfg = self.model.config
@@ -327,6 +344,7 @@ class HFLanguageModel:
 
     def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
+        self._check_room(len(prefilled) * len(kinds), cfg.max_new_tokens)
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state)

@@ -26,6 +26,22 @@ def available_cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def free_memory(device) -> int | None:
+    """Bytes the device can still give: a GPU's free memory, the CPU's MemAvailable (Linux); None where
+    it cannot be read (then nothing is refused for it)."""
+    if device.type == "cuda":
+        import torch
+
+        return int(torch.cuda.mem_get_info(device)[0])
+    if device.type != "cpu":
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
 def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
     """A whole number of torch threads from 1 to the CPUs this process may use (``bounded=False``: no upper
     bound, for threads that run on another machine): beyond them the threads only contend (1000 threads
