@@ -405,8 +405,16 @@ def test_a_call_the_device_cannot_hold_is_refused_before_it_starts(tiny_lm, monk
     assert len(tiny_lm.generate(["Hello"], cfg)[0].samples) == 40
 
 
-def test_free_memory_reads_the_machine():
+def test_free_memory_reads_the_machine(monkeypatch):
+    """A GPU's count adds what torch's allocator keeps cached but no tensor uses: after a call of 60 GB on an
+    80 GB card the driver reports 20 GB free, and a second call as large must not be refused."""
     from seakr.models.machine import free_memory
 
     free = free_memory(torch.device("cpu"))
     assert free is None or 0 < free < 2 ** 50
+    GB = 2 ** 30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (20 * GB, 80 * GB))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 60 * GB)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2 * GB)
+    assert free_memory(torch.device("cuda:0")) == 78 * GB
+    assert free_memory(torch.device("mps")) is None

@@ -27,12 +27,14 @@ def available_cpus() -> int:
 
 
 def free_memory(device) -> int | None:
-    """Bytes the device can still give: a GPU's free memory, the CPU's MemAvailable (Linux); None where
-    it cannot be read (then nothing is refused for it)."""
-    if device.type == "cuda":
+    """Bytes the device can still give: a GPU's free memory with what torch keeps cached for reuse (a call as
+    large as the last one fits again), the CPU's MemAvailable (Linux); None where it cannot be read (then
+    nothing is refused for it)."""
+    if device.type == "cuda":  # what the driver has free, and what torch's allocator holds but no tensor uses
         import torch
 
-        return int(torch.cuda.mem_get_info(device)[0])
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(torch.cuda.mem_get_info(device)[0] + cached)
     if device.type != "cpu":
         return None
     try:
