@@ -201,6 +201,27 @@ def test_batching_model_merges_concurrent_calls(tiny_lm):
     assert bm.token_strings(tiny_lm.encode("Paris"))  # other calls go through the worker too
 
 
+def test_a_merge_too_large_for_the_device_runs_its_callers_one_by_one(tiny_lm, monkeypatch):
+    """Each question's call fits; eight merged did not, and the model's refusal reached every caller: the eval
+    failed on a size no question asked for. The callers now get their own results, as if alone."""
+    import concurrent.futures as cf
+
+    import seakr.models.hf as hf
+    from seakr.models.batching import BatchingModel
+
+    cfg = GenerationConfig(n=3, max_new_tokens=6, seed=5)
+    prompts = [P1, P2, "The quick brown fox", "Berlin is in"]
+    alone = [[s.token_ids for s in tiny_lm.generate([p], cfg)[0].samples] for p in prompts]
+    one = 4 * (2 * 6 * tiny_lm._kv_bytes_per_token() + tiny_lm.model.config.vocab_size * tiny_lm.SCORE_BYTES)
+    monkeypatch.setattr(hf, "free_memory", lambda device: one)  # room for one prompt's rows, not two
+    bm = BatchingModel(tiny_lm, window=0.2)
+    with cf.ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda p: [s.token_ids for s in bm.generate([p], cfg)[0].samples], prompts))
+    assert got == alone and bm.merged_calls < 4
+    with pytest.raises(MemoryError, match="cannot allocate"):  # one caller's own call too large: its error
+        bm.generate([P1], GenerationConfig(n=7, max_new_tokens=6))
+
+
 def test_per_token_numbers_match_a_plain_forward(tiny_lm):
     """log-prob, entropy and logsumexp of every greedy step equal those of transformers' own logits."""
     g = tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6, ignore_eos=True))[0].greedy
