@@ -87,3 +87,19 @@ def test_prompt_options_over_http_name_no_server_file_and_the_operators_own_set_
                          ({"prompt_set": "simpleqa", "n_shot": 15}, "option n_shot: prompt set 'simpleqa' has")):
         r = c.post("/v1/answer", json={"question": "q", "options": opts})
         assert r.status_code == 422 and needle in r.json()["detail"], r.text
+
+
+def test_a_request_too_large_for_the_servers_free_memory_is_told_so():
+    """The model refuses a call the device cannot hold before it starts; over HTTP that was "internal error:
+    MemoryError" (500). It is a 503 (and the stream's error event) with the model's own measure."""
+    def script(v):
+        raise MemoryError("cannot allocate 9.9 GB for a call of 61 rows (100 new tokens each): 1.0 GB are free on cpu")
+
+    c = TestClient(create_app(AnswerService(ScriptedLM(script), None, method="cot", limits=ServiceLimits(token="t0k"))))
+    r = c.post("/v1/answer", json={"question": "Capital of France?"}, headers=AUTH)
+    assert r.status_code == 503 and r.json()["detail"] == (
+        "out of memory: cannot allocate 9.9 GB for a call of 61 rows (100 new tokens each): 1.0 GB are free on cpu; "
+        "lower k, max_new_tokens or n_candidates")
+    with c.stream("POST", "/v1/answer/stream", json={"question": "Capital of France?"}, headers=AUTH) as s:
+        body = "".join(s.iter_text())
+    assert "event: error" in body and "out of memory: cannot allocate 9.9 GB" in body

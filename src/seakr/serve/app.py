@@ -326,8 +326,17 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
             raise HTTPException(503, detail=service.search_failure(e)) from None
         except ValueError as e:
             raise HTTPException(422, detail=str(e)) from None
+        except MemoryError as e:  # the model's refusal of a call too large for the device, before it starts
+            raise HTTPException(503, detail=too_large(e)) from None
         except BaseException as e:  # a bug must not take the service down; report it without a traceback
             raise HTTPException(500, detail=f"internal error: {type(e).__name__}") from None
+
+
+def too_large(e: MemoryError) -> str:
+    """What a client reads when its request needs more memory than the server has free now (it was
+    "internal error: MemoryError"): the model's own measure, and the options that size it."""
+    said = str(e) or "the request needs more memory than the server has free"
+    return f"out of memory: {said}; lower k, max_new_tokens or n_candidates"
 
 
 def _log_abandoned(fut) -> None:
@@ -363,7 +372,8 @@ def _stream_route(app: FastAPI, service: AnswerService) -> None:
             except SearchError as e:
                 loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": service.search_failure(e)}))
             except BaseException as e:  # reported to the client as an error event, never a hang
-                detail = str(e) if isinstance(e, ValueError) else f"internal error: {type(e).__name__}"
+                detail = (str(e) if isinstance(e, ValueError) else too_large(e) if isinstance(e, MemoryError)
+                          else f"internal error: {type(e).__name__}")
                 loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": detail}))
 
         try:
