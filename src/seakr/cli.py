@@ -347,9 +347,15 @@ def _detect_asks_as_before(args, probe) -> None:
     old = read_run_config(args.out)
     check_same_asking(old, json.loads(json.dumps(detect_asking(args.form, args.setting, probe))), args.out)
     recorded = old.get("states")
-    if args.probe in ("all", "mlp", "residual") or not (isinstance(recorded, list) and recorded):
-        return  # those taps settle with the model's depth
-    given = [tap_name(t) for t in parse_taps(args.probe, None)] + ([tap_name(probe.layer_source)] if probe else [])
+    depth = None
+    if args.probe in ("all", "mlp", "residual"):  # every layer: known here for a packaged model
+        from .models import DEFAULT_MODEL
+        from .models.registry import REGISTRY
+
+        depth = getattr(REGISTRY.get(args.model or DEFAULT_MODEL), "layers", None)
+    if not (isinstance(recorded, list) and recorded) or (args.probe in ("all", "mlp", "residual") and not depth):
+        return  # the taps settle with the model's depth
+    given = [tap_name(t) for t in parse_taps(args.probe, depth)] + ([tap_name(probe.layer_source)] if probe else [])
     check_same_asking({"states": recorded}, {"states": list(dict.fromkeys([recorded[0], *given]))}, args.out)
 
 

@@ -587,9 +587,20 @@ def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_p
         err = capsys.readouterr().err
         assert f'--resume with states {now} but the study recorded states ["L14:mlp", "L5:mlp"]' in err, err
         assert "config:" not in err
-    for probe in ("5:mlp", "L5:mlp,14:mlp", "all"):  # as recorded (the model's own tap may be named), or settled later
+    for probe in ("5:mlp", "L5:mlp,14:mlp"):  # as recorded (the model's own tap may be named)
         _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
-                                               probe=probe), None)
+                                               probe=probe, model="smollm2-135m"), None)
+    # every layer of a packaged model is known before it loads (30 for the test model); another folder's, later
+    with pytest.raises(ValueError, match=r'--resume with states \["L14:mlp", "L0:mlp", "L1:mlp", .* but the study recorded'):
+        _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
+                                               probe="mlp", model="smollm2-135m"), None)
+    _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
+                                           probe="all", model=str(out)), None)
+    every = ["L14:mlp"] + [f"L{i}:{s}" for s in ("mlp", "residual") for i in range(30) if (i, s) != (14, "mlp")]
+    (out / "config.json").write_text(json.dumps({"study": "detect", "form": "cot", "setting": "closed-book",
+                                                 "states": every, "probe": every}))
+    _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
+                                           probe="all", model="smollm2-135m"), None)  # as it was asked: on to the load
 
 
 def test_a_detect_table_over_one_class_says_why_it_has_no_auroc():
