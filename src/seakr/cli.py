@@ -342,21 +342,22 @@ def _detect_asks_as_before(args, probe) -> None:
         return
     from .eval.runner import check_same_asking, read_run_config
     from .eval.states import tap_name
-    from .eval.studies import detect_asking, parse_taps
+    from .eval.studies import TAP_KEYWORDS, detect_asking, parse_taps, study_taps
 
     old = read_run_config(args.out)
     check_same_asking(old, json.loads(json.dumps(detect_asking(args.form, args.setting, probe))), args.out)
     recorded = old.get("states")
     depth = None
-    if args.probe in ("all", "mlp", "residual"):  # every layer: known here for a packaged model
+    if args.probe in TAP_KEYWORDS:  # every layer: known here for a packaged model
         from .models import DEFAULT_MODEL
         from .models.registry import REGISTRY
 
         depth = getattr(REGISTRY.get(args.model or DEFAULT_MODEL), "layers", None)
-    if not (isinstance(recorded, list) and recorded) or (args.probe in ("all", "mlp", "residual") and not depth):
+    if not (isinstance(recorded, list) and recorded) or (args.probe in TAP_KEYWORDS and not depth):
         return  # the taps settle with the model's depth
-    given = [tap_name(t) for t in parse_taps(args.probe, depth)] + ([tap_name(probe.layer_source)] if probe else [])
-    check_same_asking({"states": recorded}, {"states": list(dict.fromkeys([recorded[0], *given]))}, args.out)
+    given = [tap_name(t) for t in parse_taps(args.probe, depth)]
+    now = study_taps(recorded[0], given, tap_name(probe.layer_source) if probe else None)
+    check_same_asking({"states": recorded}, {"states": now}, args.out)
 
 
 def cmd_detect(args) -> int:

@@ -284,13 +284,23 @@ def gold_passages(ex: Example) -> list[str]:
     return [text for title, text in ex.contexts if title in gold]
 
 
+#: ``--probe`` values that name every layer (both sources, or one): their taps need the model's depth.
+TAP_KEYWORDS = ("all", "mlp", "residual")
+
+
+def study_taps(own, probe=(), probe_model_tap=None) -> list:
+    """The taps a detect study stores, in the order it records them: the model's own first, then the
+    ``--probe`` taps, then the probe file's, each once (the study and the early ``--resume`` check)."""
+    return list(dict.fromkeys([own, *probe, *([probe_model_tap] if probe_model_tap is not None else [])]))
+
+
 def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
     """``all`` (every layer, both sources), ``mlp`` or ``residual`` (every layer, one source), or a
     comma list such as ``11:mlp,L5:residual``; layers are 0-based. ``layers=None`` checks only the
     spelling (before the model is loaded), so the keywords give no taps yet."""
-    if not spec or (layers is None and spec in ("all", "mlp", "residual")):
+    if not spec or (layers is None and spec in TAP_KEYWORDS):
         return []
-    if spec in ("all", "mlp", "residual"):
+    if spec in TAP_KEYWORDS:
         return [(li, src) for src in (("mlp", "residual") if spec == "all" else (spec,)) for li in range(layers)]
     taps = []
     for part in spec.split(","):
@@ -346,7 +356,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
         if form == "short":
             check_wording(probe_model.provenance, "--probe-file")
         check_sampling(probe_model, vars(method.config), "--probe-file")
-    taps = list(dict.fromkeys([own, *(tuple(t) for t in probe), *([probe_model.layer_source] if probe_model else [])]))
+    taps = study_taps(own, [tuple(t) for t in probe], probe_model.layer_source if probe_model else None)
     store = StateStore(Path(out_dir) / "states", [tap_name(t) for t in taps])
 
     def one(ex):
