@@ -153,15 +153,17 @@ def spelled(x: float) -> str | None:
     return ("inf" if x > 0 else "-inf") if x == x else None
 
 
+def finite(x, spell: bool = False):
+    """A JSON-safe copy: each non-finite float null ("no figure"), or with ``spell`` :func:`spelled` (a
+    threshold of -inf is "always", not "unset"); tuples become lists."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return spelled(x) if spell else None
+    if isinstance(x, dict):
+        return {k: finite(v, spell) for k, v in x.items()}
+    return [finite(v, spell) for v in x] if isinstance(x, (list, tuple)) else x
+
+
 def strict_json(obj, *, spell: bool = False, **kw) -> str:
     """``json.dumps`` that every JSON reader takes: Python writes NaN and Infinity, which jq and JSON.parse refuse
-    (the whole file). A non-finite number becomes null ("no figure"), or with ``spell`` :func:`spelled` (a
-    threshold of -inf is "always", not "unset")."""
-    def fix(x):
-        if isinstance(x, float) and not math.isfinite(x):
-            return spelled(x) if spell else None
-        if isinstance(x, dict):
-            return {k: fix(v) for k, v in x.items()}
-        return [fix(v) for v in x] if isinstance(x, (list, tuple)) else x
-
-    return json.dumps(fix(obj), allow_nan=False, **kw)
+    (the whole file); :func:`finite` makes them null, or spells them."""
+    return json.dumps(finite(obj, spell), allow_nan=False, **kw)

@@ -14,18 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
+from ..textio import finite
 from .records import Candidate, FinalAnswer
 
 
 def clean(x: Any) -> Any:
-    """JSON-safe copy: non-finite floats -> None."""
-    if isinstance(x, float):
-        return x if math.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [clean(v) for v in x]
-    return x
+    """JSON-safe copy: non-finite floats -> None (:func:`seakr.textio.finite`)."""
+    return finite(x)
 
 
 def prompt_hash(prompt: str) -> str:
