@@ -333,6 +333,14 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def _model_depth(args) -> int | None:
+    """The decoder layers of the model a command names, where they are known without its weights."""
+    from .models import DEFAULT_MODEL
+    from .models.registry import model_depth
+
+    return model_depth(args.model or DEFAULT_MODEL)
+
+
 def _detect_asks_as_before(args, probe) -> None:
     """``detect --resume``: what the study recorded of how it asks, compared where it is known before the model
     loads (as RowLog compares it after): the form, setting, wording, probe file and taps (another probe file
@@ -347,12 +355,7 @@ def _detect_asks_as_before(args, probe) -> None:
     old = read_run_config(args.out)
     check_same_asking(old, json.loads(json.dumps(detect_asking(args.form, args.setting, probe))), args.out)
     recorded = old.get("states")
-    depth = None
-    if args.probe in TAP_KEYWORDS:  # every layer: known here for a packaged model
-        from .models import DEFAULT_MODEL
-        from .models.registry import REGISTRY
-
-        depth = getattr(REGISTRY.get(args.model or DEFAULT_MODEL), "layers", None)
+    depth = _model_depth(args)  # every layer: known here for a local model (or a cached hub one)
     if not (isinstance(recorded, list) and recorded) or (args.probe in TAP_KEYWORDS and not depth):
         return  # the taps settle with the model's depth
     given = [tap_name(t) for t in parse_taps(args.probe, depth)]
@@ -362,15 +365,15 @@ def _detect_asks_as_before(args, probe) -> None:
 
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
-    from .eval.studies import check_open_book, detect, detect_markdown, parse_taps
+    from .eval.studies import TAP_KEYWORDS, check_open_book, detect, detect_markdown, parse_taps
     from .methods import SeaKR
     from .progress import progress_bar
 
     if args.index or args.filler:  # taken and never read: the study searches nothing
         raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
                        "or each question's gold passages with --setting open-book); leave it out")
-    try:  # the spelling now, before the model loads; the layer range once it has
-        parse_taps(args.probe, None)
+    try:  # before the model loads: the spelling, and the layer range where the depth is known without weights
+        parse_taps(args.probe, None if args.probe in TAP_KEYWORDS else _model_depth(args))
         probe = None
         if args.probe_file:
             from .probes import load_probe

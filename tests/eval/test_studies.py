@@ -595,7 +595,19 @@ def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_p
         _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
                                                probe="mlp", model="smollm2-135m"), None)
     _detect_asks_as_before(SimpleNamespace(resume=True, out=str(out), form="cot", setting="closed-book",
-                                           probe="all", model=str(out)), None)
+                                           probe="all", model=str(out)), None)  # a folder without a depth: later
+    folder = tmp_path / "model"  # a model folder's depth is in its config.json: no weights are needed to compare
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": 30}))
+    assert main(["detect", "--data", HOTPOT, "--out", str(out), "--resume", "--model", str(folder), "--probe",
+                 "mlp"]) == 2
+    err = capsys.readouterr().err
+    assert '--resume with states ["L14:mlp", "L0:mlp", "L1:mlp",' in err and "cannot load" not in err, err
+    for probe in ("30:mlp", "L2:mlp,99:residual"):  # beyond its layers: before the load too (it was after)
+        assert main(["detect", "--data", HOTPOT, "--out", str(tmp_path / "new"), "--model", str(folder),
+                     "--probe", probe]) == 2
+        err = capsys.readouterr().err
+        assert "(LAYER 0..29, SOURCE mlp or residual)" in err and "cannot load" not in err, err
     every = ["L14:mlp"] + [f"L{i}:{s}" for s in ("mlp", "residual") for i in range(30) if (i, s) != (14, "mlp")]
     (out / "config.json").write_text(json.dumps({"study": "detect", "form": "cot", "setting": "closed-book",
                                                  "states": every, "probe": every}))

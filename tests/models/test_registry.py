@@ -1,5 +1,7 @@
 """The packaged-model registry's files, read without loading any model (fast)."""
 
+import json
+
 import pytest
 
 
@@ -42,3 +44,49 @@ def test_a_cache_path_through_a_file_names_the_variable(tmp_path, monkeypatch):
         registry.cache_root()
     monkeypatch.setenv("SEAKR_CACHE", "")  # set empty: unset, as shells write it
     assert registry.cache_root().name == "seakr"
+
+
+def _gguf(path, keys):
+    """A GGUF header with the given key-value pairs and no tensors, written by the gguf package itself."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), keys.pop("general.architecture", "llama"))
+    for k, v in keys.items():
+        if isinstance(v, str):
+            w.add_string(k, v)
+        elif isinstance(v, list):
+            w.add_array(k, v)
+        else:
+            w.add_uint32(k, v)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_a_models_depth_is_read_without_its_weights(tmp_path):
+    """The layers that bound --layer and detect's --probe, known before the load for every local model: a
+    registry figure, a folder's config.json (a multimodal one's text model), a GGUF file's header. Anything
+    unreadable is "not known" (the loaded model checks), never an error of its own."""
+    from seakr.models.registry import REGISTRY, _gguf_depth, model_depth
+
+    assert model_depth("smollm2-135m") == REGISTRY["smollm2-135m"].layers == 30
+    for cfg, depth in (({"num_hidden_layers": 4}, 4), ({"text_config": {"num_hidden_layers": 18}}, 18),
+                       ({"num_hidden_layers": 0}, None), ({"num_hidden_layers": True}, None), ([4], None), ({}, None)):
+        folder = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(cfg))
+        assert model_depth(str(folder)) == depth, cfg
+    (folder / "config.json").write_text("{broken")
+    assert model_depth(str(folder)) is None
+    vocab = [f"t{i}" for i in range(3000)]  # a tokenizer array before the count is skipped, not read
+    g = _gguf(tmp_path / "m.gguf", {"general.architecture": "qwen2", "general.name": "m", "tokenizer.ggml.tokens": vocab,
+                                    "llama.block_count": 9, "qwen2.block_count": 24})
+    assert model_depth(str(g)) == 24  # the architecture's count, not another's
+    data = g.read_bytes()
+    for damaged in (data[:40], b"GGUF" + data[4:8] + b"\xff" * 64, b"not a gguf at all", b""):
+        (tmp_path / "d.gguf").write_bytes(damaged)
+        assert model_depth(str(tmp_path / "d.gguf")) is None
+    assert _gguf_depth(tmp_path / "missing.gguf") is None
+    assert model_depth("no-such-model") is None and model_depth("nobody/nothing-here") is None

@@ -287,6 +287,22 @@ def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     assert "Traceback" not in err
 
 
+def test_a_layer_beyond_a_model_folders_depth_is_refused_before_its_weights_load(tmp_path, index):
+    """A model folder's (or GGUF file's) depth was read only once its weights had loaded -- and the refusal then
+    named ``state_layer``, not the flag. Its config.json says it: a folder without weights proves the order."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 4}))
+    for args in (["ask", "--index", index, "Who?"], ["uncertainty", "x"],
+                 ["eval", "--data", HOTPOT, "--index", index, "--out", str(tmp_path / "o")]):
+        one_line_error(seakr(*args, "--model", str(folder), "--layer", "4"), "--layer 4: expected a 0-based decoder "
+                       "layer in 0..3")
+    from seakr.models import load_model
+
+    with pytest.raises(ValueError, match=r"state_layer 4: expected a 0-based decoder layer in 0\.\.3"):
+        load_model(folder, state_layer=4)
+
+
 @pytest.mark.parametrize("args", [
     ["eval", "--data", HOTPOT, "--method", "cot", "--out", "x", "--model", ""],  # ran on the default model
     ["eval", "--data", HOTPOT, "--method", "cot", "--out", "x", "--filler", " "],

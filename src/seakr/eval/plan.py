@@ -84,10 +84,10 @@ class ModelSpec:
             raise PlanError(f"--{e}") from None
         if self.layer is not None:
             from ..models.machine import check_layer
-            from ..models.registry import REGISTRY
+            from ..models.registry import model_depth
 
-            try:
-                check_layer(self.layer, "--layer", getattr(REGISTRY.get(self.model or DEFAULT_MODEL), "layers", 0))
+            try:  # against the depth where it is known without the weights (any local model, a cached hub one)
+                check_layer(self.layer, "--layer", model_depth(model_path(self.model or DEFAULT_MODEL)))
             except ValueError as e:
                 raise PlanError(str(e)) from None
 

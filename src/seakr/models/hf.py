@@ -129,8 +129,10 @@ class HFLanguageModel:
 
         if state_source not in ("mlp", "residual"):
             raise ValueError(f"state_source must be 'mlp' or 'residual', not {state_source!r}")
-        if state_layer is not None:  # its type and sign; its upper bound once the config is loaded
-            check_layer(state_layer)
+        if state_layer is not None:  # its type and sign, and its upper bound where known without the weights
+            from .registry import model_depth
+
+            check_layer(state_layer, depth=model_depth(model))
         if attention is None:  # the environment's, named as the variable that set it, or nobody finds it
             attention = _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
         elif attention not in ("shared", "hf"):
