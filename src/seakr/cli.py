@@ -12,7 +12,7 @@ import re
 import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
-from .textio import REFUSED_WRITES, check_output_file, check_question, first_line
+from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -137,6 +137,7 @@ def parse_options(pairs: list[str]) -> dict:
             raise CLIError(f"--option expects key=value, got {kv!r}")
         try:
             value = json.loads(v)
+            check_escapes(v, f"--option {k}", CLIError, numbered=False)
         except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
             value = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v
         if k in out and out[k] != value:  # the last one won without a word

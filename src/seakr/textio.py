@@ -8,6 +8,7 @@ import gzip
 import json
 import math
 import os
+import re
 import zlib
 from typing import Iterator
 
@@ -49,6 +50,44 @@ def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
     return "".join(out)
 
 
+#: A JSON \u escape of a UTF-16 surrogate (D800-DFFF) whose backslash is not itself escaped. JSON spells a
+#: character beyond the first 65,536 as two of them; one alone decodes into a Python str that cannot be written
+#: as UTF-8, so a question, passage or answer holding one failed after the model had run, or inside tantivy.
+_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u([dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def lone_surrogate(text: str) -> tuple[int, str] | None:
+    """(line, escape) of the first surrogate escape in JSON ``text`` that is not half of a pair, or None."""
+    if "\\u" not in text:  # the common case, for the cost of one scan
+        return None
+    high = None  # a high surrogate's escape, waiting for its low half right after it
+    for m in _SURROGATE.finditer(text):
+        low = int(m.group(1), 16) >= 0xDC00
+        if high is None and not low:
+            high = m
+        elif high is not None and low and m.start(1) - 2 == high.end():
+            high = None  # a pair: one character
+        else:
+            return _escape_at(text, high or m)
+    return _escape_at(text, high) if high else None
+
+
+def _escape_at(text: str, m: re.Match) -> tuple[int, str]:
+    return text.count("\n", 0, m.start(1)) + 1, text[m.start(1) - 2:m.end()]
+
+
+def check_escapes(text: str, where: str, error: type[Exception] = ValueError, line: int | None = None,
+                  numbered: bool = True) -> None:
+    """Refuse JSON ``text`` (file ``where``, or a flag's value where not ``numbered``) that escapes half a
+    surrogate pair, naming its line: decoded, it is not text any file, index or response can hold."""
+    found = lone_surrogate(text)
+    if found:
+        n, esc = found
+        at = f"{where}:{n if line is None else line}" if numbered else where
+        raise error(f"{at}: {esc} is half of a surrogate pair (JSON escapes a character past U+FFFF as two), "
+                    "not text")
+
+
 def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
     """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object."""
     import json
@@ -60,6 +99,7 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
             rec = json.loads(line)
         except json.JSONDecodeError as e:
             raise error(f"{path}:{n}: invalid JSON ({e.msg})") from None
+        check_escapes(line, path, error, n)
         if not isinstance(rec, dict):
             raise error(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
         yield n, rec
@@ -70,15 +110,23 @@ def blank(text: str) -> bool:
     return not any(ch.isprintable() and not ch.isspace() for ch in text)
 
 
+def encodable(text: str) -> bool:
+    """Text a file, tokenizer or response can hold: no lone surrogate (half a JSON pair; a shell's undecodable
+    byte arrives as one too)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_question(q: str, error: type[Exception] = ValueError) -> str:
     """A question as typed: a visible character at least, and encodable as UTF-8 (a shell can pass
     undecodable bytes). Every door (the commands, the Python API, HTTP, a data file) asks this."""
     if not isinstance(q, str) or blank(q):
         raise error("question must be a non-empty string")
-    try:
-        q.encode("utf-8")
-    except UnicodeEncodeError:
-        raise error("question: not valid UTF-8 (the argument holds undecodable bytes)") from None
+    if not encodable(q):
+        raise error("question: not valid UTF-8 (undecodable bytes, or half a surrogate pair)")
     return q
 
 
@@ -103,9 +151,11 @@ def parse_json(text: str, where: str, error: type[Exception] = ValueError):
     import json
 
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as e:
         raise error(f"{where}:{e.lineno}: invalid JSON ({e.msg})") from None
+    check_escapes(text, where, error)
+    return value
 
 
 def json_file(path: str, error: type[Exception] = ValueError):

@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -285,6 +286,29 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
 def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     err = one_line_error(seakr(*args), needle)
     assert "Traceback" not in err
+
+
+def test_half_a_surrogate_pair_is_refused_at_every_door_before_the_model_loads(tmp_path, index):
+    """A JSON escape of half a surrogate pair decodes into text nothing can encode: in a data file it failed at
+    the question, after the model had loaded, and told the user to "shorten it"; in an option or a prompt set it
+    would fail in the tokenizer. Each names where it is, before the load."""
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "a", "question": "Who wrote \\ud800 Hamlet?", "answer": "Shakespeare"}\n')
+    one_line_error(seakr("eval", "--data", str(data), "--method", "cot", "--out", str(tmp_path / "o")),
+                   f"{data}:1: \\ud800 is half of a surrogate pair")
+    one_line_error(seakr("ask", "--index", index, "--option", 'marker="So \\udfff"', "Who?"),
+                   "--option marker: \\udfff is half of a surrogate pair")
+    from seakr.prompts import __file__ as prompts_init
+
+    demos = json.loads((Path(prompts_init).parent / "data" / "hotpotqa.json").read_text())
+    demos["demos"][0]["question"] += "\udc00"
+    (tmp_path / "set.json").write_text(json.dumps(demos))
+    one_line_error(seakr("ask", "--index", index, "--prompt-set", str(tmp_path / "set.json"), "Who?"),
+                   "set.json:", "\\udc00 is half of a surrogate pair")
+    from seakr.methods import SeaKRConfig
+
+    with pytest.raises(ValueError, match="option marker: visible text"):
+        SeaKRConfig(marker="So \ud800")
 
 
 def test_a_layer_beyond_a_model_folders_depth_is_refused_before_its_weights_load(tmp_path, index):

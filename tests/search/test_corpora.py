@@ -146,3 +146,55 @@ def test_a_corpus_record_of_another_shape_is_read_as_text_or_named(tmp_path, fmt
             continue
         for p in passages:
             assert all(isinstance(x, str) and x != "None" and "{'" not in x for x in (p.id, p.title, p.text)), (case, p)
+
+
+@pytest.mark.parametrize("fmt", sorted(CORPUS_RECORDS))
+def test_half_a_surrogate_pair_in_a_corpus_is_named_with_its_line(tmp_path, fmt):
+    """A title or text escaping half a surrogate pair reached tantivy, whose "Value unsupported 'Ham\\ud800let'"
+    named neither the file nor the passage. Every reader refuses it with the file and line."""
+    kind, rec = CORPUS_RECORDS[fmt]
+    f = tmp_path / "c.json"
+    write_records(f, kind, rec)
+    text = f.read_text()
+    fields = [field for field in ('"T', '"t', '"s1.', '"c"', '"s.') if field in text]
+    assert fields
+    for field in fields:
+        f.write_text(text.replace(field, field[:1] + "\\udc00" + field[1:], 1))
+        with pytest.raises(CorpusError, match=f"^{f}:1: .udc00 is half of a surrogate pair"):
+            list(read_corpus(str(f), fmt))
+
+
+def test_an_index_refuses_what_is_not_text_and_a_search_what_is_not_a_query(tmp_path, monkeypatch):
+    """The Python API's doors past the corpus readers: a Passage built by hand, a query typed by hand (both were
+    tantivy's or the encoder's errors naming nothing), and Elasticsearch's ingest, which checked nothing."""
+    from seakr.search import Passage
+    from seakr.search.elastic import ElasticEngine
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    out = tmp_path / "idx"
+    with pytest.raises(ValueError, match=r"passage 1 \(id 'b'\): title is not valid UTF-8 text"):
+        TantivyEngine.build([Passage("a", "T", "ok"), Passage("b", "Ham\udcfflet", "x")], out)
+    assert not out.exists()  # nothing half-built
+    eng = TantivyEngine.build([Passage("a", "Hamlet", "A play.")], out)
+    for q in ("Hamlet \ud800", "\udcff"):
+        with pytest.raises(ValueError, match="search: the query is not valid UTF-8 text"):
+            eng.search(q)
+    assert [p.id for p in eng.search("Hamlet \U0001F600")] == ["a"]
+
+    class Client:  # an Elasticsearch client's two calls the ingest makes around its stream
+        indices = type("I", (), {"refresh": staticmethod(lambda index: None)})()
+
+        def count(self, index):
+            return {"count": 0}
+
+    import elasticsearch.helpers
+
+    def streaming_bulk(client, actions, **kw):
+        for a in actions:
+            yield True, a
+    monkeypatch.setattr(elasticsearch.helpers, "streaming_bulk", streaming_bulk)
+    es = ElasticEngine(Client(), "wiki", url="http://localhost:9200/wiki")
+    for bad, needle in (({"id": "a", "title": "T", "text": "t"}, "passage 0: expected a seakr.search.Passage"),
+                        (Passage("a", "T", "t\ud800"), r"passage 0 \(id 'a'\): text is not valid UTF-8 text")):
+        with pytest.raises((TypeError, ValueError), match=needle):
+            es.ingest([bad])

@@ -46,10 +46,7 @@ def _records(path):
     """(location label, record) from a JSON list or JSONL file; every record must be a JSON object."""
     head = textio.head(path, 2048, DatasetError).lstrip()
     if head.startswith("[") or (head.startswith("{") and ('"data"' in head[:50] or '"Data"' in head[:200] or '"version"' in head[:50])):
-        try:
-            d = json.loads(textio.read_text(path, DatasetError))
-        except json.JSONDecodeError as e:
-            raise DatasetError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+        d = textio.json_file(path, DatasetError)
         for where, r in ([(f"{path}: record {i}", r) for i, r in enumerate(d)] if isinstance(d, list) else [(path, d)]):
             if not isinstance(r, dict):
                 raise DatasetError(f"{where}: expected a JSON object, got {type(r).__name__}")
@@ -164,15 +161,22 @@ def load_hotpotqa(path):
                       _contexts(where, r["context"]) if "context" in r else [], _kind(where, r.get("type")), "hotpotqa")
 
 
-def load_2wiki(path):
-    aliases = {}
+def _aliases(path: str) -> dict[str, list[str]]:
+    """2Wiki's ``id_aliases.json`` beside a question file (JSON lines of an answer's Wikidata id and its other
+    names), read as strictly as the questions: it was read unchecked (a damaged line was a bare JSONDecodeError,
+    KeyError or TypeError naming no file, and an alias 5 became an answer)."""
     side = os.path.join(os.path.dirname(path), "id_aliases.json")
-    if os.path.exists(side):
-        with open(side) as f:
-            for line in f:
-                if line.strip():
-                    a = json.loads(line)
-                    aliases[a["Q_id"]] = a.get("aliases", [])
+    if not os.path.exists(side):
+        return {}
+    out = {}
+    for n, a in textio.jsonl(side, DatasetError):
+        where = f"{side}:{n}"
+        out[_req(where, a, "Q_id", str)] = _strs(where, "aliases", _opt(where, a, "aliases", list, []))
+    return out
+
+
+def load_2wiki(path):
+    aliases = _aliases(path)
     for where, r in _records(path):
         if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
             answers = _req(where, r, "golden_answers", list)
@@ -181,7 +185,7 @@ def load_2wiki(path):
                           _titles(where, meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
                           _kind(where, meta.get("type")), "2wikimultihopqa")
         else:
-            answers = [_req(where, r, "answer", str)] + aliases.get(r.get("answer_id"), [])
+            answers = [_req(where, r, "answer", str)] + aliases.get(_opt(where, r, "answer_id", str, None), [])
             yield where, Example(_ident(where, _req(where, r, "_id")), _req(where, r, "question", str), answers,
                           _titles(where, r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
                           _kind(where, r.get("type")), "2wikimultihopqa")

@@ -15,7 +15,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import blank, check_question as check_typed, json_file
+from ..textio import blank, check_question as check_typed, encodable, json_file
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -148,7 +148,7 @@ class MethodConfig:
         the model had loaded): a style, a marker the answer can be read after, a set with enough demonstrations."""
         if self.prompt_style not in PROMPT_STYLES:
             raise ValueError(f"option prompt_style: one of {', '.join(PROMPT_STYLES)}, not {self.prompt_style!r}")
-        if blank(self.marker) or "\n" in self.marker or ". " in self.marker:
+        if blank(self.marker) or "\n" in self.marker or ". " in self.marker or not encodable(self.marker):
             # the answer is the text after the marker, and a step ends at ". " or a newline
             raise ValueError(f"option marker: visible text on one line without '. ' (the answer is read after it), "
                              f"got {self.marker!r}")

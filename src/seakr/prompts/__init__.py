@@ -114,6 +114,7 @@ class PromptSet:
             d = json.loads(raw)
         except json.JSONDecodeError as e:
             raise ValueError(f"{src}: malformed prompt set ({e})") from e
+        textio.check_escapes(raw, src)
         if not isinstance(d, dict) or not isinstance(d.get("demos"), list):
             raise ValueError(f"{src}: malformed prompt set (expected an object with a list 'demos')")
         for key in ("name", "description"):

@@ -8,6 +8,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Iterable, Protocol, Sequence, runtime_checkable
 
+from ..textio import encodable
+
 #: Lucene's EnglishAnalyzer stop set (33 words), which ES's ``english`` analyzer also uses.
 LUCENE_ENGLISH_STOPWORDS = (
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
@@ -67,6 +69,8 @@ def check_search(query, k) -> int:
     tantivy and came back as "the index looks damaged"). Returns k as an int."""
     if not isinstance(query, str):
         raise TypeError(f"search: the query must be text, got {type(query).__name__}")
+    if not encodable(query):  # was the engine's UnicodeEncodeError
+        raise ValueError("search: the query is not valid UTF-8 text (undecodable bytes, or half a surrogate pair)")
     try:
         if isinstance(k, bool):  # an int to Python: True was k = 1
             raise TypeError
@@ -88,6 +92,8 @@ def check_passage(n: int, p) -> None:
         v = getattr(p, name)
         if not isinstance(v, str):
             raise TypeError(f"passage {n} (id {p.id!r}): {name} must be text, got {type(v).__name__}")
+        if not encodable(v):  # was tantivy's "Value unsupported", naming no passage
+            raise ValueError(f"passage {n} (id {p.id!r}): {name} is not valid UTF-8 text (half a surrogate pair)")
 
 
 def check_hits(hits, k: int, engine) -> list[Passage]:

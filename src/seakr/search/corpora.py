@@ -42,10 +42,7 @@ def _lines(path: str):
 
 
 def _json(path: str):
-    try:
-        return json.loads(textio.read_text(path, CorpusError))
-    except json.JSONDecodeError as e:
-        raise CorpusError(f"{path}:{e.lineno}: invalid JSON ({e.msg})") from None
+    return textio.json_file(path, CorpusError)
 
 
 def ctx_id(title: str, text: str) -> str:

@@ -25,7 +25,7 @@ import time
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from .base import TIE_BREAKER, Passage, SearchError, check_search
+from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search
 
 MAPPING = {
     "settings": {"analysis": {"analyzer": {"default": {"type": "english"}}}},
@@ -121,6 +121,7 @@ class ElasticEngine:
         def actions():
             nonlocal sent, dup
             for p in passages:
+                check_passage(sent + dup, p)  # as tantivy's add: a dict or half a surrogate pair named here
                 if p.id in seen:
                     dup += 1
                     continue

@@ -1,0 +1,41 @@
+"""The text readers' own rules, against Python's json module as the reference."""
+
+import json
+import random
+
+from seakr.textio import check_escapes, encodable, lone_surrogate
+
+
+def test_a_lone_surrogate_escape_is_found_exactly_where_json_decodes_one():
+    """``lone_surrogate`` reads the escapes in the raw text (so it can name the line); it must agree with what
+    json.loads makes of them: None exactly where the decoded value can be written as UTF-8. Escaped
+    backslashes ("\\\\ud800" is text), whole pairs in either case, a high half before another high half, a low
+    half alone, halves split by a character, all drawn at random."""
+    atoms = [r"\ud800", r"\udbff", r"\udc00", r"\udfff", r"\uD83D", r"\uDE00", "\\\\", "a", r"\u0041", r"\\u",
+             "u", "d800", r"\n", "\U0001F600"]
+    rng = random.Random(0)
+    checked = 0
+    for _ in range(20000):
+        parts = ["".join(rng.choice(atoms) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 3))]
+        text = "[\n" + ",\n".join(f'"{p}"' for p in parts) + "\n]"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        checked += 1
+        found = lone_surrogate(text)
+        assert (found is None) == encodable(json.dumps(value, ensure_ascii=False)), (text, found)
+        if found:  # the line it names holds the escape it names
+            line, esc = found
+            assert esc.lower() in text.splitlines()[line - 1].lower() and len(esc) == 6, (text, found)
+    assert checked > 10000
+
+
+def test_check_escapes_names_the_file_line_or_the_flag():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"^data.json:3: \\udc00 is half of a surrogate pair"):
+        check_escapes('[\n"ok \\ud83d\\ude00",\n"\\udc00"]', "data.json")
+    with pytest.raises(ValueError, match=r"^--option marker: \\ud800 is half"):
+        check_escapes('"\\ud800"', "--option marker", numbered=False)
+    check_escapes('"\\\\ud800 is text"', "x")
