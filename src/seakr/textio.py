@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import stat
 import zlib
 from typing import Iterator
 
@@ -33,6 +34,23 @@ def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
                     raise error(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise error(f"{path}: truncated or damaged gzip file after line {n} ({e})") from None
+
+
+def read_once(path) -> bool:
+    """A pipe, socket or device (``<(cmd)``, ``/dev/stdin``): what it holds can be read only once."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, TypeError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def check_rereadable(path, why: str, error: type[Exception] = ValueError, name: str | None = None) -> None:
+    """Refuse a pipe or device where ``why`` says the file is read more than once: its second read found
+    nothing, and the user was told the file held no questions, or a "malformed" prompt set. ``name``: how the
+    message names it (the path)."""
+    if read_once(path):
+        raise error(f"{name or path}: a pipe or device, which can be read once, but {why}; save it to a file and name that")
 
 
 def read_text(path: str, error: type[Exception] = ValueError) -> str:

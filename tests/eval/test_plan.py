@@ -2,6 +2,7 @@
 the same effective method config from the same inputs; the per-dataset defaults live in the plan."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -115,10 +116,18 @@ def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, m
 
 def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_path):
     (tmp_path / "file").write_text("x")
-    with pytest.raises(PlanError, match=r"^--out .*file/o: cannot create the folder \(Not a directory\)$"):
-        EvalPlan(data=HOTPOT, out=str(tmp_path / "file" / "o")).check()
+    for out in (tmp_path / "file" / "o", tmp_path / "file" / "o" / "p"):
+        with pytest.raises(PlanError, match=rf"^--out .*file/o.*: cannot create the folder \(Not a directory: "
+                                            rf"{tmp_path / 'file'}\)$"):
+            EvalPlan(data=HOTPOT, out=str(out)).check()
+    (tmp_path / "locked").mkdir(mode=0o500)
+    if os.geteuid() != 0:  # root writes anywhere
+        with pytest.raises(PlanError, match=r"cannot create the folder \(.*locked is not writable\)$"):
+            EvalPlan(data=HOTPOT, out=str(tmp_path / "locked" / "o")).check()
     EvalPlan(data=HOTPOT, out=str(tmp_path / "a" / "b")).check()
-    assert (tmp_path / "a" / "b").is_dir()  # made at the check: the run writes there
+    # made by the run's first write, not by the check: a run refused after it (its data, its model) left an
+    # empty folder that the next command with that --out (an index build) refused as "already exists"
+    assert not (tmp_path / "a").exists()
 
 
 def test_a_plan_runs_from_python_with_any_generator(tmp_path):

@@ -6,6 +6,7 @@ that need the model use the packaged SmolLM2."""
 import gzip
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -309,6 +310,40 @@ def test_half_a_surrogate_pair_is_refused_at_every_door_before_the_model_loads(t
 
     with pytest.raises(ValueError, match="option marker: visible text"):
         SeaKRConfig(marker="So \ud800")
+
+
+@pytest.mark.skipif(not shutil.which("bash") or not os.path.exists("/dev/null"), reason="needs bash's <(...)")
+def test_a_pipe_is_read_where_it_is_read_once_and_named_where_it_would_be_read_twice(tmp_path, index):
+    """``--data <(head -50 dev.jsonl)`` said "no questions in this file": the layout's guess had read the pipe
+    and the questions found it empty. So did a corpus of unknown format ("no passage to index"), a prompt set
+    ("malformed prompt set"), a filler corpus ("no such file"). Where a file is read once -- a corpus with
+    --format, a probe file -- a pipe now works; elsewhere one line says why not, before anything loads."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "title": "Alpha", "text": "Alpha is a city."}\n')
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "q", "question": "Who?", "answer": "x"}\n')
+
+    def bash(cmd):
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        return subprocess.run(["bash", "-c", f"{shlex.join([sys.executable, '-m', 'seakr.cli'])} {cmd}"],
+                              capture_output=True, timeout=300, env=env)
+
+    out = shlex.quote(str(tmp_path / "o"))
+    for cmd, needle in ((f"eval --data <(cat {data}) --method cot --out {out}", "a data file is read more than once"),
+                        (f"index build <(cat {corpus}) --out {out}", "guessing its format reads its head first"),
+                        (f"eval --data {data} --filler <(cat {corpus}) --method seakr --out {out}",
+                         "eval: filler /dev/fd/"),
+                        (f"ask --index {index} --prompt-set <(cat {corpus}) Who?", "a prompt set is read when")):
+        one_line_error(bash(cmd), ": a pipe or device, which can be read once, but", needle)
+    r = bash(f"index build --format jsonl <(cat {corpus}) --out {out}")
+    assert r.returncode == 0 and b"built " in r.stdout and b"1 passages" in r.stdout, r.stderr
+    from seakr.eval.datasets import DatasetError, load_dataset
+    from seakr.search.corpora import CorpusError, read_corpus
+
+    with pytest.raises(DatasetError, match="^/dev/null: a pipe or device"):
+        load_dataset("/dev/null", "hotpotqa")
+    with pytest.raises(CorpusError, match="^/dev/null: a pipe or device"):
+        list(read_corpus("/dev/null"))
 
 
 def test_a_layer_beyond_a_model_folders_depth_is_refused_before_its_weights_load(tmp_path, index):

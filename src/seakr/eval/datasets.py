@@ -338,6 +338,8 @@ def detect_layout(path: str) -> str:
 
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
     path = os.fspath(path)
+    textio.check_rereadable(path, "a data file is read more than once (its layout, its questions, its checksum "
+                            "for --resume)", DatasetError)
     if layout == "auto":
         layout = detect_layout(path)
     if layout not in LOADERS:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..textio import check_rereadable
 from .datasets import LAYOUTS, Example
 
 
@@ -187,6 +188,14 @@ def check_settings(seed: int | None, prompt_set: str | None) -> None:
         PromptSet.load(prompt_set)
 
 
+def _nearest_existing(path: str) -> str:
+    """``path`` or the closest folder above it that exists (where making it would begin)."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    return p
+
+
 def check_output_dir(path: str, flag: str = "--out") -> None:
     if not path.strip():
         raise PlanError(f"{flag}: an empty path; name the folder")
@@ -194,10 +203,13 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
     if os.path.exists(path) and not os.path.isdir(path):
         raise PlanError(f"{flag} {path}: exists and is not a directory")
-    try:  # made now (the run writes there anyway), so an unwritable place fails before the model loads
-        os.makedirs(path, exist_ok=True)
-    except OSError as e:
-        raise PlanError(f"{flag} {path}: cannot create the folder ({e.strerror})") from None
+    if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
+        where = _nearest_existing(path)
+        if not os.path.isdir(where):
+            raise PlanError(f"{flag} {path}: cannot create the folder (Not a directory: {where})")
+        if not os.access(where, os.W_OK | os.X_OK):
+            raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
+        return
     if not os.access(path, os.W_OK):
         raise PlanError(f"{flag} {path}: not writable")
     from .runner import check_free
@@ -326,8 +338,10 @@ class EvalPlan:
                             f"{self.index} is given: add them to that index (seakr index build FILES --out "
                             f"{self.index} --add), or leave index out")
         for f in self.filler:
-            if not os.path.isfile(f):
+            if os.path.isdir(f) or not os.path.exists(f):
                 raise PlanError(f"eval: filler {f}: {'a folder, not a corpus file' if os.path.isdir(f) else 'no such file'}")
+            check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
+                             "passages)", PlanError, f"eval: filler {f}")
 
     def _check_numbers(self) -> None:
         """limit, every, concurrency, seed and delta as the command line's flags take them (the Python API

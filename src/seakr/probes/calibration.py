@@ -88,7 +88,7 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         p = Path(path)
-        if not p.is_file():
+        if not p.exists():  # a pipe too: it is read once, here
             raise ValueError(f"{p}: no such calibration file")
         return cls.from_dict(json_file(p), str(p))
 

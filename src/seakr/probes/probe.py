@@ -187,7 +187,7 @@ class Probe:
 
 def load_probe(path: str | Path) -> Probe:
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():  # a pipe too: it is read once, here
         raise ValueError(f"{p}: no such probe file")
     return Probe.from_dict(json_file(p), str(p))
 

@@ -109,6 +109,7 @@ class PromptSet:
             p = Path(name_or_path)
             if not p.exists():
                 raise ValueError(f"unknown prompt set '{name_or_path}': use {', '.join(FAMILIES)} or a JSON file")
+            textio.check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
             raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
         try:
             d = json.loads(raw)

@@ -239,6 +239,8 @@ def detect_format(path: str) -> str:
         return "wiki-offline"
     if "squad" in name:
         return "squad"
+    textio.check_rereadable(path, "guessing its format reads its head first (with --format it is read once, "
+                            "streamed)", CorpusError)
     head = textio.head(path, 4096, CorpusError)
     s = head.lstrip()
     if not s:
