@@ -4,6 +4,7 @@ prints. No algorithm and no method or dataset default lives here: an evaluation 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -538,6 +539,41 @@ def cmd_report(args) -> int:
     return 0
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM (a scheduler preempting a job, ``kill``, ``timeout``) taken as Ctrl-C is: the row files close and
+    the run's lock is released on the way out, and one line says what was kept (it ended the process at once,
+    silently, its lock left for the next run to find stale)."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm(wanted: bool):
+    """SIGTERM raises :class:`Stopped` while a command runs; the handler before it is put back after (main()
+    is called in-process by tests and by users' scripts)."""
+    import signal
+
+    def stop(signum, frame):
+        raise Stopped()
+
+    try:
+        before = signal.signal(signal.SIGTERM, stop) if wanted else None
+    except ValueError:  # main() called from another thread: the caller's signals are its own
+        before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+def interrupted(args, e: KeyboardInterrupt) -> str:
+    """The line a stopped command ends with: where a run's finished questions are, and how to go on."""
+    how = "stopped (SIGTERM)" if isinstance(e, Stopped) else "interrupted"
+    out = getattr(args, "out", None)
+    if hasattr(args, "resume") and isinstance(out, str) and os.path.isdir(out):
+        return f"{how}; the questions finished are kept in {out}: the same command with --resume goes on from them"
+    return how
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -545,15 +581,17 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "format", 0) is None:
         args.format = ["auto"]
     try:
-        precheck(args)
-        return int(COMMANDS[args.cmd](args) or 0)
+        with _stop_on_sigterm(args.cmd != "serve"):  # the server shuts down gracefully on SIGTERM by itself
+            precheck(args)
+            return int(COMMANDS[args.cmd](args) or 0)
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
         # Anything else (a bug, torch running out of memory) keeps its traceback.
         print(f"seakr: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as e:
+        print(f"seakr: {interrupted(args, e)}", file=sys.stderr)
+        return 143 if isinstance(e, Stopped) else 130
     except (MemoryError, RuntimeError, OSError) as e:
         said = out_of_memory(e) if not isinstance(e, OSError) else disk_refused(e)
         if said is None:

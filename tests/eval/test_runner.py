@@ -46,6 +46,31 @@ def test_eval_resume_after_kill9_and_compare(tmp_path):
     assert c.returncode == 0 and f"| {out} #1 | 3 |" in c.stdout and f"| {out} #2 | 3 |" in c.stdout
 
 
+@pytest.mark.parametrize("sig,code,said", [(signal.SIGTERM, 143, "stopped (SIGTERM)"), (signal.SIGINT, 130, "interrupted")])
+def test_a_stopped_run_says_what_it_kept_and_resumes(tmp_path, sig, code, said):
+    """SIGTERM (a scheduler's preemption, ``timeout``) ended the process at once and silently, and Ctrl-C exited
+    130 without a word; with --concurrency, Ctrl-C waited for every queued question (122 s on 6). Both now stop
+    the questions in flight, close the rows, and say where they are and how to go on."""
+    out = tmp_path / "run"
+    args = ["eval", "--model", "smollm2-135m", "--data", HOTPOT, "--limit", "40", "--method", "ircot",
+            "--concurrency", "2", "--out", str(out)]
+    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    res = out / "results.jsonl"
+    deadline = time.time() + 300
+    while time.time() < deadline and not (res.exists() and res.read_text().count("\n") >= 1):
+        time.sleep(0.1)
+    p.send_signal(sig)
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == code, err[-2000:]
+    assert err.strip().splitlines()[-1] == (f"seakr: {said}; the questions finished are kept in {out}: the same "
+                                            "command with --resume goes on from them"), err[-2000:]
+    n = res.read_text().count("\n")
+    assert 1 <= n < 40  # the queued questions were dropped, not answered on the way out
+    r = seakr(*args, "--limit", "2", "--resume")
+    assert r.returncode == 0, r.stderr
+
+
 def test_toml_runs_methods_and_ablations(tmp_path):
     data = HOTPOT
     conf = tmp_path / "runs.toml"

@@ -335,3 +335,42 @@ def test_a_run_config_of_another_shape_is_named_by_compare_report_and_merge(tmp_
                  lambda: merge_runs(tmp_path / "m", [str(tmp_path / "run")])):
         with pytest.raises(ValueError, match=rf"^{re.escape(str(p))}: field '{re.escape(field)}' should be"):
             read()
+
+
+def test_a_question_that_fails_among_concurrent_ones_stops_the_rest_at_once(tmp_path):
+    """With --concurrency, a failure (or Ctrl-C, which arrives the same way, in the waiting main thread) left the
+    pool's exit answering every queued question first. Now the questions in flight are told to stop (their
+    ``cancel`` event) and the queued ones never start; the rows finished before stay on disk."""
+    import threading
+
+    from seakr.eval.runner import answer_concurrently, takes_cancel
+    from seakr.models.base import Cancelled
+
+    started, lock = [], threading.Lock()
+
+    class Stoppable(ScriptedMethod):
+        def answer(self, question, listener=None, cancel=None):
+            with lock:
+                started.append(question)
+            if question == EXS[0].question:
+                return super().answer(question)  # one finishes
+            if question == EXS[1].question:
+                raise RuntimeError("boom")  # one fails
+            if cancel.wait(10):  # the rest would take long: in flight until told to stop
+                raise Cancelled()
+            return super().answer(question)
+
+    many = EXS + [Example(f"x{i}", f"extra {i}?", ["a"]) for i in range(40)]
+    assert takes_cancel(Stoppable(ANSWERS)) and not takes_cancel(ScriptedMethod(ANSWERS))
+    with pytest.raises(RuntimeError, match="boom"):
+        run_eval(Stoppable(ANSWERS), many, tmp_path, concurrency=2)
+    assert len(started) <= 4, started  # not 45
+    assert [json.loads(line)["id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()] == ["q0"]
+    done = []  # without a cancel parameter, the queued questions are still dropped
+
+    def fails(ex):
+        done.append(ex)
+        raise RuntimeError("late")
+    with pytest.raises(RuntimeError, match="late"):
+        answer_concurrently(fails, list(range(40)), 2, cancel=False)
+    assert len(done) <= 3

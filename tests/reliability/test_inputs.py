@@ -592,3 +592,19 @@ def test_uncertainty_json_is_one_strict_json_document(monkeypatch, capsys):
     d = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-strict JSON: {c}"))
     assert d["scores"]["eigen"] is None and "compares >= 2 samples" in d["uncertain"]["eigen"]
     assert err.startswith("config: ")
+
+
+def test_main_puts_back_the_sigterm_handler_it_found(tmp_path):
+    """A command takes SIGTERM as Ctrl-C while it runs; called in-process (a script, a test), main() leaves the
+    caller's handler as it was, whether the command ends well or not."""
+    import signal
+
+    from seakr.cli import main
+
+    mine = lambda signum, frame: None  # noqa: E731
+    before = signal.signal(signal.SIGTERM, mine)
+    try:
+        assert main(["index", "info", str(tmp_path / "none")]) == 2
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, before)
