@@ -435,7 +435,7 @@ def cmd_probe_gate(args) -> int:
     # the maps read the check runs' scores: they must have been fitted under the sampling those runs drew
     bank = SelfKnowledge(str(model), args.probes, sampling=method.get("config"))
     res = gate_from_runs(args.check, args.chain, args.gate, bank)
-    with open(args.out, "w") as f:
+    with open(args.out, "w", encoding="utf-8") as f:
         json.dump(res, f, indent=2)
     print(gate_markdown(res) + f" -> {args.out}")
     return 0
@@ -574,7 +574,19 @@ def interrupted(args, e: KeyboardInterrupt) -> str:
     return how
 
 
+def _printable_output() -> None:
+    """Answers, titles and passages printed to a console whose encoding cannot spell them (a Windows code page,
+    ``PYTHONIOENCODING=ascii``) failed the command after its work ("'ascii' codec can't encode character");
+    they print with backslash escapes instead, as Python's own stderr does."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):  # not a text file (a test's capture, a StringIO)
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _printable_output()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)

@@ -23,7 +23,7 @@ class FolderLock:
             import fcntl
         except ImportError:
             return self
-        fh = open(self.folder / self.name, "a+")
+        fh = open(self.folder / self.name, "a+", encoding="utf-8")
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

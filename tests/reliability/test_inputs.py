@@ -21,7 +21,7 @@ CONFIG_LINE = "config: "  # printed once the model has loaded: its absence prove
 
 
 def seakr(*args, **kw):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **kw.pop("env", {})}
     return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, timeout=600, env=env, **kw)
 
 
@@ -608,3 +608,16 @@ def test_main_puts_back_the_sigterm_handler_it_found(tmp_path):
         assert signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_a_console_that_cannot_spell_the_output_gets_escapes_not_an_error(tmp_path):
+    """``seakr search`` (or ask, demo) printing a title like "Zürich" to a console whose encoding lacks it (a
+    Windows code page, PYTHONIOENCODING=ascii) failed after its work: "'ascii' codec can't encode character"."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "u", "title": "Zürich", "text": "Zürich is a city — naïve café."}) + "\n",
+                      encoding="utf-8")
+    idx = str(tmp_path / "idx")
+    assert seakr("index", "build", str(corpus), "--out", idx).returncode == 0
+    for enc, title in (("ascii", b"Z\\xfcrich"), ("cp1252", "Zürich".encode("cp1252"))):
+        r = seakr("search", idx, "Zürich", env={"PYTHONIOENCODING": enc})
+        assert r.returncode == 0 and title in r.stdout, (enc, r.stdout, r.stderr)

@@ -114,7 +114,7 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
             raise ValueError(f"{run_dir}: not a run directory (no config.json)")
         return {}
     try:
-        cfg = json.loads(p.read_text())
+        cfg = json.loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{p}: not a run configuration ({e})") from None
     if not isinstance(cfg, dict):
@@ -215,14 +215,15 @@ class RowLog:
         torn: list[str] = []
         full = _reread(self.path, torn, check)  # a row the check refuses stops here, the folder as it was
         slim = _reread(self.slim_path, torn, check) if self.slim_path else []
-        cfg_path.write_text(strict_json(config, spell=True, indent=2))  # delta=-inf as "-inf", as options spell it
+        # delta=-inf as "-inf", as options spell it
+        cfg_path.write_text(strict_json(config, spell=True, indent=2), encoding="utf-8")
         have = {r["id"] for r in full}
         # a question whose full row was torn runs again, as the warning says, even if its slim row survived
         self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
         self.done = {r["id"] for r in self.rows}
         self._lock = threading.Lock()
-        self._f = open(self.path, "a")
-        self._slim_f = open(self.slim_path, "a") if self.slim_path else None
+        self._f = open(self.path, "a", encoding="utf-8")
+        self._slim_f = open(self.slim_path, "a", encoding="utf-8") if self.slim_path else None
 
     def todo(self, examples):
         return [ex for ex in examples if ex.id not in self.done]
@@ -337,7 +338,7 @@ def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
     """The readable rows of a log, the file rewritten with them so appends start on a clean line."""
     rows = read_results(path, _warn, torn, check)
     if path.exists():
-        with open(path, "w") as f:
+        with open(path, "w", encoding="utf-8") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
     return rows
@@ -543,14 +544,14 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     out = Path(out_dir)
     old = _read_summary(out / "summary.json") if resume else {}
     s = {**summarize([ResultRow.from_dict(r) for r in rows], cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
-    (out / "summary.json").write_text(strict_json(s, indent=2))
-    (out / "summary.md").write_text(summary_markdown([s]))
+    (out / "summary.json").write_text(strict_json(s, indent=2), encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown([s]), encoding="utf-8")
     return s
 
 
 def _read_summary(path: Path) -> dict:
     try:
-        s = json.loads(path.read_text())
+        s = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return s if isinstance(s, dict) else {}
@@ -614,17 +615,17 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         raise ValueError(f"{out}: holds {', '.join(held)} already; merge into a new directory")
     out.mkdir(parents=True, exist_ok=True)
     rows.sort(key=lambda r: r.order)
-    with open(out / "results.jsonl", "w") as f, open(out / SCORES, "w") as g:
+    with open(out / "results.jsonl", "w", encoding="utf-8") as f, open(out / SCORES, "w", encoding="utf-8") as g:
         for r in rows:
             if r.trace is not None:  # a full row; shards resumed from score rows alone have only those
                 f.write(json.dumps(r.to_dict()) + "\n")
             g.write(json.dumps(r.to_score_dict()) + "\n")
     merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
     merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
-    (out / "config.json").write_text(strict_json(merged, spell=True, indent=2))
+    (out / "config.json").write_text(strict_json(merged, spell=True, indent=2), encoding="utf-8")
     s = summarize(rows, merged.get("name", out.name))
-    (out / "summary.json").write_text(strict_json(s, indent=2))
-    (out / "summary.md").write_text(summary_markdown([s]))
+    (out / "summary.json").write_text(strict_json(s, indent=2), encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown([s]), encoding="utf-8")
     return s
 
 

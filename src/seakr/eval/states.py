@@ -35,7 +35,7 @@ class StateStore:
         if meta.exists() and (stored := _taps(meta)) != self.taps:
             raise ValueError(f"{self.folder}: states were read at {stored}, this run reads "
                              f"{self.taps}: use another --out")
-        meta.write_text(json.dumps(self.taps))
+        meta.write_text(json.dumps(self.taps), encoding="utf-8")
 
     def path(self, qid: str) -> Path:
         return self.folder / (hashlib.sha1(str(qid).encode()).hexdigest()[:20] + ".npy")

@@ -157,7 +157,7 @@ def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, o
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
               "estimator": config["estimator"], "k": config["k"], "alpha": config["alpha"], "mode": mode, **extra,
               "n": len(rows), "chosen": best, "sweep": sweep}
-    (out / "calibration.json").write_text(json.dumps(clean(result), indent=2))
+    (out / "calibration.json").write_text(json.dumps(clean(result), indent=2), encoding="utf-8")
     title = f"{info.get('model')} layer {info.get('state_layer')}" + (", multi-hop" if mode == "multihop" else "")
     _plot_sweep(sweep, best, out / "calibration.png", title)
     if write:
@@ -179,7 +179,7 @@ def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
     cur.setdefault("source", {})[result["estimator"]] = {"n": result["n"], "f1": best["f1"],
                                                          "retrieval_rate": best["retrieval_rate"],
                                                          "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    p.write_text(json.dumps(cur, indent=2))
+    p.write_text(json.dumps(cur, indent=2), encoding="utf-8")
     result["written_to"] = str(p)
 
 
@@ -243,7 +243,7 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     out.mkdir(parents=True, exist_ok=True)
     # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
     (out / "calibration_rows.jsonl").write_text("".join(
-        json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows))
+        json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows), encoding="utf-8")
     return _calibration_result(rows, mn["model"], mn["config"], "multihop", out, write, runs=[str(never), str(always)])
 
 
@@ -383,7 +383,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     result = _detect_summary(rows, lm.info(), setting)
     result.update(form=form, cost=detect_costs(rows, method.config.k))
-    (out / "detect.json").write_text(json.dumps(clean(result), indent=2))
+    (out / "detect.json").write_text(json.dumps(clean(result), indent=2), encoding="utf-8")
     _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
     return result
 
@@ -553,7 +553,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
     rows = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
     result = {"model": method.lm.info().get("model"), "N": method.config.n_candidates, "rerank_z": z,
               **rerank_summary(rows)}
-    (out / "rerank.json").write_text(json.dumps(clean(result), indent=2))
+    (out / "rerank.json").write_text(json.dumps(clean(result), indent=2), encoding="utf-8")
     return result
 
 

@@ -257,7 +257,7 @@ def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: 
     user's calibration file, else the packaged measurement (methods/deltas.json), for this mode; a
     multi-hop run with neither falls back to the simple-QA values (named as such in the source); else
     the paper's -6 (eigen only)."""
-    packaged = json.loads((Path(__file__).parent / "deltas.json").read_text())
+    packaged = json.loads((Path(__file__).parent / "deltas.json").read_text(encoding="utf-8"))
     for m in dict.fromkeys((mode, "simple")):
         p = calibration_path(model_info, style, m)
         if p.exists():

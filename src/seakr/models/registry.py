@@ -173,7 +173,7 @@ def cache_lock(name: str):
 def _lock(path: Path):
     """Inter-process lock so two processes never convert the same model at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
+    with open(path, "w", encoding="utf-8") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX)
         except OSError:  # a file system without advisory locks (some network and FUSE mounts): go on unlocked
@@ -249,7 +249,7 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
         model.save_pretrained(tmp)
         meta = dict(meta, stored_dtype=dtype, converted_seconds=round(time.time() - t0, 1),
                     converted_at=time.strftime("%Y-%m-%dT%H:%M:%S"))
-        (tmp / "seakr-source.json").write_text(json.dumps(meta, indent=2))
+        (tmp / "seakr-source.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
         os.replace(tmp, out)
         print(f"seakr: converted in {time.time() - t0:.0f} s; later runs load it directly", file=sys.stderr, flush=True)
     except BaseException:

@@ -26,7 +26,7 @@ def cpu_runs_bf16_natively() -> bool:
     """AVX512-BF16 or AMX in /proc/cpuinfo: bf16 matmuls are fast here (measured ~2x for batched decode
     on this project's Zen 4 machine); elsewhere bf16 is emulated and float32 is the better default."""
     try:
-        flags = open("/proc/cpuinfo").read()
+        flags = open("/proc/cpuinfo", encoding="utf-8").read()
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags

@@ -109,7 +109,7 @@ def _table(d, where: str, key: str, model: str | None = None) -> None:
 
 def _parse(f, where: str):
     try:
-        return parse_json(f.read_text(), where)
+        return parse_json(f.read_text(encoding="utf-8"), where)
     except UnicodeDecodeError:
         raise ValueError(f"{where}: not UTF-8 text") from None
 

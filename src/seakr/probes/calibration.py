@@ -83,7 +83,7 @@ class Calibration:
             raise ValueError(f"{where}: {e}") from None
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()))
+        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":

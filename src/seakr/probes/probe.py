@@ -182,7 +182,7 @@ class Probe:
         return probe
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()))
+        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
 
 
 def load_probe(path: str | Path) -> Probe:
@@ -202,7 +202,7 @@ def packaged_probe(model: str, form: str) -> Probe:
     if not f.is_file():
         raise ValueError(f"no packaged {form!r} probe for model {model!r}: fit one with `seakr probe fit` "
                          "and pass probe=<file>")
-    return Probe.from_dict(json.loads(f.read_text()), f"seakr/probes/data/{f.name}")
+    return Probe.from_dict(json.loads(f.read_text(encoding="utf-8")), f"seakr/probes/data/{f.name}")
 
 
 def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np.ndarray]:

@@ -103,7 +103,7 @@ class PromptSet:
     def load(cls, name_or_path: str) -> "PromptSet":
         """A packaged family (hotpotqa, 2wikimultihopqa, simpleqa) or a JSON file of the same shape."""
         if name_or_path in FAMILIES:
-            raw = resources.files("seakr.prompts").joinpath("data", f"{name_or_path}.json").read_text()
+            raw = resources.files("seakr.prompts").joinpath("data", f"{name_or_path}.json").read_text(encoding="utf-8")
             src = name_or_path
         else:
             p = Path(name_or_path)

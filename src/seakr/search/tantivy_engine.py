@@ -317,7 +317,7 @@ class TantivyEngine:
                 "build_seconds": round(stats["seconds"], 2),
                 "files": file_digests(tmp),
             }
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
             if out.exists():
                 old = out.parent / f".{out.name}.old-{os.getpid()}"
                 os.rename(out, old)
@@ -374,7 +374,7 @@ class TantivyEngine:
             m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
             m["files"] = file_digests(self.path)
             tmp = self.path / (MANIFEST + ".tmp")
-            tmp.write_text(json.dumps(m, indent=2))
+            tmp.write_text(json.dumps(m, indent=2), encoding="utf-8")
             os.replace(tmp, self.path / MANIFEST)
         except BaseException as e:
             _restore(self.path, before, kept)

@@ -266,7 +266,7 @@ def check_memory(workers: int, max_kv_mb: int, device: str) -> None:
 
 
 def _static(name: str) -> str:
-    return resources.files("seakr.serve").joinpath("static", name).read_text()
+    return resources.files("seakr.serve").joinpath("static", name).read_text(encoding="utf-8")
 
 
 BUSY = {"status_code": 429, "detail": "busy: too many requests in flight, try again later", "headers": {"Retry-After": "5"}}

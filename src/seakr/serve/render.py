@@ -13,7 +13,7 @@ from ..textio import parse_json
 
 
 def _asset(name: str) -> str:
-    return resources.files("seakr.serve").joinpath("static", name).read_text()
+    return resources.files("seakr.serve").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def _page(title: str, body: str) -> str:
@@ -33,7 +33,7 @@ def answer_html(ans) -> str:
 
 
 def write_answer_html(ans, path: str) -> None:
-    Path(path).write_text(answer_html(ans))
+    Path(path).write_text(answer_html(ans), encoding="utf-8")
 
 
 def _table(head: list[str], rows: list[list]) -> str:
@@ -127,4 +127,4 @@ def report_html(run_dir: str) -> str:
 
 
 def write_report(run_dir: str, path: str) -> None:
-    Path(path).write_text(report_html(run_dir))
+    Path(path).write_text(report_html(run_dir), encoding="utf-8")
