@@ -22,6 +22,11 @@ FAMILIES = {
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16, "sliding_window": 8}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),
+    # blocks kept elsewhere than model.layers (transformer.h): "'GPT2Model' object has no attribute 'layers'"
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {}),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),
+    "falcon": ("FalconConfig", "FalconForCausalLM", {}),
+    "bloom": ("BloomConfig", "BloomForCausalLM", {}),
 }
 
 
@@ -36,8 +41,9 @@ def tiny(family, tok, **kw):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_family_generates_with_states_through_the_generic_path(tiny_lm, family):
     lm = tiny(family, tiny_lm.tokenizer)
-    layer = lm.model.get_decoder().layers[lm.state_layer]
-    assert lm._tap_modules()[0] is layer.mlp  # found by the architecture's own layer list, not by module names
+    inner = lm.model.get_decoder()
+    layer = (inner.layers if hasattr(inner, "layers") else inner.h)[lm.state_layer]
+    assert lm._tap_modules()[0] is layer.mlp  # found by the architecture's own block list
     cfg = GenerationConfig(n=3, max_new_tokens=8, seed=5, stop=(".",))
     a = lm.generate(P, cfg)
     b = lm.generate(P, cfg)
@@ -148,3 +154,24 @@ def test_hub_id_loads_from_the_local_cache(tiny_lm, tmp_path, monkeypatch):
     assert load_model("tinyllama", dtype="float32", threads=1).info()["source"]["source"] == "hub:tinyllama"
     with pytest.raises(ValueError, match=r"unknown model 'smollm2' \(did you mean 'smollm2-135m'\?\)"):
         load_model("smollm2", dtype="float32", threads=1)  # not cached: a typo, not a hub lookup
+
+
+def test_an_encoder_is_refused_as_not_causal_and_a_block_without_an_mlp_names_the_residual(tiny_lm):
+    """A BERT folder loads through AutoModelForCausalLM all the same (BertLMHeadModel) and failed with
+    "'BertModel' object has no attribute 'layers'"; it attends both ways, so every state would read text the
+    model had not generated yet. Refused as such; as a decoder (is_decoder=True) its blocks are found, and the
+    MLP tap it lacks is named with the way out."""
+    from seakr.models.registry import ModelError
+
+    tok = tiny_lm.tokenizer
+    for is_decoder, needle in ((False, "not a causal language model (BertLMHeadModel reads each token's following"),
+                               (True, "have no feed-forward module named mlp")):
+        torch.manual_seed(0)
+        cfg = transformers.BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=64, is_decoder=is_decoder)
+        with pytest.raises(ModelError, match=re.escape(needle)):
+            HFLanguageModel(_modules=(transformers.BertLMHeadModel(cfg), tok), dtype="float32", threads=1)
+    lm = HFLanguageModel(_modules=(transformers.BertLMHeadModel(cfg), tok), dtype="float32", threads=1,
+                         state_source="residual")
+    g = lm.generate(P[:1], GenerationConfig(n=2, max_new_tokens=4, seed=1))[0]
+    assert g.states.shape == (2, 32) and np.isfinite(g.states).all()

@@ -57,6 +57,21 @@ def test_default_layer_is_middle_mlp(tiny_lm):
     assert tiny_lm.state_layer == 4 // 2 - 1
 
 
+def test_a_one_layer_model_reads_its_only_layer_by_default(tiny_lm):
+    """L/2 - 1 is -1 for one layer: such a model could not load without a --layer ("state_layer -1")."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from seakr.models.hf import HFLanguageModel
+
+    tok = tiny_lm.tokenizer
+    torch.manual_seed(0)
+    one = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128))
+    lm = HFLanguageModel(_modules=(one, tok), dtype="float32", threads=1)
+    assert lm.state_layer == 0 and lm.info()["layers"] == 1
+
+
 def test_seed_reproducible_and_top_k_one_is_greedy(tiny_lm):
     cfg = GenerationConfig(n=4, max_new_tokens=8, seed=3)
     a = tiny_lm.generate([P2], cfg)[0]

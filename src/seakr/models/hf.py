@@ -93,6 +93,56 @@ def shared_prefix(prompts: Sequence[str], prefix: str, min_gain: int = 64) -> st
     return prefix
 
 
+#: Where decoder blocks keep their feed-forward part (Llama, Qwen, Gemma, GPT-2, Falcon: ``mlp``; others).
+MLP_NAMES = ("mlp", "feed_forward", "ffn", "block_sparse_moe")
+
+
+def decoder_blocks(model, depth: int, name: str) -> list:
+    """The ``depth`` decoder blocks of a causal LM, found where its family keeps them (``model.layers`` in
+    Llama-style models, ``transformer.h`` in GPT-2-style ones: only the first was looked for, and a GPT-2 folder
+    failed with "'GPT2Model' object has no attribute 'layers'")."""
+    import torch
+
+    inner = model.get_decoder() if hasattr(model, "get_decoder") else model
+    for attr in ("layers", "h", "blocks", "layer"):
+        blocks = getattr(inner, attr, None)
+        if isinstance(blocks, torch.nn.ModuleList) and len(blocks) == depth:
+            return list(blocks)
+    lists = [m for m in inner.modules() if isinstance(m, torch.nn.ModuleList) and len(m) == depth]
+    if len(lists) == 1:
+        return list(lists[0])
+    raise ModelError(f"{name}: cannot find its {depth} decoder blocks ({type(model).__name__}); seakr reads states "
+                     "from decoder-only models (Llama, Qwen, Gemma, GPT-2 and their kin)")
+
+
+def tap_module(blocks: list, layer: int, source: str, name: str):
+    """The module whose output is the state at (``layer``, ``source``): the block's feed-forward part, or the
+    block itself (the residual stream after it)."""
+    block = blocks[layer]
+    if source != "mlp":
+        return block
+    for attr in MLP_NAMES:
+        if getattr(block, attr, None) is not None:
+            return getattr(block, attr)
+    raise ModelError(f"{name}: its decoder blocks ({type(block).__name__}) have no feed-forward module named "
+                     f"{', '.join(MLP_NAMES)}; read the residual stream (state_source='residual')")
+
+
+def check_causal(model, name: str) -> None:
+    """A causal LM's first position does not see the second: two inputs that differ only there give the same
+    first-position scores. An encoder (BERT) loads as a "causal LM" all the same and attends both ways, so every
+    answer and state would read text the model was not supposed to have seen yet."""
+    import torch
+
+    vocab = model.get_input_embeddings().num_embeddings
+    ids = torch.tensor([[1 % vocab, 2 % vocab], [1 % vocab, 3 % vocab]], device=next(model.parameters()).device)
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits.float()
+    if not torch.allclose(logits[0, 0], logits[1, 0], rtol=1e-3, atol=1e-3):
+        raise ModelError(f"{name}: not a causal language model ({type(model).__name__} reads each token's following "
+                         "ones); seakr needs a decoder-only model")
+
+
 class HFLanguageModel:
     """A transformers causal LM behind the :class:`~seakr.models.base.LanguageModel` protocol.
 
@@ -190,7 +240,8 @@ class HFLanguageModel:
     def _setup_state(self, state_layer: int | None, state_source: str) -> None:
         cfg = self.model.config
         self.num_layers = cfg.num_hidden_layers
-        self.state_layer = self.num_layers // 2 - 1 if state_layer is None else state_layer
+        # the paper's middle layer, L/2 (1-based); a one-layer model's only layer (it was "state_layer -1")
+        self.state_layer = max(self.num_layers // 2 - 1, 0) if state_layer is None else state_layer
         check_layer(self.state_layer, depth=self.num_layers)
         self.state_source = state_source
         self._taps = [(self.state_layer, state_source)]
@@ -198,10 +249,12 @@ class HFLanguageModel:
         self.eos_id = int(eos[0] if isinstance(eos, (list, tuple)) else eos)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
+        check_causal(self.model, self.name)
+        self._blocks = decoder_blocks(self.model, self.num_layers, self.name)
+        tap_module(self._blocks, self.state_layer, state_source, self.name)  # the model's own tap exists
 
     def _tap_modules(self) -> list:
-        layers = self.model.get_decoder().layers
-        return [layers[li].mlp if src == "mlp" else layers[li] for li, src in self._taps]
+        return [tap_module(self._blocks, li, src, self.name) for li, src in self._taps]
 
     @contextmanager
     def probing(self, taps: Sequence[tuple[int, str]]):
