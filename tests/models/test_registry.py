@@ -72,7 +72,7 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
     from seakr.models.registry import REGISTRY, _gguf_depth, model_depth
 
     assert model_depth("smollm2-135m") == REGISTRY["smollm2-135m"].layers == 30
-    for cfg, depth in (({"num_hidden_layers": 4}, 4), ({"text_config": {"num_hidden_layers": 18}}, 18),
+    for cfg, depth in (({"num_hidden_layers": 4}, 4), ({"text_config": {"num_hidden_layers": 18}}, 18), ({"n_layer": 12}, 12),
                        ({"num_hidden_layers": 0}, None), ({"num_hidden_layers": True}, None), ([4], None), ({}, None)):
         folder = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
         folder.mkdir()

@@ -409,14 +409,15 @@ def model_depth(name_or_path: str) -> int | None:
 
 
 def _config_depth(path: Path) -> int | None:
-    """``num_hidden_layers`` of a transformers config (a multimodal one's text model's); None if unreadable."""
+    """``num_hidden_layers`` of a transformers config (``n_layer`` in GPT-2 and Bloom's; a multimodal one's text
+    model's); None if unreadable."""
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if isinstance(cfg, dict) and "num_hidden_layers" not in cfg and isinstance(cfg.get("text_config"), dict):
         cfg = cfg["text_config"]
-    n = cfg.get("num_hidden_layers") if isinstance(cfg, dict) else None
+    n = cfg.get("num_hidden_layers", cfg.get("n_layer")) if isinstance(cfg, dict) else None
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
