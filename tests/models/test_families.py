@@ -175,3 +175,34 @@ def test_an_encoder_is_refused_as_not_causal_and_a_block_without_an_mlp_names_th
                          state_source="residual")
     g = lm.generate(P[:1], GenerationConfig(n=2, max_new_tokens=4, seed=1))[0]
     assert g.states.shape == (2, 32) and np.isfinite(g.states).all()
+
+
+def test_a_model_without_an_end_of_sequence_token_is_named(tiny_lm):
+    """Neither tokenizer nor config naming an EOS was "int() argument must be ... not 'NoneType'"."""
+    from transformers import PreTrainedTokenizerFast
+
+    from seakr.models.registry import ModelError
+
+    tok = PreTrainedTokenizerFast(tokenizer_object=tiny_lm.tokenizer.backend_tokenizer, unk_token="<unk>")
+    assert tok.eos_token_id is None
+    cfg = transformers.LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=2, num_key_value_heads=1, bos_token_id=None, eos_token_id=None)
+    with pytest.raises(ModelError, match="neither its tokenizer nor its config names an end-of-sequence token"):
+        HFLanguageModel(_modules=(transformers.LlamaForCausalLM(cfg), tok), dtype="float32", threads=1)
+
+
+def test_a_tokenizer_larger_than_the_models_embedding_is_named(tiny_lm):
+    """A folder pairing a tokenizer with another model's weights ran until the first question: "IndexError: index
+    out of range in self". A model holding more rows than the tokenizer (padded vocabularies) is fine."""
+    from seakr.models.registry import ModelError
+
+    tok = tiny_lm.tokenizer
+    for rows, ok in ((len(tok) - 50, False), (len(tok) + 64, True)):
+        cfg = transformers.LlamaConfig(vocab_size=rows, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                       num_attention_heads=2, num_key_value_heads=1, eos_token_id=tok.eos_token_id)
+        model = transformers.LlamaForCausalLM(cfg)
+        if ok:
+            HFLanguageModel(_modules=(model, tok), dtype="float32", threads=1)
+            continue
+        with pytest.raises(ModelError, match=f"its tokenizer has {len(tok)} tokens and the model embeds {rows}"):
+            HFLanguageModel(_modules=(model, tok), dtype="float32", threads=1)

@@ -128,6 +128,18 @@ def tap_module(blocks: list, layer: int, source: str, name: str):
                      f"{', '.join(MLP_NAMES)}; read the residual stream (state_source='residual')")
 
 
+def check_vocabulary(model, tokenizer, name: str) -> None:
+    """Every token the tokenizer can produce has a row in the model's embedding (a model may hold more, padded;
+    fewer was "IndexError: index out of range in self" at the first question: a folder pairing a tokenizer with
+    another model's weights). The base vocabulary is compared: a tokenizer's added tokens past the rows (an image
+    placeholder) are ones text does not produce."""
+    rows = model.get_input_embeddings().num_embeddings
+    n = getattr(tokenizer, "vocab_size", None)
+    if isinstance(n, int) and n > rows:
+        raise ModelError(f"{name}: its tokenizer has {n} tokens and the model embeds {rows}: they do not belong "
+                         "together")
+
+
 def check_causal(model, name: str) -> None:
     """A causal LM's first position does not see the second: two inputs that differ only there give the same
     first-position scores. An encoder (BERT) loads as a "causal LM" all the same and attends both ways, so every
@@ -246,9 +258,16 @@ class HFLanguageModel:
         self.state_source = state_source
         self._taps = [(self.state_layer, state_source)]
         eos = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else cfg.eos_token_id
-        self.eos_id = int(eos[0] if isinstance(eos, (list, tuple)) else eos)
+        if isinstance(eos, (list, tuple)):
+            eos = eos[0] if eos else None
+        if eos is None:  # was "int() argument must be ... not 'NoneType'"
+            raise ModelError(f"{self.name}: neither its tokenizer nor its config names an end-of-sequence token, which "
+                             "ends every answer and marks where each sample's state is read; set eos_token in the "
+                             "tokenizer's files")
+        self.eos_id = int(eos)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
+        check_vocabulary(self.model, self.tokenizer, self.name)
         check_causal(self.model, self.name)
         self._blocks = decoder_blocks(self.model, self.num_layers, self.name)
         tap_module(self._blocks, self.state_layer, state_source, self.name)  # the model's own tap exists
