@@ -13,6 +13,7 @@ import re
 import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
+from .search.base import redact
 from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
@@ -471,7 +472,7 @@ def cmd_demo(args) -> int:
     # a question given is checked now: "" ran the demo's own question without a word (after the model loaded)
     question = DEMO_QUESTION if args.question is None else check_question(args.question)
     args.index = args.index or demo_index()
-    print(f"index: {args.index}", file=sys.stderr)
+    print(f"index: {redact(args.index)}", file=sys.stderr)
     t = time.perf_counter()
     m = _method_from_args(args)
     load = time.perf_counter() - t
@@ -520,7 +521,7 @@ def cmd_serve(args) -> int:
         svc.check_budget(svc.build_default())
     except HTTPException as e:
         raise CLIError(f"the server's own defaults exceed its limits: {e.detail}") from None
-    print(f"seakr serving {svc.lm.info()['model']} over {index} on http://{args.host}:{args.port}"
+    print(f"seakr serving {svc.lm.info()['model']} over {redact(index)} on http://{args.host}:{args.port}"
           f"{' (token required)' if token else ''}", file=sys.stderr)
     uvicorn.run(create_app(svc), host=args.host, port=args.port, log_level="warning")
     return 0

@@ -38,3 +38,36 @@ def test_an_eval_plan_reads_a_cluster_url_before_the_model_loads(tmp_path):
     with pytest.raises(SearchError, match=re.escape("http://127.0.0.1:99999/w: not a URL (Port out of range")):
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], index="http://127.0.0.1:99999/w").check()
     EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], index="http://127.0.0.1:9/wiki").check()  # no connection yet
+
+
+def test_a_password_in_an_index_url_is_never_echoed(tmp_path):
+    """An index URL may carry the cluster's credentials (``http://user:pass@host/x``): ``index:`` on stderr, the
+    server's first line and every refusal naming the URL printed them into job logs. They read ``user:***@``;
+    the engine's own record already dropped them."""
+    from seakr.search.base import redact
+
+    assert redact("http://elastic:s3cr%40t@es:9200/wiki") == "http://elastic:***@es:9200/wiki"
+    assert redact("see https://u:p@a/x and http://b/y") == "see https://u:***@a/x and http://b/y"
+    assert redact("/data/user:name@host/idx") == "/data/user:name@host/idx"  # a folder is not a URL
+    for url in ("http://u:hunter2@localhost:9200/Wiki", "ftp://u:hunter2@host/wiki", "http://u:hunter2@a b/wiki"):
+        with pytest.raises(SearchError) as e:
+            open_engine(url)
+        assert "hunter2" not in str(e.value) and "u:***@" in str(e.value)
+    assert "hunter2" not in open_engine("http://u:hunter2@127.0.0.1:9/wiki").url
+    data = tmp_path / "q.jsonl"
+    data.write_text('{"id": "a", "question": "Who?", "answer": "x"}\n')
+    from seakr.eval.plan import EvalPlan, PlanError, run_plan
+
+    said = []
+    plan = EvalPlan(data=str(data), out=str(tmp_path / "o"), index="http://u:hunter2@127.0.0.1:9/wiki", runs=["cot"])
+
+    def load():  # the line is said before the model loads; stop there
+        raise RuntimeError("stop")
+    plan.model.load = load
+    with pytest.raises(RuntimeError, match="stop"):
+        run_plan(plan, say=said.append, progress=False)
+    assert said == ["index: http://u:***@127.0.0.1:9/wiki"]
+    with pytest.raises(PlanError) as e:  # a plan's refusal naming the index
+        EvalPlan(data=str(data), out=str(tmp_path / "o"), index="http://u:hunter2@127.0.0.1:9/wiki",
+                 filler=[str(data)]).check()
+    assert "hunter2" not in str(e.value) and "u:***@" in str(e.value)

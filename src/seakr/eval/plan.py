@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..search.base import redact
 from ..textio import check_rereadable
 from .datasets import LAYOUTS, Example
 
@@ -335,8 +336,8 @@ class EvalPlan:
         questions had been read."""
         if self.filler and self.index:
             raise PlanError(f"eval: filler adds passages to the pooled index of the dataset's paragraphs, and index "
-                            f"{self.index} is given: add them to that index (seakr index build FILES --out "
-                            f"{self.index} --add), or leave index out")
+                            f"{redact(self.index)} is given: add them to that index (seakr index build FILES --out "
+                            f"{redact(self.index)} --add), or leave index out")
         for f in self.filler:
             if os.path.isdir(f) or not os.path.exists(f):
                 raise PlanError(f"eval: filler {f}: {'a folder, not a corpus file' if os.path.isdir(f) else 'no such file'}")
@@ -455,7 +456,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     sel = plan.select()
     plan.check_resumed_configs(sel)
     index = plan.ensure_index(sel, progress)
-    say(f"index: {index or 'none (no run searches)'}")
+    say(f"index: {redact(index) if index else 'none (no run searches)'}")
     lm = lm or plan.model.load()
     if plan.concurrency > 1:
         from ..models.batching import BatchingModel

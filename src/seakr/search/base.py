@@ -25,6 +25,16 @@ BM25_K1, BM25_B, TIE_BREAKER = 1.2, 0.75, 0.5
 URL_PREFIXES = ("http://", "https://", "es+", "opensearch+")
 
 
+_CREDENTIALS = re.compile(r"(?<=://)([^/@:\s]*):[^/@\s]*@")
+
+
+def redact(text: str) -> str:
+    """``text`` with every URL's password masked (``http://user:***@host``): an index URL may carry the cluster's
+    credentials, and it is echoed on stderr (``index: ...``), in errors and in the server's first line, which
+    land in job logs."""
+    return _CREDENTIALS.sub(r"\1:***@", text) if isinstance(text, str) else text
+
+
 def is_url(spec: str) -> bool:
     """Whether an index argument names a search cluster rather than a folder, in any case (``HTTP://host/x``
     was read as a folder named "HTTP:"); another scheme (``ftp://``, ``file://``) is refused in one line."""
@@ -32,7 +42,7 @@ def is_url(spec: str) -> bool:
     if low.startswith(URL_PREFIXES):
         return True
     if re.match(r"[a-z][a-z0-9+.\-]*://", low):
-        raise SearchError(f"{spec}: expected an index folder or an http(s)://host:port/INDEX URL")
+        raise SearchError(f"{redact(spec)}: expected an index folder or an http(s)://host:port/INDEX URL")
     return False
 
 

@@ -83,8 +83,8 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
         if not add:
             eng.create(overwrite=overwrite)
         eng.ingest(_passages(pairs), progress=progress)
-        return f"built {out}: {eng.metadata()['doc_count']} passages"
+        return f"built {eng.url}: {eng.metadata()['doc_count']} passages"
     except (SearchError, ValueError):
         raise
     except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says
-        raise SearchError(f"{out}: Elasticsearch failed ({type(e).__name__}: {first_line(e, limit=300)})") from None
+        raise SearchError(f"{eng.url}: Elasticsearch failed ({type(e).__name__}: {first_line(e, limit=300)})") from None

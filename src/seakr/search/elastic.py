@@ -25,7 +25,7 @@ import time
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search
+from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search, redact
 
 MAPPING = {
     "settings": {"analysis": {"analyzer": {"default": {"type": "english"}}}},
@@ -52,18 +52,18 @@ def _url_parts(url: str):
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises on a port that is not a number in range)
     except ValueError as e:
-        raise SearchError(f"{url}: not a URL ({e})") from None
+        raise SearchError(f"{redact(url)}: not a URL ({e})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:  # a hostname of None was a TypeError
-        raise SearchError(f"{url}: expected http(s)://host:port/INDEX")
+        raise SearchError(f"{redact(url)}: expected http(s)://host:port/INDEX")
     if not re.fullmatch(r"[\w.\-:%]+", parts.hostname):
-        raise SearchError(f"{url}: host {parts.hostname!r} is not a host name or address")
+        raise SearchError(f"{redact(url)}: host {parts.hostname!r} is not a host name or address")
     if parts.query or parts.fragment:
-        raise SearchError(f"{url}: an index URL has no ?query or #fragment: http(s)://host:port/INDEX")
+        raise SearchError(f"{redact(url)}: an index URL has no ?query or #fragment: http(s)://host:port/INDEX")
     index = parts.path.strip("/")
     if not index or "/" in index:
-        raise SearchError(f"{url}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
+        raise SearchError(f"{redact(url)}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
     if not _INDEX_NAME.fullmatch(index):
-        raise SearchError(f"{url}: the cluster has no index named {index!r}: index names are lowercase, without spaces")
+        raise SearchError(f"{redact(url)}: the cluster has no index named {index!r}: index names are lowercase, without spaces")
     return parts, index
 
 
