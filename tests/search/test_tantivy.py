@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import numpy as np
@@ -312,3 +313,28 @@ def test_one_process_adds_at_a_time_and_a_reader_is_told_it_is_being_written(tmp
     (path / "meta.json").write_bytes(b"{}")
     with pytest.raises(SearchError, match="differ from the build"):  # with no writer, damage is damage
         TantivyEngine(path)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX fifo and SIGTERM")
+def test_an_add_stopped_by_sigterm_leaves_the_index_as_it_was(tmp_path):
+    """A job's time limit (SIGTERM) during `index build --add` ended the process at once: the segments it had
+    written stayed beside a manifest that did not list them, and the next open said "the index is damaged:
+    rebuild it" (a 21M-passage index, by a timeout). It is now undone as any failed add is."""
+    import signal
+
+    path = tmp_path / "idx"
+    TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], path)
+    fifo = tmp_path / "corpus.jsonl"
+    os.mkfifo(fifo)
+    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", "--format", "jsonl", str(fifo), "--out",
+                          str(path), "--add"], stderr=subprocess.PIPE, text=True)
+    with open(fifo, "w", encoding="utf-8") as w:  # passages flow, then the corpus stalls mid-stream
+        for i in range(100_000):
+            w.write(json.dumps({"id": f"x{i}", "title": f"T{i}", "text": f"passage {i} on topic {i % 97}"}) + "\n")
+        w.flush()
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        err = p.communicate(timeout=120)[1]
+    assert p.returncode == 143 and err.strip().splitlines()[-1] == "seakr: stopped (SIGTERM)", err[-1000:]
+    eng = TantivyEngine(path)  # not "damaged": what it held, and nothing else
+    assert eng.count() == 1 and [h.id for h in eng.search("Vienna", 3)] == ["a"]
