@@ -338,3 +338,26 @@ def test_an_add_stopped_by_sigterm_leaves_the_index_as_it_was(tmp_path):
     assert p.returncode == 143 and err.strip().splitlines()[-1] == "seakr: stopped (SIGTERM)", err[-1000:]
     eng = TantivyEngine(path)  # not "damaged": what it held, and nothing else
     assert eng.count() == 1 and [h.id for h in eng.search("Vienna", 3)] == ["a"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX fifo and SIGTERM")
+def test_a_build_stopped_by_sigterm_leaves_nothing_behind(tmp_path):
+    """A fresh build writes into a hidden folder beside --out and renames it when done; SIGTERM left that folder
+    (as large as the index) behind."""
+    import signal
+
+    fifo = tmp_path / "corpus.jsonl"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    out.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", "--format", "jsonl", str(fifo), "--out",
+                          str(out / "idx")], stderr=subprocess.PIPE, text=True)
+    with open(fifo, "w", encoding="utf-8") as w:
+        for i in range(50_000):
+            w.write(json.dumps({"id": f"x{i}", "title": f"T{i}", "text": f"passage {i}"}) + "\n")
+        w.flush()
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        err = p.communicate(timeout=120)[1]
+    assert p.returncode == 143, err[-1000:]
+    assert list(out.iterdir()) == []
