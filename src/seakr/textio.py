@@ -203,6 +203,20 @@ def check_fields(d: dict, kinds: dict[str, str], where: str, error: type[Excepti
             raise error(f"{where}: field {key!r} must be {expect}, not {json.dumps(d[key])[:40]}")
 
 
+_WARNED: set[str] = set()
+
+
+def warn(msg: str, once: bool = False) -> None:
+    """One line on stderr for what goes on but should be known (a skipped row, a missing shard, a fallback);
+    ``once``: not again in this process (a server builds a method per request)."""
+    import sys
+
+    if once and msg in _WARNED:
+        return
+    _WARNED.add(msg)
+    print(f"seakr: warning: {msg}", file=sys.stderr)
+
+
 def first_line(e: BaseException, limit: int = 200) -> str:
     """An exception's message as one line for an error of ours: its first line, cut at ``limit``; the
     exception's type where it has no message (``str(e).splitlines()[0]`` raised IndexError there)."""

@@ -142,14 +142,22 @@ def test_missing_fitted_files_fail_at_construction_with_one_line(tmp_path, idx):
         SeaKR(lm, idx, gate="check", mode="simple", probes=str(tmp_path / "empty"))
 
 
-def test_auto_settles_on_what_is_fitted_for_the_model(tmp_path, idx):
+def test_auto_settles_on_what_is_fitted_for_the_model(tmp_path, idx, capsys):
     lm = ScriptedLM(script(), dim=DIM)
     fitted = SeaKR(lm, idx, gate="auto", reasoning="auto", probes=write_bank(tmp_path))
     assert (fitted.config.gate, fitted.config.reasoning) == ("probe", "calibrated")
     assert fitted.describe()["config"]["gate"] == "probe"  # the run records the settled values
+    assert "warning" not in capsys.readouterr().err
     (tmp_path / "none").mkdir()
     bare = SeaKR(lm, idx, gate="auto", reasoning="auto", probes=str(tmp_path / "none"))
     assert (bare.config.gate, bare.config.reasoning) == ("step", "self-aware")
+    # a folder with nothing for this model (fitted for another, a typo) fell back without a word; said once
+    warned = f"seakr: warning: probes={tmp_path / 'none'} holds nothing fitted for model scripted: gate, rerank and "
+    assert capsys.readouterr().err.count(warned) == 1
+    SeaKR(lm, idx, gate="auto", reasoning="auto", probes=str(tmp_path / "none"))
+    assert capsys.readouterr().err == ""
+    SeaKR(lm, idx, gate="step", reasoning="self-aware", rerank="self-aware", probes=str(tmp_path / "none"))
+    assert capsys.readouterr().err == ""  # asked for the paper's rules: nothing to say
     simple = SeaKR(lm, idx, gate="auto", reasoning="auto", mode="simple", probes=write_bank(tmp_path))
     assert simple.config.gate == "step"
 

@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import spelled, strict_json
+from ..textio import spelled, strict_json, warn
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -145,12 +145,6 @@ def _json_string(body: str) -> str | None:
         return json.loads(f'"{body}"')
     except ValueError:
         return None
-
-
-def _warn(msg: str) -> None:
-    import sys
-
-    print(f"seakr: warning: {msg}", file=sys.stderr)
 
 
 LOCK = ".seakr.lock"  # in every folder a run writes rows to; git-ignored
@@ -336,7 +330,7 @@ def check_same_asking(old: dict, new: dict, where) -> None:
 
 def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
     """The readable rows of a log, the file rewritten with them so appends start on a clean line."""
-    rows = read_results(path, _warn, torn, check)
+    rows = read_results(path, warn, torn, check)
     if path.exists():
         with open(path, "w", encoding="utf-8") as f:
             for r in rows:
@@ -597,7 +591,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         for key in ("limit", "every"):  # shards of one run cut the same questions
             if cfgs and cfg.get(key) != cfgs[0].get(key):
                 raise ValueError(f"{d}: {key} {cfg.get(key)} but {dirs[0]} has {key} {cfgs[0].get(key)}: not shards of one run")
-        for r in run_rows(p, _warn):
+        for r in run_rows(p, warn):
             if r.id in seen:
                 raise ValueError(f"{d}: question {r.id} is also in {seen[r.id]}: overlapping shards")
             seen[r.id] = d
@@ -609,7 +603,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     have = {int((c.get("shard") or "0/1").split("/")[0]) for c in cfgs}
     missing = sorted(set(range(n)) - have)
     if missing:
-        _warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
+        warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
     held = [n for n in (*ROW_FILES, "config.json") if (out / n).exists()]
     if held:  # score rows alone (a run resumed elsewhere) or a study's were overwritten: results.jsonl was all it asked
         raise ValueError(f"{out}: holds {', '.join(held)} already; merge into a new directory")
@@ -683,7 +677,7 @@ def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
         if _other_data(b, cfg):
             lines.append(f"- {name} read another data file than {base}: the question ids may not mean the same questions")
     for line in lines:
-        _warn(line[2:])
+        warn(line[2:])
     return "\n**Not like for like:**\n" + "\n".join(lines) + "\n" if lines else ""
 
 

@@ -39,6 +39,7 @@ from ..models.base import STATES
 from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
+from ..textio import warn
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
@@ -151,6 +152,13 @@ def guarded_choice(us: list[float | None], ses: list[float], z: float) -> int:
     return best if best == 0 or guarded_departs(us[0], us[best], ses[0], ses[best], z) else 0
 
 
+def _found_nothing(asked: SeaKRConfig, settled: SeaKRConfig) -> bool:
+    """Every decision asked to settle ("auto") settled to the paper's rule: the fitted folder had nothing."""
+    paper = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware"}
+    auto = [k for k in paper if getattr(asked, k) == "auto"]
+    return bool(auto) and all(getattr(settled, k) == paper[k] for k in auto)
+
+
 class SeaKR(Method):
     name = "seakr"
     Config = SeaKRConfig
@@ -205,7 +213,11 @@ class SeaKR(Method):
                                  and config.mode == "multihop") else "self-aware"
         if config.mode == "simple":
             gate = "step" if config.gate == "auto" else gate
-        return config.replace(gate=gate, reasoning=reasoning, rerank=rerank)
+        settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank)
+        if config.probes and _found_nothing(config, settled):  # a folder fitted for another model, or a typo
+            warn(f"probes={config.probes} holds nothing fitted for model {bank.model}: gate, rerank and reasoning "
+                 "follow the paper's rules", once=True)
+        return settled
 
     def _signals(self) -> None:
         c, info = self.config, self.lm.info()
