@@ -14,7 +14,7 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
-from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line
+from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, warn
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -505,8 +505,8 @@ def cmd_serve(args) -> int:
     check_run("--option", args.method, opts)
     local = is_loopback(args.host)
     if not local and not token:
-        print(f"seakr: warning: serving on {args.host} without a token: anyone who can reach this address can use "
-              "the model; pass --token (or SEAKR_TOKEN) and see README 'Serving'", file=sys.stderr)
+        warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "
+             "--token (or SEAKR_TOKEN) and see README 'Serving'")
     limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body, token=token,
                            docs=local if args.docs is None else args.docs)
     from .eval.corpus import demo_index
