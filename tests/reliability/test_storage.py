@@ -262,3 +262,35 @@ def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_eithe
         plan.runs = [RunSpec("seakr", {"delta": "inf"})]
         with pytest.raises(PlanError, match=r'method\.config\.delta: "-inf" recorded, "inf" now'):
             plan.check_resumed_configs(plan.select())
+
+
+def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):
+    """``--out`` naming a model folder replaced the model's config.json with the run's (the model no longer
+    loaded); naming an index folder left files its manifest does not list ("damaged: rebuild it"). Both are
+    refused before anything is written, for runs, studies and merges; a seakr run's own folder still resumes."""
+    from seakr.eval.runner import RowLog, check_not_foreign, check_rows_home, merge_runs
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    model = tmp_path / "model"
+    model.mkdir()
+    hf = json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})
+    (model / "config.json").write_text(hf)
+    idx = tmp_path / "idx"
+    TantivyEngine.build([Passage("a", "Alpha", "Alpha is a city.")], idx)
+    for folder, needle in ((model, "config.json: not a seakr run's configuration"), (idx, "is a seakr index")):
+        for check in (lambda: check_rows_home(folder, "results.jsonl"), lambda: check_rows_home(folder, "detect_rows.jsonl"),
+                      lambda: RowLog(folder, "results.jsonl", CFG), lambda: merge_runs(folder, [str(tmp_path / "shard")])):
+            (tmp_path / "shard").mkdir(exist_ok=True)
+            (tmp_path / "shard" / "config.json").write_text(json.dumps(CFG))
+            with pytest.raises(ValueError, match=f"{needle}|holds config.json already; merge into a new directory"):
+                check()
+    assert (model / "config.json").read_text() == hf and TantivyEngine(idx).count() == 1
+    (model / "config.json").write_text("{broken")  # unreadable: not seakr's either
+    with pytest.raises(ValueError, match="not a seakr run's configuration"):
+        check_not_foreign(model)
+    run = tmp_path / "run"
+    with RowLog(run, "results.jsonl", CFG) as log:
+        log.append({"id": "1", "f1": 1.0})
+    with RowLog(run, "results.jsonl", CFG, resume=True) as log:
+        assert [r["id"] for r in log.rows] == ["1"]

@@ -60,6 +60,25 @@ def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:
     if mine is not None and other:
         raise ValueError(f"{d}: holds the rows of {ROW_FILES[other[0]]} ({', '.join(other)}); {mine} writes to "
                          "a folder of its own: choose another --out")
+    check_not_foreign(d)
+
+
+def check_not_foreign(d: Path) -> None:
+    """A run writes its config.json, rows and summary into a folder that is not another program's: ``--out``
+    naming a model folder replaced the model's own config.json (the model no longer loaded), and naming an
+    index folder left it "damaged: rebuild it" (files its manifest does not list)."""
+    if (d / "seakr-index.json").is_file():
+        raise ValueError(f"{d}: is a seakr index, which a run's files would damage; choose another --out")
+    cfg = d / "config.json"
+    if not cfg.is_file():
+        return
+    try:
+        c = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        c = None
+    if not (isinstance(c, dict) and ("method" in c or "study" in c)):  # what every run and study records
+        raise ValueError(f"{cfg}: not a seakr run's configuration (a model's, or another tool's), and a run would "
+                         "replace it; choose another --out")
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None) -> list[dict]:
@@ -607,6 +626,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     held = [n for n in (*ROW_FILES, "config.json") if (out / n).exists()]
     if held:  # score rows alone (a run resumed elsewhere) or a study's were overwritten: results.jsonl was all it asked
         raise ValueError(f"{out}: holds {', '.join(held)} already; merge into a new directory")
+    check_not_foreign(out)
     out.mkdir(parents=True, exist_ok=True)
     rows.sort(key=lambda r: r.order)
     with open(out / "results.jsonl", "w", encoding="utf-8") as f, open(out / SCORES, "w", encoding="utf-8") as g:
