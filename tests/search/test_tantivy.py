@@ -315,27 +315,34 @@ def test_one_process_adds_at_a_time_and_a_reader_is_told_it_is_being_written(tmp
         TantivyEngine(path)
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX fifo and SIGTERM")
-def test_an_add_stopped_by_sigterm_leaves_the_index_as_it_was(tmp_path):
-    """A job's time limit (SIGTERM) during `index build --add` ended the process at once: the segments it had
-    written stayed beside a manifest that did not list them, and the next open said "the index is damaged:
-    rebuild it" (a 21M-passage index, by a timeout). It is now undone as any failed add is."""
+def build_stopped_mid_stream(tmp_path, out, *extra, n=100_000) -> tuple[int, str]:
+    """``seakr index build`` reading a corpus through a fifo: ``n`` passages flow, the corpus stalls mid-stream,
+    and the job gets SIGTERM (a scheduler's time limit). Returns the exit code and stderr."""
     import signal
 
-    path = tmp_path / "idx"
-    TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], path)
     fifo = tmp_path / "corpus.jsonl"
     os.mkfifo(fifo)
     p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", "--format", "jsonl", str(fifo), "--out",
-                          str(path), "--add"], stderr=subprocess.PIPE, text=True)
-    with open(fifo, "w", encoding="utf-8") as w:  # passages flow, then the corpus stalls mid-stream
-        for i in range(100_000):
+                          str(out), *extra], stderr=subprocess.PIPE, text=True)
+    with open(fifo, "w", encoding="utf-8") as w:
+        for i in range(n):
             w.write(json.dumps({"id": f"x{i}", "title": f"T{i}", "text": f"passage {i} on topic {i % 97}"}) + "\n")
         w.flush()
         time.sleep(1.0)
         p.send_signal(signal.SIGTERM)
         err = p.communicate(timeout=120)[1]
-    assert p.returncode == 143 and err.strip().splitlines()[-1] == "seakr: stopped (SIGTERM)", err[-1000:]
+    return p.returncode, err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX fifo and SIGTERM")
+def test_an_add_stopped_by_sigterm_leaves_the_index_as_it_was(tmp_path):
+    """A job's time limit (SIGTERM) during `index build --add` ended the process at once: the segments it had
+    written stayed beside a manifest that did not list them, and the next open said "the index is damaged:
+    rebuild it" (a 21M-passage index, by a timeout). It is now undone as any failed add is."""
+    path = tmp_path / "idx"
+    TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], path)
+    code, err = build_stopped_mid_stream(tmp_path, path, "--add")
+    assert code == 143 and err.strip().splitlines()[-1] == "seakr: stopped (SIGTERM)", err[-1000:]
     eng = TantivyEngine(path)  # not "damaged": what it held, and nothing else
     assert eng.count() == 1 and [h.id for h in eng.search("Vienna", 3)] == ["a"]
 
@@ -344,20 +351,8 @@ def test_an_add_stopped_by_sigterm_leaves_the_index_as_it_was(tmp_path):
 def test_a_build_stopped_by_sigterm_leaves_nothing_behind(tmp_path):
     """A fresh build writes into a hidden folder beside --out and renames it when done; SIGTERM left that folder
     (as large as the index) behind."""
-    import signal
-
-    fifo = tmp_path / "corpus.jsonl"
-    os.mkfifo(fifo)
     out = tmp_path / "out"
     out.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", "--format", "jsonl", str(fifo), "--out",
-                          str(out / "idx")], stderr=subprocess.PIPE, text=True)
-    with open(fifo, "w", encoding="utf-8") as w:
-        for i in range(50_000):
-            w.write(json.dumps({"id": f"x{i}", "title": f"T{i}", "text": f"passage {i}"}) + "\n")
-        w.flush()
-        time.sleep(1.0)
-        p.send_signal(signal.SIGTERM)
-        err = p.communicate(timeout=120)[1]
-    assert p.returncode == 143, err[-1000:]
+    code, err = build_stopped_mid_stream(tmp_path, out / "idx", n=50_000)
+    assert code == 143, err[-1000:]
     assert list(out.iterdir()) == []
