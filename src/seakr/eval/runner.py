@@ -507,9 +507,10 @@ def answer_concurrently(one: Callable, todo: Sequence[Example], concurrency: int
         for fut in [pool.submit(one, ex, stop) if cancel else pool.submit(one, ex) for ex in todo]:
             fut.result()
     except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # first: no queued question starts once told to stop
         if stop is not None:
             stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True)
         raise
     pool.shutdown()
 
