@@ -57,8 +57,9 @@ def test_a_stopped_run_says_what_it_kept_and_resumes(tmp_path, sig, code, said):
     data.write_text(json.dumps([{**r, "_id": f"{r['_id']}-{i}"} for i in range(10) for r in recs]))
     args = ["eval", "--model", "smollm2-135m", "--data", str(data), "--method", "ircot", "--concurrency", "2",
             "--out", str(out)]
+    # a suite started in the background (nohup, CI) has SIGINT ignored, and a child inherits that: put Ctrl-C back
     p = subprocess.Popen([sys.executable, "-m", "seakr.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
+                         text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     res = out / "results.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and not (res.exists() and res.read_text().count("\n") >= 1):
