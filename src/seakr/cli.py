@@ -297,6 +297,10 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
 
 
 def cmd_calibrate(args) -> int:
+    if not args.no_write:  # the threshold is written into the cache after the sweep: know now that it can be
+        from .models.registry import cache_dir
+
+        cache_dir("calibration")
     if args.from_runs:
         from .eval.studies import calibrate_from_runs, calibration_lines
 

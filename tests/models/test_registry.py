@@ -1,9 +1,15 @@
 """The packaged-model registry's files, read without loading any model (fast)."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from helpers import fixture_path
 
 
 def test_a_damaged_provenance_file_is_named_with_what_to_do(tmp_path, monkeypatch):
@@ -113,3 +119,26 @@ def test_a_gguf_file_that_cannot_be_read_is_named_and_leaves_no_cache_entry(tmp_
         with pytest.raises(ModelError, match=rf"^{tmp_path / name}: cannot read this GGUF file \(.*\); a truncated"):
             registry.resolve(str(tmp_path / name), "bfloat16")
     assert not any(p.name.startswith(("empty", "random", "truncated")) for p in (tmp_path / "cache" / "models").iterdir())
+
+
+def test_a_cache_seakr_cannot_write_is_named_before_any_work(tmp_path, monkeypatch):
+    """A cache on a read-only mount or under /proc was "[Errno 2] No such file or directory: '/proc/x'" at the
+    first conversion, naming no variable; `calibrate` found out only when writing its threshold, after the sweep."""
+    from seakr.models import registry
+
+    (tmp_path / "locks").write_text("not a folder")
+    cases = [(tmp_path, f"SEAKR_CACHE={tmp_path}: cannot write {tmp_path / 'locks'}")]
+    if os.path.isdir("/proc/self"):  # Linux: nothing can be made under /proc
+        cases.append(("/proc/seakr-cache", "SEAKR_CACHE=/proc/seakr-cache: cannot write /proc/seakr-cache/locks"))
+    for value, said in cases:
+        monkeypatch.setenv("SEAKR_CACHE", str(value))
+        with pytest.raises(ValueError, match=re.escape(said) + ".*point SEAKR_CACHE at a folder you can write"):
+            with registry.cache_lock("m"):
+                pass
+    (tmp_path / "calibration").write_text("not a folder")
+    r = subprocess.run([sys.executable, "-m", "seakr.cli", "calibrate", "--data", fixture_path("nq_mini.oracle.jsonl"),
+                        "--model", "smollm2-135m", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "SEAKR_CACHE": str(tmp_path)})
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"seakr: error: SEAKR_CACHE={tmp_path}: cannot write {tmp_path / 'calibration'} (File exists); seakr keeps "
+        "converted models, pooled indexes and calibrations there: point SEAKR_CACHE at a folder you can write"]

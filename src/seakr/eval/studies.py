@@ -33,6 +33,7 @@ from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording, wording_record
 from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
+from ..models.registry import cache_dir
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
@@ -172,7 +173,7 @@ def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
     if not math.isfinite(best["delta"]):
         return
     p = calibration_path(info, style, mode)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    cache_dir(p.parent.name)
     cur = read_thresholds(p) if p.exists() else {}
     cur.setdefault("delta", {})
     cur["delta"][result["estimator"]] = best["delta"]

@@ -155,6 +155,23 @@ def cache_root() -> Path:
     return root
 
 
+def cache_dir(*parts: str) -> Path:
+    """A folder inside the cache, made if need be. A cache seakr cannot write (a read-only mount, another
+    user's folder, /proc) was a bare "[Errno 2] No such file or directory: '/proc/x'" naming no variable."""
+    root = cache_root()
+    d = root.joinpath(*parts)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        if not os.access(d, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as e:
+        env = os.environ.get("SEAKR_CACHE")
+        who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
+        raise ValueError(f"{who}: cannot write {d} ({e.strerror or e}); seakr keeps converted models, pooled "
+                         "indexes and calibrations there: point SEAKR_CACHE at a folder you can write") from None
+    return d
+
+
 def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -166,7 +183,7 @@ def sha256_file(path: Path, chunk: int = 8 << 20) -> str:
 def cache_lock(name: str):
     """An inter-process lock on one thing the cache builds (a model's conversion, a pooled index): two
     processes started together (shards, Ray tasks) build it once, the second then reads the first's."""
-    return _lock(cache_root() / "locks" / f"{name}.lock")
+    return _lock(cache_dir("locks") / f"{name}.lock")
 
 
 @contextlib.contextmanager
