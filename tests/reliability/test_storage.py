@@ -209,6 +209,25 @@ def test_06_a_torn_full_row_runs_again_even_when_its_score_row_survived(tmp_path
     assert "question 'b' will run again" in capsys.readouterr().err
 
 
+def test_a_row_cut_off_between_the_two_files_reaches_the_committed_file_on_resume(tmp_path):
+    """A run stopped between a row's two writes (disk full, kill -9) left the row in results.jsonl only; resumed,
+    it counted as done and never reached scores.jsonl, so the committed file lacked it (11 of 12 rows after a
+    disk-full run) and a resume from that file on another machine ran it again."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(CFG))
+    (run / "results.jsonl").write_text("".join(json.dumps({"id": i, "f1": 1, "question": "q"}) + "\n" for i in "abc"))
+    (run / "scores.jsonl").write_text(json.dumps({"id": "a", "f1": 1}) + "\n")
+    slim = ("scores.jsonl", lambda r: {k: v for k, v in r.items() if k != "question"})
+    with RowLog(run, "results.jsonl", CFG, resume=True, companion=slim) as log:
+        assert [r["id"] for r in log.rows] == ["a", "b", "c"]
+        log.append({"id": "d", "f1": 0, "question": "q"})
+    assert [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()] == [
+        {"id": i, "f1": f} for i, f in (("a", 1), ("b", 1), ("c", 1), ("d", 0))]
+    RowLog(run, "results.jsonl", CFG, resume=True, companion=slim).close()  # nothing is added twice
+    assert len((run / "scores.jsonl").read_text().splitlines()) == 4
+
+
 def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
     from seakr.eval.runner import merge_runs
 

@@ -237,6 +237,9 @@ class RowLog:
         self._lock = threading.Lock()
         self._f = open(self.path, "a", encoding="utf-8")
         self._slim_f = open(self.slim_path, "a", encoding="utf-8") if self.slim_path else None
+        if self._slim_f is not None:  # a row written before the run stopped (disk full, kill -9) between the two
+            have = {r["id"] for r in slim}  # files: the committed file would lack it and run it again elsewhere
+            self._write(self._slim_f, [self.slim(r) for r in full if r["id"] not in have])
 
     def todo(self, examples):
         return [ex for ex in examples if ex.id not in self.done]
@@ -249,15 +252,21 @@ class RowLog:
     def append(self, row: dict, after=None) -> None:
         """Write one finished row; ``after(rows)`` runs under the same lock (progress display)."""
         with self._lock:
-            for f, r in ((self._f, row), (self._slim_f, self.slim(row) if self.slim else None)):
-                if f is not None:
-                    f.write(json.dumps(r) + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
+            self._write(self._f, [row])
+            if self._slim_f is not None:
+                self._write(self._slim_f, [self.slim(row)])
             self.rows.append(row)
             self.done.add(row["id"])
             if after:
                 after(self.rows)
+
+    @staticmethod
+    def _write(f, rows: list[dict]) -> None:
+        """Rows on disk before the next is started: ``kill -9`` loses at most the row in flight."""
+        if rows:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+            f.flush()
+            os.fsync(f.fileno())
 
     def close(self) -> None:
         try:
