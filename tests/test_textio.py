@@ -1,9 +1,12 @@
 """The text readers' own rules, against Python's json module as the reference."""
 
 import json
+import os
 import random
+import stat
+import threading
 
-from seakr.textio import check_escapes, encodable, lone_surrogate
+from seakr.textio import check_escapes, encodable, lone_surrogate, write_atomic
 
 
 def test_a_lone_surrogate_escape_is_found_exactly_where_json_decodes_one():
@@ -39,3 +42,27 @@ def test_check_escapes_names_the_file_line_or_the_flag():
     with pytest.raises(ValueError, match=r"^--option marker: \\ud800 is half"):
         check_escapes('"\\ud800"', "--option marker", numbered=False)
     check_escapes('"\\\\ud800 is text"', "x")
+
+
+def test_a_whole_write_keeps_links_modes_and_devices(tmp_path):
+    """The file replaced whole is the one the path names: a link's target (the link stays a link), with the
+    mode it had; a pipe or device is written through (/dev/stdout's node is not replaced); no hidden
+    file is left."""
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    os.chmod(target, 0o600)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o600
+    write_atomic(tmp_path / "fresh.json", "x")
+    assert (tmp_path / "fresh.json").read_text() == "x"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_atomic(fifo, "through")  # not a file: written through, not replaced
+    reader.join(10)
+    assert got == ["through"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.json", "link.json", "pipe", "real.json"]

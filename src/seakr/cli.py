@@ -14,7 +14,7 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
-from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, warn
+from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, warn, write_atomic
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -440,8 +440,7 @@ def cmd_probe_gate(args) -> int:
     # the maps read the check runs' scores: they must have been fitted under the sampling those runs drew
     bank = SelfKnowledge(str(model), args.probes, sampling=method.get("config"))
     res = gate_from_runs(args.check, args.chain, args.gate, bank)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(res, f, indent=2)
+    write_atomic(args.out, json.dumps(res, indent=2))
     print(gate_markdown(res) + f" -> {args.out}")
     return 0
 

@@ -10,6 +10,7 @@ import math
 import os
 import re
 import stat
+import threading
 import zlib
 from typing import Iterator
 
@@ -146,6 +147,31 @@ def check_question(q: str, error: type[Exception] = ValueError) -> str:
     if not encodable(q):
         raise error("question: not valid UTF-8 (undecodable bytes, or half a surrogate pair)")
     return q
+
+
+def write_atomic(path, text: str) -> None:
+    """Write a file whole or not at all: the text goes to a hidden file beside it, then replaces it. A write
+    cut off (disk full, a file-size limit, kill -9) had left a fitted probe, a run's config.json or the
+    model's calibration file truncated, the earlier content lost with it. A link is followed (its target
+    is replaced, the link stays); a device or pipe (/dev/stdout) is written through."""
+    target = os.path.realpath(path)
+    if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        if os.path.exists(target):
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))  # a 0600 file stays 0600
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def check_output_file(path: str, flag: str, error: type[Exception] = ValueError) -> None:

@@ -313,3 +313,55 @@ def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):
         log.append({"id": "1", "f1": 1.0})
     with RowLog(run, "results.jsonl", CFG, resume=True) as log:
         assert [r["id"] for r in log.rows] == ["1"]
+
+
+_CUT_WRITER = """
+import json, resource, signal, sys
+from pathlib import Path
+import numpy as np
+from seakr.probes.probe import fit_probe
+from seakr.eval.studies import _write_calibration
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+tmp = Path(sys.argv[1])
+rng = np.random.default_rng(0)
+X = rng.normal(size=(60, 200))
+probe = fit_probe(X, X[:, 0] > 0, model="m", tap="L3:mlp", form="short")
+result = {"chosen": {"delta": -3.0, "f1": 0.5, "retrieval_rate": 0.5}, "estimator": "ln_entropy", "n": 10}
+info = {"model": "m", "state_layer": 3, "state_source": "mlp"}
+limit = int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+for write in (lambda: probe.save(tmp / "probe.json"), lambda: _write_calibration(result, info, "plain", "simple")):
+    try:
+        write()
+        print("written")
+    except OSError as e:
+        print(e.strerror)
+"""
+
+
+def test_a_write_cut_off_keeps_the_file_it_was_replacing(tmp_path):
+    """A fitted probe saved over an earlier one, and the model's calibration file (read, extended, written
+    back), were truncated in place: a write cut off by a full disk or a file-size limit left half a JSON file,
+    the earlier fit or thresholds lost, and every later SeaKR run refused the file."""
+    from seakr.methods.base import calibration_path
+
+    cache = tmp_path / "cache"
+    old_probe = '{"earlier": "fit"}'
+    (tmp_path / "probe.json").write_text(old_probe)
+    cal = calibration_path({"model": "m", "state_layer": 3, "state_source": "mlp"})
+    cal = cache / cal.relative_to(cal.parents[1])
+    cal.parent.mkdir(parents=True)
+    old_cal = json.dumps({"delta": {"eigen": -4.0}, "source": {"eigen": {"n": 5, "at": "then"}}}, indent=2)
+    cal.write_text(old_cal)
+    r = subprocess.run([sys.executable, "-c", _CUT_WRITER, str(tmp_path), str(len(old_cal) + 20)], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "SEAKR_CACHE": str(cache)})
+    assert r.stdout.split("\n")[:2] == ["File too large"] * 2, r.stdout + r.stderr
+    assert (tmp_path / "probe.json").read_text() == old_probe and cal.read_text() == old_cal
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "probe.json"]  # no half-written file left
+    assert sorted(p.name for p in cal.parent.iterdir()) == [cal.name]
+    r = subprocess.run([sys.executable, "-c", _CUT_WRITER, str(tmp_path), str(1 << 30)], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "SEAKR_CACHE": str(cache)})
+    assert r.stdout.split("\n")[:2] == ["written"] * 2, r.stdout + r.stderr
+    assert set(json.loads(cal.read_text())["delta"]) == {"eigen", "ln_entropy"}
+    assert json.loads((tmp_path / "probe.json").read_text())["tap"] == "L3:mlp"

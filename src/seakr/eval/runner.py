@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import spelled, strict_json, warn
+from ..textio import spelled, strict_json, warn, write_atomic
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -229,7 +229,7 @@ class RowLog:
         full = _reread(self.path, torn, check)  # a row the check refuses stops here, the folder as it was
         slim = _reread(self.slim_path, torn, check) if self.slim_path else []
         # delta=-inf as "-inf", as options spell it
-        cfg_path.write_text(strict_json(config, spell=True, indent=2), encoding="utf-8")
+        write_atomic(cfg_path, strict_json(config, spell=True, indent=2))
         have = {r["id"] for r in full}
         # a question whose full row was torn runs again, as the warning says, even if its slim row survived
         self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
@@ -567,8 +567,8 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     out = Path(out_dir)
     old = _read_summary(out / "summary.json") if resume else {}
     s = {**summarize([ResultRow.from_dict(r) for r in rows], cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
-    (out / "summary.json").write_text(strict_json(s, indent=2), encoding="utf-8")
-    (out / "summary.md").write_text(summary_markdown([s]), encoding="utf-8")
+    write_atomic(out / "summary.json", strict_json(s, indent=2))
+    write_atomic(out / "summary.md", summary_markdown([s]))
     return s
 
 
@@ -646,10 +646,10 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
             g.write(json.dumps(r.to_score_dict()) + "\n")
     merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
     merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
-    (out / "config.json").write_text(strict_json(merged, spell=True, indent=2), encoding="utf-8")
+    write_atomic(out / "config.json", strict_json(merged, spell=True, indent=2))
     s = summarize(rows, merged.get("name", out.name))
-    (out / "summary.json").write_text(strict_json(s, indent=2), encoding="utf-8")
-    (out / "summary.md").write_text(summary_markdown([s]), encoding="utf-8")
+    write_atomic(out / "summary.json", strict_json(s, indent=2))
+    write_atomic(out / "summary.md", summary_markdown([s]))
     return s
 
 

@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import first_line, json_file
+from ..textio import first_line, json_file, write_atomic
 
 
 def tap_name(tap) -> str:
@@ -35,7 +35,7 @@ class StateStore:
         if meta.exists() and (stored := _taps(meta)) != self.taps:
             raise ValueError(f"{self.folder}: states were read at {stored}, this run reads "
                              f"{self.taps}: use another --out")
-        meta.write_text(json.dumps(self.taps), encoding="utf-8")
+        write_atomic(meta, json.dumps(self.taps))
 
     def path(self, qid: str) -> Path:
         return self.folder / (hashlib.sha1(str(qid).encode()).hexdigest()[:20] + ".npy")

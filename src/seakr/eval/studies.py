@@ -34,6 +34,7 @@ from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
 from ..models.registry import cache_dir
+from ..textio import write_atomic
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example
@@ -158,7 +159,7 @@ def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, o
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
               "estimator": config["estimator"], "k": config["k"], "alpha": config["alpha"], "mode": mode, **extra,
               "n": len(rows), "chosen": best, "sweep": sweep}
-    (out / "calibration.json").write_text(json.dumps(clean(result), indent=2), encoding="utf-8")
+    write_atomic(out / "calibration.json", json.dumps(clean(result), indent=2))
     title = f"{info.get('model')} layer {info.get('state_layer')}" + (", multi-hop" if mode == "multihop" else "")
     _plot_sweep(sweep, best, out / "calibration.png", title)
     if write:
@@ -180,7 +181,7 @@ def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
     cur.setdefault("source", {})[result["estimator"]] = {"n": result["n"], "f1": best["f1"],
                                                          "retrieval_rate": best["retrieval_rate"],
                                                          "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    p.write_text(json.dumps(cur, indent=2), encoding="utf-8")
+    write_atomic(p, json.dumps(cur, indent=2))
     result["written_to"] = str(p)
 
 
@@ -243,8 +244,8 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
-    (out / "calibration_rows.jsonl").write_text("".join(
-        json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows), encoding="utf-8")
+    write_atomic(out / "calibration_rows.jsonl", "".join(
+        json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows))
     return _calibration_result(rows, mn["model"], mn["config"], "multihop", out, write, runs=[str(never), str(always)])
 
 
@@ -384,7 +385,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     result = _detect_summary(rows, lm.info(), setting)
     result.update(form=form, cost=detect_costs(rows, method.config.k))
-    (out / "detect.json").write_text(json.dumps(clean(result), indent=2), encoding="utf-8")
+    write_atomic(out / "detect.json", json.dumps(clean(result), indent=2))
     _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
     return result
 
@@ -554,7 +555,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
     rows = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
     result = {"model": method.lm.info().get("model"), "N": method.config.n_candidates, "rerank_z": z,
               **rerank_summary(rows)}
-    (out / "rerank.json").write_text(json.dumps(clean(result), indent=2), encoding="utf-8")
+    write_atomic(out / "rerank.json", json.dumps(clean(result), indent=2))
     return result
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, json_file
+from ..textio import check_fields, json_file, write_atomic
 from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
@@ -83,7 +83,7 @@ class Calibration:
             raise ValueError(f"{where}: {e}") from None
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
+        write_atomic(Path(path), json.dumps(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":

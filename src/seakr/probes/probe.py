@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, json_file
+from ..textio import check_fields, json_file, write_atomic
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -182,7 +182,7 @@ class Probe:
         return probe
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict()), encoding="utf-8")
+        write_atomic(Path(path), json.dumps(self.to_dict()))
 
 
 def load_probe(path: str | Path) -> Probe:

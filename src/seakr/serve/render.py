@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..eval.runner import figure, named_paths, read_run_config
-from ..textio import parse_json
+from ..textio import parse_json, write_atomic
 
 
 def _asset(name: str) -> str:
@@ -33,7 +33,7 @@ def answer_html(ans) -> str:
 
 
 def write_answer_html(ans, path: str) -> None:
-    Path(path).write_text(answer_html(ans), encoding="utf-8")
+    write_atomic(Path(path), answer_html(ans))
 
 
 def _table(head: list[str], rows: list[list]) -> str:
@@ -127,4 +127,4 @@ def report_html(run_dir: str) -> str:
 
 
 def write_report(run_dir: str, path: str) -> None:
-    Path(path).write_text(report_html(run_dir), encoding="utf-8")
+    write_atomic(Path(path), report_html(run_dir))
