@@ -252,7 +252,8 @@ def first_line(e: BaseException, limit: int = 200) -> str:
 
 #: A write the file system refused, and how to say it: no space, the quota spent, a read-only file system.
 REFUSED_WRITES = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is spent",
-                  errno.EROFS: "the file system is read-only"}
+                  errno.EROFS: "the file system is read-only",
+                  errno.EFBIG: "a file reached the size limit set for this process (ulimit -f)"}
 
 
 def spelled(x: float) -> str | None:

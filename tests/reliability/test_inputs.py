@@ -135,6 +135,9 @@ def test_a_full_disk_is_one_line_that_says_what_is_kept():
     assert said.startswith("no space left on the device (writing /runs/x/config.json); what was written before it is kept")
     assert "--resume" in said and disk_refused(OSError(errno.EROFS, "ro")).startswith("the file system is read-only;")
     assert disk_refused(OSError(errno.EBADF, "bad descriptor")) is None  # a fault in seakr keeps its traceback
+    # a file-size limit (ulimit -f, a scheduler's) refuses a write as a full disk does: it was a traceback
+    assert disk_refused(OSError(errno.EFBIG, "File too large", "/runs/x/results.jsonl")).startswith(
+        "a file reached the size limit set for this process (ulimit -f) (writing /runs/x/results.jsonl); what was")
 
 
 def test_09_question_with_undecodable_bytes(index):

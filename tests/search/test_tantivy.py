@@ -235,6 +235,41 @@ def test_a_disk_that_refuses_a_write_is_named_and_the_index_keeps_what_it_had(tm
                              for i in range(2)), tmp_path / "other")
 
 
+_LIMITED_WRITER = """
+import resource, signal, sys
+from seakr.search import Passage, SearchError
+from seakr.search.tantivy_engine import TantivyEngine
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, 150_000))
+many = [Passage(str(i), f"T{i}", f"word{i} some text about things and more things {i * 7}") for i in range(40_000)]
+for write in (lambda: TantivyEngine(sys.argv[1]).add(many), lambda: TantivyEngine.build(many, sys.argv[2])):
+    try:
+        write()
+    except SearchError as e:
+        print(e)
+"""
+
+
+def test_a_write_refused_inside_tantivys_thread_is_named_and_undone(tmp_path):
+    """A real refused write (a file-size limit; a full disk reads the same) fails in tantivy's worker thread,
+    which reports only "An error occurred in a thread: 'An index writer was killed.. (io::Error most
+    likely)'": that came out bare, naming neither the folder nor the disk. The add is undone as for any
+    refused write."""
+    TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], tmp_path / "idx")
+    r = subprocess.run([sys.executable, "-c", _LIMITED_WRITER, str(tmp_path / "idx"), str(tmp_path / "new")],
+                       capture_output=True, text=True, timeout=300)
+    said = r.stdout.splitlines()
+    assert len(said) == 2, r.stdout + r.stderr
+    assert re.fullmatch(rf"{re.escape(str(tmp_path / 'idx'))}: adding to the index failed \(tantivy's writer thread "
+                        r"stopped on a refused write: a full disk, a quota or a file-size limit; [\d,.]+ MB free "
+                        r"there\); it holds what it had", said[0]), said[0]
+    assert said[1].startswith(f"{tmp_path / 'new'}: the index could not be written (tantivy's writer thread stopped")
+    TantivyEngine.check_files(tmp_path / "idx")
+    assert [p.id for p in TantivyEngine(tmp_path / "idx").search("alpha", 3)] == ["a"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
 def test_a_manifest_write_that_fails_after_the_segments_undoes_the_add(tmp_path, monkeypatch):
     """The segments were written, then the manifest's write failed: the index listed files it did not have
     and the next open called it damaged. The add is now whole or not at all."""

@@ -67,10 +67,25 @@ def _schema():
     return sb.build()
 
 
+#: tantivy's word when a segment write fails in its worker thread: the OS error stays in the thread
+_WORKER_DIED = "index writer was killed"
+
+
 def _io_failure(e: BaseException) -> bool:
     """A write the file system refused, as Python or tantivy ("... (os error 28)") reports it; a corpus
     file that cannot be read, a corpus error or a bad passage is not one and keeps its own message."""
-    return (isinstance(e, OSError) and e.errno in REFUSED_WRITES) or any(f"(os error {n})" in str(e) for n in REFUSED_WRITES)
+    return ((isinstance(e, OSError) and e.errno in REFUSED_WRITES) or _WORKER_DIED in str(e)
+            or any(f"(os error {n})" in str(e) for n in REFUSED_WRITES))
+
+
+def _write_failure(path: Path, e: BaseException) -> str:
+    """What a refused index write says: tantivy's text, and where its worker thread hid the cause
+    ("An index writer was killed ... (io::Error most likely)": a full disk named neither), the disk's room."""
+    if _WORKER_DIED not in str(e):
+        return first_line(e)
+    free = shutil.disk_usage(next(p for p in (path, *path.parents) if p.exists())).free
+    return (f"tantivy's writer thread stopped on a refused write: a full disk, a quota or a file-size limit; "
+            f"{free / 1e6:,.1f} MB free there")
 
 
 def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
@@ -328,7 +343,8 @@ class TantivyEngine:
         except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
             if _io_failure(e):  # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
-                raise SearchError(f"{out}: the index could not be written ({first_line(e)}); nothing was kept") from None
+                raise SearchError(f"{out}: the index could not be written ({_write_failure(out, e)}); nothing was "
+                                  "kept") from None
             raise
         return cls(out)
 
@@ -379,7 +395,8 @@ class TantivyEngine:
         except BaseException as e:
             _restore(self.path, before, kept)
             if _io_failure(e):
-                raise SearchError(f"{self.path}: adding to the index failed ({first_line(e)}); it holds what it had") from None
+                raise SearchError(f"{self.path}: adding to the index failed ({_write_failure(self.path, e)}); it holds "
+                                  "what it had") from None
             raise
         self.manifest = m
         self.index.reload()
