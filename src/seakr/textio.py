@@ -256,6 +256,14 @@ REFUSED_WRITES = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "th
                   errno.EFBIG: "a file reached the size limit set for this process (ulimit -f)"}
 
 
+def refused_write(e: BaseException) -> str | None:
+    """What a write the file system refused says (a full disk, a quota, a read-only mount, a size limit), as
+    Python raises it or as a Rust library words it ("... (os error 28)"); None for any other error."""
+    if isinstance(e, OSError) and e.errno in REFUSED_WRITES:
+        return REFUSED_WRITES[e.errno]
+    return next((why for n, why in REFUSED_WRITES.items() if f"(os error {n})" in str(e)), None)
+
+
 def spelled(x: float) -> str | None:
     """A non-finite number as a config spells it: the text "inf" / "-inf" its number options read back; NaN
     as null."""

@@ -127,3 +127,32 @@ def test_11_weights_that_are_not_finite_are_refused_at_conversion():
         net[1].weight[0, 1] = float("nan")
     with pytest.raises(ModelError, match=r"model.gguf: tensor 1.weight holds NaN"):
         check_finite(net, "model.gguf")
+
+
+_LIMITED_CONVERSION = """
+import resource, signal
+from seakr.models.registry import ModelError, resolve
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+try:
+    resolve("smollm2-135m", "bfloat16")
+except ModelError as e:
+    print(e)
+"""
+
+
+def test_a_conversion_the_disk_refuses_is_one_line_and_leaves_nothing(tmp_path):
+    """The cache on a full disk (here a file-size limit, which safetensors reports alike) printed safetensors'
+    traceback ("SafetensorError: Error while serializing: I/O error: No space left on device (os error 28)")."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _LIMITED_CONVERSION], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "SEAKR_CACHE": str(tmp_path)})
+    assert re.fullmatch(rf"converting smollm2-135m into {re.escape(str(tmp_path / 'models'))} failed: a file reached "
+                        r"the size limit set for this process \(ulimit -f\) \([\d,]+ MB free there\); free some room "
+                        r"or point SEAKR_CACHE at a larger disk\n", r.stdout), r.stdout + r.stderr[-2000:]
+    assert list((tmp_path / "models").iterdir()) == []  # no partial copy left

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..textio import first_line, json_file
+from ..textio import first_line, json_file, refused_write
 
 
 class ModelError(RuntimeError):
@@ -352,8 +352,15 @@ def _converted(base: Path, dtype: str, lock_name: str, gguf_of, meta: dict) -> t
                 hit = _cache_dirs(base, dtype)[0]
                 hit.parent.mkdir(parents=True, exist_ok=True)
                 _clear_stale(hit)
-                with tempfile.TemporaryDirectory(prefix=f".assemble-{hit.name}-", dir=hit.parent) as td:
-                    _convert_gguf(gguf_of(Path(td)), hit, meta, stored_dtype(dtype))
+                try:
+                    with tempfile.TemporaryDirectory(prefix=f".assemble-{hit.name}-", dir=hit.parent) as td:
+                        _convert_gguf(gguf_of(Path(td)), hit, meta, stored_dtype(dtype))
+                except Exception as e:  # noqa: BLE001 - safetensors' refusal is no OSError
+                    if (why := refused_write(e)) is None:
+                        raise
+                    free = shutil.disk_usage(hit.parent).free / 1e6  # the partial copy is gone by now
+                    raise ModelError(f"converting {lock_name} into {hit.parent} failed: {why} ({free:,.0f} MB free "
+                                     "there); free some room or point SEAKR_CACHE at a larger disk") from None
     return hit, source_meta(hit, "a damaged cache entry: delete that folder and the model converts again")
 
 

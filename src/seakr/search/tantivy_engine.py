@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import REFUSED_WRITES, first_line
+from ..textio import first_line, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    iter_batches)
 
@@ -74,8 +74,7 @@ _WORKER_DIED = "index writer was killed"
 def _io_failure(e: BaseException) -> bool:
     """A write the file system refused, as Python or tantivy ("... (os error 28)") reports it; a corpus
     file that cannot be read, a corpus error or a bad passage is not one and keeps its own message."""
-    return ((isinstance(e, OSError) and e.errno in REFUSED_WRITES) or _WORKER_DIED in str(e)
-            or any(f"(os error {n})" in str(e) for n in REFUSED_WRITES))
+    return refused_write(e) is not None or _WORKER_DIED in str(e)
 
 
 def _write_failure(path: Path, e: BaseException) -> str:
