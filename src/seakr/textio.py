@@ -149,20 +149,21 @@ def check_question(q: str, error: type[Exception] = ValueError) -> str:
     return q
 
 
-def write_atomic(path, text: str) -> None:
-    """Write a file whole or not at all: the text goes to a hidden file beside it, then replaces it. A write
-    cut off (disk full, a file-size limit, kill -9) had left a fitted probe, a run's config.json or the
-    model's calibration file truncated, the earlier content lost with it. A link is followed (its target
-    is replaced, the link stays); a device or pipe (/dev/stdout) is written through."""
+def write_atomic(path, content: str | bytes) -> None:
+    """Write a file whole or not at all: the content (text as UTF-8) goes to a hidden file beside it, then
+    replaces it. A write cut off (disk full, a file-size limit, kill -9) had left a fitted probe, a run's
+    config.json or the model's calibration file truncated, the earlier content lost with it. A link is
+    followed (its target is replaced, the link stays); a device or pipe (/dev/stdout) is written through."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
     target = os.path.realpath(path)
     if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(target, "wb") as f:
+            f.write(data)
         return
     tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(tmp, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         if os.path.exists(target):

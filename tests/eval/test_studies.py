@@ -378,6 +378,35 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
     assert "a symbolic link to nothing" in capsys.readouterr().err
 
 
+_LIMITED_STATES = """
+import errno, resource, signal, sys
+import numpy as np
+from seakr.eval.states import StateStore
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+store = StateStore(sys.argv[1], ["L1:mlp", "L2:mlp"])
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+store.put("small", np.ones((2, 100)))
+try:
+    store.put("big", np.ones((2, 10_000)))
+except OSError as e:
+    print(errno.errorcode.get(e.errno))
+"""
+
+
+def test_a_state_the_disk_refuses_is_a_refused_write_and_leaves_no_half_file(tmp_path):
+    """numpy's own write to a full disk raised "OSError: 34560 requested and 18368 written" (no errno, so a
+    traceback instead of the full-disk line) and left half a .npy (found running detect on a full tmpfs)."""
+    from seakr.eval.states import StateStore
+
+    r = subprocess.run([sys.executable, "-c", _LIMITED_STATES, str(tmp_path / "states")], capture_output=True,
+                       text=True, timeout=120)
+    assert r.stdout == "EFBIG\n", r.stdout + r.stderr
+    store = StateStore.open(tmp_path / "states")
+    assert store.get("small").shape == (2, 100) and store.get("big") is None
+    assert sorted(p.name for p in (tmp_path / "states").iterdir()) == sorted([store.path("small").name, "taps.json"])
+
+
 def test_a_damaged_state_store_names_its_file(tmp_path):
     """A truncated .npy was numpy's "EOF: reading array header" and a malformed taps.json json's own message,
     neither naming the file (found by cutting a detect study's state short and fitting a probe on it)."""
