@@ -4,6 +4,7 @@ end to end with the real smollm2 on a few fixture questions, and resuming a kill
 import dataclasses
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -405,6 +406,29 @@ def test_a_state_the_disk_refuses_is_a_refused_write_and_leaves_no_half_file(tmp
     store = StateStore.open(tmp_path / "states")
     assert store.get("small").shape == (2, 100) and store.get("big") is None
     assert sorted(p.name for p in (tmp_path / "states").iterdir()) == sorted([store.path("small").name, "taps.json"])
+
+
+_CALIBRATING = """
+import sys
+from seakr.eval.studies import _write_calibration
+
+info = {"model": "m", "state_layer": 3, "state_source": "mlp"}
+for i in range(40):
+    _write_calibration({"chosen": {"delta": -3.0, "f1": 0.5, "retrieval_rate": 0.5}, "estimator": f"{sys.argv[1]}{i}",
+                        "n": 10}, info, "plain", "simple")
+"""
+
+
+def test_two_calibrations_at_once_both_reach_the_models_file(tmp_path):
+    """The model's calibration file is read, extended and written back: two calibrations at once (of two
+    estimators, by two shards) each wrote back what it had read, and 60 of 120 thresholds were lost."""
+    from seakr.methods.base import calibration_path
+
+    env = {**os.environ, "SEAKR_CACHE": str(tmp_path)}
+    runs = [subprocess.Popen([sys.executable, "-c", _CALIBRATING, tag], env=env) for tag in "ab"]
+    assert [p.wait(timeout=120) for p in runs] == [0, 0]
+    cal = tmp_path / "calibration" / calibration_path({"model": "m", "state_layer": 3, "state_source": "mlp"}).name
+    assert sorted(json.loads(cal.read_text())["delta"]) == sorted(f"{t}{i}" for t in "ab" for i in range(40))
 
 
 def test_a_damaged_state_store_names_its_file(tmp_path):

@@ -33,7 +33,7 @@ from ..prompts import SHORT_STOPS, SHORT_TOKENS, check_wording, wording_record
 from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
-from ..models.registry import cache_dir
+from ..models.registry import cache_dir, cache_lock
 from ..textio import write_atomic
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
@@ -175,13 +175,16 @@ def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
         return
     p = calibration_path(info, style, mode)
     cache_dir(p.parent.name)
-    cur = read_thresholds(p) if p.exists() else {}
-    cur.setdefault("delta", {})
-    cur["delta"][result["estimator"]] = best["delta"]
-    cur.setdefault("source", {})[result["estimator"]] = {"n": result["n"], "f1": best["f1"],
-                                                         "retrieval_rate": best["retrieval_rate"],
-                                                         "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    write_atomic(p, json.dumps(cur, indent=2))
+    # read, extended, written back under a lock: two calibrations at once (two estimators, two shards) each
+    # wrote back what it had read, and one of them was lost
+    with cache_lock(f"calibration-{p.stem}"):
+        cur = read_thresholds(p) if p.exists() else {}
+        cur.setdefault("delta", {})
+        cur["delta"][result["estimator"]] = best["delta"]
+        cur.setdefault("source", {})[result["estimator"]] = {"n": result["n"], "f1": best["f1"],
+                                                             "retrieval_rate": best["retrieval_rate"],
+                                                             "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        write_atomic(p, json.dumps(cur, indent=2))
     result["written_to"] = str(p)
 
 
