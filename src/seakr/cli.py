@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import json
 import math
 import os
@@ -609,11 +610,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seakr: {interrupted(args, e)}", file=sys.stderr)
         return 143 if isinstance(e, Stopped) else 130
     except (MemoryError, RuntimeError, OSError) as e:
+        if isinstance(e, OSError) and (said := path_refused(e)):
+            print(f"seakr: error: {said}", file=sys.stderr)
+            return 2
         said = out_of_memory(e) if not isinstance(e, OSError) else disk_refused(e)
         if said is None:
             raise
         print(f"seakr: error: {said}", file=sys.stderr)
         return 3
+
+
+#: paths the system cannot follow, wherever a command first touches them (a traceback from the first stat)
+_BAD_PATHS = {errno.ENAMETOOLONG: "a name longer than this file system takes (255 bytes a name, 4096 a path on "
+                                  "Linux); choose a shorter one",
+              errno.ELOOP: "a symbolic link that points back at itself; remove it or choose another path"}
+
+
+def path_refused(e: OSError) -> str | None:
+    """One line for a path the system refuses (a file name of 300 characters as --out, a link loop), naming
+    it; None for any other OSError."""
+    why = _BAD_PATHS.get(e.errno)
+    return f"{e.filename}: {why}" if why and e.filename else None
 
 
 def disk_refused(e: OSError) -> str | None:

@@ -624,3 +624,22 @@ def test_a_console_that_cannot_spell_the_output_gets_escapes_not_an_error(tmp_pa
     for enc, title in (("ascii", b"Z\\xfcrich"), ("cp1252", "Zürich".encode("cp1252"))):
         r = seakr("search", idx, "Zürich", env={"PYTHONIOENCODING": enc})
         assert r.returncode == 0 and title in r.stdout, (enc, r.stdout, r.stderr)
+
+
+def test_a_path_the_system_refuses_is_one_line_before_the_model(tmp_path, index):
+    """A file name longer than the file system takes (300 characters as --out) was a traceback from the first
+    stat ("OSError: [Errno 36] File name too long") in eval, detect, calibrate, index build, report, probe fit
+    and search; an index build over a corpus that is a link loop was "RuntimeError: Symlink loop"."""
+    long = str(tmp_path / ("x" * 300))
+    data = HOTPOT
+    for args in (["eval", "--data", data, "--method", "cot", "--out", long],
+                 ["detect", "--data", data, "--out", long], ["calibrate", "--data", data, "--out", long],
+                 ["index", "build", data, "--out", long], ["report", str(tmp_path), "--out", long + ".html"],
+                 ["probe", "fit", str(tmp_path), "--out", long + ".json"], ["search", long, "x"],
+                 ["eval", "--data", data, "--model", long, "--method", "cot", "--out", str(tmp_path / "o")]):
+        one_line_error(seakr(*args), long, "a name longer than this file system takes")
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "back")
+    (tmp_path / "back").symlink_to(loop)
+    err = one_line_error(seakr("index", "build", str(loop), "--out", str(tmp_path / "idx")), str(loop))
+    assert "Symlink loop" not in err

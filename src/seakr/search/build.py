@@ -3,6 +3,7 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -41,9 +42,9 @@ def check_index_out(out: str, sources: Sequence[str | None], engine: str | None 
         raise ValueError(f"--engine elasticsearch: --out must read http(s)://host:9200/INDEX, not {out!r}")
     if engine != "tantivy":
         return engine
-    o = Path(out).resolve()
+    o = Path(os.path.realpath(out))  # Path.resolve() raised RuntimeError("Symlink loop ...") on a link loop
     for src in filter(None, sources):
-        p = Path(src).resolve()
+        p = Path(os.path.realpath(src))
         if p == o or o in p.parents:
             raise ValueError(f"--out {out}: is or contains the corpus file {src}; choose another directory")
     return engine
