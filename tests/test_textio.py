@@ -6,7 +6,7 @@ import random
 import stat
 import threading
 
-from seakr.textio import check_escapes, encodable, lone_surrogate, write_atomic
+from seakr.textio import check_escapes, encodable, head, lines, lone_surrogate, write_atomic
 
 
 def test_a_lone_surrogate_escape_is_found_exactly_where_json_decodes_one():
@@ -66,3 +66,21 @@ def test_a_whole_write_keeps_links_modes_and_devices(tmp_path):
     reader.join(10)
     assert got == ["through"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.json", "link.json", "pipe", "real.json"]
+
+
+def test_a_line_too_long_is_refused_or_cut_where_asked(tmp_path):
+    """Record readers refuse a line over their bound with path:line (a stream with no line breaks was read
+    whole); the format guess reads at most a MB of one line (a 500 MB JSON file on one line was read whole to
+    guess its layout), cut between characters, never inside one."""
+    import pytest
+
+    f = tmp_path / "a.jsonl"
+    f.write_text('{"a": 1}\n' + "é" * 40 + "\n", encoding="utf-8")
+    assert next(lines(f, ValueError, max_line=20)) == (1, '{"a": 1}\n')
+    with pytest.raises(ValueError, match=r"a\.jsonl:2: a line of over 0 MB: not a file of one record per line"):
+        list(lines(f, ValueError, max_line=20))
+    assert [t for _, t in lines(f, ValueError, max_line=21, cut=True)] == ['{"a": 1}\n', "é" * 10]  # 21 bytes: 10½
+    big = tmp_path / "one.json"
+    big.write_text('[{"question": "' + "x" * (3 << 20) + '"}]', encoding="utf-8")
+    got = head(big, 4096)
+    assert got.startswith('[{"question": "xxx') and len(got) == 1 << 20

@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(e, OSError) and (said := path_refused(e)):
             print(f"seakr: error: {said}", file=sys.stderr)
             return 2
-        said = out_of_memory(e) if not isinstance(e, OSError) else disk_refused(e)
+        said = out_of_memory(e, args.command) if not isinstance(e, OSError) else disk_refused(e)
         if said is None:
             raise
         print(f"seakr: error: {said}", file=sys.stderr)
@@ -644,10 +644,15 @@ def disk_refused(e: OSError) -> str | None:
             "(a run goes on with --resume once there is room)")
 
 
-def out_of_memory(e: BaseException) -> str | None:
+#: commands that run no model: their memory is the data they read, not k or a batch
+_NO_MODEL = ("index", "search", "merge", "compare", "report", "probe")
+
+
+def out_of_memory(e: BaseException, command: str | None = None) -> str | None:
     """One line for an allocation the machine cannot give (k = 10**11 samples asked 40 TB of CPU memory
     and printed torch's traceback), naming the knobs that size it; None for any other error (a fault in
-    seakr keeps its traceback)."""
+    seakr keeps its traceback). An index build out of memory was told to lower k and load the model in a
+    smaller precision: a command that runs no model is told what it read instead."""
     text = first_line(e, limit=1000)
     if not (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
             or "can't allocate memory" in text or "out of memory" in text.lower()):
@@ -657,6 +662,9 @@ def out_of_memory(e: BaseException) -> str | None:
     said = f"asked for {wanted}" if wanted else ""
     if said and (free := re.search(r"[0-9.]+ GB are free", text)):  # the model's own refusal says what it had
         said += f"; {free.group(0)}"
+    if command in _NO_MODEL:
+        return (f"out of memory{f' ({said})' if said else ''}: the files `seakr {command}` read did not fit; "
+                "split them, or run it where there is more memory")
     return (f"out of memory{f' ({said})' if said else ''}: lower k, max_new_tokens, n_candidates or --concurrency, "
             "or load the model in a smaller precision")
 

@@ -3,6 +3,7 @@ failure names the file and the line: bytes that are not UTF-8, a truncated or da
 
 from __future__ import annotations
 
+import codecs
 import errno
 import gzip
 import json
@@ -15,10 +16,17 @@ import zlib
 from typing import Iterator
 
 
-def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, str]]:
+#: The longest line a one-record-per-line file may hold: no passage or question comes near it, and a stream
+#: with no line breaks at all (/dev/zero as a corpus, a binary file) had been read whole into memory
+MAX_LINE = 256 << 20
+
+
+def lines(path: str, error: type[Exception] = ValueError, max_line: int | None = None,
+          cut: bool = False) -> Iterator[tuple[int, str]]:
     """(1-based line number, line text with its newline) of a UTF-8 text file, ``.gz`` included.
     A byte-order mark opening the file is dropped (Windows editors write one; it is not text).
-    Problems raise ``error`` with ``path:line`` in the message. ``path`` may be a ``pathlib.Path``."""
+    Problems raise ``error`` with ``path:line`` in the message. ``path`` may be a ``pathlib.Path``.
+    A line over ``max_line`` bytes is refused, or with ``cut`` its start is the last line read."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise error(f"{path}: no such file")
@@ -28,11 +36,17 @@ def lines(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
     n = 0
     try:
         with opener(path, "rb") as f:
-            for n, raw in enumerate(f, 1):
-                try:
-                    yield n, raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            for n, raw in enumerate(f if max_line is None else iter(lambda: f.readline(max_line + 1), b""), 1):
+                long = max_line is not None and len(raw) > max_line
+                if long and not cut:
+                    raise error(f"{path}:{n}: a line of over {max_line >> 20} MB: not a file of one record per line")
+                enc = "utf-8-sig" if n == 1 else "utf-8"
+                try:  # a cut line may end inside a character: the incremental decoder leaves that one out
+                    yield n, codecs.getincrementaldecoder(enc)().decode(raw[:max_line]) if long else raw.decode(enc)
                 except UnicodeDecodeError as e:
                     raise error(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
+                if long:
+                    return
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise error(f"{path}: truncated or damaged gzip file after line {n} ({e})") from None
 
@@ -59,9 +73,10 @@ def read_text(path: str, error: type[Exception] = ValueError) -> str:
 
 
 def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
-    """The first ``nchars`` characters (or a little more: whole lines)."""
+    """The first ``nchars`` characters (or a little more: whole lines, but no more than a MB of one: a JSON
+    file written on one line, 500 MB of it, was read whole to guess its layout)."""
     out, size = [], 0
-    for _, line in lines(path, error):
+    for _, line in lines(path, error, max_line=max(nchars, 1 << 20), cut=True):
         out.append(line)
         size += len(line)
         if size >= nchars:
@@ -111,7 +126,7 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
     """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object."""
     import json
 
-    for n, line in lines(path, error):
+    for n, line in lines(path, error, MAX_LINE):
         if not line.strip():
             continue
         try:

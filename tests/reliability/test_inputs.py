@@ -116,6 +116,22 @@ def test_out_of_memory_is_told_from_other_faults():
     ours = MemoryError("cannot allocate 289.4 GB for a call of 100,001 rows (100 new tokens each): 21.0 GB are free on cpu")
     assert out_of_memory(ours).startswith("out of memory (asked for 289.4 GB; 21.0 GB are free): lower k")
     assert out_of_memory(RuntimeError("shape mismatch")) is None  # a fault in seakr keeps its traceback
+    # a command that runs no model was told to lower k and load the model in a smaller precision
+    assert out_of_memory(MemoryError(), "index") == ("out of memory: the files `seakr index` read did not fit; "
+                                                     "split them, or run it where there is more memory")
+
+
+def test_a_stream_with_no_line_breaks_is_refused_at_its_first_line():
+    """A corpus streamed with --format from a source that never ends a line (/dev/zero here; a binary file
+    alike) was read whole into memory: out of memory, with advice about k and the model's precision."""
+    import resource
+
+    def cap_memory():  # old code read until this cap: fail fast rather than take the machine
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    r = seakr("index", "build", "/dev/zero", "--format", "jsonl", "--out", "/nonexistent-dir/idx",
+              preexec_fn=cap_memory)
+    one_line_error(r, "/dev/zero:1: a line of over 256 MB: not a file of one record per line")
 
 
 def test_an_exception_without_a_message_is_named_by_its_type():

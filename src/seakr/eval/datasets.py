@@ -290,7 +290,7 @@ def _py_list(where: str, field: str, text: str) -> list[str]:
 def load_qa_csv(path):
     import csv
 
-    lines = (line for _, line in textio.lines(path, DatasetError))
+    lines = (line for _, line in textio.lines(path, DatasetError, textio.MAX_LINE))
     reader = csv.reader(lines)
     header = next(reader, None)
     if header != QA_CSV_HEADER:

@@ -38,7 +38,7 @@ class CorpusError(ValueError):
 
 
 def _lines(path: str):
-    return textio.lines(path, CorpusError)
+    return textio.lines(path, CorpusError, textio.MAX_LINE)
 
 
 def _json(path: str):
