@@ -266,6 +266,25 @@ def test_a_question_beyond_the_context_is_refused_before_the_first_is_answered(t
     assert run_eval(method, exs[:1], tmp_path / "run", resume=True)["n"] == 1
 
 
+def test_max_new_tokens_as_long_as_the_context_is_named_when_the_method_is_built(tmp_path):
+    """max_new_tokens = 2**63 - 1 in a TOML grid failed at the first question, after the model had loaded, as
+    "question too long ... (shorten it, or leave it out)", blaming a question of 544 tokens."""
+    from scripted import Reply, ScriptedLM, engine
+    from seakr.methods.baselines import IRCoT
+
+    class Short(ScriptedLM):
+        def info(self):
+            return {**super().info(), "context_tokens": 400}
+
+    idx = engine(tmp_path, {"Vienna": "Vienna is the capital of Austria."})
+    lm = Short(lambda v: Reply("Vienna."))
+    for n in (400, 2**63 - 1):
+        with pytest.raises(ValueError, match=rf"^option max_new_tokens: {n} leaves no room for a prompt in the model's "
+                                             r"400-token context; lower it$"):
+            IRCoT(lm, idx, config={"max_new_tokens": n})
+    IRCoT(lm, idx, config={"max_new_tokens": 399})
+
+
 @pytest.mark.parametrize("edit,field", [
     (lambda r: r.update(em="1"), "field 'em' is '1', not a number from 0 to 1"),
     (lambda r: r.pop("f1"), "field 'f1' is missing"),

@@ -454,3 +454,14 @@ def test_free_memory_reads_the_machine(monkeypatch):
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 2 * GB)
     assert free_memory(torch.device("cuda:0")) == 78 * GB
     assert free_memory(torch.device("mps")) is None
+
+
+def test_a_generation_past_the_context_is_refused_naming_max_new_tokens(tiny_lm):
+    """`seakr uncertainty --max-new-tokens 100000` was "out of memory (asked for 96.8 GB) ...: lower k": the call
+    runs past the model's context window (512 tokens here) whatever memory there is."""
+    ctx = tiny_lm.info()["context_tokens"]
+    n = len(tiny_lm.encode("the cat sat"))
+    with pytest.raises(ValueError, match=rf"^max_new_tokens {ctx} after a prompt of {n} tokens runs past the model's "
+                                         rf"{ctx}-token context; lower it \(at most {ctx - n} here\)$"):
+        tiny_lm.generate(["the cat sat"], GenerationConfig(n=2, max_new_tokens=ctx))
+    assert tiny_lm.generate(["the cat sat"], GenerationConfig(n=0, max_new_tokens=ctx - n))  # to the last position

@@ -336,6 +336,9 @@ class Method:
         self.config = self.resolve(self.config)
         c = self.config
         require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
+        if (budget := self.prompt_budget()) is not None and budget <= 0:  # was "question too long ... shorten it"
+            raise ValueError(f"option max_new_tokens: {c.max_new_tokens} leaves no room for a prompt in the model's "
+                             f"{budget + c.max_new_tokens}-token context; lower it")
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
 

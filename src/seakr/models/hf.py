@@ -418,6 +418,10 @@ class HFLanguageModel:
 
     def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
+        longest, ctx = max(p.tokens for p in prefilled), self.prefill.context
+        if ctx and longest + cfg.max_new_tokens > ctx:  # was an out-of-memory line naming k (or GPT-2's IndexError)
+            raise ValueError(f"max_new_tokens {cfg.max_new_tokens} after a prompt of {longest} tokens runs past the "
+                             f"model's {ctx}-token context; lower it (at most {ctx - longest} here)")
         self._check_room(len(prefilled) * len(kinds), cfg.max_new_tokens)
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
