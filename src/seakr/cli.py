@@ -15,7 +15,8 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
-from .textio import REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, warn, write_atomic
+from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, shown, warn,
+                     write_atomic)
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -124,7 +125,7 @@ def cmd_search(args) -> int:
     if not hits:  # not an error: a query of stop words only, or words no passage holds
         print(f"no passage matches {args.query!r}", file=sys.stderr)
     for i, h in enumerate(hits, 1):
-        print(f"[{i}] {h.score:8.3f}  {h.title}  ({h.id})\n    {h.text[:300]}")
+        print(f"[{i}] {h.score:8.3f}  {shown(h.title)}  ({shown(h.id)})\n    {shown(h.text[:300])}")
     return 0
 
 
@@ -604,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
         # Anything else (a bug, torch running out of memory) keeps its traceback.
-        print(f"seakr: error: {e}", file=sys.stderr)
+        print(f"seakr: error: {shown(e)}", file=sys.stderr)  # it may quote a question or a passage
         return 2
     except KeyboardInterrupt as e:
         print(f"seakr: {interrupted(args, e)}", file=sys.stderr)

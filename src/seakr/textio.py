@@ -190,6 +190,17 @@ def write_atomic(path, content: str | bytes) -> None:
         raise
 
 
+#: control characters other than newline and tab, as escapes: a terminal acts on them (ESC starts a colour, a
+#: title or a clipboard write; CR overwrites the line shown)
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))}
+
+
+def shown(text) -> str:
+    """Text from a corpus, a dataset or the model as a console should show it: its control characters escaped
+    (a passage holding "\x1b]0;title\x07" retitled the terminal that ran `seakr search`)."""
+    return str(text).translate(_CONTROLS)
+
+
 def check_output_file(path: str, flag: str, error: type[Exception] = ValueError) -> None:
     """Fail before any slow work when ``path`` cannot be written."""
     from pathlib import Path

@@ -659,3 +659,22 @@ def test_a_path_the_system_refuses_is_one_line_before_the_model(tmp_path, index)
     (tmp_path / "back").symlink_to(loop)
     err = one_line_error(seakr("index", "build", str(loop), "--out", str(tmp_path / "idx")), str(loop))
     assert "Symlink loop" not in err
+
+
+def test_control_characters_from_a_corpus_are_shown_escaped(tmp_path):
+    """A passage holding terminal controls ("\\x1b]0;...\\x07" retitles the terminal, "\\x1b[2J" clears it, CR
+    overwrites the line) was printed raw by `seakr search` and by the trace `ask` and `demo` print."""
+    from scripted import Reply, ScriptedLM, engine
+    from seakr.methods.baselines import IRCoT
+
+    nasty = "Vienna is the capital\x1b]0;pwned\x07 of Austria.\r\x1b[2J\x9b"
+    idx = engine(tmp_path, {"Vien\x1b[31mna": nasty})
+    r = seakr("search", str(idx.path), "capital of Austria")
+    out = r.stdout.decode()
+    assert r.returncode == 0 and not any(c in out for c in "\x1b\x07\r\x9b"), out
+    assert "Vien\\x1b[31mna" in out and "capital\\x1b]0;pwned\\x07 of Austria.\\x0d\\x1b[2J\\x9b" in out
+    ans = IRCoT(ScriptedLM(lambda v: Reply("Vienna\x1b[2J. So the answer is Vienna.")), idx,
+                config={"max_steps": 1, "n_shot": 0}).answer("What is the \x1b[2Jcapital of Austria?")
+    text = ans.summary()
+    assert not any(c in text for c in "\x1b\x07\r\x9b") and "What is the \\x1b[2Jcapital" in text
+    assert "\x1b" in ans.to_dict()["question"]  # the record keeps the text as it was; only the display escapes

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
-from ..textio import finite
+from ..textio import finite, shown
 from .records import Candidate, FinalAnswer
 
 
@@ -190,4 +190,4 @@ class Answer:
         t = self.trace["totals"]
         lines.append(f"A: {self.answer}   [{t['model_calls']} model calls, {t['retrievals']} retrievals, "
                      f"{t['seconds'].get('total', 0):.1f} s]")
-        return "\n".join(lines)
+        return shown("\n".join(lines))  # question, passages' titles and steps as a console should show them
