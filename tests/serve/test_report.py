@@ -58,3 +58,18 @@ def test_runs_of_one_name_in_several_folders_are_told_apart(tmp_path):
     page = report_html(str(tmp_path))
     assert "<td>table-a/seakr</td><td>1</td><td>100.0" in page and "<td>table-b/seakr</td><td>1</td><td>0.0" in page
     assert "<h2>Detection: table-a/dev-short (m, n=2)</h2>" in page and "<h2>Detection: table-b/dev-short (m, n=2)</h2>" in page
+
+
+def test_a_folder_named_in_another_encoding_is_reported(tmp_path):
+    """A run folder whose name is not UTF-8 (Latin-1 bytes; Python holds them as lone surrogates) made the page
+    unwritable: "'utf-8' codec can't encode character '\\udcfe' ... surrogates not allowed"."""
+    from seakr.serve.render import write_report
+
+    root = tmp_path / "r\udcfe"  # the byte 0xfe
+    run = root / "seakr"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"name": "seakr"}))
+    (run / "scores.jsonl").write_text(json.dumps({"id": "q", "em": 1.0, "f1": 1.0}) + "\n")
+    write_report(str(root), str(tmp_path / "page.html"))
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "report: " + str(tmp_path / "r\ufffd") in page and "<td>seakr</td><td>1</td><td>100.0" in page

@@ -123,7 +123,9 @@ def report_html(run_dir: str) -> str:
         parts.append(f"<h2>{html.escape(str(png.relative_to(root)))}</h2><img alt='{html.escape(png.name)}' src='data:image/png;base64,{b64}'>")
     if not any(parts):
         raise ValueError(f"{run_dir}: no eval results, study results ({', '.join(STUDY_SECTIONS)}) or plots found")
-    return _page(f"report: {root}", "".join(parts))
+    # a folder named in another encoding than UTF-8 (bytes Python keeps as lone surrogates) made the page
+    # unwritable ("surrogates not allowed"): its bytes show as U+FFFD, as a browser shows them
+    return _page(f"report: {root}", "".join(parts)).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def write_report(run_dir: str, path: str) -> None:
