@@ -255,3 +255,15 @@ def test_a_question_type_is_text():
     assert _kind("w", None) == "" and _kind("w", "bridge") == "bridge"
     with pytest.raises(DatasetError, match=r"^w: field 'type' should be text, got 5$"):
         _kind("w", 5)
+
+
+def test_questions_no_answer_can_score_are_named_once(tmp_path, capsys):
+    """HotpotQA's train split holds answers "A" and '""', which SQuAD's normalisation empties: those questions
+    counted as wrong whatever was answered, without a word. They load (refusing would refuse the file), named."""
+    f = tmp_path / "qa.jsonl"
+    f.write_text("".join(json.dumps({"id": i, "question": f"Which letter {i}?", "golden_answers": a}) + "\n"
+                         for i, a in (("q1", ["B"]), ("q2", ["A"]), ("q3", ['""', "The"]), ("q4", ["the A", "Ay"]))))
+    for _ in range(2):  # a run reads its data twice (the plan's check, then the run): one warning
+        assert [ex.id for ex in load_dataset(f, layout="flashrag")] == ["q1", "q2", "q3", "q4"]
+    assert capsys.readouterr().err == (f"seakr: warning: {f}: 2 question(s) can never score, every gold answer being "
+                                       "empty once normalised (e.g. 'q2': 'A'); they count as wrong whatever is answered\n")

@@ -16,7 +16,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from .. import textio
-from .metrics import number_text
+from .metrics import normalize, number_text
 
 LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "auto")
 #: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
@@ -350,4 +350,15 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
         out.append(ex)
         if limit and len(out) >= limit:
             break
+    _warn_unscorable(path, out)
     return out
+
+
+def _warn_unscorable(path: str, examples: list[Example]) -> None:
+    """Say which questions no answer can score: every gold is empty once normalised ("A", the band "The The",
+    '""': SQuAD's normalisation drops articles and punctuation). HotpotQA's train split has two in 10,000; they
+    are kept (refusing them would refuse the file) but no longer count as wrong without a word."""
+    bad = [ex for ex in examples if not any(normalize(a) for a in ex.answers)]
+    if bad:
+        textio.warn(f"{path}: {len(bad)} question(s) can never score, every gold answer being empty once normalised "
+                    f"(e.g. {bad[0].id!r}: {bad[0].answers[0]!r}); they count as wrong whatever is answered", once=True)
