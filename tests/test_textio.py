@@ -6,7 +6,7 @@ import random
 import stat
 import threading
 
-from seakr.textio import check_escapes, encodable, head, lines, lone_surrogate, write_atomic
+from seakr.textio import check_escapes, encodable, head, lines, lone_surrogate, shown, warn, write_atomic
 
 
 def test_a_lone_surrogate_escape_is_found_exactly_where_json_decodes_one():
@@ -84,3 +84,12 @@ def test_a_line_too_long_is_refused_or_cut_where_asked(tmp_path):
     big.write_text('[{"question": "' + "x" * (3 << 20) + '"}]', encoding="utf-8")
     got = head(big, 4096)
     assert got.startswith('[{"question": "xxx') and len(got) == 1 << 20
+
+
+def test_console_text_escapes_controls_and_keeps_the_rest(capsys):
+    """What seakr prints of a corpus, a dataset or the model: controls as escapes (ESC, BEL, CR, DEL, C1), text
+    of any script, newlines and tabs as they are; a warning quoting such text is printed the same way."""
+    assert shown("a\x1b[2Jb\x07c\rd\x7fe\x9bf\x00") == "a\\x1b[2Jb\\x07c\\x0dd\\x7fe\\x9bf\\x00"
+    assert shown("Zürich 東京 مرحبا 🙂\n\tok") == "Zürich 東京 مرحبا 🙂\n\tok"
+    warn("file ev\x1bil.jsonl: something")
+    assert capsys.readouterr().err == "seakr: warning: file ev\\x1bil.jsonl: something\n"

@@ -267,7 +267,7 @@ def warn(msg: str, once: bool = False) -> None:
     if once and msg in _WARNED:
         return
     _WARNED.add(msg)
-    print(f"seakr: warning: {msg}", file=sys.stderr)
+    print(f"seakr: warning: {shown(msg)}", file=sys.stderr)  # it may quote a file's name or a dataset's text
 
 
 def first_line(e: BaseException, limit: int = 200) -> str:
