@@ -678,3 +678,16 @@ def test_control_characters_from_a_corpus_are_shown_escaped(tmp_path):
     text = ans.summary()
     assert not any(c in text for c in "\x1b\x07\r\x9b") and "What is the \\x1b[2Jcapital" in text
     assert "\x1b" in ans.to_dict()["question"]  # the record keeps the text as it was; only the display escapes
+
+
+@pytest.mark.parametrize("token", [" tok", "tok ", "to\nk", "tok\r", "t\x7fk"])
+def test_a_token_no_client_can_send_is_refused_at_start(token, tmp_path):
+    """A header's value is read without its outer spaces and cannot hold a control character, so a server
+    started with " tok" or "tok\\r" (a token file written on Windows) refused every request, its own client's too."""
+    from seakr.serve.limits import ServiceLimits
+
+    with pytest.raises(ValueError, match="a token no HTTP client can send"):
+        ServiceLimits(token=token)
+    one_line_error(seakr("serve", "--index", str(tmp_path / "none"), "--port", str(free_port()), "--token", token),
+                   "--token (or SEAKR_TOKEN): a token no HTTP client can send")
+    assert ServiceLimits(token="a b-ü").token == "a b-ü"  # inner spaces and any script: sent as UTF-8, matched

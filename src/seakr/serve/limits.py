@@ -16,3 +16,12 @@ class ServiceLimits:
     max_body: int = 64 * 1024  # bytes of a request body
     token: str | None = None  # bearer token required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
+
+    def __post_init__(self):
+        t = self.token
+        # a token no client can send: a header cannot hold a control character (a newline from a token file
+        # read with $(cat ...) in some shells' quoting), and the header's value is read without its outer
+        # spaces, so " tok" never matched: the server refused every request
+        if t is not None and (not isinstance(t, str) or t != t.strip() or any(ord(c) < 32 or ord(c) == 127 for c in t)):
+            raise ValueError("--token (or SEAKR_TOKEN): a token no HTTP client can send (spaces around it or a control "
+                             "character in it); give it without them")
