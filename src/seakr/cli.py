@@ -601,7 +601,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _stop_on_sigterm(args.cmd != "serve"):  # the server shuts down gracefully on SIGTERM by itself
             precheck(args)
-            return int(COMMANDS[args.cmd](args) or 0)
+            rc = int(COMMANDS[args.cmd](args) or 0)
+            sys.stdout.flush()  # here, where a reader gone away is caught, not at the interpreter's exit
+            return rc
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
         # Anything else (a bug, torch running out of memory) keeps its traceback.
@@ -610,6 +612,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         print(f"seakr: {interrupted(args, e)}", file=sys.stderr)
         return 143 if isinstance(e, Stopped) else 130
+    except BrokenPipeError:  # the reader went away (`seakr search ... | head -1`): stop quietly, as Unix tools do
+        with contextlib.suppress(OSError, ValueError):  # and let the interpreter's last flush find somewhere to write
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool the pipe stopped
     except (MemoryError, RuntimeError, OSError) as e:
         if isinstance(e, OSError) and (said := path_refused(e)):
             print(f"seakr: error: {said}", file=sys.stderr)

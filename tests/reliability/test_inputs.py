@@ -691,3 +691,19 @@ def test_a_token_no_client_can_send_is_refused_at_start(token, tmp_path):
     one_line_error(seakr("serve", "--index", str(tmp_path / "none"), "--port", str(free_port()), "--token", token),
                    "--token (or SEAKR_TOKEN): a token no HTTP client can send")
     assert ServiceLimits(token="a b-ü").token == "a b-ü"  # inner spaces and any script: sent as UTF-8, matched
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path):
+    """`seakr search INDEX q -k 3000 | head -1` printed a BrokenPipeError traceback (exit 1) once head had its
+    line; it ends as Unix tools do: no message, exit 141 (128 + SIGPIPE)."""
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    TantivyEngine.build((Passage(str(i), f"T{i}", f"common word {i} " + "filler " * 60) for i in range(3000)),
+                        tmp_path / "idx")
+    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "search", str(tmp_path / "idx"), "common word", "-k", "3000"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith(b"[1]")
+    p.stdout.close()  # about 1 MB more to print: far past what a pipe holds
+    assert p.wait(timeout=120) == 141
+    assert p.stderr.read() == b""
