@@ -391,3 +391,29 @@ def test_a_build_stopped_by_sigterm_leaves_nothing_behind(tmp_path):
     code, err = build_stopped_mid_stream(tmp_path, out / "idx", n=50_000)
     assert code == 143, err[-1000:]
     assert list(out.iterdir()) == []
+
+
+def test_two_builds_to_one_new_folder_keep_the_first_and_refuse_the_second(tmp_path):
+    """Two `seakr index build --out X` at once (array jobs each building the index "if missing"): neither found X
+    at its start, and the one finishing last replaced the other's index, both saying "built". The second now
+    refuses, its work discarded; with overwrite it replaces, as asked."""
+    out = tmp_path / "idx"
+
+    def passages(meanwhile):
+        yield Passage("a", "Alpha", "alpha beta")
+        meanwhile()  # the other build finishes while this one streams
+        yield Passage("b", "Beta", "beta gamma")
+
+    def other():  # another process: its build folder is its own
+        code = ("import sys; from seakr.search import Passage; from seakr.search.tantivy_engine import TantivyEngine; "
+                "TantivyEngine.build([Passage('z', 'Zeta', 'zeta beta')], sys.argv[1])")
+        subprocess.run([sys.executable, "-c", code, str(out)], check=True, timeout=120)
+    with pytest.raises(SearchError, match=r"idx: another build made it while this one ran; this one was not kept"):
+        TantivyEngine.build(passages(other), out)
+    assert [p.id for p in TantivyEngine(out).search("beta", 5)] == ["z"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp folder left
+    import shutil
+
+    shutil.rmtree(out)
+    eng = TantivyEngine.build(passages(other), out, overwrite=True)
+    assert sorted(p.id for p in eng.search("beta", 5)) == ["a", "b"]

@@ -332,7 +332,11 @@ class TantivyEngine:
                 "files": file_digests(tmp),
             }
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-            if out.exists():
+            if out.exists():  # checked again: two builds to one new folder each replaced the other, both "built"
+                if not overwrite:
+                    raise SearchError(f"{out}: another build made it while this one ran; this one was not kept "
+                                      "(pass overwrite / --overwrite to replace it)")
+                check_replaceable(out)
                 old = out.parent / f".{out.name}.old-{os.getpid()}"
                 os.rename(out, old)
                 os.rename(tmp, out)
