@@ -239,6 +239,31 @@ def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
         merge_runs(tmp_path / "m", [str(tmp_path / "s0"), str(tmp_path / "s1")])
 
 
+def test_a_merge_into_a_folder_another_is_writing_is_refused(tmp_path):
+    """Two `seakr merge --out M` at once (two shard sets, or a retried job) each found M empty at its start and
+    wrote its rows over the other's, both printing a table. A merge now holds M as a run does."""
+    from seakr.eval.runner import merge_runs, run_lock
+
+    for i in range(2):
+        with RowLog(tmp_path / f"s{i}", "results.jsonl", _engine_cfg("/i", shard=f"{i}/2")) as log:
+            log.append({"id": f"q{i}", "f1": 1.0, "em": 1.0})
+    shards = [str(tmp_path / "s0"), str(tmp_path / "s1")]
+    (tmp_path / "m").mkdir()  # made by the other merge, which is writing its rows
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from seakr.eval.runner import run_lock\n"
+                               "with run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)",
+                               str(tmp_path / "m")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        with pytest.raises(ValueError, match=r"m: another seakr run \(pid \d+\) is writing here"):
+            merge_runs(tmp_path / "m", shards)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert merge_runs(tmp_path / "m", shards)["n"] == 2  # the folder free again: the merge goes through
+    with run_lock(tmp_path / "m"):
+        pass
+
+
 def test_a_run_recorded_before_an_option_existed_resumes_with_that_options_old_value(tmp_path):
     """Committed runs predate gate/check_estimator/gate_p/probes/check_temperature: resuming one with today's code at the
     values that reproduce it is the same run; with another value it is not, and the field is named."""

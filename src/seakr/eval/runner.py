@@ -633,11 +633,21 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     missing = sorted(set(range(n)) - have)
     if missing:
         warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
+    _check_unheld(out)
+    check_not_foreign(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out):  # two merges into one new folder at once each wrote their rows over the other's
+        _check_unheld(out)  # again, now that no other merge can be writing here
+        return _write_merged(out, dirs, cfgs, rows, missing)
+
+
+def _check_unheld(out: Path) -> None:
     held = [n for n in (*ROW_FILES, "config.json") if (out / n).exists()]
     if held:  # score rows alone (a run resumed elsewhere) or a study's were overwritten: results.jsonl was all it asked
         raise ValueError(f"{out}: holds {', '.join(held)} already; merge into a new directory")
-    check_not_foreign(out)
-    out.mkdir(parents=True, exist_ok=True)
+
+
+def _write_merged(out: Path, dirs: Sequence[str], cfgs: list[dict], rows: list, missing: list[int]) -> dict:
     rows.sort(key=lambda r: r.order)
     with open(out / "results.jsonl", "w", encoding="utf-8") as f, open(out / SCORES, "w", encoding="utf-8") as g:
         for r in rows:
