@@ -115,3 +115,17 @@ def test_ray_shards_are_checked_before_ray_starts(tmp_path, kw, needle):
     plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "out"), runs=["cot"], model="smollm2-135m")
     with pytest.raises(PlanError, match=re.escape(needle)):
         run_shards(plan, **kw)
+
+
+def test_shards_are_given_the_cache_this_process_names(tmp_path, monkeypatch):
+    """A relative SEAKR_CACHE reached Ray's workers as written: a worker starting in another folder named another
+    cache there, and converted the model (and pooled the index) again."""
+    from seakr.eval.cluster import worker_env
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SEAKR_CACHE", "rel/cache")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert worker_env()["SEAKR_CACHE"] == str(tmp_path / "rel" / "cache")
+    assert worker_env()["HF_HUB_OFFLINE"] == "1"
+    monkeypatch.setenv("SEAKR_CACHE", "")  # set empty: unset, as shells write it; passed as it is
+    assert worker_env()["SEAKR_CACHE"] == ""

@@ -60,6 +60,15 @@ def check_address(address: str, timeout: float = 5.0) -> None:
                         "or give its address (--ray alone runs a local one)") from None
 
 
+def worker_env() -> dict[str, str]:
+    """What the shards' processes are given of this one's environment. A relative ``SEAKR_CACHE`` is made
+    absolute: a worker starts in another folder, where it named another cache, and converted the model again."""
+    env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SEAKR_CACHE") if k in os.environ}
+    if env.get("SEAKR_CACHE", "").strip():
+        env["SEAKR_CACHE"] = os.path.abspath(env["SEAKR_CACHE"])
+    return env
+
+
 def run_shard(plan: EvalPlan, i: int, n: int) -> int:
     """One shard of ``plan`` in this process (what each Ray task runs)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -97,7 +106,7 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
     local_cpus = max(num_cpus, min(n_shards * num_cpus, available_cpus()))
     ray = _ray()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report leaves the machine
-    env = {k: os.environ[k] for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "SEAKR_CACHE") if k in os.environ}
+    env = worker_env()
     try:
         ray.init(address=None if local else address, include_dashboard=False, log_to_driver=False,
                  ignore_reinit_error=True, runtime_env={"env_vars": env} if env else None,
