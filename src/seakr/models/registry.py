@@ -188,8 +188,8 @@ def cache_lock(name: str):
 
 @contextlib.contextmanager
 def _lock(path: Path):
-    """Inter-process lock so two processes never convert the same model at once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Inter-process lock so two processes never convert the same model at once (its folder made by
+    :func:`cache_dir`, which names a cache that cannot be written)."""
     with open(path, "w", encoding="utf-8") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX)

@@ -48,22 +48,23 @@ def _url_parts(url: str):
     """``http(s)://host:port/INDEX`` split, or one line naming the URL: urllib's "Port out of range
     0-65535", "Invalid IPv6 URL" or urllib3's LocationParseError named nothing; a query or fragment was
     dropped without a word, and an index name the cluster refuses was sent to it."""
+    said = redact(url)  # as every refusal below names it: without its password
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises on a port that is not a number in range)
     except ValueError as e:
-        raise SearchError(f"{redact(url)}: not a URL ({e})") from None
+        raise SearchError(f"{said}: not a URL ({e})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:  # a hostname of None was a TypeError
-        raise SearchError(f"{redact(url)}: expected http(s)://host:port/INDEX")
+        raise SearchError(f"{said}: expected http(s)://host:port/INDEX")
     if not re.fullmatch(r"[\w.\-:%]+", parts.hostname):
-        raise SearchError(f"{redact(url)}: host {parts.hostname!r} is not a host name or address")
+        raise SearchError(f"{said}: host {parts.hostname!r} is not a host name or address")
     if parts.query or parts.fragment:
-        raise SearchError(f"{redact(url)}: an index URL has no ?query or #fragment: http(s)://host:port/INDEX")
+        raise SearchError(f"{said}: an index URL has no ?query or #fragment: http(s)://host:port/INDEX")
     index = parts.path.strip("/")
     if not index or "/" in index:
-        raise SearchError(f"{redact(url)}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
+        raise SearchError(f"{said}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
     if not _INDEX_NAME.fullmatch(index):
-        raise SearchError(f"{redact(url)}: the cluster has no index named {index!r}: index names are lowercase, without spaces")
+        raise SearchError(f"{said}: the cluster has no index named {index!r}: index names are lowercase, without spaces")
     return parts, index
 
 
