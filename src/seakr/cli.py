@@ -54,6 +54,9 @@ def cmd_uncertainty(args) -> int:
     prompt = unescape(args.prompt) if args.escapes else args.prompt
     if not prompt.strip():
         raise CLIError("uncertainty: the prompt is empty")
+    if (ctx := model_spec(args).context()) and args.max_new_tokens >= ctx:  # was refused only after the load
+        raise CLIError(f"--max-new-tokens {args.max_new_tokens}: leaves no room for the prompt in the model's "
+                       f"{ctx}-token context; lower it")
     if args.temperature == 0:  # as a method refuses it where a decision reads samples
         raise CLIError("--temperature 0: every sample would be the greedy answer, and the sample-based estimators "
                        "would read 'certain' whatever the model knows; give a temperature > 0 (the paper: 1.0)")
@@ -175,7 +178,7 @@ def _method_from_args(args):
             raise CLIError(f"--delta: method {args.method!r} has no retrieval threshold (SeaKR's delta)")
         flag_or_option(opts, "delta", "--delta", args.delta)
     flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
-    check_run("--option", args.method, opts)  # bad options fail here, not after the load
+    check_run("--option", args.method, opts, model_spec(args).context())  # bad options fail here, not after the load
     if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
         raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder or an "
                        "http(s)://host:9200/INDEX URL; `seakr index build` makes one)")
@@ -507,7 +510,7 @@ def cmd_serve(args) -> int:
     check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
     opts = parse_options(args.option)
-    check_run("--option", args.method, opts)
+    check_run("--option", args.method, opts, model_spec(args).context())
     local = is_loopback(args.host)
     if not local and not token:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "

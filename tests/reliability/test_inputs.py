@@ -707,3 +707,29 @@ def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path):
     p.stdout.close()  # about 1 MB more to print: far past what a pipe holds
     assert p.wait(timeout=120) == 141
     assert p.stderr.read() == b""
+
+
+@pytest.mark.parametrize("argv", [
+    ["eval", "--data", HOTPOT, "--out", "OUT", "--method", "cot", "--option", "max_new_tokens=8192"],
+    ["eval", "--data", HOTPOT, "--out", "OUT", "--config", "GRID"],
+    ["ask", "--method", "cot", "--option", "max_new_tokens=9000", "Who?"],
+    ["serve", "--option", "max_new_tokens=8192"],
+    ["detect", "--data", HOTPOT, "--out", "OUT", "--option", "max_new_tokens=10000"],
+    ["uncertainty", "--max-new-tokens", "8192", "Who?"],
+])
+def test_max_new_tokens_the_context_cannot_hold_is_refused_before_the_model(tmp_path, argv):
+    """max_new_tokens as long as the model's window (2**63 - 1 in a grid) was refused only once the model had
+    loaded (a minute for the 1.5B on a CPU); the window of a packaged model, a GGUF file or a folder is known
+    without its weights, so every door refuses it first, without importing torch."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text('[[run]]\nmethod = "ircot"\n[[run]]\nname = "long"\nmethod = "cot"\n'
+                    'options = { max_new_tokens = 9223372036854775807 }\n')
+    argv = [{"OUT": str(tmp_path / "out"), "GRID": str(grid)}.get(a, a) for a in argv] + ["--model", "smollm2-135m"]
+    code = ("import sys; from seakr.cli import main\n"
+            "try:\n    sys.exit(main(sys.argv[1:]))\nexcept SystemExit as e:\n    assert e.code == 2, e.code\n"
+            "print('torch imported' if 'torch' in sys.modules else 'torch not imported')")
+    r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "torch not imported", (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and "leaves no room for" in r.stderr and "8192-token context; lower it" in r.stderr, r.stderr
+    assert ("run 'long'" in r.stderr) == ("GRID" in argv or str(grid) in argv)
+    assert not (tmp_path / "out").exists()

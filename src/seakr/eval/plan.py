@@ -93,6 +93,17 @@ class ModelSpec:
             except ValueError as e:
                 raise PlanError(str(e)) from None
 
+    def context(self) -> int | None:
+        """The model's context window in tokens where it is known without the weights (a packaged model, a local
+        file or folder, a cached hub id); None otherwise, or for a model name that :meth:`check` refuses."""
+        from ..models import DEFAULT_MODEL, model_path
+        from ..models.registry import model_context
+
+        try:
+            return model_context(DEFAULT_MODEL if self.model is None else model_path(self.model))
+        except (TypeError, ValueError):
+            return None
+
     def load(self):
         from ..models import DEFAULT_MODEL, load_model
 
@@ -118,17 +129,20 @@ class RunSpec:
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-def check_run(where: str, method: str, options: dict) -> None:
+def check_run(where: str, method: str, options: dict, context: int | None = None) -> None:
     """A run's method and options, checked before any model loads: a typo in a grid's last run must not
-    surface after the first runs have taken an hour."""
+    surface after the first runs have taken an hour. ``context``: the model's window in tokens, where
+    :meth:`ModelSpec.context` knows it, which a generation must leave room in (the method checks again)."""
     from ..methods import METHODS
 
     if not isinstance(method, str) or method not in METHODS:  # a list or table was "unhashable type"
         raise PlanError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
     if not isinstance(options, dict):
         raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
+    from ..methods.base import check_room
+
     try:
-        METHODS[method].Config.from_dict(options)
+        check_room(METHODS[method].Config.from_dict(options).max_new_tokens, context)  # was after the load
     except (TypeError, ValueError) as e:
         raise PlanError(f"{where}: {e}") from None
 
@@ -320,6 +334,9 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check(here)
+        context = self.model.context()
+        for r in self.runs:  # the model's window is known now (where it can be without the weights)
+            check_run(f"run {r.name!r}", r.method, r.options, context)
         if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
             from ..search import open_engine
 

@@ -303,6 +303,14 @@ def estimator_needs(estimator: str) -> set[str]:
         {NEXT_TOKEN} if estimator == "prompt" else set())
 
 
+def check_room(max_new_tokens: int, context: int | None) -> None:
+    """Refuse a generation length that leaves no token of the model's context window for a prompt (a window of
+    None: not known, nothing to check). Where the model loads, :class:`Method` checks; before, the plan does."""
+    if context and max_new_tokens >= context:
+        raise ValueError(f"option max_new_tokens: {max_new_tokens} leaves no room for a prompt in the model's "
+                         f"{context}-token context; lower it")
+
+
 class Method:
     """Base class: holds the model, the engine and the prompt builder; one public ``answer``.
 
@@ -336,9 +344,8 @@ class Method:
         self.config = self.resolve(self.config)
         c = self.config
         require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
-        if (budget := self.prompt_budget()) is not None and budget <= 0:  # was "question too long ... shorten it"
-            raise ValueError(f"option max_new_tokens: {c.max_new_tokens} leaves no room for a prompt in the model's "
-                             f"{budget + c.max_new_tokens}-token context; lower it")
+        if (budget := self.prompt_budget()) is not None:  # was "question too long ... shorten it"
+            check_room(c.max_new_tokens, budget + c.max_new_tokens)
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
 

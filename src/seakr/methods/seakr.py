@@ -245,14 +245,17 @@ class SeaKR(Method):
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
         are checked (and the index opened) before the model loads; ``index`` may also be any search engine."""
         from ..models import DEFAULT_MODEL, load_model, model_path
+        from ..models.registry import model_context
         from ..search import as_engine
+        from .base import check_room
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
-        cls.Config.from_dict(options)  # a bad option fails here, not after the load
+        config = cls.Config.from_dict(options)  # a bad option fails here, not after the load
         engine = as_engine(index)
         if model is not None:
             model_path(model)  # its type, refused here as load_model would
+        check_room(config.max_new_tokens, model_context(model_path(model or DEFAULT_MODEL)))
         return cls(load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
 
     def describe(self) -> dict:

