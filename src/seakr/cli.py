@@ -586,7 +586,18 @@ def interrupted(args, e: KeyboardInterrupt) -> str:
 def _printable_output() -> None:
     """Answers, titles and passages printed to a console whose encoding cannot spell them (a Windows code page,
     ``PYTHONIOENCODING=ascii``) failed the command after its work ("'ascii' codec can't encode character");
-    they print with backslash escapes instead, as Python's own stderr does."""
+    they print with backslash escapes instead, as Python's own stderr does. A stream closed when the command
+    started (``2>&-``, a supervisor that closes them) is Python's None: every command with a progress bar
+    ended in an AttributeError before its work, its errors went to stdout, and the next file opened would have
+    taken the free descriptor, where a library's own messages to fd 2 would have been written into it. It is
+    given /dev/null: the work runs, the exit status tells how it went."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is None:
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != fd:  # fd 0 was closed too, and took it
+                os.dup2(null, fd)
+                os.close(null)
+            setattr(sys, name, open(fd, "w", encoding="utf-8", closefd=False))
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(errors="backslashreplace")
@@ -594,8 +605,52 @@ def _printable_output() -> None:
             pass
 
 
+def _stdout_to_null() -> None:
+    """After stdout has failed: let the interpreter's last flush find somewhere to write (else a second error)."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class OutputRefused(OSError):
+    """A write to stdout the system refused (a full disk under ``> file``, a descriptor opened for reading)."""
+
+
+class _NamedOutput:
+    """stdout, whose refused writes say they were stdout's: a print to ``> /dev/full`` was "no space left on the
+    device ... a run goes on with --resume", as if a run's rows had failed, and ``1<file`` a traceback.
+    A reader gone away stays a BrokenPipeError (exit 141, quietly)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _call(self, name: str, *args):
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputRefused(e.errno, e.strerror) from None
+
+    def write(self, text: str) -> int:
+        return self._call("write", text)
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     _printable_output()
+    stdout, sys.stdout = sys.stdout, _NamedOutput(sys.stdout)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     args = build_parser().parse_args(argv)
@@ -616,9 +671,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"seakr: {interrupted(args, e)}", file=sys.stderr)
         return 143 if isinstance(e, Stopped) else 130
     except BrokenPipeError:  # the reader went away (`seakr search ... | head -1`): stop quietly, as Unix tools do
-        with contextlib.suppress(OSError, ValueError):  # and let the interpreter's last flush find somewhere to write
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_null()
         return 141  # 128 + SIGPIPE, what a shell reports for a tool the pipe stopped
+    except OutputRefused as e:  # the command's files are written as they go; what it printed is what was lost
+        _stdout_to_null()
+        print(f"seakr: error: cannot write to stdout ({REFUSED_WRITES.get(e.errno) or e.strerror}); the output "
+              "printed there is incomplete", file=sys.stderr)
+        return 3
     except (MemoryError, RuntimeError, OSError) as e:
         if isinstance(e, OSError) and (said := path_refused(e)):
             print(f"seakr: error: {said}", file=sys.stderr)

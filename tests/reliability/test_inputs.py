@@ -709,6 +709,46 @@ def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path):
     assert p.stderr.read() == b""
 
 
+def _with_closed(fds: tuple[int, ...]):
+    """A child's preexec: the descriptors a supervisor or `2>&-` leaves closed."""
+    return lambda: [os.close(fd) for fd in fds]
+
+
+def test_a_stream_closed_at_the_start_leaves_the_work_done(tmp_path):
+    """With stderr closed (`2>&-`, a supervisor) `index build` ended in an AttributeError ('NoneType' has no
+    'isatty', its progress bar) before building; with stdout closed every command ended in a traceback at its
+    last flush; an error line went to stdout. The work runs and the exit status says how it went."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "a", "title": "Vienna", "text": "Vienna is the capital of Austria."}) + "\n")
+    cli = [sys.executable, "-m", "seakr.cli"]
+    r = subprocess.run([*cli, "index", "build", str(corpus), "--out", str(tmp_path / "idx")], stdout=subprocess.PIPE,
+                       preexec_fn=_with_closed((2,)), timeout=120)
+    assert r.returncode == 0 and (tmp_path / "idx").is_dir() and r.stdout.startswith(b"built ")
+    for closed in ((1,), (1, 2), (0, 1, 2)):
+        assert subprocess.run([*cli, "search", str(tmp_path / "idx"), "Vienna"], preexec_fn=_with_closed(closed),
+                              timeout=120).returncode == 0
+    r = subprocess.run([*cli, "search", str(tmp_path / "nothing"), "Vienna"], stdout=subprocess.PIPE,
+                       preexec_fn=_with_closed((2,)), timeout=120)
+    assert r.returncode == 2 and r.stdout == b""  # the error line is not the result
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_stdout_the_system_refuses_is_named_as_stdout(tmp_path):
+    """`seakr search ... > FILE` on a full disk said "no space left on the device; ... a run goes on with
+    --resume", as if a run's rows had failed; stdout opened for reading (`1<file`) was a traceback."""
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], tmp_path / "idx")
+    argv = [sys.executable, "-m", "seakr.cli", "search", str(tmp_path / "idx"), "Vienna"]
+    (tmp_path / "in.txt").write_text("x")
+    for out, why in (("/dev/full", "no space left on the device"), (tmp_path / "in.txt", "Bad file descriptor")):
+        with open(out, "w" if out == "/dev/full" else "r") as f:
+            r = subprocess.run(argv, stdout=f, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert r.returncode == 3 and r.stderr == (f"seakr: error: cannot write to stdout ({why}); the output printed "
+                                                  "there is incomplete\n"), r.stderr
+
+
 @pytest.mark.parametrize("argv", [
     ["eval", "--data", HOTPOT, "--out", "OUT", "--method", "cot", "--option", "max_new_tokens=8192"],
     ["eval", "--data", HOTPOT, "--out", "OUT", "--config", "GRID"],
