@@ -6,6 +6,8 @@ import random
 import stat
 import threading
 
+import pytest
+
 from seakr.textio import check_escapes, encodable, head, lines, lone_surrogate, shown, warn, write_atomic
 
 
@@ -93,3 +95,23 @@ def test_console_text_escapes_controls_and_keeps_the_rest(capsys):
     assert shown("Zürich 東京 مرحبا 🙂\n\tok") == "Zürich 東京 مرحبا 🙂\n\tok"
     warn("file ev\x1bil.jsonl: something")
     assert capsys.readouterr().err == "seakr: warning: file ev\\x1bil.jsonl: something\n"
+
+
+def test_json_nested_past_the_parser_is_a_decode_error_where_it_goes_too_deep(tmp_path):
+    """`[[[[...` a hundred thousand deep as a data line, a prompt set or a model's config.json was a RecursionError's
+    traceback (and took model_depth down with it): it is malformed JSON, at the bracket past 500 levels."""
+    from seakr.models.registry import model_context, model_depth
+    from seakr.textio import jsonl, loads, parse_json
+
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(json.JSONDecodeError, match=r"nested too deeply to read") as e:
+        loads('{"s": "[[[\\"[", "x": ' + deep + "}")
+    assert e.value.pos == len('{"s": "[[[\\"[", "x": ') + 499  # brackets inside a string (an escaped quote too) do not count
+    assert loads("[" * 400 + "]" * 400)  # deep, but within what the parser follows
+    with pytest.raises(ValueError, match=r"^where:3: invalid JSON \(nested too deeply"):
+        parse_json("\n\n" + deep, "where")
+    (tmp_path / "d.jsonl").write_text('{"id": "a"}\n{"id": ' + deep + "}\n")
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'd.jsonl'}:2: invalid JSON \(nested too deeply"):
+        list(jsonl(str(tmp_path / "d.jsonl")))
+    (tmp_path / "config.json").write_text('{"num_hidden_layers": ' + deep + "}")
+    assert model_depth(str(tmp_path)) is None and model_context(str(tmp_path)) is None  # not known: the load says

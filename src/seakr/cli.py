@@ -17,6 +17,7 @@ from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of th
 from .search.base import redact
 from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, shown, warn,
                      write_atomic)
+from .textio import loads as textio_loads
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -143,7 +144,7 @@ def parse_options(pairs: list[str]) -> dict:
         if not k:
             raise CLIError(f"--option expects key=value, got {kv!r}")
         try:
-            value = json.loads(v)
+            value = textio_loads(v)
             check_escapes(v, f"--option {k}", CLIError, numbered=False)
         except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
             value = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v

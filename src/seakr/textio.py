@@ -122,6 +122,34 @@ def check_escapes(text: str, where: str, error: type[Exception] = ValueError, li
                     "not text")
 
 
+def loads(text: str):
+    """``json.loads`` whose input nested past the parser's recursion limit (``[[[[...`` a hundred thousand deep:
+    a corrupt or hostile file) is a ``json.JSONDecodeError`` at the bracket where it went too deep, as any
+    other malformed JSON is, instead of a RecursionError's traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read (over 500 levels of brackets)", text,
+                                   _too_deep_at(text, 500)) from None
+
+
+def _too_deep_at(text: str, depth: int) -> int:
+    """Where ``text``'s brackets (outside strings) first open ``depth`` levels deep (0 if they never do)."""
+    level, quoted, escaped = 0, False, False
+    for i, ch in enumerate(text):
+        if quoted:
+            quoted, escaped = (escaped or ch != '"'), (not escaped and ch == "\\")
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            level += 1
+            if level > depth:
+                return i
+        elif ch in "]}":
+            level -= 1
+    return 0
+
+
 def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
     """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object."""
     import json
@@ -130,13 +158,28 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            rec = loads(line)
         except json.JSONDecodeError as e:
             raise error(f"{path}:{n}: invalid JSON ({e.msg})") from None
         check_escapes(line, path, error, n)
         if not isinstance(rec, dict):
             raise error(f"{path}:{n}: expected a JSON object, got {type(rec).__name__}")
         yield n, rec
+
+
+def csv_rows(reader, path: str, error: type[Exception] = ValueError) -> Iterator[list[str]]:
+    """A ``csv.reader``'s rows, its refusals (a field past the size limit, a quote left open) one line naming the
+    file and line instead of a ``_csv.Error`` traceback."""
+    import csv
+
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise error(f"{path}:{reader.line_num}: not readable as CSV ({e})") from None
+        yield row
 
 
 def blank(text: str) -> bool:
@@ -222,7 +265,7 @@ def parse_json(text: str, where: str, error: type[Exception] = ValueError):
     import json
 
     try:
-        value = json.loads(text)
+        value = loads(text)
     except json.JSONDecodeError as e:
         raise error(f"{where}:{e.lineno}: invalid JSON ({e.msg})") from None
     check_escapes(text, where, error)

@@ -114,6 +114,21 @@ def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):
     short.write_text("ID,Question,Answers,Documents\nq1,Who?\n")
     with pytest.raises(DatasetError, match=r"short.csv:2: expected 4 fields"):
         load_dataset(str(short))
+    long = tmp_path / "long.csv"  # a field over csv's 128 KB default: it was csv's traceback
+    long.write_text("ID,Question,Answers,Documents\n" + 'q1,Who?,[\'a\'],"[\'' + "t" * 200_000 + '\']"\n')
+    assert load_dataset(str(long))[0].supporting_titles == ["t" * 200_000]
+
+
+def test_a_csv_field_past_the_line_bound_names_file_and_line(tmp_path, monkeypatch):
+    """A quoted field may run over many lines, each under the line bound: csv's own limit then refuses it, once
+    a traceback ("_csv.Error: field larger than field limit"), now one line."""
+    from seakr import textio
+
+    monkeypatch.setattr(textio, "MAX_LINE", 1000)
+    f = tmp_path / "many.csv"
+    f.write_text("ID,Question,Answers,Documents\n" + 'q1,Who?,[\'a\'],"[\'' + ("t" * 500 + "\n") * 5 + '\']"\n')
+    with pytest.raises(DatasetError, match=r"many.csv:\d+: not readable as CSV \(field larger than field limit"):
+        load_dataset(str(f))
 
 
 @pytest.mark.parametrize("lines,needle", [

@@ -321,3 +321,12 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
             resumed(runs, data)
     with pytest.raises(PlanError, match=re.escape("--resume with shard 1/2 but the run recorded shard None")):
         resumed([RunSpec("ircot", {"max_steps": 1})], shard="1/2")
+
+
+def test_a_grid_nested_past_the_parser_is_one_line(tmp_path):
+    """`a = [[[[...` thousands deep in a grid was a RecursionError's traceback from inside tomllib."""
+    from seakr.eval.plan import PlanError, read_grid
+
+    (tmp_path / "g.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(PlanError, match=rf"^{tmp_path / 'g.toml'}: nested too deeply to read"):
+        read_grid(str(tmp_path / "g.toml"))

@@ -68,6 +68,10 @@ def test_dpr_tsv(tmp_path):
     f.write_text("pid\tbody\n")
     with pytest.raises(CorpusError, match=r":1: expected header"):
         list(read_corpus(str(f), "dpr"))
+    f.write_text('{"id": "a", "text": "' + "x" * 100_000 + '"}\n')  # a JSON-lines file read as DPR: quoted, not whole
+    with pytest.raises(CorpusError, match=r":1: expected header") as e:
+        list(read_corpus(str(f), "dpr"))
+    assert len(str(e.value)) < len(str(f)) + 200
 
 
 def test_malformed_jsonl_names_file_line_field(tmp_path):

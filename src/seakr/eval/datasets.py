@@ -290,12 +290,14 @@ def _py_list(where: str, field: str, text: str) -> list[str]:
 def load_qa_csv(path):
     import csv
 
+    csv.field_size_limit(textio.MAX_LINE)  # 128 KB by default: a long Documents field was csv's traceback
     lines = (line for _, line in textio.lines(path, DatasetError, textio.MAX_LINE))
     reader = csv.reader(lines)
     header = next(reader, None)
     if header != QA_CSV_HEADER:
-        raise DatasetError(f"{path}:1: expected the header {','.join(QA_CSV_HEADER)}, got {','.join(header or [])!r}")
-    for row in reader:
+        raise DatasetError(f"{path}:1: expected the header {','.join(QA_CSV_HEADER)}, got "
+                           f"{','.join(header or [])[:80]!r}")
+    for row in textio.csv_rows(reader, path, DatasetError):
         where = f"{path}:{reader.line_num}"
         if len(row) != 4:
             raise DatasetError(f"{where}: expected 4 fields ({','.join(QA_CSV_HEADER)}), got {len(row)}")

@@ -563,6 +563,9 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
         conf = tomllib.loads(textio.read_text(path, PlanError))
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{path}: {e}") from None
+    except RecursionError:  # `a = [[[[...` thousands deep: a traceback from inside the parser
+        raise PlanError(f"{path}: nested too deeply to read (arrays or tables inside one another past the "
+                        "parser's limit)") from None
     _grid_top(path, conf)
     if "run" in conf and not conf["run"]:  # it ran the flags' method (SeaKR by default) as if no key were there
         raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")

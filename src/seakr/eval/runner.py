@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import spelled, strict_json, warn, write_atomic
+from ..textio import loads, spelled, strict_json, warn, write_atomic
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -73,7 +73,7 @@ def check_not_foreign(d: Path) -> None:
     if not cfg.is_file():
         return
     try:
-        c = json.loads(cfg.read_text(encoding="utf-8"))
+        c = loads(cfg.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         c = None
     if not (isinstance(c, dict) and ("method" in c or "study" in c)):  # what every run and study records
@@ -95,7 +95,7 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads(line)
             if not isinstance(row, dict) or "id" not in row:
                 raise ValueError("not a result row")
         except ValueError:
@@ -133,7 +133,7 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
             raise ValueError(f"{run_dir}: not a run directory (no config.json)")
         return {}
     try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
+        cfg = loads(p.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{p}: not a run configuration ({e})") from None
     if not isinstance(cfg, dict):
@@ -574,7 +574,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
 
 def _read_summary(path: Path) -> dict:
     try:
-        s = json.loads(path.read_text(encoding="utf-8"))
+        s = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return s if isinstance(s, dict) else {}

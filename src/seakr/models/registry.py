@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..textio import first_line, json_file, refused_write
+from ..textio import first_line, json_file, loads, refused_write
 
 
 class ModelError(RuntimeError):
@@ -463,7 +463,7 @@ def _config_figure(path: Path, keys: tuple[str, ...]) -> int | None:
     """The first of ``keys`` a transformers config holds (GPT-2 and Bloom spell them ``n_layer``/``n_positions``;
     a multimodal config holds them in its text model's); None if unreadable or not a positive integer."""
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg = loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if isinstance(cfg, dict) and not any(k in cfg for k in keys) and isinstance(cfg.get("text_config"), dict):

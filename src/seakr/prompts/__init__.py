@@ -112,7 +112,7 @@ class PromptSet:
             textio.check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
             raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
         try:
-            d = json.loads(raw)
+            d = textio.loads(raw)
         except json.JSONDecodeError as e:
             raise ValueError(f"{src}: malformed prompt set ({e})") from e
         textio.check_escapes(raw, src)

@@ -74,13 +74,14 @@ def _title(where, n, rec: dict) -> str:
 
 def read_dpr(path: str) -> Iterator[Passage]:
     csv.field_size_limit(sys.maxsize)
-    rows = csv.reader((line for _, line in _lines(path)), delimiter="\t")
+    reader = csv.reader((line for _, line in _lines(path)), delimiter="\t")
+    rows = textio.csv_rows(reader, path, CorpusError)
     header = next(rows, None)
     if header is None:
         return
     cols = [h.strip().lower() for h in header]
-    if cols[:3] != ["id", "text", "title"]:
-        raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title', got {header[:3]}")
+    if cols[:3] != ["id", "text", "title"]:  # the first line of a file of another kind may be a whole JSON record
+        raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title', got {str(header[:3])[:80]}")
     for n, row in enumerate(rows, 2):
         if len(row) < 3:
             raise CorpusError(f"{path}:{n}: expected 3 tab-separated columns (id, text, title), got {len(row)}")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import first_line, refused_write
+from ..textio import first_line, loads, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    iter_batches)
 
@@ -213,7 +213,7 @@ def read_manifest(path: Path) -> dict:
     string there was an AttributeError; bytes from another tool a bare codec error naming no file)."""
     mpath = path / MANIFEST
     try:
-        m = json.loads(mpath.read_text(encoding="utf-8"))
+        m = loads(mpath.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise SearchError(f"{mpath}: corrupt manifest (not UTF-8 text)") from None
     except json.JSONDecodeError as e:
