@@ -113,5 +113,8 @@ def test_json_nested_past_the_parser_is_a_decode_error_where_it_goes_too_deep(tm
     (tmp_path / "d.jsonl").write_text('{"id": "a"}\n{"id": ' + deep + "}\n")
     with pytest.raises(ValueError, match=rf"^{tmp_path / 'd.jsonl'}:2: invalid JSON \(nested too deeply"):
         list(jsonl(str(tmp_path / "d.jsonl")))
+    with pytest.raises(json.JSONDecodeError, match=r"a number of over 4,300 digits") as e:  # was: "use
+        loads('{"id": "12", "n": ' + "9" * 5000 + "}")  # sys.set_int_max_str_digits()", naming no file
+    assert e.value.pos == len('{"id": "12", "n": ')
     (tmp_path / "config.json").write_text('{"num_hidden_layers": ' + deep + "}")
     assert model_depth(str(tmp_path)) is None and model_context(str(tmp_path)) is None  # not known: the load says

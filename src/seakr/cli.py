@@ -147,6 +147,8 @@ def parse_options(pairs: list[str]) -> dict:
             value = textio_loads(v)
             check_escapes(v, f"--option {k}", CLIError, numbered=False)
         except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
+            if re.fullmatch(r"\s*[+-]?\d+\s*", v) and len(v.strip().lstrip("+-")) > sys.get_int_max_str_digits():
+                raise CLIError(f"--option {k}: a number of over {sys.get_int_max_str_digits():,} digits") from None
             value = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v
         if k in out and out[k] != value:  # the last one won without a word
             raise CLIError(f"--option {k}: given twice ({json.dumps(out[k])}, then {json.dumps(value)}); give it once")

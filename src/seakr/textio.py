@@ -11,6 +11,7 @@ import math
 import os
 import re
 import stat
+import sys
 import threading
 import zlib
 from typing import Iterator
@@ -124,13 +125,21 @@ def check_escapes(text: str, where: str, error: type[Exception] = ValueError, li
 
 def loads(text: str):
     """``json.loads`` whose input nested past the parser's recursion limit (``[[[[...`` a hundred thousand deep:
-    a corrupt or hostile file) is a ``json.JSONDecodeError`` at the bracket where it went too deep, as any
-    other malformed JSON is, instead of a RecursionError's traceback."""
+    a corrupt or hostile file) or holds a number past Python's bound on digits is a ``json.JSONDecodeError``
+    where that starts, as any other malformed JSON is, instead of a traceback or advice meant for programmers."""
     try:
         return json.loads(text)
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply to read (over 500 levels of brackets)", text,
                                    _too_deep_at(text, 500)) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as e:  # Python's bound on int(str), which told the user to call sys.set_int_max_str_digits()
+        if "integer string conversion" not in str(e):
+            raise
+        digits = sys.get_int_max_str_digits()
+        at = re.search(r"\d{%d,}" % (digits + 1), text)
+        raise json.JSONDecodeError(f"a number of over {digits:,} digits", text, at.start() if at else 0) from None
 
 
 def _too_deep_at(text: str, depth: int) -> int:

@@ -330,3 +330,6 @@ def test_a_grid_nested_past_the_parser_is_one_line(tmp_path):
     (tmp_path / "g.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(PlanError, match=rf"^{tmp_path / 'g.toml'}: nested too deeply to read"):
         read_grid(str(tmp_path / "g.toml"))
+    (tmp_path / "g.toml").write_text("limit = " + "9" * 5000 + "\n")
+    with pytest.raises(PlanError, match=rf"^{tmp_path / 'g.toml'}: a number of over 4,300 digits$"):
+        read_grid(str(tmp_path / "g.toml"))

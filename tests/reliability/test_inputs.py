@@ -773,3 +773,13 @@ def test_max_new_tokens_the_context_cannot_hold_is_refused_before_the_model(tmp_
     assert r.stderr.count("\n") == 1 and "leaves no room for" in r.stderr and "8192-token context; lower it" in r.stderr, r.stderr
     assert ("run 'long'" in r.stderr) == ("GRID" in argv or str(grid) in argv)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "+09" + "9" * 5000])
+def test_an_option_with_more_digits_than_python_converts_is_named(value, capsys):
+    """`--option k=<5000 digits>` said "Exceeds the limit (4300 digits) for integer string conversion ... use
+    sys.set_int_max_str_digits()", naming no flag."""
+    from seakr.cli import main
+
+    assert main(["ask", "--index", "x", "--option", f"k={value}", "Who?"]) == 2
+    assert capsys.readouterr().err == "seakr: error: --option k: a number of over 4,300 digits\n"

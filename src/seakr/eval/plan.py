@@ -566,6 +566,10 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
     except RecursionError:  # `a = [[[[...` thousands deep: a traceback from inside the parser
         raise PlanError(f"{path}: nested too deeply to read (arrays or tables inside one another past the "
                         "parser's limit)") from None
+    except ValueError as e:  # Python's bound on int(str): "use sys.set_int_max_str_digits()", naming no file
+        if "integer string conversion" not in str(e):
+            raise  # the file's own refusal (missing, not UTF-8), already named
+        raise PlanError(f"{path}: a number of over {sys.get_int_max_str_digits():,} digits") from None
     _grid_top(path, conf)
     if "run" in conf and not conf["run"]:  # it ran the flags' method (SeaKR by default) as if no key were there
         raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")

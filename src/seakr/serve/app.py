@@ -27,9 +27,11 @@ from importlib import resources
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
@@ -272,6 +274,19 @@ def _static(name: str) -> str:
 BUSY = {"status_code": 429, "detail": "busy: too many requests in flight, try again later", "headers": {"Retry-After": "5"}}
 
 
+def unreadable_body(exc: Exception) -> str | None:
+    """What FastAPI's "There was an error parsing the body" (400) was, where the request is at fault: bytes that
+    are not UTF-8, JSON nested past the parser, a number past Python's digits. Said as malformed JSON is (422)."""
+    cause = exc.__cause__ if getattr(exc, "status_code", None) == 400 else None
+    if isinstance(cause, UnicodeDecodeError):
+        return "not UTF-8 text (a JSON body is UTF-8)"
+    if isinstance(cause, RecursionError):
+        return "JSON nested too deeply to read"
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return f"a number of over {sys.get_int_max_str_digits():,} digits"
+    return None
+
+
 def create_app(service: AnswerService) -> FastAPI:
     docs = service.limits.docs
     app = FastAPI(title="seakr", version="0.1.0", docs_url="/docs" if docs else None, redoc_url=None,
@@ -283,6 +298,13 @@ def create_app(service: AnswerService) -> FastAPI:
     async def _invalid(request: Request, exc: RequestValidationError):
         errs = [{"field": ".".join(str(x) for x in e.get("loc", [])), "error": e.get("msg", "")} for e in exc.errors()]
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        why = unreadable_body(exc)
+        if why is None:
+            return await http_exception_handler(request, exc)
+        return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": [{"field": "body", "error": why}]})
 
     @app.get("/v1/health")
     async def health() -> dict:
