@@ -247,6 +247,16 @@ def write_atomic(path, content: str | bytes) -> None:
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))}
 
 
+def said(v) -> str:
+    """An option's value as an error quotes it: a whole number of thousands of digits by its size (its repr
+    raised "Exceeds the limit (4300 digits)", advising sys.set_int_max_str_digits), anything else's repr cut
+    to 80 characters (a pasted passage as a marker)."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10 ** 80:
+        return f"a whole number of about {int(v.bit_length() * math.log10(2)) + 1:,} digits"
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def shown(text) -> str:
     """Text from a corpus, a dataset or the model as a console should show it: its control characters escaped
     (a passage holding "\x1b]0;title\x07" retitled the terminal that ran `seakr search`)."""

@@ -465,3 +465,13 @@ def test_a_generation_past_the_context_is_refused_naming_max_new_tokens(tiny_lm)
                                          rf"{ctx}-token context; lower it \(at most {ctx - n} here\)$"):
         tiny_lm.generate(["the cat sat"], GenerationConfig(n=2, max_new_tokens=ctx))
     assert tiny_lm.generate(["the cat sat"], GenerationConfig(n=0, max_new_tokens=ctx - n))  # to the last position
+
+
+def test_a_call_too_large_is_refused_before_its_random_numbers_are_drawn(tiny_lm):
+    """k = 10**12 from Python was torch's "can't allocate memory: you tried to allocate 404000000000000 bytes"
+    (the (k, T) uniforms drawn before the memory check) and k = 10**5000 a TypeError from torch.rand."""
+    for n in (10 ** 12, 10 ** 5000):
+        with pytest.raises(MemoryError, match=r"^cannot allocate .* for a call of .* rows \(4 new tokens each\)"):
+            tiny_lm.generate(["the cat sat"], GenerationConfig(n=n, max_new_tokens=4))
+    with pytest.raises(ValueError, match=r"^max_new_tokens a whole number of about 5,001 digits after a prompt"):
+        tiny_lm.generate(["the cat sat"], GenerationConfig(n=2, max_new_tokens=10 ** 5000))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import check_rereadable
+from ..textio import check_rereadable, said
 from .datasets import LAYOUTS, Example
 
 
@@ -196,7 +196,7 @@ def check_run_name(where: str, name, names: set) -> None:
 def check_settings(seed: int | None, prompt_set: str | None) -> None:
     """The seed's range and a prompt-set file (a missing or malformed one: one line naming it)."""
     if seed is not None and not 0 <= seed < 2 ** 32:
-        raise PlanError(f"--seed {seed}: expected 0..{2 ** 32 - 1}")
+        raise PlanError(f"--seed {said(seed)}: expected 0..{2 ** 32 - 1}")
     if prompt_set:
         from ..prompts import PromptSet
 
@@ -370,10 +370,12 @@ class EvalPlan:
                 continue
             if not isinstance(v, int) or isinstance(v, bool) or v < PLAN_LEAST.get(name, v):  # the seed's range: below
                 kind = "a whole number" if name == "seed" else "a positive whole number"
-                raise PlanError(f"eval: {name} must be {kind}, not {v!r}")
+                raise PlanError(f"eval: {name} must be {kind}, not {said(v)}")
         d = self.delta
+        if isinstance(d, int) and not isinstance(d, bool) and abs(d) >= 2 ** 1024:  # float(d) overflowed
+            raise PlanError(f"eval: delta {said(d)} is past a float's range")
         if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or math.isnan(d)):
-            raise PlanError(f"eval: delta must be a number, not {d!r}")
+            raise PlanError(f"eval: delta must be a number, not {said(d)}")
 
     def check_resumed_configs(self, sel: Selection) -> None:
         """What ``--resume`` compares once the model has loaded (:class:`~seakr.eval.runner.RowLog`), compared

@@ -15,7 +15,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import blank, check_question as check_typed, encodable, json_file
+from ..textio import blank, check_question as check_typed, encodable, json_file, said
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -60,7 +60,14 @@ class Range:
 
     def check(self, name: str, v) -> None:
         if not self.contains(v):
-            raise ValueError(f"option {name}: expected {self.describe()}, got {v!r}")
+            raise ValueError(f"option {name}: expected {self.describe()}, got {said(v)}")
+
+
+def _float(name: str, v) -> float:
+    try:
+        return float(v)
+    except OverflowError:  # a whole number past a float's range (delta=10**400 from Python): a traceback at use
+        raise ValueError(f"option {name}: {said(v)} is past a float's range") from None
 
 
 def _typed(f: dataclasses.Field, v, rng: "Range | None"):
@@ -70,7 +77,7 @@ def _typed(f: dataclasses.Field, v, rng: "Range | None"):
         raise ValueError(f"option {f.name}: expected a number, got NaN")
     if default is None and str(f.type).startswith("str"):  # optional text (a folder)
         if v is not None and not isinstance(v, str):
-            raise ValueError(f"option {f.name}: expected a string or null, got {v!r}")
+            raise ValueError(f"option {f.name}: expected a string or null, got {said(v)}")
         if isinstance(v, str) and not v.strip():  # read as "not given" (the package's files), or as "."
             raise ValueError(f"option {f.name}: an empty path; name the folder, or leave the option out")
         return v
@@ -78,18 +85,20 @@ def _typed(f: dataclasses.Field, v, rng: "Range | None"):
     if default is None:  # optional numbers (delta, n_shot, gate_p)
         if v is not None and (not number or (rng is not None and rng.integer and not isinstance(v, int))):
             kind = "a whole number" if rng is not None and rng.integer else "a number"
-            raise ValueError(f"option {f.name}: expected {kind} or null, got {v!r}")
+            raise ValueError(f"option {f.name}: expected {kind} or null, got {said(v)}")
+        if number and "float" in str(f.type):
+            _float(f.name, v)  # within a float's range (kept as given: a run's config records delta=3 as 3)
         return v
     if isinstance(default, bool):
         ok = isinstance(v, bool)
     elif isinstance(default, int):
         ok = number and isinstance(v, int)
     elif isinstance(default, float):
-        ok, v = number, float(v) if number else v
+        ok, v = number, _float(f.name, v) if number else v
     else:
         ok = isinstance(v, type(default))
     if not ok:
-        raise ValueError(f"option {f.name}: expected {type(default).__name__}, got {v!r}")
+        raise ValueError(f"option {f.name}: expected {type(default).__name__}, got {said(v)}")
     return v
 
 
@@ -151,13 +160,13 @@ class MethodConfig:
         if blank(self.marker) or "\n" in self.marker or ". " in self.marker or not encodable(self.marker):
             # the answer is the text after the marker, and a step ends at ". " or a newline
             raise ValueError(f"option marker: visible text on one line without '. ' (the answer is read after it), "
-                             f"got {self.marker!r}")
+                             f"got {said(self.marker)}")
         try:
             n_demos = demo_count(self.prompt_set)
         except ValueError as e:
             raise ValueError(f"option prompt_set: {e}") from None
         if self.n_shot is not None and self.n_shot > n_demos:
-            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {n_demos} demonstration(s), got {self.n_shot}")
+            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {n_demos} demonstration(s), got {said(self.n_shot)}")
 
     @classmethod
     def ranges(cls) -> dict[str, "Range"]:
@@ -307,7 +316,7 @@ def check_room(max_new_tokens: int, context: int | None) -> None:
     """Refuse a generation length that leaves no token of the model's context window for a prompt (a window of
     None: not known, nothing to check). Where the model loads, :class:`Method` checks; before, the plan does."""
     if context and max_new_tokens >= context:
-        raise ValueError(f"option max_new_tokens: {max_new_tokens} leaves no room for a prompt in the model's "
+        raise ValueError(f"option max_new_tokens: {said(max_new_tokens)} leaves no room for a prompt in the model's "
                          f"{context}-token context; lower it")
 
 

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import first_line
+from ..textio import first_line, said
 from . import speedups
 from .attention import install
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
@@ -349,9 +349,10 @@ class HFLanguageModel:
         a row above the loaded model, 5.2 MB counted."""
         need = rows * (2 * new_tokens * self._kv_bytes_per_token() + self.model.config.vocab_size * self.SCORE_BYTES)
         free = free_memory(self.device)
-        if free is not None and need > free:
-            raise MemoryError(f"cannot allocate {need / 1e9:.1f} GB for a call of {rows:,} rows ({new_tokens} new tokens "
-                              f"each): {free / 1e9:.1f} GB are free on {self.device}")
+        if free is not None and need > free:  # (k = 10**5000 from Python: no float, no digits to print)
+            asked = f"{need / 1e9:.1f} GB" if need < 10 ** 30 else "more memory than any machine has"
+            raise MemoryError(f"cannot allocate {asked} for a call of {said(rows) if rows >= 10 ** 30 else f'{rows:,}'} "
+                              f"rows ({said(new_tokens)} new tokens each): {free / 1e9:.1f} GB are free on {self.device}")
 
     def _kv_bytes_per_token(self) -> int:
         """Bytes of attention cache one token costs: keys and values, every layer, every KV head."""
@@ -403,12 +404,13 @@ class HFLanguageModel:
         t0 = time.time()
         self.stats["calls"] += 1
         with self._exclusive(), torch.inference_mode():
-            streams = uniform_streams(config, len(prompts), self.device)
             shared = self.prefill.extend(prefix, shared_prefix(prompts, prefix)) if prefix and len(prompts) > 1 else None
             prefilled = [self.prefill(p, prefix, shared) for p in prompts]
             self.stats["prefill_seconds"] += time.time() - t0
             # sliding-window caches cannot be left-padded side by side: decode those prompts one by one
             groups = [list(range(len(prompts)))] if not self._sliding else [[i] for i in range(len(prompts))]
+            self._check_call(prefilled, max(map(len, groups)), config)  # before the random numbers: (k, T) of them
+            streams = uniform_streams(config, len(prompts), self.device)
             results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config, streams[group])]
         dt = time.time() - t0
         self.stats["seconds"] += dt
@@ -416,13 +418,17 @@ class HFLanguageModel:
             r.seconds = dt / max(1, len(results))
         return results
 
-    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
-        kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
+    def _check_call(self, prefilled: list[Prefilled], batch: int, cfg: GenerationConfig) -> None:
+        """A call the model's context or the device cannot hold, refused before any decoding (``batch``: the most
+        prompts decoded side by side)."""
         longest, ctx = max(p.tokens for p in prefilled), self.prefill.context
         if ctx and longest + cfg.max_new_tokens > ctx:  # was an out-of-memory line naming k (or GPT-2's IndexError)
-            raise ValueError(f"max_new_tokens {cfg.max_new_tokens} after a prompt of {longest} tokens runs past the "
-                             f"model's {ctx}-token context; lower it (at most {ctx - longest} here)")
-        self._check_room(len(prefilled) * len(kinds), cfg.max_new_tokens)
+            raise ValueError(f"max_new_tokens {said(cfg.max_new_tokens)} after a prompt of {longest} tokens runs past "
+                             f"the model's {ctx}-token context; lower it (at most {ctx - longest} here)")
+        self._check_room(batch * (int(cfg.greedy) + cfg.n), cfg.max_new_tokens)
+
+    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
+        kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from ..textio import said
+
 
 def default_threads() -> int:
     """``SEAKR_THREADS``, else every CPU this process may run on (``sched_getaffinity``: a container's
@@ -49,9 +51,9 @@ def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
     bound, for threads that run on another machine): beyond them the threads only contend (1000 threads
     on 2 CPUs printed nothing in two minutes where 2 took two seconds)."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, not {threads!r}")
+        raise ValueError(f"{name} must be a whole number >= 1, not {said(threads)}")
     if bounded and threads > available_cpus():
-        raise ValueError(f"{name} {threads}: this process may use {available_cpus()} CPUs; more threads than CPUs "
+        raise ValueError(f"{name} {said(threads)}: this process may use {available_cpus()} CPUs; more threads than CPUs "
                          "only contend")
     return threads
 
@@ -60,7 +62,7 @@ def check_layer(layer, name: str = "state_layer", depth: int | None = None) -> i
     """A 0-based decoder layer: a whole number >= 0 (before any weights load: 1.5 and True were taken), and
     below ``depth`` where it is known (a registry model's, or the loaded model's)."""
     if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0 or (depth and layer >= depth):
-        raise ValueError(f"{name} {layer!r}: expected a 0-based decoder layer " + (f"in 0..{depth - 1}" if depth else ">= 0"))
+        raise ValueError(f"{name} {said(layer)}: expected a 0-based decoder layer " + (f"in 0..{depth - 1}" if depth else ">= 0"))
     return layer
 
 

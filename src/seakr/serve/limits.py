@@ -4,6 +4,9 @@ importing FastAPI."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
+
+from ..textio import said
 
 
 @dataclass
@@ -17,7 +20,14 @@ class ServiceLimits:
     token: str | None = None  # bearer token required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
 
+    #: the command line's flag for each bound, which its refusal names
+    FLAGS: ClassVar[dict[str, str]] = {"max_rows": "--max-rows", "max_work": "--max-work", "max_kv_mb": "--max-kv-mb", "max_body": "--max-body"}
+
     def __post_init__(self):
+        for name, flag in self.FLAGS.items():  # from Python, max_body=-1 refused every request with a 413
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{flag}: expected a whole number >= 1, got {said(v)}")
         t = self.token
         # a token no client can send: a header cannot hold a control character (a newline from a token file
         # read with $(cat ...) in some shells' quoting), and the header's value is read without its outer
