@@ -15,8 +15,8 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
-from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, shown, warn,
-                     write_atomic)
+from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, said, shown,
+                     warn, write_atomic)
 from .textio import loads as textio_loads
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
@@ -138,11 +138,11 @@ def parse_options(pairs: list[str]) -> dict:
     out = {}
     for kv in pairs or []:
         if "=" not in kv:
-            raise CLIError(f"--option expects key=value, got {kv!r}")
+            raise CLIError(f"--option expects key=value, got {said(kv)}")
         k, v = kv.split("=", 1)
         k = k.strip().replace("-", "_")
         if not k:
-            raise CLIError(f"--option expects key=value, got {kv!r}")
+            raise CLIError(f"--option expects key=value, got {said(kv)}")
         try:
             value = textio_loads(v)
             check_escapes(v, f"--option {k}", CLIError, numbered=False)

@@ -156,7 +156,7 @@ class MethodConfig:
         """The prompt options, checked with the others (they were read only when the method was built, after
         the model had loaded): a style, a marker the answer can be read after, a set with enough demonstrations."""
         if self.prompt_style not in PROMPT_STYLES:
-            raise ValueError(f"option prompt_style: one of {', '.join(PROMPT_STYLES)}, not {self.prompt_style!r}")
+            raise ValueError(f"option prompt_style: one of {', '.join(PROMPT_STYLES)}, not {said(self.prompt_style)}")
         if blank(self.marker) or "\n" in self.marker or ". " in self.marker or not encodable(self.marker):
             # the answer is the text after the marker, and a step ends at ". " or a newline
             raise ValueError(f"option marker: visible text on one line without '. ' (the answer is read after it), "
@@ -232,7 +232,7 @@ MODES = ("simple", "multihop")
 
 def _mode_tag(mode: str) -> str:
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {said(mode)}")
     return "" if mode == "simple" else f"-{mode}"  # simple-QA calibration keeps the old names
 
 

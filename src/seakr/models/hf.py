@@ -55,7 +55,7 @@ def choose_precision(precision: str, model: str | None, device) -> str:
     """The effective precision: an explicit one checked, ``"auto"`` resolved for ``model`` on ``device``."""
     p = precision_name(precision)
     if p not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32/bf16/fp16), not {precision!r}")
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32/bf16/fp16), not {said(precision)}")
     if p != "auto":
         return p
     fast = getattr(REGISTRY.get(model or ""), "fast_precision", None)
@@ -69,7 +69,7 @@ def _env_choice(name: str, choices: tuple[str, ...], default: str | None = None)
     turned CUDA graphs on without a word, "" was "attention must be 'shared' or 'hf', not ''")."""
     v = os.environ.get(name, default)
     if v not in choices:
-        raise ValueError(f"{name}={v!r}: expected {' or '.join(choices)}")
+        raise ValueError(f"{name}={said(v)}: expected {' or '.join(choices)}")
     return v
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, json_file, write_atomic
+from ..textio import check_fields, json_file, said, write_atomic
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -210,9 +210,9 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     any fitting (a NaN state was scikit-learn's "All the 5 fits failed" page; labels 0/1/2 fitted a
     probe of nothing with a traceback per fold)."""
     if form not in FORMS:
-        raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {form!r}")
+        raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {said(form)}")
     if not isinstance(tap, str) or not TAP.fullmatch(tap):
-        raise ValueError(f"probe fit: tap must read LAYER:SOURCE such as L11:mlp, not {tap!r}")
+        raise ValueError(f"probe fit: tap must read LAYER:SOURCE such as L11:mlp, not {said(tap)}")
     try:
         X = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -227,7 +227,7 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     if not np.isfinite(X).all():
         raise ValueError(f"probe fit: X holds non-finite values (first in row {int(np.argwhere(~np.isfinite(X))[0][0])})")
     if not isinstance(folds, numbers.Integral) or isinstance(folds, bool) or folds < 2:
-        raise ValueError(f"probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got {folds!r}")
+        raise ValueError(f"probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got {said(folds)}")
     if len(set(y)) < 2 or min(np.bincount(y)) < folds:
         raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
                          f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
