@@ -390,3 +390,25 @@ def test_a_write_cut_off_keeps_the_file_it_was_replacing(tmp_path):
     assert r.stdout.split("\n")[:2] == ["written"] * 2, r.stdout + r.stderr
     assert set(json.loads(cal.read_text())["delta"]) == {"eigen", "ln_entropy"}
     assert json.loads((tmp_path / "probe.json").read_text())["tap"] == "L3:mlp"
+
+
+def test_a_damaged_row_a_table_leaves_out_is_said(tmp_path, capsys):
+    """`seakr compare` and `report` read a run whose scores.jsonl had an unreadable line in the middle (a number
+    of 5,000 digits, a hand edit) and counted 19 questions of 20 without a word; a row the run's other file
+    still holds is not left out, and then nothing is said."""
+    from pathlib import Path
+
+    from seakr.eval.runner import compare
+
+    committed = Path(__file__).parents[2] / "benchmarks/results/speed-qwen-2wiki20-probe-reasoning/ircot"
+    run = tmp_path / "ircot"
+    shutil.copytree(committed, run)
+    lines = (run / "scores.jsonl").read_text().splitlines()
+    qid = json.loads(lines[2])["id"]
+    (run / "scores.jsonl").write_text("\n".join(lines[:2] + [lines[2].replace('"seconds": ', '"seconds": 9e', 1)]
+                                                + lines[3:]) + "\n")
+    assert "| 19 |" in compare([str(run)])
+    assert capsys.readouterr().err == (f"seakr: warning: {run / 'scores.jsonl'}:3: unreadable line skipped (a torn or "
+                                       f"foreign write); the row of question {qid!r} is left out\n")
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")  # the full rows hold it
+    assert "| 20 |" in compare([str(run)]) and capsys.readouterr().err == ""

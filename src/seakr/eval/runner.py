@@ -81,11 +81,13 @@ def check_not_foreign(d: Path) -> None:
                          "replace it; choose another --out")
 
 
-def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None) -> list[dict]:
+def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
+                 skipped: list | None = None) -> list[dict]:
     """Read a JSONL of finished rows, the first row of each id. An unreadable line is skipped, never the
     rows after it: a torn last line (a kill in the middle of a write) silently, one elsewhere with
-    ``warn(message)``; the id such a line still shows, if any, is added to ``torn``. A row that reads but
-    that ``check`` refuses (a hand-edited or foreign file) is an error naming the file, line and field."""
+    ``warn(message)`` (or, given ``skipped``, listed there as (line, id or None) for the caller to say); the id
+    such a line still shows, if any, is added to ``torn``. A row that reads but that ``check`` refuses (a
+    hand-edited or foreign file) is an error naming the file, line and field."""
     rows, seen = [], set()
     if not path.exists():
         return rows
@@ -103,9 +105,11 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
             tid = _json_string(m.group(1)) if m else None
             if tid is not None and torn is not None:
                 torn.append(tid)
-            if n < len(lines) and warn is not None:  # the last element has no newline after it: a torn tail
-                who = f"question {tid!r} will run again" if tid is not None and torn is not None \
-                    else "its row is lost (no question id could be read from it)"
+            if n < len(lines) and skipped is not None:
+                skipped.append((n, tid))
+            elif n < len(lines) and warn is not None:  # the last element has no newline after it: a torn tail
+                who = ("its row is lost (no question id could be read from it)" if tid is None else
+                       f"question {tid!r} will run again" if torn is not None else f"the row of question {tid!r} is left out")
                 warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); {who}")
             continue
         if check is not None:
@@ -372,12 +376,21 @@ def score_row(row: dict) -> dict:
     return ResultRow.from_dict(row).to_score_dict()
 
 
-def run_rows(run_dir: Path, warn=None) -> list[ResultRow]:
+def run_rows(run_dir: Path, warn=warn) -> list[ResultRow]:
     """A run directory's finished rows: results.jsonl's, then scores.jsonl's for the ids it lacks
-    (a run resumed on another machine from the committed score rows)."""
-    rows = read_results(Path(run_dir) / "results.jsonl", warn, check=check_row)
+    (a run resumed on another machine from the committed score rows). A damaged line inside either file
+    whose row the other does not hold is said with ``warn``: `compare` and `report` counted without it, silently."""
+    skipped: dict[str, list] = {"results.jsonl": [], SCORES: []}
+    rows = read_results(Path(run_dir) / "results.jsonl", check=check_row, skipped=skipped["results.jsonl"])
     have = {r["id"] for r in rows}
-    rows += [r for r in read_results(Path(run_dir) / SCORES, warn, check=check_row) if r["id"] not in have]
+    rows += [r for r in read_results(Path(run_dir) / SCORES, check=check_row, skipped=skipped[SCORES])
+             if r["id"] not in have]
+    have = {r["id"] for r in rows}
+    for name, lines in skipped.items():
+        for n, tid in lines:
+            if tid is None or tid not in have:
+                who = f"the row of question {tid!r} is left out" if tid is not None else "a row is left out (no id could be read)"
+                warn(f"{Path(run_dir) / name}:{n}: unreadable line skipped (a torn or foreign write); {who}")
     return [ResultRow.from_dict(r) for r in rows]
 
 

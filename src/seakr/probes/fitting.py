@@ -18,6 +18,7 @@ import numpy as np
 from .bank import sampling_record
 from .calibration import Calibration, fit_calibration
 from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, score_features
+from ..textio import warn
 
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
@@ -50,7 +51,7 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
     if form is not None and cfg.get("form", form) != form:
         raise ValueError(f"{d}: a detect study of --form {cfg['form']} answers, not {form}: "
                          f"fit --form {form} on {SOURCES.get(form, 'studies of that form')}")
-    return cfg, read_results(d / rows_name, check=study_row_check(rows_name))
+    return cfg, read_results(d / rows_name, warn, check=study_row_check(rows_name))  # a damaged row: said, not dropped silently
 
 
 def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: str | None = None):
