@@ -121,17 +121,19 @@ def test_out_of_memory_is_told_from_other_faults():
                                                      "split them, or run it where there is more memory")
 
 
-def test_a_stream_with_no_line_breaks_is_refused_at_its_first_line():
+def test_a_stream_with_no_line_breaks_is_refused_at_its_first_line(tmp_path):
     """A corpus streamed with --format from a source that never ends a line (/dev/zero here; a binary file
-    alike) was read whole into memory: out of memory, with advice about k and the model's precision."""
+    alike) was read whole into memory: out of memory, with advice about k and the model's precision. The
+    refused build leaves none of the folders it made for --out (they stayed, empty)."""
     import resource
 
     def cap_memory():  # old code read until this cap: fail fast rather than take the machine
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
-    r = seakr("index", "build", "/dev/zero", "--format", "jsonl", "--out", "/nonexistent-dir/idx",
+    r = seakr("index", "build", "/dev/zero", "--format", "jsonl", "--out", str(tmp_path / "made" / "here" / "idx"),
               preexec_fn=cap_memory)
     one_line_error(r, "/dev/zero:1: a line of over 256 MB: not a file of one record per line")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_exception_without_a_message_is_named_by_its_type():

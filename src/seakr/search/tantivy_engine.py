@@ -248,6 +248,45 @@ def _check_manifest_fields(mpath: Path, m: dict) -> None:
                               f"{json.dumps(m.get(name))[:40]})")
 
 
+def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
+    """What a built index records of itself: engine, analyzer, scoring, counts, sources and its files' digests."""
+    return {
+        "format": FORMAT,
+        "engine": "tantivy",
+        "tantivy": getattr(t, "__version__", ""),
+        "analyzer": {"tokenizer": "simple", "filters": ["lowercase", "lucene_english_stop+s", "stemmer_english"],
+                     "stopwords": list(STOPWORDS)},
+        "bm25": {"k1": BM25_K1, "b": BM25_B, "scale": "elasticsearch (k1+1 numerator)"},
+        "query": {"type": "multi_match best_fields", "fields": ["title", "text"], "tie_breaker": TIE_BREAKER},
+        "doc_count": stats["added"],
+        "duplicates_skipped": stats["duplicates"],
+        "empty_skipped": stats["empty"],
+        "checksum": format(stats["checksum"], "064x"),
+        "sources": list(sources),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "build_seconds": round(stats["seconds"], 2),
+        "files": file_digests(folder),
+    }
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, innermost first."""
+    made = []
+    while not folder.exists() and folder != folder.parent:
+        made.append(folder)
+        folder = folder.parent
+    return made
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders (innermost first) while they are empty: what a failed build made and left unused."""
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            return
+
+
 def doc_digest(p: Passage) -> int:
     return int.from_bytes(hashlib.sha256(f"{p.id}\x1f{p.title}\x1f{p.text}".encode()).digest(), "big")
 
@@ -301,6 +340,7 @@ class TantivyEngine:
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
         check_replaceable(out)
+        made = _missing_folders(out.parent)
         out.parent.mkdir(parents=True, exist_ok=True)
         remove_orphans(out)
         tmp = out.parent / f".{out.name}.building-{os.getpid()}"
@@ -314,24 +354,7 @@ class TantivyEngine:
             if not stats["added"]:  # an index that can find nothing is a mistake (an empty file, a wrong field)
                 raise SearchError(f"{out}: no passage to index ({stats['empty']} with empty text, "
                                   f"{stats['duplicates']} duplicate ids); nothing was written")
-            manifest = {
-                "format": FORMAT,
-                "engine": "tantivy",
-                "tantivy": getattr(t, "__version__", ""),
-                "analyzer": {"tokenizer": "simple", "filters": ["lowercase", "lucene_english_stop+s", "stemmer_english"],
-                             "stopwords": list(STOPWORDS)},
-                "bm25": {"k1": BM25_K1, "b": BM25_B, "scale": "elasticsearch (k1+1 numerator)"},
-                "query": {"type": "multi_match best_fields", "fields": ["title", "text"], "tie_breaker": TIE_BREAKER},
-                "doc_count": stats["added"],
-                "duplicates_skipped": stats["duplicates"],
-                "empty_skipped": stats["empty"],
-                "checksum": format(stats["checksum"], "064x"),
-                "sources": list(sources),
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                "build_seconds": round(stats["seconds"], 2),
-                "files": file_digests(tmp),
-            }
-            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+            (tmp / MANIFEST).write_text(json.dumps(_manifest(t, stats, sources, tmp), indent=2), encoding="utf-8")
             if out.exists():  # checked again: two builds to one new folder each replaced the other, both "built"
                 if not overwrite:
                     raise SearchError(f"{out}: another build made it while this one ran; this one was not kept "
@@ -345,6 +368,7 @@ class TantivyEngine:
                 os.rename(tmp, out)
         except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
+            _remove_empty(made)  # a refused build left the folders it had made for --out
             if _io_failure(e):  # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
                 raise SearchError(f"{out}: the index could not be written ({_write_failure(out, e)}); nothing was "
                                   "kept") from None
