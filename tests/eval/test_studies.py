@@ -528,7 +528,7 @@ def test_a_run_and_a_study_never_share_a_folder(tmp_path):
     from seakr.eval.runner import SCORES
 
     run, study = tmp_path / "run", tmp_path / "study"
-    with RowLog(run, "results.jsonl", {"name": "cot"}, companion=(SCORES, dict)) as log:
+    with RowLog(run, "results.jsonl", {"name": "cot", "method": {"method": "cot"}}, companion=(SCORES, dict)) as log:
         log.append({"id": "a", "em": 1.0, "f1": 1.0})
     with RowLog(study, "detect_rows.jsonl", {"study": "detect"}) as log:
         log.append({"id": "a", "f1": 1.0, "scores": {}})

@@ -308,6 +308,40 @@ def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_eithe
             plan.check_resumed_configs(plan.select())
 
 
+def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
+    """`seakr eval --out /` wrote config.json, results.jsonl and the summaries among /bin and /etc, and
+    `detect --out ~` among a home's dot-folders. A folder holding anything but seakr's (or hidden files such as
+    .DS_Store) is refused by every door, before the model loads; a folder of committed runs, with its notes and
+    plots, still takes a new run or a resume."""
+    from pathlib import Path
+
+    from seakr.eval.plan import EvalPlan, RunSpec
+    from seakr.eval.runner import RowLog, merge_runs
+
+    project, home, results = tmp_path / "project", tmp_path / "home", tmp_path / "results"
+    (project / "src").mkdir(parents=True)
+    (project / "README.md").write_text("mine")
+    (home / ".cache").mkdir(parents=True)
+    shutil.copytree(Path(__file__).parents[2] / "benchmarks/results/speed-qwen-2wiki20-probe-reasoning/ircot",
+                    results / "ircot")  # a committed run
+    (results / "compare.md").write_text("| run |")
+    (results / "roc.png").write_bytes(b"png")
+    for folder, shown in ((project, "(README.md, src)"), (home, "(.cache)")):
+        before = sorted(p.name for p in folder.iterdir())
+        for door in (lambda: RowLog(folder, "results.jsonl", CFG), lambda: merge_runs(folder, [str(results / "ircot")]),
+                     lambda: EvalPlan(data=HOTPOT, out=str(folder), runs=["cot"]).check()):
+            with pytest.raises(ValueError, match=rf"{folder}: holds files that are not a seakr run's \({shown[1:-1]}\)"):
+                door()
+        r = seakr("detect", "--data", fixture_path("nq_mini.oracle.jsonl"), "--out", str(folder))
+        assert r.returncode == 2 and "holds files that are not a seakr run's" in r.stderr and "config:" not in r.stderr
+        assert sorted(p.name for p in folder.iterdir()) == before
+    EvalPlan(data=HOTPOT, out=str(results), runs=[RunSpec("ircot"), RunSpec("cot")]).check()  # a grid's folder
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    (quiet / ".DS_Store").write_bytes(b"")
+    RowLog(quiet, "results.jsonl", CFG).close()
+
+
 def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):
     """``--out`` naming a model folder replaced the model's config.json with the run's (the model no longer
     loaded); naming an index folder left files its manifest does not list ("damaged: rebuild it"). Both are

@@ -227,9 +227,10 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         return
     if not os.access(path, os.W_OK):
         raise PlanError(f"{flag} {path}: not writable")
-    from .runner import check_free
+    from .runner import check_free, check_not_foreign
 
     try:
+        check_not_foreign(Path(path))  # another program's folder, a model, an index: now, not after the load
         check_free(path)
     except ValueError as e:
         raise PlanError(str(e)) from None

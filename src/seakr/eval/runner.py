@@ -65,10 +65,20 @@ def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:
 
 def check_not_foreign(d: Path) -> None:
     """A run writes its config.json, rows and summary into a folder that is not another program's: ``--out``
-    naming a model folder replaced the model's own config.json (the model no longer loaded), and naming an
-    index folder left it "damaged: rebuild it" (files its manifest does not list)."""
+    naming a model folder replaced the model's own config.json (the model no longer loaded), naming an
+    index folder left it "damaged: rebuild it" (files its manifest does not list), and naming ``/``, a home
+    or a project folder spread a run's files among its own. Such a folder is new, empty (but for hidden
+    files: .DS_Store, .gitkeep), or holds seakr's: a run or study, rows, or a grid's run folders."""
+    d = Path(d)
     if (d / "seakr-index.json").is_file():
         raise ValueError(f"{d}: is a seakr index, which a run's files would damage; choose another --out")
+    if d.is_dir() and not _holds_runs(d):
+        theirs = sorted(e.name for e in d.iterdir() if not e.name.startswith(".") or e.is_dir())  # .DS_Store: not
+        if theirs:
+            shown = ", ".join(theirs[:3]) + (f" and {len(theirs) - 3:,} more" if len(theirs) > 3 else "")
+            raise ValueError(f"{d}: holds files that are not a seakr run's ({shown}), and a run writes its config, "
+                             "rows and summary at the top of its --out; choose a new or empty folder (a subfolder "
+                             "of this one will do)")
     cfg = d / "config.json"
     if not cfg.is_file():
         return
@@ -79,6 +89,14 @@ def check_not_foreign(d: Path) -> None:
     if not (isinstance(c, dict) and ("method" in c or "study" in c)):  # what every run and study records
         raise ValueError(f"{cfg}: not a seakr run's configuration (a model's, or another tool's), and a run would "
                          "replace it; choose another --out")
+
+
+def _holds_runs(d: Path) -> bool:
+    """Whether seakr has written in ``d``: a run's or study's files there or in a folder in it (a grid's runs,
+    a sharded run's shards). Not its lock alone: a refused run may have left one."""
+    mine = ("config.json", *ROW_FILES)
+    return any((d / n).exists() for n in mine) or any(
+        (e / n).exists() for e in d.iterdir() if e.is_dir() for n in mine)
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
@@ -209,6 +227,7 @@ class RowLog:
         from that file alone; a row found only there counts as done and is summarised from it."""
         named_paths("out_dir", out_dir)  # run_eval(..., "") and the studies wrote their rows into the current folder
         self.dir = Path(out_dir)
+        check_not_foreign(self.dir)  # before its lock file is left in another program's folder
         self.dir.mkdir(parents=True, exist_ok=True)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
         try:
