@@ -118,3 +118,23 @@ def test_json_nested_past_the_parser_is_a_decode_error_where_it_goes_too_deep(tm
     assert e.value.pos == len('{"id": "12", "n": ')
     (tmp_path / "config.json").write_text('{"num_hidden_layers": ' + deep + "}")
     assert model_depth(str(tmp_path)) is None and model_context(str(tmp_path)) is None  # not known: the load says
+
+
+def test_an_error_line_cuts_a_value_too_long_to_read_and_escapes_controls(capsys):
+    """`--layout <5,000 digits>` and `--index <a pasted passage>` echoed the value whole (5 KB on one line)."""
+    from seakr.cli import main
+    from seakr.textio import message
+
+    long = "9" * 5000
+    run = f"'{long}':"  # the run of characters without a space holds the quotes and the colon
+    assert message(f"--layout {run} invalid") == f"--layout {run[:160]}...(5,003 characters)...{run[-40:]} invalid"
+    assert message("a path /" + "d" * 239 + " ok") == "a path /" + "d" * 239 + " ok"  # 240 characters: kept whole
+    assert message("x\x1b[2J y") == "x\\x1b[2J y"
+    for argv in (["eval", "--layout", long], ["search", "/no/such/" + "i" * 3000, "q"]):
+        try:
+            rc = main(argv)
+        except SystemExit as e:  # argparse's own refusal
+            rc = e.code
+        assert rc == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and len(err) < 600 and "characters)..." in err, err

@@ -15,8 +15,8 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
-from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, said, shown,
-                     warn, write_atomic)
+from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, message, said,
+                     shown, warn, write_atomic)
 from .textio import loads as textio_loads
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
@@ -668,7 +668,7 @@ def _main(argv: list[str] | None) -> int:
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
         # Anything else (a bug, torch running out of memory) keeps its traceback.
-        print(f"seakr: error: {shown(e)}", file=sys.stderr)  # it may quote a question or a passage
+        print(f"seakr: error: {message(e)}", file=sys.stderr)  # it may quote a question or a passage
         return 2
     except KeyboardInterrupt as e:
         print(f"seakr: {interrupted(args, e)}", file=sys.stderr)
@@ -683,12 +683,12 @@ def _main(argv: list[str] | None) -> int:
         return 3
     except (MemoryError, RuntimeError, OSError) as e:
         if isinstance(e, OSError) and (said := path_refused(e)):
-            print(f"seakr: error: {said}", file=sys.stderr)
+            print(f"seakr: error: {message(said)}", file=sys.stderr)
             return 2
         said = out_of_memory(e, args.command) if not isinstance(e, OSError) else disk_refused(e)
         if said is None:
             raise
-        print(f"seakr: error: {said}", file=sys.stderr)
+        print(f"seakr: error: {message(said)}", file=sys.stderr)
         return 3
 
 

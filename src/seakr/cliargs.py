@@ -150,7 +150,9 @@ class Parser(argparse.ArgumentParser):
         missing = message.partition("arguments are required: ")[2].split(", ")
         if any(m and not m.startswith("-") for m in missing):  # a positional: perhaps given, but read as an option
             message += " (text that starts with '-' is read as an option: put it after --, e.g. -- -1)"
-        self.exit(2, f"seakr: error: {self.prog}: {message} (see --help)\n")
+        from .textio import message as console  # a flag's value may be 5,000 characters, or hold a terminal control
+
+        self.exit(2, f"seakr: error: {self.prog}: {console(message)} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -263,6 +263,16 @@ def shown(text) -> str:
     return str(text).translate(_CONTROLS)
 
 
+_LONG_RUN = re.compile(r"\S{241,}")
+
+
+def message(text) -> str:
+    """An error or warning line as a console should show it: :func:`shown`, and any run of over 240 characters
+    without a space (a flag's value of 5,000 digits, a pasted passage as a path) cut in its middle, saying
+    how long it was: such a value was echoed whole, 5 KB on one line."""
+    return _LONG_RUN.sub(lambda m: f"{m[0][:160]}...({len(m[0]):,} characters)...{m[0][-40:]}", shown(text))
+
+
 def check_output_file(path: str, flag: str, error: type[Exception] = ValueError) -> None:
     """Fail before any slow work when ``path`` cannot be written."""
     from pathlib import Path
@@ -329,7 +339,7 @@ def warn(msg: str, once: bool = False) -> None:
     if once and msg in _WARNED:
         return
     _WARNED.add(msg)
-    print(f"seakr: warning: {shown(msg)}", file=sys.stderr)  # it may quote a file's name or a dataset's text
+    print(f"seakr: warning: {message(msg)}", file=sys.stderr)  # it may quote a file's name or a dataset's text
 
 
 def first_line(e: BaseException, limit: int = 200) -> str:
