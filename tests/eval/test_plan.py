@@ -333,3 +333,23 @@ def test_a_grid_nested_past_the_parser_is_one_line(tmp_path):
     (tmp_path / "g.toml").write_text("limit = " + "9" * 5000 + "\n")
     with pytest.raises(PlanError, match=rf"^{tmp_path / 'g.toml'}: a number of over 4,300 digits$"):
         read_grid(str(tmp_path / "g.toml"))
+
+
+@pytest.mark.parametrize("given", [{"index": "IDX"}, {"filler": ["FILLER"]}])
+def test_an_index_or_filler_no_run_searches_is_refused(tmp_path, given):
+    """`eval --method cot --index X` printed "index: X" and never read it; `--filler F` was dropped without a
+    word: taken and never read, as delta without a SeaKR run (refused) was."""
+    from helpers import HOTPOT
+    from seakr.eval.plan import EvalPlan, PlanError, RunSpec
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    TantivyEngine.build([Passage("a", "Alpha", "Alpha is a city.")], tmp_path / "idx")
+    (tmp_path / "f.jsonl").write_text('{"id": "f", "title": "F", "text": "filler"}\n')
+    paths = {"IDX": str(tmp_path / "idx"), "FILLER": str(tmp_path / "f.jsonl")}
+    given = {k: [paths[x] for x in v] if isinstance(v, list) else paths[v] for k, v in given.items()}
+    name = next(iter(given))
+    with pytest.raises(PlanError, match=rf"^eval: {name} is searched only by methods that retrieve, and no run of the "
+                                        r"plan does \(cot\); leave it out$"):
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot"), RunSpec("cot", {"k": 2}, "cot2")], **given).check()
+    EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot"), RunSpec("ircot")], **given).check()

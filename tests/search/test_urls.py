@@ -36,8 +36,8 @@ def test_an_eval_plan_reads_a_cluster_url_before_the_model_loads(tmp_path):
     from seakr.eval.plan import EvalPlan
 
     with pytest.raises(SearchError, match=re.escape("http://127.0.0.1:99999/w: not a URL (Port out of range")):
-        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], index="http://127.0.0.1:99999/w").check()
-    EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], index="http://127.0.0.1:9/wiki").check()  # no connection yet
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["ircot"], index="http://127.0.0.1:99999/w").check()
+    EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["ircot"], index="http://127.0.0.1:9/wiki").check()  # no connection yet
 
 
 def test_a_password_in_an_index_url_is_never_echoed(tmp_path):
@@ -59,7 +59,7 @@ def test_a_password_in_an_index_url_is_never_echoed(tmp_path):
     from seakr.eval.plan import EvalPlan, PlanError, run_plan
 
     said = []
-    plan = EvalPlan(data=str(data), out=str(tmp_path / "o"), index="http://u:hunter2@127.0.0.1:9/wiki", runs=["cot"])
+    plan = EvalPlan(data=str(data), out=str(tmp_path / "o"), index="http://u:hunter2@127.0.0.1:9/wiki", runs=["ircot"])
 
     def load():  # the line is said before the model loads; stop there
         raise RuntimeError("stop")

@@ -329,6 +329,12 @@ class EvalPlan:
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):  # it was ignored silently
             raise PlanError(f"eval: delta is SeaKR's threshold, and no run of the plan is SeaKR "
                             f"({', '.join(sorted({r.method for r in self.runs}))})")
+        from ..methods import METHODS
+
+        if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):  # taken, unread
+            raise PlanError(f"eval: {'index' if self.index else 'filler'} is searched only by methods that retrieve, "
+                            f"and no run of the plan does ({', '.join(sorted({r.method for r in self.runs}))}); "
+                            "leave it out")
         if self.shard is not None:
             parse_shard(self.shard)
         check_settings(self.seed, self.prompt_set)
