@@ -417,3 +417,18 @@ def test_two_builds_to_one_new_folder_keep_the_first_and_refuse_the_second(tmp_p
     shutil.rmtree(out)
     eng = TantivyEngine.build(passages(other), out, overwrite=True)
     assert sorted(p.id for p in eng.search("beta", 5)) == ["a", "b"]
+
+
+def test_a_folder_name_that_is_not_utf8_is_named_not_a_codec_error(tmp_path):
+    """`index build --out $'i\\xfe'` failed with "'utf-8' codec can't encode character '\\udcfe' ... surrogates not
+    allowed", naming nothing (tantivy takes UTF-8 paths only); an index renamed so could not be opened either."""
+    import os
+
+    bad = tmp_path / os.fsdecode(b"i\xfe")
+    with pytest.raises(SearchError, match=re.escape(f"{bad}: a path that is not UTF-8 text, which the index engine cannot take")):
+        TantivyEngine.build([Passage("a", "Alpha", "Alpha is a city.")], bad)
+    assert not bad.exists()
+    TantivyEngine.build([Passage("a", "Alpha", "Alpha is a city.")], tmp_path / "good")
+    (tmp_path / "good").rename(bad)
+    with pytest.raises(SearchError, match=r"not UTF-8 text"):
+        TantivyEngine(bad)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import first_line, loads, refused_write
+from ..textio import encodable, first_line, loads, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    iter_batches)
 
@@ -269,6 +269,16 @@ def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
     }
 
 
+def _utf8(path: Path) -> str:
+    """The path as tantivy (Rust) takes it: UTF-8 text. A name of other bytes (a Latin-1 folder name) reaches
+    Python as surrogates, and tantivy refused it with "surrogates not allowed", naming nothing."""
+    text = str(path)
+    if not encodable(text):
+        raise SearchError(f"{text}: a path that is not UTF-8 text, which the index engine cannot take; rename the "
+                          "folder or choose another")
+    return text
+
+
 def _missing_folders(folder: Path) -> list[Path]:
     """``folder`` and its ancestors that do not exist yet, innermost first."""
     made = []
@@ -302,6 +312,7 @@ class TantivyEngine:
         mpath = self.path / MANIFEST
         if not self.path.is_dir():
             raise SearchError(f"{self.path}: no index here (build one with `seakr index build`)")
+        _utf8(self.path)
         if not mpath.exists():
             raise SearchError(f"{self.path}: not a seakr index (no {MANIFEST})")
         self.manifest = read_manifest(self.path)
@@ -315,7 +326,7 @@ class TantivyEngine:
                 raise
         t = _tantivy()
         with _guard(self.path, "opening the corrupt tantivy index"):
-            self.index = t.Index.open(str(self.path))
+            self.index = t.Index.open(_utf8(self.path))
             self.index.register_tokenizer(ANALYZER, analyzer())
             self._an = analyzer()
             self.schema = self.index.schema
@@ -337,6 +348,7 @@ class TantivyEngine:
         writers (default: up to 4) share the passages out into as many segments by timing, so the
         files differ from build to build (the ranking does not); ``threads=1`` writes one segment, the same one every time (under a new name)."""
         out = Path(os.path.abspath(out))  # "." or "idx/" have no usable name for the sibling temp folder
+        _utf8(out)
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
         check_replaceable(out)
@@ -348,7 +360,7 @@ class TantivyEngine:
         tmp.mkdir()
         try:
             t = _tantivy()
-            index = t.Index(_schema(), path=str(tmp))
+            index = t.Index(_schema(), path=_utf8(tmp))
             index.register_tokenizer(ANALYZER, analyzer())
             stats = _write(index, passages, set(), heap_mb, progress, threads)
             if not stats["added"]:  # an index that can find nothing is a mistake (an empty file, a wrong field)
