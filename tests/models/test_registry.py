@@ -167,3 +167,20 @@ def test_a_cache_seakr_cannot_write_is_named_before_any_work(tmp_path, monkeypat
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"seakr: error: SEAKR_CACHE={tmp_path}: cannot write {tmp_path / 'calibration'} (File exists); seakr keeps "
         "converted models, pooled indexes and calibrations there: point SEAKR_CACHE at a folder you can write"]
+
+
+def test_paths_that_are_not_utf8_are_named_before_any_work(tmp_path, monkeypatch):
+    """A model folder or SEAKR_CACHE named in another encoding (a Latin-1 byte) reached transformers, safetensors
+    or tantivy, which take UTF-8 paths only: "cannot load the model (UnicodeEncodeError ...)" and, for the cache,
+    a bare "surrogates not allowed" after the conversion had begun."""
+    from seakr.models import registry
+
+    folder = tmp_path / os.fsdecode(b"m\xfc")
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"num_hidden_layers": 2}))
+    with pytest.raises(ValueError, match=re.escape(f"{folder}: a model folder whose path is not UTF-8 text")):
+        registry.model_kind(str(folder))
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / os.fsdecode(b"c\xfc")))
+    with pytest.raises(ValueError, match=r"^SEAKR_CACHE=.*: a path that is not UTF-8 text, which the model converter"):
+        registry.cache_dir("models")
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..textio import first_line, json_file, loads, refused_write
+from ..textio import encodable, first_line, json_file, loads, refused_write
 
 
 class ModelError(RuntimeError):
@@ -150,6 +150,10 @@ def cache_root() -> Path:
     if env is not None and env and not env.strip():  # a folder named " " in whatever folder the command ran from
         raise ValueError(f"SEAKR_CACHE={env!r}: blank; point it at a folder, or unset it for the default")
     root = Path(env or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "seakr"))
+    if not encodable(str(root)):  # safetensors and tantivy take UTF-8 paths: it failed mid-conversion, naming nothing
+        who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
+        raise ValueError(f"{who}: a path that is not UTF-8 text, which the model converter and the index engine "
+                         "cannot take; point SEAKR_CACHE at another folder")
     p = root
     while not p.exists() and p != p.parent:  # the nearest part that exists must be a folder
         p = p.parent
@@ -414,6 +418,9 @@ def model_kind(name_or_path: str) -> str:
     if p.is_file() and p.suffix == ".gguf":
         return "gguf"
     if p.is_dir() and (p / "config.json").exists():
+        if not encodable(name_or_path):  # "cannot load the model (UnicodeEncodeError: ... surrogates not allowed)"
+            raise ValueError(f"{name_or_path}: a model folder whose path is not UTF-8 text, which transformers' "
+                             "loaders cannot take; rename the folder")
         return "folder"
     if _HUB_ID.match(name_or_path) or _cached_legacy_id(name_or_path):
         return "hub"
