@@ -587,6 +587,8 @@ def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_pa
                  lambda: RowLog("", "results.jsonl", {})):  # run_eval's and every study's log
         with pytest.raises(ValueError, match="an empty path; name the folder"):
             call()
+    with pytest.raises(ValueError, match="^/dev/null: exists and is not a directory$"):  # was FileExistsError
+        merge_runs("/dev/null", [str(tmp_path)])
 
 
 @pytest.mark.parametrize("question", ["", "   "])

@@ -636,6 +636,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     says which shards are missing."""
     named_paths("merge", out_dir, *dirs)
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():  # from Python it was mkdir's FileExistsError, once the shards were read
+        raise ValueError(f"{out}: exists and is not a directory")
     cfgs, rows, seen = [], [], {}
     for d in dirs:
         p = Path(d)
