@@ -191,6 +191,11 @@ def _method_from_args(args):
 
 def cmd_ask(args) -> int:
     check_question(args.question)
+    from .methods import METHODS
+
+    if args.index and not METHODS[args.method].retrieves:  # opened, and never searched
+        raise CLIError(f"--index: method {args.method!r} never searches; leave it out (or choose a method that "
+                       "retrieves)")
     if args.html is not None:
         check_output_file(args.html, "--html")
     m = _method_from_args(args)

@@ -88,8 +88,8 @@ def test_05_14_counts_must_be_positive(tmp_path, args):
 
 
 @pytest.mark.slow
-def test_06_question_beyond_the_context_is_refused(index):
-    r = seakr("ask", "--model", "smollm2-135m", "--index", index, "--method", "cot", "word " * 20000)
+def test_06_question_beyond_the_context_is_refused():
+    r = seakr("ask", "--model", "smollm2-135m", "--method", "cot", "word " * 20000)
     err = r.stderr.decode()
     assert r.returncode == 2 and "question too long" in err and "8192-token context" in err
     assert "Traceback" not in err
@@ -253,8 +253,8 @@ def test_09_12_output_paths_checked_before_the_model(tmp_path, index):
 
 
 @pytest.mark.slow
-def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written(index):
-    r = seakr("ask", "--model", "smollm2-135m", "--index", index, "--method", "cot", "--option", "max_new_tokens=8",
+def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written():
+    r = seakr("ask", "--model", "smollm2-135m", "--method", "cot", "--option", "max_new_tokens=8",
               "--html", "/proc/seakr-trace.html", "Who wrote Hamlet?")
     assert r.returncode == 2 and b"A: " in r.stdout  # the computed answer is not lost
     assert r.stderr.decode().strip().splitlines()[-1].startswith("seakr: error: --html /proc/seakr-trace.html")
@@ -416,6 +416,12 @@ def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
     grid.write_text('index = ""\n[[run]]\nmethod = "cot"\n')
     one_line_error(seakr("eval", "--config", str(grid), "--data", HOTPOT, "--out", str(tmp_path / "o")), "index is empty")
     one_line_error(seakr("ask", "--option", "probes=", "Who?"), "option probes: an empty path")
+
+
+def test_an_index_ask_never_searches_is_refused(index):
+    """`ask --method cot --index IDX` opened the index and never searched it, as eval's plan did (refused)."""
+    one_line_error(seakr("ask", "--index", index, "--method", "cot", "Who?"),
+                   "--index: method 'cot' never searches; leave it out")
 
 
 def test_delta_without_a_seakr_run_is_refused_not_ignored(index, tmp_path):
