@@ -340,6 +340,10 @@ def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
     quiet.mkdir()
     (quiet / ".DS_Store").write_bytes(b"")
     RowLog(quiet, "results.jsonl", CFG).close()
+    study = tmp_path / "study"  # a study stores its states before its rows: its own folder, not another's
+    (study / "states").mkdir(parents=True)
+    (study / "states" / "taps.json").write_text('["L1:mlp"]')
+    RowLog(study, "detect_rows.jsonl", {"study": "detect"}).close()
 
 
 def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):

@@ -93,9 +93,10 @@ def check_not_foreign(d: Path) -> None:
 
 def _holds_runs(d: Path) -> bool:
     """Whether seakr has written in ``d``: a run's or study's files there or in a folder in it (a grid's runs,
-    a sharded run's shards). Not its lock alone: a refused run may have left one."""
+    a sharded run's shards; a study's stored states, made before its rows). Not its lock alone: a refused run
+    may have left one."""
     mine = ("config.json", *ROW_FILES)
-    return any((d / n).exists() for n in mine) or any(
+    return any((d / n).exists() for n in mine) or (d / "states" / "taps.json").is_file() or any(
         (e / n).exists() for e in d.iterdir() if e.is_dir() for n in mine)
 
 
