@@ -310,9 +310,9 @@ def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_eithe
 
 def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
     """`seakr eval --out /` wrote config.json, results.jsonl and the summaries among /bin and /etc, and
-    `detect --out ~` among a home's dot-folders. A folder holding anything but seakr's (or hidden files such as
-    .DS_Store) is refused by every door, before the model loads; a folder of committed runs, with its notes and
-    plots, still takes a new run or a resume."""
+    `detect --out ~` among a home's dot-folders. A folder holding anything but runs, notes and hidden files
+    (.DS_Store) is refused by every door, before the model loads, even with a run among its folders; a folder
+    of committed runs, with its notes and plots, still takes a new run or a resume."""
     from pathlib import Path
 
     from seakr.eval.plan import EvalPlan, RunSpec
@@ -320,13 +320,15 @@ def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
 
     project, home, results = tmp_path / "project", tmp_path / "home", tmp_path / "results"
     (project / "src").mkdir(parents=True)
+    (project / "src" / "main.py").write_text("print('mine')")
     (project / "README.md").write_text("mine")
     (home / ".cache").mkdir(parents=True)
     shutil.copytree(Path(__file__).parents[2] / "benchmarks/results/speed-qwen-2wiki20-probe-reasoning/ircot",
                     results / "ircot")  # a committed run
     (results / "compare.md").write_text("| run |")
     (results / "roc.png").write_bytes(b"png")
-    for folder, shown in ((project, "(README.md, src)"), (home, "(.cache)")):
+    shutil.copytree(results / "ircot", project / "run")  # a run inside it does not make the project seakr's (it made `/`)
+    for folder, shown in ((project, "(src)"), (home, "(.cache)")):
         before = sorted(p.name for p in folder.iterdir())
         for door in (lambda: RowLog(folder, "results.jsonl", CFG), lambda: merge_runs(folder, [str(results / "ircot")]),
                      lambda: EvalPlan(data=HOTPOT, out=str(folder), runs=["cot"]).check()):
@@ -339,6 +341,7 @@ def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
     quiet = tmp_path / "quiet"
     quiet.mkdir()
     (quiet / ".DS_Store").write_bytes(b"")
+    (quiet / "grid.toml").write_text('[[run]]\nmethod = "cot"\n')  # a grid kept beside its runs
     RowLog(quiet, "results.jsonl", CFG).close()
     study = tmp_path / "study"  # a study stores its states before its rows: its own folder, not another's
     (study / "states").mkdir(parents=True)

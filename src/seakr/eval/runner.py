@@ -67,13 +67,13 @@ def check_not_foreign(d: Path) -> None:
     """A run writes its config.json, rows and summary into a folder that is not another program's: ``--out``
     naming a model folder replaced the model's own config.json (the model no longer loaded), naming an
     index folder left it "damaged: rebuild it" (files its manifest does not list), and naming ``/``, a home
-    or a project folder spread a run's files among its own. Such a folder is new, empty (but for hidden
-    files: .DS_Store, .gitkeep), or holds seakr's: a run or study, rows, or a grid's run folders."""
+    or a project folder spread a run's files among its own. Such a folder is new, a run's or study's own, or
+    holds only runs, notes and hidden files (:func:`_ours`)."""
     d = Path(d)
     if (d / "seakr-index.json").is_file():
         raise ValueError(f"{d}: is a seakr index, which a run's files would damage; choose another --out")
-    if d.is_dir() and not _holds_runs(d):
-        theirs = sorted(e.name for e in d.iterdir() if not e.name.startswith(".") or e.is_dir())  # .DS_Store: not
+    if d.is_dir() and not _is_run(d):
+        theirs = sorted(e.name for e in d.iterdir() if not _ours(e))
         if theirs:
             shown = ", ".join(theirs[:3]) + (f" and {len(theirs) - 3:,} more" if len(theirs) > 3 else "")
             raise ValueError(f"{d}: holds files that are not a seakr run's ({shown}), and a run writes its config, "
@@ -91,13 +91,25 @@ def check_not_foreign(d: Path) -> None:
                          "replace it; choose another --out")
 
 
-def _holds_runs(d: Path) -> bool:
-    """Whether seakr has written in ``d``: a run's or study's files there or in a folder in it (a grid's runs,
-    a sharded run's shards; a study's stored states, made before its rows). Not its lock alone: a refused run
-    may have left one."""
-    mine = ("config.json", *ROW_FILES)
-    return any((d / n).exists() for n in mine) or (d / "states" / "taps.json").is_file() or any(
-        (e / n).exists() for e in d.iterdir() if e.is_dir() for n in mine)
+#: What a folder of runs holds beside them: tables, plots, grids, notes (the committed results' own kinds).
+NOTE_SUFFIXES = {".md", ".json", ".jsonl", ".png", ".svg", ".html", ".toml", ".txt", ".csv", ".log"}
+
+
+def _is_run(d: Path) -> bool:
+    """Whether ``d`` is a run's or study's own folder: its config or rows, or a study's stored states (made
+    before its rows). Not its lock alone: a refused run may have left one."""
+    return any((d / n).exists() for n in ("config.json", *ROW_FILES)) or (d / "states" / "taps.json").is_file()
+
+
+def _ours(e: Path, depth: int = 2) -> bool:
+    """An entry a folder of runs may hold: a hidden file (.DS_Store), a run or study folder (a grid's runs, a
+    sharded run's shards), notes, or a folder of those -- not another program's files. ``/`` passed once a run
+    sat in one of its folders: every entry counts, not one."""
+    if e.name.startswith("."):
+        return e.is_file()
+    if e.is_dir():
+        return _is_run(e) or (depth > 0 and all(_ours(x, depth - 1) for x in e.iterdir()))
+    return e.suffix.lower() in NOTE_SUFFIXES
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
