@@ -16,7 +16,7 @@ import sys
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
 from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
-                     message, said, shown, warn, write_atomic)
+                     message, said, shown, too_many_digits, warn, write_atomic)
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -146,10 +146,10 @@ def parse_options(pairs: list[str]) -> dict:
             value = textio_loads(v)
             check_escapes(v, f"--option {k}", CLIError, numbered=False)
         except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
-            whole = re.fullmatch(r"\s*[+-]?\d+\s*", v)
-            if whole and len(v.strip().lstrip("+-")) > sys.get_int_max_str_digits():
-                raise CLIError(f"--option {k}: a number of over {sys.get_int_max_str_digits():,} digits") from None
-            value = int(v) if whole else v
+            try:
+                value = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v
+            except ValueError as e:  # only Python's bound on digits refuses a string of digits
+                raise CLIError(f"--option {k}: {too_many_digits(e)}") from None
         if k in out and out[k] != value:  # the last one won without a word
             raise CLIError(f"--option {k}: given twice ({json.dumps(out[k])}, then {json.dumps(value)}); give it once")
         out[k] = value

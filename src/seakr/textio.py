@@ -132,14 +132,19 @@ def loads(text: str):
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply to read (over 500 levels of brackets)", text,
                                    _too_deep_at(text, 500)) from None
-    except json.JSONDecodeError:
-        raise
-    except ValueError as e:  # Python's bound on int(str), which told the user to call sys.set_int_max_str_digits()
-        if "integer string conversion" not in str(e):
+    except ValueError as e:  # a JSONDecodeError passes: it says no such thing
+        if (why := too_many_digits(e)) is None:
             raise
-        digits = sys.get_int_max_str_digits()
-        at = re.search(r"\d{%d,}" % (digits + 1), text)
-        raise json.JSONDecodeError(f"a number of over {digits:,} digits", text, at.start() if at else 0) from None
+        at = re.search(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1), text)
+        raise json.JSONDecodeError(why, text, at.start() if at else 0) from None
+
+
+def too_many_digits(e: BaseException) -> str | None:
+    """Python's bound on int(str) ("Exceeds the limit (4300 digits) ... use sys.set_int_max_str_digits()", advice
+    meant for programmers) in a user's words; None for any other error."""
+    if isinstance(e, ValueError) and "integer string conversion" in str(e):
+        return f"a number of over {sys.get_int_max_str_digits():,} digits"
+    return None
 
 
 def _too_deep_at(text: str, depth: int) -> int:

@@ -319,13 +319,14 @@ class EvalPlan:
         if not self.runs:
             raise PlanError("eval: the plan has no runs")
         names: set = set()
+        context = self.model.context() if isinstance(self.model, ModelSpec) else None  # None: the model check says why
         for r in self.runs:
             if not isinstance(r, RunSpec):
                 raise PlanError(f"eval: runs hold RunSpec (or a method's name), not {type(r).__name__}")
             if not isinstance(r.method, str):  # first: a run's name defaults to its method
                 check_run("run", r.method, r.options)
             check_run_name("run", r.name, names)
-            check_run(f"run {r.name!r}", r.method, r.options)
+            check_run(f"run {r.name!r}", r.method, r.options, context)  # the window, where known without the weights
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):  # it was ignored silently
             raise PlanError(f"eval: delta is SeaKR's threshold, and no run of the plan is SeaKR "
                             f"({', '.join(sorted({r.method for r in self.runs}))})")
@@ -341,9 +342,6 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check(here)
-        context = self.model.context()
-        for r in self.runs:  # the model's window is known now (where it can be without the weights)
-            check_run(f"run {r.name!r}", r.method, r.options, context)
         if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
             from ..search import open_engine
 
@@ -576,9 +574,9 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
         raise PlanError(f"{path}: nested too deeply to read (arrays or tables inside one another past the "
                         "parser's limit)") from None
     except ValueError as e:  # Python's bound on int(str): "use sys.set_int_max_str_digits()", naming no file
-        if "integer string conversion" not in str(e):
+        if (why := textio.too_many_digits(e)) is None:
             raise  # the file's own refusal (missing, not UTF-8), already named
-        raise PlanError(f"{path}: a number of over {sys.get_int_max_str_digits():,} digits") from None
+        raise PlanError(f"{path}: {why}") from None
     _grid_top(path, conf)
     if "run" in conf and not conf["run"]:  # it ran the flags' method (SeaKR by default) as if no key were there
         raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")

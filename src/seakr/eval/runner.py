@@ -55,12 +55,17 @@ def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:
     """A run or study writes to a folder that holds no other kind's rows: a detect study sent to an eval
     run's folder replaced its config.json (``compare`` then called the run a detect study, ``--resume``
     refused it). Called before the model loads where the command knows its kind, and by :class:`RowLog`."""
-    d, mine = Path(folder), ROW_FILES.get(rows_name)
+    _check_rows_kind(Path(folder), rows_name)
+    check_not_foreign(Path(folder))
+
+
+def _check_rows_kind(d: Path, rows_name: str) -> None:
+    """The rows already in ``d`` are of the kind ``rows_name`` keeps, or none (see :func:`check_rows_home`)."""
+    mine = ROW_FILES.get(rows_name)
     other = [n for n, kind in ROW_FILES.items() if kind != mine and (d / n).is_file() and (d / n).stat().st_size]
     if mine is not None and other:
         raise ValueError(f"{d}: holds the rows of {ROW_FILES[other[0]]} ({', '.join(other)}); {mine} writes to "
                          "a folder of its own: choose another --out")
-    check_not_foreign(d)
 
 
 def check_not_foreign(d: Path) -> None:
@@ -250,7 +255,7 @@ class RowLog:
             raise
 
     def _open(self, rows_name: str, config: dict, resume: bool, companion, check) -> None:
-        check_rows_home(self.dir, rows_name)
+        _check_rows_kind(self.dir, rows_name)  # (check_not_foreign ran in __init__, before the lock)
         self.path = self.dir / rows_name
         self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
         cfg_path = self.dir / "config.json"

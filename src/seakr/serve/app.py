@@ -37,7 +37,7 @@ from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import SearchError
-from ..textio import check_question
+from ..textio import check_question, too_many_digits
 from .limits import ServiceLimits
 
 MAX_QUESTION = 2000
@@ -282,9 +282,7 @@ def unreadable_body(exc: Exception) -> str | None:
         return "not UTF-8 text (a JSON body is UTF-8)"
     if isinstance(cause, RecursionError):
         return "JSON nested too deeply to read"
-    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
-        return f"a number of over {sys.get_int_max_str_digits():,} digits"
-    return None
+    return too_many_digits(cause) if cause is not None else None
 
 
 def create_app(service: AnswerService) -> FastAPI:
