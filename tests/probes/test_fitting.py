@@ -221,6 +221,18 @@ def test_the_candidate_probe_stacks_state_and_engine_into_one_linear_probe(tmp_p
     assert full.provenance["cv_auroc"] > engine_only.provenance["cv_auroc"]
 
 
+def test_a_question_two_re_rank_studies_of_one_file_asked_counts_once(tmp_path):
+    """As in a detect study: the same study named twice, or two overlapping studies of one file, pool each
+    question once (a doubled question doubled its weight and the n a fitted file records)."""
+    from seakr.probes.fitting import candidate_rows, fit_candidate_probe
+
+    a, b = rerank_study(tmp_path / "a", n_q=40), rerank_study(tmp_path / "b", n_q=60, seed=1)  # q0..q39 again
+    c = candidate_rows([a, a, b])
+    assert c["states"].shape == (180, 12) and c["data"] == ["x/train.json"]
+    assert c["keys"][:3] == [("q0", 0), ("q0", 1), ("q0", 2)] and np.allclose(c["states"][0], StateStore.open(a / "states").get("q0#0"))
+    assert fit_candidate_probe([a, a]).provenance["n"] == fit_candidate_probe([a]).provenance["n"] == 120
+
+
 def test_probe_fit_candidate_from_the_command_line(tmp_path):
     from seakr.cli import main
 

@@ -308,12 +308,13 @@ def gate_markdown(res: dict) -> str:
 def candidate_rows(runs: Sequence[str | Path]) -> dict:
     """The re-rank candidates of ``seakr rerank-study`` runs, pooled: each candidate's greedy step state
     (``states``, (n, d)), its engine features (``engine``, (n, 5)), whether its passage is not a
-    supporting one (``wrong``), its question (``groups``) and (question id, rank) (``keys``)."""
+    supporting one (``wrong``), its question (``groups``) and (question id, rank) (``keys``). A question of
+    one data file that two studies asked is read from the first only, as in :func:`load_states`."""
     out = {"states": [], "engine": [], "wrong": [], "groups": [], "keys": [], "model": None, "tap": None, "data": []}
+    seen = set()
     for run, cfg, rows, store in _with_states(runs, "rerank_rows.jsonl", "re-rank"):
         out["model"], out["tap"] = _run_model(cfg), store.taps[0]
-        out["data"].append(_data_name(cfg, run))
-        for r in rows:
+        for r in _unread(rows, _data_name(cfg, run), seen, out["data"]):
             _add_candidates(out, r, store, run)
     if not out["states"]:
         raise ValueError(f"{', '.join(map(str, runs))}: no candidate states to fit on")
