@@ -1,5 +1,7 @@
 """Helpers shared by the tests (importable because pytest puts tests/ on sys.path)."""
 
+import atexit
+import contextlib
 import os
 import socket
 import subprocess
@@ -39,6 +41,11 @@ def free_port():
     return port
 
 
+def _remove(path):
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
 def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
     port = free_port()
     cmd = [sys.executable, "-m", "seakr.cli", "serve", "--model", "smollm2-135m", "--index", index, "--port", str(port),
@@ -46,6 +53,7 @@ def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
            "--option", "k=3", "--option", "max_new_tokens=12", "--option", "max_steps=2", *extra]
     # stderr goes to a file: a pipe nobody reads would block a chatty server once it fills
     log = tempfile.NamedTemporaryFile("w+", prefix="seakr-serve-", suffix=".log", delete=False)
+    atexit.register(_remove, log.name)  # kept for the test to read while the server runs; not left in /tmp
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, text=True, env=env)
     proc.log_path = log.name
     url = f"http://127.0.0.1:{port}"
