@@ -103,3 +103,24 @@ def test_a_request_too_large_for_the_servers_free_memory_is_told_so():
     with c.stream("POST", "/v1/answer/stream", json={"question": "Capital of France?"}, headers=AUTH) as s:
         body = "".join(s.iter_text())
     assert "event: error" in body and "out of memory: cannot allocate 9.9 GB" in body
+
+
+def test_a_body_not_declared_json_or_compressed_is_415_saying_which_header():
+    """FastAPI reads a JSON body only when its Content-Type says JSON: `curl -d` without a header (a form),
+    `requests.post(data=...)` (none) got "Input should be a valid dictionary or object"; a gzip body got
+    "not UTF-8 text". Each is refused before the body is read, naming the header to send."""
+    import gzip
+
+    c = client(token=None)
+    body = json.dumps({"question": "Capital of France?"}).encode()
+    for route in ("/v1/answer", "/v1/answer/stream"):
+        for ctype in (None, "application/x-www-form-urlencoded", "text/plain", "text/x+json"):
+            r = c.post(route, content=body, headers={"content-type": ctype} if ctype else {})
+            assert r.status_code == 415, (route, ctype)
+            assert "Content-Type: application/json" in r.json()["detail"] and (ctype or "no Content-Type") in r.json()["detail"]
+        z = c.post(route, content=gzip.compress(body), headers={"content-type": "application/json", "content-encoding": "gzip"})
+        assert z.status_code == 415 and "Content-Encoding 'gzip'" in z.json()["detail"]
+    for ctype in ("application/json; charset=utf-8", "Application/JSON", "application/vnd.api+json"):
+        assert c.post("/v1/answer", content=body, headers={"content-type": ctype}).json()["answer"] == "Paris"
+    assert c.head("/v1/health").status_code == c.head("/").status_code == 200  # what uptime monitors send
+    assert c.post("/nowhere", content=body).status_code == 404  # not an API route: not a body it reads

@@ -37,7 +37,7 @@ from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import SearchError
-from ..textio import check_question, too_many_digits
+from ..textio import check_question, said, too_many_digits
 from .limits import ServiceLimits
 
 MAX_QUESTION = 2000
@@ -304,7 +304,7 @@ def create_app(service: AnswerService) -> FastAPI:
             return await http_exception_handler(request, exc)
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": [{"field": "body", "error": why}]})
 
-    @app.get("/v1/health")
+    @app.api_route("/v1/health", methods=["GET", "HEAD"])  # HEAD: what many uptime monitors send
     async def health() -> dict:
         info = service.lm.info()
         return {"status": "ok", "model": info.get("model"), "precision": info.get("precision"), "method": service.method,
@@ -425,7 +425,7 @@ async def _events(q: asyncio.Queue, deadline: float, cancel: threading.Event, se
 
 
 def _viewer_routes(app: FastAPI) -> None:
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse, include_in_schema=False)
     async def index():
         return HTMLResponse(_static("index.html"))
 
@@ -462,6 +462,9 @@ class _Guard:
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limits.max_body):
             return await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
+        why = _unread_body(scope, headers)
+        if why:
+            return await _reply(send, 415, why)
         seen = 0
 
         async def limited():
@@ -476,6 +479,23 @@ class _Guard:
             await self.app(scope, limited, send)
         except _TooLarge:
             await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
+
+
+def _unread_body(scope, headers: dict) -> str | None:
+    """Why a POST body to the API would not be read as JSON, said before reading it: FastAPI reads a body as
+    JSON only when it is declared so (a form post, ``curl -d`` without a header or ``requests.post(data=...)``
+    got "Input should be a valid dictionary or object"), and never decompresses one (a gzip body was "not
+    UTF-8 text")."""
+    if scope.get("method") != "POST" or not scope.get("path", "").startswith("/v1/"):
+        return None
+    enc = headers.get("content-encoding", "").strip().lower()
+    if enc not in ("", "identity"):
+        return f"Content-Encoding {said(enc)} is not read: send the body uncompressed"
+    media = headers.get("content-type", "").split(";")[0].strip().lower()
+    if not (media == "application/json" or media.startswith("application/") and media.endswith("+json")):
+        got = f"Content-Type {said(media)}" if media else "no Content-Type"
+        return f"send the body as JSON with the header Content-Type: application/json (this request had {got})"
+    return None
 
 
 class _TooLarge(BaseException):  # FastAPI turns any Exception while reading a body into a 400
