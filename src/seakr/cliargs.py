@@ -289,7 +289,7 @@ def _eval_parsers(sub) -> None:
                    help="open-book: the question with its gold passage(s) (NQ oracle, SQuAD, HotpotQA, 2Wiki)")
     p.add_argument("--probe", type=given, default=None, metavar="TAPS",
                    help="also score EigenScore at these states, from the same samples: all, mlp, residual or "
-                        "LAYER:SOURCE,... (0-based layers), each at k=5, 10, 20")
+                        "LAYER:SOURCE,... (0-based layers), each at k=5, 10, 20 (those below the option k, and k)")
     p.add_argument("--form", default="cot", choices=["cot", "short"],
                    help="cot: SeaKR's answer prompt (demonstrations, chain of thought); short: the knowledge check "
                         "(a short answer, no demonstrations)")

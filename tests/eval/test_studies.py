@@ -223,13 +223,15 @@ def test_open_book_detection_probes_every_tap_from_the_same_samples(tmp_path, se
     rows = [json.loads(x) for x in (tmp_path / "detect_rows.jsonl").read_text().splitlines()]
     own = f"L{m.lm.state_layer}:mlp"
     assert r["setting"] == "open-book" and r["state"] == own
-    # the model's own state is always among the taps, and its k=20 slot is the usual EigenScore
-    # (k=3 here, so every k slot uses all three samples)
+    # the model's own state is always among the taps, and its slot at the study's k is the usual EigenScore;
+    # k=3 here: it scores k=3 only (it recorded "5", "10" and "20", each of the three samples, and "k=20")
     assert set(rows[0]["probe"]) == {own, "L0:residual", "L20:mlp"}
     for x in rows:
-        assert x["probe"][own]["20"] == pytest.approx(x["scores"]["eigen"], abs=1e-9)
-        assert x["probe"]["L0:residual"]["20"] != pytest.approx(x["probe"]["L20:mlp"]["20"])
+        assert set(x["probe"][own]) == {"3"}
+        assert x["probe"][own]["3"] == pytest.approx(x["scores"]["eigen"], abs=1e-9)
+        assert x["probe"]["L0:residual"]["3"] != pytest.approx(x["probe"]["L20:mlp"]["3"])
     assert set(r["probe_auroc"]) == set(rows[0]["probe"]) and r["probe_best"]["tap"] in r["probe_auroc"]
+    assert r["probe_best"]["k"] == 3 and set(r["probe_vs_own_k3"]) == {"L0:residual", "L20:mlp"}
     with pytest.raises(ValueError, match="gold passage"):
         bare = [dataclasses.replace(exs[0], contexts=[])]
         detect(m, bare, tmp_path / "bare", setting="open-book")
@@ -265,6 +267,20 @@ def test_short_form_keeps_each_answers_state_and_scores_a_fitted_probe(tmp_path,
     with pytest.raises(ValueError, match="cannot read model"):
         detect(m, exs, tmp_path / "other", form="short",
                probe_model=Probe("other-model", "L3:residual", "short", np.eye(d)[0], 0.0, np.zeros(d), np.ones(d)))
+
+
+def test_a_probe_study_scores_only_the_k_values_it_drew():
+    """A study drawing k samples scores k and the usual values below it; its summary names the k it compared
+    at, and rows of an older study that scored other k values leave the probe table out, not mislabel it."""
+    from seakr.eval.studies import _probe_summary, probe_ks
+
+    assert probe_ks(20) == (5, 10, 20) and probe_ks(3) == (3,) and probe_ks(10) == (5, 10) and probe_ks(30) == (5, 10, 20, 30)
+    wrong = [True, False, True, False]
+    rows = [{"probe": {"L1:mlp": {"5": u, "8": u}, "L0:mlp": {"5": -u, "8": u}}} for u in (2.0, -1.0, 3.0, 0.5)]
+    r = _probe_summary(rows, wrong, "L1:mlp")
+    assert set(r["probe_auroc"]["L1:mlp"]) == {"5", "8"} and r["probe_best"] == {"tap": "L1:mlp", "k": 8, "auroc": 1.0}
+    assert set(r["probe_vs_own_k8"]) == {"L0:mlp"}
+    assert _probe_summary(rows[:2] + [{"probe": {"L1:mlp": {"20": 1.0}, "L0:mlp": {"20": 1.0}}}], wrong[:3], "L1:mlp") == {}
 
 
 def test_probe_spec_names_every_tap_or_says_what_is_wrong():

@@ -281,6 +281,12 @@ SETTINGS = ("closed-book", "open-book")
 PROBE_KS = (5, 10, 20)  # k values scored from the first k samples of one generation (the k choice)
 
 
+def probe_ks(k: int) -> tuple[int, ...]:
+    """The k values a study drawing ``k`` samples scores: those of PROBE_KS below it, and ``k`` itself (a k=3
+    study recorded "5", "10" and "20", each the EigenScore of its three samples, and named its best "k=20")."""
+    return tuple(sorted({x for x in PROBE_KS if x < k} | {k}))
+
+
 def gold_passages(ex: Example) -> list[str]:
     """The passages given with a question that hold its answer: the contexts whose titles are the
     supporting titles (NQ oracle: the gold passage; SQuAD: its paragraph; HotpotQA/2Wiki: the gold
@@ -346,7 +352,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
            form: str = "cot", probe_model=None) -> dict:
     """Greedy answer + every estimator per question, closed-book or with the gold passage(s)
     (open-book: the model is right often enough for AUROC to see both classes). ``probe``: also
-    score EigenScore at each (layer, source) and k in PROBE_KS, from the same samples. The greedy
+    score EigenScore at each (layer, source) and k in :func:`probe_ks`, from the same samples. The greedy
     answer's state at every tap is kept under ``out_dir/states`` (what ``seakr probe fit`` reads), and
     ``probe_model`` (a fitted :class:`~seakr.probes.Probe`) adds its P(wrong) as the estimator "probe"."""
     if setting not in SETTINGS or form not in FORMS:
@@ -372,7 +378,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
                "seconds": round(time.perf_counter() - t0, 3)}
         greedy_state = store.put(ex.id, g.greedy.state if g.greedy else None)
         if probe:  # every tap's EigenScore, then the model's own state (taps[0]) for the usual estimators
-            row["probe"] = _probe_scores(g.states, taps, method.config.alpha)
+            row["probe"] = _probe_scores(g.states, taps, method.config.alpha, probe_ks(method.config.k))
         if len(taps) > 1:
             g.samples = [dataclasses.replace(s, state=None if s.state is None else s.state[0]) for s in g.samples]
         scores = U.all_scores(g, method.config.alpha)
@@ -427,12 +433,12 @@ def _generate(lm, prompt, prefix, cfg, taps):
         return lm.generate([prompt], cfg, prefix=prefix)[0]
 
 
-def _probe_scores(states: np.ndarray, probe, alpha: float) -> dict:
+def _probe_scores(states: np.ndarray, probe, alpha: float, ks: Sequence[int]) -> dict:
     """EigenScore of the first k valid samples at every tap: {"L11:mlp": {"5": u, "10": u, "20": u}}."""
     out = {}
     for j, tap in enumerate(probe):
         z = states[:, j, :] if states.ndim == 3 else states  # (0, 0) when no sample had a state
-        out[tap_name(tap)] = {str(k): U.eigen_score(z[:k], alpha) for k in PROBE_KS}
+        out[tap_name(tap)] = {str(k): U.eigen_score(z[:k], alpha) for k in ks}
     return out
 
 
@@ -459,14 +465,18 @@ def _detect_summary(rows: list[dict], info: dict, setting: str) -> dict:
 
 def _probe_summary(rows: list[dict], wrong: list[bool], own: str) -> dict:
     """AUROC at every (tap, k); the best; and each tap's paired AUROC difference to the model's own
-    state at k=20 (the same questions resampled for both), so a better tap is told from luck."""
+    state at the study's k (the same questions resampled for both), so a better tap is told from luck.
+    The k values are those every row scored (rows of one study score the same ones)."""
+    ks = sorted(set.intersection(*(set(r["probe"][own]) for r in rows)), key=int)
+    if not ks:
+        return {}
     score = lambda tap, k: [_finite(r["probe"][tap].get(k)) for r in rows]  # noqa: E731
-    table = {tap: {k: auroc(score(tap, k), wrong) for k in ks} for tap, ks in rows[0]["probe"].items()}
+    table = {tap: {k: auroc(score(tap, k), wrong) for k in ks} for tap in rows[0]["probe"]}
     best = max(((t, k) for t in table for k in table[t]), key=lambda tk: (_finite_or(table[tk[0]][tk[1]]), int(tk[1])))
-    base = score(own, "20")
-    vs_own = {tap: paired_auroc_difference(score(tap, "20"), base, wrong) for tap in table if tap != own}
+    top = ks[-1]
+    vs_own = {tap: paired_auroc_difference(score(tap, top), score(own, top), wrong) for tap in table if tap != own}
     return {"probe_auroc": table, "probe_best": {"tap": best[0], "k": int(best[1]), "auroc": table[best[0]][best[1]]},
-            "probe_vs_own_k20": vs_own}
+            f"probe_vs_own_k{top}": vs_own}
 
 
 def _finite_or(x, default=-math.inf):
