@@ -16,7 +16,7 @@ import sys
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
 from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
-                     message, said, shown, too_many_digits, warn, write_atomic)
+                     message, said, shown, strict_json, too_many_digits, warn, write_atomic)
 from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
 from .eval.runner import check_rows_home
 
@@ -453,7 +453,7 @@ def cmd_probe_gate(args) -> int:
     # the maps read the check runs' scores: they must have been fitted under the sampling those runs drew
     bank = SelfKnowledge(str(model), args.probes, sampling=method.get("config"))
     res = gate_from_runs(args.check, args.chain, args.gate, bank)
-    write_atomic(args.out, json.dumps(res, indent=2))
+    write_atomic(args.out, strict_json(res, indent=2))  # an AUROC of one class only is NaN: null, as in every file
     print(gate_markdown(res) + f" -> {args.out}")
     return 0
 
@@ -475,7 +475,7 @@ def cmd_rerank_study(args) -> int:
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(sel.examples)) as adv:
         r = rerank_study(m, sel.examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))
-    print(json.dumps(r))
+    print(strict_json(r))
     return 0
 
 

@@ -697,3 +697,17 @@ def test_a_detect_table_over_one_class_says_why_it_has_no_auroc():
     assert text.endswith("(no AUROC: it compares right answers with wrong ones, and all 2 were wrong)")
     r.update({"accuracy_f1>=0.5": 0.5, "estimators": {"eigen": {"auroc": 0.75, "pcc_with_1_minus_f1": 0.5}}})
     assert "| eigen | 0.750 | 0.500 |" in detect_markdown(r) and "no AUROC" not in detect_markdown(r)
+
+
+@pytest.mark.slow
+def test_the_rerank_study_prints_strict_json(tmp_path, capsys):
+    """One candidate per question: no pair to compare, a CI with no value. The summary line printed NaN (not
+    JSON to jq or JSON.parse) while rerank.json held null; both hold null."""
+    from seakr.cli import main
+
+    out = tmp_path / "r"
+    assert main(["rerank-study", "--model", "smollm2-135m", "--data", HOTPOT, "--limit", "2", "--option", "k=2",
+                 "--option", "n_candidates=1", "--option", "max_new_tokens=4", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    strict = lambda t: json.loads(t, parse_constant=lambda c: pytest.fail(f"{c} in {t[:80]}"))  # noqa: E731
+    assert strict(printed)["gold_lower_u"]["ci95"] == [None, None] == strict((out / "rerank.json").read_text())["gold_lower_u"]["ci95"]

@@ -430,3 +430,30 @@ def test_the_gate_refuses_chains_and_models_it_cannot_compose(tmp_path):
     for chain, message in cases:
         with pytest.raises(ValueError, match=message):
             gate_from_runs([check], [chain], "check", bank=None)
+
+
+def test_a_gate_file_is_strict_json_when_an_auroc_has_no_value(tmp_path):
+    """Check answers all wrong: the check's AUROC has no value. The gate file held a bare NaN (jq and
+    JSON.parse refuse the whole file, as they refuse Python's Infinity); it is null there, as in every file."""
+    from seakr.cli import main
+    from seakr.probes import Calibration
+
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    Calibration("short", "eigen", "isotonic", x=[-6.0, 0.0], y=[0.9, 0.1]).save(bank / "m-short-eigen.calibration.json")
+    for form, b in (("final-rationale", -2.0), ("final-knowledge", 0.0)):
+        Calibration(form, "eigen", "platt", a=0.0, b=b).save(bank / f"m-{form}-eigen.calibration.json")
+    check, chain = tmp_path / "check", tmp_path / "chain"
+    check.mkdir(), chain.mkdir()
+    (check / "config.json").write_text(json.dumps({"data": "t.json", "method": {"model": {"model": "m"}, "config": {}}}))
+    (check / "detect_rows.jsonl").write_text("".join(json.dumps({"id": i, "answer": "x", "f1": 0.0, "scores": {"eigen": u}}) + "\n"
+                                                     for i, u in (("a", -6.0), ("b", -3.0))))
+    (chain / "config.json").write_text(json.dumps({"method": {"model": {"model": "m"}, "config": {}}}))
+    (chain / "scores.jsonl").write_text("".join(json.dumps({"id": i, "em": 0.0, "f1": 0.0, "totals": {"retrievals": 2}, "steps": [],
+                                                            "final": {"candidates": {"rationale": {"u": -6.0, "f1": 0.0},
+                                                                                     "knowledge": {"u": -3.0, "f1": 0.0}}}}) + "\n"
+                                                for i in "ab"))
+    out = tmp_path / "gate.json"
+    assert main(["probe", "gate", "--check", str(check), "--chain", str(chain), "--probes", str(bank), "--out", str(out)]) == 0
+    res = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the gate file"))
+    assert res["check_auroc_wrong"] is None and res["n"] == 2
