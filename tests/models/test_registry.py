@@ -51,6 +51,9 @@ def test_a_cache_path_through_a_file_names_the_variable(tmp_path, monkeypatch):
         registry.cache_root()
     monkeypatch.setenv("SEAKR_CACHE", "")  # set empty: unset, as shells write it
     assert registry.cache_root().name == "seakr"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SEAKR_CACHE", "~/cache")  # from an env file: no shell expanded it; it was ./~/cache
+    assert registry.cache_root() == tmp_path / "home" / "cache"
 
 
 def _gguf(path, keys):
