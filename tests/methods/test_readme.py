@@ -22,3 +22,23 @@ def test_the_readme_library_example_runs_as_written(tmp_path, monkeypatch, capsy
     printed = capsys.readouterr().out.splitlines()
     assert "model_call" in printed and ans.answer in printed  # the listener's events, then print(ans.answer)
     assert printed[printed.index(ans.answer) + 1].startswith("Q: ")  # ans.summary()
+
+
+def test_the_readme_request_is_one_the_service_answers():
+    """The Serving section's curl line, its header and body as written, against the app (a scripted model)."""
+    import json
+    import shlex
+
+    from fastapi.testclient import TestClient
+
+    from scripted import Reply, ScriptedLM
+    from seakr.serve.app import AnswerService, create_app
+
+    line = re.search(r"## Serving\s+```bash\n(curl .*?)\n```", README.read_text(), re.S).group(1)
+    args = shlex.split(line)
+    header, body, url = args[args.index("-H") + 1], args[args.index("-d") + 1], args[-1]
+    name, _, value = header.partition(": ")
+    svc = AnswerService(ScriptedLM(lambda v: Reply("So the answer is Ridley Scott.")), None, method="cot")
+    r = TestClient(create_app(svc)).post(url.split("localhost:8000", 1)[1], content=body.encode(), headers={name: value})
+    assert r.status_code == 200, r.text
+    assert r.json()["answer"] == "Ridley Scott" and r.json()["question"] == json.loads(body)["question"]
