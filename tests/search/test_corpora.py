@@ -74,6 +74,23 @@ def test_dpr_tsv(tmp_path):
     assert len(str(e.value)) < len(str(f)) + 200
 
 
+def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
+    """BEIR's corpus.jsonl (the usual layout of retrieval benchmarks) names the id "_id": it was "cannot guess
+    the corpus format", and with --format jsonl "missing field 'id'" on its first line."""
+    f = tmp_path / "corpus.jsonl"
+    f.write_text('{"_id": "d1", "title": "Alien", "text": "A 1979 film by Ridley Scott.", "metadata": {}}\n'
+                 '{"_id": "d2", "title": "", "text": "No title here."}\n')
+    assert detect_format(str(f)) == "jsonl"
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("d1", "Alien", "A 1979 film by Ridley Scott."),
+                                                                     ("d2", "", "No title here.")]
+    f.write_text('{"_id": " ", "title": "T", "text": "x"}\n')
+    with pytest.raises(CorpusError, match=r"corpus.jsonl:1: empty field '_id'"):
+        list(read_corpus(str(f), "jsonl"))
+    f.write_text('{"title": "T", "text": "x"}\n')
+    with pytest.raises(CorpusError, match=r"corpus.jsonl:1: missing field 'id'"):
+        list(read_corpus(str(f), "jsonl"))
+
+
 def test_malformed_jsonl_names_file_line_field(tmp_path):
     f = tmp_path / "c.jsonl"
     f.write_text('{"id": "a", "title": "T", "text": "ok"}\n{"id": "b", "title": "T"}\n')

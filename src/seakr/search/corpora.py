@@ -3,7 +3,7 @@
 Formats (``--format``):
   dpr        DPR ``psgs_w100.tsv``: header ``id<TAB>text<TAB>title``
   flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted)
-  jsonl      JSONL ``{"id", "title", "text"}``
+  jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too
   hotpotqa   pooled contexts of HotpotQA (official JSON list, or Hugging Face JSONL layout)
   2wiki      pooled contexts of 2WikiMultihopQA (official JSON list, or FlashRAG JSONL layout)
   squad      pooled paragraphs of a SQuAD v1.1 file
@@ -61,8 +61,8 @@ def _field(path, n, rec, name, kind=str):
         v = str(v)
     if not isinstance(v, kind):
         raise CorpusError(f"{path}:{n}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
-    if name == "id" and not v.strip():  # a passage's id names it in traces, rows and the duplicate check
-        raise CorpusError(f"{path}:{n}: empty field 'id'")
+    if name in ("id", "_id") and not v.strip():  # a passage's id names it in traces, rows and the duplicate check
+        raise CorpusError(f"{path}:{n}: empty field '{name}'")
     return v
 
 
@@ -103,7 +103,9 @@ def read_flashrag(path: str) -> Iterator[Passage]:
 
 def read_jsonl(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
-        yield Passage(_field(path, n, rec, "id"), _title(path, n, rec), _field(path, n, rec, "text"))
+        # BEIR's corpora (the usual retrieval-benchmark layout) name the id "_id"
+        key = "_id" if "id" not in rec and "_id" in rec else "id"
+        yield Passage(_field(path, n, rec, key), _title(path, n, rec), _field(path, n, rec, "text"))
 
 
 def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
@@ -254,7 +256,7 @@ def detect_format(path: str) -> str:
         return "flashrag"
     if '"context"' in head:
         return "2wiki" if ("2wiki" in name or '"evidences"' in head or '"golden_answers"' in head) else "hotpotqa"
-    if '"text"' in head and '"id"' in head:
+    if '"text"' in head and ('"id"' in head or '"_id"' in head):  # ours, or BEIR's corpus.jsonl
         return "jsonl"
     raise CorpusError(f"{path}: cannot guess the corpus format; pass --format ({', '.join(FORMATS[:-1])})")
 
