@@ -282,3 +282,39 @@ def test_questions_no_answer_can_score_are_named_once(tmp_path, capsys):
         assert [ex.id for ex in load_dataset(f, layout="flashrag")] == ["q1", "q2", "q3", "q4"]
     assert capsys.readouterr().err == (f"seakr: warning: {f}: 2 question(s) can never score, every gold answer being "
                                        "empty once normalised (e.g. 'q2': 'A'); they count as wrong whatever is answered\n")
+
+
+def _squad_as_hugging_face(official: dict) -> list[dict]:
+    """An official SQuAD file as ``datasets.load_dataset("squad").to_json()`` writes it: one question a record."""
+    return [{"id": qa["id"], "title": art["title"], "context": para["context"], "question": qa["question"],
+             "answers": {"text": [a["text"] for a in qa["answers"]], "answer_start": [a["answer_start"] for a in qa["answers"]]}}
+            for art in official["data"] for para in art["paragraphs"] for qa in para["qas"]]
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+def test_squad_and_triviaqa_in_hugging_face_layouts_read_as_their_official_files(tmp_path, as_list):
+    """Most users take these sets from Hugging Face: SQuAD's records were "cannot tell the dataset layout" (or
+    "missing field 'data'" named squad*), TriviaQA's "missing field 'Data'". Parity with the official layout: the
+    same questions, answers, contexts and pooled passages; SQuAD 2.0's unanswerable questions are dropped."""
+    from seakr.search.corpora import read_corpus
+
+    official = json.loads(open(fixture_path("squad_mini.json")).read())
+    recs = _squad_as_hugging_face(official) + [{"id": "v2-none", "title": "X", "context": "c", "question": "q?",
+                                               "answers": {"text": [], "answer_start": []}}]
+    hf = tmp_path / "validation.json"  # no dataset in the name: told by its fields
+    hf.write_text(json.dumps(recs) if as_list else "".join(json.dumps(r) + "\n" for r in recs))
+    assert detect_layout(str(hf)) == "squad"
+    assert load_dataset(str(hf)) == load_dataset(fixture_path("squad_mini.json"))
+    key = lambda p: (p.title, p.text)  # noqa: E731
+    passages = sorted([*map(key, read_corpus(fixture_path("squad_mini.json"))), ("X", "c")])  # every paragraph is pooled
+    assert sorted(map(key, read_corpus(str(hf), "squad"))) == passages
+    tq = tmp_path / "tq.jsonl"
+    tq.write_text(json.dumps({"question": "Who wrote Hamlet?", "question_id": "tc_1", "question_source": "web", "entity_pages": {},
+                              "answer": {"aliases": ["Shakespeare", 5], "normalized_aliases": ["shakespeare"],
+                                         "value": "William Shakespeare", "type": "WikipediaEntity"}}) + "\n")
+    assert detect_layout(str(tq)) == "triviaqa"
+    (ex,) = load_dataset(str(tq))
+    assert (ex.id, ex.question, ex.answers, ex.dataset) == ("tc_1", "Who wrote Hamlet?", ["William Shakespeare", "Shakespeare"], "triviaqa")
+    tq.write_text(json.dumps({"question": "q", "question_id": "t", "question_source": "web", "answer": {"aliases": []}}) + "\n")
+    with pytest.raises(DatasetError, match=r"tq.jsonl:1.answer: missing field 'value'"):
+        load_dataset(str(tq))

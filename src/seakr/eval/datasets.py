@@ -11,6 +11,7 @@ question and a gold answer.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -56,9 +57,10 @@ def _records(path):
         yield f"{path}:{n}", r
 
 
-def _one_object(path) -> tuple[str, dict]:
-    """The one JSON object a SQuAD or TriviaQA file is (a list or JSON lines is another layout)."""
-    recs = list(_records(path))
+def _one_object(path, recs=None) -> tuple[str, dict]:
+    """The one JSON object a SQuAD or TriviaQA file is (a list or JSON lines is another layout); ``recs``: its
+    records where the caller has begun reading them."""
+    recs = list(_records(path) if recs is None else recs)
     if len(recs) != 1:
         raise DatasetError(f"{path}: expected one JSON object (its 'data'), got {len(recs)} records; "
                            "is it another layout? (pass --layout)")
@@ -206,8 +208,33 @@ def load_nq(path):
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
 
+def _per_question(path, official: str):
+    """(True, records) where the file holds one question a record (Hugging Face's layout, as ``datasets``
+    writes it), else (False, records) for the official file, whose one object has the field ``official``."""
+    recs = _records(path)
+    first = next(recs, None)
+    rest = itertools.chain([first] if first is not None else [], recs)
+    return first is not None and official not in first[1] and "question" in first[1], rest
+
+
+def _squad_hf(recs):
+    """SQuAD as Hugging Face has it: ``{id, title, context, question, answers: {text: [...], answer_start}}``;
+    SQuAD 2.0's unanswerable questions (no answer text) are dropped, as in the official file."""
+    for where, r in recs:
+        texts = _strs(where, "answers.text", _req(where + ".answers", _req(where, r, "answers", dict), "text", list))
+        if not texts:
+            continue
+        title = _opt(where, r, "title", str, "").replace("_", " ")
+        yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(texts)),
+                             [title], [(title, _req(where, r, "context", str))], "", "squad")
+
+
 def load_squad(path):
-    where, d = _one_object(path)
+    hf, recs = _per_question(path, "data")
+    if hf:
+        yield from _squad_hf(recs)
+        return
+    where, d = _one_object(path, recs)
     for i, art in enumerate(_req(where, d, "data", list)):
         title = _opt(f"{where} data[{i}]", _obj(f"{where} data[{i}]", art, "an article"), "title", str, "").replace("_", " ")
         for j, para in enumerate(_req(f"{where} data[{i}]", art, "paragraphs", list)):
@@ -222,8 +249,22 @@ def load_squad(path):
                 yield w, Example(_ident(w, _req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
 
 
+def _triviaqa_hf(recs):
+    """TriviaQA as Hugging Face has it: ``{question, question_id, ..., answer: {value, aliases, ...}}``."""
+    for where, r in recs:
+        a = _req(where, r, "answer", dict)
+        answers = [_req(where + ".answer", a, "value", str)] + [x for x in _opt(where + ".answer", a, "aliases", list, [])
+                                                                 if isinstance(x, str)]
+        yield where, Example(_ident(where, _req(where, r, "question_id")), _req(where, r, "question", str),
+                             list(dict.fromkeys(answers)), [], [], "", "triviaqa")
+
+
 def load_triviaqa(path):
-    where, d = _one_object(path)
+    hf, recs = _per_question(path, "Data")
+    if hf:
+        yield from _triviaqa_hf(recs)
+        return
+    where, d = _one_object(path, recs)
     for i, r in enumerate(_req(where, d, "Data", list)):
         w = f"{where} Data[{i}]"
         a = _req(w, _obj(w, r, "a question"), "Answer", dict)
@@ -317,13 +358,13 @@ def detect_layout(path: str) -> str:
         raise DatasetError(f"{path}: no questions in this file")
     if head.startswith(",".join(QA_CSV_HEADER)):
         return "qa-csv"
-    if '"Data"' in head and '"QuestionId"' in head or "trivia" in name:
+    if '"Data"' in head and '"QuestionId"' in head or '"question_source"' in head or "trivia" in name:
         return "triviaqa"
     if '"questions"' in head and '"links"' in head or "iirc" in name:
         return "iirc"
     if '"paragraph_text"' in head or "musique" in name:
         return "musique"
-    if '"paragraphs"' in head or "squad" in name:
+    if '"paragraphs"' in head or '"answer_start"' in head or "squad" in name:
         return "squad"
     if '"ctxs"' in head or ('"answers"' in head and '"question"' in head and '"context"' not in head):
         return "nq"

