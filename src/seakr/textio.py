@@ -33,6 +33,9 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
         raise error(f"{path}: no such file")
     if os.path.isdir(path):
         raise error(f"{path}: is a directory, expected a file")
+    if is_parquet(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
+        raise error(f"{path}: a Parquet file, which is read as records, not text: give a layout or format of "
+                    "JSON records (not a CSV, TSV, TOML or prompt file)")
     opener = gzip.open if path.endswith(".gz") else open
     n = 0
     try:
@@ -75,7 +78,10 @@ def read_text(path: str, error: type[Exception] = ValueError) -> str:
 
 def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
     """The first ``nchars`` characters (or a little more: whole lines, but no more than a MB of one: a JSON
-    file written on one line, 500 MB of it, was read whole to guess its layout)."""
+    file written on one line, 500 MB of it, was read whole to guess its layout); of a Parquet file, its first
+    records as JSON lines (what its layout is told from)."""
+    if is_parquet(path):
+        return _parquet_head(path, nchars, error)
     out, size = [], 0
     for _, line in lines(path, error, max_line=max(nchars, 1 << 20), cut=True):
         out.append(line)
@@ -164,10 +170,52 @@ def _too_deep_at(text: str, depth: int) -> int:
     return 0
 
 
+def is_parquet(path) -> bool:
+    """A Parquet file (the Hugging Face hub's download format), told by its magic bytes, not its name; only a
+    regular file is peeked at (a pipe's first bytes, read here, would be lost to its one reading)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def parquet_rows(path, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
+    """(1-based row number, record) of a Parquet file, streamed a batch at a time (pyarrow: ``seakr[parquet]``)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise error(f"{path}: a Parquet file; reading it needs pyarrow (pip install 'seakr[parquet]')") from None
+    n = 0
+    try:
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+            for rec in batch.to_pylist():
+                n += 1
+                yield n, rec
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError; a cut file an OSError
+        raise error(f"{path}: a damaged Parquet file after row {n} ({first_line(e)})") from None
+
+
+def _parquet_head(path, nchars: int, error) -> str:
+    out, size = [], 0
+    for _, rec in parquet_rows(path, error):
+        out.append(json.dumps(rec, default=str) + "\n")
+        size += len(out[-1])
+        if size >= nchars:
+            break
+    return "".join(out)
+
+
 def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
-    """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object."""
+    """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object. A
+    Parquet file is read as the same records (its row numbers for line numbers)."""
     import json
 
+    if is_parquet(path):
+        yield from parquet_rows(path, error)
+        return
     for n, line in lines(path, error, MAX_LINE):
         if not line.strip():
             continue

@@ -2,6 +2,7 @@
 
 import json
 import re
+import sys
 
 import pytest
 
@@ -318,3 +319,40 @@ def test_squad_and_triviaqa_in_hugging_face_layouts_read_as_their_official_files
     tq.write_text(json.dumps({"question": "q", "question_id": "t", "question_source": "web", "answer": {"aliases": []}}) + "\n")
     with pytest.raises(DatasetError, match=r"tq.jsonl:1.answer: missing field 'value'"):
         load_dataset(str(tq))
+
+
+def _hotpot_as_hugging_face(rec: dict) -> dict:
+    """An official HotpotQA record as the hub's Parquet holds it: struct columns of parallel lists."""
+    return {"id": rec["_id"], "question": rec["question"], "answer": rec["answer"], "type": rec["type"], "level": rec["level"],
+            "supporting_facts": {"title": [t for t, _ in rec["supporting_facts"]], "sent_id": [i for _, i in rec["supporting_facts"]]},
+            "context": {"title": [t for t, _ in rec["context"]], "sentences": [s for _, s in rec["context"]]}}
+
+
+def test_a_parquet_file_from_the_hub_reads_as_its_json_lines(tmp_path, monkeypatch):
+    """The hub serves datasets as Parquet: HotpotQA's validation split (struct columns) and SQuAD's were "not
+    UTF-8 text (byte 0x50 at column 1)". Read through pyarrow, record by record, as the same JSON lines read."""
+    pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+    from seakr.search.corpora import read_corpus
+
+    recs = [_hotpot_as_hugging_face(r) for r in json.loads(open(HOTPOT).read())]
+    lines_file, parquet = tmp_path / "hotpot.jsonl", tmp_path / "validation-00000-of-00001.parquet"
+    lines_file.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    pq.write_table(pa.Table.from_pylist(recs), parquet, row_group_size=5)  # three row groups
+    assert detect_layout(str(parquet)) == "hotpotqa"
+    assert load_dataset(str(parquet)) == load_dataset(str(lines_file)) == load_dataset(HOTPOT)
+    key = lambda p: (p.id, p.title, p.text)  # noqa: E731
+    assert list(map(key, read_corpus(str(parquet)))) == list(map(key, read_corpus(HOTPOT)))
+    squad = tmp_path / "squad-validation.parquet"
+    pq.write_table(pa.Table.from_pylist(_squad_as_hugging_face(json.loads(open(fixture_path("squad_mini.json")).read()))), squad)
+    assert load_dataset(str(squad)) == load_dataset(fixture_path("squad_mini.json"))
+    from seakr.search.corpora import CorpusError
+
+    with pytest.raises(CorpusError, match=r"a Parquet file, which is read as records, not text"):  # was "not UTF-8 text"
+        list(read_corpus(str(parquet), "dpr"))
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(parquet.read_bytes()[:300])
+    with pytest.raises(DatasetError, match=r"cut.parquet: a damaged Parquet file after row 0"):
+        load_dataset(str(cut), layout="hotpotqa")
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # an install without the extra
+    with pytest.raises(DatasetError, match=r"a Parquet file; reading it needs pyarrow \(pip install 'seakr\[parquet\]'\)"):
+        load_dataset(str(parquet))
