@@ -83,12 +83,10 @@ def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     assert detect_format(str(f)) == "jsonl"
     assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("d1", "Alien", "A 1979 film by Ridley Scott."),
                                                                      ("d2", "", "No title here.")]
-    f.write_text('{"_id": " ", "title": "T", "text": "x"}\n')
-    with pytest.raises(CorpusError, match=r"corpus.jsonl:1: empty field '_id'"):
-        list(read_corpus(str(f), "jsonl"))
-    f.write_text('{"title": "T", "text": "x"}\n')
-    with pytest.raises(CorpusError, match=r"corpus.jsonl:1: missing field 'id'"):
-        list(read_corpus(str(f), "jsonl"))
+    for line, says in (('{"_id": " ", "text": "x"}', "empty field '_id'"), ('{"title": "T", "text": "x"}', "missing field 'id'")):
+        f.write_text(line + "\n")
+        with pytest.raises(CorpusError, match=f"corpus.jsonl:1: {says}"):
+            list(read_corpus(str(f), "jsonl"))
 
 
 def test_malformed_jsonl_names_file_line_field(tmp_path):
