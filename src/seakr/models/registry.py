@@ -151,7 +151,8 @@ def cache_root() -> Path:
         raise ValueError(f"SEAKR_CACHE={env!r}: blank; point it at a folder, or unset it for the default")
     # "~/x" from an env file or a quoted assignment, where no shell expanded it: the home's folder (as HF_HOME
     # reads), not a folder named "~" wherever the command ran
-    root = Path(os.path.expanduser(env) if env else os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "seakr"))
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    root = Path(os.path.expanduser(env) if env else os.path.join(xdg, "seakr"))
     if not encodable(str(root)):  # safetensors and tantivy take UTF-8 paths: it failed mid-conversion, naming nothing
         who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
         raise ValueError(f"{who}: a path that is not UTF-8 text, which the model converter and the index engine "
