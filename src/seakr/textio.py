@@ -182,16 +182,17 @@ def is_parquet(path) -> bool:
         return False
 
 
-def parquet_rows(path, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
-    """(1-based row number, record) of a Parquet file, streamed a batch at a time (pyarrow: ``seakr[parquet]``)."""
+def parquet_rows(path, error: type[Exception] = ValueError, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+    """(1-based row number, record) of a Parquet file, streamed ``batch`` rows at a time (pyarrow:
+    ``seakr[parquet]``)."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise error(f"{path}: a Parquet file; reading it needs pyarrow (pip install 'seakr[parquet]')") from None
     n = 0
     try:
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-            for rec in batch.to_pylist():
+        for rows in pq.ParquetFile(path).iter_batches(batch_size=batch):
+            for rec in rows.to_pylist():
                 n += 1
                 yield n, rec
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError; a cut file an OSError
@@ -200,7 +201,7 @@ def parquet_rows(path, error: type[Exception] = ValueError) -> Iterator[tuple[in
 
 def _parquet_head(path, nchars: int, error) -> str:
     out, size = [], 0
-    for _, rec in parquet_rows(path, error):
+    for _, rec in parquet_rows(path, error, batch=4):  # a TriviaQA row carries whole Wikipedia pages: not 1,024 of them
         out.append(json.dumps(rec, default=str) + "\n")
         size += len(out[-1])
         if size >= nchars:
