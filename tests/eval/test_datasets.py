@@ -356,3 +356,19 @@ def test_a_parquet_file_from_the_hub_reads_as_its_json_lines(tmp_path, monkeypat
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # an install without the extra
     with pytest.raises(DatasetError, match=r"a Parquet file; reading it needs pyarrow \(pip install 'seakr\[parquet\]'\)"):
         load_dataset(str(parquet))
+
+
+def test_a_2wiki_record_as_the_hub_holds_it_reads_as_the_official_one(tmp_path):
+    """The hub's 2Wiki copies write HotpotQA's Hugging Face layout (``id``, struct context and supporting facts,
+    ``evidences``): "missing field '_id'". Read as the official record it came from."""
+    official = {"_id": "2w1", "type": "compositional", "question": "Who is the father of the director of Alien?",
+                "context": [["Alien", ["Alien is a film by Ridley Scott."]], ["Ridley Scott", ["His father was Francis."]]],
+                "supporting_facts": [["Alien", 0], ["Ridley Scott", 0]], "evidences": [["Alien", "director", "Ridley Scott"]],
+                "answer": "Francis"}
+    hub = {**_hotpot_as_hugging_face({**official, "level": ""}), "evidences": {"fact": ["Alien"], "relation": ["director"],
+                                                                            "entity": ["Ridley Scott"]}}
+    del hub["level"]
+    (tmp_path / "2wiki_dev.json").write_text(json.dumps([official]))
+    (tmp_path / "validation.jsonl").write_text(json.dumps(hub) + "\n")
+    assert detect_layout(str(tmp_path / "validation.jsonl")) == "2wiki"
+    assert load_dataset(str(tmp_path / "validation.jsonl")) == load_dataset(str(tmp_path / "2wiki_dev.json"))

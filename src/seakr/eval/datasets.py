@@ -188,7 +188,8 @@ def load_2wiki(path):
                           _kind(where, meta.get("type")), "2wikimultihopqa")
         else:
             answers = [_req(where, r, "answer", str)] + aliases.get(_opt(where, r, "answer_id", str, None), [])
-            yield where, Example(_ident(where, _req(where, r, "_id")), _req(where, r, "question", str), answers,
+            qid = _req(where, r, "_id") if "_id" in r or "id" not in r else r["id"]  # "id": the hub's copies, as HotpotQA's
+            yield where, Example(_ident(where, qid), _req(where, r, "question", str), answers,
                           _titles(where, r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
                           _kind(where, r.get("type")), "2wikimultihopqa")
 
