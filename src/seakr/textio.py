@@ -76,6 +76,12 @@ def read_text(path: str, error: type[Exception] = ValueError) -> str:
     return "".join(line for _, line in lines(path, error))
 
 
+def dataset_object(head: str) -> bool:
+    """Whether a file whose ``head`` this is holds one JSON object of a whole dataset (SQuAD's and TriviaQA's
+    official files, ``data``/``Data``/``version`` first), not one record a line or an element."""
+    return head.startswith("{") and ('"data"' in head[:50] or '"Data"' in head[:200] or '"version"' in head[:50])
+
+
 def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
     """The first ``nchars`` characters (or a little more: whole lines, but no more than a MB of one: a JSON
     file written on one line, 500 MB of it, was read whole to guess its layout); of a Parquet file, its first

@@ -46,7 +46,7 @@ class Example:
 def _records(path):
     """(location label, record) from a JSON list or JSONL file; every record must be a JSON object."""
     head = textio.head(path, 2048, DatasetError).lstrip()
-    if head.startswith("[") or (head.startswith("{") and ('"data"' in head[:50] or '"Data"' in head[:200] or '"version"' in head[:50])):
+    if head.startswith("[") or textio.dataset_object(head):
         d = textio.json_file(path, DatasetError)
         for where, r in ([(f"{path}: record {i}", r) for i, r in enumerate(d)] if isinstance(d, list) else [(path, d)]):
             if not isinstance(r, dict):

@@ -185,7 +185,7 @@ def read_multihop(path: str) -> Iterator[Passage]:
 
 def read_squad(path: str) -> Iterator[Passage]:
     head = textio.head(path, 2048, CorpusError).lstrip()
-    if head.startswith("[") or (head.startswith("{") and '"data"' not in head[:50] and '"version"' not in head[:50]):
+    if head.startswith("[") or (head.startswith("{") and not textio.dataset_object(head)):
         # Hugging Face's layout (one question a record, its paragraph beside it), pooled as the official file is
         return _pooled((_title(path, n, r).replace("_", " "), _field(path, n, r, "context").strip())
                        for n, r in _load_json_or_jsonl(path))

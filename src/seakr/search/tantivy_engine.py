@@ -326,7 +326,7 @@ class TantivyEngine:
                 raise
         t = _tantivy()
         with _guard(self.path, "opening the corrupt tantivy index"):
-            self.index = t.Index.open(_utf8(self.path))
+            self.index = t.Index.open(str(self.path))  # UTF-8: checked above
             self.index.register_tokenizer(ANALYZER, analyzer())
             self._an = analyzer()
             self.schema = self.index.schema
@@ -360,7 +360,7 @@ class TantivyEngine:
         tmp.mkdir()
         try:
             t = _tantivy()
-            index = t.Index(_schema(), path=_utf8(tmp))
+            index = t.Index(_schema(), path=str(tmp))  # UTF-8 as out is, checked above
             index.register_tokenizer(ANALYZER, analyzer())
             stats = _write(index, passages, set(), heap_mb, progress, threads)
             if not stats["added"]:  # an index that can find nothing is a mistake (an empty file, a wrong field)
