@@ -138,3 +138,61 @@ def test_an_error_line_cuts_a_value_too_long_to_read_and_escapes_controls(capsys
         assert rc == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and len(err) < 600 and "characters)..." in err, err
+
+
+def _compress(kind: str, data: bytes) -> bytes:
+    import bz2
+    import gzip
+    import lzma
+
+    return {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind](data)
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz"])
+def test_compressed_files_are_read_by_their_first_bytes_under_any_name_and_through_a_pipe(tmp_path, kind):
+    """A ``.bz2`` or ``.xz`` download, or a gzip one saved without ``.gz``, was "not UTF-8 text (byte 0x8b at
+    column 2)": each is decompressed as it is read, from a file of any name and from a pipe (read once)."""
+    text = "".join(f'{{"id": "q{i}", "question": "Où {i}?"}}\n' for i in range(3000))  # past one peek's buffer
+    packed = _compress(kind, text.encode())
+    for name in ("data.jsonl", "data.jsonl.gz", "data.bin"):
+        (tmp_path / name).write_bytes(packed)
+        assert "".join(t for _, t in lines(tmp_path / name)) == text
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(packed))
+    writer.start()
+    assert "".join(t for _, t in lines(fifo)) == text
+    writer.join()
+    assert head(tmp_path / "data.bin", 100).startswith('{"id": "q0"')
+    (tmp_path / "cut").write_bytes(packed[:len(packed) // 2])
+    with pytest.raises(ValueError, match=rf"cut: truncated or damaged {kind} file after line \d+ \(") as e:
+        list(lines(tmp_path / "cut"))
+    assert "\n" not in str(e.value)
+
+
+def test_archives_are_refused_naming_what_to_extract(tmp_path):
+    """A zip, 7z or tar archive holds many files: read as text it was "not UTF-8" or invalid JSON at line 1."""
+    import io
+    import tarfile
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "data.zip", "w") as z:
+        for n in ("dev.json", "train.json", "id_aliases.json"):
+            z.writestr(n, "{}")
+    with pytest.raises(ValueError, match=r"data.zip: a zip archive of 3 file\(s\) \(dev.json, train.json, "
+                                         r"id_aliases.json\): extract it and name the file inside"):
+        list(lines(tmp_path / "data.zip"))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        info = tarfile.TarInfo("dev.jsonl")
+        info.size = 3
+        t.addfile(info, io.BytesIO(b"{}\n"))
+    for name, data in (("d.tar", buf.getvalue()), ("d.tar.bz2", _compress("bzip2", buf.getvalue()))):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=rf"{name}: a tar archive: extract it \(tar xf .*{name}\)"):
+            list(lines(tmp_path / name))
+    (tmp_path / "d.7z").write_bytes(b"7z\xbc\xaf\x27\x1c" + bytes(30))
+    with pytest.raises(ValueError, match=r"d.7z: a 7z archive: extract it"):
+        list(lines(tmp_path / "d.7z"))
+    (tmp_path / "ustar.txt").write_text(" " * 257 + "ustar words\n")  # text that says "ustar" there: no NUL, text
+    assert len(list(lines(tmp_path / "ustar.txt"))) == 1

@@ -4,6 +4,7 @@ failure names the file and the line: bytes that are not UTF-8, a truncated or da
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import gzip
 import json
@@ -36,10 +37,9 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
     if is_parquet(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
         raise error(f"{path}: a Parquet file, which is read as records, not text: give a layout or format of "
                     "JSON records (not a CSV, TSV, TOML or prompt file)")
-    opener = gzip.open if path.endswith(".gz") else open
     n = 0
-    try:
-        with opener(path, "rb") as f:
+    with open_bytes(path, error) as (f, kind):
+        try:
             for n, raw in enumerate(f if max_line is None else iter(lambda: f.readline(max_line + 1), b""), 1):
                 long = max_line is not None and len(raw) > max_line
                 if long and not cut:
@@ -51,8 +51,82 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
                     raise error(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
                 if long:
                     return
-    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise error(f"{path}: truncated or damaged gzip file after line {n} ({e})") from None
+        except _DAMAGED as e:
+            _damaged(path, kind, n, e, error)
+
+
+try:
+    from lzma import LZMAError
+except ImportError:  # a Python built without liblzma
+    LZMAError = EOFError
+#: What a damaged or truncated compressed stream raises while it is read (gzip's BadGzipFile and bz2's "Invalid
+#: data stream" are OSErrors)
+_DAMAGED = (EOFError, OSError, zlib.error, LZMAError)
+#: (magic bytes, name) of what a downloaded data file may be compressed or archived with
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"PK\x03\x04", "zip"),
+          (b"7z\xbc\xaf\x27\x1c", "7z"))
+_BZIP2 = re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")  # bzip2's magic, then a block's or the empty stream's
+
+
+def _damaged(path: str, kind: str | None, n: int, e: BaseException, error) -> None:
+    if kind is None:  # a plain file's read error (EIO) is not a damaged archive
+        raise e
+    raise error(f"{path}: truncated or damaged {kind} file after line {n} ({first_line(e)})") from None
+
+
+@contextlib.contextmanager
+def open_bytes(path: str, error: type[Exception] = ValueError):
+    """(binary file, compression or None) of a data file, gzip, bzip2, xz or (Python 3.14+) zstd compressed
+    ones decompressed as they are read, told by their first bytes, not their names: a ``.bz2`` or ``.xz``
+    download, or a gzip one saved without its ``.gz``, was "not UTF-8 text (byte 0x8b at column 2)". Peeking
+    reads nothing away, so a pipe's one reading is whole. An archive (zip, 7z, tar) is refused naming it."""
+    with open(path, "rb") as raw:
+        magic = raw.peek(16)[:16]
+        kind = next((k for m, k in _MAGIC if magic.startswith(m)), "bzip2" if _BZIP2.match(magic) else None)
+        if kind in ("zip", "7z"):
+            raise error(f"{path}: a {kind} archive{_members(path, kind)}: extract it and name the file inside")
+        with raw if kind is None else _decompressor(path, kind, raw, error) as f:  # closing f leaves raw open
+            try:
+                head = f.peek(512)
+                tar = head[257:263] in (b"ustar\x00", b"ustar ") and b"\x00" in head[:257]  # POSIX's, GNU's
+            except _DAMAGED as e:
+                _damaged(path, kind, 0, e, error)
+            if tar:  # a .tar.gz of a dataset is many files, not one
+                raise error(f"{path}: a tar archive: extract it (tar xf {path}) and name the file inside")
+            yield f, kind
+
+
+def _decompressor(path: str, kind: str, raw, error):
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == "bzip2":
+        import bz2
+
+        return bz2.BZ2File(raw)
+    if kind == "xz":
+        import lzma
+
+        return lzma.LZMAFile(raw)
+    try:
+        from compression import zstd  # Python 3.14's standard library
+    except ImportError:
+        raise error(f"{path}: zstd-compressed, which this Python cannot read (3.14 can): decompress it first "
+                    f"(zstd -d {path})") from None
+    return zstd.ZstdFile(raw)
+
+
+def _members(path: str, kind: str) -> str:
+    """`` of N files (a, b, ...)`` naming a zip archive's first files, or nothing (7z; a pipe, not seekable)."""
+    if kind != "zip" or not stat.S_ISREG(os.stat(path).st_mode):
+        return ""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = [i.filename for i in z.infolist() if not i.is_dir()]
+    except (zipfile.BadZipFile, OSError):
+        return ""
+    return f" of {len(names)} file(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
 
 
 def read_once(path) -> bool:

@@ -32,6 +32,19 @@ def test_real_files(parts, layout, n):
         assert all(set(e.supporting_titles) <= {t for t, _ in e.contexts} for e in exs[:20])
 
 
+def test_a_compressed_dataset_reads_as_the_plain_file(tmp_path):
+    """HotpotQA's official file as ``.json.bz2`` or ``.json.xz`` was "not UTF-8 text (byte 0xd6 ...)"."""
+    import bz2
+    import lzma
+
+    plain = fixture_path("hotpotqa_mini.official.json")
+    want = [e.to_dict() for e in load_dataset(plain)]
+    for name, pack in (("hotpot_dev.json.bz2", bz2.compress), ("hotpot_dev.json.xz", lzma.compress)):
+        (tmp_path / name).write_bytes(pack(open(plain, "rb").read()))
+        assert detect_layout(str(tmp_path / name)) == "hotpotqa"
+        assert [e.to_dict() for e in load_dataset(tmp_path / name)] == want
+
+
 @pytest.mark.parametrize("name,layout,n", [
     ("hotpotqa_mini.official.json", "hotpotqa", 12),
     ("2wiki_mini.flashrag.jsonl", "2wiki", 4),

@@ -74,6 +74,20 @@ def test_dpr_tsv(tmp_path):
     assert len(str(e.value)) < len(str(f)) + 200
 
 
+def test_a_compressed_dpr_corpus_is_told_by_its_name_without_the_compression(tmp_path):
+    """``psgs_w100.tsv.xz`` (or ``.bz2``) was "cannot guess the corpus format", and with ``--format dpr`` "not
+    UTF-8 text": read as the plain file is."""
+    import bz2
+    import lzma
+
+    plain = tmp_path / "psgs.tsv"
+    plain.write_text("id\ttext\ttitle\n1\tAaron is a prophet\tAaron\n2\tSecond passage\tB\n")
+    want = [(p.id, p.title, p.text) for p in read_corpus(str(plain))]
+    for name, pack in (("psgs.tsv.xz", lzma.compress), ("psgs.tsv.bz2", bz2.compress)):
+        (tmp_path / name).write_bytes(pack(plain.read_bytes()))
+        assert [(p.id, p.title, p.text) for p in read_corpus(str(tmp_path / name))] == want
+
+
 def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     """BEIR's corpus.jsonl (the usual layout of retrieval benchmarks) names the id "_id": it was "cannot guess
     the corpus format", and with --format jsonl "missing field 'id'" on its first line."""

