@@ -385,3 +385,44 @@ def test_a_2wiki_record_as_the_hub_holds_it_reads_as_the_official_one(tmp_path):
     (tmp_path / "validation.jsonl").write_text(json.dumps(hub) + "\n")
     assert detect_layout(str(tmp_path / "validation.jsonl")) == "2wiki"
     assert load_dataset(str(tmp_path / "validation.jsonl")) == load_dataset(str(tmp_path / "2wiki_dev.json"))
+
+
+def test_a_question_answer_table_reads_as_csv_or_tsv_by_its_header(tmp_path):
+    """A CSV or TSV of questions and answers (PopQA's TSV; a spreadsheet's export) was "cannot tell the dataset
+    layout": its header names the columns (any case), its first line tells tabs from commas, an answer cell may
+    hold a JSON or Python list, and without an id column the rows are numbered by line."""
+    from seakr.prompts import family_for
+
+    tsv = tmp_path / "popqa.tsv"
+    tsv.write_text('id\tsubj\tquestion\tpossible_answers\n'
+                   '4222\tGeorge Rankin\tWhat is George Rankin\'s occupation?\t["politician", "political leader"]\n'
+                   "9\tX\tWhat year?\t[1990]\n")
+    assert detect_layout(str(tsv)) == "table"
+    assert [(e.id, e.question, e.answers) for e in load_dataset(tsv)] == [
+        ("4222", "What is George Rankin's occupation?", ["politician", "political leader"]), ("9", "What year?", ["1990"])]
+    csv_ = tmp_path / "mine.csv"
+    csv_.write_bytes('\ufeffQuestion,Answer\r\n"Capital of France, the country?",Paris\r\n\r\nWhat is cited?,[citation needed]\r\n'
+                     "Who?,\"['Ann', 'Bo']\"\r\n".encode())
+    assert [(e.id, e.question, e.answers) for e in load_dataset(csv_)] == [
+        ("row-2", "Capital of France, the country?", ["Paris"]), ("row-4", "What is cited?", ["[citation needed]"]),
+        ("row-5", "Who?", ["Ann", "Bo"])]
+    assert load_dataset(csv_, layout="table")[0].dataset == "table" and family_for("table") == "simpleqa"
+    csv_.write_text("question,context\nWho?,x\n")
+    with pytest.raises(DatasetError, match=r"mine.csv:1: a question-answer table needs a column named answers or "
+                                           r"answer or .* \(the header has question, context\)"):
+        load_dataset(csv_)
+    csv_.write_text("question,answer\nWho?,x,extra\n")
+    with pytest.raises(DatasetError, match=r"mine.csv:2: expected 2 fields \(as the header\), got 3"):
+        load_dataset(csv_)
+    csv_.write_text("id,question,answer\na,Who?,x\na,Where?,y\n")
+    with pytest.raises(DatasetError, match=r"mine.csv:3: id 'a' repeats the question at .*mine.csv:2"):
+        load_dataset(csv_)
+
+
+def test_popqa_records_read_their_answers_written_as_a_list_in_a_string(tmp_path):
+    """PopQA on the hub writes ``possible_answers`` as a JSON list inside a string: "cannot tell the layout"."""
+    f = tmp_path / "popqa.jsonl"
+    f.write_text(json.dumps({"id": 7, "question": "Who?", "possible_answers": '["a", "b"]'}) + "\n"
+                 + json.dumps({"id": 8, "question": "What?", "possible_answers": ["c"]}) + "\n")
+    assert detect_layout(str(f)) == "nq"
+    assert [(e.id, e.answers) for e in load_dataset(f)] == [("7", ["a", "b"]), ("8", ["c"])]

@@ -4,7 +4,8 @@ Loaders: HotpotQA (official JSON list, Hugging Face JSONL), 2WikiMultihopQA (off
 FlashRAG JSONL; aliases from ``golden_answers`` or an ``id_aliases.json`` beside the file), NQ-open
 (plain or with ``ctxs``), SQuAD v1.1 (2.0's unanswerable questions dropped), TriviaQA (official JSON),
 IIRC (official JSON; unanswerable questions dropped, as in the paper), MuSiQue (official JSONL; likewise),
-FlashRAG generic JSONL (``id, question, golden_answers``).
+FlashRAG generic JSONL (``id, question, golden_answers``), PopQA (``possible_answers``), and a question-answer
+table: CSV or TSV with a header naming its question and answer columns (``TABLE_COLUMNS``).
 Errors name the file, the line (JSONL) or record, and the field; every question needs a unique id, a
 question and a gold answer.
 """
@@ -19,10 +20,15 @@ from dataclasses import asdict, dataclass, field
 from .. import textio
 from .metrics import normalize, number_text
 
-LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "auto")
+LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "table", "auto")
 #: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
 #: titles as Python-list strings, no paragraph text): enough for closed-book labels, not for retrieval.
 QA_CSV_HEADER = ["ID", "Question", "Answers", "Documents"]
+
+#: The columns a question-answer table (CSV or TSV with a header; PopQA's TSV is one) is read from, matched
+#: without regard to case: the first name present of each; no id column numbers the rows (``row-<line>``)
+TABLE_COLUMNS = {"id": ("id", "qid", "question_id", "_id"), "question": ("question", "query"),
+                 "answers": ("answers", "answer", "possible_answers", "golden_answers", "gold_answers")}
 
 
 class DatasetError(ValueError):
@@ -196,12 +202,16 @@ def load_2wiki(path):
 
 def load_nq(path):
     """NQ-open: FlashRAG/DPR's ``answers`` (with ``ctxs``) or the official release's ``answer`` list (no id:
-    ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list."""
+    ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list, and PopQA's
+    records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
-        ans = _req(where, r, "answers", list) if "answers" in r or "answer" not in r else r["answer"]
+        name = next((n for n in ("answers", "answer", "possible_answers") if n in r), "answers")
+        ans = _req(where, r, "answers", list) if name == "answers" else r[name]
+        if name == "possible_answers" and isinstance(ans, str):
+            ans = _cell_answers(ans)
         ans = [ans] if isinstance(ans, (str, int, float)) and not isinstance(ans, bool) else ans  # a year: 1990
         if not isinstance(ans, list):
-            raise DatasetError(f"{where}: field 'answer' should be a string or a list of strings")
+            raise DatasetError(f"{where}: field '{name}' should be a string or a list of strings")
         ctxs = [(_opt(w, c, "title", str, ""), _opt(w, c, "text", str, "")) for w, c in
                 ((f"{where} ctxs[{k}]", _obj(f"{where} ctxs[{k}]", c, "a context")) for k, c in
                  enumerate(_opt(where, r, "ctxs", list, []))) if c.get("isgold", True)]
@@ -347,9 +357,74 @@ def load_qa_csv(path):
                       [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
 
 
+def _cell_answers(text: str) -> list[str]:
+    """A table cell's answers: a JSON or Python list (``["cat", "Felis catus"]``, PopQA's ``possible_answers``)
+    or else one answer, as written (a cell "[citation needed]" that parses as neither is that answer)."""
+    import ast
+
+    s = text.strip()
+    if s.startswith("[") and s.endswith("]"):
+        for parse in (json.loads, ast.literal_eval):
+            try:
+                v = parse(s)
+            except (ValueError, SyntaxError, RecursionError, MemoryError):
+                continue
+            if isinstance(v, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
+                return [x if isinstance(x, str) else number_text(x) for x in v]
+    return [s]
+
+
+def table_columns(header: list[str], where: str) -> dict[str, int | None]:
+    """Column index of each of ``TABLE_COLUMNS`` in ``header`` (id may be None); a missing question or answer
+    column is named."""
+    low = [h.strip().lower() for h in header]
+    cols = {k: next((low.index(n) for n in names if n in low), None) for k, names in TABLE_COLUMNS.items()}
+    for k in ("question", "answers"):
+        if cols[k] is None:
+            raise DatasetError(f"{where}: a question-answer table needs a column named {' or '.join(TABLE_COLUMNS[k])} "
+                               f"(the header has {', '.join(header)[:120]})")
+    return cols
+
+
+def _delimiter(line: str) -> str:
+    return "\t" if "\t" in line else ","
+
+
+def load_table(path):
+    """A CSV or TSV of questions and answers with a header row (``TABLE_COLUMNS``), tabs or commas told by the
+    header line; an answer cell may hold a list (see ``_cell_answers``)."""
+    import csv
+
+    csv.field_size_limit(textio.MAX_LINE)
+    lines = (line for _, line in textio.lines(path, DatasetError, textio.MAX_LINE))
+    first = next(lines, "")
+    reader = csv.reader(itertools.chain([first], lines), delimiter=_delimiter(first))
+    header = next(reader, None) or []
+    cols = table_columns(header, f"{path}:1")
+    for row in textio.csv_rows(reader, path, DatasetError):
+        where = f"{path}:{reader.line_num}"
+        if not any(c.strip() for c in row):
+            continue
+        if len(row) != len(header):
+            raise DatasetError(f"{where}: expected {len(header)} fields (as the header), got {len(row)}")
+        qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"
+        yield where, Example(qid, row[cols["question"]], _cell_answers(row[cols["answers"]]), [], [], "", "table")
+
+
+def _table_header(head: str) -> list[str] | None:
+    """The header of a question-answer table opening ``head``: a first line, not JSON, with a question column."""
+    import csv
+
+    first = head.split("\n", 1)[0].rstrip("\r")
+    if first.lstrip().startswith(("{", "[")):
+        return None
+    header = next(csv.reader([first], delimiter=_delimiter(first)), [])
+    return header if any(h.strip().lower() in TABLE_COLUMNS["question"] for h in header) else None
+
+
 LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,
            "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag, "qa-csv": load_qa_csv,
-           "musique": load_musique}
+           "musique": load_musique, "table": load_table}
 
 
 def detect_layout(path: str) -> str:
@@ -359,6 +434,10 @@ def detect_layout(path: str) -> str:
         raise DatasetError(f"{path}: no questions in this file")
     if head.startswith(",".join(QA_CSV_HEADER)):
         return "qa-csv"
+    header = _table_header(head)
+    if header is not None:
+        table_columns(header, f"{path}:1")  # a question column but no answer column: named here
+        return "table"
     if '"Data"' in head and '"QuestionId"' in head or '"question_source"' in head or "trivia" in name:
         return "triviaqa"
     if '"questions"' in head and '"links"' in head or "iirc" in name:
@@ -375,7 +454,8 @@ def detect_layout(path: str) -> str:
         return "flashrag"
     if '"supporting_facts"' in head or "hotpot" in name:
         return "hotpotqa"
-    if '"question"' in head and '"answer"' in head:  # NQ-open's official release; any plain question/answer file
+    if '"question"' in head and ('"answer"' in head or '"possible_answers"' in head):  # NQ-open's official
+        # release; any plain question/answer file; PopQA's records
         return "nq"
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
 

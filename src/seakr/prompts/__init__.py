@@ -158,11 +158,12 @@ def demo_count(name_or_path: str) -> int:
 
 
 def family_for(dataset: str) -> str:
-    """Prompt family for a dataset name (HotpotQA/IIRC -> hotpotqa, 2Wiki -> 2wiki, simple QA -> simpleqa)."""
+    """Prompt family for a dataset name (HotpotQA/IIRC -> hotpotqa, 2Wiki -> 2wiki, simple QA and a question-answer
+    table -> simpleqa)."""
     d = dataset.lower()
     if "2wiki" in d:
         return "2wikimultihopqa"
-    if any(x in d for x in ("nq", "natural", "trivia", "squad", "simple")):
+    if any(x in d for x in ("nq", "natural", "trivia", "squad", "simple", "table")):
         return "simpleqa"
     return "hotpotqa"
 
