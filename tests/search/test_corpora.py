@@ -88,6 +88,26 @@ def test_a_compressed_dpr_corpus_is_told_by_its_name_without_the_compression(tmp
         assert [(p.id, p.title, p.text) for p in read_corpus(str(tmp_path / name))] == want
 
 
+def test_ms_marco_and_pyserini_collections_read_as_passages(tmp_path):
+    """MS MARCO's collection.tsv (no header: a numeric id, the text) was "expected header 'id<TAB>text<TAB>title'";
+    a TSV whose header orders its columns otherwise was refused too; Pyserini's JSON lines (``contents`` the text
+    alone) were indexed as passages all title and no text."""
+    f = tmp_path / "collection.tsv"
+    f.write_text("0\tThe presence of communication amid minds.\n7\tManhattan Project.\n")
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [
+        ("0", "", "The presence of communication amid minds."), ("7", "", "Manhattan Project.")]
+    f.write_text("0\tone\n7\n")
+    with pytest.raises(CorpusError, match=r"collection.tsv:2: expected 2 tab-separated columns \(id, text\), got 1"):
+        list(read_corpus(str(f)))
+    f.write_text("title\tid\ttext\nAaron\t1\tAaron is a prophet\n")
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("1", "Aaron", "Aaron is a prophet")]
+    g = tmp_path / "pyserini.jsonl"
+    g.write_text('{"id": "d1", "contents": "Paris is the capital of France."}\n'
+                 '{"id": "d2", "contents": "\\"Lima\\"\\nLima is the capital of Peru."}\n')
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(g))] == [
+        ("d1", "", "Paris is the capital of France."), ("d2", "Lima", "Lima is the capital of Peru.")]
+
+
 def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     """BEIR's corpus.jsonl (the usual layout of retrieval benchmarks) names the id "_id": it was "cannot guess
     the corpus format", and with --format jsonl "missing field 'id'" on its first line."""

@@ -1,8 +1,10 @@
 """Streaming corpus readers. Each yields :class:`Passage` records and never loads a whole corpus.
 
 Formats (``--format``):
-  dpr        DPR ``psgs_w100.tsv``: header ``id<TAB>text<TAB>title``
-  flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted)
+  dpr        DPR ``psgs_w100.tsv``: header ``id<TAB>text<TAB>title``; MS MARCO's ``collection.tsv`` (no header,
+             ``id<TAB>text``)
+  flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted); Pyserini's
+             ``contents`` of one line is the text alone
   jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too
   hotpotqa   pooled contexts of HotpotQA (official JSON list, or Hugging Face JSONL layout)
   2wiki      pooled contexts of 2WikiMultihopQA (official JSON list, or FlashRAG JSONL layout)
@@ -24,6 +26,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -75,6 +78,20 @@ def _title(where, n, rec: dict) -> str:
     return "" if rec.get("title") is None else _field(where, n, rec, "title")
 
 
+def _tsv_columns(path: str, header: list[str]) -> tuple[int, int, int | None] | None:
+    """(id, text, title) columns of a TSV corpus from its first row: a header naming ``id`` and ``text`` (DPR's
+    ``id<TAB>text<TAB>title``, in any order, title optional), or None for MS MARCO's collection, which has no
+    header: two columns, a numeric id and the text."""
+    cols = [h.strip().lower() for h in header]
+    if "id" in cols and "text" in cols:
+        return cols.index("id"), cols.index("text"), cols.index("title") if "title" in cols else None
+    if len(header) == 2 and header[0].strip().isdigit():
+        return None
+    # the first line of a file of another kind may be a whole JSON record: quoted short
+    raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title' (or MS MARCO's two columns, a numeric id "
+                      f"and the text, without one), got {str(header[:3])[:80]}")
+
+
 def read_dpr(path: str) -> Iterator[Passage]:
     csv.field_size_limit(sys.maxsize)
     reader = csv.reader((line for _, line in _lines(path)), delimiter="\t")
@@ -82,21 +99,27 @@ def read_dpr(path: str) -> Iterator[Passage]:
     header = next(rows, None)
     if header is None:
         return
-    cols = [h.strip().lower() for h in header]
-    if cols[:3] != ["id", "text", "title"]:  # the first line of a file of another kind may be a whole JSON record
-        raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title', got {str(header[:3])[:80]}")
-    for n, row in enumerate(rows, 2):
-        if len(row) < 3:
-            raise CorpusError(f"{path}:{n}: expected 3 tab-separated columns (id, text, title), got {len(row)}")
-        if not row[0].strip():
+    cols = _tsv_columns(path, header)
+    if cols is None:  # no header: the first row is a passage
+        rows, cols = itertools.chain([header], rows), (0, 1, None)
+    need = max(c for c in cols if c is not None) + 1
+    for row in rows:
+        n = reader.line_num
+        if len(row) < need:
+            raise CorpusError(f"{path}:{n}: expected {need} tab-separated columns "
+                              f"({'id, text, title' if cols[2] is not None else 'id, text'}), got {len(row)}")
+        if not row[cols[0]].strip():
             raise CorpusError(f"{path}:{n}: empty field 'id'")
-        yield Passage(row[0].strip(), row[2], row[1])
+        yield Passage(row[cols[0]].strip(), row[cols[2]] if cols[2] is not None else "", row[cols[1]])
 
 
 def read_flashrag(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
         pid = _field(path, n, rec, "id")
         contents = _field(path, n, rec, "contents")
+        if "\n" not in contents.strip():  # Pyserini's JSON lines: the text alone, no title line
+            yield Passage(pid, "", contents.strip())
+            continue
         title, _, text = contents.partition("\n")
         title = title.strip()
         if len(title) >= 2 and title[0] == title[-1] == '"':
