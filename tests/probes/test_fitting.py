@@ -137,7 +137,7 @@ def test_gate_sweep_composes_check_and_chain_by_hand():
     assert math.isfinite(s["curve"][0]["minus_chain"]["mean_difference"])
 
 
-def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path):
+def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path, capsys):
     from seakr.probes import Calibration
     from seakr.probes.bank import SelfKnowledge
     from seakr.probes.fitting import gate_from_runs
@@ -164,6 +164,11 @@ def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path):
     at = res["at_gate_p"]
     assert at["answered_by_check"] == 0.75 and at["f1"] == pytest.approx((1 + 1 + 1 + 0) / 4)  # a, b, d by the check; c by the chain
     assert at["retrievals_per_q"] == 0.5 and len(res["curve"]) == 101
+    assert "another data file" not in capsys.readouterr().err  # the chain's config names no data: nothing to say
+    (chain / "config.json").write_text(json.dumps({"method": {"config": {}}, "data": "/elsewhere/u.json"}))
+    assert gate_from_runs([check], [chain], "check", SelfKnowledge("m", str(bank_dir)))["n"] == 4
+    err = capsys.readouterr().err  # two files may number their questions alike (nq-0, row-2): paired by id, said
+    assert f"{chain} read another data file than {check}: check and chain rows are paired by question id" in err
 
 
 def test_the_probe_commands_write_files_that_load(tmp_path):

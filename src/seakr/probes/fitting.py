@@ -261,17 +261,18 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     from ..eval.runner import read_run_config, run_rows
     from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
 
-    short, models = {}, {}
+    short, models, cfgs = {}, {}, {}
     for run in check_runs:
         cfg, rows = _study(run, form="short")
-        models[run] = _run_model(cfg)
+        models[run], cfgs[run] = _run_model(cfg), cfg
         short.update((r["id"], r) for r in rows)
     for run in chain_runs:
         cfg = read_run_config(run)
         name = cfg.get("study") or (cfg.get("method") or {}).get("method", "seakr")
         if name != "seakr":
             raise ValueError(f"{run}: a run of {name}; the chain is a SeaKR eval run retrieving at every step")
-        models[run] = _run_model(cfg)
+        models[run], cfgs[run] = _run_model(cfg), cfg
+    _warn_other_data(cfgs)
     if bank is not None:
         models["--model"] = bank.model
     if len(set(m for m in models.values() if m)) > 1:
@@ -291,6 +292,18 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     return {"gate": gate, "gate_p": level, "rule": "P(correct) of the check >= the chain's expected F1 (tuning)",
             "at_gate_p": at, "argmax": choose_gate_p(sweep["curve"]), **sweep,
             "data": {"check": [Path(r).name for r in check_runs], "chain": [str(r) for r in chain_runs]}}
+
+
+def _warn_other_data(cfgs: dict) -> None:
+    """Say which runs read another data file than the first: check and chain rows are paired by question id,
+    and two files may number their questions alike (``nq-0``, ``row-2``), as ``compare`` says of its runs."""
+    from ..eval.runner import _other_data
+
+    (first, base), *rest = cfgs.items()
+    for run, cfg in rest:
+        if _other_data(base, cfg):
+            warn(f"{run} read another data file than {first}: check and chain rows are paired by question id, "
+                        "which may not name the same questions")
 
 
 def gate_markdown(res: dict) -> str:
