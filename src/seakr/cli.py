@@ -17,7 +17,8 @@ from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of th
 from .search.base import redact
 from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
                      message, said, shown, strict_json, too_many_digits, warn, write_atomic)
-from .eval.plan import EvalPlan, ModelSpec, RunSpec, check_output_dir, check_run, check_settings, read_grid
+from .eval.plan import (EvalPlan, ModelSpec, RunSpec, check_grid_paths, check_output_dir, check_run, check_settings,
+                        read_grid)
 from .eval.runner import check_rows_home
 
 
@@ -239,6 +240,9 @@ def plan_from_args(args) -> EvalPlan:
         args.method = args.method or "seakr"
         check_run("--option", args.method, options)
         runs = [RunSpec(args.method, options)]
+    if args.config:  # the paths the run takes from the grid, not from a flag
+        taken = {k: top[k] for k in ("data", "index", "prompt_set", "model") if k in top and flag(k) is top[k]}
+        check_grid_paths(args.config, taken | ({"filler": top["filler"]} if "filler" in top and not args.filler else {}))
     spec.model, spec.precision, spec.device = flag("model"), flag("precision", "auto"), flag("device", "cpu")
     spec.threads, spec.layer = flag("threads"), flag("layer")
     return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout", "auto"), index=flag("index"),

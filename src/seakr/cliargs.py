@@ -242,7 +242,8 @@ def _eval_parser(sub, methods) -> None:
                    help="the method (default seakr); a --config grid names its own")
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
-    p.add_argument("--config", type=given, default=None, help="TOML file listing [[run]] entries (method, name, options)")
+    p.add_argument("--config", type=given, default=None, help="TOML file listing [[run]] entries (method, name, options) and any flag's setting; "
+                   "its paths are read from the working folder")
     p.add_argument("--concurrency", type=positive_int, default=1,
                    help="questions in flight; their model calls are merged into shared decode batches")
     p.add_argument("--shard", default=None, metavar="I/N",

@@ -63,6 +63,27 @@ def test_a_grid_fills_the_flags_left_at_their_defaults(tmp_path):
     assert cli_plan("--config", str(grid), "--limit", "1").limit == 1  # a flag given wins
 
 
+def test_a_grid_path_beside_the_file_but_not_in_the_working_folder_says_where_it_is_read(tmp_path, monkeypatch):
+    """A grid's paths are read from the working folder, as the flags' are; a config naming the data file beside
+    it, run from elsewhere, was refused "q.jsonl: no such file" with the file in plain sight."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "q.jsonl").write_text(open(NQ, encoding="utf-8").read())
+    (sub / "filler.jsonl").write_text("")
+    grid = sub / "g.toml"
+    grid.write_text('data = "q.jsonl"\nout = "o"\n')
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PlanError, match=r"sub/g.toml: key 'data' names 'q.jsonl', which is beside this file but not in "
+                                        r"the working folder .*: write 'sub/q.jsonl' or run from .*sub$"):
+        cli_plan("--config", str(grid))
+    assert cli_plan("--config", str(grid), "--data", NQ).data == NQ  # the flag's file is the one read: no word
+    grid.write_text(f'data = "{NQ}"\nout = "o"\nfiller = ["filler.jsonl"]\n')
+    with pytest.raises(PlanError, match=r"key 'filler' names 'filler.jsonl'"):
+        cli_plan("--config", str(grid))
+    monkeypatch.chdir(sub)  # from the config's folder the names are right
+    assert cli_plan("--config", "g.toml").filler == ["filler.jsonl"]
+
+
 def test_a_grid_with_runs_refuses_the_method_flags_and_an_empty_run_list(tmp_path):
     """`--method ircot --option max_steps=1` beside a grid's [[run]] tables were dropped without a word (the
     table was the grid's method), and `run = []` ran SeaKR, the flags' default, as if the key were absent."""

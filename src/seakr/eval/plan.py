@@ -559,6 +559,20 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
     return RunSpec(r["method"], dict(options), name)
 
 
+def check_grid_paths(path: str, conf: dict) -> None:
+    """Refuse a relative file name of grid ``path`` (``conf``: the keys a run takes from it) that is missing
+    from the working folder but lies beside the config file: paths in a grid are read from the working folder
+    (as the flags' are), and the refusal was "popqa.tsv: no such file" while the file sat next to the config."""
+    folder = os.path.dirname(os.path.abspath(path))
+    for key in ("data", "index", "filler", "prompt_set", "model"):
+        for v in conf.get(key, []) if key == "filler" else [conf.get(key)]:
+            if (isinstance(v, str) and v and not os.path.isabs(v) and not os.path.exists(v)
+                    and os.path.exists(os.path.join(folder, v))):
+                raise PlanError(f"{path}: key {key!r} names {v!r}, which is beside this file but not in the working "
+                                f"folder ({os.getcwd()}); paths in a config are read from the working folder: write "
+                                f"{os.path.relpath(os.path.join(folder, v))!r} or run from {folder}")
+
+
 def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
     """A TOML run grid: its top-level settings (:data:`GRID_KEYS`: the eval flags' names) and its ``[[run]]``
     entries. Every key, type, range and run name is checked here, before any model loads."""
@@ -585,5 +599,5 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
     return {k: v for k, v in conf.items() if k != "run"}, runs
 
 
-__all__ = ["EvalPlan", "ModelSpec", "PlanError", "RunSpec", "Selection", "check_run", "method_options", "read_grid",
-           "run_plan", "select_examples"]
+__all__ = ["EvalPlan", "ModelSpec", "PlanError", "RunSpec", "Selection", "check_grid_paths", "check_run", "method_options",
+           "read_grid", "run_plan", "select_examples"]
