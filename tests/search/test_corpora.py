@@ -234,8 +234,9 @@ def test_an_index_refuses_what_is_not_text_and_a_search_what_is_not_a_query(tmp_
             eng.search(q)
     assert [p.id for p in eng.search("Hamlet \U0001F600")] == ["a"]
 
-    class Client:  # an Elasticsearch client's two calls the ingest makes around its stream
-        indices = type("I", (), {"refresh": staticmethod(lambda index: None)})()
+    class Client:  # an Elasticsearch client's calls the ingest makes around its stream
+        indices = type("I", (), {"refresh": staticmethod(lambda index: None), "get_mapping": staticmethod(
+            lambda index: {index: {"mappings": {"properties": {"title": {}, "text": {}}}}})})()
 
         def count(self, index):
             return {"count": 0}

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from helpers import fixture_path, free_port
-from seakr.search import SearchError, open_engine
+from seakr.search import Passage, SearchError, open_engine
 from seakr.search.corpora import read_corpus
 from seakr.search.elastic import ElasticEngine
 from seakr.search.tantivy_engine import TantivyEngine
@@ -82,6 +82,28 @@ def test_existing_index_needs_overwrite(noida):
     with pytest.raises(SearchError, match="index exists"):
         es.create()
     es.create(overwrite=True)
+
+
+def test_an_index_of_the_reference_code_is_searched_on_its_own_fields(noida):
+    """The reference code (DRAGIN's prep_elastic.py, BEIR's helper) maps ``title`` + ``txt``: queried over
+    ``title`` + ``text``, every passage matched on its title alone and came back with no text, without a word."""
+    es = open_engine(f"{noida}/refwiki")
+    es.client.indices.create(index="refwiki", mappings={"properties": {
+        "title": {"type": "text", "analyzer": "english"}, "txt": {"type": "text", "analyzer": "english"}}})
+    docs = [("Kubrick", "Stanley Kubrick was an American film director."), ("Odyssey", "A 1968 film by Stanley Kubrick.")]
+    for i, (title, txt) in enumerate(docs):
+        es.client.index(index="refwiki", id=str(i), document={"title": title, "txt": txt}, refresh=True)
+    hits = es.search("american director", 3)
+    assert [(h.id, h.title, h.text) for h in hits[:1]] == [("0", "Kubrick", docs[0][1])]
+    assert es.metadata()["query"]["fields"] == ["title", "txt"]
+    es.ingest([Passage("9", "Spartacus", "Spartacus is an American epic film from 1960.")])  # --add: where its own are
+    assert es.search("epic film spartacus", 1)[0].text.startswith("Spartacus is an American epic")
+    es.client.indices.create(index="other", mappings={"properties": {"name": {"type": "text"}, "words": {"type": "text"}}})
+    with pytest.raises(SearchError, match=r"/other: no passage text field: the index maps name, words; the text is read "
+                                          r"from one of text, txt, contents"):
+        open_engine(f"{noida}/other").search("x")
+    with pytest.raises(SearchError, match=r"/absent: the cluster has no index 'absent'"):
+        open_engine(f"{noida}/absent").ingest([Passage("1", "t", "x")])  # --add to nothing: not an auto-made index
 
 
 def test_bad_urls_and_dead_servers():

@@ -9,7 +9,8 @@ URL forms (the path is the index name)::
 (``elasticsearch-py`` >= 7.14 refuses OpenSearch in its product check, hence the explicit scheme.)
 
 Index: ``title`` and ``text`` as ``text`` fields with the built-in ``english`` analyzer, default
-BM25 (k1=1.2, b=0.75) -- the paper's setup. Query: ``multi_match`` best_fields over both fields,
+BM25 (k1=1.2, b=0.75) -- the paper's setup. An existing index is read with the fields its mapping has:
+the reference code's ``title`` + ``txt`` (``TEXT_FIELDS``). Query: ``multi_match`` best_fields over both fields,
 tie-breaker 0.5, ``dfs_query_then_fetch`` (global statistics on multi-shard clusters), ``size`` k
 (the reference asked for 1,000 hits with full source and kept 3; we ask for k).
 
@@ -25,6 +26,7 @@ import time
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from ..textio import first_line
 from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search, redact
 
 MAPPING = {
@@ -68,9 +70,36 @@ def _url_parts(url: str):
     return parts, index
 
 
+#: Where an index keeps a passage's text, in the order looked for: ours; the reference code's (DRAGIN's
+#: ``prep_elastic.py`` through BEIR's helper: ``title`` + ``txt``); Pyserini's and other common names
+TEXT_FIELDS = ("text", "txt", "contents", "content", "passage", "body")
+
+
 class ElasticEngine:
     def __init__(self, client, index: str, flavour: str = "elasticsearch", url: str = ""):
         self.client, self.index, self.flavour, self.url = client, index, flavour, url
+        self._fields: tuple[str, str | None] | None = None  # (text, title) of an existing index, read once
+
+    def fields(self) -> tuple[str, str | None]:
+        """(text field, title field or None) of the index, from its mapping (read at the first search). An
+        index built by the reference code keeps its text in ``txt``: queried as ours, its passages matched
+        on titles alone and came back empty, without a word."""
+        if self._fields is None:
+            try:
+                m = self.client.indices.get_mapping(index=self.index)
+            except Exception as e:
+                if "index_not_found" in str(e) or "no such index" in str(e):
+                    raise SearchError(f"{self.url}: the cluster has no index {self.index!r}") from None
+                raise SearchError(f"{self.url}: search failed: cannot read the index's fields ({first_line(e)})") from None
+            props: dict = {}
+            for mapping in dict(getattr(m, "body", m)).values():  # one entry an index (an alias may name several)
+                props.update((mapping.get("mappings") or {}).get("properties") or {})
+            text = next((f for f in TEXT_FIELDS if f in props), None)
+            if text is None:
+                raise SearchError(f"{self.url}: no passage text field: the index maps {', '.join(sorted(props)) or 'no field'}; "
+                                  f"the text is read from one of {', '.join(TEXT_FIELDS)}")
+            self._fields = (text, "title" if "title" in props else None)
+        return self._fields
 
     @classmethod
     def from_url(cls, url: str, timeout: float = 30.0, **kwargs) -> "ElasticEngine":
@@ -104,6 +133,7 @@ class ElasticEngine:
             raise SearchError(f"{self.url}: index exists (pass overwrite / --overwrite to replace it)")
         if exists:
             self.client.indices.delete(index=self.index)
+        self._fields = None  # the new mapping's (ours)
         if self.flavour == "opensearch":
             self.client.indices.create(index=self.index, body=MAPPING)
         else:
@@ -116,6 +146,9 @@ class ElasticEngine:
         else:
             from elasticsearch.helpers import streaming_bulk
         before = self.count(refresh=True)
+        # an index of the reference code keeps its text in "txt": added passages go where its own are searched
+        # (and adding to no index was the cluster's auto-created one, without the english analyzer)
+        text_field, title_field = self.fields()
         seen: set[str] = set()
         sent = dup = failed = 0
 
@@ -128,7 +161,8 @@ class ElasticEngine:
                     continue
                 seen.add(p.id)
                 sent += 1
-                yield {"_index": self.index, "_id": p.id, "_source": {"id": p.id, "title": p.title, "text": p.text}}
+                source = {"id": p.id, title_field or "title": p.title, text_field: p.text}
+                yield {"_index": self.index, "_id": p.id, "_source": source}
 
         t0 = time.time()
         for ok, item in streaming_bulk(self.client, actions(), chunk_size=chunk, max_retries=max_retries,
@@ -146,11 +180,12 @@ class ElasticEngine:
 
     # ------------------------------------------------------------------ query
     def _body(self, query: str, k: int) -> dict:
+        text, title = self.fields()
+        fields = [f for f in (title, text) if f]
         return {
-            "query": {"multi_match": {"query": query, "type": "best_fields", "fields": ["title", "text"],
-                                      "tie_breaker": TIE_BREAKER}},
+            "query": {"multi_match": {"query": query, "type": "best_fields", "fields": fields, "tie_breaker": TIE_BREAKER}},
             "size": k,
-            "_source": ["id", "title", "text"],
+            "_source": ["id", *fields],
         }
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
@@ -172,11 +207,9 @@ class ElasticEngine:
         for r in res["responses"]:
             if "error" in r:
                 raise SearchError(f"{self.url}: search failed ({r['error']})")
-            out.append([
-                Passage(h["_source"].get("id", h["_id"]), h["_source"].get("title", ""), h["_source"].get("text", ""),
-                        float(h["_score"]))
-                for h in r["hits"]["hits"]
-            ])
+            text, title = self.fields()
+            out.append([Passage(str(h["_source"].get("id", h["_id"])), _text(h["_source"].get(title, "") if title else ""),
+                                _text(h["_source"].get(text, "")), float(h["_score"])) for h in r["hits"]["hits"]])
         return out
 
     def count(self, refresh: bool = False) -> int:
@@ -190,6 +223,15 @@ class ElasticEngine:
             raise SearchError(f"{self.url}: cannot count documents ({e})") from None
 
     def metadata(self) -> dict:
-        return {"engine": self.flavour, "url": self.url, "index": self.index, "doc_count": self.count(),
+        n = self.count()
+        fields = [f for f in reversed(self.fields()) if f] if n else ["title", "text"]  # an empty index may not exist yet
+        return {"engine": self.flavour, "url": self.url, "index": self.index, "doc_count": n,
                 "analyzer": "english", "bm25": {"k1": 1.2, "b": 0.75},
-                "query": {"type": "multi_match best_fields", "fields": ["title", "text"], "tie_breaker": TIE_BREAKER}}
+                "query": {"type": "multi_match best_fields", "fields": fields, "tie_breaker": TIE_BREAKER}}
+
+
+def _text(v) -> str:
+    """A source field as text: a list (a passage stored as its sentences) joined, null as nothing."""
+    if v is None:
+        return ""
+    return " ".join(map(str, v)) if isinstance(v, list) else str(v)
