@@ -108,6 +108,19 @@ def test_ms_marco_and_pyserini_collections_read_as_passages(tmp_path):
         ("d1", "", "Paris is the capital of France."), ("d2", "Lima", "Lima is the capital of Peru.")]
 
 
+def test_hotpotqa_wikipedia_abstracts_read_with_their_sentences_joined(tmp_path):
+    """The abstracts HotpotQA's full-wiki setting retrieves from (``wiki_00.bz2`` files of its Wikipedia dump)
+    keep a passage as a list of sentences: "field 'text' should be str, got list"."""
+    import bz2
+
+    rec = {"id": "12", "url": "https://en.wikipedia.org/wiki?curid=12", "title": "Anarchism",
+           "text": ["Anarchism is a political philosophy.", " It rejects hierarchy."], "charoffset": [[[0, 9]]]}
+    f = tmp_path / "wiki_00.bz2"
+    f.write_bytes(bz2.compress((json.dumps(rec) + "\n").encode()))
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [
+        ("12", "Anarchism", "Anarchism is a political philosophy. It rejects hierarchy.")]
+
+
 def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     """BEIR's corpus.jsonl (the usual layout of retrieval benchmarks) names the id "_id": it was "cannot guess
     the corpus format", and with --format jsonl "missing field 'id'" on its first line."""
@@ -131,7 +144,7 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
     f.write_text('{"id": "a", "contents": "x"}\n{broken\n')
     with pytest.raises(CorpusError, match=r"c.jsonl:2: invalid JSON"):
         list(read_corpus(str(f), "flashrag"))
-    f.write_text('{"id": "a", "text": 5, "title": ""}\n{"id": "b", "text": ["x"]}\n')
+    f.write_text('{"id": "a", "text": 5, "title": ""}\n{"id": "b", "text": ["x", 5]}\n')  # sentences are text
     with pytest.raises(CorpusError, match=r"c.jsonl:2: field 'text' should be str"):
         list(read_corpus(str(f), "jsonl"))
     g = tmp_path / "h.json"

@@ -5,7 +5,8 @@ Formats (``--format``):
              ``id<TAB>text``)
   flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted); Pyserini's
              ``contents`` of one line is the text alone
-  jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too
+  jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too, and
+             HotpotQA's Wikipedia abstracts (``text`` a list of sentences, joined)
   hotpotqa   pooled contexts of HotpotQA (official JSON list, or Hugging Face JSONL layout)
   2wiki      pooled contexts of 2WikiMultihopQA (official JSON list, or FlashRAG JSONL layout)
   squad      pooled paragraphs of a SQuAD v1.1 file (official, or Hugging Face's one question a record)
@@ -131,7 +132,12 @@ def read_jsonl(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
         # BEIR's corpora (the usual retrieval-benchmark layout) name the id "_id"
         key = "_id" if "id" not in rec and "_id" in rec else "id"
-        yield Passage(_field(path, n, rec, key), _title(path, n, rec), _field(path, n, rec, "text"))
+        text = rec.get("text")
+        if isinstance(text, list) and text and all(isinstance(x, str) for x in text):
+            text = join_sentences(text)  # HotpotQA's Wikipedia abstracts keep a passage as its sentences
+        else:
+            text = _field(path, n, rec, "text")
+        yield Passage(_field(path, n, rec, key), _title(path, n, rec), text)
 
 
 def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
