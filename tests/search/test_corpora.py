@@ -121,6 +121,33 @@ def test_hotpotqa_wikipedia_abstracts_read_with_their_sentences_joined(tmp_path)
         ("12", "Anarchism", "Anarchism is a political philosophy. It rejects hierarchy.")]
 
 
+def test_a_corpus_folder_is_read_file_by_file_and_an_index_kept_out_of_it(tmp_path):
+    """``seakr index build FOLDER`` (Pyserini's input; HotpotQA's extracted Wikipedia dump, a hundred folders of
+    ``wiki_NN.bz2``) was "is a directory, expected a file". Its files are read in name order at any depth, each
+    in its own format, hidden ones left out; an index inside the folder would read itself on a rebuild."""
+    import bz2
+
+    from seakr.search.build import build_index, check_index_out
+
+    root = tmp_path / "wiki"
+    for sub, i in (("AB", 0), ("AA", 1), ("AA", 0)):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        rec = {"id": f"{sub}{i}", "title": f"T{sub}{i}", "text": ["One.", " Two."]}
+        (root / sub / f"wiki_0{i}.bz2").write_bytes(bz2.compress((json.dumps(rec) + "\n").encode()))
+    (root / "AA" / "dpr.tsv").write_text("id\ttext\ttitle\n9\tA passage.\tNine\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / ".DS_Store").write_bytes(b"\0\1")
+    assert [p.id for p in read_corpus(str(root))] == ["9", "AA0", "AA1", "AB0"]
+    assert "4 passages" in build_index([(str(root), "auto")], str(tmp_path / "idx"))
+    for out in (root / "idx", root / "AA" / "deep" / "idx"):
+        with pytest.raises(ValueError, match=rf"--out {out}: inside the corpus folder {root}"):
+            check_index_out(str(out), [str(root)])
+    (tmp_path / "empty" / ".hidden").mkdir(parents=True)
+    with pytest.raises(CorpusError, match=r"empty: a folder with no corpus files in it"):
+        list(read_corpus(str(tmp_path / "empty")))
+
+
 def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     """BEIR's corpus.jsonl (the usual layout of retrieval benchmarks) names the id "_id": it was "cannot guess
     the corpus format", and with --format jsonl "missing field 'id'" on its first line."""

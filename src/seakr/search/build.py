@@ -47,6 +47,8 @@ def check_index_out(out: str, sources: Sequence[str | None], engine: str | None 
         p = Path(os.path.realpath(src))
         if p == o or o in p.parents:
             raise ValueError(f"--out {out}: is or contains the corpus file {src}; choose another directory")
+        if p.is_dir() and p in o.parents:  # a rebuild would read the index's own files as corpus files
+            raise ValueError(f"--out {out}: inside the corpus folder {src}; choose a directory outside it")
     return engine
 
 
