@@ -97,6 +97,20 @@ def probability(text: str) -> float:
     return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
+def typed_text(text: str) -> str:
+    """A question or prompt as given; ``-`` reads it from stdin (``seakr ask - < q.txt``, a question too long or
+    too quoted for the shell), its closing line end dropped. A closed stdin reads as nothing."""
+    if text != "-":
+        return text
+    import sys
+
+    data = sys.stdin.buffer.read() if sys.stdin is not None else b""
+    try:
+        return data.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError as e:
+        raise argparse.ArgumentTypeError(f"stdin: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+
+
 def unescape(text: str) -> str:
     """``\\n`` and ``\\t`` in a prompt typed on one line become a newline and a tab; everything else, non-ASCII
     text included, is kept as typed (``unicode_escape`` would read UTF-8 bytes as latin-1: mojibake)."""
@@ -169,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _uncertainty_parser(sub) -> None:
     p = sub.add_parser("uncertainty", help="greedy continuation + every uncertainty estimator for one prompt")
     _add_model_args(p)
-    p.add_argument("prompt")
+    p.add_argument("prompt", type=typed_text, help='the prompt ("-": read it from stdin)')
     p.add_argument("--k", type=positive_int, default=20, help="samples for the state-based estimators")
     p.add_argument("--temperature", type=temperature, default=1.0)
     p.add_argument("--top-k", type=positive_int, default=50)
@@ -192,7 +206,7 @@ def _answer_parsers(sub) -> None:
     p = sub.add_parser("ask", help="answer one question with SeaKR or a baseline, printing the trace")
     _add_model_args(p)
     _add_method_args(p, METHODS)
-    p.add_argument("question")
+    p.add_argument("question", type=typed_text, help='the question ("-": read it from stdin)')
     p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
     p.add_argument("--html", default=None, help="also write the trace viewer page for this answer")
     p.set_defaults(cmd="ask")
@@ -200,7 +214,8 @@ def _answer_parsers(sub) -> None:
     p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")
     _add_model_args(p)
     _add_method_args(p, METHODS)
-    p.add_argument("question", nargs="?", default=None, help="default: the demo's multi-hop question")
+    p.add_argument("question", nargs="?", default=None, type=typed_text,
+                   help='default: the demo\'s multi-hop question ("-": read it from stdin)')
     p.set_defaults(cmd="demo")
 
     p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")

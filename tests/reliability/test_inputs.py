@@ -453,6 +453,28 @@ def test_a_stop_string_replaces_the_default_newline():
     assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
 
 
+def test_a_question_or_prompt_given_as_a_dash_is_read_from_stdin(monkeypatch, capsys):
+    """`seakr ask -` answered the question "-" (and `uncertainty -` scored the prompt "-"): a question too long or
+    too quoted for the shell comes on stdin, UTF-8, its closing line end dropped."""
+    import io
+
+    from seakr.cliargs import build_parser
+
+    def parse(argv, data: bytes):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+        return build_parser().parse_args(argv)
+
+    q = "Who wrote \"Hamlet\" -- and when?\nIn which city?"
+    assert parse(["ask", "-", "--index", "i"], (q + "\r\n").encode()).question == q
+    assert parse(["demo", "-"], b"\xef\xbb\xbfWho? ").question == "Who? "
+    assert parse(["uncertainty", "-"], "Qu'est-ce que c'est ?\n".encode()).prompt == "Qu'est-ce que c'est ?"
+    assert parse(["ask", "Who?", "--index", "i"], b"ignored").question == "Who?"
+    with pytest.raises(SystemExit) as e:
+        parse(["ask", "-", "--index", "i"], b"caf\xe9?")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "argument question: stdin: not UTF-8 text (byte 0xe9 at offset 3)" in err
+
+
 def test_a_query_that_starts_with_a_dash_is_explained(capsys):
     from seakr.cliargs import build_parser
 
