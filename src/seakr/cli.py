@@ -528,7 +528,7 @@ def cmd_serve(args) -> int:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "
              "--token (or SEAKR_TOKEN) and see README 'Serving'")
     limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body, token=token,
-                           docs=local if args.docs is None else args.docs)
+                           docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
     from .eval.corpus import demo_index
 
     index = args.index or demo_index()

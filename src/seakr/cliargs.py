@@ -154,6 +154,9 @@ def _add_service_limits(p) -> None:
                                                  "(default: the SEAKR_TOKEN environment variable)")
     p.add_argument("--docs", action=argparse.BooleanOptionalAction, default=None,
                    help="serve /docs and /openapi.json (default: only when bound to loopback)")
+    p.add_argument("--cors-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a web page's origin allowed to call the API from a browser, e.g. http://localhost:3000 "
+                        "(repeat for more; * for any); default none")
 
 
 class Parser(argparse.ArgumentParser):

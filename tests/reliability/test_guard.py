@@ -124,3 +124,36 @@ def test_a_body_not_declared_json_or_compressed_is_415_saying_which_header():
         assert c.post("/v1/answer", content=body, headers={"content-type": ctype}).json()["answer"] == "Paris"
     assert c.head("/v1/health").status_code == c.head("/").status_code == 200  # what uptime monitors send
     assert c.post("/nowhere", content=body).status_code == 404  # not an API route: not a body it reads
+
+
+def test_a_page_of_an_allowed_origin_may_call_the_api_from_a_browser():
+    """A web page served elsewhere (a front end on http://localhost:3000) could not call the API: its browser's
+    preflight got 405 and no Access-Control-Allow-Origin. ``--cors-origin`` names the pages allowed; none by
+    default, and a page of another origin is still refused; the token is asked of the real request as before."""
+    page = "http://localhost:3000"
+    pre = {"origin": page, "access-control-request-method": "POST",
+           "access-control-request-headers": "authorization, content-type"}
+    c = client(cors_origins=(page,))
+    ok = c.options("/v1/answer", headers=pre)
+    assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == page
+    assert "authorization" in ok.headers["access-control-allow-headers"].lower()
+    r = c.post("/v1/answer", json={"question": "Capital of France?"}, headers={**AUTH, "origin": page})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == page
+    no = c.post("/v1/answer", json={"question": "Capital of France?"}, headers={"origin": page})
+    assert no.status_code == 401 and no.headers["access-control-allow-origin"] == page  # the page can read why
+    other = c.options("/v1/answer", headers={**pre, "origin": "http://evil.example"})
+    assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
+    closed = client().options("/v1/answer", headers=pre)
+    assert "access-control-allow-origin" not in closed.headers
+    assert client(cors_origins=("*",)).options("/v1/answer", headers=pre).headers["access-control-allow-origin"] == "*"
+
+
+def test_an_origin_that_no_browser_sends_is_refused_in_one_line():
+    import pytest
+
+    for bad, needle in (("http://localhost:3000/", "no path or trailing slash"), ("localhost:3000", "not a web origin"),
+                        ("http://a b", "not a web origin")):
+        with pytest.raises(ValueError, match=r"^--cors-origin: .* is not a web origin such as http://localhost:3000") as e:
+            ServiceLimits(cors_origins=(bad,))
+        assert needle in str(e.value) and "\n" not in str(e.value)
+    assert ServiceLimits(cors_origins=("HTTP://LocalHost:3000",)).cors_origins == ("http://localhost:3000",)

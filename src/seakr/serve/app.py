@@ -291,6 +291,12 @@ def create_app(service: AnswerService) -> FastAPI:
                   openapi_url="/openapi.json" if docs else None,
                   description="SeaKR: self-aware knowledge retrieval. Answers with the full decision trace.")
     app.add_middleware(_Guard, limits=service.limits)
+    if service.limits.cors_origins:  # added last, so outermost: a browser's preflight (no token) is answered here
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(service.limits.cors_origins),
+                           allow_methods=["GET", "POST", "HEAD"], allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+                           max_age=600)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):

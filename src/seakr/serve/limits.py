@@ -19,6 +19,7 @@ class ServiceLimits:
     max_body: int = 64 * 1024  # bytes of a request body
     token: str | None = None  # bearer token required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
+    cors_origins: tuple[str, ...] = ()  # web pages of other origins that may call the API ("*": any); none by default
 
     #: the command line's flag for each bound, which its refusal names
     FLAGS: ClassVar[dict[str, str]] = {"max_rows": "--max-rows", "max_work": "--max-work", "max_kv_mb": "--max-kv-mb", "max_body": "--max-body"}
@@ -28,6 +29,7 @@ class ServiceLimits:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{flag}: expected a whole number >= 1, got {said(v)}")
+        self.cors_origins = tuple(check_origin(o) for o in self.cors_origins)
         t = self.token
         # a token no client can send: a header cannot hold a control character (a newline from a token file
         # read with $(cat ...) in some shells' quoting), and the header's value is read without its outer
@@ -35,3 +37,17 @@ class ServiceLimits:
         if t is not None and (not isinstance(t, str) or t != t.strip() or any(ord(c) < 32 or ord(c) == 127 for c in t)):
             raise ValueError("--token (or SEAKR_TOKEN): a token no HTTP client can send (spaces around it or a control "
                              "character in it); give it without them")
+
+
+def check_origin(origin) -> str:
+    """A web origin a browser sends (``scheme://host[:port]``, no path, no trailing slash: it is compared as a
+    string, and ``http://localhost:3000/`` never matched the page's ``http://localhost:3000``), or ``*``."""
+    import re
+
+    if origin == "*":
+        return origin
+    if not isinstance(origin, str) or not re.fullmatch(r"https?://[^/\s?#]+", origin, re.IGNORECASE):
+        why = " (no path or trailing slash: an origin is scheme://host[:port])" if isinstance(origin, str) and \
+            re.match(r"https?://[^/\s]+/", origin, re.IGNORECASE) else ""
+        raise ValueError(f"--cors-origin: {said(origin)} is not a web origin such as http://localhost:3000{why}")
+    return origin.lower()
