@@ -97,8 +97,14 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
     assert ans.answer == "American" and ans.to_dict()["config"]["engine"]["engine"] == "Mine"
     hits = [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]
     assert [h["id"] for h in hits] == ["p1", "p2"]  # each passage once, at most k
+    class Lazy:  # a search() that yields its hits: read as the list it makes
+        def search(self, query, k):
+            yield from PASSAGES[:k]
+
+    ans = IRCoT(lm, Lazy(), config={"max_steps": 1, "n_candidates": 2}).answer("What nationality was Kubrick?")
+    assert [h["id"] for h in [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]] == ["p1", "p2"]
     for bad, needle in (([("p1", "text")], "search engine Mine: search() returned passage 0: expected a seakr.search.Passage, got tuple"),
-                        (iter(PASSAGES), "search engine Mine: search() returned list_iterator, expected a list"),
+                        ({"p1": PASSAGES[0]}, "search engine Mine: search() returned dict, expected a list"),
                         ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number")):
         with pytest.raises(TypeError, match=re.escape(needle)):
             IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")

@@ -6,7 +6,7 @@ import math
 import operator
 import re
 from dataclasses import asdict, dataclass
-from typing import Iterable, Protocol, Sequence, runtime_checkable
+from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from ..textio import encodable
 
@@ -107,10 +107,12 @@ def check_passage(n: int, p) -> None:
 
 
 def check_hits(hits, k: int, engine) -> list[Passage]:
-    """What an engine's ``search`` returned, checked: a list of :class:`Passage`, each id once (the first; a
-    repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own returning tuples
-    failed later as "'tuple' object has no attribute 'id'")."""
+    """What an engine's ``search`` returned, checked: a list (or a generator) of :class:`Passage`, each id once
+    (the first; a repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own
+    returning tuples failed later as "'tuple' object has no attribute 'id'")."""
     name = type(getattr(engine, "engine", engine)).__name__  # a SearchOnly wrapper: the user's class
+    if isinstance(hits, Iterator):  # a generator (``yield`` in one's own search()) is a list to come
+        hits = list(hits)
     if not isinstance(hits, (list, tuple)):
         raise TypeError(f"search engine {name}: search() returned {type(hits).__name__}, expected a list of "
                         "seakr.search.Passage")
