@@ -79,6 +79,7 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
     """The layers that bound --layer and detect's --probe, known before the load for every local model: a
     registry figure, a folder's config.json (a multimodal one's text model), a GGUF file's header. Anything
     unreadable is "not known" (the loaded model checks), never an error of its own."""
+    from seakr.models import registry
     from seakr.models.registry import REGISTRY, _gguf_figure, model_depth
 
     assert model_depth("smollm2-135m") == REGISTRY["smollm2-135m"].layers == 30
@@ -94,6 +95,9 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
     g = _gguf(tmp_path / "m.gguf", {"general.architecture": "qwen2", "general.name": "m", "tokenizer.ggml.tokens": vocab,
                                     "llama.block_count": 9, "qwen2.block_count": 24})
     assert model_depth(str(g)) == 24  # the architecture's count, not another's
+    upper = g.rename(tmp_path / "M.Q4_K_M.GGUF")  # as some uploads spell it: it was "unknown model"
+    assert registry.model_kind(str(upper)) == "gguf" and model_depth(str(upper)) == 24
+    g = upper.rename(g)
     data = g.read_bytes()
     for damaged in (data[:40], b"GGUF" + data[4:8] + b"\xff" * 64, b"not a gguf at all", b""):
         (tmp_path / "d.gguf").write_bytes(damaged)

@@ -418,7 +418,7 @@ def model_kind(name_or_path: str) -> str:
     p = Path(name_or_path).expanduser()
     if name_or_path in REGISTRY:
         return "registry"
-    if p.is_file() and p.suffix == ".gguf":
+    if p.is_file() and p.suffix.lower() == ".gguf":
         return "gguf"
     if p.is_dir() and (p / "config.json").exists():
         if not encodable(name_or_path):  # "cannot load the model (UnicodeEncodeError: ... surrogates not allowed)"
