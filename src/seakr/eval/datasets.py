@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 
 from .. import textio
@@ -357,12 +358,19 @@ def load_qa_csv(path):
                       [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
 
 
+_QUOTED = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'  # one quoted string, either quote, escapes kept
+#: a NumPy array of strings as pandas writes it to CSV (a Parquet split's list column): ['Paris' 'Lima'], no commas
+_ARRAY = re.compile(rf"\[\s*(?:(?:{_QUOTED})\s*)+\]")
+
+
 def _cell_answers(text: str) -> list[str]:
     """A table cell's answers: a JSON or Python list (``["cat", "Felis catus"]``, PopQA's ``possible_answers``)
     or else one answer, as written (a cell "[citation needed]" that parses as neither is that answer)."""
     import ast
 
     s = text.strip()
+    if _ARRAY.fullmatch(s):  # before Python's parse, which reads 'Paris' 'Lima' as the one string 'ParisLima'
+        return [re.sub(r"\\(.)", r"\1", q[1:-1]) for q in re.findall(_QUOTED, s)]
     if s.startswith("[") and s.endswith("]"):
         for parse in (json.loads, ast.literal_eval):
             try:
@@ -387,7 +395,14 @@ def table_columns(header: list[str], where: str) -> dict[str, int | None]:
 
 
 def _delimiter(line: str) -> str:
-    return "\t" if "\t" in line else ","
+    """The delimiter a table's header line is split by: the first of tab, semicolon (a spreadsheet's CSV in
+    locales whose decimal mark is a comma) and comma that gives a question column."""
+    import csv
+
+    for d in ("\t", ";", ","):
+        if d in line and any(h.strip().lower() in TABLE_COLUMNS["question"] for h in next(csv.reader([line], delimiter=d))):
+            return d
+    return ","
 
 
 def load_table(path):
