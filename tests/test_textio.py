@@ -196,3 +196,19 @@ def test_archives_are_refused_naming_what_to_extract(tmp_path):
         list(lines(tmp_path / "d.7z"))
     (tmp_path / "ustar.txt").write_text(" " * 257 + "ustar words\n")  # text that says "ustar" there: no NUL, text
     assert len(list(lines(tmp_path / "ustar.txt"))) == 1
+
+
+def test_text_saved_by_windows_tools_is_named_for_what_it_likely_is(tmp_path):
+    """Excel's "CSV" is Windows-1252 and Notepad's "Unicode" UTF-16: both were "not UTF-8 text (byte 0xe9 ...)",
+    which told a user neither what the file was nor what to do."""
+    f = tmp_path / "q.csv"
+    f.write_bytes("question,answer\nWho ran it?,Café Tortoni\n".encode("cp1252"))
+    with pytest.raises(ValueError, match=r"q.csv:2: not UTF-8 text \(byte 0xe9 at column 16\): Windows-1252 perhaps "
+                                         r"\('ran it\?,Café Tortoni'\); save it as UTF-8$"):
+        list(lines(f))
+    f.write_bytes("question,answer\n".encode("utf-16"))
+    with pytest.raises(ValueError, match=r"q.csv:1: not UTF-8 text \(byte 0x[fe][fe] at column 1\): a UTF-16 file; save it as UTF-8$"):
+        list(lines(f))
+    f.write_bytes(b"ok\n\x81\x8d\n")  # bytes Windows-1252 leaves undefined: the position alone
+    with pytest.raises(ValueError, match=r"q.csv:2: not UTF-8 text \(byte 0x81 at column 1\)$"):
+        list(lines(f))

@@ -48,11 +48,25 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
                 try:  # a cut line may end inside a character: the incremental decoder leaves that one out
                     yield n, codecs.getincrementaldecoder(enc)().decode(raw[:max_line]) if long else raw.decode(enc)
                 except UnicodeDecodeError as e:
-                    raise error(f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})") from None
+                    raise error(_not_utf8(path, n, raw, e)) from None
                 if long:
                     return
         except _DAMAGED as e:
             _damaged(path, kind, n, e, error)
+
+
+def _not_utf8(path: str, n: int, raw: bytes, e: UnicodeDecodeError) -> str:
+    """Where a line stops being UTF-8, and what the file likely is: Windows tools save UTF-16 (Notepad's
+    "Unicode") or Windows-1252 (Excel's "CSV"), whose bytes alone told a user nothing."""
+    at = f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
+    if n == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return f"{at}: a UTF-16 file; save it as UTF-8"
+    try:
+        text = raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return at
+    word = text[max(0, e.start - 12): e.start + 12].strip()  # one character a byte in Windows-1252
+    return f"{at}: Windows-1252 perhaps ({word!r}); save it as UTF-8"
 
 
 try:
