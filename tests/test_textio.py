@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import re
 import stat
 import threading
 
@@ -212,3 +213,13 @@ def test_text_saved_by_windows_tools_is_named_for_what_it_likely_is(tmp_path):
     f.write_bytes(b"ok\n\x81\x8d\n")  # bytes Windows-1252 leaves undefined: the position alone
     with pytest.raises(ValueError, match=r"q.csv:2: not UTF-8 text \(byte 0x81 at column 1\)$"):
         list(lines(f))
+
+
+def test_a_url_given_as_a_file_is_named_as_one():
+    """`--data https://.../hotpot_dev.json` was "no such file", as if the name were mistyped."""
+    for url in ("https://example.org/hotpot_dev.json", "hf://datasets/x/y.parquet"):
+        with pytest.raises(ValueError, match=rf"^{re.escape(url)}: a URL, and files are read from this machine: "
+                                             rf"download it first \(curl -LO {re.escape(url)}\)$"):
+            list(lines(url))
+    with pytest.raises(ValueError, match=r"^nope.json: no such file$"):
+        list(lines("nope.json"))

@@ -31,7 +31,7 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
     A line over ``max_line`` bytes is refused, or with ``cut`` its start is the last line read."""
     path = os.fspath(path)
     if not os.path.exists(path):
-        raise error(f"{path}: no such file")
+        raise error(f"{path}: {missing(path)}")
     if os.path.isdir(path):
         raise error(f"{path}: is a directory, expected a file")
     if is_parquet(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
@@ -141,6 +141,14 @@ def _members(path: str, kind: str) -> str:
     except (zipfile.BadZipFile, OSError):
         return ""
     return f" of {len(names)} file(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+
+
+def missing(path: str) -> str:
+    """Why a file named is not there: "no such file", or, for a URL, that files are read from this machine
+    ("no such file" read as if the name were mistyped)."""
+    if re.match(r"(https?|s3|gs|hf)://", path, re.IGNORECASE):
+        return f"a URL, and files are read from this machine: download it first (curl -LO {path})"
+    return "no such file"
 
 
 def read_once(path) -> bool:

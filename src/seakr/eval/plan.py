@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import check_rereadable, said
+from ..textio import check_rereadable, missing, said
 from .datasets import LAYOUTS, Example
 
 
@@ -362,7 +362,7 @@ class EvalPlan:
                             f"{redact(self.index)} --add), or leave index out")
         for f in self.filler:
             if os.path.isdir(f) or not os.path.exists(f):
-                raise PlanError(f"eval: filler {f}: {'a folder, not a corpus file' if os.path.isdir(f) else 'no such file'}")
+                raise PlanError(f"eval: filler {f}: {'a folder, not a corpus file' if os.path.isdir(f) else missing(f)}")
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
                              "passages)", PlanError, f"eval: filler {f}")
 
