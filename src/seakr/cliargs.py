@@ -360,7 +360,7 @@ def _index_parsers(sub) -> None:
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")
-    b.add_argument("sources", nargs="*", type=path_arg, help="corpus files, or folders of them (none with --format wiki-offline: the demo corpus)")
+    b.add_argument("sources", nargs="*", type=path_arg, help="corpus files, or folders of them; - for stdin, with --format (none with --format wiki-offline: the demo corpus)")
     b.add_argument("--format", action="append", choices=FORMATS, default=None,
                    help="one for all sources or one per source (default auto)")
     b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")

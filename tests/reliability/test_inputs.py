@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HOTPOT, free_port
+from helpers import HOTPOT, fixture_path, free_port
 
 CONFIG_LINE = "config: "  # printed once the model has loaded: its absence proves the check came first
 
@@ -473,6 +473,18 @@ def test_a_question_or_prompt_given_as_a_dash_is_read_from_stdin(monkeypatch, ca
         parse(["ask", "-", "--index", "i"], b"caf\xe9?")
     err = capsys.readouterr().err
     assert e.value.code == 2 and "argument question: stdin: not UTF-8 text (byte 0xe9 at offset 3)" in err
+
+
+def test_a_corpus_streamed_on_stdin_is_indexed_from_a_dash(tmp_path):
+    """`zcat corpus.jsonl.gz | seakr index build - --format jsonl` was "-: no such file"; `-` is stdin, read once
+    (so its format is given, and it is named once)."""
+    corpus = open(fixture_path("filler.flashrag.jsonl"), "rb").read()
+    r = seakr("index", "build", "-", "--format", "flashrag", "--out", str(tmp_path / "i"), input=corpus)
+    assert r.returncode == 0 and "built" in r.stdout.decode() and "38 passages" in r.stdout.decode(), r.stderr
+    one_line_error(seakr("index", "build", "-", "--out", str(tmp_path / "j"), input=corpus),
+                   "/dev/stdin: a pipe or device, which can be read once, but guessing its format reads its head first")
+    one_line_error(seakr("index", "build", "-", "-", "--format", "jsonl", "--out", str(tmp_path / "k"), input=b""),
+                   "'-' (stdin) named twice")
 
 
 def test_a_query_that_starts_with_a_dash_is_explained(capsys):

@@ -16,7 +16,10 @@ WIKI_OFFLINE = "wiki-offline"
 
 def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[str | None, str]]:
     """(source, format) pairs: one format for every source or one per source; no source at all only for
-    the packaged demo corpus (``wiki-offline``)."""
+    the packaged demo corpus (``wiki-offline``); ``-`` is stdin."""
+    if sources.count("-") > 1:
+        raise ValueError("index build: '-' (stdin) named twice; it can be read once")
+    sources = ["/dev/stdin" if s == "-" else s for s in sources]  # `zcat c.jsonl.gz | seakr index build - ...`
     if not sources:
         if WIKI_OFFLINE not in formats:
             raise ValueError("index build: give at least one SOURCE file (or --format wiki-offline)")
