@@ -239,7 +239,9 @@ def _data_args(p, out_required=True, data_required=None) -> None:
     from .eval.datasets import LAYOUTS
 
     _add_model_args(p)
-    p.add_argument("--data", type=given, required=out_required if data_required is None else data_required, help="dataset file (HotpotQA, 2Wiki, MuSiQue, NQ, SQuAD, TriviaQA, IIRC, PopQA, FlashRAG; a CSV/TSV with question and answer columns)")
+    p.add_argument("--data", type=given, required=out_required if data_required is None else data_required,
+                   help="dataset file (HotpotQA, 2Wiki, MuSiQue, NQ, SQuAD, TriviaQA, IIRC, PopQA, FlashRAG; a CSV/TSV "
+                        "with question and answer columns)")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
     p.add_argument("--index", type=given, default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
     p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files added to the pooled index")
@@ -260,8 +262,9 @@ def _eval_parser(sub, methods) -> None:
                    help="the method (default seakr); a --config grid names its own")
     p.add_argument("--delta", type=float, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
-    p.add_argument("--config", type=given, default=None, help="TOML file listing [[run]] entries (method, name, options) and any flag's setting; "
-                   "its paths are read from the working folder")
+    p.add_argument("--config", type=given, default=None,
+                   help="TOML file listing [[run]] entries (method, name, options) and any flag's setting; its paths "
+                        "are read from the working folder")
     p.add_argument("--concurrency", type=positive_int, default=1,
                    help="questions in flight; their model calls are merged into shared decode batches")
     p.add_argument("--shard", default=None, metavar="I/N",
@@ -360,7 +363,9 @@ def _index_parsers(sub) -> None:
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")
-    b.add_argument("sources", nargs="*", type=path_arg, help="corpus files, or folders of them; - for stdin, with --format (none with --format wiki-offline: the demo corpus)")
+    b.add_argument("sources", nargs="*", type=path_arg,
+                   help="corpus files, or folders of them; - for stdin, with --format (none with --format wiki-offline: "
+                        "the demo corpus)")
     b.add_argument("--format", action="append", choices=FORMATS, default=None,
                    help="one for all sources or one per source (default auto)")
     b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
