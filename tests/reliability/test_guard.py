@@ -157,3 +157,4 @@ def test_an_origin_that_no_browser_sends_is_refused_in_one_line():
             ServiceLimits(cors_origins=(bad,))
         assert needle in str(e.value) and "\n" not in str(e.value)
     assert ServiceLimits(cors_origins=("HTTP://LocalHost:3000",)).cors_origins == ("http://localhost:3000",)
+    assert ServiceLimits(cors_origins="http://localhost:3000").cors_origins == ("http://localhost:3000",)  # one, bare

@@ -102,6 +102,10 @@ def test_an_index_of_the_reference_code_is_searched_on_its_own_fields(noida):
     with pytest.raises(SearchError, match=r"/other: no passage text field: the index maps name, words; the text is read "
                                           r"from one of text, txt, contents"):
         open_engine(f"{noida}/other").search("x")
+    es.client.indices.create(index="bare")  # made by hand, no field mapped yet: ours are written
+    bare = open_engine(f"{noida}/bare")
+    bare.ingest([Passage("1", "Lima", "Lima is the capital of Peru.")])
+    assert [(h.title, h.text) for h in bare.search("capital of peru", 1)] == [("Lima", "Lima is the capital of Peru.")]
     with pytest.raises(SearchError, match=r"/absent: the cluster has no index 'absent'"):
         open_engine(f"{noida}/absent").ingest([Passage("1", "t", "x")])  # --add to nothing: not an auto-made index
 

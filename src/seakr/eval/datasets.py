@@ -406,8 +406,8 @@ def _delimiter(line: str) -> str:
 
 
 def load_table(path):
-    """A CSV or TSV of questions and answers with a header row (``TABLE_COLUMNS``), tabs or commas told by the
-    header line; an answer cell may hold a list (see ``_cell_answers``)."""
+    """A CSV or TSV of questions and answers with a header row (``TABLE_COLUMNS``), its delimiter told by the
+    header line (``_delimiter``); an answer cell may hold a list (see ``_cell_answers``)."""
     import csv
 
     csv.field_size_limit(textio.MAX_LINE)

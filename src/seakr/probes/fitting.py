@@ -303,7 +303,7 @@ def _warn_other_data(cfgs: dict) -> None:
     for run, cfg in rest:
         if _other_data(base, cfg):
             warn(f"{run} read another data file than {first}: check and chain rows are paired by question id, "
-                        "which may not name the same questions")
+                 "which may not name the same questions")
 
 
 def gate_markdown(res: dict) -> str:

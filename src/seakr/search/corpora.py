@@ -308,9 +308,11 @@ def corpus_files(folder: str) -> list[str]:
     """The files a corpus folder holds, under it at any depth, in name order; hidden ones (``.DS_Store``, an
     editor's swap file) left out. Pyserini takes a folder of JSON-lines files; HotpotQA's Wikipedia dump
     extracts to 15,000 ``wiki_NN.bz2`` files in a hundred folders."""
-    files = sorted(os.path.join(d, f) for d, dirs, names in os.walk(folder, onerror=_walk_error) for f in names
-                   if not f.startswith(".") and "/." not in os.path.join(d, f)[len(folder):]
-                   and os.path.isfile(os.path.join(d, f)))
+    files = []
+    for d, dirs, names in os.walk(folder, onerror=_walk_error):
+        dirs[:] = [x for x in dirs if not x.startswith(".")]  # not walked at all (a .git of a million objects)
+        files += [os.path.join(d, f) for f in names if not f.startswith(".") and os.path.isfile(os.path.join(d, f))]
+    files.sort()
     if not files:
         raise CorpusError(f"{folder}: a folder with no corpus files in it")
     return files

@@ -94,11 +94,11 @@ class ElasticEngine:
             props: dict = {}
             for mapping in dict(getattr(m, "body", m)).values():  # one entry an index (an alias may name several)
                 props.update((mapping.get("mappings") or {}).get("properties") or {})
-            text = next((f for f in TEXT_FIELDS if f in props), None)
+            text = next((f for f in TEXT_FIELDS if f in props), None if props else "text")  # no field yet: ours
             if text is None:
                 raise SearchError(f"{self.url}: no passage text field: the index maps {', '.join(sorted(props)) or 'no field'}; "
                                   f"the text is read from one of {', '.join(TEXT_FIELDS)}")
-            self._fields = (text, "title" if "title" in props else None)
+            self._fields = (text, "title" if "title" in props or not props else None)
         return self._fields
 
     @classmethod

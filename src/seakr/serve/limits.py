@@ -29,7 +29,8 @@ class ServiceLimits:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{flag}: expected a whole number >= 1, got {said(v)}")
-        self.cors_origins = tuple(check_origin(o) for o in self.cors_origins)
+        origins = (self.cors_origins,) if isinstance(self.cors_origins, str) else self.cors_origins  # one, from Python
+        self.cors_origins = tuple(check_origin(o) for o in origins)
         t = self.token
         # a token no client can send: a header cannot hold a control character (a newline from a token file
         # read with $(cat ...) in some shells' quoting), and the header's value is read without its outer
