@@ -148,6 +148,23 @@ def test_a_corpus_folder_is_read_file_by_file_and_an_index_kept_out_of_it(tmp_pa
         list(read_corpus(str(tmp_path / "empty")))
 
 
+def test_musique_paragraphs_index_with_the_ids_an_eval_pools_them_under(tmp_path):
+    """`seakr index build musique_dev.jsonl` was "cannot guess the corpus format" (MuSiQue had no corpus format),
+    so several MuSiQue files could not share one index; its passages carry the ids `seakr eval` gives them."""
+    from seakr.eval.corpus import pooled_passages
+    from seakr.eval.datasets import load_dataset
+
+    recs = [{"id": f"2hop__{i}", "question": "Capital?", "answer": "Lima", "answerable": True, "paragraphs": [
+        {"idx": 0, "title": "Lima", "paragraph_text": " Lima is the capital of Peru. ", "is_supporting": True},
+        {"idx": 1, "title": None, "paragraph_text": f"Paragraph {i}.", "is_supporting": False}]} for i in range(2)]
+    f = tmp_path / "musique_ans_v1.0_dev.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert detect_format(str(f)) == "musique"
+    want = {p.id: (p.title, p.text) for p in pooled_passages(load_dataset(f))}
+    got = [(p.id, p.title, p.text) for p in read_corpus(str(f))]
+    assert len(got) == 3 and {i: (t, x) for i, t, x in got} == want  # "Lima" once: pooled by content
+
+
 def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     """BEIR's corpus.jsonl (the usual layout of retrieval benchmarks) names the id "_id": it was "cannot guess
     the corpus format", and with --format jsonl "missing field 'id'" on its first line."""
@@ -219,6 +236,8 @@ CORPUS_RECORDS = {
                         "metadata": {"context": {"title": ["T"], "content": [["s."]]}}}),
     "squad": ("object", {"data": [{"title": "T", "paragraphs": [{"context": "c", "qas": []}]}]}),
     "nq": ("lines", {"question": "q", "answers": ["x"], "ctxs": [{"title": "T", "text": "t"}]}),
+    "musique": ("lines", {"id": "a", "question": "q", "answer": "x", "paragraphs": [
+        {"idx": 0, "title": "T", "paragraph_text": "t", "is_supporting": True}]}),
 }
 
 

