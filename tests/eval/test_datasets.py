@@ -409,10 +409,11 @@ def test_a_question_answer_table_reads_as_csv_or_tsv_by_its_header(tmp_path):
     assert load_dataset(csv_, layout="table")[0].dataset == "table" and family_for("table") == "simpleqa"
     semi = tmp_path / "excel.csv"  # a spreadsheet's CSV where the comma is the decimal mark; pandas' NumPy cells
     semi.write_text('id;question;answer\n1;Capital of Peru, the country?;"[\'Lima\' \'Ciudad de los Reyes\']"\n'
-                    "2;Pi to two places?;3,14\n")
+                    "2;Pi to two places?;3,14\n3;Old name of Lima?;Lima | Ciudad de los Reyes\n")
     assert detect_layout(str(semi)) == "table"
     assert [(e.id, e.question, e.answers) for e in load_dataset(semi)] == [
-        ("1", "Capital of Peru, the country?", ["Lima", "Ciudad de los Reyes"]), ("2", "Pi to two places?", ["3,14"])]
+        ("1", "Capital of Peru, the country?", ["Lima", "Ciudad de los Reyes"]), ("2", "Pi to two places?", ["3,14"]),
+        ("3", "Old name of Lima?", ["Lima", "Ciudad de los Reyes"])]  # aliases split by a bar
     csv_.write_text("question,context\nWho?,x\n")
     with pytest.raises(DatasetError, match=r"mine.csv:1: a question-answer table needs a column named answers or "
                                            r"answer or .* \(the header has question, context\)"):

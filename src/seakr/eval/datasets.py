@@ -364,8 +364,10 @@ _ARRAY = re.compile(rf"\[\s*(?:(?:{_QUOTED})\s*)+\]")
 
 
 def _cell_answers(text: str) -> list[str]:
-    """A table cell's answers: a JSON or Python list (``["cat", "Felis catus"]``, PopQA's ``possible_answers``)
-    or else one answer, as written (a cell "[citation needed]" that parses as neither is that answer)."""
+    """A table cell's answers: a JSON or Python list (``["cat", "Felis catus"]``, PopQA's ``possible_answers``),
+    answers split by ``|`` (``Lima | Ciudad de los Reyes``: no factoid answer holds one, and read whole the cell
+    was an answer no prediction could match), or else one answer as written (a cell "[citation needed]" that
+    parses as no list is that answer)."""
     import ast
 
     s = text.strip()
@@ -379,6 +381,8 @@ def _cell_answers(text: str) -> list[str]:
                 continue
             if isinstance(v, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
                 return [x if isinstance(x, str) else number_text(x) for x in v]
+    if "|" in s:
+        return [a.strip() for a in s.split("|") if a.strip()] or [s]
     return [s]
 
 
