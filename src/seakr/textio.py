@@ -61,6 +61,8 @@ def _not_utf8(path: str, n: int, raw: bytes, e: UnicodeDecodeError) -> str:
     at = f"{path}:{n}: not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1})"
     if n == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return f"{at}: a UTF-16 file; save it as UTF-8"
+    if any(b < 32 and b not in (9, 10, 13) for b in raw[:e.start + 64]):  # control bytes: binary, not a code page
+        return at
     try:
         text = raw.decode("cp1252")
     except UnicodeDecodeError:
