@@ -210,8 +210,8 @@ def test_text_saved_by_windows_tools_is_named_for_what_it_likely_is(tmp_path):
     f.write_bytes("question,answer\n".encode("utf-16"))
     with pytest.raises(ValueError, match=r"q.csv:1: not UTF-8 text \(byte 0x[fe][fe] at column 1\): a UTF-16 file; save it as UTF-8$"):
         list(lines(f))
-    f.write_bytes(b"\xff\xff\xff\xff\x10\x00\x00\x00ARROW")  # binary (an Arrow stream): no code page guessed
-    with pytest.raises(ValueError, match=r"q.csv:1: not UTF-8 text \(byte 0xff at column 1\)$"):
+    f.write_bytes(b"SQLite format 3\x00\x10\x00\xff\x01")  # binary (a database): no code page guessed
+    with pytest.raises(ValueError, match=r"q.csv:1: not UTF-8 text \(byte 0xff at column 19\)$"):
         list(lines(f))
     f.write_bytes(b"ok\n\x81\x8d\n")  # bytes Windows-1252 leaves undefined: the position alone
     with pytest.raises(ValueError, match=r"q.csv:2: not UTF-8 text \(byte 0x81 at column 1\)$"):

@@ -34,8 +34,8 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
         raise error(f"{path}: {missing(path)}")
     if os.path.isdir(path):
         raise error(f"{path}: is a directory, expected a file")
-    if is_parquet(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
-        raise error(f"{path}: a Parquet file, which is read as records, not text: give a layout or format of "
+    if kind := record_file(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
+        raise error(f"{path}: {_a(kind)} file, which is read as records, not text: give a layout or format of "
                     "JSON records (not a CSV, TSV, TOML or prompt file)")
     n = 0
     with open_bytes(path, error) as (f, kind):
@@ -184,8 +184,8 @@ def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
     """The first ``nchars`` characters (or a little more: whole lines, but no more than a MB of one: a JSON
     file written on one line, 500 MB of it, was read whole to guess its layout); of a Parquet file, its first
     records as JSON lines (what its layout is told from)."""
-    if is_parquet(path):
-        return _parquet_head(path, nchars, error)
+    if record_file(path):
+        return _records_head(path, nchars, error)
     out, size = [], 0
     for _, line in lines(path, error, max_line=max(nchars, 1 << 20), cut=True):
         out.append(line)
@@ -274,38 +274,67 @@ def _too_deep_at(text: str, depth: int) -> int:
     return 0
 
 
-def is_parquet(path) -> bool:
-    """A Parquet file (the Hugging Face hub's download format), told by its magic bytes, not its name; only a
-    regular file is peeked at (a pipe's first bytes, read here, would be lost to its one reading)."""
+#: (magic bytes, name) of the columnar record files datasets come as: the hub's Parquet downloads, and the Arrow
+#: files ``datasets`` keeps (``save_to_disk``, its cache): IPC stream (a continuation marker first) or IPC file
+_RECORD_MAGIC = ((b"PAR1", "Parquet"), (b"ARROW1", "Arrow"), (b"\xff\xff\xff\xff", "Arrow"))
+
+
+def record_file(path) -> str | None:
+    """"Parquet" or "Arrow" for a columnar file of records, told by its magic bytes, not its name, else None;
+    only a regular file is peeked at (a pipe's first bytes, read here, would be lost to its one reading)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
+            return None
         with open(path, "rb") as f:
-            return f.read(4) == b"PAR1"
+            magic = f.read(8)
     except (OSError, TypeError, ValueError):
-        return False
+        return None
+    return next((kind for m, kind in _RECORD_MAGIC if magic.startswith(m)), None)
 
 
-def parquet_rows(path, error: type[Exception] = ValueError, batch: int = 1024) -> Iterator[tuple[int, dict]]:
-    """(1-based row number, record) of a Parquet file, streamed ``batch`` rows at a time (pyarrow:
+def record_rows(path, error: type[Exception] = ValueError, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+    """(1-based row number, record) of a Parquet or Arrow file, streamed ``batch`` rows at a time (pyarrow:
     ``seakr[parquet]``)."""
+    kind = record_file(path) or "Parquet"
     try:
+        import pyarrow.ipc  # noqa: F401
         import pyarrow.parquet as pq
     except ImportError:
-        raise error(f"{path}: a Parquet file; reading it needs pyarrow (pip install 'seakr[parquet]')") from None
+        raise error(f"{path}: {_a(kind)} file; reading it needs pyarrow (pip install 'seakr[parquet]')") from None
     n = 0
     try:
-        for rows in pq.ParquetFile(path).iter_batches(batch_size=batch):
+        for rows in (pq.ParquetFile(path).iter_batches(batch_size=batch) if kind == "Parquet" else _arrow_batches(path, batch)):
             for rec in rows.to_pylist():
                 n += 1
                 yield n, rec
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError; a cut file an OSError
-        raise error(f"{path}: a damaged Parquet file after row {n} ({first_line(e)})") from None
+        raise error(f"{path}: a damaged {kind} file after row {n} ({first_line(e)})") from None
 
 
-def _parquet_head(path, nchars: int, error) -> str:
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "AEIOU" else "a ") + kind
+
+
+def _arrow_batches(path, batch: int):
+    """An Arrow IPC file's or stream's record batches, cut to ``batch`` rows (``datasets`` writes 1,000 a batch)."""
+    import pyarrow as pa
+
+    with pa.memory_map(str(path)) as src:
+        if src.read(6) == b"ARROW1":
+            src.seek(0)
+            reader = pa.ipc.open_file(src)
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            src.seek(0)
+            batches = pa.ipc.open_stream(src)
+        for rb in batches:
+            for off in range(0, rb.num_rows, batch):
+                yield rb.slice(off, batch)
+
+
+def _records_head(path, nchars: int, error) -> str:
     out, size = [], 0
-    for _, rec in parquet_rows(path, error, batch=4):  # a TriviaQA row carries whole Wikipedia pages: not 1,024 of them
+    for _, rec in record_rows(path, error, batch=4):  # a TriviaQA row carries whole Wikipedia pages: not 1,024 of them
         out.append(json.dumps(rec, default=str) + "\n")
         size += len(out[-1])
         if size >= nchars:
@@ -315,11 +344,11 @@ def _parquet_head(path, nchars: int, error) -> str:
 
 def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
     """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object. A
-    Parquet file is read as the same records (its row numbers for line numbers)."""
+    Parquet or Arrow file is read as the same records (its row numbers for line numbers)."""
     import json
 
-    if is_parquet(path):
-        yield from parquet_rows(path, error)
+    if record_file(path):
+        yield from record_rows(path, error)
         return
     for n, line in lines(path, error, MAX_LINE):
         if not line.strip():

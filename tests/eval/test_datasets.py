@@ -371,6 +371,33 @@ def test_a_parquet_file_from_the_hub_reads_as_its_json_lines(tmp_path, monkeypat
         load_dataset(str(parquet))
 
 
+def test_an_arrow_file_as_datasets_keeps_it_reads_as_its_json_lines(tmp_path, monkeypatch):
+    """`datasets`' save_to_disk (and its cache) keeps a split as Arrow IPC streams (`data-00000-of-00001.arrow`):
+    "not UTF-8 text (byte 0xff at column 1)". Read through pyarrow as the JSON lines are, stream or file format."""
+    pa = pytest.importorskip("pyarrow")
+    from seakr.search.corpora import read_corpus
+
+    recs = [_hotpot_as_hugging_face(r) for r in json.loads(open(HOTPOT).read())]
+    table = pa.Table.from_pylist(recs)
+    stream, filed = tmp_path / "data-00000-of-00001.arrow", tmp_path / "hotpot.arrow"
+    with pa.OSFile(str(stream), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        for b in table.to_batches(max_chunksize=5):
+            w.write_batch(b)
+    with pa.OSFile(str(filed), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        w.write_table(table, max_chunksize=7)
+    for f in (stream, filed):
+        assert detect_layout(str(f)) == "hotpotqa" and load_dataset(str(f)) == load_dataset(HOTPOT)
+    key = lambda p: (p.id, p.title, p.text)  # noqa: E731
+    assert list(map(key, read_corpus(str(stream)))) == list(map(key, read_corpus(HOTPOT)))
+    cut = tmp_path / "cut.arrow"
+    cut.write_bytes(stream.read_bytes()[:600])
+    with pytest.raises(DatasetError, match=r"cut.arrow: a damaged Arrow file after row 0"):
+        load_dataset(str(cut), layout="hotpotqa")
+    monkeypatch.setitem(sys.modules, "pyarrow.ipc", None)  # an install without the extra
+    with pytest.raises(DatasetError, match=r"an Arrow file; reading it needs pyarrow"):
+        load_dataset(str(stream))
+
+
 def test_a_2wiki_record_as_the_hub_holds_it_reads_as_the_official_one(tmp_path):
     """The hub's 2Wiki copies write HotpotQA's Hugging Face layout (``id``, struct context and supporting facts,
     ``evidences``): "missing field '_id'". Read as the official record it came from."""
