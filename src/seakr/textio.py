@@ -33,7 +33,7 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
     if not os.path.exists(path):
         raise error(f"{path}: {missing(path)}")
     if os.path.isdir(path):
-        raise error(f"{path}: is a directory, expected a file")
+        raise error(f"{path}: is a directory, expected a file{_inside(path)}")
     if kind := record_file(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
         raise error(f"{path}: {_a(kind)} file, which is read as records, not text: give a layout or format of "
                     "JSON records (not a CSV, TSV, TOML or prompt file)")
@@ -143,6 +143,18 @@ def _members(path: str, kind: str) -> str:
     except (zipfile.BadZipFile, OSError):
         return ""
     return f" of {len(names)} file(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
+
+
+def _inside(folder: str) -> str:
+    """`` (it holds a, b: name one)``: the data files a folder given for a file holds (``datasets``'
+    save_to_disk writes a folder around its Arrow file; a hub download, a folder of Parquet splits), or nothing."""
+    try:
+        names = sorted(f for f in os.listdir(folder) if not f.startswith(".") and f.lower().endswith(
+            (".arrow", ".parquet", ".json", ".jsonl", ".csv", ".tsv", ".gz", ".bz2", ".xz")) and f not in
+            ("dataset_info.json", "state.json", "dataset_dict.json"))
+    except OSError:
+        return ""
+    return f" (it holds {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: name one)" if names else ""
 
 
 def missing(path: str) -> str:

@@ -393,6 +393,13 @@ def test_an_arrow_file_as_datasets_keeps_it_reads_as_its_json_lines(tmp_path, mo
     cut.write_bytes(stream.read_bytes()[:600])
     with pytest.raises(DatasetError, match=r"cut.arrow: a damaged Arrow file after row 0"):
         load_dataset(str(cut), layout="hotpotqa")
+    saved = tmp_path / "saved"  # save_to_disk's folder, given for its file: named with the file inside
+    saved.mkdir()
+    for name in ("dataset_info.json", "state.json", "data-00000-of-00001.arrow"):
+        (saved / name).write_bytes(stream.read_bytes() if name.endswith(".arrow") else b"{}")
+    with pytest.raises(DatasetError, match=r"saved: is a directory, expected a file \(it holds "
+                                           r"data-00000-of-00001.arrow: name one\)$"):
+        load_dataset(str(saved))
     monkeypatch.setitem(sys.modules, "pyarrow.ipc", None)  # an install without the extra
     with pytest.raises(DatasetError, match=r"an Arrow file; reading it needs pyarrow"):
         load_dataset(str(stream))
