@@ -103,9 +103,11 @@ def test_ms_marco_and_pyserini_collections_read_as_passages(tmp_path):
     assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("1", "Aaron", "Aaron is a prophet")]
     g = tmp_path / "pyserini.jsonl"
     g.write_text('{"id": "d1", "contents": "Paris is the capital of France."}\n'
-                 '{"id": "d2", "contents": "\\"Lima\\"\\nLima is the capital of Peru."}\n')
+                 '{"id": "d2", "contents": "\\"Lima\\"\\nLima is the capital of Peru."}\n'
+                 '{"id": "d3", "title": "Quito", "contents": "Quito is the capital.\\nIt is high."}\n')
     assert [(p.id, p.title, p.text) for p in read_corpus(str(g))] == [
-        ("d1", "", "Paris is the capital of France."), ("d2", "Lima", "Lima is the capital of Peru.")]
+        ("d1", "", "Paris is the capital of France."), ("d2", "Lima", "Lima is the capital of Peru."),
+        ("d3", "Quito", "Quito is the capital.\nIt is high.")]  # a title field: contents are all text
 
 
 def test_hotpotqa_wikipedia_abstracts_read_with_their_sentences_joined(tmp_path):

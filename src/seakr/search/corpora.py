@@ -4,7 +4,7 @@ Formats (``--format``):
   dpr        DPR ``psgs_w100.tsv``: header ``id<TAB>text<TAB>title``; MS MARCO's ``collection.tsv`` (no header,
              ``id<TAB>text``)
   flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted); Pyserini's
-             ``contents`` of one line is the text alone
+             ``contents`` (one line, or beside a ``title`` field) is the text alone
   jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too, and
              HotpotQA's Wikipedia abstracts (``text`` a list of sentences, joined)
   hotpotqa   pooled contexts of HotpotQA (official JSON list, or Hugging Face JSONL layout)
@@ -119,8 +119,8 @@ def read_flashrag(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
         pid = _field(path, n, rec, "id")
         contents = _field(path, n, rec, "contents")
-        if "\n" not in contents.strip():  # Pyserini's JSON lines: the text alone, no title line
-            yield Passage(pid, "", contents.strip())
+        if rec.get("title") is not None or "\n" not in contents.strip():  # Pyserini's: a title field, or none
+            yield Passage(pid, _title(path, n, rec), contents.strip())  # and the text alone, no title line
             continue
         title, _, text = contents.partition("\n")
         title = title.strip()
