@@ -332,12 +332,12 @@ def _arrow_batches(path, batch: int):
     import pyarrow as pa
 
     with pa.memory_map(str(path)) as src:
-        if src.read(6) == b"ARROW1":
-            src.seek(0)
+        filed = src.read(6) == b"ARROW1"
+        src.seek(0)
+        if filed:
             reader = pa.ipc.open_file(src)
             batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
         else:
-            src.seek(0)
             batches = pa.ipc.open_stream(src)
         for rb in batches:
             for off in range(0, rb.num_rows, batch):
