@@ -460,6 +460,21 @@ def test_a_question_answer_table_reads_as_csv_or_tsv_by_its_header(tmp_path):
         load_dataset(csv_)
 
 
+def test_a_table_written_by_pandas_in_columns_reads_row_by_row(tmp_path):
+    """pandas' ``DataFrame.to_json()`` writes columns by default (``{"question": {"0": ...}, "answer": {"0": ...}}``):
+    "field 'answer' should be a string or a list of strings". Read as the rows it holds; one record of another
+    shape (an official file's one object, a dataset of one question) is untouched."""
+    f = tmp_path / "mine.json"
+    f.write_text(json.dumps({"id": {"0": "q1", "1": "q2"}, "question": {"0": "Who wrote Hamlet?", "1": "Capital of Peru?"},
+                             "answer": {"0": "Shakespeare", "1": ["Lima", "Ciudad de los Reyes"]}}))
+    assert detect_layout(str(f)) == "nq"
+    assert [(e.id, e.question, e.answers) for e in load_dataset(f)] == [
+        ("q1", "Who wrote Hamlet?", ["Shakespeare"]), ("q2", "Capital of Peru?", ["Lima", "Ciudad de los Reyes"])]
+    f.write_text(json.dumps({"id": "q1", "question": "Who?", "answer": "x"}) + "\n")
+    assert [e.id for e in load_dataset(f)] == ["q1"]
+    assert len(load_dataset(fixture_path("squad_mini.json"))) == 3  # one object of the whole dataset
+
+
 def test_popqa_records_read_their_answers_written_as_a_list_in_a_string(tmp_path):
     """PopQA on the hub writes ``possible_answers`` as a JSON list inside a string: "cannot tell the layout"."""
     f = tmp_path / "popqa.jsonl"

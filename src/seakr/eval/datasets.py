@@ -51,7 +51,27 @@ class Example:
 
 
 def _records(path):
-    """(location label, record) from a JSON list or JSONL file; every record must be a JSON object."""
+    """(location label, record) from a JSON list or JSONL file; every record must be a JSON object. A file of
+    one object of columns (pandas' ``DataFrame.to_json()`` by default: ``{"question": {"0": ...}, "answer":
+    {"0": ...}}``) is read row by row (it was "field 'answer' should be a string")."""
+    recs = _file_records(path)
+    first = next(recs, None)
+    second = next(recs, None) if first is not None else None
+    if first is not None and second is None and _columns(first[1]):
+        where, d = first
+        for label in next(iter(d.values())):
+            yield f"{where} row {label!r}", {col: d[col][label] for col in d}
+        return
+    yield from itertools.chain([r for r in (first, second) if r is not None], recs)
+
+
+def _columns(d: dict) -> bool:
+    """Whether one JSON object is a table by columns: two or more, each an object of the same row labels."""
+    cols = list(d.values())
+    return len(cols) >= 2 and all(isinstance(c, dict) and c for c in cols) and len({tuple(c) for c in cols}) == 1
+
+
+def _file_records(path):
     head = textio.head(path, 2048, DatasetError).lstrip()
     if head.startswith("[") or textio.dataset_object(head):
         d = textio.json_file(path, DatasetError)
