@@ -34,9 +34,6 @@ def lines(path: str, error: type[Exception] = ValueError, max_line: int | None =
         raise error(f"{path}: {missing(path)}")
     if os.path.isdir(path):
         raise error(f"{path}: is a directory, expected a file{_inside(path)}")
-    if kind := record_file(path):  # read as text it was "not UTF-8 text (byte 0xa4 ...)"
-        raise error(f"{path}: {_a(kind)} file, which is read as records, not text: give a layout or format of "
-                    "JSON records (not a CSV, TSV, TOML or prompt file)")
     n = 0
     with open_bytes(path, error) as (f, kind):
         try:
@@ -82,6 +79,9 @@ _DAMAGED = (EOFError, OSError, zlib.error, LZMAError)
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"PK\x03\x04", "zip"),
           (b"7z\xbc\xaf\x27\x1c", "7z"))
 _BZIP2 = re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")  # bzip2's magic, then a block's or the empty stream's
+#: (magic bytes, name) of the columnar record files datasets come as: the hub's Parquet downloads, and the Arrow
+#: files ``datasets`` keeps (``save_to_disk``, its cache): IPC stream (a continuation marker first) or IPC file
+_RECORD_MAGIC = ((b"PAR1", "Parquet"), (b"ARROW1", "Arrow"), (b"\xff\xff\xff\xff", "Arrow"))
 
 
 def _damaged(path: str, kind: str | None, n: int, e: BaseException, error) -> None:
@@ -95,9 +95,13 @@ def open_bytes(path: str, error: type[Exception] = ValueError):
     """(binary file, compression or None) of a data file, gzip, bzip2, xz or (Python 3.14+) zstd compressed
     ones decompressed as they are read, told by their first bytes, not their names: a ``.bz2`` or ``.xz``
     download, or a gzip one saved without its ``.gz``, was "not UTF-8 text (byte 0x8b at column 2)". Peeking
-    reads nothing away, so a pipe's one reading is whole. An archive (zip, 7z, tar) is refused naming it."""
+    reads nothing away, so a pipe's one reading is whole. An archive (zip, 7z, tar) is refused naming it, and a
+    Parquet or Arrow file (read as records: :func:`record_rows`) as one."""
     with open(path, "rb") as raw:
         magic = raw.peek(16)[:16]
+        if records := next((k for m, k in _RECORD_MAGIC if magic.startswith(m)), None):  # read as text it was
+            raise error(f"{path}: {_a(records)} file, which is read as records, not text: give a layout or format of "
+                        "JSON records (not a CSV, TSV, TOML or prompt file)")  # "not UTF-8 text (byte 0xa4 ...)"
         kind = next((k for m, k in _MAGIC if magic.startswith(m)), "bzip2" if _BZIP2.match(magic) else None)
         if kind in ("zip", "7z"):
             raise error(f"{path}: a {kind} archive{_members(path, kind)}: extract it and name the file inside")
@@ -284,11 +288,6 @@ def _too_deep_at(text: str, depth: int) -> int:
         elif ch in "]}":
             level -= 1
     return 0
-
-
-#: (magic bytes, name) of the columnar record files datasets come as: the hub's Parquet downloads, and the Arrow
-#: files ``datasets`` keeps (``save_to_disk``, its cache): IPC stream (a continuation marker first) or IPC file
-_RECORD_MAGIC = ((b"PAR1", "Parquet"), (b"ARROW1", "Arrow"), (b"\xff\xff\xff\xff", "Arrow"))
 
 
 def record_file(path) -> str | None:

@@ -418,13 +418,17 @@ def table_columns(header: list[str], where: str) -> dict[str, int | None]:
     return cols
 
 
+def _names_question(cells: list[str]) -> bool:
+    return any(h.strip().lower() in TABLE_COLUMNS["question"] for h in cells)
+
+
 def _delimiter(line: str) -> str:
     """The delimiter a table's header line is split by: the first of tab, semicolon (a spreadsheet's CSV in
     locales whose decimal mark is a comma) and comma that gives a question column."""
     import csv
 
     for d in ("\t", ";", ","):
-        if d in line and any(h.strip().lower() in TABLE_COLUMNS["question"] for h in next(csv.reader([line], delimiter=d))):
+        if d in line and _names_question(next(csv.reader([line], delimiter=d))):
             return d
     return ","
 
@@ -458,7 +462,7 @@ def _table_header(head: str) -> list[str] | None:
     if first.lstrip().startswith(("{", "[")):
         return None
     header = next(csv.reader([first], delimiter=_delimiter(first)), [])
-    return header if any(h.strip().lower() in TABLE_COLUMNS["question"] for h in header) else None
+    return header if _names_question(header) else None
 
 
 LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,
