@@ -241,7 +241,8 @@ def _data_args(p, out_required=True, data_required=None) -> None:
     _add_model_args(p)
     p.add_argument("--data", type=given, required=out_required if data_required is None else data_required,
                    help="dataset file (HotpotQA, 2Wiki, MuSiQue, NQ, SQuAD, TriviaQA, IIRC, PopQA, FlashRAG; a CSV/TSV "
-                        "with question and answer columns)")
+                        "with question and answer columns), a folder holding one split, or a quoted glob of a split's shards "
+                        "('rc/validation-*.parquet')")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
     p.add_argument("--index", type=given, default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
     p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files added to the pooled index")

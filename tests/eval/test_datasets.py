@@ -393,16 +393,61 @@ def test_an_arrow_file_as_datasets_keeps_it_reads_as_its_json_lines(tmp_path, mo
     cut.write_bytes(stream.read_bytes()[:600])
     with pytest.raises(DatasetError, match=r"cut.arrow: a damaged Arrow file after row 0"):
         load_dataset(str(cut), layout="hotpotqa")
-    saved = tmp_path / "saved"  # save_to_disk's folder, given for its file: named with the file inside
+    saved = tmp_path / "saved"  # save_to_disk's folder: its split, the metadata beside it left alone
     saved.mkdir()
     for name in ("dataset_info.json", "state.json", "data-00000-of-00001.arrow"):
         (saved / name).write_bytes(stream.read_bytes() if name.endswith(".arrow") else b"{}")
-    with pytest.raises(DatasetError, match=r"saved: is a directory, expected a file \(it holds "
-                                           r"data-00000-of-00001.arrow: name one\)$"):
-        load_dataset(str(saved))
+    assert load_dataset(str(saved)) == load_dataset(HOTPOT)
     monkeypatch.setitem(sys.modules, "pyarrow.ipc", None)  # an install without the extra
     with pytest.raises(DatasetError, match=r"an Arrow file; reading it needs pyarrow"):
         load_dataset(str(stream))
+
+
+def test_a_split_in_shards_reads_whole_from_its_folder_or_a_quoted_glob(tmp_path, capsys):
+    """The hub keeps a split as numbered shards (TriviaQA's validation: ``validation-0000{0..3}-of-00004.parquet``)
+    beside the other splits; one file could be named, so a split of several was read in part, as if whole. A
+    quoted glob (or a folder of one split) reads every shard in order; a folder of several splits, a missing
+    shard and shards of two layouts are refused in one line; one shard alone is read with a warning."""
+    pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
+    from seakr.eval.runner import data_identity
+
+    recs = [_hotpot_as_hugging_face(r) for r in json.loads(open(HOTPOT).read())]
+    hub = tmp_path / "distractor"
+    hub.mkdir()
+    for i, part in enumerate((recs[:4], recs[4:9], recs[9:])):
+        pq.write_table(pa.Table.from_pylist(part), hub / f"train-{i:05d}-of-00003.parquet")
+    pq.write_table(pa.Table.from_pylist(recs[:2]), hub / "validation-00000-of-00001.parquet")
+    whole = load_dataset(HOTPOT)
+    assert load_dataset(str(hub / "train-*.parquet")) == whole
+    assert len(load_dataset(str(hub / "validation-*.parquet"))) == 2
+    with pytest.raises(DatasetError, match=r"distractor: a folder of 2 splits or files; name one \(quoted, to read every "
+                                           r"shard\): '.*distractor/train-\*.parquet', '.*distractor/validation-\*.parquet'$"):
+        load_dataset(str(hub))
+    capsys.readouterr()
+    assert load_dataset(str(hub / "train-00001-of-00003.parquet")) == whole[4:9]
+    assert "train-00001-of-00003.parquet: shard 2 of 3 of the split 'train'; its questions alone are read (name the " \
+           "split as" in capsys.readouterr().err
+    one = tmp_path / "split"
+    one.mkdir()
+    for f in sorted(hub.glob("train-*")):
+        (one / f.name).write_bytes(f.read_bytes())
+    assert load_dataset(str(one)) == whole  # a folder of one split
+    assert data_identity(str(one))["data_sha256"] == data_identity(str(hub / "train-*.parquet"))["data_sha256"] \
+        != data_identity(str(hub / "train-00000-of-00003.parquet"))["data_sha256"]
+    (one / "train-00001-of-00003.parquet").unlink()
+    with pytest.raises(DatasetError, match=r"split: shard train-00001-of-00003.parquet is missing \(2 of 3 here\); a split "
+                                           r"read in part would be reported as whole$"):
+        load_dataset(str(one))
+    with pytest.raises(DatasetError, match=r"nothing-\*.parquet: no file matches this pattern$"):
+        load_dataset(str(hub / "nothing-*.parquet"))
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "a.json").write_text(open(HOTPOT).read())
+    (tmp_path / "mixed" / "b.json").write_text(open(fixture_path("squad_mini.json")).read())
+    with pytest.raises(DatasetError, match=r"mixed/b.json: layout squad, but .*mixed/a.json is hotpotqa; one run reads one "
+                                           r"dataset$"):
+        load_dataset(str(tmp_path / "mixed" / "*.json"))
+    with pytest.raises(DatasetError, match=r"tmp.*: a folder without data files; it holds the folders distractor, mixed, "):
+        load_dataset(str(tmp_path))
 
 
 def test_a_2wiki_record_as_the_hub_holds_it_reads_as_the_official_one(tmp_path):

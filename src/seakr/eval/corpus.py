@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -10,6 +11,7 @@ from ..models.registry import cache_lock, cache_root, sha256_file
 from ..search.base import Passage
 from ..search.corpora import ctx_id, read_corpus
 from .datasets import Example
+from .splits import split_digest
 
 
 def pooled_passages(examples: Sequence[Example]):
@@ -24,11 +26,12 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
     """Build (once) and return the index pooling ``data_file``'s paragraphs and the filler corpora."""
     from ..search.tantivy_engine import TantivyEngine
 
-    h = hashlib.sha256(sha256_file(Path(data_file)).encode())
+    h = hashlib.sha256(split_digest(data_file).encode())
     for f in filler:
         h.update(sha256_file(Path(f)).encode())
     # "-p2": paragraphs joined with spaces between 2Wiki's sentences (earlier pooled indexes ran them together)
-    out = cache_root() / "indexes" / f"{Path(data_file).name}-{h.hexdigest()[:16]}-p2"
+    name = re.sub(r"[*?\[\]]", "_", Path(data_file).name)  # a glob of a split's shards names it
+    out = cache_root() / "indexes" / f"{name}-{h.hexdigest()[:16]}-p2"
     if (out / "seakr-index.json").exists():
         return str(out)
     if not any(ex.contexts for ex in examples):

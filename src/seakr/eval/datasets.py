@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import textio
 from .metrics import normalize, number_text
+from .splits import split_files
 
 LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "table", "auto")
 #: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
@@ -504,15 +505,21 @@ def detect_layout(path: str) -> str:
 
 
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
+    """The questions of a data file, of a folder holding one split, or of a quoted glob of a split's shards
+    (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
     path = os.fspath(path)
-    textio.check_rereadable(path, "a data file is read more than once (its layout, its questions, its checksum "
-                            "for --resume)", DatasetError)
-    if layout == "auto":
-        layout = detect_layout(path)
-    if layout not in LOADERS:
+    if layout not in LOADERS and layout != "auto":
         raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+    files = split_files(path, DatasetError)
+    for f in files:
+        textio.check_rereadable(f, "a data file is read more than once (its layout, its questions, its checksum "
+                                "for --resume)", DatasetError)
+    layouts = [detect_layout(f) if layout == "auto" else layout for f in files]
+    if len(set(layouts)) > 1:
+        i = next(i for i, lay in enumerate(layouts) if lay != layouts[0])
+        raise DatasetError(f"{files[i]}: layout {layouts[i]}, but {files[0]} is {layouts[0]}; one run reads one dataset")
     out, seen = [], {}
-    for where, ex in LOADERS[layout](path):
+    for where, ex in itertools.chain.from_iterable(LOADERS[layouts[0]](f) for f in files):
         _check(where, ex, seen)
         out.append(ex)
         if limit and len(out) >= limit:

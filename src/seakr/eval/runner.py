@@ -443,9 +443,9 @@ def _other_data(old: dict, new: dict) -> bool:
 
 def data_identity(path: str) -> dict:
     """What a run records of its data file, so ``--resume`` can refuse another one."""
-    from ..models.registry import sha256_file
+    from .splits import split_digest
 
-    return {"data": os.path.abspath(path), "data_sha256": sha256_file(Path(path))}
+    return {"data": os.path.abspath(path), "data_sha256": split_digest(path)}
 
 
 def _comparable(cfg):
