@@ -301,11 +301,17 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
+    from .eval.datasets import require_golds
     from .eval.studies import STUDY_FILES
 
     check_rows_home(plan.out, STUDY_FILES[args.cmd.replace("_", "-")])  # now, not once the model has loaded
     sel = plan.select()
     plan.check_resumed_configs(sel)
+    if args.cmd.replace("_", "-") != "rerank-study":  # that one is labelled by the gold passages' titles
+        try:
+            require_golds(sel.examples, f"`seakr {args.cmd}`")
+        except ValueError as e:
+            raise CLIError(f"{args.data}: {e}") from None
     if check is not None:
         check(sel)
     if index:

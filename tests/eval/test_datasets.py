@@ -99,7 +99,8 @@ def test_flashrag_generic(tmp_path):
 def test_malformed_files_name_file_line_field(tmp_path):
     f = tmp_path / "hotpot.jsonl"
     f.write_text('{"id": "1", "question": "q", "answer": "a"}\n{"id": "2", "question": "q"}\n')
-    with pytest.raises(DatasetError, match=r"hotpot.jsonl:2: missing field 'answer'"):
+    with pytest.raises(DatasetError, match=r"hotpot.jsonl:2: question '2' has no gold answer, but 1 other\(s\) have; "
+                                           r"give it one, or leave out every answer to run the questions unscored$"):
         load_dataset(str(f), "hotpotqa")
     f.write_text('{"id": "1", "question": "q", "answer": "a"}\n{oops\n')
     with pytest.raises(DatasetError, match=r"hotpot.jsonl:2: invalid JSON"):
@@ -150,8 +151,10 @@ def test_a_csv_field_past_the_line_bound_names_file_and_line(tmp_path, monkeypat
      r"data.jsonl:2: id 'a' repeats the question at .*data.jsonl:1; ids must be unique"),
     (['{"id": "", "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is empty"),
     (['{"id": "a", "question": "  ", "golden_answers": ["x"]}'], r"data.jsonl:1: the question \(id 'a'\) is empty"),
-    (['{"id": "a", "question": "q", "golden_answers": []}'], r"data.jsonl:1: question 'a' has no gold answer"),
-    (['{"id": "a", "question": "q", "golden_answers": [""]}'], r"data.jsonl:1: question 'a' has no gold answer"),
+    (['{"id": "b", "question": "q", "golden_answers": ["x"]}', '{"id": "a", "question": "q", "golden_answers": []}'],
+     r"data.jsonl:2: question 'a' has no gold answer, but 1 other\(s\) have"),
+    (['{"id": "a", "question": "q", "golden_answers": [""]}', '{"id": "b", "question": "q", "golden_answers": ["x"]}'],
+     r"data.jsonl:1: question 'a' has no gold answer, but 1 other\(s\) have"),
     (['{"id": "a", "question": "q", "golden_answers": [null]}'], r"data.jsonl:1: field 'golden_answers' holds null"),
     # a null id was the id "None" (and two of them one id); an object its repr
     (['{"id": null, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is null; ids are text or whole numbers"),
@@ -493,10 +496,8 @@ def test_a_question_answer_table_reads_as_csv_or_tsv_by_its_header(tmp_path):
     assert [(e.id, e.question, e.answers) for e in load_dataset(semi)] == [
         ("1", "Capital of Peru, the country?", ["Lima", "Ciudad de los Reyes"]), ("2", "Pi to two places?", ["3,14"]),
         ("3", "Old name of Lima?", ["Lima", "Ciudad de los Reyes"])]  # aliases split by a bar
-    csv_.write_text("question,context\nWho?,x\n")
-    with pytest.raises(DatasetError, match=r"mine.csv:1: a question-answer table needs a column named answers or "
-                                           r"answer or .* \(the header has question, context\)"):
-        load_dataset(csv_)
+    csv_.write_text("context,query\nx,Who?\n")  # no answer column: questions alone, said (test_unlabelled...)
+    assert [(e.question, e.answers) for e in load_dataset(csv_)] == [("Who?", [])]
     csv_.write_text("question,answer\nWho?,x,extra\n")
     with pytest.raises(DatasetError, match=r"mine.csv:2: expected 2 fields \(as the header\), got 3"):
         load_dataset(csv_)
@@ -527,3 +528,36 @@ def test_popqa_records_read_their_answers_written_as_a_list_in_a_string(tmp_path
                  + json.dumps({"id": 8, "question": "What?", "possible_answers": ["c"]}) + "\n")
     assert detect_layout(str(f)) == "nq"
     assert [(e.id, e.answers) for e in load_dataset(f)] == [("7", ["a", "b"]), ("8", ["c"])]
+
+
+def test_a_test_split_without_gold_answers_reads_as_questions_alone(tmp_path, capsys):
+    """Test splits carry no answers (HotpotQA's has no 'answer' nor supporting facts, TriviaQA's "without
+    answers" no 'Answer', the hub's copies empty strings), nor does a file of one's own questions: refused whole
+    before ("missing field 'answer'", "cannot tell the dataset layout"). Read as questions with no gold answer,
+    every one of them; a mix of questions with and without is still refused (test_every_question_needs...)."""
+    from seakr.eval.datasets import require_golds, warn_unlabelled
+
+    hotpot = tmp_path / "test.json"  # HotpotQA's test split under a plain name: told by its context
+    hotpot.write_text(json.dumps([{"_id": "h1", "question": "Q1?", "context": [["T", ["A sentence."]]]},
+                                  {"_id": "h2", "question": "Q2?", "context": [["U", ["Another."]]]}]))
+    assert detect_layout(str(hotpot)) == "hotpotqa"
+    exs = load_dataset(str(hotpot))
+    assert [(e.id, e.answers, e.contexts) for e in exs] == [("h1", [], [("T", "A sentence.")]), ("h2", [], [("U", "Another.")])]
+    trivia = tmp_path / "unfiltered-web-test-without-answers.json"
+    trivia.write_text(json.dumps({"Data": [{"Question": "Who?", "QuestionId": "tq1"}], "Version": 1.0}))
+    assert [(e.id, e.answers) for e in load_dataset(str(trivia))] == [("tq1", [])]
+    hub = tmp_path / "trivia-test.jsonl"  # the hub's test split: every answer an empty string
+    hub.write_text(json.dumps({"question": "Who?", "question_id": "t1", "question_source": "web",
+                               "answer": {"value": "", "aliases": []}}) + "\n")
+    assert [(e.id, e.answers) for e in load_dataset(str(hub))] == [("t1", [])]
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text('{"question": "Capital of Peru?"}\n{"id": "x", "question": "Who wrote Hamlet?", "answer": null}\n')
+    assert detect_layout(str(mine)) == "nq"
+    assert [(e.id, e.question, e.answers) for e in load_dataset(str(mine))] == [
+        ("nq-0", "Capital of Peru?", []), ("x", "Who wrote Hamlet?", [])]
+    capsys.readouterr()
+    warn_unlabelled(str(mine), load_dataset(str(mine)))
+    assert "mine.jsonl: no question has a gold answer: answers are written, without EM or F1" in capsys.readouterr().err
+    with pytest.raises(DatasetError, match=r"^question 'nq-0' has no gold answer, and detect labels answers right or wrong"):
+        require_golds(load_dataset(str(mine)), "detect")
+    require_golds(load_dataset(HOTPOT), "detect")  # labelled: passes

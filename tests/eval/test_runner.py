@@ -101,7 +101,27 @@ options = {{ max_new_tokens = 16, max_steps = 2 }}
 
 def test_bad_input_is_one_line_and_nonzero(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "1", "question": "q"}\n')
+    bad.write_text('{"id": "1", "question": "q", "answer": 5}\n')
     r = seakr("eval", "--data", str(bad), "--layout", "hotpotqa", "--out", str(tmp_path / "o"), "--model", "smollm2-135m")
-    assert r.returncode == 2 and "bad.jsonl:1: missing field 'answer'" in r.stderr
+    assert r.returncode == 2 and "bad.jsonl:1: field 'answer' should be text, got 5" in r.stderr
+    bad.write_text('{"id": "1", "question": "q"}\n')  # no answer: a test split, but nothing to pool: one line still
+    r = seakr("eval", "--data", str(bad), "--layout", "hotpotqa", "--out", str(tmp_path / "o"), "--model", "smollm2-135m")
+    assert r.returncode == 2 and "bad.jsonl: its questions carry no context paragraphs to pool; pass --index" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_file_of_questions_without_answers_is_answered_by_eval(tmp_path):
+    """A test split or one's own questions (no gold answers): refused whole before; answered now, said so once,
+    the table's scores a dash."""
+    data = tmp_path / "mine.jsonl"
+    data.write_text('{"id": "t1", "question": "Who wrote Hamlet?"}\n{"id": "t2", "question": "What is the capital of Peru?"}\n')
+    out = tmp_path / "run"
+    r = seakr("eval", "--model", "smollm2-135m", "--data", str(data), "--method", "cot", "--option", "max_new_tokens=16",
+              "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("mine.jsonl: no question has a gold answer: answers are written, without EM or F1") == 1
+    assert "| cot | 2 (2 without gold) | – | – |" in r.stdout
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(x["id"], x["em"], x["f1"], x["golds"]) for x in rows] == [("t1", None, None, []), ("t2", None, None, [])]
+    assert all(x["prediction"] for x in rows)
+    assert json.loads((out / "summary.json").read_text())["f1"] is None

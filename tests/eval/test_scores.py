@@ -395,3 +395,30 @@ def test_a_question_that_fails_among_concurrent_ones_stops_the_rest_at_once(tmp_
     with pytest.raises(RuntimeError, match="late"):
         answer_concurrently(fails, list(range(40)), 2, cancel=False)
     assert len(done) < 10
+
+
+def test_questions_without_gold_answers_are_answered_and_written_without_scores(tmp_path):
+    """A test split (no gold answers) was refused whole at load; answered now, its rows carry null EM/F1 and the
+    tables a dash, every reader (resume, compare, report's summary, merge) takes them, and what needs F1 (a
+    calibration, the gate's tuning) refuses the run in one line."""
+    from seakr.eval.runner import summary_markdown
+
+    bare = [Example(ex.id, ex.question, []) for ex in EXS]
+    s = run_eval(ScriptedMethod(ANSWERS), bare, tmp_path / "test")
+    assert (s["n"], s["scored"], s["em"], s["f1"], s["retrievals_per_question"]) == (5, 0, None, None, 1)
+    assert "| scripted | 5 (5 without gold) | – | – | 1.00 |" in summary_markdown([s])
+    rows = [json.loads(line) for line in (tmp_path / "test" / SCORES).read_text().splitlines()]
+    assert {(r["em"], r["f1"]) for r in rows} == {(None, None)} and rows[0]["prediction"] == "ans0"
+    assert all("em" not in c and "f1" not in c for c in rows[0]["final"]["candidates"].values())
+    assert [r.f1 for r in run_rows(tmp_path / "test")] == [None] * 5
+    s = run_eval(ScriptedMethod(ANSWERS), bare, tmp_path / "test", resume=True)  # nothing left to answer
+    assert s["n"] == 5 and s["f1"] is None
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "dev")
+    dev, test = str(tmp_path / "dev"), str(tmp_path / "test")
+    out = compare([dev, test])
+    assert f"| {dev} | 5 | 60.0 ±" in out and f"| {test} | 5 (5 without gold) | – | – |" in out
+    assert f"- {test}: no question with a gold answer in common" in out
+    assert merge_runs(tmp_path / "merged", [str(tmp_path / "test")])["f1"] is None
+    with pytest.raises(ValueError, match=r"test: question 'q0' was answered without a gold answer \(no F1\); a "
+                                         r"calibration needs a run of questions with answers$"):
+        run_rows(tmp_path / "test", scored="a calibration")  # as calibrate --from-runs and probe gate read runs

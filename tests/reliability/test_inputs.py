@@ -576,6 +576,12 @@ def test_studies_refuse_questions_they_cannot_use_before_pooling_an_index(tmp_pa
     nq.write_text('{"question": "who wrote hamlet", "answer": ["Shakespeare"]}\n')
     one_line_error(seakr("rerank-study", "--data", str(nq), "--index", index, "--out", str(tmp_path / "r")),
                    "no question names its supporting passages")
+    bare = tmp_path / "test.jsonl"  # questions without gold answers: answered by eval, no label for the studies
+    bare.write_text('{"id": "t1", "question": "who wrote hamlet"}\n')
+    for cmd, more in (("detect", []), ("calibrate", ["--index", index])):
+        err = one_line_error(seakr(cmd, "--data", str(bare), *more, "--out", str(tmp_path / cmd)),
+                             f"test.jsonl: question 't1' has no gold answer, and `seakr {cmd}` labels answers right or wrong")
+        assert "warning" not in err
     for cmd in ("eval", "rerank-study"):  # a missing index folder: found at the plan's check, not after the load
         one_line_error(seakr(cmd, "--data", HOTPOT, "--index", str(tmp_path / "none"), "--out", str(tmp_path / "o")),
                        f"{tmp_path / 'none'}: no index here")

@@ -6,8 +6,8 @@ FlashRAG JSONL; aliases from ``golden_answers`` or an ``id_aliases.json`` beside
 IIRC (official JSON; unanswerable questions dropped, as in the paper), MuSiQue (official JSONL; likewise),
 FlashRAG generic JSONL (``id, question, golden_answers``), PopQA (``possible_answers``), and a question-answer
 table: CSV or TSV with a header naming its question and answer columns (``TABLE_COLUMNS``).
-Errors name the file, the line (JSONL) or record, and the field; every question needs a unique id, a
-question and a gold answer.
+Errors name the file, the line (JSONL) or record, and the field; every question needs a unique id and a
+question; every one has a gold answer, or none has (a test split: answered, not scored).
 """
 
 from __future__ import annotations
@@ -130,6 +130,12 @@ def _opt(where, rec: dict, name: str, kind: type, default):
     return v
 
 
+def _answer(where, rec: dict, name: str) -> list[str]:
+    """A record's one answer as a list; absent or null (a test split's questions): none."""
+    v = _opt(where, rec, name, str, None)
+    return [] if v is None else [v]
+
+
 def _strs(where, name, values: list) -> list[str]:
     """A list of answers as text: numbers become their text (a year, a count); anything else (null, an
     object) is a malformed answer, not the answer "None"."""
@@ -141,7 +147,7 @@ def _strs(where, name, values: list) -> list[str]:
 
 def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
     """What every question needs, whatever its layout: an id that names it alone (rows are written, resumed
-    and paired by id), a question, and a gold answer (without one it would score 0, silently)."""
+    and paired by id) and a question (gold answers: :func:`_check_golds`)."""
     if textio.blank(ex.id):
         raise DatasetError(f"{where}: the question's id is empty")
     if ex.id in seen:
@@ -150,8 +156,25 @@ def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
     seen[ex.id] = where
     if textio.blank(ex.question):
         raise DatasetError(f"{where}: the question (id {ex.id!r}) is empty")
-    if not any(a.strip() for a in ex.answers):
-        raise DatasetError(f"{where}: question {ex.id!r} has no gold answer")
+
+
+def _check_golds(examples: list[Example], where: dict[str, str]) -> None:
+    """Every question has a gold answer, or none has: a test split (HotpotQA's, TriviaQA's "without answers"), a
+    file of questions alone, answered and not scored. One without among others with would score 0 silently."""
+    bare = [ex for ex in examples if not any(a.strip() for a in ex.answers)]
+    if bare and len(bare) < len(examples):
+        ex = bare[0]
+        raise DatasetError(f"{where[ex.id]}: question {ex.id!r} has no gold answer, but {len(examples) - len(bare)} "
+                           "other(s) have; give it one, or leave out every answer to run the questions unscored")
+    for ex in bare:
+        ex.answers = []
+
+
+def warn_unlabelled(path: str, examples: list[Example]) -> None:
+    """Say, before a run answers them, that its questions have no gold answers (a table: nor an answer column)."""
+    if examples and not examples[0].answers:  # every question has one or none has (_check_golds)
+        cols = f" (its header names no {' or '.join(TABLE_COLUMNS['answers'])} column)" if examples[0].dataset == "table" else ""
+        textio.warn(f"{path}: no question has a gold answer{cols}: answers are written, without EM or F1", once=True)
 
 
 def _contexts(where, ctx):
@@ -187,7 +210,7 @@ def _titles(where, sf) -> list[str]:
 def load_hotpotqa(path):
     for where, r in _records(path):
         yield where, Example(_ident(where, _req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
-                      [_req(where, r, "answer", str)], _titles(where, r.get("supporting_facts")),
+                      _answer(where, r, "answer"), _titles(where, r.get("supporting_facts")),
                       _contexts(where, r["context"]) if "context" in r else [], _kind(where, r.get("type")), "hotpotqa")
 
 
@@ -215,7 +238,7 @@ def load_2wiki(path):
                           _titles(where, meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
                           _kind(where, meta.get("type")), "2wikimultihopqa")
         else:
-            answers = [_req(where, r, "answer", str)] + aliases.get(_opt(where, r, "answer_id", str, None), [])
+            answers = _answer(where, r, "answer") + aliases.get(_opt(where, r, "answer_id", str, None), [])
             qid = _req(where, r, "_id") if "_id" in r or "id" not in r else r["id"]  # "id": the hub's copies, as HotpotQA's
             yield where, Example(_ident(where, qid), _req(where, r, "question", str), answers,
                           _titles(where, r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
@@ -227,8 +250,8 @@ def load_nq(path):
     ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list, and PopQA's
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
-        name = next((n for n in ("answers", "answer", "possible_answers") if n in r), "answers")
-        ans = _req(where, r, "answers", list) if name == "answers" else r[name]
+        name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
+        ans = [] if name is None or r[name] is None else _req(where, r, "answers", list) if name == "answers" else r[name]
         if name == "possible_answers" and isinstance(ans, str):
             ans = _cell_answers(ans)
         ans = [ans] if isinstance(ans, (str, int, float)) and not isinstance(ans, bool) else ans  # a year: 1990
@@ -285,9 +308,9 @@ def load_squad(path):
 def _triviaqa_hf(recs):
     """TriviaQA as Hugging Face has it: ``{question, question_id, ..., answer: {value, aliases, ...}}``."""
     for where, r in recs:
-        a = _req(where, r, "answer", dict)
-        answers = [_req(where + ".answer", a, "value", str)] + [x for x in _opt(where + ".answer", a, "aliases", list, [])
-                                                                 if isinstance(x, str)]
+        a = _opt(where, r, "answer", dict, None)  # none: the test split
+        answers = [] if a is None else [_req(where + ".answer", a, "value", str)] + [
+            x for x in _opt(where + ".answer", a, "aliases", list, []) if isinstance(x, str)]
         yield where, Example(_ident(where, _req(where, r, "question_id")), _req(where, r, "question", str),
                              list(dict.fromkeys(answers)), [], [], "", "triviaqa")
 
@@ -300,9 +323,9 @@ def load_triviaqa(path):
     where, d = _one_object(path, recs)
     for i, r in enumerate(_req(where, d, "Data", list)):
         w = f"{where} Data[{i}]"
-        a = _req(w, _obj(w, r, "a question"), "Answer", dict)
-        answers = [_req(w + ".Answer", a, "Value", str)] + [x for x in _opt(w + ".Answer", a, "Aliases", list, [])
-                                                              if isinstance(x, str)]
+        a = _opt(w, _obj(w, r, "a question"), "Answer", dict, None)  # none: the test split "without answers"
+        answers = [] if a is None else [_req(w + ".Answer", a, "Value", str)] + [
+            x for x in _opt(w + ".Answer", a, "Aliases", list, []) if isinstance(x, str)]
         yield w, Example(_ident(w, _req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
                       [], [], "", "triviaqa")
 
@@ -407,12 +430,12 @@ def _cell_answers(text: str) -> list[str]:
     return [s]
 
 
-def table_columns(header: list[str], where: str) -> dict[str, int | None]:
+def table_columns(header: list[str], where: str, unlabelled: bool = False) -> dict[str, int | None]:
     """Column index of each of ``TABLE_COLUMNS`` in ``header`` (id may be None); a missing question or answer
-    column is named."""
+    column is named (``unlabelled``: the answers may be missing, a table of questions alone)."""
     low = [h.strip().lower() for h in header]
     cols = {k: next((low.index(n) for n in names if n in low), None) for k, names in TABLE_COLUMNS.items()}
-    for k in ("question", "answers"):
+    for k in ("question",) if unlabelled else ("question", "answers"):
         if cols[k] is None:
             raise DatasetError(f"{where}: a question-answer table needs a column named {' or '.join(TABLE_COLUMNS[k])} "
                                f"(the header has {', '.join(header)[:120]})")
@@ -444,7 +467,7 @@ def load_table(path):
     first = next(lines, "")
     reader = csv.reader(itertools.chain([first], lines), delimiter=_delimiter(first))
     header = next(reader, None) or []
-    cols = table_columns(header, f"{path}:1")
+    cols = table_columns(header, f"{path}:1", unlabelled=True)
     for row in textio.csv_rows(reader, path, DatasetError):
         where = f"{path}:{reader.line_num}"
         if not any(c.strip() for c in row):
@@ -452,7 +475,8 @@ def load_table(path):
         if len(row) != len(header):
             raise DatasetError(f"{where}: expected {len(header)} fields (as the header), got {len(row)}")
         qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"
-        yield where, Example(qid, row[cols["question"]], _cell_answers(row[cols["answers"]]), [], [], "", "table")
+        answers = _cell_answers(row[cols["answers"]]) if cols["answers"] is not None else []
+        yield where, Example(qid, row[cols["question"]], answers, [], [], "", "table")
 
 
 def _table_header(head: str) -> list[str] | None:
@@ -480,7 +504,6 @@ def detect_layout(path: str) -> str:
         return "qa-csv"
     header = _table_header(head)
     if header is not None:
-        table_columns(header, f"{path}:1")  # a question column but no answer column: named here
         return "table"
     if '"Data"' in head and '"QuestionId"' in head or '"question_source"' in head or "trivia" in name:
         return "triviaqa"
@@ -500,6 +523,10 @@ def detect_layout(path: str) -> str:
         return "hotpotqa"
     if '"question"' in head and ('"answer"' in head or '"possible_answers"' in head):  # NQ-open's official
         # release; any plain question/answer file; PopQA's records
+        return "nq"
+    if '"question"' in head and '"context"' in head:  # HotpotQA's test split: no answers, no supporting facts
+        return "hotpotqa"
+    if '"question"' in head:  # questions alone (a test split, one's own): answered, not scored
         return "nq"
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
 
@@ -524,15 +551,23 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
         out.append(ex)
         if limit and len(out) >= limit:
             break
+    _check_golds(out, seen)
     _warn_unscorable(path, out)
     return out
+
+
+def require_golds(examples, what: str) -> None:
+    """Refuse questions without gold answers where ``what`` (a study, a calibration) labels answers by them."""
+    bare = next((ex for ex in examples if not ex.answers), None)
+    if bare is not None:
+        raise DatasetError(f"question {bare.id!r} has no gold answer, and {what} labels answers right or wrong by them")
 
 
 def _warn_unscorable(path: str, examples: list[Example]) -> None:
     """Say which questions no answer can score: every gold is empty once normalised ("A", the band "The The",
     '""': SQuAD's normalisation drops articles and punctuation). HotpotQA's train split has two in 10,000; they
     are kept (refusing them would refuse the file) but no longer count as wrong without a word."""
-    bad = [ex for ex in examples if not any(normalize(a) for a in ex.answers)]
+    bad = [ex for ex in examples if ex.answers and not any(normalize(a) for a in ex.answers)]
     if bad:
         textio.warn(f"{path}: {len(bad)} question(s) can never score, every gold answer being empty once normalised "
                     f"(e.g. {bad[0].id!r}: {bad[0].answers[0]!r}); they count as wrong whatever is answered", once=True)

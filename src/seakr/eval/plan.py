@@ -474,12 +474,14 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     from ..methods import build_method
     from ..progress import progress_bar
     from ..search import open_engine
+    from .datasets import warn_unlabelled
     from .runner import run_eval
 
     plan.check()
     sel = plan.select()
     plan.check_resumed_configs(sel)
     index = plan.ensure_index(sel, progress)
+    warn_unlabelled(plan.data, sel.examples)  # after every refusal of the input: those stay one line
     say(f"index: {redact(index) if index else 'none (no run searches)'}")
     lm = lm or plan.model.load()
     if plan.concurrency > 1:

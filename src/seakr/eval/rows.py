@@ -54,7 +54,7 @@ class FinalChoice:
     def from_dict(cls, d: dict | None, golds: list | None = None) -> "FinalChoice":
         d = d or {}
         cands = {n: FinalAnswer.from_dict(c) for n, c in (d.get("candidates") or {}).items()}
-        if golds is not None:
+        if golds:  # none, or an empty list (a question without gold answers): no scores to give
             for c in cands.values():
                 c.em, c.f1 = exact_match(c.answer, golds), f1_score(c.answer, golds)
         return cls(d.get("choice"), d.get("rule"), d.get("stop_reason"), cands)
@@ -79,7 +79,8 @@ def check_row(d: Any) -> None:
     _check_id(d)
     if not isinstance(d.get("prediction") or "", str):
         raise ValueError(f"field 'prediction' is {d['prediction']!r}, not a string")
-    check_fields(d, {"em": "score", "f1": "score"}, row=False)
+    if not ("em" in d and "f1" in d and d["em"] is None and d["f1"] is None):  # both null: a question without gold
+        check_fields(d, {"em": "score", "f1": "score"}, row=False)
     check_fields(d, {"seconds": "count", "order": "count"}, required=False, row=False)
     pre, body = ("trace.", d["trace"]) if d.get("trace") is not None else ("", d)
     if not isinstance(body, dict):
@@ -155,8 +156,8 @@ class ResultRow:
 
     id: str
     prediction: str
-    em: float
-    f1: float
+    em: float | None  # None: the question has no gold answer (a test split), answered but not scored
+    f1: float | None
     seconds: float = 0.0
     order: int = 0
     type: str | None = None
@@ -175,7 +176,8 @@ class ResultRow:
     def from_dict(cls, d: dict) -> "ResultRow":
         check_row(d)
         tr = d.get("trace")
-        base = dict(id=d["id"], prediction=d.get("prediction") or "", em=float(d.get("em", 0.0)), f1=float(d.get("f1", 0.0)),
+        em, f1 = (None if d.get(k) is None else float(d[k]) for k in ("em", "f1"))
+        base = dict(id=d["id"], prediction=d.get("prediction") or "", em=em, f1=f1,
                     seconds=float(d.get("seconds") or 0.0), order=int(d.get("order") or 0), type=d.get("type"))
         if tr is None:  # a score row
             return cls(**base, totals=d.get("totals") or {}, steps=[StepScore.from_dict(s) for s in d.get("steps") or []],

@@ -413,10 +413,11 @@ def score_row(row: dict) -> dict:
     return ResultRow.from_dict(row).to_score_dict()
 
 
-def run_rows(run_dir: Path, warn=warn) -> list[ResultRow]:
+def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[ResultRow]:
     """A run directory's finished rows: results.jsonl's, then scores.jsonl's for the ids it lacks
     (a run resumed on another machine from the committed score rows). A damaged line inside either file
-    whose row the other does not hold is said with ``warn``: `compare` and `report` counted without it, silently."""
+    whose row the other does not hold is said with ``warn``: `compare` and `report` counted without it, silently.
+    ``scored``: what needs every row's F1 (a calibration, a fit): a question without gold answers is refused."""
     skipped: dict[str, list] = {"results.jsonl": [], SCORES: []}
     rows = read_results(Path(run_dir) / "results.jsonl", check=check_row, skipped=skipped["results.jsonl"])
     have = {r["id"] for r in rows}
@@ -428,7 +429,12 @@ def run_rows(run_dir: Path, warn=warn) -> list[ResultRow]:
             if tid is None or tid not in have:
                 who = f"the row of question {tid!r} is left out" if tid is not None else "a row is left out (no id could be read)"
                 warn(f"{Path(run_dir) / name}:{n}: unreadable line skipped (a torn or foreign write); {who}")
-    return [ResultRow.from_dict(r) for r in rows]
+    out = [ResultRow.from_dict(r) for r in rows]
+    bare = next((r for r in out if r.f1 is None), None) if scored else None
+    if bare is not None:
+        raise ValueError(f"{run_dir}: question {bare.id!r} was answered without a gold answer (no F1); {scored} needs "
+                         "a run of questions with answers")
+    return out
 
 
 def _other_data(old: dict, new: dict) -> bool:
@@ -476,16 +482,19 @@ def _mean_of(totals: Sequence[dict], key: str, f=lambda v: v) -> float | None:
 
 
 def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
+    """The run's table row: EM and F1 (with bootstrap CIs) over the questions with gold answers (``scored``;
+    None where none has one), the costs over every question."""
     if not rows:
         return {"name": name, "n": 0}
-    em = [r.em for r in rows]
-    f1 = [r.f1 for r in rows]
+    em = [r.em for r in rows if r.em is not None]
+    f1 = [r.f1 for r in rows if r.f1 is not None]
     tot = [r.totals for r in rows]
     return {
         "name": name,
         "n": len(rows),
-        "em": statistics.mean(em), "em_ci95": bootstrap_ci(em),
-        "f1": statistics.mean(f1), "f1_ci95": bootstrap_ci(f1, seed=1),
+        **({"scored": len(f1)} if len(f1) < len(rows) else {}),
+        "em": statistics.mean(em) if em else None, "em_ci95": bootstrap_ci(em) if em else None,
+        "f1": statistics.mean(f1) if f1 else None, "f1_ci95": bootstrap_ci(f1, seed=1) if f1 else None,
         "retrieval_rate": _mean_of(tot, "retrievals", lambda v: v > 0),
         "retrievals_per_question": _mean_of(tot, "retrievals"),
         "model_calls_per_question": _mean_of(tot, "model_calls"),
@@ -509,11 +518,22 @@ def summary_markdown(summaries: Sequence[dict]) -> str:
             lines.append(f"| {s['name']} | 0 | | | | | | | |")
             continue
         lines.append(
-            f"| {s['name']} | {s['n']} | {100 * s['em']:.1f} ± {50 * (s['em_ci95'][1] - s['em_ci95'][0]):.1f} "
-            f"| {100 * s['f1']:.1f} ± {50 * (s['f1_ci95'][1] - s['f1_ci95'][0]):.1f} | {figure(s['retrieval_rate'], '.2f')} "
+            f"| {s['name']} | {s['n']}{_unscored(s)} | {_score_figure(s, 'em')} | {_score_figure(s, 'f1')} | {figure(s['retrieval_rate'], '.2f')} "
             f"| {figure(s['retrievals_per_question'], '.2f')} | {figure(s['model_calls_per_question'], '.1f')} "
             f"| {figure(s['sampled_sequences_per_question'], '.0f')} | {s['seconds_per_question']:.1f} |")
     return head + "\n".join(lines) + "\n"
+
+
+def _score_figure(s: dict, key: str) -> str:
+    """"24.2 ± 3.1" (the mean and half its CI, in points), or a dash for a run of questions without gold answers."""
+    if s.get(key) is None:
+        return "–"
+    lo, hi = s[f"{key}_ci95"]
+    return f"{100 * s[key]:.1f} ± {50 * (hi - lo):.1f}"
+
+
+def _unscored(s: dict) -> str:
+    return f" ({s['n'] - s['scored']} without gold)" if "scored" in s else ""
 
 
 class FinalStates:
@@ -585,15 +605,14 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row), check=check_row) as log:
         rows = log.rows_for(examples)
         if progress:
-            progress(len(rows), f1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}" if rows else "-")
+            progress(len(rows), f1=_percent(rows, "f1"))
         todo = log.todo(examples)
         check_lengths(method, todo)
         t_start = time.perf_counter()
 
         def shown(rows):
             if progress:
-                progress(1, EM=f"{100 * statistics.mean(r['em'] for r in rows):.1f}",
-                         F1=f"{100 * statistics.mean(r['f1'] for r in rows):.1f}")
+                progress(1, EM=_percent(rows, "em"), F1=_percent(rows, "f1"))
 
         order = {ex.id: i for i, ex in enumerate(examples)} if order_of is None else order_of
         keep_states = FinalStates(out_dir, method)
@@ -603,8 +622,9 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
             ans = method.answer(ex.question, cancel=cancel) if cancel is not None else method.answer(ex.question)
             dt = time.perf_counter() - t
             keep_states.put(ex.id, ans.states)  # before the row: a row on disk always has its states
-            row = ResultRow(ex.id, ans.answer, exact_match(ans.answer, ex.answers), f1_score(ans.answer, ex.answers),
-                            round(dt, 3), order.get(ex.id, 0), ex.type, question=ex.question, golds=ex.answers, trace=ans.trace)
+            em, f1 = (exact_match(ans.answer, ex.answers), f1_score(ans.answer, ex.answers)) if ex.answers else (None, None)
+            row = ResultRow(ex.id, ans.answer, em, f1, round(dt, 3), order.get(ex.id, 0), ex.type, question=ex.question,
+                            golds=ex.answers, trace=ans.trace)
             log.append(row.to_dict(), shown)
 
         if concurrency <= 1:
@@ -620,6 +640,12 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     write_atomic(out / "summary.json", strict_json(s, indent=2))
     write_atomic(out / "summary.md", summary_markdown([s]))
     return s
+
+
+def _percent(rows: Sequence[dict], key: str) -> str:
+    """A running EM or F1 for the progress bar, over the rows that have one ("-": none, questions without gold)."""
+    scored = [r[key] for r in rows if r.get(key) is not None]
+    return f"{100 * statistics.mean(scored):.1f}" if scored else "-"
 
 
 def _read_summary(path: Path) -> dict:
@@ -741,7 +767,7 @@ def compare(dirs: Sequence[str]) -> str:
     names = run_labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
     for name, (rows, cfg) in zip(names, loaded):
         sums.append(summarize(rows, name))
-        runs.append((name, {r.id: r.f1 for r in rows}, {r.id: r.retrievals > 0 for r in rows}))
+        runs.append((name, {r.id: r.f1 for r in rows if r.f1 is not None}, {r.id: r.retrievals > 0 for r in rows}))
         finals.append((name, final_stage_table(rows)))
         cfgs.append((name, cfg))
     return (summary_markdown(sums) + _corpus_lines(cfgs) + _paired_lines(runs)
@@ -863,7 +889,7 @@ def _paired_lines(runs: list[tuple[str, dict, dict]]) -> str:
     for name, f1, retrieved in runs[1:]:
         ids = sorted(set(base) & set(f1))
         if not ids:
-            lines.append(f"- {name}: no question in common")
+            lines.append(f"- {name}: no question with a gold answer in common")
             continue
         lines.append(f"- {name} - {base_name}: {_paired_text(f1, base, ids)}")
         # split by each adaptive run's own decision: against an always-retrieve ablation the first

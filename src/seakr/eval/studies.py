@@ -37,7 +37,7 @@ from ..models.registry import cache_dir, cache_lock
 from ..textio import write_atomic
 from ..methods.text import extract_answer
 from ..methods.trace import Tracer, clean
-from .datasets import Example
+from .datasets import Example, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
 from .runner import RowLog, figure, read_run_config, run_rows, versions
@@ -133,6 +133,8 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
 
 def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True,
               resume: bool = False, data: dict | None = None) -> dict:
+    require_golds(examples, "a calibration")
+
     def one(ex):
         # the two branches of SeaKR's simple-QA mode, both computed (SeaKR._simple runs one of them)
         tr = Tracer(ex.question, "calibrate")
@@ -239,9 +241,9 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     if diff or mn.get("model") != ma.get("model"):
         raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
     _check_own_folder(Path(out_dir))
-    a_rows = {r.id: r for r in run_rows(always)}
+    a_rows = {r.id: r for r in run_rows(always, scored="a calibration")}
     rows = [{"id": r.id, "u": largest_step_u(r), "f1_direct": r.f1, "f1_rag": a_rows[r.id].f1}
-            for r in run_rows(never) if r.id in a_rows]
+            for r in run_rows(never, scored="a calibration") if r.id in a_rows]
     if not rows:
         raise ValueError(f"{never_dir} and {always_dir} share no answered question")
     out = Path(out_dir)
@@ -358,6 +360,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     if setting not in SETTINGS or form not in FORMS:
         raise ValueError(f"setting must be one of {', '.join(SETTINGS)} and form one of {', '.join(FORMS)}, "
                          f"not {setting!r}/{form!r}")
+    require_golds(examples, "detect")
     check_open_book(examples, setting)
     lm, own = method.lm, own_tap(method.lm)
     if probe_model is not None:

@@ -278,7 +278,7 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     if len(set(m for m in models.values() if m)) > 1:
         raise ValueError("the check studies, the chain runs and the fitted files belong to different models: "
                          + ", ".join(f"{k}: {m}" for k, m in models.items() if m))
-    chain = {r.id: r for run in chain_runs for r in run_rows(Path(run))}
+    chain = {r.id: r for run in chain_runs for r in run_rows(Path(run), scored="the gate's tuning")}
     pr, pk = bank.calibration("final-rationale", estimator), bank.calibration("final-knowledge", estimator)
     if gate == "probe":
         p_correct = lambda r: 1.0 - (1.0 if r["scores"].get("probe") is None else r["scores"]["probe"])  # noqa: E731
