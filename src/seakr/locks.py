@@ -10,6 +10,23 @@ from pathlib import Path
 from typing import Callable
 
 
+def flock(fh, wait: bool) -> bool:
+    """An exclusive advisory lock on ``fh``'s file, released when it is closed: True when held; False where
+    there are none (no ``fcntl``, a file system without them), and the caller goes on unlocked. Held by another
+    process: waited for, or with ``wait=False`` BlockingIOError."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        raise
+    except OSError:  # some NFS and FUSE mounts
+        return False
+    return True
+
+
 class FolderLock:
     """Held from ``__enter__`` to ``__exit__``; a second holder is refused at once with ``busy(pid)``, a
     ``ValueError`` naming the process that holds the folder (what the caller should do is its to say)."""
@@ -19,19 +36,15 @@ class FolderLock:
         self._fh = None
 
     def __enter__(self) -> "FolderLock":
-        try:
-            import fcntl
-        except ImportError:
-            return self
         fh = open(self.folder / self.name, "a+", encoding="utf-8")
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = flock(fh, wait=False)
         except BlockingIOError:
             fh.seek(0)
             holder = fh.read().strip() or "?"
             fh.close()
             raise self.busy(holder) from None
-        except OSError:  # a file system without advisory locks: go on unlocked
+        if not held:
             fh.close()
             return self
         fh.seek(0)

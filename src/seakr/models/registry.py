@@ -13,7 +13,6 @@ GGUF -> transformers conversion dequantises every tensor (~20-90 s), so it runs 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import glob
 import hashlib
 import importlib
@@ -202,16 +201,11 @@ def cache_lock(name: str):
 def _lock(path: Path):
     """Inter-process lock so two processes never convert the same model at once (its folder made by
     :func:`cache_dir`, which names a cache that cannot be written)."""
+    from ..locks import flock
+
     with open(path, "w", encoding="utf-8") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except OSError:  # a file system without advisory locks (some network and FUSE mounts): go on unlocked
-            yield
-            return
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        flock(fh, wait=True)  # where there are no advisory locks (Windows, some mounts): unlocked
+        yield  # closing the file releases the lock
 
 
 def _assemble(model: PackagedModel, out: Path) -> Path:
