@@ -561,3 +561,19 @@ def test_a_test_split_without_gold_answers_reads_as_questions_alone(tmp_path, ca
     with pytest.raises(DatasetError, match=r"^question 'nq-0' has no gold answer, and detect labels answers right or wrong"):
         require_golds(load_dataset(str(mine)), "detect")
     require_golds(load_dataset(HOTPOT), "detect")  # labelled: passes
+
+
+def test_nan_written_for_a_missing_answer_is_no_answer_not_the_answer_nan(tmp_path):
+    """Python's json writes a table's missing value as NaN; read as the number it became the gold answer "nan",
+    which a prediction "NaN" matched. A lone NaN answer is none (a file of them: questions alone; among answered
+    ones: refused); NaN inside a list of answers is malformed, as null is."""
+    f = tmp_path / "qa.jsonl"
+    f.write_text('{"id": "a", "question": "q", "answer": NaN}\n{"id": "b", "question": "q2", "answer": Infinity}\n')
+    assert [(e.id, e.answers) for e in load_dataset(str(f))] == [("a", []), ("b", [])]
+    f.write_text('{"id": "a", "question": "q", "answer": NaN}\n{"id": "b", "question": "q2", "answer": "Lima"}\n')
+    for layout in ("nq", "hotpotqa"):
+        with pytest.raises(DatasetError, match=r"qa.jsonl:1: question 'a' has no gold answer, but 1 other\(s\) have"):
+            load_dataset(str(f), layout)
+    f.write_text('{"id": "a", "question": "q", "golden_answers": ["Lima", NaN]}\n')
+    with pytest.raises(DatasetError, match=r"qa.jsonl:1: field 'golden_answers' holds NaN; answers are strings$"):
+        load_dataset(str(f))

@@ -213,6 +213,18 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
             detect_format(str(f))
 
 
+def test_nan_a_missing_value_is_no_title_and_no_text_not_the_word_nan(tmp_path):
+    """Python's json writes a table's missing cell as NaN: a passage was indexed with the title or the text
+    "nan" (and an id "nan" for each). A missing title is none; a missing text or id is named."""
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"id": "a", "title": NaN, "text": "Alpha beta"}\n')
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("a", "", "Alpha beta")]
+    for field, rec in (("text", '{"id": "a", "title": "T", "text": NaN}'), ("id", '{"id": NaN, "text": "x"}')):
+        f.write_text(rec + "\n")
+        with pytest.raises(CorpusError, match=rf"c.jsonl:1: field '{field}' is NaN, a missing value$"):
+            list(read_corpus(str(f), "jsonl"))
+
+
 def test_sentences_are_joined_with_one_space_where_none_separates_them():
     from seakr.search.corpora import join_sentences
 

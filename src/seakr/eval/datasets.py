@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -130,16 +131,22 @@ def _opt(where, rec: dict, name: str, kind: type, default):
     return v
 
 
+def _missing(v) -> bool:
+    """NaN or an infinity: how Python's json (and a table turned into records) writes a missing value; read as
+    the answer "nan" it scored any prediction "NaN"."""
+    return isinstance(v, float) and not math.isfinite(v)
+
+
 def _answer(where, rec: dict, name: str) -> list[str]:
-    """A record's one answer as a list; absent or null (a test split's questions): none."""
-    v = _opt(where, rec, name, str, None)
+    """A record's one answer as a list; absent, null or NaN (a test split's questions): none."""
+    v = None if _missing(rec.get(name)) else _opt(where, rec, name, str, None)
     return [] if v is None else [v]
 
 
 def _strs(where, name, values: list) -> list[str]:
     """A list of answers as text: numbers become their text (a year, a count); anything else (null, an
     object) is a malformed answer, not the answer "None"."""
-    bad = [v for v in values if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
+    bad = [v for v in values if not isinstance(v, (str, int, float)) or isinstance(v, bool) or _missing(v)]
     if bad:
         raise DatasetError(f"{where}: field '{name}' holds {json.dumps(bad[0])}; answers are strings")
     return [v if isinstance(v, str) else number_text(v) for v in values]
@@ -251,7 +258,7 @@ def load_nq(path):
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
         name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
-        ans = [] if name is None or r[name] is None else _req(where, r, "answers", list) if name == "answers" else r[name]
+        ans = [] if name is None or r[name] is None or _missing(r[name]) else _req(where, r, "answers", list) if name == "answers" else r[name]
         if name == "possible_answers" and isinstance(ans, str):
             ans = _cell_answers(ans)
         ans = [ans] if isinstance(ans, (str, int, float)) and not isinstance(ans, bool) else ans  # a year: 1990

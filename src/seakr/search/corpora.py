@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -65,6 +66,8 @@ def _field(path, n, rec, name, kind=str):
     if name not in rec:
         raise CorpusError(f"{path}:{n}: missing field '{name}'")
     v = rec[name]
+    if isinstance(v, float) and not math.isfinite(v):  # Python's json writes a table's missing value so: not "nan"
+        raise CorpusError(f"{path}:{n}: field '{name}' is {json.dumps(v)}, a missing value")
     if kind is str and isinstance(v, (int, float)) and not isinstance(v, bool):
         v = str(v)
     if not isinstance(v, kind):
@@ -76,8 +79,9 @@ def _field(path, n, rec, name, kind=str):
 
 def _title(where, n, rec: dict) -> str:
     """A passage's optional title: absent or null is none; a list or an object was kept as one (a title
-    ``5`` as a number)."""
-    return "" if rec.get("title") is None else _field(where, n, rec, "title")
+    ``5`` as a number); NaN, a missing value as Python's json writes one, is none (it was the title "nan")."""
+    v = rec.get("title")
+    return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field(where, n, rec, "title")
 
 
 def _tsv_columns(path: str, header: list[str]) -> tuple[int, int, int | None] | None:
