@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 
 
@@ -167,6 +168,9 @@ class Parser(argparse.ArgumentParser):
         missing = message.partition("arguments are required: ")[2].split(", ")
         if any(m and not m.startswith("-") for m in missing):  # a positional: perhaps given, but read as an option
             message += " (text that starts with '-' is read as an option: put it after --, e.g. -- -1)"
+        extra = message.partition("unrecognized arguments: ")[2].split()
+        if extra and all(os.path.isfile(a) for a in extra):  # `--data rc/validation-*.parquet`, expanded by the shell
+            message += " (files after a flag that takes one: quote a glob, e.g. --data 'rc/validation-*.parquet')"
         from .textio import message as console  # a flag's value may be 5,000 characters, or hold a terminal control
 
         self.exit(2, f"seakr: error: {self.prog}: {console(message)} (see --help)\n")

@@ -161,10 +161,14 @@ def _inside(folder: str) -> str:
     return f" (it holds {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: name one)" if names else ""
 
 
+def is_url(path: str) -> bool:
+    return re.match(r"(https?|s3|gs|hf)://", path, re.IGNORECASE) is not None
+
+
 def missing(path: str) -> str:
     """Why a file named is not there: "no such file", or, for a URL, that files are read from this machine
     ("no such file" read as if the name were mistyped)."""
-    if re.match(r"(https?|s3|gs|hf)://", path, re.IGNORECASE):
+    if is_url(path):
         return f"a URL, and files are read from this machine: download it first (curl -LO {path})"
     return "no such file"
 

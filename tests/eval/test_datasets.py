@@ -443,6 +443,9 @@ def test_a_split_in_shards_reads_whole_from_its_folder_or_a_quoted_glob(tmp_path
         load_dataset(str(one))
     with pytest.raises(DatasetError, match=r"nothing-\*.parquet: no file matches this pattern$"):
         load_dataset(str(hub / "nothing-*.parquet"))
+    url = "https://huggingface.co/datasets/x/resolve/main/v.parquet?download=true"  # a query string is no glob
+    with pytest.raises(DatasetError, match=r"a URL, and files are read from this machine: download it first"):
+        load_dataset(url)
     (tmp_path / "mixed").mkdir()
     (tmp_path / "mixed" / "a.json").write_text(open(HOTPOT).read())
     (tmp_path / "mixed" / "b.json").write_text(open(fixture_path("squad_mini.json")).read())

@@ -587,6 +587,16 @@ def test_studies_refuse_questions_they_cannot_use_before_pooling_an_index(tmp_pa
                        f"{tmp_path / 'none'}: no index here")
 
 
+def test_a_glob_the_shell_expanded_after_data_is_told_to_be_quoted(tmp_path):
+    """``--data rc/validation-*.parquet`` unquoted reaches seakr as several files: "unrecognized arguments" alone
+    did not say why."""
+    shards = [tmp_path / f"validation-0000{i}-of-00002.parquet" for i in range(2)]
+    for s in shards:
+        s.write_bytes(b"PAR1")
+    one_line_error(seakr("eval", "--data", *map(str, shards), "--out", str(tmp_path / "o")),
+                   f"unrecognized arguments: {shards[1]} (files after a flag that takes one: quote a glob")
+
+
 @pytest.mark.parametrize("argv", [
     ["eval", "--data", HOTPOT, "--out", "OUT", "--method", "cot", "--threads", "100000"],
     ["eval", "--data", HOTPOT, "--out", "OUT", "--method", "cot", "--precision", "fp8"],

@@ -24,7 +24,8 @@ DATA_SUFFIXES = (".arrow", ".parquet", ".json", ".jsonl", ".csv", ".tsv", ".gz",
 
 
 def is_pattern(path: str) -> bool:
-    return not os.path.exists(path) and any(c in path for c in "*?[")
+    """A glob: a name that is not there, with ``*``, ``?`` or ``[`` (a URL's query string is not one)."""
+    return not os.path.exists(path) and any(c in path for c in "*?[") and not textio.is_url(path)
 
 
 def split_files(path: str, error: type[Exception] = ValueError) -> list[str]:
