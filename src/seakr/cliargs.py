@@ -249,7 +249,7 @@ def _data_args(p, out_required=True, data_required=None) -> None:
                         "('rc/validation-*.parquet')")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
     p.add_argument("--index", type=given, default=None, help="existing index; default: pool the dataset's paragraphs (cached)")
-    p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files added to the pooled index")
+    p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files (or folders of them) added to the pooled index")
     p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
     p.add_argument("--every", type=positive_int, default=None, metavar="N",
                    help="every N-th question of the file (before --limit): a subset spread over its topics")

@@ -294,6 +294,26 @@ def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):
     assert capsys.readouterr().err.startswith(f"seakr: error: {said}")
 
 
+def test_a_filler_folder_pools_every_file_and_its_content_names_the_index(tmp_path, monkeypatch):
+    """`index build FOLDER` reads a corpus folder; `--filler FOLDER` was refused ("a folder, not a corpus file").
+    Its files join the pooled index, and a changed file makes another index (the digest covers each file)."""
+    from seakr.eval.corpus import pooled_index
+    from seakr.eval.datasets import load_dataset
+    from seakr.search import open_engine
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    wiki = tmp_path / "wiki"
+    (wiki / "AA").mkdir(parents=True)
+    (wiki / "AA" / "a.jsonl").write_text('{"id": "f1", "title": "Zyxwv", "text": "Zyxwv is a filler passage."}\n')
+    exs = load_dataset(HOTPOT)
+    first = pooled_index(HOTPOT, exs, [str(wiki)])
+    hits = open_engine(first).search("Zyxwv filler", 1)
+    assert [h.id for h in hits] == ["f1"]
+    assert pooled_index(HOTPOT, exs, [str(wiki)]) == first  # cached
+    (wiki / "AA" / "a.jsonl").write_text('{"id": "f1", "title": "Zyxwv", "text": "Zyxwv, changed."}\n')
+    assert pooled_index(HOTPOT, exs, [str(wiki)]) != first
+
+
 def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_path, capsys):
     """Filler joins the pooled index of the data's paragraphs: beside --index it was dropped without a word
     (`--filler /nonexistent --index IDX` answered every question), and a missing file beside no index
@@ -308,8 +328,7 @@ def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_pat
         EvalPlan(**base, index=idx, filler=[HOTPOT]).check()
     with pytest.raises(PlanError, match=r"^eval: filler .*nope\.jsonl: no such file$"):
         EvalPlan(**base, filler=[str(tmp_path / "nope.jsonl")]).check()
-    with pytest.raises(PlanError, match=r"^eval: filler .*: a folder, not a corpus file$"):
-        EvalPlan(**base, filler=[str(tmp_path)]).check()
+    EvalPlan(**base, filler=[str(tmp_path)]).check()  # a folder of corpus files, as `index build` reads it
     EvalPlan(**base, filler=[HOTPOT]).check()  # filler of the pooled index: kept
     grid = tmp_path / "g.toml"
     grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "g"}"\nindex = "{idx}"\nfiller = ["{HOTPOT}"]\n'

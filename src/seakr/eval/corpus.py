@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Sequence
 
 from ..models.registry import cache_lock, cache_root, sha256_file
 from ..search.base import Passage
-from ..search.corpora import ctx_id, read_corpus
+from ..search.corpora import corpus_files, ctx_id, read_corpus
 from .datasets import Example
 from .splits import split_digest
 
@@ -28,7 +29,7 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 
     h = hashlib.sha256(split_digest(data_file).encode())
     for f in filler:
-        h.update(sha256_file(Path(f)).encode())
+        h.update(_corpus_digest(f).encode())
     # "-p2": paragraphs joined with spaces between 2Wiki's sentences (earlier pooled indexes ran them together)
     name = re.sub(r"[*?\[\]]", "_", Path(data_file).name)  # a glob of a split's shards names it
     out = cache_root() / "indexes" / f"{name}-{h.hexdigest()[:16]}-p2"
@@ -44,6 +45,16 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 
     _build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress))
     return str(out)
+
+
+def _corpus_digest(path: str) -> str:
+    """sha256 of a corpus file, or of a folder's files (their names under it and digests, in reading order)."""
+    if not os.path.isdir(path):
+        return sha256_file(Path(path))
+    h = hashlib.sha256()
+    for f in corpus_files(path):
+        h.update(f"{os.path.relpath(f, path)}\0{sha256_file(Path(f))}\n".encode())
+    return h.hexdigest()
 
 
 def _build_once(out: Path, build) -> None:

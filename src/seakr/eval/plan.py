@@ -360,9 +360,9 @@ class EvalPlan:
             raise PlanError(f"eval: filler adds passages to the pooled index of the dataset's paragraphs, and index "
                             f"{redact(self.index)} is given: add them to that index (seakr index build FILES --out "
                             f"{redact(self.index)} --add), or leave index out")
-        for f in self.filler:
-            if os.path.isdir(f) or not os.path.exists(f):
-                raise PlanError(f"eval: filler {f}: {'a folder, not a corpus file' if os.path.isdir(f) else missing(f)}")
+        for f in self.filler:  # a file or a folder of them, as `index build` reads (read_corpus)
+            if not os.path.exists(f):
+                raise PlanError(f"eval: filler {f}: {missing(f)}")
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
                              "passages)", PlanError, f"eval: filler {f}")
 
