@@ -580,3 +580,22 @@ def test_nan_written_for_a_missing_answer_is_no_answer_not_the_answer_nan(tmp_pa
     f.write_text('{"id": "a", "question": "q", "golden_answers": ["Lima", NaN]}\n')
     with pytest.raises(DatasetError, match=r"qa.jsonl:1: field 'golden_answers' holds NaN; answers are strings$"):
         load_dataset(str(f))
+
+
+def test_a_true_or_false_answer_is_yes_or_no(tmp_path):
+    """BoolQ and StrategyQA write their answers as JSON booleans: "field 'answer' should be a string or a list of
+    strings". Read as "yes" and "no", the words HotpotQA's comparison questions answer with (and the metric's
+    exact yes/no rule reads)."""
+    from seakr.eval.metrics import exact_match
+
+    f = tmp_path / "boolq.jsonl"
+    f.write_text('{"question": "is the sky blue", "answer": true, "passage": "The sky is blue."}\n'
+                 '{"question": "is fire cold", "answer": false, "passage": "Fire is hot."}\n')
+    assert [e.answers for e in load_dataset(str(f))] == [["yes"], ["no"]]
+    g = tmp_path / "strategyqa.json"
+    g.write_text(json.dumps([{"qid": "s1", "question": "Could a llama fly?", "answer": False}]))
+    (ex,) = load_dataset(str(g), "nq")
+    assert (ex.id, ex.answers) == ("s1", ["no"]) and exact_match("No.", ex.answers) == 1.0  # its own id, not nq-0
+    h = tmp_path / "hotpot.json"
+    h.write_text(json.dumps([{"_id": "h", "question": "Same country?", "answer": True, "context": []}]))
+    assert load_dataset(str(h), "hotpotqa")[0].answers == ["yes"]

@@ -138,18 +138,23 @@ def _missing(v) -> bool:
 
 
 def _answer(where, rec: dict, name: str) -> list[str]:
-    """A record's one answer as a list; absent, null or NaN (a test split's questions): none."""
-    v = None if _missing(rec.get(name)) else _opt(where, rec, name, str, None)
+    """A record's one answer as a list; absent, null or NaN (a test split's questions): none; true or false:
+    "yes" or "no"."""
+    v = rec.get(name)
+    if isinstance(v, bool):
+        return _strs(where, name, [v])
+    v = None if _missing(v) else _opt(where, rec, name, str, None)
     return [] if v is None else [v]
 
 
 def _strs(where, name, values: list) -> list[str]:
-    """A list of answers as text: numbers become their text (a year, a count); anything else (null, an
+    """A list of answers as text: numbers become their text (a year, a count), true and false "yes" and "no"
+    (BoolQ's and StrategyQA's answers; HotpotQA's comparison questions answer so); anything else (null, an
     object) is a malformed answer, not the answer "None"."""
-    bad = [v for v in values if not isinstance(v, (str, int, float)) or isinstance(v, bool) or _missing(v)]
+    bad = [v for v in values if not isinstance(v, (str, int, float)) or _missing(v)]
     if bad:
         raise DatasetError(f"{where}: field '{name}' holds {json.dumps(bad[0])}; answers are strings")
-    return [v if isinstance(v, str) else number_text(v) for v in values]
+    return [v if isinstance(v, str) else ("yes" if v else "no") if isinstance(v, bool) else number_text(v) for v in values]
 
 
 def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
@@ -261,13 +266,14 @@ def load_nq(path):
         ans = [] if name is None or r[name] is None or _missing(r[name]) else _req(where, r, "answers", list) if name == "answers" else r[name]
         if name == "possible_answers" and isinstance(ans, str):
             ans = _cell_answers(ans)
-        ans = [ans] if isinstance(ans, (str, int, float)) and not isinstance(ans, bool) else ans  # a year: 1990
+        ans = [ans] if isinstance(ans, (str, int, float)) else ans  # a year: 1990; true: "yes"
         if not isinstance(ans, list):
             raise DatasetError(f"{where}: field '{name}' should be a string or a list of strings")
         ctxs = [(_opt(w, c, "title", str, ""), _opt(w, c, "text", str, "")) for w, c in
                 ((f"{where} ctxs[{k}]", _obj(f"{where} ctxs[{k}]", c, "a context")) for k, c in
                  enumerate(_opt(where, r, "ctxs", list, []))) if c.get("isgold", True)]
-        yield where, Example(_ident(where, r.get("id", f"nq-{i}")), _req(where, r, "question", str), _strs(where, "answers", ans),
+        qid = next((r[k] for k in TABLE_COLUMNS["id"] if k in r), f"nq-{i}")  # StrategyQA's qid, PopQA's id
+        yield where, Example(_ident(where, qid), _req(where, r, "question", str), _strs(where, "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
 
