@@ -240,10 +240,11 @@ class SeaKR(Method):
         return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning, c.rerank) else set())
 
     @classmethod
-    def from_config(cls, model: str | os.PathLike | None = None, index: str | os.PathLike | SearchEngine | None = None,
+    def from_config(cls, model: str | os.PathLike | None = None, index: str | os.PathLike | SearchEngine | list | None = None,
                     **options) -> "SeaKR":
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
-        are checked (and the index opened) before the model loads; ``index`` may also be any search engine."""
+        are checked (and the index opened) before the model loads; ``index`` may also be any search engine or a
+        list of passages or texts (:func:`seakr.search.passages_engine`)."""
         from ..models import DEFAULT_MODEL, load_model, model_path
         from ..models.registry import model_context
         from ..search import as_engine

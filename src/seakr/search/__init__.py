@@ -25,8 +25,11 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
 
 def as_engine(index) -> "SearchEngine | None":
     """What a method searches: None, any object with ``search`` (a :class:`SearchEngine`; one with only
-    ``search`` gets the rest of the protocol from :class:`SearchOnly`), or an index folder or URL, opened;
-    anything else is refused in one line."""
+    ``search`` gets the rest of the protocol from :class:`SearchOnly`), an index folder or URL, opened, or a
+    list of passages (or texts), indexed for this process (:func:`passages_engine`); anything else is refused in
+    one line."""
+    if isinstance(index, (list, tuple)):
+        return passages_engine(index)
     if index is not None and callable(getattr(index, "search", None)) and not isinstance(index, SearchEngine):
         return SearchOnly(index)
     if index is None or hasattr(index, "search"):
@@ -34,6 +37,32 @@ def as_engine(index) -> "SearchEngine | None":
     if isinstance(index, (str, os.PathLike)):
         return open_engine(index)
     raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
+
+
+def passages_engine(docs) -> SearchEngine:
+    """BM25 over passages given in code (``Passage`` or plain texts, ids ``doc-<i>``): indexed into a temporary
+    folder that lives as long as the engine (``index=[...]`` needed a folder built first)."""
+    import tempfile
+    from pathlib import Path
+
+    from .tantivy_engine import TantivyEngine
+
+    if not docs:
+        raise SearchError("index: an empty list of passages; give at least one")
+    bad = next((d for d in docs if not isinstance(d, (Passage, str))), None)
+    if bad is not None:
+        raise TypeError(f"index: a list of passages holds Passage objects or texts, not {type(bad).__name__}")
+    ps = [d if isinstance(d, Passage) else Passage(f"doc-{i}", "", d) for i, d in enumerate(docs)]
+    if not any(p.text.strip() for p in ps if isinstance(p.text, str)):
+        raise SearchError("index: every passage's text is empty; nothing to search")
+    seen: set = set()
+    twice = next((p.id for p in ps if p.id in seen or seen.add(p.id)), None)
+    if twice is not None:  # the build keeps the first and drops the rest without a word
+        raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
+    tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
+    engine = TantivyEngine.build(ps, Path(tmp.name) / "index", threads=1)
+    engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
+    return engine
 
 
 class SearchOnly:
@@ -59,4 +88,5 @@ class SearchOnly:
 
 
 __all__ = ["FORMATS", "CorpusError", "Passage", "SearchEngine", "SearchError", "SearchOnly", "as_engine", "open_engine",
+           "passages_engine",
            "read_corpus"]
