@@ -5,6 +5,7 @@ import os
 import random
 import re
 import stat
+import sys
 import threading
 
 import pytest
@@ -146,10 +147,16 @@ def _compress(kind: str, data: bytes) -> bytes:
     import gzip
     import lzma
 
+    if kind == "zstd":
+        try:
+            from compression import zstd  # Python 3.14
+            return zstd.compress(data)
+        except ImportError:
+            return pytest.importorskip("zstandard").ZstdCompressor().compress(data)
     return {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind](data)
 
 
-@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz"])
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz", "zstd"])
 def test_compressed_files_are_read_by_their_first_bytes_under_any_name_and_through_a_pipe(tmp_path, kind):
     """A ``.bz2`` or ``.xz`` download, or a gzip one saved without ``.gz``, was "not UTF-8 text (byte 0x8b at
     column 2)": each is decompressed as it is read, from a file of any name and from a pipe (read once)."""
@@ -169,6 +176,20 @@ def test_compressed_files_are_read_by_their_first_bytes_under_any_name_and_throu
     with pytest.raises(ValueError, match=rf"cut: truncated or damaged {kind} file after line \d+ \(") as e:
         list(lines(tmp_path / "cut"))
     assert "\n" not in str(e.value)
+
+
+def test_zstd_before_3_14_reads_every_frame_or_names_the_package(tmp_path, monkeypatch):
+    """Before Python 3.14 a ``.zst`` file was refused ("this Python cannot read"); the zstandard package reads it
+    (frames one after another, as ``zstd`` concatenates them), and without it the refusal names the extra."""
+    one, two = '{"id": "a"}\n', '{"id": "b"}\n'
+    f = tmp_path / "d.jsonl.zst"
+    f.write_bytes(_compress("zstd", one.encode()) + _compress("zstd", two.encode()))
+    assert "".join(t for _, t in lines(f)) == one + two
+    monkeypatch.setitem(sys.modules, "compression", None)
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    with pytest.raises(ValueError, match=r"d.jsonl.zst: zstd-compressed, which this Python reads with the zstandard "
+                                         r"package \(pip install 'seakr\[zstd\]'; Python 3.14 needs none\)"):
+        list(lines(f))
 
 
 def test_archives_are_refused_naming_what_to_extract(tmp_path):

@@ -7,6 +7,7 @@ import codecs
 import contextlib
 import errno
 import gzip
+import io
 import json
 import math
 import os
@@ -130,9 +131,51 @@ def _decompressor(path: str, kind: str, raw, error):
     try:
         from compression import zstd  # Python 3.14's standard library
     except ImportError:
-        raise error(f"{path}: zstd-compressed, which this Python cannot read (3.14 can): decompress it first "
-                    f"(zstd -d {path})") from None
+        return _zstandard(path, raw, error)
     return zstd.ZstdFile(raw)
+
+
+def _zstandard(path: str, raw, error):
+    """zstd before Python 3.14: the ``zstandard`` package (``seakr[zstd]``), read frame by frame, buffered."""
+    try:
+        import zstandard
+    except ImportError:
+        raise error(f"{path}: zstd-compressed, which this Python reads with the zstandard package (pip install "
+                    f"'seakr[zstd]'; Python 3.14 needs none): install it, or decompress the file (zstd -d {path})") from None
+    return io.BufferedReader(_ZstdFrames(raw, zstandard.ZstdDecompressor()))
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a zstd stream of one or more frames. A stream cut inside a frame raises
+    EOFError, as the standard library's readers do (zstandard's own stream reader returned nothing, and a
+    truncated download read as a shorter file)."""
+
+    def __init__(self, raw, decompressor):
+        self.raw, self.zd = raw, decompressor
+        self.frame, self.out, self.fed = decompressor.decompressobj(), b"", False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.out:
+            chunk = self.raw.read(1 << 16)
+            if not chunk:
+                if self.fed and not self.frame.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return 0
+            self._feed(chunk)
+        n = min(len(b), len(self.out))
+        b[:n], self.out = self.out[:n], self.out[n:]
+        return n
+
+    def _feed(self, chunk: bytes) -> None:
+        self.fed = True
+        while chunk:
+            if self.frame.eof:  # the next frame of a concatenated stream
+                self.frame = self.zd.decompressobj()
+            self.out += self.frame.decompress(chunk)
+            chunk = self.frame.unused_data if self.frame.eof else b""
 
 
 def _members(path: str, kind: str) -> str:
