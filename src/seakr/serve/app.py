@@ -24,7 +24,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -37,15 +37,29 @@ from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import SearchError
-from ..textio import check_question, said, too_many_digits
+from ..textio import check_question, encodable, said, too_many_digits
 from .limits import ServiceLimits
 
 MAX_QUESTION = 2000
+#: Passages a request may bring to be searched instead of the server's index, and their sizes
+MAX_PASSAGES, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE = 64, 4000, 300
 #: Per-request ceilings on the options that scale compute or memory (the service protects itself).
 LIMITS = {"k": 64, "max_new_tokens": 256, "max_steps": 12, "max_passages": 12, "n_candidates": 10, "n_shot": 16,
           "query_max_words": 256, "keep_top_k": 200, "top_k": 1000}
 MethodName = Literal["seakr", "cot", "single", "ircot", "flare", "dragin"]
 assert set(MethodName.__args__) == set(METHODS)
+
+
+class PassageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = Field(default=None, min_length=1, max_length=200, description="default: doc-<position>")
+    title: str = Field(default="", max_length=MAX_PASSAGE_TITLE)
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE_TEXT)
+
+    @field_validator("id", "title", "text")
+    @classmethod
+    def _whole_characters(cls, v):
+        return _no_lone_surrogate(v)
 
 
 class AnswerRequest(BaseModel):
@@ -54,11 +68,29 @@ class AnswerRequest(BaseModel):
     method: MethodName | None = Field(default=None, description="default: the server's method")
     options: dict[str, float | int | str | bool | None] | None = Field(
         default=None, description="method options, e.g. {\"estimator\": \"energy\", \"max_steps\": 4}")
+    passages: list[PassageIn | Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_TEXT)]] | None = Field(
+        default=None, min_length=1, max_length=MAX_PASSAGES,
+        description="passages (texts, or {id, title, text}) searched for this request instead of the server's index")
 
     @field_validator("question")
     @classmethod
     def _not_blank(cls, v: str) -> str:
         return check_question(v)  # blank or control characters only: "question must be a non-empty string"
+
+    @field_validator("passages")
+    @classmethod
+    def _whole_texts(cls, v):
+        for p in v or []:
+            if isinstance(p, str):
+                _no_lone_surrogate(p)
+        return v
+
+
+def _no_lone_surrogate(v):
+    """JSON's ``\\ud800`` alone decodes into text nothing can encode: the index would fail on it mid-request."""
+    if isinstance(v, str) and not encodable(v):
+        raise ValueError("not valid UTF-8 (half a surrogate pair)")
+    return v
 
 
 class AnswerResponse(BaseModel):
@@ -95,7 +127,7 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
     return [(1, 1, T, P)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 1, 32, P)]
 
 
-def work_of(method, question_tokens: int = 0) -> dict:
+def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKENS) -> dict:
     """Worst-case cost of answering one question with ``method``.
 
     ``rows``: rows of the largest call (greedy + k samples per prompt, times SeaKR's N re-rank prompts);
@@ -106,7 +138,7 @@ def work_of(method, question_tokens: int = 0) -> dict:
     per_token = int((method.lm.info() or {}).get("kv_bytes_per_token") or 0)
     work = kv = rows = 0
     for prompts, r, T, passages in _calls(method):
-        ctx = question_tokens + passages * PASSAGE_TOKENS
+        ctx = question_tokens + passages * passage_tokens
         rows = max(rows, prompts * r)
         work += prompts * r * T + prompts * ctx
         kv = max(kv, prompts * r * (ctx + T) * per_token)
@@ -148,11 +180,33 @@ class AnswerService:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
                 raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
         try:
-            method = build_method(name, self.lm, self.engine, **opts)
+            method = build_method(name, self.lm, self.request_engine(req.passages), **opts)
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=str(e)) from None
-        self.check_budget(method, req.question)
+        longest = max((self.lm.count_tokens(p if isinstance(p, str) else p.text) for p in req.passages or []), default=0)
+        self.check_budget(method, req.question, max(PASSAGE_TOKENS, longest))
         return method
+
+    @staticmethod
+    def searchable(method):
+        """The method, when it has something to search or searches nothing; else refused before admission (in the
+        worker it was, in words meant for Python: "from_config(index=...)")."""
+        if method.retrieves and method.engine is None:
+            raise HTTPException(422, detail=f"method {method.name!r} searches, and this server has no index: send "
+                                            "the passages to search with the request ('passages')")
+        return method
+
+    def request_engine(self, passages):
+        """The server's index, or the request's own passages indexed for it (removed with the request)."""
+        if passages is None:
+            return self.engine
+        from ..search import Passage, passages_engine
+
+        try:
+            return passages_engine([p if isinstance(p, str) else Passage(p.id or f"doc-{i}", p.title, p.text)
+                                    for i, p in enumerate(passages)])
+        except (ValueError, TypeError, SearchError) as e:  # a repeated id, no text at all
+            raise HTTPException(422, detail=f"passages: {str(e).removeprefix('index: ')}") from None
 
     def defaults_for(self, name: str) -> dict:
         """The server's ``--option`` defaults that method ``name`` has: k or max_new_tokens for every method,
@@ -165,8 +219,9 @@ class AnswerService:
         """The server's own default request (its method and options): it must fit the limits too."""
         return build_method(self.method, self.lm, self.engine, **self.defaults)
 
-    def check_budget(self, method, question: str = "") -> None:
-        w = work_of(method, self.lm.count_tokens(question) if question else 0)
+    def check_budget(self, method, question: str = "", passage_tokens: int = 0) -> None:
+        """``passage_tokens``: the longest passage a prompt may hold (the request's own; else a DPR passage's)."""
+        w = work_of(method, self.lm.count_tokens(question) if question else 0, passage_tokens or PASSAGE_TOKENS)
         if w["rows"] > self.limits.max_rows:
             raise HTTPException(422, detail=f"request too large: its largest model call decodes {w['rows']} rows "
                                             f"(k+1 per prompt x re-rank candidates); this server allows max_rows={self.limits.max_rows}")
@@ -329,7 +384,7 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
               responses={422: {"description": "invalid request"}, 429: {"description": "busy: try later"},
                          503: {"description": "the search index failed"}, 504: {"description": "timed out"}})
     async def answer(req: AnswerRequest, request: Request):
-        method = service.build(req)
+        method = service.searchable(service.build(req))
         cancel = threading.Event()
         try:
             fut = service.submit(method.answer, req.question, None, cancel)
@@ -381,7 +436,7 @@ def _stream_route(app: FastAPI, service: AnswerService) -> None:
     async def answer_stream(req: AnswerRequest):
         """Server-sent events: one ``event`` per trace event and step as it happens, then ``answer``
         (or ``error``, at once when the work fails)."""
-        method = service.build(req)
+        method = service.searchable(service.build(req))
         loop = asyncio.get_running_loop()
         q: asyncio.Queue = asyncio.Queue(maxsize=10_000)
         cancel = threading.Event()

@@ -1,0 +1,66 @@
+"""Passages sent with a request, searched for it instead of the server's index (a scripted model, in process)."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from scripted import Reply, ScriptedLM
+from seakr.serve.app import MAX_PASSAGE_TEXT, MAX_PASSAGES, AnswerService, ServiceLimits, create_app
+
+ALIEN = "Alien is a 1979 science fiction film directed by Ridley Scott."
+
+
+def client(engine=None, **limits):
+    svc = AnswerService(ScriptedLM(lambda v: Reply("So the answer is Ridley Scott.")), engine, method="single",
+                        limits=ServiceLimits(**limits))
+    return TestClient(create_app(svc))
+
+
+def test_a_request_brings_the_passages_it_is_answered_from():
+    """A client with its own documents (its retriever's hits, a page) had to index them on the server first; a
+    server with no index answered a retrieving method with advice meant for Python ("from_config(index=...)")."""
+    c = client()
+    r = c.post("/v1/answer", json={"question": "Who directed Alien?"})
+    assert r.status_code == 422 and r.json()["detail"] == (
+        "method 'single' searches, and this server has no index: send the passages to search with the request ('passages')")
+    body = {"question": "Who directed Alien?", "options": {"n_candidates": 1},
+            "passages": [{"id": "k", "title": "Stanley Kubrick", "text": "Stanley Kubrick was an American director."},
+                         ALIEN]}
+    r = c.post("/v1/answer", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["answer"] == "Ridley Scott"
+    assert r.json()["trace"]["final"]["passages"] == [{"id": "doc-1", "title": ""}]  # BM25 over the two sent
+    assert r.json()["config"]["engine"]["doc_count"] == 2 and "path" not in r.json()["config"]["engine"]
+    events = c.post("/v1/answer/stream", json=body).text
+    assert "doc-1" in events and "Ridley Scott" in events
+
+
+@pytest.mark.parametrize("passages,said", [
+    ([], '"body.passages","error":"List should have at least 1 item'),
+    ([ALIEN] * (MAX_PASSAGES + 1), f'"body.passages","error":"List should have at most {MAX_PASSAGES} items'),
+    (["x" * (MAX_PASSAGE_TEXT + 1)], f"at most {MAX_PASSAGE_TEXT} characters"),
+    ([{"title": "T"}], '"body.passages.0.PassageIn.text","error":"Field required"'),
+    ([{"text": "x", "url": "u"}], "Extra inputs are not permitted"),
+    ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "passages: passage id 'a' is given twice"),
+    (["  ", "\n"], "passages: every passage's text is empty; nothing to search"),
+    ([5], "passages.0"),
+])
+def test_passages_a_request_cannot_search_are_422_naming_them(passages, said):
+    r = client().post("/v1/answer", json={"question": "Who?", "passages": passages})
+    assert r.status_code == 422 and said in r.text, r.text
+
+
+def test_a_lone_surrogate_in_a_passage_is_422_not_a_failure_mid_request():
+    for passage in ('"A \\ud800 B"', '{"title": "\\udfff", "text": "x"}'):
+        body = '{"question": "Who?", "passages": [%s]}' % passage
+        r = client().post("/v1/answer", content=body.encode(), headers={"content-type": "application/json"})
+        assert r.status_code == 422 and '"body.passages.0' in r.text, r.text
+
+
+def test_long_passages_count_in_the_budget_at_their_length():
+    """The budget counts a passage as a DPR passage (200 tokens); a request's own may be 20 times that."""
+    c = client(max_work=3_000)
+    short = {"question": "Who directed Alien?", "options": {"n_candidates": 3}, "passages": [ALIEN] * 3}
+    assert c.post("/v1/answer", json=short).status_code == 200
+    long = {**short, "passages": [ALIEN + " word" * 700] * 3}  # ~700 tokens each, in every prompt of N
+    r = c.post("/v1/answer", json=long)
+    assert r.status_code == 422 and "max_work=3000" in r.json()["detail"]
