@@ -121,12 +121,12 @@ def test_03_clients_that_hang_up_free_their_slots(server):
 
 def test_03_bodies_over_the_limit_get_413_unread(server):
     url, _ = server
-    r = httpx.post(url + "/v1/answer", content=b'{"question": "' + b"x" * 1_000_000 + b'"}',
+    r = httpx.post(url + "/v1/answer", content=b'{"question": "' + b"x" * 2_000_000 + b'"}',
                    headers={"content-type": "application/json"})
     assert r.status_code == 413 and "request body over" in r.json()["detail"]
 
     def chunks():  # no content-length: the limit still stops the read
-        for _ in range(100):
+        for _ in range(300):
             yield b"x" * 10_000
 
     r = httpx.post(url + "/v1/answer", content=chunks(), headers={"content-type": "application/json"})

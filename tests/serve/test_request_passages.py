@@ -56,6 +56,18 @@ def test_a_lone_surrogate_in_a_passage_is_422_not_a_failure_mid_request():
         assert r.status_code == 422 and '"body.passages.0' in r.text, r.text
 
 
+def test_the_largest_request_the_schema_admits_fits_the_default_body_limit():
+    """64 KB (the limit before passages) refused a request of 16 full passages with 413."""
+    import json
+
+    body = {"question": "Who?", "passages": [{"id": f"p{i}", "title": "T" * 300, "text": "é" * MAX_PASSAGE_TEXT}
+                                             for i in range(MAX_PASSAGES)]}
+    raw = json.dumps(body, ensure_ascii=False).encode()
+    assert len(raw) > 64 * 1024
+    r = client().post("/v1/answer", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text[:300]
+
+
 def test_long_passages_count_in_the_budget_at_their_length():
     """The budget counts a passage as a DPR passage (200 tokens); a request's own may be 20 times that."""
     c = client(max_work=3_000)

@@ -16,7 +16,7 @@ class ServiceLimits:
     max_rows: int = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
     max_work: int = 200_000  # token-forwards of every call together, worst case (SeaKR, paper defaults: ~97,000)
     max_kv_mb: int = 2048  # attention cache of the largest call, worst case (SeaKR, paper defaults, 0.5B: ~0.9 GB)
-    max_body: int = 64 * 1024  # bytes of a request body
+    max_body: int = 1 << 20  # bytes of a request body: room for a request's 64 passages of 4,000 characters
     token: str | None = None  # bearer token required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
     cors_origins: tuple[str, ...] = ()  # web pages of other origins that may call the API ("*": any); none by default
