@@ -12,6 +12,7 @@ from helpers import HOTPOT, fixture_path
 from scripted import Reply, ScriptedLM
 from seakr.cli import plan_from_args
 from seakr.cliargs import build_parser
+from seakr.eval.datasets import load_dataset
 from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, check_run, method_options, read_grid, run_plan
 from seakr.methods import build_method
 
@@ -393,3 +394,21 @@ def test_an_index_or_filler_no_run_searches_is_refused(tmp_path, given):
                                         r"plan does \(cot\); leave it out$"):
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot"), RunSpec("cot", {"k": 2}, "cot2")], **given).check()
     EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot"), RunSpec("ircot")], **given).check()
+
+
+def test_a_path_with_a_tilde_is_the_home_folders_in_a_grid_and_the_python_api(tmp_path, monkeypatch):
+    """A TOML grid passes through no shell: ``data = "~/dev.json"`` was "no such file", and ``out = "~/runs"``
+    would have made a folder named "~" in the working folder."""
+    import shutil
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shutil.copy(HOTPOT, tmp_path / "dev.json")
+    plan = EvalPlan(data="~/dev.json", out="~/runs/x", runs=["cot"], filler=["~/dev.json"], model="~/m.gguf")
+    assert (plan.data, plan.out, plan.filler, plan.model.model) == (
+        str(tmp_path / "dev.json"), str(tmp_path / "runs" / "x"), [str(tmp_path / "dev.json")], str(tmp_path / "m.gguf"))
+    assert len(EvalPlan(data="~/dev.json", out="~/o", runs=["cot"]).select().examples) == len(load_dataset(HOTPOT))
+    assert ModelSpec("~/m.gguf").model == str(tmp_path / "m.gguf") and ModelSpec("smollm2-135m").model == "smollm2-135m"
+    grid = tmp_path / "g.toml"
+    grid.write_text('data = "~/dev.json"\nout = "~/g"\n[[run]]\nmethod = "cot"\n')
+    top, runs = read_grid(str(grid))
+    assert EvalPlan(**top, runs=runs).data == str(tmp_path / "dev.json")

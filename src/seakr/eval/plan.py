@@ -48,6 +48,9 @@ class ModelSpec:
 
     DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
 
+    def __post_init__(self):
+        self.model = _fspath(self.model)
+
     def check(self, here: bool = True) -> None:
         """The mistakes that would otherwise surface after a minute of loading. ``here``: the model loads on
         this machine (not on a remote Ray cluster's workers, whose CPUs bound --threads there)."""
@@ -500,7 +503,10 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
 
 
 def _fspath(p):
-    return os.fspath(p) if isinstance(p, os.PathLike) else p
+    """A path as text (a ``pathlib.Path`` too), a leading ``~`` expanded: a TOML grid's ``data = "~/dev.json"``
+    passes through no shell, and was "no such file" (an ``out`` would have made a folder named "~")."""
+    p = os.fspath(p) if isinstance(p, os.PathLike) else p
+    return os.path.expanduser(p) if isinstance(p, str) and p.startswith("~") else p
 
 
 # ---------------------------------------------------------------------- TOML run grids
