@@ -412,3 +412,11 @@ def test_a_path_with_a_tilde_is_the_home_folders_in_a_grid_and_the_python_api(tm
     grid.write_text('data = "~/dev.json"\nout = "~/g"\n[[run]]\nmethod = "cot"\n')
     top, runs = read_grid(str(grid))
     assert EvalPlan(**top, runs=runs).data == str(tmp_path / "dev.json")
+    from importlib import resources
+
+    from seakr.methods.seakr import SeaKRConfig
+
+    (tmp_path / "set.json").write_text(resources.files("seakr.prompts").joinpath("data", "hotpotqa.json").read_text())
+    (tmp_path / "probes").mkdir()
+    c = SeaKRConfig.from_dict({"prompt_set": "~/set.json", "probes": "~/probes"})  # options naming files or folders
+    assert (c.prompt_set, c.probes) == (str(tmp_path / "set.json"), str(tmp_path / "probes"))

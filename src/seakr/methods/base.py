@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -148,6 +149,10 @@ class MethodConfig:
             object.__setattr__(self, f.name, v)
             if f.name in ranges and v is not None:
                 ranges[f.name].check(f.name, v)
+        for name in ("prompt_set", "probes"):  # a path from a TOML grid or a sh script reached no ~ expansion
+            v = getattr(self, name, None)
+            if isinstance(v, str) and v.startswith("~"):
+                object.__setattr__(self, name, os.path.expanduser(v))
         if self.estimator not in U.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
         self._check_prompts()
