@@ -599,3 +599,18 @@ def test_a_true_or_false_answer_is_yes_or_no(tmp_path):
     h = tmp_path / "hotpot.json"
     h.write_text(json.dumps([{"_id": "h", "question": "Same country?", "answer": True, "context": []}]))
     assert load_dataset(str(h), "hotpotqa")[0].answers == ["yes"]
+
+
+def test_a_corpus_given_for_the_questions_is_named_as_passages(tmp_path):
+    """A corpus given to --data ("which file goes where") was "cannot tell the dataset layout; pass --layout",
+    and no layout reads passages as questions."""
+    for name, text in (("psgs.tsv", "id\ttext\ttitle\n1\tAlpha beta\tA\n"),
+                       ("docs.jsonl", '{"id": "a", "title": "Alien", "text": "Alien is a 1979 film."}\n')):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(DatasetError, match=rf"{name}: passages \(a (dpr|jsonl) corpus\), not questions: index them "
+                                               rf"\(seakr index build .*{name} --out IDX\) and pass --index IDX, or pool "
+                                               r"them with --filler; questions need a 'question' field or column$"):
+            load_dataset(str(tmp_path / name))
+    (tmp_path / "odd.jsonl").write_text('{"x": 1}\n')
+    with pytest.raises(DatasetError, match=r"odd.jsonl: cannot tell the dataset layout; pass --layout"):
+        load_dataset(str(tmp_path / "odd.jsonl"))

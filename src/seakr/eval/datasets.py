@@ -541,7 +541,23 @@ def detect_layout(path: str) -> str:
         return "hotpotqa"
     if '"question"' in head:  # questions alone (a test split, one's own): answered, not scored
         return "nq"
+    if hint := _passages_hint(path):
+        raise DatasetError(f"{path}: {hint}")
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
+
+
+def _passages_hint(path: str) -> str:
+    """What to do with a corpus given where questions go (a DPR TSV, JSON lines of id/title/text), or nothing."""
+    from ..search.corpora import detect_format
+
+    try:
+        fmt = detect_format(path)
+    except ValueError:
+        return ""
+    if fmt not in ("dpr", "flashrag", "jsonl"):
+        return ""
+    return (f"passages (a {fmt} corpus), not questions: index them (seakr index build {path} --out IDX) and pass "
+            "--index IDX, or pool them with --filler; questions need a 'question' field or column")
 
 
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
