@@ -225,6 +225,20 @@ def test_nan_a_missing_value_is_no_title_and_no_text_not_the_word_nan(tmp_path):
             list(read_corpus(str(f), "jsonl"))
 
 
+def test_questions_given_to_index_are_named_as_a_dataset(tmp_path):
+    """Questions without passages given to `index build` were "cannot guess the corpus format; pass --format", and
+    no format finds passages in them."""
+    for name, text in (("nq.jsonl", '{"question": "who wrote hamlet", "answer": ["Shakespeare"]}\n'),
+                       ("qa.csv", "question,answer\nWho?,x\n")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(CorpusError, match=rf"{name}: questions \(a dataset\), without passages to index: give it to "
+                                              r"`seakr eval --data`, and the passages to search to `seakr index build`$"):
+            detect_format(str(tmp_path / name))
+    (tmp_path / "odd.jsonl").write_text('{"x": 1}\n')  # neither: each reader's own words, no loop between the two
+    with pytest.raises(CorpusError, match=r"odd.jsonl: cannot guess the corpus format; pass --format"):
+        detect_format(str(tmp_path / "odd.jsonl"))
+
+
 def test_sentences_are_joined_with_one_space_where_none_separates_them():
     from seakr.search.corpora import join_sentences
 

@@ -509,6 +509,16 @@ LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad
 
 
 def detect_layout(path: str) -> str:
+    layout = layout_of(path)
+    if layout is not None:
+        return layout
+    if hint := _passages_hint(path):
+        raise DatasetError(f"{path}: {hint}")
+    raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
+
+
+def layout_of(path: str) -> str | None:
+    """The layout a data file's head shows, or None (an empty file is refused)."""
     name = os.path.basename(path).lower()
     head = textio.head(path, 4096, DatasetError)
     if not head.strip() or head.strip() in ("[]", "{}"):
@@ -541,9 +551,7 @@ def detect_layout(path: str) -> str:
         return "hotpotqa"
     if '"question"' in head:  # questions alone (a test split, one's own): answered, not scored
         return "nq"
-    if hint := _passages_hint(path):
-        raise DatasetError(f"{path}: {hint}")
-    raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
+    return None
 
 
 def _passages_hint(path: str) -> str:

@@ -302,7 +302,20 @@ def detect_format(path: str) -> str:
         return "2wiki" if ("2wiki" in name or '"evidences"' in head or '"golden_answers"' in head) else "hotpotqa"
     if '"text"' in head and ('"id"' in head or '"_id"' in head):  # ours, or BEIR's corpus.jsonl
         return "jsonl"
+    if _questions(path):
+        raise CorpusError(f"{path}: questions (a dataset), without passages to index: give it to `seakr eval --data`, "
+                          "and the passages to search to `seakr index build`")
     raise CorpusError(f"{path}: cannot guess the corpus format; pass --format ({', '.join(FORMATS[:-1])})")
+
+
+def _questions(path: str) -> bool:
+    """Whether a file that is no corpus reads as a dataset of questions (a "which file goes where" mistake)."""
+    from ..eval.datasets import layout_of
+
+    try:
+        return layout_of(path) is not None
+    except ValueError:
+        return False
 
 
 def read_musique(path: str) -> Iterator[Passage]:
