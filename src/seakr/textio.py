@@ -152,30 +152,34 @@ class _ZstdFrames(io.RawIOBase):
 
     def __init__(self, raw, decompressor):
         self.raw, self.zd = raw, decompressor
-        self.frame, self.out, self.fed = decompressor.decompressobj(), b"", False
+        self.frame, self.fed = decompressor.decompressobj(), False
+        self.out, self.at = b"", 0  # decompressed bytes not yet read from, from ``at`` on (no copy per read)
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b) -> int:
-        while not self.out:
+        while self.at == len(self.out):
             chunk = self.raw.read(1 << 16)
             if not chunk:
                 if self.fed and not self.frame.eof:
                     raise EOFError("the zstd stream ends inside a frame")
                 return 0
-            self._feed(chunk)
-        n = min(len(b), len(self.out))
-        b[:n], self.out = self.out[:n], self.out[n:]
+            self.out, self.at = self._feed(chunk), 0
+        n = min(len(b), len(self.out) - self.at)
+        b[:n] = memoryview(self.out)[self.at:self.at + n]
+        self.at += n
         return n
 
-    def _feed(self, chunk: bytes) -> None:
+    def _feed(self, chunk: bytes) -> bytes:
         self.fed = True
+        parts = []
         while chunk:
             if self.frame.eof:  # the next frame of a concatenated stream
                 self.frame = self.zd.decompressobj()
-            self.out += self.frame.decompress(chunk)
+            parts.append(self.frame.decompress(chunk))
             chunk = self.frame.unused_data if self.frame.eof else b""
+        return b"".join(parts)
 
 
 def _members(path: str, kind: str) -> str:

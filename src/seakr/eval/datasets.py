@@ -185,7 +185,8 @@ def _check_golds(examples: list[Example], where: dict[str, str]) -> None:
 def warn_unlabelled(path: str, examples: list[Example]) -> None:
     """Say, before a run answers them, that its questions have no gold answers (a table: nor an answer column)."""
     if examples and not examples[0].answers:  # every question has one or none has (_check_golds)
-        cols = f" (its header names no {' or '.join(TABLE_COLUMNS['answers'])} column)" if examples[0].dataset == "table" else ""
+        table = examples[0].dataset == "table"
+        cols = f" (its header names no {' or '.join(TABLE_COLUMNS['answers'])} column)" if table else ""
         textio.warn(f"{path}: no question has a gold answer{cols}: answers are written, without EM or F1", once=True)
 
 
@@ -263,7 +264,10 @@ def load_nq(path):
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
         name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
-        ans = [] if name is None or r[name] is None or _missing(r[name]) else _req(where, r, "answers", list) if name == "answers" else r[name]
+        if name is None or r[name] is None or _missing(r[name]):  # no answer: a test split's question
+            ans = []
+        else:
+            ans = _req(where, r, "answers", list) if name == "answers" else r[name]
         if name == "possible_answers" and isinstance(ans, str):
             ans = _cell_answers(ans)
         ans = [ans] if isinstance(ans, (str, int, float)) else ans  # a year: 1990; true: "yes"
@@ -443,15 +447,15 @@ def _cell_answers(text: str) -> list[str]:
     return [s]
 
 
-def table_columns(header: list[str], where: str, unlabelled: bool = False) -> dict[str, int | None]:
-    """Column index of each of ``TABLE_COLUMNS`` in ``header`` (id may be None); a missing question or answer
-    column is named (``unlabelled``: the answers may be missing, a table of questions alone)."""
+def table_columns(header: list[str], where: str) -> dict[str, int | None]:
+    """Column index of each of ``TABLE_COLUMNS`` in ``header``; a missing question column is named (without an
+    id column the rows are numbered; without an answer column the questions are read alone, unscored)."""
     low = [h.strip().lower() for h in header]
     cols = {k: next((low.index(n) for n in names if n in low), None) for k, names in TABLE_COLUMNS.items()}
-    for k in ("question",) if unlabelled else ("question", "answers"):
-        if cols[k] is None:
-            raise DatasetError(f"{where}: a question-answer table needs a column named {' or '.join(TABLE_COLUMNS[k])} "
-                               f"(the header has {', '.join(header)[:120]})")
+    if cols["question"] is None:
+        names = " or ".join(TABLE_COLUMNS["question"])
+        raise DatasetError(f"{where}: a question-answer table needs a column named {names} (the header has "
+                           f"{', '.join(header)[:120]})")
     return cols
 
 
@@ -480,7 +484,7 @@ def load_table(path):
     first = next(lines, "")
     reader = csv.reader(itertools.chain([first], lines), delimiter=_delimiter(first))
     header = next(reader, None) or []
-    cols = table_columns(header, f"{path}:1", unlabelled=True)
+    cols = table_columns(header, f"{path}:1")
     for row in textio.csv_rows(reader, path, DatasetError):
         where = f"{path}:{reader.line_num}"
         if not any(c.strip() for c in row):
