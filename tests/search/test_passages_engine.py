@@ -29,6 +29,7 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     ([Passage("a", "", "x"), 5], TypeError, r"^index: a list of passages holds Passage objects or texts, not int$"),
     ([Passage("a", "", "x"), Passage("a", "", "y")], SearchError, r"^index: passage id 'a' is given twice"),
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
+    ([Passage(" ", "", "x")], SearchError, r"^index: a passage's id is ' '; ids are visible text$"),
 ])
 def test_a_list_that_cannot_be_searched_is_one_line(docs, error, said):
     with pytest.raises(error, match=said):

@@ -55,6 +55,9 @@ def passages_engine(docs) -> SearchEngine:
     ps = [d if isinstance(d, Passage) else Passage(f"doc-{i}", "", d) for i, d in enumerate(docs)]
     if not any(p.text.strip() for p in ps if isinstance(p.text, str)):
         raise SearchError("index: every passage's text is empty; nothing to search")
+    blank = next((p for p in ps if not isinstance(p.id, str) or not p.id.strip()), None)
+    if blank is not None:  # the corpus readers refuse it too: an id names the passage in traces and rows
+        raise SearchError(f"index: a passage's id is {blank.id!r}; ids are visible text")
     seen: set = set()
     twice = next((p.id for p in ps if p.id in seen or seen.add(p.id)), None)
     if twice is not None:  # the build keeps the first and drops the rest without a word
