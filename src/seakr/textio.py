@@ -208,6 +208,21 @@ def _inside(folder: str) -> str:
     return f" (it holds {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: name one)" if names else ""
 
 
+def is_pattern(path: str) -> bool:
+    """A glob: a name that is not there, with ``*``, ``?`` or ``[`` (a URL's query string is not one)."""
+    return not os.path.exists(path) and any(c in path for c in "*?[") and not is_url(path)
+
+
+def pattern_files(pattern: str, error: type[Exception] = ValueError) -> list[str]:
+    """The files a quoted glob matches, in name order (no shell expanded it: a script's, a config's), or one line."""
+    import glob
+
+    files = sorted(f for f in glob.glob(pattern) if os.path.isfile(f))
+    if not files:
+        raise error(f"{pattern}: no file matches this pattern")
+    return files
+
+
 def is_url(path: str) -> bool:
     return re.match(r"(https?|s3|gs|hf)://", path, re.IGNORECASE) is not None
 

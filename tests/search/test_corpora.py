@@ -225,6 +225,19 @@ def test_nan_a_missing_value_is_no_title_and_no_text_not_the_word_nan(tmp_path):
             list(read_corpus(str(f), "jsonl"))
 
 
+def test_a_quoted_glob_of_corpus_files_is_the_files_it_matches(tmp_path):
+    """`seakr index build 'wiki/*.jsonl'` from a script or a Makefile (no shell expands it) was "no such file",
+    where `--data` takes a quoted glob."""
+    from seakr.search.build import pair_sources
+
+    for name in ("b.jsonl", "a.jsonl", "notes.txt"):
+        (tmp_path / name).write_text('{"id": "%s", "text": "x"}\n' % name)
+    assert pair_sources([str(tmp_path / "*.jsonl"), "c.tsv"], ["jsonl", "dpr"]) == [
+        (str(tmp_path / "a.jsonl"), "jsonl"), (str(tmp_path / "b.jsonl"), "jsonl"), ("c.tsv", "dpr")]
+    with pytest.raises(ValueError, match=r"\*.tsv: no file matches this pattern$"):
+        pair_sources([str(tmp_path / "*.tsv")], ["auto"])
+
+
 def test_questions_given_to_index_are_named_as_a_dataset(tmp_path):
     """Questions without passages given to `index build` were "cannot guess the corpus format; pass --format", and
     no format finds passages in them."""

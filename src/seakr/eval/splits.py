@@ -7,7 +7,6 @@ A split is read whole or refused: read in part it would be reported as if whole.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import re
@@ -23,19 +22,12 @@ METADATA = ("dataset_info.json", "state.json", "dataset_dict.json")
 DATA_SUFFIXES = (".arrow", ".parquet", ".json", ".jsonl", ".csv", ".tsv", ".gz", ".bz2", ".xz", ".zst")
 
 
-def is_pattern(path: str) -> bool:
-    """A glob: a name that is not there, with ``*``, ``?`` or ``[`` (a URL's query string is not one)."""
-    return not os.path.exists(path) and any(c in path for c in "*?[") and not textio.is_url(path)
-
-
 def split_files(path: str, error: type[Exception] = ValueError) -> list[str]:
     """The files ``path`` names, in shard order: itself; a folder's data files when they are one split; the
     files a glob matches. One line for a folder of several splits (naming a glob for each), an empty one, a
     glob matching nothing, or a split with a shard missing."""
-    if is_pattern(path):
-        files = sorted(f for f in glob.glob(path) if os.path.isfile(f))
-        if not files:
-            raise error(f"{path}: no file matches this pattern")
+    if textio.is_pattern(path):
+        files = textio.pattern_files(path, error)
     elif os.path.isdir(path):
         files = _folder_split(path, error)
     else:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import Passage, SearchError, is_url
-from ..textio import first_line
+from ..textio import first_line, is_pattern, pattern_files
 from .corpora import read_corpus
 
 WIKI_OFFLINE = "wiki-offline"
@@ -27,7 +27,9 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
     fmts = list(formats) * len(sources) if len(formats) == 1 else list(formats)
     if len(fmts) != len(sources):
         raise ValueError(f"index build: {len(sources)} sources but {len(fmts)} --format values")
-    return list(zip(sources, fmts))
+    # a quoted glob ('wiki/*.jsonl': a script's or a Makefile's, which no shell expanded) is the files it matches
+    return [(f, fmt) for src, fmt in zip(sources, fmts)
+            for f in (pattern_files(src, ValueError) if is_pattern(src) else [src])]
 
 
 def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None) -> str:
