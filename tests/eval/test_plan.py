@@ -330,6 +330,10 @@ def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_pat
     with pytest.raises(PlanError, match=r"^eval: filler .*nope\.jsonl: no such file$"):
         EvalPlan(**base, filler=[str(tmp_path / "nope.jsonl")]).check()
     EvalPlan(**base, filler=[str(tmp_path)]).check()  # a folder of corpus files, as `index build` reads it
+    (tmp_path / "w1.jsonl").write_text('{"id": "w", "text": "x"}\n')
+    assert EvalPlan(**base, filler=[str(tmp_path / "w*.jsonl")]).check().filler == [str(tmp_path / "w1.jsonl")]
+    with pytest.raises(PlanError, match=r"^eval: filler .*nope\*.jsonl: no file matches this pattern$"):
+        EvalPlan(**base, filler=[str(tmp_path / "nope*.jsonl")]).check()
     EvalPlan(**base, filler=[HOTPOT]).check()  # filler of the pooled index: kept
     grid = tmp_path / "g.toml"
     grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "g"}"\nindex = "{idx}"\nfiller = ["{HOTPOT}"]\n'

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import check_rereadable, missing, said
+from ..textio import check_rereadable, is_pattern, missing, pattern_files, said
 from .datasets import LAYOUTS, Example
 
 
@@ -291,7 +291,7 @@ class EvalPlan:
         self.data, self.out, self.index, self.prompt_set = map(_fspath, (self.data, self.out, self.index, self.prompt_set))
         filler, runs = self.filler, self.runs  # one of each given alone, not in a list, is taken as a list of one
         filler = [] if filler is None else [filler] if isinstance(filler, (str, os.PathLike)) else filler
-        self.filler = [_fspath(f) for f in filler] if isinstance(filler, (list, tuple)) else filler  # else check() names it
+        self.filler = _filler_files([_fspath(f) for f in filler]) if isinstance(filler, (list, tuple)) else filler  # else check() names it
         runs = [runs] if isinstance(runs, (str, RunSpec)) else runs
         self.runs = [RunSpec(r) if isinstance(r, str) else r for r in runs] if isinstance(runs, (list, tuple)) else runs
         if self.model is None or isinstance(self.model, (str, os.PathLike)):
@@ -365,7 +365,7 @@ class EvalPlan:
                             f"{redact(self.index)} --add), or leave index out")
         for f in self.filler:  # a file or a folder of them, as `index build` reads (read_corpus)
             if not os.path.exists(f):
-                raise PlanError(f"eval: filler {f}: {missing(f)}")
+                raise PlanError(f"eval: filler {f}: {'no file matches this pattern' if is_pattern(f) else missing(f)}")
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
                              "passages)", PlanError, f"eval: filler {f}")
 
@@ -500,6 +500,18 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
                                  concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of))
     return sums
+
+
+def _filler_files(filler: list) -> list:
+    """Filler with each quoted glob (``"wiki/*.jsonl"`` in a grid: no shell expands it) as the files it matches;
+    one that matches none stays, for :meth:`EvalPlan.check` to name."""
+    out = []
+    for f in filler:
+        try:
+            out += pattern_files(f) if isinstance(f, str) and is_pattern(f) else [f]
+        except ValueError:
+            out.append(f)
+    return out
 
 
 def _fspath(p):
