@@ -293,6 +293,21 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_export(args) -> int:
+    from .eval.runner import export_predictions
+    from .textio import write_atomic
+
+    if args.out is not None:
+        check_output_file(args.out, "--out")
+    text = export_predictions(args.dir, args.format)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        write_atomic(args.out, text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
 def study_setup(args, options: dict | None = None, index: bool = True, check=None):
     """A study's plan (one SeaKR run), its questions, the model and the run's effective options. ``check``
     (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads."""
@@ -732,7 +747,7 @@ def disk_refused(e: OSError) -> str | None:
 
 
 #: commands that run no model: their memory is the data they read, not k or a batch
-_NO_MODEL = ("index", "search", "merge", "compare", "report", "probe")
+_NO_MODEL = ("index", "search", "merge", "compare", "export", "report", "probe")
 
 
 def out_of_memory(e: BaseException, command: str | None = None) -> str | None:

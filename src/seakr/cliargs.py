@@ -303,6 +303,14 @@ def _eval_parsers(sub) -> None:
     p.add_argument("dirs", nargs="+", type=path_arg)
     p.set_defaults(cmd="compare")
 
+    p = sub.add_parser("export", help="an eval run's predictions as an official script or leaderboard reads them")
+    p.add_argument("dir", type=path_arg)
+    p.add_argument("--format", default="jsonl", choices=("jsonl", "squad", "hotpotqa"),
+                   help="jsonl: {id, prediction} lines; squad: {id: prediction} (SQuAD, TriviaQA, NQ-open scripts); "
+                        "hotpotqa: {answer, sp} (sp empty)")
+    p.add_argument("--out", type=path_arg, default=None, help="file to write (default: stdout)")
+    p.set_defaults(cmd="export")
+
     p = study("calibrate", "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration",
               data_required=False)
     p.add_argument("--from-runs", nargs=2, type=path_arg, metavar=("NEVER", "ALWAYS"), default=None,

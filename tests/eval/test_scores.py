@@ -422,3 +422,36 @@ def test_questions_without_gold_answers_are_answered_and_written_without_scores(
     with pytest.raises(ValueError, match=r"test: question 'q0' was answered without a gold answer \(no F1\); a "
                                          r"calibration needs a run of questions with answers$"):
         run_rows(tmp_path / "test", scored="a calibration")  # as calibrate --from-runs and probe gate read runs
+
+
+def test_export_writes_a_runs_predictions_as_the_official_scripts_read_them(tmp_path):
+    """An unscored run (a test split) is made to be submitted: its predictions sat in results.jsonl among traces,
+    in no format a leaderboard or an official script reads."""
+    from seakr.eval.runner import export_predictions
+
+    bare = [Example(ex.id, ex.question, []) for ex in EXS]
+    run_eval(ScriptedMethod(ANSWERS), bare, tmp_path / "test")
+    (tmp_path / "test" / "results.jsonl").unlink()  # from the committed score rows alone, as on another machine
+    want = {ex.id: ANSWERS[ex.question] for ex in EXS}
+    lines = export_predictions(tmp_path / "test").splitlines()
+    assert [json.loads(line) for line in lines] == [{"id": k, "prediction": v} for k, v in want.items()]
+    assert json.loads(export_predictions(tmp_path / "test", "squad")) == want
+    assert json.loads(export_predictions(tmp_path / "test", "hotpotqa")) == {"answer": want, "sp": {k: [] for k in want}}
+    with pytest.raises(ValueError, match=r"export: format 'csv'; choose from jsonl, squad, hotpotqa"):
+        export_predictions(tmp_path / "test", "csv")
+    with pytest.raises(ValueError, match=r"no answered question here .*; it holds the runs test: export one$"):
+        export_predictions(tmp_path)
+
+
+def test_export_from_the_command_line_to_stdout_or_a_file(tmp_path):
+    import subprocess
+    import sys
+
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "dev")
+    cmd = [sys.executable, "-m", "seakr.cli", "export", str(tmp_path / "dev"), "--format", "squad"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["q0"] == "ans0", r.stderr
+    r = subprocess.run(cmd + ["--out", str(tmp_path / "preds.json")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads((tmp_path / "preds.json").read_text())["q1"] == "wrong"
+    r = subprocess.run(cmd[:4] + [str(tmp_path / "none")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "none: no answered question here" in r.stderr

@@ -748,6 +748,38 @@ def run_labels(dirs: Sequence[str], names: list[str]) -> list[str]:
     return [f"{x} #{out[:i].count(x) + 1}" if out.count(x) > 1 else x for i, x in enumerate(out)]
 
 
+def _runs_inside(p: Path, what: str) -> str:
+    """``; it holds the runs a, b: compare those``: the runs a grid's folder holds, for a command given the grid."""
+    inner = sorted(q.name for q in p.iterdir() if (q / "config.json").is_file()) if p.is_dir() else []
+    return f"; it holds the runs {', '.join(inner[:6])}: {what}" if inner else ""
+
+
+#: What ``seakr export`` writes a run's predictions as: JSON lines of id and prediction; ``{id: prediction}``, the
+#: file SQuAD's, TriviaQA's and NQ-open's scripts read; HotpotQA's ``{"answer": ..., "sp": ...}`` (no supporting
+#: facts are predicted: every ``sp`` list is empty, and its script scores them 0)
+EXPORT_FORMATS = ("jsonl", "squad", "hotpotqa")
+
+
+def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
+    """A run's predictions, in its questions' order, as a leaderboard or an official script reads them."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"export: format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+    named_paths("export", run_dir)
+    p = Path(run_dir)
+    cfg = read_run_config(p, required=False)
+    if cfg.get("study"):
+        raise ValueError(f"{run_dir}: a {cfg['study']} study, not an eval run: it holds no predictions to export")
+    rows = sorted(run_rows(p), key=lambda r: r.order)
+    if not rows:
+        raise ValueError(f"{run_dir}: no answered question here (an eval run's folder holds results.jsonl or "
+                         f"scores.jsonl){_runs_inside(p, 'export one')}")
+    if fmt == "jsonl":
+        return "".join(json.dumps({"id": r.id, "prediction": r.prediction}, ensure_ascii=False) + "\n" for r in rows)
+    answers = {r.id: r.prediction for r in rows}
+    body = answers if fmt == "squad" else {"answer": answers, "sp": {r.id: [] for r in rows}}
+    return json.dumps(body, ensure_ascii=False, indent=1) + "\n"
+
+
 def compare(dirs: Sequence[str]) -> str:
     """The runs' summary table, then each run's F1 against the first run's on the questions both
     answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
@@ -760,9 +792,7 @@ def compare(dirs: Sequence[str]) -> str:
             raise ValueError(f"{d}: a {cfg['study']} study, not an eval run (`seakr report {d}` shows it)")
         rows = run_rows(p)
         if not rows and not cfg:
-            inner = sorted(q.name for q in p.iterdir() if (q / "config.json").is_file()) if p.is_dir() else []
-            hint = f"; it holds the runs {', '.join(inner[:6])}: compare those" if inner else ""
-            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json){hint}")
+            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json){_runs_inside(p, 'compare')}")
         loaded.append((rows, cfg))
     names = run_labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
     for name, (rows, cfg) in zip(names, loaded):
