@@ -196,13 +196,22 @@ def _members(path: str, kind: str) -> str:
     return f" of {len(names)} file(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''})"
 
 
+#: The files of a folder that may hold data (compressed ones by their inner name's suffix), and what ``datasets``
+#: keeps beside its data, never read as questions
+DATA_SUFFIXES = (".arrow", ".parquet", ".json", ".jsonl", ".csv", ".tsv", ".gz", ".bz2", ".xz", ".zst")
+METADATA = ("dataset_info.json", "state.json", "dataset_dict.json")
+
+
+def data_file_names(folder: str) -> list[str]:
+    """The names of the data files directly in ``folder``, in name order (hidden files and metadata left out)."""
+    return sorted(f for f in os.listdir(folder) if not f.startswith(".") and f not in METADATA
+                  and f.lower().endswith(DATA_SUFFIXES) and os.path.isfile(os.path.join(folder, f)))
+
+
 def _inside(folder: str) -> str:
-    """`` (it holds a, b: name one)``: the data files a folder given for a file holds (``datasets``'
-    save_to_disk writes a folder around its Arrow file; a hub download, a folder of Parquet splits), or nothing."""
+    """`` (it holds a, b: name one)``: the data files a folder given for a file holds, or nothing."""
     try:
-        names = sorted(f for f in os.listdir(folder) if not f.startswith(".") and f.lower().endswith(
-            (".arrow", ".parquet", ".json", ".jsonl", ".csv", ".tsv", ".gz", ".bz2", ".xz")) and f not in
-            ("dataset_info.json", "state.json", "dataset_dict.json"))
+        names = data_file_names(folder)
     except OSError:
         return ""
     return f" (it holds {', '.join(names[:3])}{', ...' if len(names) > 3 else ''}: name one)" if names else ""

@@ -16,10 +16,6 @@ from .. import textio
 
 #: ``<split>-<i>-of-<n><ext>``: how the hub and ``datasets`` number a split's shards
 SHARD = re.compile(r"^(?P<split>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\..+)$")
-#: What a folder holds beside its data (``datasets``' metadata), never read as questions
-METADATA = ("dataset_info.json", "state.json", "dataset_dict.json")
-#: The files a folder given as a split may hold (compressed ones by their inner name's suffix)
-DATA_SUFFIXES = (".arrow", ".parquet", ".json", ".jsonl", ".csv", ".tsv", ".gz", ".bz2", ".xz", ".zst")
 
 
 def split_files(path: str, error: type[Exception] = ValueError) -> list[str]:
@@ -38,8 +34,7 @@ def split_files(path: str, error: type[Exception] = ValueError) -> list[str]:
 
 
 def _folder_split(folder: str, error) -> list[str]:
-    names = sorted(f for f in os.listdir(folder) if not f.startswith(".") and f not in METADATA
-                   and f.lower().endswith(DATA_SUFFIXES) and os.path.isfile(os.path.join(folder, f)))
+    names = textio.data_file_names(folder)
     if not names:
         subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)) and not d.startswith("."))
         held = f"; it holds the folders {', '.join(subs[:4])}{', ...' if len(subs) > 4 else ''}: name one" if subs else ""
