@@ -8,6 +8,8 @@ import math
 import os
 import re
 
+from .textio import user_path
+
 
 def _int_at_least(text: str, lo: int, expect: str) -> int:
     try:
@@ -32,7 +34,7 @@ def given(text: str) -> str:
     demo index, no probe file) and ran without a word."""
     if not text.strip():
         raise argparse.ArgumentTypeError("empty; name it, or leave the flag out for its default")
-    return text
+    return user_path(text)  # --index=~/idx: bash expands no ~ after "=" (a registry name or URL has none)
 
 
 def path_arg(text: str) -> str:
@@ -40,7 +42,7 @@ def path_arg(text: str) -> str:
     compare ""`` compared ".") or as "not given" (``report --out ""`` wrote the default file)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path; name the file or folder")
-    return text
+    return user_path(text)  # --out=~/runs made a folder named "~" in the working folder
 
 
 def _stop(text: str) -> str:
@@ -215,7 +217,7 @@ def _answer_parsers(sub) -> None:
     _add_method_args(p, METHODS)
     p.add_argument("question", type=typed_text, help='the question ("-": read it from stdin)')
     p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
-    p.add_argument("--html", default=None, help="also write the trace viewer page for this answer")
+    p.add_argument("--html", type=path_arg, default=None, help="also write the trace viewer page for this answer")
     p.set_defaults(cmd="ask")
 
     p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")
@@ -381,19 +383,19 @@ def _index_parsers(sub) -> None:
                         "the demo corpus)")
     b.add_argument("--format", action="append", choices=FORMATS, default=None,
                    help="one for all sources or one per source (default auto)")
-    b.add_argument("--out", required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
+    b.add_argument("--out", type=path_arg, required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
     b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default=None,
                    help="default: elasticsearch for an http(s):// --out, else tantivy")
     b.add_argument("--overwrite", action="store_true", help="replace an existing seakr index (never anything else)")
     b.add_argument("--add", action="store_true", help="incremental add to an existing index")
     b.set_defaults(cmd="index_build")
     i = isub.add_parser("info", help="manifest of an index (document count, analyzer, checksum)")
-    i.add_argument("index")
+    i.add_argument("index", type=path_arg)
     i.add_argument("--verify", action="store_true", help="check every index file and recompute the document checksum")
     i.set_defaults(cmd="index_info")
 
     p = sub.add_parser("search", help="BM25 top-k for one query")
-    p.add_argument("index", help="index directory or http(s)://host:port/INDEX")
+    p.add_argument("index", type=path_arg, help="index directory or http(s)://host:port/INDEX")
     p.add_argument("query")
     p.add_argument("-k", type=positive_int, default=3)
     p.add_argument("--json", action="store_true")

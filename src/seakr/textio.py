@@ -232,6 +232,14 @@ def pattern_files(pattern: str, error: type[Exception] = ValueError) -> list[str
     return files
 
 
+def user_path(p):
+    """A path as text (a ``pathlib.Path`` too), a leading ``~`` expanded: a TOML grid's ``data = "~/dev.json"``,
+    ``--out=~/idx`` (bash expands no ``~`` after ``=``) and a Python string pass through no shell, and were "no
+    such file" (an output made a folder named "~" in the working folder). Anything else is returned as given."""
+    p = os.fspath(p) if isinstance(p, os.PathLike) else p
+    return os.path.expanduser(p) if isinstance(p, str) and p.startswith("~") else p
+
+
 def is_url(path: str) -> bool:
     return re.match(r"(https?|s3|gs|hf)://", path, re.IGNORECASE) is not None
 

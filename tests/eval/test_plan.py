@@ -411,6 +411,7 @@ def test_a_path_with_a_tilde_is_the_home_folders_in_a_grid_and_the_python_api(tm
     assert (plan.data, plan.out, plan.filler, plan.model.model) == (
         str(tmp_path / "dev.json"), str(tmp_path / "runs" / "x"), [str(tmp_path / "dev.json")], str(tmp_path / "m.gguf"))
     assert len(EvalPlan(data="~/dev.json", out="~/o", runs=["cot"]).select().examples) == len(load_dataset(HOTPOT))
+    assert len(load_dataset("~/dev.json")) == len(load_dataset(HOTPOT))  # the Python API's door too
     assert ModelSpec("~/m.gguf").model == str(tmp_path / "m.gguf") and ModelSpec("smollm2-135m").model == "smollm2-135m"
     grid = tmp_path / "g.toml"
     grid.write_text('data = "~/dev.json"\nout = "~/g"\n[[run]]\nmethod = "cot"\n')

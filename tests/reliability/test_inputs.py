@@ -453,6 +453,26 @@ def test_a_stop_string_replaces_the_default_newline():
     assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
 
 
+def test_every_path_flag_expands_a_tilde_no_shell_expanded(monkeypatch):
+    """``--index=~/idx`` (bash expands no ``~`` after ``=``) and a quoted ``"~/idx"`` reached the commands as
+    written: "no index here", and an output made a folder named "~" in the working folder."""
+    from seakr.cliargs import build_parser
+
+    monkeypatch.setenv("HOME", "/h")
+    parse = lambda *a: vars(build_parser().parse_args(a))  # noqa: E731
+    a = parse("ask", "q", "--index=~/idx", "--model=~/m.gguf", "--html=~/a.html", "--prompt-set=~/s.json")
+    assert (a["index"], a["model"], a["html"], a["prompt_set"]) == ("/h/idx", "/h/m.gguf", "/h/a.html", "/h/s.json")
+    assert parse("serve", "--index=~/idx", "--model=~/m")["index"] == "/h/idx"
+    e = parse("eval", "--data=~/d.json", "--out=~/runs", "--filler=~/w.jsonl", "--index=~/i", "--config=~/g.toml")
+    assert (e["data"], e["out"], e["filler"], e["index"], e["config"]) == (
+        "/h/d.json", "/h/runs", ["/h/w.jsonl"], "/h/i", "/h/g.toml")
+    assert parse("index", "build", "~/c.jsonl", "--out=~/idx")["sources"] == ["/h/c.jsonl"]
+    assert parse("index", "build", "--format", "wiki-offline", "--out=~/idx")["out"] == "/h/idx"
+    assert parse("search", "~/idx", "q")["index"] == parse("index", "info", "~/idx")["index"] == "/h/idx"
+    assert parse("export", "~/runs", "--out=~/p.json")["out"] == "/h/p.json"
+    assert parse("ask", "q", "--index=http://es:9200/wiki", "--model=smollm2-135m")["index"] == "http://es:9200/wiki"
+
+
 def test_a_question_or_prompt_given_as_a_dash_is_read_from_stdin(monkeypatch, capsys):
     """`seakr ask -` answered the question "-" (and `uncertainty -` scored the prompt "-"): a question too long or
     too quoted for the shell comes on stdin, UTF-8, its closing line end dropped."""

@@ -432,3 +432,28 @@ def test_a_folder_name_that_is_not_utf8_is_named_not_a_codec_error(tmp_path):
     (tmp_path / "good").rename(bad)
     with pytest.raises(SearchError, match=r"not UTF-8 text"):
         TantivyEngine(bad)
+
+
+def test_a_tilde_path_is_the_home_folders_at_every_door(tmp_path, monkeypatch, capsys):
+    """Bash expands no ``~`` after ``=`` (``--out=~/idx``), nor inside quotes, nor in a Python string: ``index
+    build`` made a folder named "~" in the working folder, and ``search``, ``index info``, ``open_engine`` and
+    ``read_corpus`` were "no index here" / "no such file" for the home folder's."""
+    from seakr.cli import main
+    from seakr.search import as_engine
+    from seakr.search.build import build_index
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir(), work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    (home / "c.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in DOCS))
+    assert main(["index", "build", "~/c.jsonl", "--out=~/idx"]) == 0
+    assert (home / "idx").is_dir() and not any(work.iterdir())
+    capsys.readouterr()
+    assert main(["search", "~/idx", "Seine river", "-k", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["id"] == "5"
+    assert main(["index", "info", "~/idx"]) == 0 and json.loads(capsys.readouterr().out)["doc_count"] == len(DOCS)
+    assert [p.id for p in read_corpus("~/c.jsonl")] == [p.id for p in DOCS]
+    assert open_engine("~/idx").search("Berlin", 1)[0].id == "3" and as_engine("~/idx").search("Lyon", 1)[0].id == "2"
+    build_index([("~/c.jsonl", "jsonl")], "~/idx2")
+    assert (home / "idx2").is_dir() and not any(work.iterdir())

@@ -575,7 +575,7 @@ def _passages_hint(path: str) -> str:
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
     """The questions of a data file, of a folder holding one split, or of a quoted glob of a split's shards
     (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
-    path = os.fspath(path)
+    path = textio.user_path(path)
     if layout not in LOADERS and layout != "auto":
         raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
     files = split_files(path, DatasetError)

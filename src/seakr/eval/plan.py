@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import check_rereadable, is_pattern, missing, pattern_files, said
+from ..textio import check_rereadable, is_pattern, missing, pattern_files, said, user_path
 from .datasets import LAYOUTS, Example
 
 
@@ -49,7 +49,7 @@ class ModelSpec:
     DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
 
     def __post_init__(self):
-        self.model = _fspath(self.model)
+        self.model = user_path(self.model)
 
     def check(self, here: bool = True) -> None:
         """The mistakes that would otherwise surface after a minute of loading. ``here``: the model loads on
@@ -288,14 +288,14 @@ class EvalPlan:
     def __post_init__(self):
         """The Python API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its
         name (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
-        self.data, self.out, self.index, self.prompt_set = map(_fspath, (self.data, self.out, self.index, self.prompt_set))
+        self.data, self.out, self.index, self.prompt_set = map(user_path, (self.data, self.out, self.index, self.prompt_set))
         filler, runs = self.filler, self.runs  # one of each given alone, not in a list, is taken as a list of one
         filler = [] if filler is None else [filler] if isinstance(filler, (str, os.PathLike)) else filler
-        self.filler = _filler_files([_fspath(f) for f in filler]) if isinstance(filler, (list, tuple)) else filler  # else check() names it
+        self.filler = _filler_files([user_path(f) for f in filler]) if isinstance(filler, (list, tuple)) else filler  # else check() names it
         runs = [runs] if isinstance(runs, (str, RunSpec)) else runs
         self.runs = [RunSpec(r) if isinstance(r, str) else r for r in runs] if isinstance(runs, (list, tuple)) else runs
         if self.model is None or isinstance(self.model, (str, os.PathLike)):
-            self.model = ModelSpec(_fspath(self.model))
+            self.model = ModelSpec(user_path(self.model))
 
     def check(self, here: bool = True) -> "EvalPlan":
         """Every mistake that can be found without the model or the data's content; returns self. ``here``:
@@ -513,12 +513,6 @@ def _filler_files(filler: list) -> list:
             out.append(f)
     return out
 
-
-def _fspath(p):
-    """A path as text (a ``pathlib.Path`` too), a leading ``~`` expanded: a TOML grid's ``data = "~/dev.json"``
-    passes through no shell, and was "no such file" (an ``out`` would have made a folder named "~")."""
-    p = os.fspath(p) if isinstance(p, os.PathLike) else p
-    return os.path.expanduser(p) if isinstance(p, str) and p.startswith("~") else p
 
 
 # ---------------------------------------------------------------------- TOML run grids

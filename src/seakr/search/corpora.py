@@ -359,6 +359,7 @@ def _walk_error(e: OSError) -> None:
 def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
     """The passages of a corpus file of format ``fmt`` (guessed from the file under ``auto``), or of every file
     of a folder (each guessed on its own under ``auto``)."""
+    path = textio.user_path(path)
     if fmt == "wiki-offline" and not path:
         return read_wiki_offline()
     if path and os.path.isdir(path):
