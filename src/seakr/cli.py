@@ -184,8 +184,8 @@ def _method_from_args(args):
     flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
     check_run("--option", args.method, opts, model_spec(args).context())  # bad options fail here, not after the load
     if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
-        raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder or an "
-                       "http(s)://host:9200/INDEX URL; `seakr index build` makes one)")
+        raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder, an "
+                       "http(s)://host:9200/INDEX URL or a corpus file; `seakr index build` makes a folder)")
     engine = open_engine(args.index) if args.index else None
     return build_method(args.method, model_spec(args).load(), engine, **opts)
 

@@ -85,7 +85,7 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
 def test_processes_started_together_build_a_pooled_index_once(tmp_path, monkeypatch):
     """Shards started together each built the same pooled index and swapped it under the others' open
     readers; the second now waits on the first's lock and reads what it built."""
-    from seakr.eval.corpus import _build_once
+    from seakr.search.build import build_once
 
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "cache" / "indexes" / "pooled"
@@ -97,9 +97,9 @@ def test_processes_started_together_build_a_pooled_index_once(tmp_path, monkeypa
                              env={**os.environ, "SEAKR_CACHE": str(tmp_path / "cache")}, stdout=subprocess.PIPE, text=True)
     assert first.stdout.readline().strip() == "building"
     built = []
-    _build_once(out, lambda: built.append(1))  # waits for the first process, then finds its index
+    build_once(out, lambda: built.append(1))  # waits for the first process, then finds its index
     assert first.wait(30) == 0 and built == []
-    _build_once(tmp_path / "cache" / "indexes" / "other", lambda: built.append(2))
+    build_once(tmp_path / "cache" / "indexes" / "other", lambda: built.append(2))
     assert built == [2]
 
 

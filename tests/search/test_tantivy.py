@@ -457,3 +457,41 @@ def test_a_tilde_path_is_the_home_folders_at_every_door(tmp_path, monkeypatch, c
     assert open_engine("~/idx").search("Berlin", 1)[0].id == "3" and as_engine("~/idx").search("Lyon", 1)[0].id == "2"
     build_index([("~/c.jsonl", "jsonl")], "~/idx2")
     assert (home / "idx2").is_dir() and not any(work.iterdir())
+
+
+def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_path, monkeypatch, capsys):
+    """``ask --index docs.jsonl`` (and ``index="docs.jsonl"``, ``eval --index``, ``search``) was "no index here": a
+    handful of documents needed ``index build`` first. The file is indexed once, under its content's digest."""
+    from seakr.cli import main
+    from seakr.eval.plan import EvalPlan
+    from seakr.search import as_engine
+    from seakr.search.corpora import CorpusError
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in DOCS))
+    eng = open_engine(str(corpus))
+    assert eng.search("Seine river", 1)[0].id == "5" and eng.count() == len(DOCS)
+    built = sorted((tmp_path / "cache" / "indexes").iterdir())
+    manifest = built[0] / MANIFEST
+    stamp = manifest.stat().st_mtime_ns
+    assert as_engine(corpus).search("Berlin", 1)[0].id == "3"  # the Python API's door: the same cached index
+    assert main(["search", str(corpus), "Lyon", "-k", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["id"] == "2"
+    assert sorted((tmp_path / "cache" / "indexes").iterdir()) == built and manifest.stat().st_mtime_ns == stamp
+    with corpus.open("a") as f:  # a changed file makes another index: the old one would answer from stale passages
+        f.write(json.dumps({"id": "6", "title": "Rhine", "text": "The Rhine flows through Basel."}) + "\n")
+    assert open_engine(str(corpus)).search("Rhine Basel", 1)[0].id == "6"
+    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 2
+    fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hotpotqa_mini.official.json")
+    EvalPlan(data=fixture, out=str(tmp_path / "o"), runs=["ircot"], index=str(corpus)).check()  # eval's door
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "Which river?"}) + "\n")
+    with pytest.raises(CorpusError, match=r"q.jsonl: questions \(a dataset\)"):  # refused before anything is built
+        open_engine(str(questions))
+    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 2
+    with pytest.raises(SearchError, match=r"seakr-index.json: a file of the index .*; name the folder"):
+        open_engine(str(manifest))
+    (tmp_path / "x.json").write_text('{"a": 1}')
+    with pytest.raises(CorpusError, match=r"x.json: neither an index folder nor a corpus file .* --format FORMAT"):
+        open_engine(str(tmp_path / "x.json"))

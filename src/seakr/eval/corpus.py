@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from ..models.registry import cache_lock, cache_root, sha256_file
+from ..models.registry import cache_root, sha256_file
 from ..search.base import Passage
+from ..search.build import build_once
 from ..search.corpora import corpus_files, ctx_id, read_corpus
 from .datasets import Example
 from .splits import split_digest
@@ -43,7 +44,7 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
         for f in filler:
             yield from read_corpus(f)
 
-    _build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress))
+    build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress))
     return str(out)
 
 
@@ -55,14 +56,6 @@ def _corpus_digest(path: str) -> str:
     for f in corpus_files(path):
         h.update(f"{os.path.relpath(f, path)}\0{sha256_file(Path(f))}\n".encode())
     return h.hexdigest()
-
-
-def _build_once(out: Path, build) -> None:
-    """``build()`` unless another process built ``out`` meanwhile: shards started together each built the
-    same pooled index and swapped it under the others' open readers ("index files differ from the build")."""
-    with cache_lock(f"index-{out.name}"):
-        if not (out / "seakr-index.json").exists():
-            build()
 
 
 #: The demo's question: two hops (the film's director, then his nationality) over the demo corpus.
@@ -79,6 +72,6 @@ def demo_index(progress: bool = True) -> str:
     out = cache_root() / "indexes" / f"wiki-offline-{sha256_file(Path(src))[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar("building the demo index (10,033 Wikipedia leads)", total=10033, enabled=progress) as adv:
-            _build_once(out, lambda: TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True,
+            build_once(out, lambda: TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True,
                                                          sources=[src], progress=adv))
     return str(out)

@@ -345,14 +345,14 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check(here)
-        if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
-            from ..search import open_engine
-
-            open_engine(self.index)  # (a cluster's client connects at its first request)
         check_output_dir(self.out)
         if self.resume:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))
+        if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
+            from ..search import open_engine
+
+            open_engine(self.index)  # (a cluster's client connects at its first request; a corpus file is indexed)
         return self
 
     def _check_filler(self) -> None:

@@ -8,8 +8,8 @@ from ..textio import user_path
 
 
 def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
-    """An index directory (tantivy; a ``pathlib.Path`` too) or an ``http(s)://host:port/index`` URL
-    (Elasticsearch/OpenSearch)."""
+    """An index directory (tantivy; a ``pathlib.Path`` too), an ``http(s)://host:port/index`` URL
+    (Elasticsearch/OpenSearch), or a corpus file, indexed once into the cache (:func:`.build.corpus_index`)."""
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
     spec = user_path(spec)
@@ -21,6 +21,10 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
         return ElasticEngine.from_url(spec, **kwargs)
     from .tantivy_engine import TantivyEngine
 
+    if os.path.isfile(spec):  # a corpus file: indexed once into the cache
+        from .build import corpus_index
+
+        spec = corpus_index(spec)
     return TantivyEngine(spec)
 
 

@@ -97,3 +97,41 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
         raise
     except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says
         raise SearchError(f"{eng.url}: Elasticsearch failed ({type(e).__name__}: {first_line(e, limit=300)})") from None
+
+
+def build_once(out: Path, build) -> None:
+    """``build()`` unless another process built ``out`` meanwhile: shards started together each built the
+    same pooled index and swapped it under the others' open readers ("index files differ from the build")."""
+    from ..models.registry import cache_lock
+
+    with cache_lock(f"index-{out.name}"):
+        if not (out / "seakr-index.json").exists():
+            build()
+
+
+def corpus_index(path: str, progress: bool | None = None) -> str:
+    """A corpus file given where an index is expected (``ask --index docs.jsonl``, ``index="docs.jsonl"``),
+    indexed once into the cache under its content's digest (a changed file makes another index); it was "no
+    index here", and a handful of documents needed ``index build`` first. Its format is guessed, so a file of
+    questions or an index's own file is refused in one line before anything is built."""
+    from ..models.registry import cache_root, sha256_file
+    from ..progress import progress_bar
+    from .corpora import FORMATS, CorpusError, detect_format
+    from .tantivy_engine import TantivyEngine
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(os.path.join(folder, "seakr-index.json")):  # it was read as a corpus: "invalid JSON"
+        raise SearchError(f"{path}: a file of the index {folder}; name the folder")
+    try:
+        fmt = detect_format(path)
+    except CorpusError as e:  # "pass --format": a flag of `index build` only
+        if "cannot guess" not in str(e):
+            raise
+        raise CorpusError(f"{path}: neither an index folder nor a corpus file this can tell the format of; `seakr "
+                          f"index build {path} --format FORMAT --out DIR` reads it ({', '.join(FORMATS[:-1])})") from None
+    out = cache_root() / "indexes" / f"{Path(path).name}-{sha256_file(Path(path))[:16]}"
+    if not (out / "seakr-index.json").exists():
+        with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
+            build_once(out, lambda: TantivyEngine.build(read_corpus(path, fmt), out, overwrite=True, sources=[path],
+                                                        progress=adv))
+    return str(out)
