@@ -6,8 +6,9 @@ import pytest
 
 from seakr.methods.base import pick
 from seakr.methods.records import FinalAnswer
+from seakr.eval.metrics import exact_match
 from seakr.methods.text import (Word, align_words, build_query, drop_answer_sentence, extract_answer, is_unknown,
-                                mask_low_prob)
+                                mask_low_prob, short_answer)
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -33,6 +34,30 @@ from seakr.methods.text import (Word, align_words, build_query, drop_answer_sent
 ])
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("So the answer is \u201cParis\u201d.", "Paris"),  # typographic quotes: SQuAD's normalisation keeps them (EM 0)
+    ("So the answer is \u2018Paris\u2019.", "Paris"),
+    ("So the answer is \u00abParis\u00bb.", "Paris"),
+    ("So the answer is **Paris**.", "Paris"),  # a chat model's markdown, shown as written
+    ("So the answer is *The Shining*.", "The Shining"),
+    ("So the answer is `Paris`.", "Paris"),
+    ("So the answer is **\u201cParis\u201d**.", "Paris"),
+    ("So the answer is Paris\u3002Question: next", "Paris"),  # a CJK full stop ends the sentence
+    ("So the answer is \u300c\u6771\u4eac\u300d\u3002", "\u6771\u4eac"),
+    ("So the answer is \u201cParis\u201d and \u201cLyon\u201d.", "\u201cParis\u201d and \u201cLyon\u201d"),  # two names
+    ("So the answer is *.", "*"),
+])
+def test_an_answer_loses_the_quotes_and_emphasis_around_the_whole_of_it(text, expected):
+    assert extract_answer(text) == expected
+
+
+@pytest.mark.parametrize("reply", ["**Paris**", "\u201cParis\u201d\u3002", "Paris.", "So the answer is _Paris_.",
+                                   "\u00abParis\u00bb"])
+def test_a_short_reply_is_read_as_its_answer(reply):
+    """The knowledge check's and ``detect``'s short form read the reply itself where it says no "answer is"."""
+    assert short_answer(reply) == "Paris" and exact_match(short_answer(reply), ["Paris"]) == 1.0
 
 
 def test_drop_answer_sentence():

@@ -35,7 +35,7 @@ from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
 from ..models.registry import cache_dir, cache_lock
 from ..textio import write_atomic
-from ..methods.text import extract_answer
+from ..methods.text import short_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
@@ -426,7 +426,7 @@ def _detect_answer(method: SeaKR, question: str, passages, form: str, taps):
     cfg.n, cfg.with_states, cfg.greedy_state = method.config.k, True, True
     g = _generate(method.lm, prompt, prefix, cfg, taps if len(taps) > 1 else ())
     text = g.greedy.text
-    return g, (extract_answer(text) or text.strip().rstrip(".")), prompt
+    return g, short_answer(text), prompt
 
 
 def _generate(lm, prompt, prefix, cfg, taps):

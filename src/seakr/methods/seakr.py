@@ -43,7 +43,7 @@ from ..textio import said, warn
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
-from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown
+from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown, short_answer
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
@@ -299,7 +299,7 @@ class SeaKR(Method):
             u = self.knowledge.probe("short").score_check(gen.greedy.state if text.strip() else None, scores)
             p = 1.0 - u
         tr.model_call("check", prompt, gen, u, time.perf_counter() - t)
-        ans = extract_answer(text) or text.strip().rstrip(".")
+        ans = short_answer(text)
         return FinalAnswer(ans, u, text, False, p=p)
 
     @property

@@ -35,13 +35,37 @@ def extract_answer(text: str) -> str | None:
         break
     if m is not None:
         rest = text[m.end():].split("\n", 1)[0]
-        ans = _balanced(_first_sentence(rest).strip().rstrip(".").strip().strip('"').strip())
+        ans = _unwrap(_balanced(_first_sentence(rest).strip().rstrip(".").strip().strip('"').strip()))
         return ans or None
     m2 = _IS_THE_ANSWER.search(text)
     if m2:
         ans = re.sub(r"^(?:so|thus|therefore|hence|then)\b[,:]?\s*", "", m2.group(1).strip(), flags=re.IGNORECASE)
         return ans or None
     return None
+
+
+def short_answer(text: str) -> str:
+    """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself."""
+    return extract_answer(text) or _unwrap(text.strip().rstrip(".。．").strip())
+
+
+#: What a chat model wraps a whole answer in: quotes of several scripts, and markdown's emphasis and code.
+_WRAPS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u00ab", "\u00bb"), ("\u300c", "\u300d"), ("\u300e", "\u300f"),
+          ('"', '"'), ("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"))
+
+
+def _unwrap(ans: str) -> str:
+    """The answer without quotes or emphasis around the whole of it: "**Paris**" and "\u201cParis\u201d" were shown
+    as written, and the typographic quotes cost the exact match (SQuAD's normalisation drops ASCII punctuation
+    only). A mark inside stays ('"Paris" and "Lyon"' is two quoted names, not one)."""
+    while True:
+        for o, c in _WRAPS:
+            inner = ans[len(o):len(ans) - len(c)]
+            if len(ans) > len(o) + len(c) and ans.startswith(o) and ans.endswith(c) and c not in inner and o not in inner:
+                ans = inner.strip().rstrip(".").strip()
+                break
+        else:
+            return ans
 
 
 def _balanced(ans: str) -> str:
@@ -60,7 +84,8 @@ _ABBREV = {"st", "dr", "mr", "mrs", "ms", "jr", "sr", "mt", "ft", "vs", "no", "c
 
 def _first_sentence(s: str) -> str:
     """Up to the first period that ends a sentence (not an abbreviation or an initial), also one with
-    no space before the next sentence ("American.What is ...")."""
+    no space before the next sentence ("American.What is ..."), or at a full stop of CJK text ("\u3002")."""
+    s = re.split(r"[\u3002\uff0e]", s, maxsplit=1)[0]
     for m in re.finditer(r"\.(?=\s|$|[A-Z*#\[])", s):
         word = re.findall(r"[\w.]+$", s[: m.start()])
         w = word[0].lower() if word else ""
