@@ -46,6 +46,21 @@ def test_viewer_end_to_end(server):
         assert "from rationale:" in choice and "(U " in choice and "chose" in choice
         os.makedirs(ARTIFACTS, exist_ok=True)
         b.save_screenshot(os.path.join(ARTIFACTS, "viewer.png"))
+        # the passages box: a reader's own paragraphs are searched instead of the server's index
+        assert b.execute_script("return ownPassages(arguments[0])", "# Zorblax\nZorblax is a moon.\n\n  plain text \n \n\n") == [
+            {"title": "Zorblax", "text": "Zorblax is a moon."}, {"text": "plain text"}]
+        b.find_element(By.CSS_SELECTOR, "#own summary").click()
+        b.find_element(By.ID, "passages").send_keys("# Zorblax Chronicle\nZorblax Chronicle is a 1983 film directed by "
+                                                    "Quentin Vale.\n\nQuentin Vale was born in Perth.")
+        b.find_element(By.ID, "q").clear()
+        b.find_element(By.ID, "q").send_keys("Who directed Zorblax Chronicle?")
+        Select(b.find_element(By.ID, "method")).select_by_value("single")
+        b.find_element(By.ID, "go").click()
+        WebDriverWait(b, 400).until(lambda d: d.find_element(By.ID, "status").text in ("done",) or
+                                    d.find_elements(By.CSS_SELECTOR, ".status .error"))
+        assert b.find_element(By.ID, "status").text == "done"
+        assert "read from Zorblax Chronicle" in b.find_element(By.CSS_SELECTOR, ".final").text  # not in the server's index
+        b.save_screenshot(os.path.join(ARTIFACTS, "viewer-passages.png"))
         # a trace of the default's probe-driven rules (this server's model has none): past a knowledge check no
         # step is scored (no U, no bar), the candidates and the final answers carry probabilities
         probed = {"question": "q?", "answer": "Seine", "method": "seakr", "trace": {

@@ -23,7 +23,7 @@ function bar(u, delta, sc) {
 }
 function renderStep(s, sc) {
   const tag = s.retrieved ? '<span class="tag retr">retrieved</span>' : '<span class="tag noretr">no retrieval</span>';
-  const kept = s.kept ? ` kept <b>${esc(s.kept.title)}</b>` : "";
+  const kept = s.kept ? ` kept <b>${esc(s.kept.title || s.kept.id)}</b>` : "";  // a pasted passage may have no title
   const q = s.query ? ` &middot; query <code>${esc(s.query)}</code>` : "";
   // no U: +inf where a threshold judged the step (a failed or empty step retrieves), nothing where none did
   // (a method that scores no steps, or a chain past a knowledge check, where every step retrieves)
@@ -32,7 +32,7 @@ function renderStep(s, sc) {
   let cands = "";
   if (s.candidates && s.candidates.length) {
     cands = '<table class="cands"><tr><th>#</th><th>passage</th><th>next step with it</th><th>U or P(support)</th></tr>' +
-      s.candidates.map((c) => `<tr class="${c.chosen ? "chosen" : ""}"><td>${c.rank + 1}</td><td>${esc(c.title)}</td>` +
+      s.candidates.map((c) => `<tr class="${c.chosen ? "chosen" : ""}"><td>${c.rank + 1}</td><td>${esc(c.title || c.id)}</td>` +
         `<td>${esc(c.step)}</td><td>${read(c, "P")}${c.chosen ? " &#10003;" : ""}</td></tr>`).join("") + "</table>";
   }
   const pseudo = (s.pseudo && s.pseudo !== s.text) ? `<div class="pseudo">tentative: ${esc(s.pseudo)}</div>` : "";
@@ -49,6 +49,8 @@ function renderFinal(ans) {
   } else if (f.choice) {
     choice = `<div class="choice">${esc(f.choice)}</div>`;
   }
+  const from = (f.passages || []).map((p) => `<b>${esc(p.title || p.id)}</b>`).join(", ");
+  if (from) choice += `<div class="choice">read from ${from}</div>`;
   const t = ans.trace.totals || {};
   const secs = (t.seconds && t.seconds.total) ? t.seconds.total.toFixed(1) : "?";
   return `<div class="final"><div>Answer (${esc(ans.method)})</div><div class="answer" id="answer">${esc(ans.answer)}</div>${choice}` +
@@ -60,15 +62,26 @@ function renderAnswer(ans, el) {
   el.innerHTML = `<div class="question"><b>Q:</b> ${esc(ans.question)}</div>` + steps.map((s) => renderStep(s, sc)).join("") + renderFinal(ans);
 }
 
+// The passages box: paragraphs separated by blank lines, each optionally opened by a "# Title" line. Empty: the
+// server's index is searched.
+function ownPassages(text) {
+  const blocks = (text || "").split(/\n[ \t]*\n/).map((b) => b.trim()).filter((b) => b.length);
+  return blocks.map((b) => {
+    const m = b.match(/^#[ \t]+(.*)(?:\n([\s\S]*))?$/);
+    return m ? { title: m[1].trim(), text: (m[2] || "").trim() || m[1].trim() } : { text: b };
+  });
+}
+
 async function ask(ev) {
   ev.preventDefault();
   const q = document.getElementById("q").value, method = document.getElementById("method").value;
+  const box = document.getElementById("passages"), passages = ownPassages(box ? box.value : "");
   const out = document.getElementById("out"), status = document.getElementById("status"), btn = document.getElementById("go");
   out.innerHTML = ""; status.textContent = "thinking..."; btn.disabled = true;
   const live = [];
   try {
     const resp = await fetch("/v1/answer/stream", { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ question: q, method }) });
+      body: JSON.stringify(Object.assign({ question: q, method }, passages.length ? { passages } : {})) });
     if (!resp.ok) { const e = await resp.json(); throw new Error(e.detail + (e.errors ? ": " + JSON.stringify(e.errors) : "")); }
     const reader = resp.body.getReader(), dec = new TextDecoder();
     let buf = "";
