@@ -221,3 +221,20 @@ def test_dragin_rind_and_qfs_on_hand_computed_attention(tmp_path):
     assert a.answer == "Alfred Hitchcock"
     calm = DRAGIN(ScriptedLM(dragin_script, attention=dragin_attention), eng, tau=4.0).answer(QUESTION)
     assert not calm.trace["steps"][0]["retrieved"]
+
+
+@pytest.mark.parametrize("options,want", [({}, 32), ({"answer_tokens": 5}, 5)])
+def test_a_forced_answer_has_the_budget_its_option_sets(tmp_path, options, want):
+    """The phrase forced after "So the answer is" had a fixed 32 tokens (a list answer was cut short); it is the
+    option ``answer_tokens`` now, and only the forced call reads it."""
+    class Recording(ScriptedLM):
+        def generate(self, prompts, config, *, prefix=None):
+            self.budgets = getattr(self, "budgets", []) + [(parse(p).forced, config.max_new_tokens) for p in prompts]
+            return super().generate(prompts, config, prefix=prefix)
+
+    from scripted import parse
+
+    lm = Recording(lambda v: Reply("Paris" if v.forced else "The capital of France is a city"))
+    a = IRCoT(lm, engine(tmp_path, {"Paris": "Paris is the capital of France."}), max_steps=1, **options).answer("Which city?")
+    assert a.answer == "Paris" and (True, want) in lm.budgets
+    assert all(n == 100 for forced, n in lm.budgets if not forced)

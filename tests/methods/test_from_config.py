@@ -23,6 +23,9 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"probes": "/nonexistent/probes"}, ValueError, "probes=/nonexistent/probes: no such directory"),  # after the load
     ({"model": "smollm2-135m", "max_new_tokens": 8192}, ValueError,  # was after the load
      "option max_new_tokens: 8192 leaves no room for a prompt in the model's 8192-token context; lower it"),
+    ({"model": "smollm2-135m", "answer_tokens": 9000}, ValueError,  # the forced answer's budget, an option now
+     "option answer_tokens: 9000 leaves no room for a prompt in the model's 8192-token context; lower it"),
+    ({"answer_tokens": 0}, ValueError, "answer_tokens"),
 ])
 def test_bad_arguments_are_refused_before_the_model_loads(kwargs, error, needle, monkeypatch):
     import seakr.models

@@ -142,10 +142,10 @@ def check_run(where: str, method: str, options: dict, context: int | None = None
         raise PlanError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
     if not isinstance(options, dict):
         raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
-    from ..methods.base import check_room
+    from ..methods.base import check_lengths
 
     try:
-        check_room(METHODS[method].Config.from_dict(options).max_new_tokens, context)  # was after the load
+        check_lengths(METHODS[method].Config.from_dict(options), context)  # was after the load
     except (TypeError, ValueError) as e:
         raise PlanError(f"{where}: {e}") from None
 

@@ -130,12 +130,18 @@ class MethodConfig:
     prompt_style: str = "auto"  # plain | chat | auto: the packaged model's measured better style, else plain
     titles: bool = False
     marker: str = MARKER
+    answer_tokens: int = 32  # the forced answer's budget: the phrase after the marker (gold answers run < 20 tokens)
+
+    #: Options added after runs were recorded, with the value that reproduces a run recorded without them
+    #: (so ``--resume`` of such a run compares like with like).
+    ADDED: ClassVar[dict] = {"answer_tokens": 32}
 
     #: The options schema every door goes through (``--option``, a TOML grid, the Python API, HTTP): each
     #: field's type comes from its default, its range from here; a subclass adds its own fields' ranges.
     RANGES: ClassVar[dict[str, Range]] = {
         "k": Range(0, None, integer=True), "temperature": Range(0, None, hi_open=True), "top_k": POSITIVE,
-        "top_p": Range(0, 1, lo_open=True), "max_new_tokens": POSITIVE, "seed": Range(0, 2 ** 32 - 1, integer=True),
+        "top_p": Range(0, 1, lo_open=True), "max_new_tokens": POSITIVE, "answer_tokens": POSITIVE,
+        "seed": Range(0, 2 ** 32 - 1, integer=True),
         "alpha": Range(0, None, lo_open=True, hi_open=True), "n_candidates": POSITIVE, "max_steps": POSITIVE,
         "max_passages": POSITIVE, "query_max_words": POSITIVE, "n_shot": Range(0, None, integer=True),
     }
@@ -315,12 +321,18 @@ def estimator_needs(estimator: str) -> set[str]:
         {NEXT_TOKEN} if estimator == "prompt" else set())
 
 
-def check_room(max_new_tokens: int, context: int | None) -> None:
+def check_room(max_new_tokens: int, context: int | None, option: str = "max_new_tokens") -> None:
     """Refuse a generation length that leaves no token of the model's context window for a prompt (a window of
     None: not known, nothing to check). Where the model loads, :class:`Method` checks; before, the plan does."""
     if context and max_new_tokens >= context:
-        raise ValueError(f"option max_new_tokens: {said(max_new_tokens)} leaves no room for a prompt in the model's "
+        raise ValueError(f"option {option}: {said(max_new_tokens)} leaves no room for a prompt in the model's "
                          f"{context}-token context; lower it")
+
+
+def check_lengths(config: "MethodConfig", context: int | None) -> None:
+    """:func:`check_room` for every generation length a config sets (a step's and a forced answer's)."""
+    for option in ("max_new_tokens", "answer_tokens"):
+        check_room(getattr(config, option), context, option)
 
 
 class Method:
@@ -357,7 +369,7 @@ class Method:
         c = self.config
         require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
         if (budget := self.prompt_budget()) is not None:  # was "question too long ... shorten it"
-            check_room(c.max_new_tokens, budget + c.max_new_tokens)
+            check_lengths(c, budget + max(c.max_new_tokens, c.answer_tokens))
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
 
@@ -374,7 +386,8 @@ class Method:
         say its context size (looked up once)."""
         if not hasattr(self, "_budget"):
             ctx = self.lm.info().get("context_tokens")
-            self._budget = None if not ctx else int(ctx) - self.config.max_new_tokens
+            longest = max(self.config.max_new_tokens, self.config.answer_tokens)  # a step's, or a forced answer's
+            self._budget = None if not ctx else int(ctx) - longest
         return self._budget
 
     def _fits(self, prompt: str, budget: int) -> bool:
@@ -490,7 +503,8 @@ class Method:
         heads = list(heads) if heads is not None else [""] * len(contexts)
         tails = [f"{h} {self.config.marker}" for h in heads]
         rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
-        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, max_new=32)
+        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored,
+                        max_new=self.config.answer_tokens)
         return [_final(extract_answer(f"the answer is {r.gen.greedy.text}") or "", r, t + r.gen.greedy.text, True)
                 for t, r in zip(tails, res)]
 

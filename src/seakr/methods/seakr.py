@@ -74,7 +74,7 @@ class SeaKRConfig(MethodConfig):
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
-    ADDED: ClassVar[dict] = {"gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
+    ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
                              "check_temperature": None}
 
     RANGES: ClassVar[dict[str, Range]] = {
@@ -248,7 +248,7 @@ class SeaKR(Method):
         from ..models import DEFAULT_MODEL, load_model, model_path
         from ..models.registry import model_context
         from ..search import as_engine
-        from .base import check_room
+        from .base import check_lengths
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
@@ -256,7 +256,7 @@ class SeaKR(Method):
         engine = as_engine(index)
         if model is not None:
             model_path(model)  # its type, refused here as load_model would
-        check_room(config.max_new_tokens, model_context(model_path(model or DEFAULT_MODEL)))
+        check_lengths(config, model_context(model_path(model or DEFAULT_MODEL)))
         return cls(load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
 
     def describe(self) -> dict:

@@ -115,16 +115,17 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
     c = method.config
     sampled = c.k + 1 if method.name == "seakr" else 1
     T, steps, N, P = c.max_new_tokens, c.max_steps, c.n_candidates, getattr(c, "max_passages", c.n_candidates)
+    A = c.answer_tokens  # a forced answer's budget
     if method.name == "seakr":
         if getattr(c, "mode", "multihop") == "simple":
-            return [(1, sampled, T, 0), (1, sampled, 32, 0), (N, sampled, T, 1), (N, sampled, 32, 1)]
+            return [(1, sampled, T, 0), (1, sampled, A, 0), (N, sampled, T, 1), (N, sampled, A, 1)]
         check = [(1, sampled, 24, 0)] if getattr(c, "gate", "step") != "step" else []
-        return check + [(1, sampled, T, P), (N, sampled, T, P)] * steps + [(1, sampled, 32, 0), (1, sampled, T, P),
-                                                                         (1, sampled, 32, P)]
+        return check + [(1, sampled, T, P), (N, sampled, T, P)] * steps + [(1, sampled, A, 0), (1, sampled, T, P),
+                                                                         (1, sampled, A, P)]
     if method.name in ("cot", "single"):
-        return [(1, 1, T, N), (1, 1, 32, N)]
+        return [(1, 1, T, N), (1, 1, A, N)]
     # ircot: one call per step; flare/dragin: tentative + regenerate per step; a forced answer last
-    return [(1, 1, T, P)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 1, 32, P)]
+    return [(1, 1, T, P)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 1, A, P)]
 
 
 def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKENS) -> dict:
