@@ -26,7 +26,10 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
 
 @pytest.mark.parametrize("docs,error,said", [
     ([], SearchError, r"^index: an empty list of passages; give at least one$"),
-    ([Passage("a", "", "x"), 5], TypeError, r"^index: a list of passages holds Passage objects or texts, not int$"),
+    ([Passage("a", "", "x"), 5], TypeError, r"^index: a list of passages holds Passage objects, texts or dicts with 'text', not int$"),
+    ([{"title": "T", "body": "x"}], SearchError, r"^index: passage 0 has no 'text' \(its keys: title, body\)$"),
+    ([{"text": ["x"]}], TypeError, r"^index: passage 0: id, title and text are texts"),
+    (iter([]), SearchError, r"^index: an empty list of passages"),
     ([Passage("a", "", "x"), Passage("a", "", "y")], SearchError, r"^index: passage id 'a' is given twice"),
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
     ([Passage(" ", "", "x")], SearchError, r"^index: a passage's id is ' '; ids are visible text$"),
@@ -34,3 +37,20 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
 def test_a_list_that_cannot_be_searched_is_one_line(docs, error, said):
     with pytest.raises(error, match=said):
         passages_engine(docs)
+
+
+def test_passages_come_as_any_collection_a_corpus_is_loaded_into():
+    """A generator, a dict of id -> text, rows of dicts (``datasets``, ``json.loads``; BEIR's ``_id``), a pandas
+    column or frame, an Arrow table were "expected an index folder ..., got generator" (only a list or a tuple was read)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    kubrick, alien = "Stanley Kubrick was an American film director.", "Alien is a 1979 film directed by Ridley Scott."
+    cases = [((t for t in (kubrick, alien)), "doc-1"), ({"k": kubrick, "a": alien}, "a"),
+             ([{"_id": "k", "title": "Kubrick", "text": kubrick, "url": "u"}, {"id": 7, "text": alien}], "7"),
+             (pd.Series([kubrick, alien]), "doc-1"), (pd.DataFrame({"id": ["k", "a"], "text": [kubrick, alien]}), "a"),
+             (pa.table({"id": ["k", "a"], "text": [kubrick, alien]}), "a")]
+    for docs, alien_id in cases:
+        engine = as_engine(docs)
+        assert engine.count() == 2 and engine.search("Ridley Scott Alien", 1)[0].id == alien_id, docs
+    assert as_engine([{"_id": "k", "title": "Kubrick", "text": kubrick}]).search("Kubrick", 1)[0].title == "Kubrick"

@@ -1,6 +1,7 @@
 """Retrieval: the SearchEngine protocol, the embedded tantivy backend, Elasticsearch/OpenSearch, corpora."""
 
 import os
+from collections.abc import Iterable, Mapping
 
 from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url
 from .corpora import FORMATS, CorpusError, read_corpus
@@ -31,9 +32,9 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
 def as_engine(index) -> "SearchEngine | None":
     """What a method searches: None, any object with ``search`` (a :class:`SearchEngine`; one with only
     ``search`` gets the rest of the protocol from :class:`SearchOnly`), an index folder or URL, opened, or a
-    list of passages (or texts), indexed for this process (:func:`passages_engine`); anything else is refused in
-    one line."""
-    if isinstance(index, (list, tuple)):
+    collection of passages (a list or any iterable of them, a dict of id -> text), indexed for this process
+    (:func:`passages_engine`); anything else is refused in one line."""
+    if _collection(index):  # a list, a generator, a dict of id -> text, rows of a dataset, a table
         return passages_engine(index)
     if index is not None and callable(getattr(index, "search", None)) and not isinstance(index, SearchEngine):
         return SearchOnly(index)
@@ -44,20 +45,27 @@ def as_engine(index) -> "SearchEngine | None":
     raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
 
 
+def _collection(index) -> bool:
+    if isinstance(index, (str, bytes, os.PathLike)) or hasattr(index, "search"):
+        return False
+    return isinstance(index, (Mapping, Iterable)) or hasattr(index, "columns")
+
+
 def passages_engine(docs) -> SearchEngine:
-    """BM25 over passages given in code (``Passage`` or plain texts, ids ``doc-<i>``): indexed into a temporary
-    folder that lives as long as the engine (``index=[...]`` needed a folder built first)."""
+    """BM25 over passages given in code: ``Passage``s, plain texts (ids ``doc-<i>``), dicts with ``text`` (and
+    ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas; other keys are not read), or
+    a dict of id -> text; indexed into a temporary folder that lives as long as the engine (``index=[...]`` needed
+    a folder built first)."""
     import tempfile
     from pathlib import Path
 
     from .tantivy_engine import TantivyEngine
 
-    if not docs:
+    if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
+        docs = docs.to_pylist() if hasattr(docs, "to_pylist") else docs.to_dict("records")
+    ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
+    if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
-    bad = next((d for d in docs if not isinstance(d, (Passage, str))), None)
-    if bad is not None:
-        raise TypeError(f"index: a list of passages holds Passage objects or texts, not {type(bad).__name__}")
-    ps = [d if isinstance(d, Passage) else Passage(f"doc-{i}", "", d) for i, d in enumerate(docs)]
     if not any(p.text.strip() for p in ps if isinstance(p.text, str)):
         raise SearchError("index: every passage's text is empty; nothing to search")
     blank = next((p for p in ps if not isinstance(p.id, str) or not p.id.strip()), None)
@@ -71,6 +79,24 @@ def passages_engine(docs) -> SearchEngine:
     engine = TantivyEngine.build(ps, Path(tmp.name) / "index", threads=1)
     engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
     return engine
+
+
+def _passage(i: int, d) -> Passage:
+    """One passage given in code as a :class:`Passage`, a text, a dict with ``text``, or an (id, text) item."""
+    if isinstance(d, Passage):
+        return d
+    if isinstance(d, str):
+        return Passage(f"doc-{i}", "", d)
+    if isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], str):  # a dict's item: id -> text
+        return Passage(d[0], "", d[1])
+    if isinstance(d, Mapping):
+        if "text" not in d:
+            raise SearchError(f"index: passage {i} has no 'text' (its keys: {', '.join(map(str, d)) or 'none'})")
+        pid, title = d.get("id", d.get("_id")), d.get("title", "")
+        if pid is not None and not isinstance(pid, (str, int)) or not isinstance(title, str) or not isinstance(d["text"], str):
+            raise TypeError(f"index: passage {i}: id, title and text are texts (an id may be a number)")
+        return Passage(f"doc-{i}" if pid is None else str(pid), title, d["text"])
+    raise TypeError(f"index: a list of passages holds Passage objects, texts or dicts with 'text', not {type(d).__name__}")
 
 
 class SearchOnly:
