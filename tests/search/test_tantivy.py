@@ -479,9 +479,16 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     assert main(["search", str(corpus), "Lyon", "-k", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["id"] == "2"
     assert sorted((tmp_path / "cache" / "indexes").iterdir()) == built and manifest.stat().st_mtime_ns == stamp
+    import seakr.models.registry as registry
+
+    hashed = []
+    real = registry.sha256_file
+    monkeypatch.setattr(registry, "sha256_file", lambda p, *a: hashed.append(p) or real(p, *a))
+    open_engine(str(corpus))  # the file's digest is remembered under its size and time: 13 GB were read each time
+    assert hashed == []
     with corpus.open("a") as f:  # a changed file makes another index: the old one would answer from stale passages
         f.write(json.dumps({"id": "6", "title": "Rhine", "text": "The Rhine flows through Basel."}) + "\n")
-    assert open_engine(str(corpus)).search("Rhine Basel", 1)[0].id == "6"
+    assert open_engine(str(corpus)).search("Rhine Basel", 1)[0].id == "6" and len(hashed) == 1
     assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 2
     fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hotpotqa_mini.official.json")
     EvalPlan(data=fixture, out=str(tmp_path / "o"), runs=["ircot"], index=str(corpus)).check()  # eval's door
