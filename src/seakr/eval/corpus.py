@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from ..models.registry import cache_root, sha256_file
+from ..models.registry import cache_root
 from ..search.base import Passage
-from ..search.build import build_once
+from ..search.build import build_once, file_digest
 from ..search.corpora import corpus_files, ctx_id, read_corpus
 from .datasets import Example
 from .splits import split_digest
@@ -51,10 +51,10 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 def _corpus_digest(path: str) -> str:
     """sha256 of a corpus file, or of a folder's files (their names under it and digests, in reading order)."""
     if not os.path.isdir(path):
-        return sha256_file(Path(path))
+        return file_digest(path)
     h = hashlib.sha256()
     for f in corpus_files(path):
-        h.update(f"{os.path.relpath(f, path)}\0{sha256_file(Path(f))}\n".encode())
+        h.update(f"{os.path.relpath(f, path)}\0{file_digest(f)}\n".encode())
     return h.hexdigest()
 
 
@@ -69,7 +69,7 @@ def demo_index(progress: bool = True) -> str:
     from ..search.tantivy_engine import TantivyEngine
 
     src = wiki_offline_path()
-    out = cache_root() / "indexes" / f"wiki-offline-{sha256_file(Path(src))[:16]}"
+    out = cache_root() / "indexes" / f"wiki-offline-{file_digest(src)[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar("building the demo index (10,033 Wikipedia leads)", total=10033, enabled=progress) as adv:
             build_once(out, lambda: TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True,

@@ -129,7 +129,7 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
             raise
         raise CorpusError(f"{path}: neither an index folder nor a corpus file this can tell the format of; `seakr "
                           f"index build {path} --format FORMAT --out DIR` reads it ({', '.join(FORMATS[:-1])})") from None
-    out = cache_root() / "indexes" / f"{Path(path).name}-{_file_digest(path)[:16]}"
+    out = cache_root() / "indexes" / f"{Path(path).name}-{file_digest(path)[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
             build_once(out, lambda: TantivyEngine.build(read_corpus(path, fmt), out, overwrite=True, sources=[path],
@@ -137,24 +137,27 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     return str(out)
 
 
-def _file_digest(path: str) -> str:
+def file_digest(path: str) -> str:
     """sha256 of a file, remembered in the cache under its path, size and modification time: each ``ask --index
     psgs_w100.tsv`` read all 13 GB again (a minute) before opening the index it had built the first time."""
     import hashlib
     import json
 
-    from ..models.registry import cache_dir, sha256_file
+    from ..models.registry import cache_dir, cache_root, sha256_file
     from ..textio import write_atomic
 
     st = os.stat(path)
     key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    memo = cache_dir("digests") / (hashlib.sha256(key["path"].encode()).hexdigest()[:24] + ".json")
+    name = hashlib.sha256(key["path"].encode()).hexdigest()[:24] + ".json"
     try:
-        seen = json.loads(memo.read_text(encoding="utf-8"))
+        seen = json.loads((cache_root() / "digests" / name).read_text(encoding="utf-8"))
         if {k: seen.get(k) for k in key} == key and isinstance(seen.get("sha256"), str):
             return seen["sha256"]
     except (OSError, ValueError):  # none yet, or torn: computed again
         pass
     digest = sha256_file(Path(path))
-    write_atomic(memo, json.dumps({**key, "sha256": digest}))
+    try:
+        write_atomic(cache_dir("digests") / name, json.dumps({**key, "sha256": digest}))
+    except (OSError, ValueError):  # a read-only cache (its indexes built elsewhere) still serves: computed each time
+        pass
     return digest
