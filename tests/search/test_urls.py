@@ -16,6 +16,10 @@ from seakr.search import SearchError, open_engine
     ("http://localhost:9200/wiki?pretty", "an index URL has no ?query or #fragment"),  # dropped without a word
     ("http://localhost:9200/Wiki", "the cluster has no index named 'Wiki': index names are lowercase"),  # sent to it
     ("ftp://host/wiki", "ftp://host/wiki: expected an index folder or an http(s)://host:port/INDEX URL"),  # "ftp:/host/wiki: no index here"
+    # a corpus file's URL was "put the index name in the URL path", or a connection to a cluster that is a web site
+    ("https://example.org/data/docs.jsonl", "https://example.org/data/docs.jsonl: a URL, and files are read from this "
+                                            "machine: download it first (curl -LO https://example.org/data/docs.jsonl)"),
+    ("https://u:pw@example.org/psgs_w100.tsv.gz?dl=1", "https://u:***@example.org/psgs_w100.tsv.gz?dl=1: a URL, and"),
 ])
 def test_a_url_of_another_shape_is_named_before_any_connection(url, needle):
     with pytest.raises(SearchError, match=re.escape(needle)):
@@ -71,3 +75,14 @@ def test_a_password_in_an_index_url_is_never_echoed(tmp_path):
         EvalPlan(data=str(data), out=str(tmp_path / "o"), index="http://u:hunter2@127.0.0.1:9/wiki",
                  filler=[str(data)]).check()
     assert "hunter2" not in str(e.value) and "u:***@" in str(e.value)
+
+
+def test_a_pipe_given_as_the_index_is_named_not_read_as_a_missing_folder(tmp_path):
+    """``--index <(zcat docs.jsonl.gz)`` was "/dev/fd/63: no index here": a corpus given as the index is read twice."""
+    import os
+
+    fifo = tmp_path / "docs"
+    os.mkfifo(fifo)
+    with pytest.raises(SearchError, match=r"docs: a pipe or device, which can be read once, but a corpus given as "
+                                          r"the index is read twice .*; save it to a file"):
+        open_engine(str(fifo))

@@ -1,11 +1,12 @@
 """Retrieval: the SearchEngine protocol, the embedded tantivy backend, Elasticsearch/OpenSearch, corpora."""
 
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping
 
-from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url
+from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url, redact
 from .corpora import FORMATS, CorpusError, read_corpus
-from ..textio import user_path
+from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 
 def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
@@ -17,16 +18,26 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     if not spec.strip():  # read as the working folder, whose error then named "." instead of the mistake
         raise SearchError("index: an empty path; name the index folder or URL")
     if is_url(spec):
+        if _url_path(spec).lower().endswith(DATA_SUFFIXES):  # a corpus file's URL, not a cluster's
+            raise SearchError(redact(f"{spec}: {missing(spec)}, and give the file (it is indexed once)"))
         from .elastic import ElasticEngine
 
         return ElasticEngine.from_url(spec, **kwargs)
     from .tantivy_engine import TantivyEngine
 
+    check_rereadable(spec, "a corpus given as the index is read twice (its digest, its passages)", SearchError)
     if os.path.isfile(spec):  # a corpus file: indexed once into the cache
         from .build import corpus_index
 
         spec = corpus_index(spec)
     return TantivyEngine(spec)
+
+
+def _url_path(url: str) -> str:
+    try:
+        return urllib.parse.urlsplit(url).path
+    except ValueError:  # a malformed host: the cluster's URL check names it
+        return ""
 
 
 def as_engine(index) -> "SearchEngine | None":
