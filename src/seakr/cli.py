@@ -63,7 +63,7 @@ def cmd_uncertainty(args) -> int:
                        "would read 'certain' whatever the model knows; give a temperature > 0 (the paper: 1.0)")
     lm = model_spec(args).load()
     cfg = GenerationConfig(n=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-                           max_new_tokens=args.max_new_tokens, seed=args.seed,
+                           max_new_tokens=args.max_new_tokens, seed=args.seed, greedy_trail=True,
                            stop=tuple(unescape(x) if args.escapes else x for x in args.stop or ["\n"]))
     print("config:", json.dumps({"model": lm.info(), "generation": cfg.to_dict(), "alpha": args.alpha}),
           file=sys.stderr)  # as every command: stdout is the result alone (--json's one document)

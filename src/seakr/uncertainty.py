@@ -140,6 +140,24 @@ def mean_entropy(entropies: Sequence[float]) -> float:
     return float(np.mean(entropies)) if len(entropies) else UNCERTAIN
 
 
+def hidden_score(trail: np.ndarray | None, alpha: float = 1e-3) -> float:
+    """Single-pass, from states: LLM-Check's hidden score (Sriramanan et al., NeurIPS 2024) of one response,
+    the mean log eigenvalue of the Gram matrix of its tokens' states, each centred over its features:
+    (1/T) logdet(Z~ Z~^T + alpha I) for the T x d trail (the state at each token, the last at the EOS; with
+    several taps, the model's own). EigenScore's formula over one response's tokens instead of k responses:
+    one decode, no samples. Its sign is LLM-Check's; which way is "wrong" is for the data to say (detect)."""
+    if trail is None:
+        return UNCERTAIN
+    z = np.asarray(trail, dtype=np.float64)
+    z = z[:, 0, :] if z.ndim == 3 else z  # (T, taps, d): the first tap is the model's own
+    if z.ndim != 2 or z.shape[0] == 0 or z.shape[1] == 0 or not np.isfinite(z).all():
+        return UNCERTAIN
+    _check_alpha(alpha)
+    z = z - z.mean(axis=1, keepdims=True)
+    sign, logdet = np.linalg.slogdet(z @ z.T + alpha * np.eye(z.shape[0]))
+    return float(logdet / z.shape[0]) if sign > 0 else UNCERTAIN
+
+
 @_never_nan
 def prompt_score(logp_yes: float, logp_no: float) -> float:
     """Prompting estimator: P(No | 'Do you have sufficient knowledge ...?') normalised over {Yes, No}."""
@@ -164,9 +182,15 @@ NEEDS = {
     "energy": "greedy",
     "max-entropy": "greedy",
     "mean-entropy": "greedy",
+    "hidden-score": "greedy",  # the greedy row's states at every token (GenerationConfig.greedy_trail)
     "prompt": "prompt",
 }
 ESTIMATORS = tuple(NEEDS)
+
+
+def _said(greedy) -> bool:
+    """The greedy row produced a token (an empty answer's one state, at its EOS, describes no answer)."""
+    return greedy is not None and bool(greedy.token_ids)
 
 
 def score(name: str, generation, alpha: float = 1e-3) -> float:
@@ -180,6 +204,7 @@ def score(name: str, generation, alpha: float = 1e-3) -> float:
         "energy": lambda: energy(generation.greedy.logsumexp) if generation.greedy else UNCERTAIN,
         "max-entropy": lambda: max_entropy(generation.greedy.entropies) if generation.greedy else UNCERTAIN,
         "mean-entropy": lambda: mean_entropy(generation.greedy.entropies) if generation.greedy else UNCERTAIN,
+        "hidden-score": lambda: hidden_score(generation.greedy.trail, alpha) if _said(generation.greedy) else UNCERTAIN,
     }
     if name not in fn:
         raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}")

@@ -238,3 +238,21 @@ def test_a_forced_answer_has_the_budget_its_option_sets(tmp_path, options, want)
     a = IRCoT(lm, engine(tmp_path, {"Paris": "Paris is the capital of France."}), max_steps=1, **options).answer("Which city?")
     assert a.answer == "Paris" and (True, want) in lm.budgets
     assert all(n == 100 for forced, n in lm.budgets if not forced)
+
+
+def test_the_hidden_score_asks_for_the_greedy_trail_and_no_samples(tmp_path):
+    """estimator="hidden-score" (LLM-Check's one-response score) reads the states of the greedy row's tokens:
+    every scored call asks for that trail and draws no samples; the method needs the model's states."""
+    from scripted import parse
+
+    class Recording(ScriptedLM):
+        def generate(self, prompts, config, *, prefix=None):
+            self.configs = getattr(self, "configs", []) + [(parse(prompts[0]).forced, config)]
+            return super().generate(prompts, config, prefix=prefix)
+
+    lm = Recording(lambda v: Reply("Paris" if v.forced else "Paris is the capital. So the answer is Paris."))
+    m = SeaKR(lm, engine(tmp_path, {"Paris": "Paris is the capital of France."}), estimator="hidden-score",
+              delta=0.0, gate="step", rerank="self-aware", reasoning="self-aware")
+    assert STATES in m.requires()
+    m.answer("Which city is the capital of France?")
+    assert lm.configs and all(c.greedy_trail and c.n == 0 and not c.with_states for _, c in lm.configs)

@@ -388,6 +388,27 @@ def test_greedy_state_is_read_at_eos_without_any_sample(tiny_lm):
     assert tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6))[0].greedy.state is None
 
 
+@pytest.mark.parametrize("n,max_new", [(0, 6), (3, 6), (2, 40)])
+def test_greedy_trail_is_the_state_at_every_token_of_one_forward(tiny_lm, n, max_new):
+    """The one-response hidden score reads the greedy row's state at each token it fed, the last at the EOS that
+    follows it (or replaces its last token, cut by length): the same vectors one forward over the whole text gives,
+    with samples drawn beside it or not."""
+    cfg = GenerationConfig(n=n, max_new_tokens=max_new, with_states=n > 0, greedy_trail=True)
+    g = tiny_lm.generate([P1], cfg)[0]
+    ids, tr = tiny_lm.encode(P1), g.greedy.trail
+    fed = (g.greedy.token_ids[:-1] if g.greedy.finish_reason == "length" else g.greedy.token_ids) + [tiny_lm.eos_id]
+    got = {}
+    layer = tiny_lm.model.model.layers[tiny_lm.state_layer].mlp
+    h = layer.register_forward_hook(lambda m, i, o: got.__setitem__("o", o[0, len(ids):].float()))
+    with torch.inference_mode():
+        tiny_lm.model(torch.tensor([ids + fed]))
+    h.remove()
+    assert tr.shape == (len(fed), 64) and np.allclose(tr, got["o"].numpy(), atol=1e-4)
+    assert np.allclose(g.greedy.state if g.greedy.state is not None else tr[-1], tr[-1])
+    assert all(s.trail is None for s in g.samples) and "trail" not in g.greedy.to_dict()
+    assert tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6))[0].greedy.trail is None  # costs nothing unasked
+
+
 def test_cancel_takes_effect_between_decode_steps_not_after_the_call(tiny_lm, monkeypatch):
     """A timed-out request frees its worker within one step: the decode loop checks the answer's cancel
     event, set here at the fifth step of a 200-token call (from the per-step statistics)."""

@@ -133,3 +133,27 @@ def test_seakr_uncertainty_says_why_an_estimator_reads_inf():
     assert _why_inf("ln-entropy", one) == ""  # one sample with content is enough to read
     blank = Generation(3, greedy=Sample("a", [1], [-1.0], [1.0], [1], "stop"), samples=[Sample("", [], [], [], [], "stop")])
     assert _why_inf("multi-perplexity", blank) == "  (no sample with content)"
+
+
+def test_hidden_score_hand_checked_and_as_llm_check_defines_it():
+    """LLM-Check's hidden score of one response: two token states (1,0,0) and (0,1,0), each centred over its
+    features, have the Gram matrix [[2/3, -1/3], [-1/3, 2/3]]; the score is half the log-determinant of it + alpha I."""
+    a = 1e-3
+    assert U.hidden_score(np.array([[1.0, 0, 0], [0, 1.0, 0]]), a) == pytest.approx(0.5 * math.log((2 / 3 + a) ** 2 - 1 / 9))
+    z = np.random.default_rng(0).normal(size=(7, 32))  # tokens x features
+    d = z.shape[1]
+    j = np.eye(d) - np.ones((d, d)) / d  # LLM-Check: Sigma = Z^T J Z over Z = states^T, mean log singular value
+    sigma = z @ j @ z.T + a * np.eye(len(z))
+    assert U.hidden_score(z, a) == pytest.approx(np.log(np.linalg.svd(sigma, compute_uv=False)).mean())
+    assert U.hidden_score(np.stack([z, -z], axis=1), a) == pytest.approx(U.hidden_score(z, a))  # taps: the first
+    assert U.hidden_score(None) == U.hidden_score(np.zeros((0, 4))) == U.hidden_score(z * np.nan) == U.UNCERTAIN
+
+
+def test_hidden_score_reads_the_greedy_trail_and_nothing_of_an_empty_answer():
+    from seakr.models.base import Generation, Sample
+
+    trail = np.random.default_rng(1).normal(size=(3, 8))
+    g = Generation(3, greedy=Sample("a b", [1, 2], [-0.1, -0.2], [0.5, 2.0], [1, 1], "stop", trail=trail))
+    assert U.score("hidden-score", g) == U.hidden_score(trail) and U.NEEDS["hidden-score"] == "greedy"
+    empty = Generation(3, greedy=Sample("", [], [], [], [], "eos", trail=trail[:1]))  # its one state is at the EOS
+    assert U.score("hidden-score", empty) == U.UNCERTAIN

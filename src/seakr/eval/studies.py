@@ -423,7 +423,7 @@ def _detect_answer(method: SeaKR, question: str, passages, form: str, taps):
     prompt, prefix = _detect_prompt(method, question, passages, form)
     short = form == "short"
     cfg = method.gen_config(SHORT_STOPS if short else ANSWER_STOPS, True, max_new=SHORT_TOKENS if short else None)
-    cfg.n, cfg.with_states, cfg.greedy_state = method.config.k, True, True
+    cfg.n, cfg.with_states, cfg.greedy_state, cfg.greedy_trail = method.config.k, True, True, True
     g = _generate(method.lm, prompt, prefix, cfg, taps if len(taps) > 1 else ())
     text = g.greedy.text
     return g, short_answer(text), prompt

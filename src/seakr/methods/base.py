@@ -317,7 +317,7 @@ def sufficiency(lm, prompt: str, question: str) -> float:
 
 def estimator_needs(estimator: str) -> set[str]:
     """Model capabilities an estimator reads."""
-    return {GENERATE} | ({STATES} if estimator.startswith("eigen") else set()) | (
+    return {GENERATE} | ({STATES} if estimator.startswith("eigen") or estimator == "hidden-score" else set()) | (
         {NEXT_TOKEN} if estimator == "prompt" else set())
 
 
@@ -433,7 +433,7 @@ class Method:
         return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
                                 max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), stop_patterns=(RUN_ON,),
                                 seed=c.seed, with_states=n > 0 and c.estimator.startswith("eigen"),
-                                greedy_state=self.greedy_states)
+                                greedy_state=self.greedy_states, greedy_trail=c.estimator == "hidden-score")
 
     def uncertainty(self, prompt: str, gen: Generation, question: str) -> float:
         """The configured estimator on one generation; an empty greedy step is a failed step (+inf,

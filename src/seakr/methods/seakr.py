@@ -286,7 +286,8 @@ class SeaKR(Method):
         sampled = any(U.NEEDS[e] == "samples" for e in reads)
         cfg = dataclasses.replace(self.gen_config(SHORT_STOPS, False, SHORT_TOKENS), n=c.k if sampled else 0,
                                   with_states=sampled and any(e.startswith("eigen") for e in reads),
-                                  greedy_state=c.gate == "probe", temperature=self.check_temperature)
+                                  greedy_state=c.gate == "probe", temperature=self.check_temperature,
+                                  greedy_trail="hidden-score" in reads)
         self._cancelled(tr)
         t = time.perf_counter()
         gen = self.lm.generate([prompt], cfg, prefix=prefix)[0]

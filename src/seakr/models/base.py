@@ -33,10 +33,12 @@ class Sample:
     logsumexp: list[float]
     finish_reason: str  # "stop" (stop string) | "eos" | "length"
     state: np.ndarray | None = None
+    trail: np.ndarray | None = None  # (tokens, d): the state at each token, the last at the EOS (greedy_trail)
 
     def to_dict(self, with_state: bool = False) -> dict:
         d = asdict(self)
         d["state"] = self.state.tolist() if (with_state and self.state is not None) else None
+        d.pop("trail")  # tokens x d floats: read where it is made, never written into a row
         return d
 
 
@@ -80,6 +82,7 @@ class GenerationConfig:
     common_random_numbers: bool = True  # sample q of every prompt draws the same random stream (sampling.py)
     with_states: bool = True
     greedy_state: bool = False  # also read the state at EOS after the greedy row (learned probes read one state)
+    greedy_trail: bool = False  # also keep the greedy row's state at every token (the one-response hidden score)
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
 
     def to_dict(self) -> dict:

@@ -163,7 +163,7 @@ def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook
         if not started:
             backend.start(prefilled, book.row_prompts(), cfg.max_new_tokens)
             started = True
-        logits, states = backend.step(feed, pos, cfg.with_states or cfg.greedy_state)
+        logits, states = backend.step(feed, pos, cfg.with_states or cfg.greedy_state or cfg.greedy_trail)
         stats["decode_steps"] += 1
         pos = pos + 1
         still = book.store_states(states)  # rows that were fed EOS take their state and leave

@@ -431,7 +431,8 @@ class HFLanguageModel:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
-                       max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state)
+                       max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state,
+                       greedy_trail=cfg.greedy_trail)
         if self.cuda_graphs:
             backend = GraphedBackend(self.speedups.fast_step)
         elif self.shared_attention:

@@ -33,6 +33,7 @@ class Row:
     finish: str = ""  # "" while generating; then "stop" | "eos" | "length"
     text: str = ""
     state: np.ndarray | None = None
+    trail: list | None = None  # the state at each token fed (a list only where the call keeps them)
 
     def push(self, token: int, logprob: float, entropy: float, lse: float) -> None:
         self.tokens.append(token)
@@ -45,8 +46,9 @@ class Row:
             xs.pop()
 
     def sample(self) -> Sample:
+        trail = np.stack(self.trail) if self.trail else None
         return Sample(self.text, self.tokens, self.logprobs, self.entropies, self.logsumexp,
-                      self.finish or "length", self.state)
+                      self.finish or "length", self.state, trail)
 
 
 class RowBook:
@@ -55,11 +57,13 @@ class RowBook:
 
     def __init__(self, n_prompts: int, kinds: Sequence[bool], *, with_states: bool, stops: Sequence[str],
                  max_new: int, eos_id: int, detok: Callable[[list[int]], str], stop_patterns: Sequence[str] = (),
-                 greedy_state: bool = False):
+                 greedy_state: bool = False, greedy_trail: bool = False):
         if not kinds:
             raise ValueError("nothing to generate: greedy=False and n=0")
         self.R = len(kinds)
-        self.rows = [Row(greedy=g, want_state=greedy_state if g else with_states) for _ in range(n_prompts) for g in kinds]
+        # a trail ends with the state at EOS, as every state SeaKR reads does: the greedy row owes that step too
+        self.rows = [Row(greedy=g, want_state=(greedy_state or greedy_trail) if g else with_states,
+                         trail=[] if g and greedy_trail else None) for _ in range(n_prompts) for g in kinds]
         self.alive = list(range(len(self.rows)))  # batch position -> row id
         self.stops = tuple(s for s in stops if s)
         self.patterns = [re.compile(p) for p in stop_patterns]
@@ -122,6 +126,8 @@ class RowBook:
         still = []
         for b, r in enumerate(self.alive):
             row = self.rows[r]
+            if row.trail is not None and states is not None:  # the state of the token this step fed
+                row.trail.append(states[b].cpu().numpy().copy())
             if row.finish:
                 row.state = states[b].cpu().numpy().copy() if states is not None else None
             else:
