@@ -136,15 +136,16 @@ def test_seakr_uncertainty_says_why_an_estimator_reads_inf():
 
 
 def test_hidden_score_hand_checked_and_as_llm_check_defines_it():
-    """LLM-Check's hidden score of one response: two token states (1,0,0) and (0,1,0), each centred over its
-    features, have the Gram matrix [[2/3, -1/3], [-1/3, 2/3]]; the score is half the log-determinant of it + alpha I."""
+    """LLM-Check's hidden score of one response, negated (higher = less certain): two token states (1,0,0) and
+    (0,1,0), each centred over its features, have the Gram matrix [[2/3, -1/3], [-1/3, 2/3]]; the score is minus
+    half the log-determinant of it + alpha I."""
     a = 1e-3
-    assert U.hidden_score(np.array([[1.0, 0, 0], [0, 1.0, 0]]), a) == pytest.approx(0.5 * math.log((2 / 3 + a) ** 2 - 1 / 9))
+    assert U.hidden_score(np.array([[1.0, 0, 0], [0, 1.0, 0]]), a) == pytest.approx(-0.5 * math.log((2 / 3 + a) ** 2 - 1 / 9))
     z = np.random.default_rng(0).normal(size=(7, 32))  # tokens x features
     d = z.shape[1]
     j = np.eye(d) - np.ones((d, d)) / d  # LLM-Check: Sigma = Z^T J Z over Z = states^T, mean log singular value
     sigma = z @ j @ z.T + a * np.eye(len(z))
-    assert U.hidden_score(z, a) == pytest.approx(np.log(np.linalg.svd(sigma, compute_uv=False)).mean())
+    assert U.hidden_score(z, a) == pytest.approx(-np.log(np.linalg.svd(sigma, compute_uv=False)).mean())
     assert U.hidden_score(np.stack([z, -z], axis=1), a) == pytest.approx(U.hidden_score(z, a))  # taps: the first
     assert U.hidden_score(None) == U.hidden_score(np.zeros((0, 4))) == U.hidden_score(z * np.nan) == U.UNCERTAIN
 
