@@ -134,7 +134,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_method_args(p, methods) -> None:
-    p.add_argument("--index", type=given, default=None, help="index directory, http(s)://host:9200/INDEX, or a corpus file (indexed once, cached)")
+    p.add_argument("--index", type=given, default=None, help="index directory, http(s)://host:9200/INDEX, or a corpus file or folder (indexed once, cached)")
     p.add_argument("--method", default="seakr", choices=list(methods))
     p.add_argument("--delta", type=float, default=None, help="SeaKR threshold (default: calibration file)")
     p.add_argument("--prompt-set", type=given, default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
@@ -229,7 +229,7 @@ def _answer_parsers(sub) -> None:
 
     p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")
     _add_model_args(p)
-    p.add_argument("--index", type=given, default=None, help="default: the demo index (a folder, URL or corpus file)")
+    p.add_argument("--index", type=given, default=None, help="default: the demo index (an index folder, URL, corpus file or folder)")
     p.add_argument("--method", default="seakr", choices=list(METHODS))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
     p.add_argument("--host", type=given, default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
@@ -250,7 +250,7 @@ def _data_args(p, out_required=True, data_required=None) -> None:
                         "with question and answer columns), a folder holding one split, or a quoted glob of a split's shards "
                         "('rc/validation-*.parquet')")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
-    p.add_argument("--index", type=given, default=None, help="existing index or a corpus file; default: pool the dataset's paragraphs (cached)")
+    p.add_argument("--index", type=given, default=None, help="existing index, or a corpus file or folder; default: pool the dataset's paragraphs (cached)")
     p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files (or folders of them) added to the pooled index")
     p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
     p.add_argument("--every", type=positive_int, default=None, metavar="N",

@@ -502,3 +502,26 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     (tmp_path / "x.json").write_text('{"a": 1}')
     with pytest.raises(CorpusError, match=r"x.json: neither an index folder nor a corpus file .* --format FORMAT"):
         open_engine(str(tmp_path / "x.json"))
+
+
+def test_a_folder_of_corpus_files_given_as_the_index_is_indexed_once_and_an_index_stays_an_index(tmp_path, monkeypatch):
+    """``--index wiki/`` (a folder of corpus files, as ``index build`` reads) was "not a seakr index"; an index
+    folder that lost its manifest is still named as a damaged index, never read as a corpus."""
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    wiki = tmp_path / "wiki"
+    (wiki / "AA").mkdir(parents=True)
+    (wiki / "AA" / "a.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in DOCS[:3]))
+    (wiki / "b.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in DOCS[3:]))
+    eng = open_engine(str(wiki))
+    assert eng.count() == len(DOCS) and eng.search("Seine river", 1)[0].id == "5"
+    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 1
+    open_engine(str(wiki) + "/")  # the same folder, the same cached index
+    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 1
+    idx = tmp_path / "idx"
+    TantivyEngine.build(DOCS, idx)
+    (idx / MANIFEST).unlink()
+    with pytest.raises(SearchError, match=r"not a seakr index"):
+        open_engine(str(idx))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SearchError, match=r"not a seakr index"):
+        open_engine(str(tmp_path / "empty"))

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 from typing import Sequence
 
 from ..models.registry import cache_root
 from ..search.base import Passage
-from ..search.build import build_once, file_digest
-from ..search.corpora import corpus_files, ctx_id, read_corpus
+from ..search.build import build_once, corpus_digest, file_digest
+from ..search.corpora import ctx_id, read_corpus
 from .datasets import Example
 from .splits import split_digest
 
@@ -30,7 +29,7 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 
     h = hashlib.sha256(split_digest(data_file).encode())
     for f in filler:
-        h.update(_corpus_digest(f).encode())
+        h.update(corpus_digest(f).encode())
     # "-p2": paragraphs joined with spaces between 2Wiki's sentences (earlier pooled indexes ran them together)
     name = re.sub(r"[*?\[\]]", "_", Path(data_file).name)  # a glob of a split's shards names it
     out = cache_root() / "indexes" / f"{name}-{h.hexdigest()[:16]}-p2"
@@ -46,16 +45,6 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 
     build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress))
     return str(out)
-
-
-def _corpus_digest(path: str) -> str:
-    """sha256 of a corpus file, or of a folder's files (their names under it and digests, in reading order)."""
-    if not os.path.isdir(path):
-        return file_digest(path)
-    h = hashlib.sha256()
-    for f in corpus_files(path):
-        h.update(f"{os.path.relpath(f, path)}\0{file_digest(f)}\n".encode())
-    return h.hexdigest()
 
 
 #: The demo's question: two hops (the film's director, then his nationality) over the demo corpus.

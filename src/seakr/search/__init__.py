@@ -11,7 +11,7 @@ from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     """An index directory (tantivy; a ``pathlib.Path`` too), an ``http(s)://host:port/index`` URL
-    (Elasticsearch/OpenSearch), or a corpus file, indexed once into the cache (:func:`.build.corpus_index`)."""
+    (Elasticsearch/OpenSearch), or a corpus file or folder, indexed once into the cache (:func:`.build.corpus_index`)."""
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
     spec = user_path(spec)
@@ -26,9 +26,9 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     from .tantivy_engine import TantivyEngine
 
     check_rereadable(spec, "a corpus given as the index is read twice (its digest, its passages)", SearchError)
-    if os.path.isfile(spec):  # a corpus file: indexed once into the cache
-        from .build import corpus_index
+    from .build import corpus_index, is_corpus_folder
 
+    if os.path.isfile(spec) or is_corpus_folder(spec):  # a corpus file or folder: indexed once into the cache
         spec = corpus_index(spec)
     return TantivyEngine(spec)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import Passage, SearchError, is_url
-from ..textio import first_line, is_pattern, pattern_files, user_path
+from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path
 from .corpora import read_corpus
 
 WIKI_OFFLINE = "wiki-offline"
@@ -109,32 +109,67 @@ def build_once(out: Path, build) -> None:
             build()
 
 
+def is_corpus_folder(path: str) -> bool:
+    """A folder of corpus files (not an index, whole or damaged: no manifest, no tantivy ``meta.json``)."""
+    from .corpora import corpus_files
+
+    if not os.path.isdir(path) or any(os.path.exists(os.path.join(path, m)) for m in ("seakr-index.json", "meta.json")):
+        return False
+    try:
+        return any(f.lower().endswith(DATA_SUFFIXES) for f in corpus_files(path))
+    except ValueError:  # an empty folder, one that cannot be listed: the index's own message says it
+        return False
+
+
 def corpus_index(path: str, progress: bool | None = None) -> str:
-    """A corpus file given where an index is expected (``ask --index docs.jsonl``, ``index="docs.jsonl"``),
-    indexed once into the cache under its content's digest (a changed file makes another index); it was "no
-    index here", and a handful of documents needed ``index build`` first. Its format is guessed, so a file of
-    questions or an index's own file is refused in one line before anything is built."""
+    """A corpus file, or a folder of them, given where an index is expected (``ask --index docs.jsonl``,
+    ``index="wiki/"``), indexed once into the cache under its content's digest (a changed file makes another
+    index); it was "no index here", and a handful of documents needed ``index build`` first. Each file's format
+    is guessed first, so a file of questions or an index's own file is refused in one line before anything is
+    built."""
     from ..models.registry import cache_root
     from ..progress import progress_bar
-    from .corpora import FORMATS, CorpusError, detect_format
+    from .corpora import corpus_files
     from .tantivy_engine import TantivyEngine
+
+    for f in corpus_files(path) if os.path.isdir(path) else [path]:
+        _guess_format(f)
+    name = Path(os.path.abspath(path)).name  # "." names no folder
+    out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
+    if not (out / "seakr-index.json").exists():
+        with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
+            build_once(out, lambda: TantivyEngine.build(read_corpus(path), out, overwrite=True, sources=[path],
+                                                        progress=adv))
+    return str(out)
+
+
+def _guess_format(path: str) -> str:
+    from .corpora import FORMATS, CorpusError, detect_format
 
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(os.path.join(folder, "seakr-index.json")):  # it was read as a corpus: "invalid JSON"
         raise SearchError(f"{path}: a file of the index {folder}; name the folder")
     try:
-        fmt = detect_format(path)
+        return detect_format(path)
     except CorpusError as e:  # "pass --format": a flag of `index build` only
         if "cannot guess" not in str(e):
             raise
         raise CorpusError(f"{path}: neither an index folder nor a corpus file this can tell the format of; `seakr "
                           f"index build {path} --format FORMAT --out DIR` reads it ({', '.join(FORMATS[:-1])})") from None
-    out = cache_root() / "indexes" / f"{Path(path).name}-{file_digest(path)[:16]}"
-    if not (out / "seakr-index.json").exists():
-        with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
-            build_once(out, lambda: TantivyEngine.build(read_corpus(path, fmt), out, overwrite=True, sources=[path],
-                                                        progress=adv))
-    return str(out)
+
+
+def corpus_digest(path: str) -> str:
+    """sha256 of a corpus file, or of a folder's files (their names under it and digests, in reading order)."""
+    import hashlib
+
+    from .corpora import corpus_files
+
+    if not os.path.isdir(path):
+        return file_digest(path)
+    h = hashlib.sha256()
+    for f in corpus_files(path):
+        h.update(f"{os.path.relpath(f, path)}\0{file_digest(f)}\n".encode())
+    return h.hexdigest()
 
 
 def file_digest(path: str) -> str:
