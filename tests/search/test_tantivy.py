@@ -525,3 +525,19 @@ def test_a_folder_of_corpus_files_given_as_the_index_is_indexed_once_and_an_inde
     (tmp_path / "empty").mkdir()
     with pytest.raises(SearchError, match=r"not a seakr index"):
         open_engine(str(tmp_path / "empty"))
+
+
+def test_a_corpus_on_stdin_is_read_where_there_is_no_stdin_device(tmp_path, monkeypatch):
+    """Windows has no /dev/stdin: `type docs.jsonl | seakr index build - --format jsonl` was "no such file". There
+    the stream is copied to a temporary file first (which also lets its format be guessed)."""
+    import io
+
+    import seakr.search.build as build
+
+    monkeypatch.setattr(build, "STDIN_DEVICE", str(tmp_path / "no-such-device"))
+    data = "".join(json.dumps(p.to_dict()) + "\n" for p in DOCS).encode()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    pairs = build.pair_sources(["-"], ["auto"])
+    assert pairs[0][0] != "-" and open(pairs[0][0], "rb").read() == data
+    print(build.build_index(pairs, str(tmp_path / "idx")))
+    assert open_engine(str(tmp_path / "idx")).search("Seine river", 1)[0].id == "5"

@@ -19,7 +19,7 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
     the packaged demo corpus (``wiki-offline``); ``-`` is stdin."""
     if sources.count("-") > 1:
         raise ValueError("index build: '-' (stdin) named twice; it can be read once")
-    sources = ["/dev/stdin" if s == "-" else user_path(s) for s in sources]  # `zcat c.jsonl.gz | seakr index build - ...`
+    sources = [_stdin() if s == "-" else user_path(s) for s in sources]  # `zcat c.jsonl.gz | seakr index build - ...`
     if not sources:
         if WIKI_OFFLINE not in formats:
             raise ValueError("index build: give at least one SOURCE file (or --format wiki-offline)")
@@ -30,6 +30,26 @@ def pair_sources(sources: Sequence[str], formats: Sequence[str]) -> list[tuple[s
     # a quoted glob ('wiki/*.jsonl': a script's or a Makefile's, which no shell expanded) is the files it matches
     return [(f, fmt) for src, fmt in zip(sources, fmts)
             for f in (pattern_files(src, ValueError) if is_pattern(src) else [src])]
+
+
+#: Where stdin reads as a file (Linux, macOS); Windows has no such path.
+STDIN_DEVICE = "/dev/stdin"
+
+
+def _stdin() -> str:
+    """stdin as a path the corpus readers open: the device, or where there is none (Windows: "/dev/stdin: no such
+    file") a temporary copy of the stream, removed when the process ends."""
+    if os.path.exists(STDIN_DEVICE):
+        return STDIN_DEVICE
+    import atexit
+    import shutil
+    import sys
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(prefix="seakr-stdin-", delete=False) as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    atexit.register(lambda: os.path.exists(f.name) and os.unlink(f.name))
+    return f.name
 
 
 def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None) -> str:
