@@ -35,6 +35,11 @@ def test_lookup_reads_the_packaged_value_and_never_the_provenance(tmp_path, monk
     with pytest.raises(ValueError, match="no threshold for estimator '_provenance'"):
         default_delta(info, "_provenance")
     assert default_delta({**info, "state_layer": 3}, "eigen")[1] == "paper"
+    # a new estimator has no threshold yet: the refusal says how to give one at each door (it said "pass delta=",
+    # the Python spelling, to a command-line or HTTP user)
+    with pytest.raises(ValueError, match=r"'hidden-score' .*: give one \(delta= in Python, --delta on the command "
+                                         r"line, \"delta\" in a request's options\) or run `seakr calibrate`"):
+        default_delta(info, "hidden-score")
 
 
 def test_auto_prompt_style_is_the_packaged_models_measured_one_where_the_model_can_take_it():

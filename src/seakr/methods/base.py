@@ -288,7 +288,8 @@ def default_delta(model_info: dict, estimator: str, style: str = "plain", mode: 
     if estimator in ("eigen",):
         return PAPER_DELTA, "paper"
     raise ValueError(f"no threshold for estimator {estimator!r} on {_packaged_key(model_info, style, mode)}: "
-                     "pass delta= or run `seakr calibrate`")
+                     "give one (delta= in Python, --delta on the command line, \"delta\" in a request's options) or "
+                     "run `seakr calibrate`")
 
 
 @dataclass
