@@ -307,9 +307,9 @@ def _eval_parsers(sub) -> None:
 
     p = sub.add_parser("export", help="an eval run's predictions as an official script or leaderboard reads them")
     p.add_argument("dir", type=path_arg)
-    p.add_argument("--format", default="jsonl", choices=("jsonl", "squad", "hotpotqa"),
+    p.add_argument("--format", default="jsonl", choices=("jsonl", "squad", "hotpotqa", "2wiki"),
                    help="jsonl: {id, prediction} lines; squad: {id: prediction} (SQuAD, TriviaQA, NQ-open scripts); "
-                        "hotpotqa: {answer, sp} (sp empty)")
+                        "hotpotqa: {answer, sp} (sp empty); 2wiki: {answer, sp, evidence} (both empty)")
     p.add_argument("--out", type=path_arg, default=None, help="file to write (default: stdout)")
     p.set_defaults(cmd="export")
 

@@ -437,7 +437,9 @@ def test_export_writes_a_runs_predictions_as_the_official_scripts_read_them(tmp_
     assert [json.loads(line) for line in lines] == [{"id": k, "prediction": v} for k, v in want.items()]
     assert json.loads(export_predictions(tmp_path / "test", "squad")) == want
     assert json.loads(export_predictions(tmp_path / "test", "hotpotqa")) == {"answer": want, "sp": {k: [] for k in want}}
-    with pytest.raises(ValueError, match=r"export: format 'csv'; choose from jsonl, squad, hotpotqa"):
+    empty = {k: [] for k in want}  # 2WikiMultihopQA's script reads evidence triples too (KeyError without them)
+    assert json.loads(export_predictions(tmp_path / "test", "2wiki")) == {"answer": want, "sp": empty, "evidence": empty}
+    with pytest.raises(ValueError, match=r"export: format 'csv'; choose from jsonl, squad, hotpotqa, 2wiki"):
         export_predictions(tmp_path / "test", "csv")
     with pytest.raises(ValueError, match=r"no answered question here .*; it holds the runs test: export one$"):
         export_predictions(tmp_path)

@@ -757,7 +757,7 @@ def _runs_inside(p: Path, what: str) -> str:
 #: What ``seakr export`` writes a run's predictions as: JSON lines of id and prediction; ``{id: prediction}``, the
 #: file SQuAD's, TriviaQA's and NQ-open's scripts read; HotpotQA's ``{"answer": ..., "sp": ...}`` (no supporting
 #: facts are predicted: every ``sp`` list is empty, and its script scores them 0)
-EXPORT_FORMATS = ("jsonl", "squad", "hotpotqa")
+EXPORT_FORMATS = ("jsonl", "squad", "hotpotqa", "2wiki")
 
 
 def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
@@ -777,6 +777,8 @@ def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
         return "".join(json.dumps({"id": r.id, "prediction": r.prediction}, ensure_ascii=False) + "\n" for r in rows)
     answers = {r.id: r.prediction for r in rows}
     body = answers if fmt == "squad" else {"answer": answers, "sp": {r.id: [] for r in rows}}
+    if fmt == "2wiki":  # 2WikiMultihopQA's script reads the evidence triples beside HotpotQA's two keys
+        body["evidence"] = {r.id: [] for r in rows}
     return json.dumps(body, ensure_ascii=False, indent=1) + "\n"
 
 
