@@ -54,3 +54,6 @@ def test_passages_come_as_any_collection_a_corpus_is_loaded_into():
         engine = as_engine(docs)
         assert engine.count() == 2 and engine.search("Ridley Scott Alien", 1)[0].id == alien_id, docs
     assert as_engine([{"_id": "k", "title": "Kubrick", "text": kubrick}]).search("Kubrick", 1)[0].title == "Kubrick"
+    by_id = as_engine({"k": {"title": "Kubrick", "text": kubrick}, "a": Passage("a", "Alien", alien)})  # id -> row
+    assert [(h.id, h.title) for h in by_id.search("Kubrick Alien Scott", 2)] == [("a", "Alien"), ("k", "Kubrick")] or \
+        {h.id for h in by_id.search("Kubrick Alien Scott", 2)} == {"a", "k"}

@@ -541,3 +541,15 @@ def test_a_corpus_on_stdin_is_read_where_there_is_no_stdin_device(tmp_path, monk
     assert pairs[0][0] != "-" and open(pairs[0][0], "rb").read() == data
     print(build.build_index(pairs, str(tmp_path / "idx")))
     assert open_engine(str(tmp_path / "idx")).search("Seine river", 1)[0].id == "5"
+
+
+def test_a_corpus_file_of_any_name_gets_a_cache_folder_tantivy_takes(tmp_path, monkeypatch):
+    """A file named with spaces, quotes or bytes that are not UTF-8 named the cached index after itself, and a
+    path that is not UTF-8 is one tantivy cannot open."""
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    body = "".join(json.dumps(p.to_dict()) + "\n" for p in DOCS)
+    for name in ("my docs (v2).jsonl", os.fsdecode(b"caf\xe9 docs.jsonl")):
+        f = tmp_path / name
+        f.write_text(body)
+        assert open_engine(str(f)).search("Seine river", 1)[0].id == "5"
+    assert all(p.name.isascii() and " " not in p.name for p in (tmp_path / "cache" / "indexes").iterdir())

@@ -98,8 +98,13 @@ def _passage(i: int, d) -> Passage:
         return d
     if isinstance(d, str):
         return Passage(f"doc-{i}", "", d)
-    if isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], str):  # a dict's item: id -> text
-        return Passage(d[0], "", d[1])
+    if isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], (str, Passage, Mapping)):  # a dict's item
+        key, d = d
+        if isinstance(d, str):  # id -> text
+            return Passage(key, "", d)
+        if isinstance(d, Passage):
+            return d
+        d = {"id": key, **d}  # id -> {title, text}: the key names it unless the row does
     if isinstance(d, Mapping):
         if "text" not in d:
             raise SearchError(f"index: passage {i} has no 'text' (its keys: {', '.join(map(str, d)) or 'none'})")

@@ -4,6 +4,7 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -154,7 +155,9 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
 
     for f in corpus_files(path) if os.path.isdir(path) else [path]:
         _guess_format(f)
-    name = Path(os.path.abspath(path)).name  # "." names no folder
+    # "." names no folder; a name of spaces, quotes or bytes that are not UTF-8 (which tantivy cannot take) is
+    # spelled plainly: the digest, not the name, tells two corpora apart
+    name = re.sub(r"[^\w.\-]+", "_", Path(os.path.abspath(path)).name)
     out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
@@ -203,7 +206,7 @@ def file_digest(path: str) -> str:
 
     st = os.stat(path)
     key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-    name = hashlib.sha256(key["path"].encode()).hexdigest()[:24] + ".json"
+    name = hashlib.sha256(os.fsencode(key["path"])).hexdigest()[:24] + ".json"  # a name not UTF-8 too
     try:
         seen = json.loads((cache_root() / "digests" / name).read_text(encoding="utf-8"))
         if {k: seen.get(k) for k in key} == key and isinstance(seen.get("sha256"), str):
