@@ -43,14 +43,15 @@ def test_smollm2_greedy_equals_transformers_generate(smol):
 
 
 def test_smollm2_uncertainty_end_to_end(smol):
-    cfg = GenerationConfig(n=20, max_new_tokens=24, stop=("\n",), seed=42)
+    cfg = GenerationConfig(n=20, max_new_tokens=24, stop=("\n",), seed=42, greedy_trail=True)
     g = smol.generate(["Question: Who wrote the play Hamlet?\nAnswer:"], cfg)[0]
     assert len(g.samples) == 20
     st = g.states
     assert st.shape[1] == 576 and 2 <= st.shape[0] <= 20
+    assert g.greedy.trail.shape[1] == 576 and len(g.greedy.trail) >= len(g.greedy.token_ids)  # + its EOS
     scores = U.all_scores(g)
     assert set(scores) == {"eigen", "eigen-inside", "perplexity", "multi-perplexity", "ln-entropy", "energy",
-                           "max-entropy", "mean-entropy"}
+                           "max-entropy", "mean-entropy", "hidden-score"}
     assert all(np.isfinite(v) for v in scores.values())
     # the EigenScore lies between the all-identical floor and the "all distinct" range
     assert -7.5 < scores["eigen"] < 5
