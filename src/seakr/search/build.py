@@ -153,16 +153,15 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     from .corpora import corpus_files
     from .tantivy_engine import TantivyEngine
 
-    for f in corpus_files(path) if os.path.isdir(path) else [path]:
-        _guess_format(f)
+    pairs = [(f, _guess_format(f)) for f in (corpus_files(path) if os.path.isdir(path) else [path])]
     # "." names no folder; a name of spaces, quotes or bytes that are not UTF-8 (which tantivy cannot take) is
     # spelled plainly: the digest, not the name, tells two corpora apart
     name = re.sub(r"[^\w.\-]+", "_", Path(os.path.abspath(path)).name)
     out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
-            build_once(out, lambda: TantivyEngine.build(read_corpus(path), out, overwrite=True, sources=[path],
-                                                        progress=adv))
+            build_once(out, lambda: TantivyEngine.build(_passages(pairs), out, overwrite=True, sources=[path],
+                                                        progress=adv))  # each file read in the format guessed
     return str(out)
 
 

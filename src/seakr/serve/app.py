@@ -201,11 +201,10 @@ class AnswerService:
         """The server's index, or the request's own passages indexed for it (removed with the request)."""
         if passages is None:
             return self.engine
-        from ..search import Passage, passages_engine
+        from ..search import passages_engine
 
-        try:
-            return passages_engine([p if isinstance(p, str) else Passage(p.id or f"doc-{i}", p.title, p.text)
-                                    for i, p in enumerate(passages)])
+        try:  # texts and {id, title, text} rows, read as in code (an id left out is doc-<position>)
+            return passages_engine([p if isinstance(p, str) else p.model_dump() for p in passages])
         except (ValueError, TypeError, SearchError) as e:  # a repeated id, no text at all
             raise HTTPException(422, detail=f"passages: {str(e).removeprefix('index: ')}") from None
 
