@@ -100,6 +100,12 @@ def probability(text: str) -> float:
     return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
 
 
+def threshold(text: str) -> float:
+    """SeaKR's delta: any number but NaN (``inf`` never retrieves on U, ``-inf`` always does); a NaN was passed on
+    and refused under ``--option``, a flag the user had not typed."""
+    return _number(text, lambda v: not math.isnan(v), "a number (inf and -inf allowed)")
+
+
 def typed_text(text: str) -> str:
     """A question or prompt as given; ``-`` reads it from stdin (``seakr ask - < q.txt``, a question too long or
     too quoted for the shell), its closing line end dropped. A closed stdin reads as nothing."""
@@ -136,7 +142,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 def _add_method_args(p, methods) -> None:
     p.add_argument("--index", type=given, default=None, help="index directory, http(s)://host:9200/INDEX, or a corpus file or folder (indexed once, cached)")
     p.add_argument("--method", default="seakr", choices=list(methods))
-    p.add_argument("--delta", type=float, default=None, help="SeaKR threshold (default: calibration file)")
+    p.add_argument("--delta", type=threshold, default=None, help="SeaKR threshold (default: calibration file)")
     p.add_argument("--prompt-set", type=given, default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="any method option, e.g. estimator=energy rerank=engine max_steps=4 (repeatable)")
@@ -267,7 +273,7 @@ def _eval_parser(sub, methods) -> None:
     _data_args(p, out_required=False)
     p.add_argument("--method", default=None, choices=list(methods),  # None: told apart from a grid's own runs
                    help="the method (default seakr); a --config grid names its own")
-    p.add_argument("--delta", type=float, default=None)
+    p.add_argument("--delta", type=threshold, default=None)
     p.add_argument("--resume", action="store_true", help="skip questions already in results.jsonl")
     p.add_argument("--config", type=given, default=None,
                    help="TOML file listing [[run]] entries (method, name, options) and any flag's setting; its paths "

@@ -300,6 +300,9 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
     (["ask", "--prompt-set", "no-such-set.json", "q?"], "unknown prompt set 'no-such-set.json'"),
     (["ask", "Who?"], "--index: method 'seakr' searches; pass --index"),
+    (["ask", "--delta", "nan", "Who?"], "--delta: expected a number (inf and -inf allowed), got 'nan'"),  # was "--option"
+    (["demo", "--delta", "NaN"], "--delta: expected a number (inf and -inf allowed), got 'NaN'"),
+    (["eval", "--delta", "nan", "--data", "q.jsonl"], "--delta: expected a number (inf and -inf allowed)"),
     (["ask", "--method", "dragin", "Who?"], "--index: method 'dragin' searches"),
     (["serve", "--queue", "-5"], "expected a whole number >= 0"),
     (["serve", "--token", ""], "--token (or SEAKR_TOKEN) is empty"),
