@@ -445,6 +445,7 @@ def cmd_detect(args) -> int:
 
 def cmd_probe_fit(args) -> int:
     from .probes.fitting import fit_from_studies
+    from .probes.probe import packaged_name
 
     check_output_file(args.out, "--out")
     probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds,
@@ -453,17 +454,27 @@ def cmd_probe_fit(args) -> int:
     probe.save(args.out)
     print(f"probe {probe.form} for {probe.model} at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
           f"on {probe.provenance['n']} answers ({probe.provenance['wrong']} wrong) -> {args.out}")
+    _tell_folder_name(args.out, packaged_name(probe.model, probe.form))
     return 0
+
+
+def _tell_folder_name(out: str, name: str) -> None:
+    """A SeaKR run reads fitted files from its ``probes`` folder by their packaged names only: one written under
+    another name is kept as asked, and the user is told the name a run would look for."""
+    if os.path.basename(out) != name:
+        print(f"note: a SeaKR run reads it from its probes folder only under the name {name}", file=sys.stderr)
 
 
 def cmd_probe_calibrate(args) -> int:
     from .probes.fitting import calibrate_from_studies
+    from .probes.probe import calibration_name
 
     check_output_file(args.out, "--out")
     cal = calibrate_from_studies(args.runs, args.estimator, args.form, args.kind)
     cal.save(args.out)
     print(f"calibration {cal.form}/{cal.estimator} ({cal.kind}) on {cal.provenance['n']} answers "
           f"({cal.provenance['correct']} right) -> {args.out}")
+    _tell_folder_name(args.out, calibration_name(cal.provenance["model"], cal.form, cal.estimator))
     return 0
 
 

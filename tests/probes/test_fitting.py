@@ -462,3 +462,26 @@ def test_a_gate_file_is_strict_json_when_an_auroc_has_no_value(tmp_path):
     assert main(["probe", "gate", "--check", str(check), "--chain", str(chain), "--probes", str(bank), "--out", str(out)]) == 0
     res = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the gate file"))
     assert res["check_auroc_wrong"] is None and res["n"] == 2
+
+
+def test_a_missing_fitted_file_names_the_command_whose_output_a_run_finds(tmp_path, capsys):
+    """The bank reads a folder's files by their packaged names only: the refusal spelled no name, so a probe
+    fitted to ``p.json`` as told was never found. Its command, run as written, now makes the file the bank reads."""
+    import re
+    import shlex
+
+    from seakr.cli import main
+    from seakr.probes.bank import SelfKnowledge
+
+    run = make_study(tmp_path / "s")
+    (tmp_path / "bank").mkdir()
+    bank = SelfKnowledge("m", str(tmp_path / "bank"))
+    for read in (lambda: bank.probe("short"), lambda: bank.calibration("short", "eigen")):
+        with pytest.raises(ValueError, match="give .*bank as the probes option") as e:
+            read()
+        command = shlex.split(re.search(r"`seakr (.+?)`", str(e.value)).group(1))
+        assert main(command + [str(run)]) == 0
+        assert "note:" not in capsys.readouterr().err  # the name the bank reads: nothing to add
+        assert read().form == "short"
+    assert main(["probe", "fit", str(run), "--out", str(tmp_path / "p.json")]) == 0
+    assert "a SeaKR run reads it from its probes folder only under the name m-short.probe.json" in capsys.readouterr().err

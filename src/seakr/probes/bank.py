@@ -18,7 +18,7 @@ from ..prompts import check_wording
 from ..textio import parse_json
 from ..uncertainty import NEEDS
 from .calibration import Calibration
-from .probe import Probe, packaged_name
+from .probe import Probe, calibration_name, packaged_name
 
 #: The gate level when neither the user nor the package gives one: retrieve unless the model is more
 #: likely right than wrong.
@@ -135,12 +135,19 @@ class SelfKnowledge:
             return None, where
         return _parse(f, where), where
 
+    def _missing(self, what: str, where: str, command: str) -> str:
+        """A missing fitted file, and how to make one that this lookup finds: the folder reads files by their
+        packaged names only, which ``--out`` must spell (a probe fitted to ``p.json`` was never found)."""
+        name, folder = Path(where).name, self.folder or "FOLDER"
+        return (f"no {what} for model {self.model!r} at {where}: fit one on tuning data with "
+                f"`seakr {command} --out {Path(folder) / name}` and give {folder} as the probes option")
+
     def probe(self, form: str) -> Probe:
         key = f"probe:{form}"
         if key not in self._cache:
             d, where = self._read(packaged_name(self.model, form))
             if d is None:
-                raise ValueError(f"no {form!r} probe for model {self.model!r} at {where}: fit one with `seakr probe fit`")
+                raise ValueError(self._missing(f"{form!r} probe", where, f"probe fit --form {form}"))
             self._cache[key] = check_sampling(_same_wording(_named(Probe.from_dict(d, where), where, form), where),
                                               self._sampling(form), where)
         return self._cache[key]  # type: ignore[return-value]
@@ -148,11 +155,10 @@ class SelfKnowledge:
     def calibration(self, form: str, estimator: str) -> Calibration:
         key = f"cal:{form}:{estimator}"
         if key not in self._cache:
-            name = f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json"
-            d, where = self._read(name)
+            d, where = self._read(calibration_name(self.model, form, estimator))
             if d is None:
-                raise ValueError(f"no {form!r} calibration of {estimator!r} for model {self.model!r} at {where}: "
-                                 "fit one with `seakr probe calibrate`")
+                raise ValueError(self._missing(f"{form!r} calibration of {estimator!r}", where,
+                                               f"probe calibrate --form {form} --estimator {estimator}"))
             cal = _named(Calibration.from_dict(d, where), where, form, estimator)
             if cal.provenance.get("model") not in (None, self.model):  # a map of another model's scores
                 raise ValueError(f"{where}: fitted on {cal.provenance['model']!r}'s scores, read here for {self.model!r}")
@@ -166,7 +172,7 @@ class SelfKnowledge:
         return self._read(packaged_name(self.model, form))[0] is not None
 
     def has_calibration(self, form: str, estimator: str) -> bool:
-        return self._read(f"{self.model.replace('/', '_')}-{form}-{estimator}.calibration.json")[0] is not None
+        return self._read(calibration_name(self.model, form, estimator))[0] is not None
 
     def _model_entry(self, name: str, key: str) -> tuple[dict | None, str]:
         """This model's entry under ``key`` in a table file (``gates.json``, ``reasoning.json``: {model:

@@ -196,12 +196,16 @@ def packaged_name(model: str, form: str) -> str:
     return f"{model.replace('/', '_')}-{form}.probe.json"
 
 
+def calibration_name(model: str, form: str, estimator: str) -> str:
+    return f"{model.replace('/', '_')}-{form}-{estimator}.calibration.json"
+
+
 def packaged_probe(model: str, form: str) -> Probe:
     """The probe shipped for a packaged model and form (``probes/data``), or a one-line error."""
     f = resources.files("seakr.probes").joinpath("data", packaged_name(model, form))
     if not f.is_file():
-        raise ValueError(f"no packaged {form!r} probe for model {model!r}: fit one with `seakr probe fit` "
-                         "and pass probe=<file>")
+        raise ValueError(f"no packaged {form!r} probe for model {model!r}: fit one with `seakr probe fit --form "
+                         f"{form} --out FILE` and read it with load_probe(FILE)")  # there is no probe= option
     return Probe.from_dict(json.loads(f.read_text(encoding="utf-8")), f"seakr/probes/data/{f.name}")
 
 
