@@ -56,6 +56,21 @@ def test_a_cache_path_through_a_file_names_the_variable(tmp_path, monkeypatch):
     assert registry.cache_root() == tmp_path / "home" / "cache"
 
 
+def test_a_relative_xdg_cache_home_is_ignored_as_the_spec_says(tmp_path, monkeypatch):
+    """XDG_CACHE_HOME=relative/dir made a cache, and converted every model again, under each folder a command
+    ran from; the XDG spec says a relative value is invalid and to be ignored."""
+    from seakr.models import registry
+
+    monkeypatch.delenv("SEAKR_CACHE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    for value in ("relative/dir", ".", ""):
+        monkeypatch.setenv("XDG_CACHE_HOME", value)
+        assert registry.cache_root() == tmp_path / "home" / ".cache" / "seakr"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert registry.cache_root() == tmp_path / "xdg" / "seakr"
+
+
 def _gguf(path, keys):
     """A GGUF header with the given key-value pairs and no tensors, written by the gguf package itself."""
     import gguf

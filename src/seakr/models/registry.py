@@ -150,7 +150,9 @@ def cache_root() -> Path:
         raise ValueError(f"SEAKR_CACHE={env!r}: blank; point it at a folder, or unset it for the default")
     # "~/x" from an env file or a quoted assignment, where no shell expanded it: the home's folder (as HF_HOME
     # reads), not a folder named "~" wherever the command ran
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    xdg = os.path.expanduser(os.environ.get("XDG_CACHE_HOME") or "")
+    if not os.path.isabs(xdg):  # unset, or relative, which the XDG spec says to ignore: a relative one made a cache,
+        xdg = os.path.expanduser("~/.cache")  # and converted every model again, in each folder a command ran from
     root = Path(os.path.expanduser(env) if env else os.path.join(xdg, "seakr"))
     if not encodable(str(root)):  # safetensors and tantivy take UTF-8 paths: it failed mid-conversion, naming nothing
         who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
