@@ -165,3 +165,20 @@ def test_inf_spells_infinity_for_number_options_only():
     with pytest.raises(ValueError, match=r"unknown prompt set 'inf'|prompt_set.*'inf'"):
         C.from_dict({"prompt_set": "inf"})
     assert C.from_dict({"marker": "-inf"}).marker == "-inf"
+
+
+def test_a_path_option_takes_a_pathlib_path_and_keeps_text(tmp_path):
+    """Python code names files with ``pathlib.Path``: ``prompt_set=Path(...)`` and ``probes=Path(...)`` were
+    "expected str, got PosixPath" at every Python door (``SeaKR(...)``, ``from_config``, a plan's ``RunSpec``)."""
+    import json
+    from pathlib import Path
+
+    from seakr.methods.base import PATH_OPTIONS
+
+    demos = Path(__file__).resolve().parents[2] / "src" / "seakr" / "prompts" / "data" / "hotpotqa.json"
+    cfg = METHODS["seakr"].Config.from_dict({"prompt_set": demos, "probes": tmp_path})
+    assert (cfg.prompt_set, cfg.probes) == (str(demos), str(tmp_path)) and set(PATH_OPTIONS) <= set(cfg.to_dict())
+    json.dumps(cfg.to_dict())  # a run's config.json
+    check_run("run 1", "ircot", {"prompt_set": demos})
+    with pytest.raises(PlanError, match="option k: expected"):  # only the path options: a Path is no number
+        check_run("run 1", "seakr", {"k": Path("5")})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,6 +64,10 @@ class Range:
             raise ValueError(f"option {name}: expected {self.describe()}, got {said(v)}")
 
 
+#: the options that name a file or folder: a ``pathlib.Path`` is taken, and kept as text (a config is JSON)
+PATH_OPTIONS = ("prompt_set", "probes")
+
+
 def _float(name: str, v) -> float:
     try:
         return float(v)
@@ -73,6 +78,8 @@ def _float(name: str, v) -> float:
 def _typed(f: dataclasses.Field, v, rng: "Range | None"):
     """The value of option ``f`` as its declared type, or a one-line error naming it."""
     default = f.default
+    if f.name in PATH_OPTIONS and isinstance(v, os.PathLike):  # a pathlib.Path, as Python code names files
+        v = os.fspath(v)
     if isinstance(v, float) and math.isnan(v):
         raise ValueError(f"option {f.name}: expected a number, got NaN")
     if default is None and str(f.type).startswith("str"):  # optional text (a folder)
@@ -154,7 +161,7 @@ class MethodConfig:
             object.__setattr__(self, f.name, v)
             if f.name in ranges and v is not None:
                 ranges[f.name].check(f.name, v)
-        for name in ("prompt_set", "probes"):  # a path from a TOML grid or a sh script reached no ~ expansion
+        for name in PATH_OPTIONS:  # a path from a TOML grid or a sh script reached no ~ expansion
             if hasattr(self, name):
                 object.__setattr__(self, name, user_path(getattr(self, name)))
         if self.estimator not in U.ESTIMATORS:
