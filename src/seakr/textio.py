@@ -528,6 +528,13 @@ def write_atomic(path, content: str | bytes) -> None:
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))}
 
 
+def native(v):
+    """A NumPy scalar (a sweep over ``np.arange``, a DataFrame's cell), or a 0-d array or tensor, as Python's own
+    number, bool or text; anything else as given. Python doors check ``isinstance(v, int)``, and ``np.int64(5)``
+    was "expected int, got np.int64(5)"."""
+    return v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v
+
+
 def said(v) -> str:
     """An option's value as an error quotes it: a whole number of thousands of digits by its size (its repr
     raised "Exceeds the limit (4300 digits)", advising sys.set_int_max_str_digits), anything else's repr cut

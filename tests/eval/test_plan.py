@@ -1,6 +1,7 @@
 """One set of defaults: ``seakr eval`` (flags or a TOML grid) and the Python API build the same plan and
 the same effective method config from the same inputs; the per-dataset defaults live in the plan."""
 
+import dataclasses
 import json
 import os
 import re
@@ -195,6 +196,21 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     assert RunSpec("cot", None).options == {}  # it was "'NoneType' object is not iterable"
     with pytest.raises(PlanError, match="options must be a dict of option names and values, not list"):
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot", [1])]).check()
+
+
+def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
+    """``limit=np.int64(50)`` (a frame's cell, ``np.arange``) was "limit must be a positive whole number, not
+    np.int64(50)"; the numbers a plan holds are Python's own, so its config.json stays JSON."""
+    import numpy as np
+
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("seakr", {"k": np.int64(4)})],
+                    limit=np.int64(5), every=np.int32(2), concurrency=np.int64(1), seed=np.uint32(3),
+                    delta=np.float32(-3.5), model=ModelSpec("smollm2-135m", threads=np.int64(1), layer=np.int64(3))).check()
+    assert (plan.limit, plan.every, plan.seed, plan.delta, plan.model.threads, plan.model.layer) == (5, 2, 3, -3.5, 1, 3)
+    assert all(type(v) is int for v in (plan.limit, plan.every, plan.concurrency, plan.seed, plan.model.layer))
+    json.dumps(dataclasses.asdict(plan.model))
+    with pytest.raises(PlanError, match="limit must be a positive whole number, not 2.5"):
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], limit=np.float64(2.5)).check()
 
 
 @pytest.mark.parametrize("kwargs,needle", [

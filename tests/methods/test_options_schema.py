@@ -182,3 +182,20 @@ def test_a_path_option_takes_a_pathlib_path_and_keeps_text(tmp_path):
     check_run("run 1", "ircot", {"prompt_set": demos})
     with pytest.raises(PlanError, match="option k: expected"):  # only the path options: a Path is no number
         check_run("run 1", "seakr", {"k": Path("5")})
+
+
+def test_numpy_scalars_from_a_sweep_are_taken_as_python_numbers():
+    """``for k in np.arange(2, 21, 2): SeaKR(..., k=k)`` was "expected int, got np.int64(2)", and a float32 delta
+    "expected a number or null": a NumPy scalar (or a 0-d array) is read as Python's own, so configs stay JSON."""
+    import json
+
+    import numpy as np
+
+    cfg = METHODS["seakr"].Config.from_dict({"k": np.int64(4), "delta": np.float32(-3.5), "max_steps": np.int32(2),
+                                              "gate_p": np.float16(0.5), "seed": np.uint32(7),
+                                              "retrieval": np.str_("always"), "alpha": np.array(1e-3)})
+    assert (cfg.k, cfg.delta, cfg.max_steps, cfg.gate_p, cfg.seed) == (4, -3.5, 2, 0.5, 7)
+    assert type(cfg.k) is int and type(cfg.delta) is float and cfg.retrieval == "always"
+    json.dumps(cfg.to_dict())
+    with pytest.raises(ValueError, match="option k: expected int, got 2.5"):  # a numpy value is no looser
+        METHODS["seakr"].Config.from_dict({"k": np.float64(2.5)})

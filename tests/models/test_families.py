@@ -206,3 +206,14 @@ def test_a_tokenizer_larger_than_the_models_embedding_is_named(tiny_lm):
             continue
         with pytest.raises(ModelError, match=f"its tokenizer has {len(tok)} tokens and the model embeds {rows}"):
             HFLanguageModel(_modules=(model, tok), dtype="float32", threads=1)
+
+
+def test_load_model_takes_numpy_numbers_from_a_sweep(tiny_lm, tmp_path):
+    """``load_model(m, threads=np.int64(2), state_layer=np.int64(1))`` (a value from ``np.arange`` or a frame)
+    was "threads must be a whole number >= 1, not np.int64(2)"."""
+    from seakr.models import load_model
+
+    tiny("llama", tiny_lm.tokenizer).model.save_pretrained(tmp_path)
+    tiny_lm.tokenizer.save_pretrained(tmp_path)
+    lm = load_model(tmp_path, dtype="float32", threads=np.int64(1), state_layer=np.int64(1))
+    assert lm.info()["state_layer"] == 1

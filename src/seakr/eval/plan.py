@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import check_rereadable, is_pattern, missing, pattern_files, said, user_path
+from ..textio import check_rereadable, is_pattern, missing, native, pattern_files, said, user_path
 from .datasets import LAYOUTS, Example
 
 
@@ -50,6 +50,7 @@ class ModelSpec:
 
     def __post_init__(self):
         self.model = user_path(self.model)
+        self.threads, self.layer = native(self.threads), native(self.layer)
 
     def check(self, here: bool = True) -> None:
         """The mistakes that would otherwise surface after a minute of loading. ``here``: the model loads on
@@ -289,6 +290,8 @@ class EvalPlan:
         """The Python API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its
         name (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
         self.data, self.out, self.index, self.prompt_set = map(user_path, (self.data, self.out, self.index, self.prompt_set))
+        for name in (*PLAN_LEAST, "seed", "delta"):  # np.int64(50) from a sweep: Python's 50
+            setattr(self, name, native(getattr(self, name)))
         filler, runs = self.filler, self.runs  # one of each given alone, not in a list, is taken as a list of one
         filler = [] if filler is None else [filler] if isinstance(filler, (str, os.PathLike)) else filler
         self.filler = _filler_files([user_path(f) for f in filler]) if isinstance(filler, (list, tuple)) else filler  # else check() names it

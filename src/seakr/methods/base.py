@@ -16,7 +16,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import blank, check_question as check_typed, encodable, json_file, said, user_path
+from ..textio import blank, check_question as check_typed, encodable, json_file, native, said, user_path
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -80,6 +80,7 @@ def _typed(f: dataclasses.Field, v, rng: "Range | None"):
     default = f.default
     if f.name in PATH_OPTIONS and isinstance(v, os.PathLike):  # a pathlib.Path, as Python code names files
         v = os.fspath(v)
+    v = native(v)  # np.int64(5) from a sweep: Python's 5
     if isinstance(v, float) and math.isnan(v):
         raise ValueError(f"option {f.name}: expected a number, got NaN")
     if default is None and str(f.type).startswith("str"):  # optional text (a folder)

@@ -19,10 +19,12 @@ def model_path(name: "str | os.PathLike") -> str:
 def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, **kwargs) -> "LanguageModel":
     """Load a registry name, GGUF file or HF folder (a ``pathlib.Path`` too) as a :class:`HFLanguageModel`
     (lazy torch import: the name is checked first)."""
+    from ..textio import native
+
     name = model_path(name)
     from .hf import HFLanguageModel
 
-    return HFLanguageModel(name, **kwargs)
+    return HFLanguageModel(name, **{k: native(v) for k, v in kwargs.items()})  # threads=np.int64(2) from a sweep
 
 
 __all__ = [
