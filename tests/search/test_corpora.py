@@ -352,3 +352,25 @@ def test_an_index_refuses_what_is_not_text_and_a_search_what_is_not_a_query(tmp_
                         (Passage("a", "T", "t\ud800"), r"passage 0 \(id 'a'\): text is not valid UTF-8 text")):
         with pytest.raises((TypeError, ValueError), match=needle):
             es.ingest([bad])
+
+
+def test_a_csv_of_passages_is_a_corpus(tmp_path):
+    """A spreadsheet's CSV of passages (``title,text``; ``id`` optional; semicolons where the decimal mark is a
+    comma) was "cannot guess the corpus format", and no ``--format`` read it; a TSV without an id column was
+    "expected header". Rows without ids get the pooled content ids; a row with the delimiter unquoted in its
+    text is refused (it was cut there), as is a question-answer table given as passages."""
+    f = tmp_path / "docs.csv"
+    f.write_text('title,text\nParis,"Paris is the capital of France, on the Seine."\n\nLima,Lima is in Peru.\n')
+    got = [(p.id, p.title, p.text) for p in read_corpus(str(f))]
+    assert got == [(ctx_id("Paris", "Paris is the capital of France, on the Seine."), "Paris",
+                    "Paris is the capital of France, on the Seine."), (ctx_id("Lima", "Lima is in Peru."), "Lima", "Lima is in Peru.")]
+    f.write_text("ID;Text;Title\nd1;Ein Satz.;Titel\n")
+    assert [(p.id, p.title, p.text) for p in read_corpus(str(f), "table")] == [("d1", "Titel", "Ein Satz.")]
+    (tmp_path / "docs.tsv").write_text("title\ttext\nLima\tLima is in Peru.\n")
+    assert [p.id for p in read_corpus(str(tmp_path / "docs.tsv"))] == [ctx_id("Lima", "Lima is in Peru.")]
+    for content, needle in (("id;title;text\n1;A;one; two\n", r"docs.csv:2: expected 3 columns split by ';' \(as the header\), got 4"),
+                            ("name,body\nA,b\n", r"docs.csv:1: expected a header naming a 'text' column"),
+                            ("question,answer\nWho?,Bob\n", r"docs.csv: questions \(a dataset\), without passages")):
+        f.write_text(content)
+        with pytest.raises(CorpusError, match=needle):
+            list(read_corpus(str(f)))

@@ -2,7 +2,9 @@
 
 Formats (``--format``):
   dpr        DPR ``psgs_w100.tsv``: header ``id<TAB>text<TAB>title``; MS MARCO's ``collection.tsv`` (no header,
-             ``id<TAB>text``)
+             ``id<TAB>text``); any TSV whose header names a ``text`` column (``id``, ``title`` optional)
+  table      a CSV (or TSV) of passages with a header row naming ``text`` (``id``, ``title`` optional), its
+             delimiter told by the header (tab, semicolon, comma); without ids, the pooled content ids below
   flashrag   JSONL ``{"id", "contents"}`` with ``contents = title line + text`` (title may be quoted); Pyserini's
              ``contents`` (one line, or beside a ``title`` field) is the text alone
   jsonl      JSONL ``{"id", "title", "text"}``; BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) too, and
@@ -39,7 +41,7 @@ from typing import Iterator
 from .. import textio
 from .base import Passage
 
-FORMATS = ("dpr", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "musique", "wiki-offline", "auto")
+FORMATS = ("dpr", "table", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "musique", "wiki-offline", "auto")
 
 
 class CorpusError(ValueError):
@@ -84,39 +86,71 @@ def _title(where, n, rec: dict) -> str:
     return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field(where, n, rec, "title")
 
 
-def _tsv_columns(path: str, header: list[str]) -> tuple[int, int, int | None] | None:
-    """(id, text, title) columns of a TSV corpus from its first row: a header naming ``id`` and ``text`` (DPR's
-    ``id<TAB>text<TAB>title``, in any order, title optional), or None for MS MARCO's collection, which has no
-    header: two columns, a numeric id and the text."""
+def _table_columns(path: str, header: list[str], headerless: bool) -> tuple[int | None, int, int | None] | None:
+    """(id, text, title) columns of a table corpus from its first row: a header naming ``text`` (DPR's
+    ``id<TAB>text<TAB>title``, in any order; id and title optional), or (``headerless``) None for MS MARCO's
+    collection, which has no header: two columns, a numeric id and the text."""
     cols = [h.strip().lower() for h in header]
-    if "id" in cols and "text" in cols:
-        return cols.index("id"), cols.index("text"), cols.index("title") if "title" in cols else None
-    if len(header) == 2 and header[0].strip().isdigit():
+    if "text" in cols:
+        return (cols.index("id") if "id" in cols else None, cols.index("text"),
+                cols.index("title") if "title" in cols else None)
+    if headerless and len(header) == 2 and header[0].strip().isdigit():
         return None
     # the first line of a file of another kind may be a whole JSON record: quoted short
-    raise CorpusError(f"{path}:1: expected header 'id<TAB>text<TAB>title' (or MS MARCO's two columns, a numeric id "
-                      f"and the text, without one), got {str(header[:3])[:80]}")
+    expect = "header 'id<TAB>text<TAB>title' (or MS MARCO's two columns, a numeric id and the text, without one)" \
+        if headerless else "a header naming a 'text' column ('id' and 'title' optional)"
+    raise CorpusError(f"{path}:1: expected {expect}, got {str(header[:3])[:80]}")
+
+
+def _delimiter(line: str) -> str:
+    """A table corpus's delimiter, told by its header line: the first of tab, semicolon (a spreadsheet's CSV
+    where the decimal mark is a comma) and comma that gives a ``text`` column."""
+    for d in ("\t", ";", ","):
+        if d in line and "text" in (c.strip().lower() for c in next(csv.reader([line], delimiter=d))):
+            return d
+    return ","
 
 
 def read_dpr(path: str) -> Iterator[Passage]:
+    return _read_table(path, "\t")
+
+
+def read_table(path: str) -> Iterator[Passage]:
+    return _read_table(path, None)
+
+
+def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
+    """Passages of a TSV (``delimiter`` a tab: DPR's, MS MARCO's without a header) or of a table whose
+    delimiter its header tells (None). A row without an id column gets the pooled content id."""
     csv.field_size_limit(sys.maxsize)
-    reader = csv.reader((line for _, line in _lines(path)), delimiter="\t")
+    lines = (line for _, line in _lines(path))
+    first = next(lines, None)
+    if first is None:
+        return
+    reader = csv.reader(itertools.chain([first], lines), delimiter=delimiter or _delimiter(first))
     rows = textio.csv_rows(reader, path, CorpusError)
     header = next(rows, None)
-    if header is None:
-        return
-    cols = _tsv_columns(path, header)
+    cols = _table_columns(path, header, headerless=delimiter == "\t")
     if cols is None:  # no header: the first row is a passage
         rows, cols = itertools.chain([header], rows), (0, 1, None)
-    need = max(c for c in cols if c is not None) + 1
+        need, exact = 2, False
+    else:  # a row of more fields than the header had a delimiter in its text: it was cut there, unsaid
+        need, exact = len(header), True
     for row in rows:
         n = reader.line_num
-        if len(row) < need:
-            raise CorpusError(f"{path}:{n}: expected {need} tab-separated columns "
-                              f"({'id, text, title' if cols[2] is not None else 'id, text'}), got {len(row)}")
+        if not any(c.strip() for c in row):  # a blank line (one closing the file too)
+            continue
+        if len(row) < need or exact and len(row) != need:
+            said = "tab-separated columns" if delimiter else f"columns split by {reader.dialect.delimiter!r}"
+            raise CorpusError(f"{path}:{n}: expected {need} {said} ({'as the header' if exact else 'id, text'}), "
+                              f"got {len(row)}")
+        title = row[cols[2]] if cols[2] is not None else ""
+        if cols[0] is None:
+            yield Passage(ctx_id(title, row[cols[1]]), title, row[cols[1]])
+            continue
         if not row[cols[0]].strip():
             raise CorpusError(f"{path}:{n}: empty field 'id'")
-        yield Passage(row[cols[0]].strip(), row[cols[2]] if cols[2] is not None else "", row[cols[1]])
+        yield Passage(row[cols[0]].strip(), title, row[cols[1]])
 
 
 def read_flashrag(path: str) -> Iterator[Passage]:
@@ -278,8 +312,12 @@ def read_wiki_offline(path: str | None = None) -> Iterator[Passage]:
 
 def detect_format(path: str) -> str:
     name = os.path.basename(path).lower()
-    if re.sub(r"\.(gz|bz2|xz|zst)$", "", name).endswith(".tsv"):  # compressed or not: told by its first bytes
+    bare = re.sub(r"\.(gz|bz2|xz|zst)$", "", name)  # compressed or not: told by its first bytes
+    if bare.endswith(".tsv"):
         return "dpr"
+    if bare.endswith(".csv"):
+        _no_questions(path)  # a question-answer table
+        return "table"
     if "summaries_" in name:
         return "wiki-offline"
     if "squad" in name:
@@ -302,20 +340,22 @@ def detect_format(path: str) -> str:
         return "2wiki" if ("2wiki" in name or '"evidences"' in head or '"golden_answers"' in head) else "hotpotqa"
     if '"text"' in head and ('"id"' in head or '"_id"' in head):  # ours, or BEIR's corpus.jsonl
         return "jsonl"
-    if _questions(path):
-        raise CorpusError(f"{path}: questions (a dataset), without passages to index: give it to `seakr eval --data`, "
-                          "and the passages to search to `seakr index build`")
+    _no_questions(path)
     raise CorpusError(f"{path}: cannot guess the corpus format; pass --format ({', '.join(FORMATS[:-1])})")
 
 
-def _questions(path: str) -> bool:
-    """Whether a file that is no corpus reads as a dataset of questions (a "which file goes where" mistake)."""
+def _no_questions(path: str) -> None:
+    """A file that is no corpus but reads as a dataset of questions (a "which file goes where" mistake) is
+    refused saying so."""
     from ..eval.datasets import layout_of
 
     try:
-        return layout_of(path) is not None
+        questions = layout_of(path) is not None
     except ValueError:
-        return False
+        questions = False
+    if questions:
+        raise CorpusError(f"{path}: questions (a dataset), without passages to index: give it to `seakr eval --data`, "
+                          "and the passages to search to `seakr index build`")
 
 
 def read_musique(path: str) -> Iterator[Passage]:
@@ -332,7 +372,7 @@ def read_musique(path: str) -> Iterator[Passage]:
 
 
 READERS = {
-    "dpr": read_dpr, "flashrag": read_flashrag, "jsonl": read_jsonl, "hotpotqa": read_multihop,
+    "dpr": read_dpr, "table": read_table, "flashrag": read_flashrag, "jsonl": read_jsonl, "hotpotqa": read_multihop,
     "2wiki": read_multihop, "squad": read_squad, "nq": read_nq, "musique": read_musique,
     "wiki-offline": read_wiki_offline,
 }
