@@ -57,3 +57,17 @@ def test_passages_come_as_any_collection_a_corpus_is_loaded_into():
     by_id = as_engine({"k": {"title": "Kubrick", "text": kubrick}, "a": Passage("a", "Alien", alien)})  # id -> row
     assert [(h.id, h.title) for h in by_id.search("Kubrick Alien Scott", 2)] == [("a", "Alien"), ("k", "Kubrick")] or \
         {h.id for h in by_id.search("Kubrick Alien Scott", 2)} == {"a", "k"}
+
+
+def test_a_set_of_texts_gets_the_same_ids_in_every_process():
+    """A set has no order and a text's hash differs per process: ``index={...}`` numbered its texts doc-<i> in
+    that order, so a passage's id in traces and rows changed from run to run. Texts are numbered sorted."""
+    import subprocess
+    import sys
+
+    code = ("from seakr.search import as_engine\n"
+            "e = as_engine({f'passage number {i} about topic {i * 7}' for i in range(12)})\n"
+            "print(sorted((p.id, p.text) for p in e.search('passage number topic', 12)))")
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(runs) == 1 and "doc-0" in runs.pop()

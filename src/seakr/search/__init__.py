@@ -74,6 +74,8 @@ def passages_engine(docs) -> SearchEngine:
 
     if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
         docs = docs.to_pylist() if hasattr(docs, "to_pylist") else docs.to_dict("records")
+    if isinstance(docs, (set, frozenset)):  # no order, and a text's hash differs per process: its doc-<i> ids
+        docs = sorted(docs, key=lambda d: d if isinstance(d, str) else repr(d))  # changed from run to run
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
