@@ -42,3 +42,30 @@ def test_a_log_gets_decisions_a_terminal_gets_one_line_rewritten():
         live.close()
     assert len(log.getvalue().splitlines()) == 5 and "pseudo-step" not in log.getvalue()  # no model calls in a log
     assert "\n" not in term.getvalue() and term.getvalue().count("\r\033[K") == 7  # 6 lines in place + the clear
+
+
+
+def test_a_plan_draws_no_bar_on_stdout_nor_where_nothing_shows_it(tmp_path, capsys):
+    """The pooling's and each run's rich bar went to stdout, drawn even where no terminal could show it:
+    ``seakr eval ... > table.md`` wrote two bar lines above the table. A bar is drawn on stderr, on a terminal
+    only; elsewhere a plain line every ~10 % goes to stderr."""
+    from helpers import HOTPOT
+    from scripted import Reply, ScriptedLM
+    from seakr.eval.plan import EvalPlan, RunSpec, run_plan
+
+    lm = ScriptedLM(lambda v: Reply("Paris. So the answer is Paris."))
+    run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("ircot", {"max_steps": 1})], limit=2), lm,
+             progress=True, say=lambda _m: None)
+    out, err = capsys.readouterr()
+    assert out == "" and "━" not in err and "ircot: 1/2" in err
+
+
+def test_on_a_terminal_the_bar_is_drawn_on_stderr(monkeypatch):
+    from seakr.progress import progress_bar
+
+    term, out = Term(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", term)
+    monkeypatch.setattr("sys.stdout", out)
+    with progress_bar("indexing", total=3) as adv:
+        adv(3)
+    assert "indexing" in term.getvalue() and "3/3" in term.getvalue() and out.getvalue() == ""

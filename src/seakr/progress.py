@@ -1,4 +1,4 @@
-"""One progress-bar helper (rich) used by index builds and evaluation runs; silent when not a TTY."""
+"""One progress-bar helper (rich) used by index builds and evaluation runs: a bar on a terminal, plain lines elsewhere."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import sys
 
 @contextlib.contextmanager
 def progress_bar(description: str, total: int | None = None, enabled: bool | None = None):
-    """Yield ``advance(n=1, **fields)``; shows a rich bar on a terminal, nothing otherwise."""
-    enabled = sys.stderr.isatty() if enabled is None else enabled
-    if not enabled:
+    """Yield ``advance(n=1, **fields)``: a rich bar on stderr where one can be drawn (a terminal, a notebook),
+    else a plain line every ~10 %; ``enabled=False`` asks for the plain lines. The bar went to stdout, and was
+    drawn where nothing could show it: `seakr eval ... > table.md` wrote it above the table."""
+    console = _console() if enabled is not False else None
+    if console is None:
         # Not a terminal (CI, nohup, a pipe): a plain line every ~10 % so long runs stay visible in logs.
         state = {"done": 0, "next": 0}
 
@@ -27,7 +29,7 @@ def progress_bar(description: str, total: int | None = None, enabled: bool | Non
 
     cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[info]}")]
-    with Progress(*cols, transient=False) as prog:
+    with Progress(*cols, transient=False, console=console) as prog:
         task = prog.add_task(description, total=total, info="")
 
         def advance(n=1, **kw):
@@ -35,6 +37,17 @@ def progress_bar(description: str, total: int | None = None, enabled: bool | Non
             prog.update(task, advance=n, **({"info": info} if kw else {}))
 
         yield advance
+
+
+def _console():
+    """rich's console on stderr, where it can draw a bar (a terminal, or a Jupyter notebook, whose stderr is no
+    terminal); None elsewhere (a pipe, a file, CI). rich is imported only here."""
+    if not sys.stderr.isatty() and "ipykernel" not in sys.modules:
+        return None
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    return console if console.is_terminal or console.is_jupyter else None
 
 
 class LiveLine:

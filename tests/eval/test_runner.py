@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import HOTPOT
+from helpers import HOTPOT, fixture_path
 
 pytestmark = pytest.mark.slow
 
@@ -108,6 +108,11 @@ def test_bad_input_is_one_line_and_nonzero(tmp_path):
     r = seakr("eval", "--data", str(bad), "--layout", "hotpotqa", "--out", str(tmp_path / "o"), "--model", "smollm2-135m")
     assert r.returncode == 2 and "bad.jsonl: its questions carry no context paragraphs to pool; pass --index" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    table = fixture_path("qa_mini.qa.csv")  # questions and answers: the pooling's bar was drawn above the line
+    for argv in (("eval", "--method", "ircot"), ("rerank-study",)):
+        r = seakr(*argv, "--data", table, "--out", str(tmp_path / "t"), "--model", "smollm2-135m")
+        assert r.returncode == 2 and r.stderr.strip() == f"seakr: error: {table}: its questions carry no context " \
+            "paragraphs to pool; pass --index", r.stderr
 
 
 def test_a_file_of_questions_without_answers_is_answered_by_eval(tmp_path):

@@ -23,9 +23,18 @@ def pooled_passages(examples: Sequence[Example]):
                 yield Passage(ctx_id(title, text), title, text)
 
 
+def check_poolable(data_file: str, examples: Sequence[Example]) -> None:
+    """A dataset without context paragraphs (a question-answer table) has nothing to pool: said before the
+    pooling's progress bar is drawn and the file digested."""
+    if not any(ex.contexts for ex in examples):
+        raise ValueError(f"{data_file}: its questions carry no context paragraphs to pool; pass --index")
+
+
 def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[str] = (), progress=None) -> str:
     """Build (once) and return the index pooling ``data_file``'s paragraphs and the filler corpora."""
     from ..search.tantivy_engine import TantivyEngine
+
+    check_poolable(data_file, examples)
 
     h = hashlib.sha256(split_digest(data_file).encode())
     for f in filler:
@@ -35,8 +44,6 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
     out = cache_root() / "indexes" / f"{name}-{h.hexdigest()[:16]}-p2"
     if (out / "seakr-index.json").exists():
         return str(out)
-    if not any(ex.contexts for ex in examples):
-        raise ValueError(f"{data_file}: its questions carry no context paragraphs to pool; pass --index")
 
     def gen():
         yield from pooled_passages(examples)

@@ -451,8 +451,9 @@ class EvalPlan:
         if self.index or not any(METHODS[r.method].retrieves for r in self.runs):
             return self.index
         from ..progress import progress_bar
-        from .corpus import pooled_index
+        from .corpus import check_poolable, pooled_index
 
+        check_poolable(self.data, sel.full)
         with progress_bar("pooling the dataset's paragraphs into an index", enabled=progress) as adv:
             self.index = pooled_index(self.data, sel.full, self.filler, progress=adv)
         return self.index
