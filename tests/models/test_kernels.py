@@ -77,3 +77,30 @@ def test_the_loaded_model_keeps_only_the_packed_weights(tiny_lm):
     assert all(m.weight.numel() == 0 for m in lins if not (tied and m is head))  # half the memory
     with pytest.raises(ValueError, match="packed_linear=False"):
         unpack_linears(lm.model)
+
+
+def test_threads_sharing_one_model_get_what_one_thread_gets(tiny_lm):
+    """A packed projection holds a call's fused output until its siblings read it, and the prefix cache is one
+    dict: two threads calling one model at once (``serve --workers 2``, a web app's request threads) failed with
+    an IndexError, or read the other call's projections and answered otherwise. Calls take turns on a model."""
+    import threading
+
+    tok = tiny_lm.tokenizer
+    lm = HFLanguageModel(_modules=(tiny_qwen(tok), tok), dtype="bfloat16", threads=1)
+    prompts = [["Question: Who wrote Hamlet? Answer:"], ["Paris is the capital of"], ["The quick brown fox"],
+               ["Numbers 1 2 3 4"]]
+    cfg = GenerationConfig(n=3, max_new_tokens=12, seed=5, ignore_eos=True)
+    alone = [lm.generate(p, cfg)[0].greedy.token_ids for p in prompts]
+    for _ in range(3):
+        got, errors = {}, []
+
+        def call(i):
+            try:
+                got[i] = lm.generate(prompts[i], cfg)[0].greedy.token_ids
+            except Exception as e:  # noqa: BLE001  (what a thread raised is the finding)
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(len(prompts))]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert errors == [] and [got[i] for i in range(len(prompts))] == alone

@@ -18,8 +18,8 @@ CPU-only speed-ups sit behind one seam (``speedups.py``). Greedy rows are token-
 from __future__ import annotations
 
 import os
+import threading
 import time
-import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -223,6 +223,7 @@ class HFLanguageModel:
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "decode_steps": 0, "generated_tokens": 0, "calls": 0,
                       "prefill_seconds": 0.0, "seconds": 0.0}
+        self._lock = threading.RLock()  # see _exclusive
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
                                  cache_size=prefix_cache_size, stats=self.stats,
                                  context=getattr(self.model.config, "max_position_embeddings", None))
@@ -373,21 +374,25 @@ class HFLanguageModel:
         return out
 
     def _exclusive(self):
-        """Where decode steps are captured as CUDA graphs, one model call at a time in this process: a
-        capture fails if another thread synchronises the device meanwhile (``seakr serve --workers 2``)."""
-        return graphs.DEVICE_LOCK if self.cuda_graphs else contextlib.nullcontext()
+        """One call at a time on this model: its packed CPU projections hold a call's fused output until the
+        sibling projections read it, the prefix cache is one dict, and ``attention`` switches the shared config's
+        implementation; two threads at once (``serve --workers 2``, a web app's request threads) failed with an
+        IndexError or read each other's projections. A CPU gains nothing from two calls at once; concurrent
+        callers that want throughput batch (``BatchingModel``). Where decode steps are captured as CUDA
+        graphs, one call at a time in the process: a capture fails if another thread synchronises the device."""
+        return graphs.DEVICE_LOCK if self.cuda_graphs else self._lock
 
     def attention(self, text: str) -> tuple[list[int], "np.ndarray"]:
         """Token ids of ``text`` and the last layer's attention averaged over heads, (T, T) (DRAGIN)."""
         torch = self._torch
         ids = self.encode(text, special=False)
-        impl = self.model.config._attn_implementation
-        self.model.config._attn_implementation = "eager"  # the only implementation that returns weights
-        try:
-            with self._exclusive(), torch.inference_mode():
+        with self._exclusive(), torch.inference_mode():  # the switch too: two switches at once left it eager
+            impl = self.model.config._attn_implementation
+            self.model.config._attn_implementation = "eager"  # the only implementation that returns weights
+            try:
                 out = self.model(input_ids=torch.tensor([ids], device=self.device), output_attentions=True, use_cache=False)
-        finally:
-            self.model.config._attn_implementation = impl
+            finally:
+                self.model.config._attn_implementation = impl
         return ids, out.attentions[-1][0].float().mean(0).cpu().numpy()
 
     def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:

@@ -2,7 +2,8 @@
 and the trace viewer at ``/``.
 
 One model instance is shared by every request. The model runs on ``workers`` threads (default 1:
-a CPU model gains nothing from two generations at once); at most ``workers + queue`` requests are
+a CPU model gains nothing from two generations at once; the workers' requests interleave, their model
+calls take turns on the one model); at most ``workers + queue`` requests are
 admitted at a time, the rest get ``429`` at once (never an unbounded backlog).
 
 What a request may cost is checked before it is admitted (:func:`work_of`): the rows of its largest
