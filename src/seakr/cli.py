@@ -201,11 +201,17 @@ def cmd_ask(args) -> int:
         check_output_file(args.html, "--html")
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    _answer_and_show(m, args.question, args)
+    return 0
+
+
+def _answer_and_show(m, question: str, args):
+    """Answer with the live line, then print the answer (``--json``: with its trace) and write ``--html``."""
     from .progress import LiveLine
 
     live = LiveLine()
     try:
-        ans = m.answer(args.question, listener=live)
+        ans = m.answer(question, listener=live)
     finally:
         live.close()
     print(json.dumps(ans.to_dict()) if args.json else ans.summary(), flush=True)  # the answer first, whatever follows
@@ -217,7 +223,6 @@ def cmd_ask(args) -> int:
         except OSError as e:
             raise CLIError(f"--html {args.html}: {e.strerror or e}") from None
         print(f"wrote {args.html}", file=sys.stderr)
-    return 0
 
 
 def plan_from_args(args) -> EvalPlan:
@@ -519,10 +524,11 @@ def cmd_demo(args) -> int:
     import time
 
     from .eval.corpus import DEMO_QUESTION, demo_index
-    from .progress import LiveLine
 
     # a question given is checked now: "" ran the demo's own question without a word (after the model loaded)
     question = DEMO_QUESTION if args.question is None else check_question(args.question)
+    if args.html is not None:
+        check_output_file(args.html, "--html")
     args.index = args.index or demo_index()
     print(f"index: {redact(args.index)}", file=sys.stderr)
     t = time.perf_counter()
@@ -530,13 +536,9 @@ def cmd_demo(args) -> int:
     load = time.perf_counter() - t
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     t = time.perf_counter()
-    live = LiveLine()
-    try:
-        ans = m.answer(question, listener=live)
-    finally:
-        live.close()
-    print(ans.summary())
-    print(f"(model load {load:.1f} s, answer {time.perf_counter() - t:.1f} s)")
+    _answer_and_show(m, question, args)
+    timing = f"(model load {load:.1f} s, answer {time.perf_counter() - t:.1f} s)"
+    print(timing, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is one JSON document
     return 0
 
 

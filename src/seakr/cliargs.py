@@ -215,6 +215,12 @@ def _uncertainty_parser(sub) -> None:
     p.set_defaults(cmd="uncertainty")
 
 
+def _add_answer_output(p) -> None:
+    """How ``ask`` and ``demo`` show the answer (the demo had neither: its trace could not be kept)."""
+    p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
+    p.add_argument("--html", type=path_arg, default=None, help="also write the trace viewer page for this answer")
+
+
 def _answer_parsers(sub) -> None:
     from .methods import METHODS
 
@@ -222,8 +228,7 @@ def _answer_parsers(sub) -> None:
     _add_model_args(p)
     _add_method_args(p, METHODS)
     p.add_argument("question", type=typed_text, help='the question ("-": read it from stdin)')
-    p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
-    p.add_argument("--html", type=path_arg, default=None, help="also write the trace viewer page for this answer")
+    _add_answer_output(p)
     p.set_defaults(cmd="ask")
 
     p = sub.add_parser("demo", help="answer a multi-hop question over the packaged Wikipedia corpus")
@@ -231,6 +236,7 @@ def _answer_parsers(sub) -> None:
     _add_method_args(p, METHODS)
     p.add_argument("question", nargs="?", default=None, type=typed_text,
                    help='default: the demo\'s multi-hop question ("-": read it from stdin)')
+    _add_answer_output(p)
     p.set_defaults(cmd="demo")
 
     p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")

@@ -670,6 +670,22 @@ def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_pa
         merge_runs("/dev/null", [str(tmp_path)])
 
 
+def test_the_demo_keeps_its_answer_as_json_and_a_page_as_ask_does(tmp_path, index, capsys):
+    """`seakr demo` had neither --json nor --html: the first answer a user sees could not be kept. A page that
+    cannot be written is refused before the model loads, as for `ask`."""
+    from seakr.cli import main
+
+    assert main(["demo", "--html", str(tmp_path / "no" / "d.html"), "--index", index, "--model", "smollm2-135m"]) == 2
+    err = capsys.readouterr().err
+    assert "--html" in err and "config:" not in err
+    argv = ["demo", "--json", "--html", str(tmp_path / "d.html"), "--index", index, "--model", "smollm2-135m",
+            "--method", "cot", "--option", "max_new_tokens=8", "--option", "max_steps=1", "Who wrote Hamlet?"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["question"] == "Who wrote Hamlet?" and "model load" in err  # stdout: one JSON document
+    assert "Who wrote Hamlet?" in (tmp_path / "d.html").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("question", ["", "   "])
 def test_the_demo_refuses_an_empty_question_before_the_model_loads(question, capsys):
     """`seakr demo ""` loaded the model and answered the demo's own question, as if none had been given."""
