@@ -489,6 +489,9 @@ def cmd_probe_gate(args) -> int:
     from .probes.fitting import gate_from_runs, gate_markdown
 
     check_output_file(args.out, "--out")
+    if args.save_level and args.probes is None:  # before the runs are read
+        raise CLIError("--save-level writes into a probes folder of your own: give it with --probes DIR (the "
+                       "package's folder holds the packaged models' levels)")
     method = read_run_config(args.check[0]).get("method") or {}
     model = args.model or (method.get("model") or {}).get("model")
     # the maps read the check runs' scores: they must have been fitted under the sampling those runs drew
@@ -496,6 +499,8 @@ def cmd_probe_gate(args) -> int:
     res = gate_from_runs(args.check, args.chain, args.gate, bank)
     write_atomic(args.out, strict_json(res, indent=2))  # an AUROC of one class only is NaN: null, as in every file
     print(gate_markdown(res) + f" -> {args.out}")
+    if args.save_level:
+        print(f"gate level {res['gate_p']} for {bank.model} ({args.gate}) -> {bank.save_gate_level(res)}")
     return 0
 
 

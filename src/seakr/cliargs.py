@@ -381,6 +381,8 @@ def _probe_parsers(sub) -> None:
     g.add_argument("--model", type=given, default=None, help="whose fitted files to read (default: the check studies' model)")
     g.add_argument("--probes", type=given, default=None, help="folder of fitted files (default: the package's)")
     g.add_argument("--out", type=path_arg, required=True, help="JSON file for the trade-off curve and the chosen level")
+    g.add_argument("--save-level", action="store_true",
+                   help="also write the chosen level into --probes DIR's gates.json, where a run with probes=DIR reads it")
     g.set_defaults(cmd="probe_gate")
 
 

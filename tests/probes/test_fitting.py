@@ -437,10 +437,8 @@ def test_the_gate_refuses_chains_and_models_it_cannot_compose(tmp_path):
             gate_from_runs([check], [chain], "check", bank=None)
 
 
-def test_a_gate_file_is_strict_json_when_an_auroc_has_no_value(tmp_path):
-    """Check answers all wrong: the check's AUROC has no value. The gate file held a bare NaN (jq and
-    JSON.parse refuse the whole file, as they refuse Python's Infinity); it is null there, as in every file."""
-    from seakr.cli import main
+def _gate_runs(tmp_path, check_f1=(0.0, 0.0)):
+    """A probes folder with the maps ``probe gate`` reads, a check study of two questions and a chain run."""
     from seakr.probes import Calibration
 
     bank = tmp_path / "bank"
@@ -451,17 +449,45 @@ def test_a_gate_file_is_strict_json_when_an_auroc_has_no_value(tmp_path):
     check, chain = tmp_path / "check", tmp_path / "chain"
     check.mkdir(), chain.mkdir()
     (check / "config.json").write_text(json.dumps({"data": "t.json", "method": {"model": {"model": "m"}, "config": {}}}))
-    (check / "detect_rows.jsonl").write_text("".join(json.dumps({"id": i, "answer": "x", "f1": 0.0, "scores": {"eigen": u}}) + "\n"
-                                                     for i, u in (("a", -6.0), ("b", -3.0))))
+    (check / "detect_rows.jsonl").write_text("".join(json.dumps({"id": i, "answer": "x", "f1": f, "scores": {"eigen": u}}) + "\n"
+                                                     for (i, u), f in zip((("a", -6.0), ("b", -3.0)), check_f1)))
     (chain / "config.json").write_text(json.dumps({"method": {"model": {"model": "m"}, "config": {}}}))
     (chain / "scores.jsonl").write_text("".join(json.dumps({"id": i, "em": 0.0, "f1": 0.0, "totals": {"retrievals": 2}, "steps": [],
                                                             "final": {"candidates": {"rationale": {"u": -6.0, "f1": 0.0},
                                                                                      "knowledge": {"u": -3.0, "f1": 0.0}}}}) + "\n"
                                                 for i in "ab"))
+    return bank, check, chain
+
+
+def test_a_gate_file_is_strict_json_when_an_auroc_has_no_value(tmp_path):
+    """Check answers all wrong: the check's AUROC has no value. The gate file held a bare NaN (jq and
+    JSON.parse refuse the whole file, as they refuse Python's Infinity); it is null there, as in every file."""
+    from seakr.cli import main
+
+    bank, check, chain = _gate_runs(tmp_path)
     out = tmp_path / "gate.json"
     assert main(["probe", "gate", "--check", str(check), "--chain", str(chain), "--probes", str(bank), "--out", str(out)]) == 0
     res = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in the gate file"))
     assert res["check_auroc_wrong"] is None and res["n"] == 2
+
+
+def test_the_chosen_gate_level_is_saved_where_a_run_reads_it(tmp_path, capsys):
+    """`probe gate` wrote its curve and level to --out only: a model of one's own gated at the default level
+    unless the level was copied into gates.json by hand. --save-level writes it there, keeping other entries."""
+    from seakr.cli import main
+    from seakr.probes.bank import DEFAULT_GATE_P, SelfKnowledge
+
+    bank, check, chain = _gate_runs(tmp_path, check_f1=(1.0, 0.0))
+    argv = ["probe", "gate", "--check", str(check), "--chain", str(chain), "--out", str(tmp_path / "g.json"), "--save-level"]
+    assert main(argv) == 2 and "give it with --probes DIR" in capsys.readouterr().err  # the package's folder is not written
+    assert SelfKnowledge("m", str(bank)).gate_p("check") == (DEFAULT_GATE_P, "default")
+    (bank / "gates.json").write_text(json.dumps({"other-model": {"check": {"gate_p": 0.7}}}))
+    assert main(argv + ["--probes", str(bank)]) == 0
+    level = json.loads((tmp_path / "g.json").read_text())["gate_p"]
+    assert f"gate level {level} for m (check) -> {bank / 'gates.json'}" in capsys.readouterr().out
+    assert SelfKnowledge("m", str(bank)).gate_p("check") == (level, f"{bank / 'gates.json'}:m:check")
+    saved = json.loads((bank / "gates.json").read_text())
+    assert saved["other-model"] == {"check": {"gate_p": 0.7}} and saved["m"]["check"]["n"] == 2
 
 
 def test_a_missing_fitted_file_names_the_command_whose_output_a_run_finds(tmp_path, capsys):

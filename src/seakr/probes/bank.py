@@ -10,6 +10,7 @@ Each file is read once, on first use, and a missing one is a one-line error that
 from __future__ import annotations
 
 import functools
+import json
 from importlib import resources
 from pathlib import Path
 from typing import Sequence
@@ -194,6 +195,28 @@ class SelfKnowledge:
         if rule not in rules:
             raise ValueError(f"{where}: {self.model}: reasoning {rule!r} is not one of {', '.join(rules)}")
         return rule, f"{where}:{self.model}"
+
+    def save_gate_level(self, res: dict) -> str:
+        """Write the level :func:`~seakr.probes.fitting.gate_from_runs` chose into this folder's ``gates.json``
+        under this model and gate, with its provenance, keeping every other entry; returns the file. Without it a
+        model of one's own gated at the default level: the chosen one had to be copied in by hand."""
+        import datetime
+
+        from ..textio import write_atomic
+
+        if self.folder is None:
+            raise ValueError("the chosen gate level is written into a probes folder of your own (--probes DIR); the "
+                             "package's folder holds the packaged models' levels")
+        d, where = self._read("gates.json")
+        d = {"_about": "gate levels chosen on tuning data (seakr probe gate)"} if d is None else d
+        _table(d, where, res["gate"], self.model)
+        at = res["at_gate_p"]
+        d.setdefault(self.model, {})[res["gate"]] = {
+            "gate_p": res["gate_p"], "rule": res["rule"], "n": res["n"], "tuning_f1": round(at["f1"], 3),
+            "tuning_answered_by_check": round(at["answered_by_check"], 3), "chain_f1": round(res["chain_f1"], 3),
+            "data": res["data"], "fitted_at": datetime.date.today().isoformat()}
+        write_atomic(Path(where), json.dumps(d, indent=1) + "\n")
+        return where
 
     def gate_p(self, gate: str) -> tuple[float, str]:
         """The probability of being right below which ``gate`` retrieves, and where it came from. A level
