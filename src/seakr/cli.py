@@ -459,14 +459,16 @@ def cmd_probe_fit(args) -> int:
     probe.save(args.out)
     print(f"probe {probe.form} for {probe.model} at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
           f"on {probe.provenance['n']} answers ({probe.provenance['wrong']} wrong) -> {args.out}")
-    _tell_folder_name(args.out, packaged_name(probe.model, probe.form))
+    _tell_folder_name(args.out, probe.model, lambda m: packaged_name(m, probe.form))
     return 0
 
 
-def _tell_folder_name(out: str, name: str) -> None:
+def _tell_folder_name(out: str, model: str | None, name_of) -> None:
     """A SeaKR run reads fitted files from its ``probes`` folder by their packaged names only: one written under
-    another name is kept as asked, and the user is told the name a run would look for."""
-    if os.path.basename(out) != name:
+    another name is kept as asked, and the user is told the name a run would look for (none where the studies
+    recorded no model: ``name_of(model)``, the packaged name, needs one)."""
+    name = name_of(model) if model else None
+    if name and os.path.basename(out) != name:
         print(f"note: a SeaKR run reads it from its probes folder only under the name {name}", file=sys.stderr)
 
 
@@ -479,7 +481,7 @@ def cmd_probe_calibrate(args) -> int:
     cal.save(args.out)
     print(f"calibration {cal.form}/{cal.estimator} ({cal.kind}) on {cal.provenance['n']} answers "
           f"({cal.provenance['correct']} right) -> {args.out}")
-    _tell_folder_name(args.out, calibration_name(cal.provenance["model"], cal.form, cal.estimator))
+    _tell_folder_name(args.out, cal.provenance.get("model"), lambda m: calibration_name(m, cal.form, cal.estimator))
     return 0
 
 

@@ -88,7 +88,7 @@ def test_a_fitted_file_names_the_form_its_studies_answered_in(tmp_path):
     assert twice.provenance["n"] == 120 and twice.provenance["data"] == "train.csv"
 
 
-def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):
+def test_calibration_from_detect_rows_and_from_final_answers(tmp_path, capsys):
     cal = calibrate_from_studies([make_study(tmp_path / "s")], "eigen")
     assert cal(-3.0) > 0.8 and cal(3.0) < 0.2 and cal.provenance["model"] == "m"
     run = tmp_path / "eval"
@@ -100,7 +100,10 @@ def test_calibration_from_detect_rows_and_from_final_answers(tmp_path):
         "knowledge": {"answer": "b", "u": -2.0, "f1": 1.0}}}} for i in range(6)]
     (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     r = calibrate_from_studies([run], "eigen", form="final-rationale")
-    assert r(-6.0) == 1.0 and r(0.0) == 0.0
+    assert r(-6.0) == 1.0 and r(0.0) == 0.0 and capsys.readouterr().err == ""
+    k = calibrate_from_studies([run], "eigen", form="final-knowledge")  # every knowledge answer right: fitted silently
+    assert k(-2.0) == 1.0 and "calibration final-knowledge/eigen: all 6 answers are right; the map is the constant " \
+        "base rate and ranks nothing" in capsys.readouterr().err
     with pytest.raises(ValueError, match="'prompt'"):
         calibrate_from_studies([make_study(tmp_path / "t")], "prompt")
 
@@ -511,3 +514,16 @@ def test_a_missing_fitted_file_names_the_command_whose_output_a_run_finds(tmp_pa
         assert read().form == "short"
     assert main(["probe", "fit", str(run), "--out", str(tmp_path / "p.json")]) == 0
     assert "a SeaKR run reads it from its probes folder only under the name m-short.probe.json" in capsys.readouterr().err
+
+
+def test_a_map_of_studies_that_name_no_model_is_written_without_a_name_to_tell(tmp_path, capsys):
+    """The note on the packaged name built it from the recorded model: a study that recorded none (an older one)
+    failed with an AttributeError after its map was written."""
+    from seakr.cli import main
+
+    run = make_study(tmp_path / "s")
+    cfg = json.loads((run / "config.json").read_text())
+    del cfg["method"]["model"]
+    (run / "config.json").write_text(json.dumps(cfg))
+    assert main(["probe", "calibrate", str(run), "--estimator", "eigen", "--out", str(tmp_path / "c.json")]) == 0
+    assert (tmp_path / "c.json").exists() and "note:" not in capsys.readouterr().err

@@ -244,6 +244,9 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
     if len(setups) > 1:
         raise ValueError(f"{', '.join(map(str, runs))}: runs of different models or prompt styles {sorted(map(str, setups))}")
     cal = fit_calibration(scores, correct, form=form, estimator=estimator, kind=kind, data="+".join(data))
+    if len(set(correct)) < 2:  # it "fitted" on 60 wrong answers without a word: a constant, no signal
+        warn(f"calibration {form}/{estimator}: all {len(correct)} answers are {'right' if correct[0] else 'wrong'}; "
+             f"the map is the constant base rate and ranks nothing (more, or easier, tuning questions)")
     (model, style), = setups
     cal.provenance.update({"model": model, "prompt_style": style, "runs": [Path(r).name for r in runs],
                            **(_wording(cfgs, runs) if form == "short" else {}), **_sampling(cfgs, runs, [estimator])})
