@@ -528,6 +528,17 @@ def write_atomic(path, content: str | bytes) -> None:
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))}
 
 
+def table_delimiter(line: str, names) -> str:
+    """The delimiter a table's header line is split by: the first of tab, semicolon (a spreadsheet's CSV where
+    the decimal mark is a comma) and comma that gives a column named one of ``names`` (lower case); else comma."""
+    import csv
+
+    for d in ("\t", ";", ","):
+        if d in line and any(c.strip().lower() in names for c in next(csv.reader([line], delimiter=d))):
+            return d
+    return ","
+
+
 def native(v):
     """A NumPy scalar (a sweep over ``np.arange``, a DataFrame's cell), or a 0-d array or tensor, as Python's own
     number, bool or text; anything else as given. Python doors check ``isinstance(v, int)``, and ``np.int64(5)``

@@ -464,14 +464,8 @@ def _names_question(cells: list[str]) -> bool:
 
 
 def _delimiter(line: str) -> str:
-    """The delimiter a table's header line is split by: the first of tab, semicolon (a spreadsheet's CSV in
-    locales whose decimal mark is a comma) and comma that gives a question column."""
-    import csv
-
-    for d in ("\t", ";", ","):
-        if d in line and _names_question(next(csv.reader([line], delimiter=d))):
-            return d
-    return ","
+    """The delimiter of a question-answer table: the one its header line gives a question column by."""
+    return textio.table_delimiter(line, TABLE_COLUMNS["question"])
 
 
 def load_table(path):

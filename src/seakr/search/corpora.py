@@ -102,15 +102,6 @@ def _table_columns(path: str, header: list[str], headerless: bool) -> tuple[int 
     raise CorpusError(f"{path}:1: expected {expect}, got {str(header[:3])[:80]}")
 
 
-def _delimiter(line: str) -> str:
-    """A table corpus's delimiter, told by its header line: the first of tab, semicolon (a spreadsheet's CSV
-    where the decimal mark is a comma) and comma that gives a ``text`` column."""
-    for d in ("\t", ";", ","):
-        if d in line and "text" in (c.strip().lower() for c in next(csv.reader([line], delimiter=d))):
-            return d
-    return ","
-
-
 def read_dpr(path: str) -> Iterator[Passage]:
     return _read_table(path, "\t")
 
@@ -127,7 +118,7 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
     first = next(lines, None)
     if first is None:
         return
-    reader = csv.reader(itertools.chain([first], lines), delimiter=delimiter or _delimiter(first))
+    reader = csv.reader(itertools.chain([first], lines), delimiter=delimiter or textio.table_delimiter(first, ("text",)))
     rows = textio.csv_rows(reader, path, CorpusError)
     header = next(rows, None)
     cols = _table_columns(path, header, headerless=delimiter == "\t")
