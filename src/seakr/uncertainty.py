@@ -53,12 +53,18 @@ def eigen_score(states: np.ndarray, alpha: float = 1e-3) -> float:
     z = np.asarray(states, dtype=np.float64)
     if z.ndim != 2 or z.shape[0] < 2 or z.shape[1] == 0 or not np.isfinite(z).all():  # width 0: nothing to compare
         return UNCERTAIN
-    k = z.shape[0]
+    return _gram_logdet(z, alpha)
+
+
+def _gram_logdet(z: np.ndarray, alpha: float) -> float:
+    """(1/n) logdet(Z~ Z~^T + alpha I) of n finite rows, each centred over its features: EigenScore over k
+    samples, the hidden score over one answer's tokens."""
+    n = z.shape[0]
     z = z - z.mean(axis=1, keepdims=True)
-    sign, logdet = np.linalg.slogdet(z @ z.T + alpha * np.eye(k))
+    sign, logdet = np.linalg.slogdet(z @ z.T + alpha * np.eye(n))
     if sign <= 0:  # cannot happen for alpha > 0 (G is PSD), but never return NaN
         return UNCERTAIN
-    return float(logdet / k)
+    return float(logdet / n)
 
 
 def jackknife_se(states: np.ndarray, alpha: float = 1e-3) -> float:
@@ -155,9 +161,8 @@ def hidden_score(trail: np.ndarray | None, alpha: float = 1e-3) -> float:
     if z.ndim != 2 or z.shape[0] == 0 or z.shape[1] == 0 or not np.isfinite(z).all():
         return UNCERTAIN
     _check_alpha(alpha)
-    z = z - z.mean(axis=1, keepdims=True)
-    sign, logdet = np.linalg.slogdet(z @ z.T + alpha * np.eye(z.shape[0]))
-    return float(-logdet / z.shape[0]) if sign > 0 else UNCERTAIN
+    u = _gram_logdet(z, alpha)
+    return -u if math.isfinite(u) else UNCERTAIN
 
 
 @_never_nan
