@@ -566,3 +566,11 @@ def test_the_manifest_names_its_sources_by_absolute_paths(tmp_path, monkeypatch)
     build_index(pair_sources(["./c.jsonl"], ["jsonl"]), "idx", add=True)
     assert open_engine(str(tmp_path / "idx")).metadata()["sources"] == [f"auto:{tmp_path / 'c.jsonl'}",
                                                                       f"jsonl:{tmp_path / 'c.jsonl'}"]
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))  # the index built for a corpus given as the index
+    assert open_engine("c.jsonl").metadata()["sources"] == [str(tmp_path / "c.jsonl")]
+    from seakr.eval.corpus import pooled_index
+    from seakr.eval.datasets import load_dataset
+    from helpers import HOTPOT
+
+    os.symlink(HOTPOT, tmp_path / "h.json")  # the pooled index of a dataset given by a relative path
+    assert open_engine(pooled_index("h.json", load_dataset("h.json"))).metadata()["sources"] == [str(tmp_path / "h.json")]

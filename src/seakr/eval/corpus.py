@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Sequence
@@ -50,7 +51,8 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
         for f in filler:
             yield from read_corpus(f)
 
-    build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=[data_file, *filler], progress=progress))
+    sources = [os.path.abspath(f) for f in (data_file, *filler)]  # read from other folders too, as build_index's
+    build_once(out, lambda: TantivyEngine.build(gen(), out, overwrite=True, sources=sources, progress=progress))
     return str(out)
 
 

@@ -162,8 +162,8 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
     if not (out / "seakr-index.json").exists():
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
-            build_once(out, lambda: TantivyEngine.build(_passages(pairs), out, overwrite=True, sources=[path],
-                                                        progress=adv))  # each file read in the format guessed
+            build_once(out, lambda: TantivyEngine.build(_passages(pairs), out, overwrite=True,  # read as guessed
+                                                        sources=[os.path.abspath(path)], progress=adv))
     return str(out)
 
 
