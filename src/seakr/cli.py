@@ -45,7 +45,7 @@ def _why_inf(name: str, g) -> str:
 
 
 def model_spec(args) -> ModelSpec:
-    return ModelSpec(args.model, args.precision, args.device, args.threads, args.layer)
+    return ModelSpec(args.model, args.precision, args.device, args.threads, args.layer, args.state_source)
 
 
 def cmd_uncertainty(args) -> int:
@@ -249,7 +249,7 @@ def plan_from_args(args) -> EvalPlan:
         taken = {k: top[k] for k in ("data", "index", "prompt_set", "model") if k in top and flag(k) is top[k]}
         check_grid_paths(args.config, taken | ({"filler": top["filler"]} if "filler" in top and not args.filler else {}))
     spec.model, spec.precision, spec.device = flag("model"), flag("precision", "auto"), flag("device", "cpu")
-    spec.threads, spec.layer = flag("threads"), flag("layer")
+    spec.threads, spec.layer, spec.state_source = flag("threads"), flag("layer"), flag("state_source", "mlp")
     return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout", "auto"), index=flag("index"),
                     filler=list(args.filler) or list(top.get("filler", [])), limit=flag("limit"), every=flag("every"),
                     shard=args.shard, seed=flag("seed", 42), prompt_set=flag("prompt_set"), delta=flag("delta"),

@@ -128,6 +128,7 @@ def unescape(text: str) -> str:
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     from .models import DEFAULT_MODEL
+    from .models.machine import STATE_SOURCES
 
     p.add_argument("--model", type=given, default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
     p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
@@ -137,6 +138,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps or auto")
     p.add_argument("--threads", type=positive_int, default=None)
     p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
+    p.add_argument("--state-source", default="mlp", choices=list(STATE_SOURCES),
+                   help="read the layer's feed-forward output (default, the paper's) or its residual stream")
 
 
 def _add_method_args(p, methods) -> None:

@@ -112,13 +112,16 @@ def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
     grid = tmp_path / "g.toml"
     grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\nlayout = "hotpotqa"\nfiller = ["{HOTPOT}"]\n'
                     'every = 2\nprompt_set = "2wikimultihopqa"\ndelta = -4\nconcurrency = 2\nprecision = "fp32"\n'
-                    'device = "cpu"\nthreads = 1\nlayer = 3\n[[run]]\nmethod = "cot"\n')
+                    'device = "cpu"\nthreads = 1\nlayer = 3\nstate_source = "residual"\n[[run]]\nmethod = "cot"\n')
     p = cli_plan("--config", str(grid))
     assert (p.layout, p.filler, p.every, p.prompt_set, p.delta, p.concurrency) == (
         "hotpotqa", [HOTPOT], 2, "2wikimultihopqa", -4, 2)
-    assert (p.model.precision, p.model.device, p.model.threads, p.model.layer) == ("fp32", "cpu", 1, 3)
+    assert (p.model.precision, p.model.device, p.model.threads, p.model.layer, p.model.state_source) == (
+        "fp32", "cpu", 1, 3, "residual")
     flags = cli_plan("--config", str(grid), "--every", "3", "--precision", "bf16", "--filler", "x.jsonl")
     assert (flags.every, flags.model.precision, flags.filler) == (3, "bf16", ["x.jsonl"])  # a flag given wins
+    # the tap was the Python API's only (state_source=): a model without an mlp module had no way out elsewhere
+    assert cli_plan("--data", HOTPOT, "--state-source", "residual").model.state_source == "residual"
 
 
 @pytest.mark.parametrize("change,match", [
@@ -227,6 +230,7 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "--precision 'fp8'"),
     ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads must be a whole number >= 1, not 0"),
     ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "--layer 2.5"),
+    ({"model": ModelSpec("smollm2-135m", state_source="ffn")}, "--state-source 'ffn': expected mlp or residual"),
     ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
     ({"model": ModelSpec([])}, "--model: expected a registry name, a .gguf file or a model folder, got list"),  # the default
     ({"resume": "no"}, "resume must be True or False, not 'no'"),  # it resumed
@@ -441,3 +445,14 @@ def test_a_path_with_a_tilde_is_the_home_folders_in_a_grid_and_the_python_api(tm
     (tmp_path / "probes").mkdir()
     c = SeaKRConfig.from_dict({"prompt_set": "~/set.json", "probes": "~/probes"})  # options naming files or folders
     assert (c.prompt_set, c.probes) == (str(tmp_path / "set.json"), str(tmp_path / "probes"))
+
+
+def test_the_model_is_loaded_with_the_spec_s_tap(monkeypatch):
+    """``--state-source`` reaches the model: a spec's every setting is a load_model argument."""
+    import seakr.models
+
+    seen = {}
+    monkeypatch.setattr(seakr.models, "load_model", lambda name, **kw: seen.update(kw, name=name))
+    ModelSpec("smollm2-135m", threads=1, layer=2, state_source="residual").load()
+    assert seen == {"name": "smollm2-135m", "precision": "auto", "device": "cpu", "threads": 1, "state_layer": 2,
+                    "state_source": "residual"}

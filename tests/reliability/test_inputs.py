@@ -215,6 +215,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('delta = "low"\n[[run]]\nmethod = "ircot"\n', ("'delta' must be a number, not str",)),
         ('delta = nan\n[[run]]\nmethod = "ircot"\n', ("'delta' must be a number, not nan",)),
         ('layer = -1\n[[run]]\nmethod = "ircot"\n', ("'layer' must be >= 0",)),
+        ('state_source = "ffn"\n[[run]]\nmethod = "ircot"\n', ("'state_source' must be mlp or residual, not 'ffn'",)),
         ('limit = "5"\n[[run]]\nmethod = "ircot"\n', ("'limit' must be int",)),
         ('seed = 99999999999999\n[[run]]\nmethod = "ircot"\n', ("'seed' must be in",)),
         ('[[run]]\nname = "../escaped"\nmethod = "ircot"\n', ("[[run]] #1", "must be a file name")),

@@ -38,13 +38,15 @@ PLAN_LEAST = {"limit": 1, "every": 1, "concurrency": 1}
 
 @dataclass
 class ModelSpec:
-    """Which model, and how it computes (the ``--model/--precision/--device/--threads/--layer`` flags)."""
+    """Which model, how it computes and where its states are read (the ``--model/--precision/--device/--threads/
+    --layer/--state-source`` flags)."""
 
     model: str | None = None  # registry name, .gguf file or HF folder; None: the default model
     precision: str = "auto"
     device: str = "cpu"
     threads: int | None = None
     layer: int | None = None  # 0-based state layer; None: L/2 - 1
+    state_source: str = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream ("residual")
 
     DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
 
@@ -80,6 +82,10 @@ class ModelSpec:
                 check_threads(self.threads, "--threads", bounded=False)
         except ValueError as e:
             raise PlanError(str(e)) from None
+        from ..models.machine import STATE_SOURCES
+
+        if self.state_source not in STATE_SOURCES:
+            raise PlanError(f"--state-source {self.state_source!r}: expected {' or '.join(STATE_SOURCES)}")
         if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
             raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
         from ..models.machine import check_device
@@ -112,7 +118,7 @@ class ModelSpec:
         from ..models import DEFAULT_MODEL, load_model
 
         return load_model(self.model or DEFAULT_MODEL, precision=self.precision, device=self.device,
-                          threads=self.threads, state_layer=self.layer)
+                          threads=self.threads, state_layer=self.layer, state_source=self.state_source)
 
 
 @dataclass
@@ -523,7 +529,7 @@ def _filler_files(filler: list) -> list:
 #: What a TOML run grid may hold: top-level keys with their types, and each [[run]]'s keys.
 GRID_KEYS = {"data": str, "out": str, "index": str, "layout": str, "filler": list, "limit": int, "every": int, "seed": int,
              "prompt_set": str, "delta": (int, float), "concurrency": int, "model": str, "precision": str, "device": str,
-             "threads": int, "layer": int, "run": list}
+             "threads": int, "layer": int, "state_source": str, "run": list}
 #: The grid's keys that count something, and the least each may be (the plan's own, and the model's).
 GRID_LEAST = {**PLAN_LEAST, "threads": 1, "layer": 0}
 RUN_KEYS = ("name", "method", "options")
@@ -553,6 +559,10 @@ def _grid_top(path: str, conf: dict) -> None:
             raise PlanError(f"{path}: key {key!r} must be {'a positive number' if least else '>= 0'}, not {conf[key]}")
     if "seed" in conf and not 0 <= conf["seed"] < 2 ** 32:
         raise PlanError(f"{path}: key 'seed' must be in 0..2**32-1, not {conf['seed']}")
+    from ..models.machine import STATE_SOURCES
+
+    if "state_source" in conf and conf["state_source"] not in STATE_SOURCES:
+        raise PlanError(f"{path}: key 'state_source' must be {' or '.join(STATE_SOURCES)}, not {conf['state_source']!r}")
     if "layout" in conf and conf["layout"] not in LAYOUTS:
         raise PlanError(f"{path}: key 'layout' must be one of {', '.join(LAYOUTS)}, not {conf['layout']!r}")
     if isinstance(conf.get("delta"), float) and math.isnan(conf["delta"]):

@@ -15,6 +15,8 @@ transformers' ``AttentionInterface`` under the name ``"seakr"``; a forward that 
 
 from __future__ import annotations
 
+import sys
+
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
@@ -204,10 +206,22 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     return seakr_state.attend(module.layer_idx, query, key, value, scale), None
 
 
+def calls_attention_interface(model) -> bool:
+    """Whether the model's attention goes through transformers' registry of attention functions: its class says
+    so, or its modeling code reads the registry (BioGPT's does without saying so)."""
+    module = sys.modules.get(type(model).__module__)
+    return bool(getattr(type(model), "_supports_attention_backend", False)
+                or getattr(module, "ALL_ATTENTION_FUNCTIONS", None) is not None)
+
+
 def supports(model) -> bool:
-    """Whether this attention can stand in for the model's: no sliding-window layers, no logit
-    soft-capping, and one attention module with a ``layer_idx`` per decoder layer."""
+    """Whether this attention can stand in for the model's: a model that calls its attention through
+    transformers' attention interface (XGLM has a ``q_proj`` and a ``layer_idx`` per layer but computes its own:
+    installed there, ours never ran and the first prefix reuse failed on KV it had not kept), no sliding-window
+    layers, no logit soft-capping, and one attention module with a ``layer_idx`` per decoder layer."""
     cfg = model.config
+    if not calls_attention_interface(model):
+        return False
     if any(t == "sliding_attention" for t in (getattr(cfg, "layer_types", None) or [])):
         return False
     if getattr(cfg, "attn_logit_softcapping", None):

@@ -54,7 +54,10 @@ def tap(modules: Sequence[torch.nn.Module], enabled: bool):
 
     def hook_for(j):
         def hook(mod, inputs, output):
-            outs[j] = output[0] if isinstance(output, tuple) else output  # decode feeds one token per row
+            out = output[0] if isinstance(output, tuple) else output
+            # decode feeds one token per row, so a (rows, d) output (OPT's fc2 runs on the flattened tokens) is
+            # that token's state: given its position axis here, as every other tap's output has one
+            outs[j] = out[:, None, :] if out.dim() == 2 else out
 
         return hook
 

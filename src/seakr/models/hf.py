@@ -38,7 +38,7 @@ from .kernels import int8_available
 from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
-from .machine import (PRECISIONS, available_cpus, check_layer, check_threads, default_threads, free_memory,  # noqa: F401
+from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, check_threads, default_threads, free_memory,  # noqa: F401
                       precision_name, resolve_device)
 
 
@@ -95,6 +95,9 @@ def shared_prefix(prompts: Sequence[str], prefix: str, min_gain: int = 64) -> st
 
 #: Where decoder blocks keep their feed-forward part (Llama, Qwen, Gemma, GPT-2, Falcon: ``mlp``; others).
 MLP_NAMES = ("mlp", "feed_forward", "ffn", "block_sparse_moe")
+#: Blocks that hold their feed-forward linears directly (OPT, XGLM, BioGPT): the second one's output is the FFN
+#: output. OPT is one of the models INSIDE's EigenScore was defined on; it was refused for want of an ``mlp``.
+FFN_OUT_NAMES = ("fc2",)
 
 
 def decoder_blocks(model, depth: int, name: str) -> list:
@@ -116,16 +119,18 @@ def decoder_blocks(model, depth: int, name: str) -> list:
 
 
 def tap_module(blocks: list, layer: int, source: str, name: str):
-    """The module whose output is the state at (``layer``, ``source``): the block's feed-forward part, or the
-    block itself (the residual stream after it)."""
+    """The module whose output is the state at (``layer``, ``source``): the block's feed-forward part (or the
+    last linear of it, where the block holds the FFN's linears itself), or the block itself (the residual stream
+    after it)."""
     block = blocks[layer]
     if source != "mlp":
         return block
-    for attr in MLP_NAMES:
+    for attr in MLP_NAMES + FFN_OUT_NAMES:
         if getattr(block, attr, None) is not None:
             return getattr(block, attr)
     raise ModelError(f"{name}: its decoder blocks ({type(block).__name__}) have no feed-forward module named "
-                     f"{', '.join(MLP_NAMES)}; read the residual stream (state_source='residual')")
+                     f"{', '.join(MLP_NAMES + FFN_OUT_NAMES)}; read the residual stream instead (state_source="
+                     "'residual' in Python, --state-source residual on the command line)")
 
 
 def check_vocabulary(model, tokenizer, name: str) -> None:
@@ -189,7 +194,7 @@ class HFLanguageModel:
                  attention: str | None = None, cuda_graphs: bool | None = None, _modules=None):
         import torch
 
-        if state_source not in ("mlp", "residual"):
+        if state_source not in STATE_SOURCES:
             raise ValueError(f"state_source must be 'mlp' or 'residual', not {state_source!r}")
         if state_layer is not None:  # its type and sign, and its upper bound where known without the weights
             from .registry import model_depth
@@ -283,7 +288,7 @@ class HFLanguageModel:
         the state choice is measured rather than assumed (the probe study). Outside it: the
         model's one state, as before."""
         for li, src in taps:
-            if not 0 <= li < self.num_layers or src not in ("mlp", "residual"):
+            if not 0 <= li < self.num_layers or src not in STATE_SOURCES:
                 raise ValueError(f"probe tap ({li}, {src!r}): layer must be in 0..{self.num_layers - 1}, source mlp or residual")
         fast = self.speedups.fast_step
         saved = self._taps

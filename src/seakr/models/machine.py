@@ -98,6 +98,8 @@ def check_device(device: str) -> None:
         resolve_device(device)
 
 
+#: Where a layer's state is read: its feed-forward output (the paper's tap), or the residual stream after it.
+STATE_SOURCES = ("mlp", "residual")
 PRECISIONS = ("auto", "float32", "bfloat16", "float16", "int8")
 _ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
