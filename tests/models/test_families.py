@@ -36,6 +36,8 @@ FAMILIES = {
     "opt": ("OPTConfig", "OPTForCausalLM", {"ffn_dim": 128, "word_embed_proj_dim": 64}),
     "xglm": ("XGLMConfig", "XGLMForCausalLM", {"d_model": 64, "num_layers": 4, "attention_heads": 4, "ffn_dim": 128}),
     "biogpt": ("BioGptConfig", "BioGptForCausalLM", {"pad_token_id": 0}),
+    "nemotron": ("NemotronConfig", "NemotronForCausalLM", {}),  # its blocks drop the forward's extra arguments
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
 }
 
 
@@ -241,7 +243,23 @@ def test_load_model_takes_numpy_numbers_from_a_sweep(tiny_lm, tmp_path):
 
 
 def test_our_attention_is_installed_only_where_the_model_calls_the_attention_interface(tiny_lm):
-    """XGLM has a q_proj and a layer_idx per layer but computes its own attention: ours, installed all the same,
-    never ran. BioGPT calls the interface without its class saying so: it keeps the in-place prefix reuse."""
-    shared = {f: tiny(f, tiny_lm.tokenizer).shared_attention for f in ("llama", "opt", "biogpt", "xglm", "falcon")}
-    assert shared == {"llama": True, "opt": True, "biogpt": True, "xglm": False, "falcon": False}
+    """XGLM has a q_proj and a layer_idx per layer but computes its own attention, and Nemotron's blocks drop the
+    forward's extra arguments: ours, installed all the same, never ran. BioGPT calls the interface without its
+    class saying so: it keeps the in-place prefix reuse."""
+    shared = {f: tiny(f, tiny_lm.tokenizer).shared_attention for f in ("llama", "opt", "biogpt", "xglm", "nemotron",
+                                                                       "falcon")}
+    assert shared == {"llama": True, "opt": True, "biogpt": True, "xglm": False, "nemotron": False, "falcon": False}
+
+
+def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):
+    """A Mamba folder loads as a causal LM and failed at its first question with "'MambaConfig' object has no
+    attribute 'num_attention_heads'" (with --state-source residual; without, it named the missing mlp)."""
+    from seakr.models.registry import ModelError
+
+    tok = tiny_lm.tokenizer
+    torch.manual_seed(0)
+    mamba = transformers.MambaForCausalLM(transformers.MambaConfig(vocab_size=len(tok), hidden_size=32,
+                                                                   num_hidden_layers=2, state_size=4))
+    for source in ("mlp", "residual"):
+        with pytest.raises(ModelError, match=re.escape("MambaForCausalLM has no attention layers (a state-space")):
+            HFLanguageModel(_modules=(mamba, tok), dtype="float32", threads=1, state_source=source)

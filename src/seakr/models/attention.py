@@ -15,8 +15,6 @@ transformers' ``AttentionInterface`` under the name ``"seakr"``; a forward that 
 
 from __future__ import annotations
 
-import sys
-
 import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
@@ -206,22 +204,38 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     return seakr_state.attend(module.layer_idx, query, key, value, scale), None
 
 
-def calls_attention_interface(model) -> bool:
-    """Whether the model's attention goes through transformers' registry of attention functions: its class says
-    so, or its modeling code reads the registry (BioGPT's does without saying so)."""
-    module = sys.modules.get(type(model).__module__)
-    return bool(getattr(type(model), "_supports_attention_backend", False)
-                or getattr(module, "ALL_ATTENTION_FUNCTIONS", None) is not None)
+class _Reached:
+    """A state that notes which layers' attention it reached, and attends plainly (causal, over the call's own
+    tokens): what :func:`install` runs one short forward with."""
+
+    def __init__(self):
+        self.layers: set[int] = set()
+
+    def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
+        self.layers.add(layer)
+        g = q.shape[1] // k.shape[1]
+        out = torch.nn.functional.scaled_dot_product_attention(q, repeat_kv(k, g), repeat_kv(v, g), is_causal=True,
+                                                               scale=scale)
+        return out.transpose(1, 2)
+
+
+def reaches_every_layer(model) -> bool:
+    """Whether the state passed to the model's forward reaches our attention in every layer. A model whose
+    attention is its own (XGLM: a ``q_proj`` and a ``layer_idx`` per layer, its own product) or whose blocks drop
+    the forward's extra arguments (Nemotron's) never ran ours, and the first prefix reuse failed on the KV it had
+    not kept ("cannot unpack non-iterable NoneType object"). Asked of the model itself: one forward of two tokens."""
+    reached = _Reached()
+    with torch.inference_mode():
+        model(input_ids=torch.zeros(1, 2, dtype=torch.long, device=model.device), use_cache=False,
+              seakr_state=reached)
+    return reached.layers == set(range(model.config.num_hidden_layers))
 
 
 def supports(model) -> bool:
-    """Whether this attention can stand in for the model's: a model that calls its attention through
-    transformers' attention interface (XGLM has a ``q_proj`` and a ``layer_idx`` per layer but computes its own:
-    installed there, ours never ran and the first prefix reuse failed on KV it had not kept), no sliding-window
-    layers, no logit soft-capping, and one attention module with a ``layer_idx`` per decoder layer."""
+    """Whether this attention can stand in for the model's: no sliding-window layers, no logit soft-capping,
+    and one attention module with a ``layer_idx`` per decoder layer (whether it is reached is
+    :func:`reaches_every_layer`'s to tell)."""
     cfg = model.config
-    if not calls_attention_interface(model):
-        return False
     if any(t == "sliding_attention" for t in (getattr(cfg, "layer_types", None) or [])):
         return False
     if getattr(cfg, "attn_logit_softcapping", None):
@@ -232,10 +246,13 @@ def supports(model) -> bool:
 
 def install(model) -> bool:
     """Route ``model``'s attention through :func:`_attention` (plain calls still run SDPA). Returns
-    False, changing nothing, for models this path does not cover (:func:`supports`)."""
+    False, changing nothing, for models this path does not cover (:func:`supports`) or does not reach."""
     if not supports(model):
         return False
     AttentionInterface.register(NAME, _attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)
-    model.config._attn_implementation = NAME
+    before, model.config._attn_implementation = model.config._attn_implementation, NAME
+    if not reaches_every_layer(model):
+        model.config._attn_implementation = before
+        return False
     return True

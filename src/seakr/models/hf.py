@@ -160,6 +160,15 @@ def check_causal(model, name: str) -> None:
                          "ones); seakr needs a decoder-only model")
 
 
+def check_attention(model, name: str) -> None:
+    """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba) loads
+    as a causal LM all the same and failed at its first question ("'MambaConfig' object has no attribute
+    'num_attention_heads'")."""
+    if getattr(model.config, "num_attention_heads", None) is None:
+        raise ModelError(f"{name}: {type(model).__name__} has no attention layers (a state-space or recurrent model); "
+                         "seakr decodes with a key-value cache per attention layer, so it runs transformer decoders")
+
+
 class HFLanguageModel:
     """A transformers causal LM behind the :class:`~seakr.models.base.LanguageModel` protocol.
 
@@ -274,6 +283,7 @@ class HFLanguageModel:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
         check_vocabulary(self.model, self.tokenizer, self.name)
+        check_attention(self.model, self.name)
         check_causal(self.model, self.name)
         self._blocks = decoder_blocks(self.model, self.num_layers, self.name)
         tap_module(self._blocks, self.state_layer, state_source, self.name)  # the model's own tap exists
