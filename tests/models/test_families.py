@@ -38,6 +38,22 @@ FAMILIES = {
     "biogpt": ("BioGptConfig", "BioGptForCausalLM", {"pad_token_id": 0}),
     "nemotron": ("NemotronConfig", "NemotronForCausalLM", {}),  # its blocks drop the forward's extra arguments
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16}),
+    "gpt_bigcode": ("GPTBigCodeConfig", "GPTBigCodeForCausalLM", {}),
+    "codegen": ("CodeGenConfig", "CodeGenForCausalLM", {"rotary_dim": 8}),
+    "gpt_neo": ("GPTNeoConfig", "GPTNeoForCausalLM", {"num_layers": 4, "num_heads": 4,
+                                                     "attention_types": [[["global", "local"], 2]]}),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {}),
+    "cohere": ("CohereConfig", "CohereForCausalLM", {}),
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", {}),
+    "olmo": ("OlmoConfig", "OlmoForCausalLM", {"pad_token_id": 0}),
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {"pad_token_id": 0}),
+    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM", {"num_experts": 4, "num_experts_per_tok": 2,
+                                                           "moe_intermediate_size": 32, "shared_expert_intermediate_size": 64}),
+    "persimmon": ("PersimmonConfig", "PersimmonForCausalLM", {}),
+    "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", {"pad_token_id": 0}),
+    "glm": ("GlmConfig", "GlmForCausalLM", {"head_dim": 16, "pad_token_id": 0}),
+    "mpt": ("MptConfig", "MptForCausalLM", {"d_model": 64, "n_layers": 4, "n_heads": 4}),
 }
 
 
@@ -53,8 +69,9 @@ def tiny(family, tok, **kw):
 def test_family_generates_with_states_through_the_generic_path(tiny_lm, family):
     lm = tiny(family, tiny_lm.tokenizer)
     inner = lm.model.get_decoder()
-    layer = (inner.layers if hasattr(inner, "layers") else inner.h)[lm.state_layer]
-    ffn = getattr(layer, "mlp", None) or layer.fc2  # the feed-forward output: its module, or its last linear
+    layer = next(getattr(inner, a) for a in ("layers", "h", "blocks") if hasattr(inner, a))[lm.state_layer]
+    # the feed-forward output: its module (MPT calls it ffn), or its last linear
+    ffn = next(getattr(layer, a) for a in ("mlp", "ffn", "fc2") if hasattr(layer, a))
     assert lm._tap_modules()[0] is ffn  # found by the architecture's own block list
     cfg = GenerationConfig(n=3, max_new_tokens=8, seed=5, stop=(".",))
     a = lm.generate(P, cfg)
