@@ -98,3 +98,16 @@ def test_precision_reaches_the_model_from_the_command_line():
     last = bad.stderr.decode().strip().splitlines()[-1]
     assert bad.returncode == 2 and "--precision" in last and "int3" in last
     json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
+@needs_int8
+def test_int8_on_a_model_without_linears_is_refused_not_run_in_bf16(tiny_lm):
+    """GPT-2's blocks are Conv1D and its head is tied: nothing was quantised, the run said precision int8 and
+    computed in bf16."""
+    import transformers
+
+    tok = tiny_lm.tokenizer
+    torch.manual_seed(0)
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2))
+    with pytest.raises(ValueError, match=r"precision int8: GPT2LMHeadModel has no torch.nn.Linear layers"):
+        HFLanguageModel(_modules=(gpt2, tok), precision="int8", threads=1)

@@ -61,6 +61,9 @@ def apply(model, *, state_layer: int, state_source: str, shared_attention: bool,
         if not (on_cpu and int8_available()):
             raise ValueError("precision int8 runs on CPU with torch's fbgemm/x86 quantised kernels; use bf16 on this device")
         n8 = quantize_linears_int8(model)
+        if not n8:  # GPT-2's blocks are Conv1D: "int8" ran everything in bf16, and said int8
+            raise ValueError(f"precision int8: {type(model).__name__} has no torch.nn.Linear layers to run in int8 "
+                             "(GPT-2-style blocks are Conv1D); use bf16")
     else:
         can_pack = on_cpu and packing_available(dtype)
         if packed_linear and not can_pack:
