@@ -496,3 +496,23 @@ def test_a_call_too_large_is_refused_before_its_random_numbers_are_drawn(tiny_lm
             tiny_lm.generate(["the cat sat"], GenerationConfig(n=n, max_new_tokens=4))
     with pytest.raises(ValueError, match=r"^max_new_tokens a whole number of about 5,001 digits after a prompt"):
         tiny_lm.generate(["the cat sat"], GenerationConfig(n=2, max_new_tokens=10 ** 5000))
+
+
+def test_every_end_token_the_generation_config_lists_ends_an_answer(tiny_lm):
+    """Gemma-3 and Llama-3 instruct models end a turn with a token of their own beside the tokenizer's EOS
+    (listed in generation_config.eos_token_id, where transformers.generate stops); decoding went on past it."""
+    import copy
+
+    from seakr.models.hf import HFLanguageModel
+
+    cfg = GenerationConfig(n=0, max_new_tokens=6, ignore_eos=False)
+    first = tiny_lm.generate([P1], cfg)[0].greedy.token_ids[2]  # the greedy answer's third token
+    model = copy.deepcopy(tiny_lm.model)
+    model.generation_config.eos_token_id = [tiny_lm.eos_id, first]
+    lm = HFLanguageModel(_modules=(model, tiny_lm.tokenizer), dtype="float32", threads=1)
+    assert lm.info()["end_ids"] == [tiny_lm.eos_id, first] and lm.eos_id == tiny_lm.eos_id
+    g = lm.generate([P1], GenerationConfig(n=2, max_new_tokens=6, seed=3, greedy_state=True))[0]
+    assert g.greedy.finish_reason == "eos" and g.greedy.token_ids == tiny_lm.generate([P1], cfg)[0].greedy.token_ids[:2]
+    assert all(first not in s.token_ids for s in g.samples)
+    forced = lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6, ignore_eos=True))[0].greedy
+    assert len(forced.token_ids) == 6 and first not in forced.token_ids  # ignore_eos: none of them is drawn

@@ -141,7 +141,7 @@ class CacheBackend:
 
 
 def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook, cfg: GenerationConfig,
-           streams: torch.Tensor, eos_id: int, stats: dict) -> None:
+           streams: torch.Tensor, stats: dict) -> None:
     """Run the rows of ``book`` to completion; the results stay in ``book``. ``streams`` (prompts x
     samples x steps) holds the uniform each sampled row draws at each step (sampling.uniform_streams)."""
     dev = prefilled[0].logits.device
@@ -151,7 +151,7 @@ def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook
     while True:
         check_cancelled()  # a request that timed out stops here, between two steps
         rows = torch.tensor(book.row_prompts(), device=dev), torch.tensor(book.sample_index(), device=dev)
-        nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, streams[rows[0], rows[1], t], eos_id)
+        nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, streams[rows[0], rows[1], t], sorted(book.end_ids))
         t += 1
         lse, logprob, entropy = token_stats(logits, nxt)
         feed, keep = book.advance(nxt, logprob, entropy, lse)

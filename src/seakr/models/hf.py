@@ -160,6 +160,16 @@ def check_causal(model, name: str) -> None:
                          "ones); seakr needs a decoder-only model")
 
 
+def end_tokens(eos_id: int, model) -> tuple[int, ...]:
+    """Every token that ends an answer: the EOS, and those the model's generation config lists (as
+    ``transformers.generate`` stops on). Gemma-3 and Llama-3 instruct models end a turn with a token of their own
+    (``<end_of_turn>``, ``<|eot_id|>``) beside the tokenizer's EOS; decoding went on past it, to the token limit."""
+    listed = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    listed = listed if isinstance(listed, (list, tuple)) else [] if listed is None else [listed]
+    vocab = getattr(model.config, "vocab_size", None) or float("inf")  # an id past the logits ends nothing
+    return tuple(dict.fromkeys([eos_id, *(int(t) for t in listed if 0 <= int(t) < vocab)]))
+
+
 def check_attention(model, name: str) -> None:
     """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba) loads
     as a causal LM all the same and failed at its first question ("'MambaConfig' object has no attribute
@@ -280,6 +290,7 @@ class HFLanguageModel:
                              "ends every answer and marks where each sample's state is read; set eos_token in the "
                              "tokenizer's files")
         self.eos_id = int(eos)
+        self.end_ids = end_tokens(self.eos_id, self.model)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
         self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
         check_vocabulary(self.model, self.tokenizer, self.name)
@@ -348,7 +359,7 @@ class HFLanguageModel:
             "kv_bytes_per_token": self._kv_bytes_per_token(),
             "vocab_size": self.model.config.vocab_size,
             "context_tokens": getattr(self.model.config, "max_position_embeddings", None),
-            "eos_id": self.eos_id,
+            "eos_id": self.eos_id, "end_ids": list(self.end_ids),
             "capabilities": sorted(self.capabilities),
             "source": self.source,
         }
@@ -452,13 +463,13 @@ class HFLanguageModel:
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state,
-                       greedy_trail=cfg.greedy_trail)
+                       greedy_trail=cfg.greedy_trail, end_ids=self.end_ids)
         if self.cuda_graphs:
             backend = GraphedBackend(self.speedups.fast_step)
         elif self.shared_attention:
             backend = SharedPrefixBackend(self.model, self._tap_modules(), self.speedups.fast_step)
         else:
             backend = CacheBackend(self.model, self._tap_modules(), self.pad_id)
-        decode(backend, prefilled, book, cfg, streams, self.eos_id, self.stats)
+        decode(backend, prefilled, book, cfg, streams, self.stats)
         self.stats["generated_tokens"] += book.generated_tokens
         return book.generations([p.tokens for p in prefilled], [p.cached for p in prefilled])

@@ -57,7 +57,7 @@ class RowBook:
 
     def __init__(self, n_prompts: int, kinds: Sequence[bool], *, with_states: bool, stops: Sequence[str],
                  max_new: int, eos_id: int, detok: Callable[[list[int]], str], stop_patterns: Sequence[str] = (),
-                 greedy_state: bool = False, greedy_trail: bool = False):
+                 greedy_state: bool = False, greedy_trail: bool = False, end_ids: Sequence[int] = ()):
         if not kinds:
             raise ValueError("nothing to generate: greedy=False and n=0")
         self.R = len(kinds)
@@ -68,6 +68,7 @@ class RowBook:
         self.stops = tuple(s for s in stops if s)
         self.patterns = [re.compile(p) for p in stop_patterns]
         self.max_new, self.eos_id, self.detok = max_new, eos_id, detok
+        self.end_ids = frozenset(end_ids) | {eos_id}  # any of them ends a row; eos_id is what a state is read at
 
     def greedy_mask(self) -> torch.Tensor:
         return torch.tensor([self.rows[r].greedy for r in self.alive])
@@ -101,7 +102,7 @@ class RowBook:
         return feed, keep
 
     def _record(self, row: Row, token: int, logprob: float, entropy: float, lse: float) -> None:
-        if token == self.eos_id:
+        if token in self.end_ids:
             row.finish, row.text = "eos", self.detok(row.tokens)
             return
         row.push(token, logprob, entropy, lse)

@@ -9,6 +9,7 @@ distribution (temperature 1, no truncation), so greedy and sampled rows are comp
 from __future__ import annotations
 
 import os
+from typing import Sequence
 
 import torch
 
@@ -49,12 +50,12 @@ def uniform_streams(cfg: GenerationConfig, n_prompts: int, device) -> torch.Tens
 
 
 def choose_next(logits: torch.Tensor, greedy_rows: torch.Tensor, cfg: GenerationConfig, uniforms: torch.Tensor | None,
-                eos_id: int) -> torch.Tensor:
+                end_ids: Sequence[int]) -> torch.Tensor:
     """The next token of every row: argmax where ``greedy_rows`` is True, elsewhere a top-k/top-p draw
     by inverse CDF with the row's uniform from ``uniforms`` (one per row)."""
     if cfg.ignore_eos:  # benchmarks: force exactly max_new_tokens tokens
         logits = logits.clone()
-        logits[:, eos_id] = -float("inf")
+        logits[:, list(end_ids)] = -float("inf")
     nxt = logits.argmax(-1)
     if bool(greedy_rows.all()):
         return nxt
