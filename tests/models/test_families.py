@@ -67,7 +67,31 @@ def tiny(family, tok, **kw):
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_family_generates_with_states_through_the_generic_path(tiny_lm, family):
-    lm = tiny(family, tiny_lm.tokenizer)
+    check_against_transformers(tiny(family, tiny_lm.tokenizer))
+
+
+def test_a_multimodal_checkpoint_runs_on_its_text_decoder(tiny_lm):
+    """Gemma-3 from 4B up (and Gemma-3n) load through AutoModelForCausalLM as image-text models whose config keeps
+    the decoder's depth and widths in text_config: "'Gemma3Config' object has no attribute 'num_hidden_layers'"."""
+    tok = tiny_lm.tokenizer
+    text = transformers.Gemma3TextConfig(vocab_size=len(tok) + 8, **(COMMON | {"head_dim": 16, "sliding_window": 8}))
+    vision = transformers.SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                             num_attention_heads=2, image_size=28, patch_size=14)
+    cfg = transformers.Gemma3Config(text_config=text.to_dict(), vision_config=vision.to_dict(), mm_tokens_per_image=4,
+                                    image_token_index=len(tok) + 1, boi_token_index=len(tok) + 2,
+                                    eoi_token_index=len(tok) + 3, bos_token_id=tok.bos_token_id,
+                                    eos_token_id=tok.eos_token_id)
+    torch.manual_seed(3)
+    lm = HFLanguageModel(_modules=(transformers.Gemma3ForConditionalGeneration(cfg), tok), dtype="float32", threads=1)
+    assert (lm.num_layers, lm.info()["hidden_size"]) == (4, 64)
+    check_against_transformers(lm)
+    ids, att = lm.attention(P[0])  # DRAGIN's read of the last layer's attention
+    assert att.shape == (len(ids), len(ids))
+
+
+def check_against_transformers(lm):
+    """Greedy tokens as transformers.generate's, with and without a cached prefix; seeded samples repeat; a
+    sample's state is the feed-forward output at the EOS of one plain forward over its text."""
     inner = lm.model.get_decoder()
     layer = next(getattr(inner, a) for a in ("layers", "h", "blocks") if hasattr(inner, a))[lm.state_layer]
     # the feed-forward output: its module (MPT calls it ffn), or its last linear

@@ -195,6 +195,13 @@ class CachedPrefixPrefill:
         return out.transpose(1, 2).to(q.dtype)  # (B, T, H, D), as transformers expects
 
 
+def text_config(model):
+    """The config of the model's text decoder: the model's own, or a multimodal checkpoint's text part (Gemma-3
+    from 4B up and Gemma-3n load as image-text models through ``AutoModelForCausalLM``, their depth and widths
+    in ``text_config``: they failed at load with "'Gemma3Config' object has no attribute 'num_hidden_layers'")."""
+    return model.config.get_text_config(decoder=True)
+
+
 def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, seakr_state=None, **kwargs):
     # The decode/prefill state travels as an argument of the forward (transformers passes unknown
     # keyword arguments down to the attention function): no slot to set and clear around each call.
@@ -228,14 +235,14 @@ def reaches_every_layer(model) -> bool:
     with torch.inference_mode():
         model(input_ids=torch.zeros(1, 2, dtype=torch.long, device=model.device), use_cache=False,
               seakr_state=reached)
-    return reached.layers == set(range(model.config.num_hidden_layers))
+    return reached.layers == set(range(text_config(model).num_hidden_layers))
 
 
 def supports(model) -> bool:
     """Whether this attention can stand in for the model's: no sliding-window layers, no logit soft-capping,
     and one attention module with a ``layer_idx`` per decoder layer (whether it is reached is
     :func:`reaches_every_layer`'s to tell)."""
-    cfg = model.config
+    cfg = text_config(model)
     if any(t == "sliding_attention" for t in (getattr(cfg, "layer_types", None) or [])):
         return False
     if getattr(cfg, "attn_logit_softcapping", None):
@@ -251,8 +258,9 @@ def install(model) -> bool:
         return False
     AttentionInterface.register(NAME, _attention)
     AttentionMaskInterface.register(NAME, sdpa_mask)
-    before, model.config._attn_implementation = model.config._attn_implementation, NAME
+    cfg = text_config(model)  # a multimodal model's image tower keeps its own
+    before, cfg._attn_implementation = cfg._attn_implementation, NAME
     if not reaches_every_layer(model):
-        model.config._attn_implementation = before
+        cfg._attn_implementation = before
         return False
     return True

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..textio import first_line, said
 from . import speedups
-from .attention import install
+from .attention import install, text_config
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from . import graphs
@@ -166,7 +166,7 @@ def end_tokens(eos_id: int, model) -> tuple[int, ...]:
     (``<end_of_turn>``, ``<|eot_id|>``) beside the tokenizer's EOS; decoding went on past it, to the token limit."""
     listed = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     listed = listed if isinstance(listed, (list, tuple)) else [] if listed is None else [listed]
-    vocab = getattr(model.config, "vocab_size", None) or float("inf")  # an id past the logits ends nothing
+    vocab = getattr(text_config(model), "vocab_size", None) or float("inf")  # an id past the logits ends nothing
     return tuple(dict.fromkeys([eos_id, *(int(t) for t in listed if 0 <= int(t) < vocab)]))
 
 
@@ -174,7 +174,7 @@ def check_attention(model, name: str) -> None:
     """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba) loads
     as a causal LM all the same and failed at its first question ("'MambaConfig' object has no attribute
     'num_attention_heads'")."""
-    if getattr(model.config, "num_attention_heads", None) is None:
+    if getattr(text_config(model), "num_attention_heads", None) is None:
         raise ModelError(f"{name}: {type(model).__name__} has no attention layers (a state-space or recurrent model); "
                          "seakr decodes with a key-value cache per attention layer, so it runs transformer decoders")
 
@@ -250,7 +250,7 @@ class HFLanguageModel:
         self._lock = threading.RLock()  # see _exclusive
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
                                  cache_size=prefix_cache_size, stats=self.stats,
-                                 context=getattr(self.model.config, "max_position_embeddings", None))
+                                 context=getattr(text_config(self.model), "max_position_embeddings", None))
 
     def _load(self, model: str, modules) -> None:
         torch = self._torch
@@ -275,7 +275,7 @@ class HFLanguageModel:
         self.model = self.model.to(device=self.device, dtype=getattr(torch, self.dtype)).eval()
 
     def _setup_state(self, state_layer: int | None, state_source: str) -> None:
-        cfg = self.model.config
+        cfg = text_config(self.model)
         self.num_layers = cfg.num_hidden_layers
         # the paper's middle layer, L/2 (1-based); a one-layer model's only layer (it was "state_layer -1")
         self.state_layer = max(self.num_layers // 2 - 1, 0) if state_layer is None else state_layer
@@ -355,10 +355,10 @@ class HFLanguageModel:
             "layers": self.num_layers,
             "state_layer": self.state_layer,
             "state_source": self.state_source,
-            "hidden_size": self.model.config.hidden_size,
+            "hidden_size": text_config(self.model).hidden_size,
             "kv_bytes_per_token": self._kv_bytes_per_token(),
-            "vocab_size": self.model.config.vocab_size,
-            "context_tokens": getattr(self.model.config, "max_position_embeddings", None),
+            "vocab_size": text_config(self.model).vocab_size,
+            "context_tokens": getattr(text_config(self.model), "max_position_embeddings", None),
             "eos_id": self.eos_id, "end_ids": list(self.end_ids),
             "capabilities": sorted(self.capabilities),
             "source": self.source,
@@ -374,7 +374,7 @@ class HFLanguageModel:
         Counted: each row's new tokens' attention cache, twice (a growing cache is copied: old and new at
         once), and one step's scores over the vocabulary. Measured with the test model (bf16, k = 1,000, peak RSS
         above the loaded model): 5.05 MB a row at 100 new tokens (5.20 counted), 1.34 MB at 20 (1.51 counted)."""
-        need = rows * (2 * new_tokens * self._kv_bytes_per_token() + self.model.config.vocab_size * self.SCORE_BYTES)
+        need = rows * (2 * new_tokens * self._kv_bytes_per_token() + text_config(self.model).vocab_size * self.SCORE_BYTES)
         free = free_memory(self.device)
         if free is not None and need > free:  # (k = 10**5000 from Python: no float, no digits to print)
             asked = f"{need / 1e9:.1f} GB" if need < 10 ** 30 else "more memory than any machine has"
@@ -383,7 +383,7 @@ class HFLanguageModel:
 
     def _kv_bytes_per_token(self) -> int:
         """Bytes of attention cache one token costs: keys and values, every layer, every KV head."""
-        cfg = self.model.config
+        cfg = text_config(self.model)
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         elem = 4 if self.dtype in ("float32", "fp32") else 2
@@ -413,12 +413,13 @@ class HFLanguageModel:
         torch = self._torch
         ids = self.encode(text, special=False)
         with self._exclusive(), torch.inference_mode():  # the switch too: two switches at once left it eager
-            impl = self.model.config._attn_implementation
-            self.model.config._attn_implementation = "eager"  # the only implementation that returns weights
+            cfg = text_config(self.model)
+            impl = cfg._attn_implementation
+            cfg._attn_implementation = "eager"  # the only implementation that returns weights
             try:
                 out = self.model(input_ids=torch.tensor([ids], device=self.device), output_attentions=True, use_cache=False)
             finally:
-                self.model.config._attn_implementation = impl
+                cfg._attn_implementation = impl
         return ids, out.attentions[-1][0].float().mean(0).cpu().numpy()
 
     def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
