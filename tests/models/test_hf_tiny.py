@@ -516,3 +516,29 @@ def test_every_end_token_the_generation_config_lists_ends_an_answer(tiny_lm):
     assert all(first not in s.token_ids for s in g.samples)
     forced = lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6, ignore_eos=True))[0].greedy
     assert len(forced.token_ids) == 6 and first not in forced.token_ids  # ignore_eos: none of them is drawn
+
+
+GEMMA2_LIKE = ("{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+               "{% endif %}{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] }}<end_of_turn>\n"
+               "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+
+def test_a_chat_template_without_a_system_turn_gets_it_in_the_first_user_turn(tiny_lm):
+    """Gemma 1 and 2 templates raise "System role not supported" from inside the template: prompt_style=chat and
+    the knowledge check's prompts ended in a jinja2 traceback."""
+    import copy
+
+    from seakr.models.hf import HFLanguageModel
+    from seakr.models.registry import ModelError
+    from seakr.prompts import PromptBuilder
+
+    tok = copy.deepcopy(tiny_lm.tokenizer)
+    tok.chat_template = GEMMA2_LIKE
+    lm = HFLanguageModel(_modules=(tiny_lm.model, tok), dtype="float32", threads=1)
+    text = lm.format_chat([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}])
+    assert text == "<s><start_of_turn>user\nBe brief.\n\nHi?<end_of_turn>\n<start_of_turn>model\n"
+    prompt, prefix = PromptBuilder("hotpotqa", style="chat", chat=lm.format_chat).render("Who wrote Hamlet?")
+    assert prompt.startswith(prefix) and "Who wrote Hamlet?" in prompt and "<start_of_turn>model" in prompt
+    tok.chat_template = "{{ raise_exception('no') }}"
+    with pytest.raises(ModelError, match=r"its chat template refused the prompt \(no\); run with prompt_style=plain"):
+        lm.format_chat([{"role": "user", "content": "Hi?"}])

@@ -339,8 +339,20 @@ class HFLanguageModel:
         return frozenset({GENERATE, STATES, ATTENTION, NEXT_TOKEN} | ({CHAT} if self.chat_template else set()))
 
     def format_chat(self, messages: list[dict]) -> str:
-        """The tokenizer's chat template over ``messages``, ready for the assistant's turn."""
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        """The tokenizer's chat template over ``messages``, ready for the assistant's turn. A template that refuses
+        a system turn (Gemma 1 and 2: "System role not supported", raised from inside the template) gets the
+        system text at the head of the first user turn, as Gemma 3's own template places it."""
+        from jinja2.exceptions import TemplateError
+
+        try:
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        except TemplateError as e:
+            if messages and messages[0].get("role") == "system" and len(messages) > 1:
+                system, first, *rest = messages
+                folded = [{**first, "content": f"{system['content']}\n\n{first['content']}"}, *rest]
+                return self.format_chat(folded)
+            raise ModelError(f"{self.name}: its chat template refused the prompt ({first_line(e)}); run with "
+                             "prompt_style=plain") from None
 
     def info(self) -> dict:
         return {
