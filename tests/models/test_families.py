@@ -19,6 +19,8 @@ FAMILIES = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
     "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+    # Mistral-7B-v0.1's window (4096) without layer_types: our full attention answered otherwise past it
+    "mistral-window": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 4}),
     "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),
     "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16, "sliding_window": 8}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),
@@ -288,8 +290,9 @@ def test_our_attention_is_installed_only_where_the_model_calls_the_attention_int
     forward's extra arguments: ours, installed all the same, never ran. BioGPT calls the interface without its
     class saying so: it keeps the in-place prefix reuse."""
     shared = {f: tiny(f, tiny_lm.tokenizer).shared_attention for f in ("llama", "opt", "biogpt", "xglm", "nemotron",
-                                                                       "falcon")}
-    assert shared == {"llama": True, "opt": True, "biogpt": True, "xglm": False, "nemotron": False, "falcon": False}
+                                                                       "falcon", "mistral-window")}
+    assert shared == {"llama": True, "opt": True, "biogpt": True, "xglm": False, "nemotron": False, "falcon": False,
+                      "mistral-window": False}
 
 
 def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):

@@ -238,12 +238,22 @@ def reaches_every_layer(model) -> bool:
     return reached.layers == set(range(text_config(model).num_hidden_layers))
 
 
+def has_sliding_window(cfg) -> bool:
+    """Whether some layer attends over a window of the last tokens only: as its ``layer_types`` say, or, for
+    configs without them, as a ``sliding_window`` its attention applies does (Mistral-7B-v0.1's 4096: our full
+    attention answered otherwise than transformers once a prompt ran past the window)."""
+    types = getattr(cfg, "layer_types", None)
+    if types:
+        return "sliding_attention" in types
+    return bool(getattr(cfg, "sliding_window", None)) and getattr(cfg, "use_sliding_window", True) is not False
+
+
 def supports(model) -> bool:
     """Whether this attention can stand in for the model's: no sliding-window layers, no logit soft-capping,
     and one attention module with a ``layer_idx`` per decoder layer (whether it is reached is
     :func:`reaches_every_layer`'s to tell)."""
     cfg = text_config(model)
-    if any(t == "sliding_attention" for t in (getattr(cfg, "layer_types", None) or [])):
+    if has_sliding_window(cfg):
         return False
     if getattr(cfg, "attn_logit_softcapping", None):
         return False

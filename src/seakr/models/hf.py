@@ -28,7 +28,7 @@ import numpy as np
 
 from ..textio import first_line, said
 from . import speedups
-from .attention import install, text_config
+from .attention import has_sliding_window, install, text_config
 from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from . import graphs
@@ -292,7 +292,7 @@ class HFLanguageModel:
         self.eos_id = int(eos)
         self.end_ids = end_tokens(self.eos_id, self.model)
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_id
-        self._sliding = "sliding_attention" in (getattr(cfg, "layer_types", None) or [])
+        self._sliding = has_sliding_window(cfg)
         check_vocabulary(self.model, self.tokenizer, self.name)
         check_attention(self.model, self.name)
         check_causal(self.model, self.name)
