@@ -542,3 +542,37 @@ def test_a_chat_template_without_a_system_turn_gets_it_in_the_first_user_turn(ti
     tok.chat_template = "{{ raise_exception('no') }}"
     with pytest.raises(ModelError, match=r"its chat template refused the prompt \(no\); run with prompt_style=plain"):
         lm.format_chat([{"role": "user", "content": "Hi?"}])
+
+
+def test_a_prompt_is_tokenized_whole_wherever_its_prefix_was_cut(tiny_lm):
+    """A GPT-2-style pre-tokenizer reads "\\n\\nQuestion" as "\\n", "\\n", "Question" but a prefix ending in
+    "\\n\\n" alone as one "\\n\\n" token: the cached-prefix path fed other tokens than the whole prompt's (SmolLM2:
+    72 of 80 SeaKR prompts, a token each). The prompt is tokenized whole; the cache serves what matches."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from seakr.models.hf import HFLanguageModel
+
+    tk = Tokenizer(models.BPE(unk_token="<unk>"))  # as the session's, but trained on paragraphs: it knows "\n\n"
+    tk.pre_tokenizer, tk.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    tk.train_from_iterator(["Paris is the capital of France.\n\nQuestion: Who wrote Hamlet?\nAnswer: Shakespeare.",
+                            "Paris is the capital of France.\n\n", "\n\n", "\n\n"] * 20,
+                           trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>", "<s>", "</s>"],
+                                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                                         bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id))
+    lm = HFLanguageModel(_modules=(model, tok), dtype="float32", threads=1)
+    prefix = "Paris is the capital of France.\n\n"
+    prompt = prefix + "Question: Who wrote Hamlet?\nAnswer:"
+    whole, pre = lm.encode(prompt), lm.encode(prefix)
+    assert pre + lm.encode(prompt[len(prefix):], False) != whole  # this tokenizer's merges span the cut
+    a, b = lm.prefill(prompt, prefix), lm.prefill(prompt, None)
+    assert (a.tokens, b.tokens) == (len(whole), len(whole)) and a.cached == len(pre) - 1
+    assert torch.allclose(a.logits, b.logits, atol=1e-4)
+    cfg = GenerationConfig(n=2, max_new_tokens=6, seed=4)
+    g, h = lm.generate([prompt], cfg, prefix=prefix)[0], lm.generate([prompt], cfg)[0]
+    assert [s.token_ids for s in g.samples] == [s.token_ids for s in h.samples]
+    assert np.allclose(g.states, h.states, atol=1e-4)
