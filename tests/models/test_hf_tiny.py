@@ -576,3 +576,22 @@ def test_a_prompt_is_tokenized_whole_wherever_its_prefix_was_cut(tiny_lm):
     g, h = lm.generate([prompt], cfg, prefix=prefix)[0], lm.generate([prompt], cfg)[0]
     assert [s.token_ids for s in g.samples] == [s.token_ids for s in h.samples]
     assert np.allclose(g.states, h.states, atol=1e-4)
+
+
+def test_a_chat_template_s_own_bos_is_not_doubled(tiny_lm):
+    """Gemma's and Llama 3's templates write the BOS into the text and their tokenizers add one: every chat prompt
+    started with two BOS tokens."""
+    import copy
+
+    from tokenizers import processors
+
+    from seakr.models.hf import HFLanguageModel
+
+    tok = copy.deepcopy(tiny_lm.tokenizer)
+    tok._tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", tok.bos_token_id)])
+    tok.chat_template = "{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+    lm = HFLanguageModel(_modules=(tiny_lm.model, tok), dtype="float32", threads=1)
+    bos = tok.bos_token_id
+    ids = lm.encode(lm.format_chat([{"role": "user", "content": "Hi"}]))
+    assert ids[0] == bos and ids[1] != bos
+    assert lm.encode("Hi")[:1] == [bos] and lm.encode("<s><s>Hi")[:2] == [bos, bos]  # a text's own two are kept

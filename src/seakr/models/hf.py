@@ -325,7 +325,13 @@ class HFLanguageModel:
 
     # ---------------------------------------------------------------- tokens and capabilities
     def encode(self, text: str, special: bool = True) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=special)
+        ids = self.tokenizer.encode(text, add_special_tokens=special)
+        bos = self.tokenizer.bos_token_id
+        # a chat template writes the BOS into the text (Gemma, Llama 3) and the tokenizer adds its own: the model
+        # read every chat prompt after two BOS tokens, a start it never saw in training
+        if special and bos is not None and ids[:2] == [bos, bos] and text.startswith(self.tokenizer.bos_token):
+            ids = ids[1:]
+        return ids
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
