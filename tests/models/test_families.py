@@ -307,3 +307,27 @@ def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):
     for source in ("mlp", "residual"):
         with pytest.raises(ModelError, match=re.escape("MambaForCausalLM has no attention layers (a state-space")):
             HFLanguageModel(_modules=(mamba, tok), dtype="float32", threads=1, state_source=source)
+
+
+def test_a_folder_with_its_own_code_is_refused_without_asking(tiny_lm, tmp_path, monkeypatch):
+    """A config whose auto_map points at the folder's own modeling code: transformers asked "Do you wish to run the
+    custom code? [y/N]" on stdin (15 s in a server, an answer typed in a terminal ran the folder's code)."""
+    import builtins
+    import json
+
+    from seakr.models import load_model
+    from seakr.models.registry import ModelError
+
+    tiny("llama", tiny_lm.tokenizer).model.save_pretrained(tmp_path)
+    tiny_lm.tokenizer.save_pretrained(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg |= {"model_type": "xmodel", "auto_map": {"AutoConfig": "configuration_x.XConfig",
+                                                  "AutoModelForCausalLM": "modeling_x.XForCausalLM"}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "configuration_x.py").write_text("from transformers import LlamaConfig\n"
+                                                 "class XConfig(LlamaConfig):\n    model_type = 'xmodel'\n")
+    (tmp_path / "modeling_x.py").write_text("from transformers import LlamaForCausalLM\n"
+                                            "class XForCausalLM(LlamaForCausalLM):\n    pass\n")
+    monkeypatch.setattr(builtins, "input", lambda *a: pytest.fail("asked on stdin"))
+    with pytest.raises(ModelError, match="never a model folder's own code"):
+        load_model(str(tmp_path), dtype="float32", threads=1)

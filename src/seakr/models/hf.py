@@ -266,11 +266,15 @@ class HFLanguageModel:
             path, self.source = resolve(model, self.precision)
             self.name = model
             cached = self.source.get("sha256") is not None and cache_root() in Path(path).parents
-            try:
-                self.tokenizer = AutoTokenizer.from_pretrained(path)
-                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype))
+            try:  # never a folder's own Python code: transformers asked "run the custom code? [y/N]" on stdin
+                self.tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+                self.model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype),
+                                                                  trust_remote_code=False)
             except (OSError, ValueError, KeyError, ImportError) + _safetensors_errors() as e:
                 hint = f"; it is seakr's converted cache: delete {path} and it is rebuilt" if cached else ""
+                if "custom code" in str(e):
+                    hint = ("; seakr runs the architectures transformers ships and never a model folder's own code "
+                            "(its config's auto_map)")
                 raise ModelError(f"{path}: cannot load the model ({type(e).__name__}: {first_line(e)}){hint}") from None
         self.model = self.model.to(device=self.device, dtype=getattr(torch, self.dtype)).eval()
 
