@@ -111,3 +111,17 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
                         ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number")):
         with pytest.raises(TypeError, match=re.escape(needle)):
             IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")
+
+
+def test_a_model_already_loaded_is_taken_as_it_is(tiny_lm, monkeypatch):
+    """Several methods over one loaded model: ``from_config(model=lm)`` was "expected a registry name, ... got
+    HFLanguageModel". Taken as it is, its context bounds the options, and load options are refused for it."""
+    import seakr.models
+
+    monkeypatch.setattr(seakr.models, "load_model", lambda *a, **k: pytest.fail("a second model was loaded"))
+    qa = SeaKR.from_config(model=tiny_lm, index=PASSAGES, k=2, max_steps=1, max_new_tokens=8, n_shot=0, answer_tokens=8)
+    assert qa.lm is tiny_lm and isinstance(qa.answer("Who directed 2001?").answer, str)
+    with pytest.raises(ValueError, match="threads: set when a model loads, and this model is loaded"):
+        SeaKR.from_config(model=tiny_lm, index=PASSAGES, threads=1)
+    with pytest.raises(ValueError, match="option max_new_tokens: 600 leaves no room for a prompt in the model's 512-token"):
+        SeaKR.from_config(model=tiny_lm, index=PASSAGES, max_new_tokens=600)

@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import uncertainty as U
-from ..models.base import STATES
+from ..models.base import STATES, Generator
 from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
@@ -240,11 +240,12 @@ class SeaKR(Method):
         return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning, c.rerank) else set())
 
     @classmethod
-    def from_config(cls, model: str | os.PathLike | None = None, index: str | os.PathLike | SearchEngine | list | None = None,
+    def from_config(cls, model: str | os.PathLike | Generator | None = None, index: str | os.PathLike | SearchEngine | list | None = None,
                     **options) -> "SeaKR":
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
         are checked (and the index opened) before the model loads; ``index`` may also be any search engine or a
-        list of passages or texts (:func:`seakr.search.passages_engine`)."""
+        list of passages or texts (:func:`seakr.search.passages_engine`). ``model`` may also be a model already
+        loaded (``load_model(...)``), shared by several methods."""
         from ..models import DEFAULT_MODEL, load_model, model_path
         from ..models.registry import model_context
         from ..search import as_engine
@@ -253,11 +254,16 @@ class SeaKR(Method):
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
         config = cls.Config.from_dict(options)  # a bad option fails here, not after the load
+        loaded = isinstance(model, Generator)
+        if loaded and lm_opts:
+            raise ValueError(f"{', '.join(lm_opts)}: set when a model loads, and this model is loaded; give them to "
+                             "load_model")
         engine = as_engine(index)
-        if model is not None:
+        if model is not None and not loaded:
             model_path(model)  # its type, refused here as load_model would
-        check_lengths(config, model_context(model_path(model or DEFAULT_MODEL)))
-        return cls(load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
+        context = model.info().get("context_tokens") if loaded else model_context(model_path(model or DEFAULT_MODEL))
+        check_lengths(config, context)
+        return cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
 
     def describe(self) -> dict:
         d = super().describe()
