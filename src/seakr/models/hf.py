@@ -80,8 +80,9 @@ def native_float(device) -> str:
 
 def shared_prefix(prompts: Sequence[str], prefix: str, min_gain: int = 64) -> str:
     """The longest text every prompt starts with, cut just after a newline that every prompt follows
-    with a non-space character (a boundary where tokenizing the two sides apart gives the tokens of
-    the whole: no merge spans it). ``prefix`` when that gains fewer than ``min_gain`` characters."""
+    with a non-space character (a boundary where most tokenizers split the whole as they split the two sides
+    apart; where one does not, the prefiller serves the cached tokens that agree). ``prefix`` when that gains
+    fewer than ``min_gain`` characters."""
     common = os.path.commonprefix(list(prompts))
     cut = len(common)
     while cut > len(prefix):
