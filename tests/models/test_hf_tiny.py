@@ -595,3 +595,20 @@ def test_a_chat_template_s_own_bos_is_not_doubled(tiny_lm):
     ids = lm.encode(lm.format_chat([{"role": "user", "content": "Hi"}]))
     assert ids[0] == bos and ids[1] != bos
     assert lm.encode("Hi")[:1] == [bos] and lm.encode("<s><s>Hi")[:2] == [bos, bos]  # a text's own two are kept
+
+
+def test_a_tokenizer_that_appends_its_eos_does_not_end_the_prompt(tiny_lm):
+    """A tokenizer set to append its EOS (add_eos_token, some Llama-2 fine-tunes) ended every prompt with it."""
+    import copy
+
+    from tokenizers import processors
+
+    from seakr.models.hf import HFLanguageModel
+
+    tok = copy.deepcopy(tiny_lm.tokenizer)
+    tok._tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", tok.bos_token_id), ("</s>", tok.eos_token_id)])
+    assert tok.encode("Hi")[-1] == tok.eos_token_id
+    lm = HFLanguageModel(_modules=(tiny_lm.model, tok), dtype="float32", threads=1)
+    assert lm.encode("Hi") == [tok.bos_token_id] + tok.encode("Hi", add_special_tokens=False)
+    assert lm.encode("Hi</s>") == [tok.bos_token_id] + tok.encode("Hi</s>", add_special_tokens=False)  # its own kept

@@ -17,6 +17,7 @@ CPU-only speed-ups sit behind one seam (``speedups.py``). Greedy rows are token-
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -336,7 +337,16 @@ class HFLanguageModel:
         # read every chat prompt after two BOS tokens, a start it never saw in training
         if special and bos is not None and ids[:2] == [bos, bos] and text.startswith(self.tokenizer.bos_token):
             ids = ids[1:]
+        # a tokenizer set to append its EOS (add_eos_token in some Llama-2 fine-tunes) ended every prompt there,
+        # and the model continued a text it had been told was over
+        if special and ids and self._appends_eos:
+            ids = ids[:-1]
         return ids
+
+    @functools.cached_property
+    def _appends_eos(self) -> bool:
+        eos, probe = self.tokenizer.eos_token_id, self.tokenizer.encode("a", add_special_tokens=True)
+        return eos is not None and probe[-1:] == [eos] and self.tokenizer.encode("a", add_special_tokens=False)[-1:] != [eos]
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
