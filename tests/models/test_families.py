@@ -307,6 +307,13 @@ def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):
     for source in ("mlp", "residual"):
         with pytest.raises(ModelError, match=re.escape("MambaForCausalLM has no attention layers (a state-space")):
             HFLanguageModel(_modules=(mamba, tok), dtype="float32", threads=1, state_source=source)
+    # a hybrid, Mamba layers between attention layers: "size mismatch, got input (520), mat (520x4), vec (0)"
+    jamba = transformers.JambaForCausalLM(transformers.JambaConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+        intermediate_size=64, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1,
+        num_experts=2, mamba_d_state=4, use_mamba_kernels=False))
+    with pytest.raises(ModelError, match=re.escape("JambaForCausalLM has state-space (Mamba) layers beside its attention")):
+        HFLanguageModel(_modules=(jamba, tok), dtype="float32", threads=1)
 
 
 def test_a_folder_with_its_own_code_is_refused_without_asking(tiny_lm, tmp_path, monkeypatch):

@@ -175,10 +175,15 @@ def end_tokens(eos_id: int, model) -> tuple[int, ...]:
 def check_attention(model, name: str) -> None:
     """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba) loads
     as a causal LM all the same and failed at its first question ("'MambaConfig' object has no attribute
-    'num_attention_heads'")."""
+    'num_attention_heads'"); a hybrid (Jamba: Mamba layers between attention layers, told by their ``A_log``
+    parameter) failed inside its first forward ("size mismatch, got input (520), mat (520x4), vec (0)")."""
     if getattr(text_config(model), "num_attention_heads", None) is None:
         raise ModelError(f"{name}: {type(model).__name__} has no attention layers (a state-space or recurrent model); "
                          "seakr decodes with a key-value cache per attention layer, so it runs transformer decoders")
+    if any(hasattr(m, "A_log") for m in model.modules()):
+        raise ModelError(f"{name}: {type(model).__name__} has state-space (Mamba) layers beside its attention (a "
+                         "hybrid); seakr decodes with a key-value cache per attention layer, so it runs transformer "
+                         "decoders")
 
 
 class HFLanguageModel:
