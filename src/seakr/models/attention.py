@@ -221,9 +221,7 @@ class _Reached:
     def attend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
         self.layers.add(layer)
         g = q.shape[1] // k.shape[1]
-        out = torch.nn.functional.scaled_dot_product_attention(q, repeat_kv(k, g), repeat_kv(v, g), is_causal=True,
-                                                               scale=scale)
-        return out.transpose(1, 2)
+        return attend_with_lse(q, repeat_kv(k, g), repeat_kv(v, g), causal=True, scale=scale)[0].transpose(1, 2)
 
 
 def reaches_every_layer(model) -> bool:

@@ -151,7 +151,7 @@ def decode(backend: DecodeBackend, prefilled: Sequence[Prefilled], book: RowBook
     while True:
         check_cancelled()  # a request that timed out stops here, between two steps
         rows = torch.tensor(book.row_prompts(), device=dev), torch.tensor(book.sample_index(), device=dev)
-        nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, streams[rows[0], rows[1], t], sorted(book.end_ids))
+        nxt = choose_next(logits, book.greedy_mask().to(dev), cfg, streams[rows[0], rows[1], t], book.end_ids)
         t += 1
         lse, logprob, entropy = token_stats(logits, nxt)
         feed, keep = book.advance(nxt, logprob, entropy, lse)

@@ -9,7 +9,7 @@ distribution (temperature 1, no truncation), so greedy and sampled rows are comp
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Collection
 
 import torch
 
@@ -50,7 +50,7 @@ def uniform_streams(cfg: GenerationConfig, n_prompts: int, device) -> torch.Tens
 
 
 def choose_next(logits: torch.Tensor, greedy_rows: torch.Tensor, cfg: GenerationConfig, uniforms: torch.Tensor | None,
-                end_ids: Sequence[int]) -> torch.Tensor:
+                end_ids: Collection[int]) -> torch.Tensor:
     """The next token of every row: argmax where ``greedy_rows`` is True, elsewhere a top-k/top-p draw
     by inverse CDF with the row's uniform from ``uniforms`` (one per row)."""
     if cfg.ignore_eos:  # benchmarks: force exactly max_new_tokens tokens
