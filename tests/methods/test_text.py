@@ -138,3 +138,21 @@ def test_row_book_stops_at_a_pattern_and_drops_the_trigger_token():
         book.keep(keep)
     row = book.rows[0]
     assert row.finish == "stop" and row.text == "Kubrick was American" and row.tokens == [0, 1, 2, 3]
+
+
+def test_words_of_every_script_stay_whole():
+    """A name with a letter outside ASCII is one word, as the engines index it: "Bj" + "rk" matched nothing."""
+    pieces = [" Bj", "ör", "k", " was", " born", " in", " Reykjav", "ík", "."]
+    words = align_words(pieces, [0.0] * len(pieces))
+    assert [w.text for w in words] == ["Björk", "was", "born", "in", "Reykjavík"]
+    assert build_query(words, "Where was the singer born?")[0] == "Björk Reykjavík"
+    assert build_query([Word("x", 0, [0], 0.1)], "Who directed Amélie?")[0] == "directed Amélie"
+    assert build_query([Word("x", 0, [0], 0.1)], "Кто написал «Войну и мир»?")[0] == "Кто написал Войну и мир"
+    assert mask_low_prob(align_words([" Łódź", " Kraków"], [0.0, -5.0]), 0.2, "q") == "Łódź"
+
+
+def test_a_token_adding_no_character_counts_in_the_word_its_character_completes():
+    # "Ł" as two byte tokens: the first adds nothing until the second completes the character
+    words = align_words(["", " Ł", "ódź", " and"], [math.log(0.1), 0.0, math.log(0.5), 0.0])
+    assert [(w.text, w.tokens) for w in words] == [("Łódź", [0, 1, 2]), ("and", [3])]
+    assert words[0].min_p == pytest.approx(0.1)

@@ -1,5 +1,7 @@
 """The decode loop on a tiny random model: equivalence with transformers, states, stops, seeds."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -612,3 +614,29 @@ def test_a_tokenizer_that_appends_its_eos_does_not_end_the_prompt(tiny_lm):
     lm = HFLanguageModel(_modules=(tiny_lm.model, tok), dtype="float32", threads=1)
     assert lm.encode("Hi") == [tok.bos_token_id] + tok.encode("Hi", add_special_tokens=False)
     assert lm.encode("Hi</s>") == [tok.bos_token_id] + tok.encode("Hi</s>", add_special_tokens=False)  # its own kept
+
+
+def test_a_character_split_over_byte_tokens_is_one_piece_of_its_word(tiny_lm, tmp_path):
+    """The tiny tokenizer knows no merge for "Ł", "ó", "ź": each is two byte tokens. The pieces join to the
+    decoded text with no U+FFFD, the word holds every token of its bytes (its confidence reads them all), and
+    the query built from the pieces finds the passage the engine indexed under the whole word."""
+    from seakr.methods.text import align_words, build_query
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    ids = tiny_lm.encode(" Łódź and Kraków", special=False)
+    pieces = tiny_lm.token_strings(ids)
+    assert "".join(pieces) == tiny_lm.tokenizer.decode(ids) == " Łódź and Kraków"
+    assert len(pieces) == len(ids) and not any("\ufffd" in p for p in pieces)
+    first = pieces.index("")  # the first byte of "Ł"
+    lps = [-0.01] * len(ids)
+    lps[first] = -3.0  # an unsure word, whose unsureness sits in a token adding no character
+    words = align_words(pieces, lps)
+    assert [w.text for w in words] == ["Łódź", "and", "Kraków"]
+    assert first in words[0].tokens and words[0].min_p == pytest.approx(math.exp(-3.0))
+    # every token that adds a letter, or the first bytes of one, is in its word
+    assert sorted(t for w in words for t in w.tokens) == [i for i, p in enumerate(pieces) if p != " "]
+    engine = TantivyEngine.build([Passage("1", "Kraków", "Kraków lies on the Vistula."),
+                                  Passage("2", "Vistula", "The Vistula flows to the Baltic.")], tmp_path / "idx")
+    query, _ = build_query(words, "Which city lies on the Vistula?")
+    assert query == "Kraków" and [h.id for h in engine.search(query, 1)] == ["1"]

@@ -17,7 +17,9 @@ QUERY_STOPWORDS = frozenset(LUCENE_ENGLISH_STOPWORDS) | {
     "also", "than", "both", "after", "before", "about", "i", "we", "you", "our", "my", "me", "him", "them",
     "s", "would", "could", "should", "can", "may", "one", "first", "born",
 }
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'\-]*")
+# A word: letters and digits of any script, with inner apostrophes and hyphens. ASCII-only, it cut "Björk" into
+# "Bj" and "rk", which no passage holds: the engines index words of every script whole.
+_WORD = re.compile(r"[^\W_](?:[^\W_]|['\-])*")
 _ANSWER = re.compile(r"the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
 _IS_THE_ANSWER = re.compile(r"(?:^|[.!?]\s+)([^.!?]+?)\s+is the answer", re.IGNORECASE)
 
@@ -129,6 +131,9 @@ def align_words(pieces: Sequence[str], logprobs: Sequence[float]) -> list[Word]:
         starts.append(len(text))
         text += p
     ends = [s + len(p) for s, p in zip(starts, pieces)]
+    for i in reversed(range(len(pieces) - 1)):  # a token adding no character yet (the first bytes of one)
+        if not pieces[i]:                        # counts with the token that completes it
+            starts[i], ends[i] = starts[i + 1], ends[i + 1]
     words = []
     for m in _WORD.finditer(text):
         toks = [i for i in range(len(pieces)) if starts[i] < m.end() and ends[i] > m.start()]

@@ -433,6 +433,12 @@ class HFLanguageModel:
         out, prev = [], ""
         for i in range(len(ids)):  # decode prefixes: robust to multi-byte and space-marker tokens
             cur = self.tokenizer.decode(list(ids[: i + 1]), skip_special_tokens=True)
+            if cur.endswith("\ufffd") and i + 1 < len(ids):
+                # The first bytes of a character split over tokens ("Ł" is two byte tokens in SmolLM2): it
+                # contributes nothing yet, and the token that completes it carries the whole character. Read
+                # piece by piece, the pair gave two U+FFFD, and "Łódź" became the words "ód" and nothing.
+                out.append("")
+                continue
             out.append(cur[len(prev):] if cur.startswith(prev) else self.tokenizer.decode([ids[i]]))
             prev = cur
         return out
