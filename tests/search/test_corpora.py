@@ -405,3 +405,13 @@ def test_long_documents_are_cut_into_passages_of_the_words_asked(tmp_path, capsy
     from seakr.search.build import build_index
     with pytest.raises(ValueError, match="passage words"):
         build_index([(str(tmp_path / "missing.jsonl"), "auto")], str(tmp_path / "idx1"), passage_words=0)
+
+
+def test_documents_given_in_code_are_cut_as_the_index_build_cuts_them():
+    from seakr.search import passages_engine
+
+    eng = passages_engine(["alpha " * 150 + "tower", "a short one"], passage_words=100)
+    assert eng.count() == 3 and [h.id for h in eng.search("tower", 1)] == ["doc-0#2"]
+    assert passages_engine(["alpha " * 150]).count() == 1  # as given by default
+    with pytest.raises(ValueError, match="passage words"):
+        passages_engine(["x"], passage_words=0)

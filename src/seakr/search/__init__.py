@@ -62,11 +62,12 @@ def _collection(index) -> bool:
     return isinstance(index, (Mapping, Iterable)) or hasattr(index, "columns")
 
 
-def passages_engine(docs) -> SearchEngine:
+def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     """BM25 over passages given in code: ``Passage``s, plain texts (ids ``doc-<i>``), dicts with ``text`` (and
     ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas; other keys are not read), or
     a dict of id -> text; indexed into a temporary folder that lives as long as the engine (``index=[...]`` needed
-    a folder built first)."""
+    a folder built first). ``passage_words`` cuts longer documents into passages (:func:`split_passages`)."""
+    next(split_passages(iter(()), passage_words), None)  # a bad size before the documents are read
     import tempfile
     from pathlib import Path
 
@@ -89,7 +90,7 @@ def passages_engine(docs) -> SearchEngine:
     if twice is not None:  # the build keeps the first and drops the rest without a word
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
     tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
-    engine = TantivyEngine.build(ps, Path(tmp.name) / "index", threads=1)
+    engine = TantivyEngine.build(split_passages(ps, passage_words), Path(tmp.name) / "index", threads=1)
     engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
     return engine
 
