@@ -415,3 +415,17 @@ def test_documents_given_in_code_are_cut_as_the_index_build_cuts_them():
     assert passages_engine(["alpha " * 150]).count() == 1  # as given by default
     with pytest.raises(ValueError, match="passage words"):
         passages_engine(["x"], passage_words=0)
+
+
+def test_a_corpus_of_long_documents_given_as_the_index_says_how_to_cut_them(tmp_path, monkeypatch, capsys):
+    from seakr.search import open_engine
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "my docs.jsonl").write_text(json.dumps({"id": "d", "title": "Long", "text": "word " * 1500}) + "\n"
+                                            + json.dumps({"id": "s", "title": "Short", "text": "a short one"}) + "\n")
+    assert open_engine(str(tmp_path / "my docs.jsonl")).count() == 2  # taken as given
+    err = capsys.readouterr().err
+    assert "1 passage is longer than 1,000 words" in err
+    assert f"`seakr index build '{tmp_path / 'my docs.jsonl'}' --out IDX --passage-words 100`" in err
+    open_engine(str(tmp_path / "my docs.jsonl"))  # cached: said once
+    assert "longer than" not in capsys.readouterr().err

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -164,10 +166,26 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     name = re.sub(r"[^\w.\-]+", "_", Path(os.path.abspath(path)).name)
     out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
     if not (out / "seakr-index.json").exists():
+        long = [0]
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
-            build_once(out, lambda: TantivyEngine.build(_passages(pairs), out, overwrite=True,  # read as guessed
-                                                        sources=[os.path.abspath(path)], progress=adv))
+            build_once(out, lambda: TantivyEngine.build(_counting_long(_passages(pairs), long), out, overwrite=True,
+                                                        sources=[os.path.abspath(path)], progress=adv))  # read as guessed
+        if long[0]:  # taken as given (the digest names the file, not a cut of it): say what a cut would spare
+            n = f"{long[0]} passages are" if long[0] > 1 else "1 passage is"
+            print(f"seakr: note: {path}: {n} longer than {LONG_PASSAGE:,} words; a method puts a whole passage into "
+                  f"its prompt (cut only to fit the context): `seakr index build {shlex.quote(path)} --out IDX "
+                  "--passage-words 100` cuts them", file=sys.stderr)
     return str(out)
+
+
+#: Words past which a passage given in a corpus file is called long (DPR's passages are 100, a Wikipedia lead ~300).
+LONG_PASSAGE = 1000
+
+
+def _counting_long(passages: Iterator[Passage], long: list[int]) -> Iterator[Passage]:
+    for p in passages:
+        long[0] += len(p.text.split()) > LONG_PASSAGE
+        yield p
 
 
 def _guess_format(path: str) -> str:
