@@ -640,3 +640,22 @@ def test_a_character_split_over_byte_tokens_is_one_piece_of_its_word(tiny_lm, tm
                                   Passage("2", "Vistula", "The Vistula flows to the Baltic.")], tmp_path / "idx")
     query, _ = build_query(words, "Which city lies on the Vistula?")
     assert query == "Kraków" and [h.id for h in engine.search(query, 1)] == ["1"]
+
+
+@pytest.mark.parametrize("end", ["length", "eos"])
+def test_a_row_ended_between_the_bytes_of_a_character_shows_no_replacement_mark(tiny_lm, end):
+    from seakr.models.rows import RowBook
+
+    ids = tiny_lm.encode(" Łó", special=False)
+    assert tiny_lm.tokenizer.decode(ids[:-1]).endswith("\ufffd")  # the tiny tokenizer splits "ó" into two bytes
+    fed = ids[:-1] + ([tiny_lm.tokenizer.eos_token_id] if end == "eos" else [])
+    book = RowBook(1, [True], with_states=False, stops=(), max_new=len(ids) - (end == "length"),
+                   eos_id=tiny_lm.tokenizer.eos_token_id,
+                   detok=lambda t: tiny_lm.tokenizer.decode(t, skip_special_tokens=True))
+    for t in fed:
+        if not book.alive:
+            break
+        one = torch.tensor([0.0])
+        _, keep = book.advance(torch.tensor([t]), one, one, one)
+        book.keep(keep)
+    assert book.rows[0].finish == end and book.rows[0].text == " Ł"

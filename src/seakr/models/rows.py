@@ -103,7 +103,7 @@ class RowBook:
 
     def _record(self, row: Row, token: int, logprob: float, entropy: float, lse: float) -> None:
         if token in self.end_ids:
-            row.finish, row.text = "eos", self.detok(row.tokens)
+            row.finish, row.text = "eos", _whole(self.detok(row.tokens))
             return
         row.push(token, logprob, entropy, lse)
         if self.stops or self.patterns:
@@ -116,7 +116,7 @@ class RowBook:
                 row.pop()  # the trigger token is not part of the continuation (EOS replaces it)
                 return
         if len(row.tokens) >= self.max_new:
-            row.finish, row.text = "length", self.detok(row.tokens)
+            row.finish, row.text = "length", _whole(self.detok(row.tokens))
 
     def keep(self, positions: Sequence[int]) -> None:
         self.alive = [self.alive[b] for b in positions]
@@ -150,3 +150,10 @@ class RowBook:
     @property
     def generated_tokens(self) -> int:
         return sum(len(r.tokens) for r in self.rows)
+
+
+def _whole(text: str) -> str:
+    """The text without the U+FFFD that the first bytes of an unfinished character decode to: a row ended by
+    its token limit (or an end token) between the bytes of one character ("マスト\ufffd" from SmolLM2 writing
+    Japanese) showed a replacement mark no model wrote."""
+    return text.rstrip("\ufffd")
