@@ -659,3 +659,25 @@ def test_a_row_ended_between_the_bytes_of_a_character_shows_no_replacement_mark(
         _, keep = book.advance(torch.tensor([t]), one, one, one)
         book.keep(keep)
     assert book.rows[0].finish == end and book.rows[0].text == " Ł"
+
+
+QWEN3_TAIL = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+              "{% if add_generation_prompt %}<|im_start|>assistant\n"
+              "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
+R1_TAIL = "{% for m in messages %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|Assistant|><think>\n{% endif %}"
+
+
+@pytest.mark.parametrize("template,tail", [(QWEN3_TAIL, "<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+                                           (R1_TAIL, "<|Assistant|><think>\n\n</think>\n\n"),
+                                           ("{% for m in messages %}{{ m.content }}{% endfor %}", "Hi?")])
+def test_the_answer_is_asked_for_without_a_thinking_block(tiny_lm, template, tail):
+    """Qwen3's template thinks unless told not to: every step and short answer began with "<think>" (a one-line
+    answer was that tag). Its switch is passed; a template that always opens the block gets it closed empty."""
+    import copy
+
+    from seakr.models.hf import HFLanguageModel
+
+    tok = copy.deepcopy(tiny_lm.tokenizer)
+    tok.chat_template = template
+    lm = HFLanguageModel(_modules=(tiny_lm.model, tok), dtype="float32", threads=1)
+    assert lm.format_chat([{"role": "user", "content": "Hi?"}]).endswith(tail)

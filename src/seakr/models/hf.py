@@ -367,11 +367,19 @@ class HFLanguageModel:
     def format_chat(self, messages: list[dict]) -> str:
         """The tokenizer's chat template over ``messages``, ready for the assistant's turn. A template that refuses
         a system turn (Gemma 1 and 2: "System role not supported", raised from inside the template) gets the
-        system text at the head of the first user turn, as Gemma 3's own template places it."""
+        system text at the head of the first user turn, as Gemma 3's own template places it.
+
+        The answer is asked for without a thinking block: a step, a short answer and their states are the
+        answer's own text. Qwen3's and SmolLM3's templates take ``enable_thinking=False`` (others ignore it);
+        one that opens a block regardless (DeepSeek-R1's distills end the prompt in ``<think>``) gets it closed
+        empty, the block Qwen3's template writes. Thinking on, the model began every step and short answer with
+        "<think>", and a one-line answer was read as that tag."""
         from jinja2.exceptions import TemplateError
 
         try:
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                      enable_thinking=False)
+            return text.rstrip() + "\n\n</think>\n\n" if text.rstrip().endswith("<think>") else text
         except TemplateError as e:
             if messages and messages[0].get("role") == "system" and len(messages) > 1:
                 system, first, *rest = messages
