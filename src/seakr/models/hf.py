@@ -389,6 +389,7 @@ class HFLanguageModel:
                              "prompt_style=plain") from None
 
     def info(self) -> dict:
+        cfg = text_config(self.model)
         return {
             "model": self.name,
             "precision": self.precision,
@@ -401,10 +402,10 @@ class HFLanguageModel:
             "layers": self.num_layers,
             "state_layer": self.state_layer,
             "state_source": self.state_source,
-            "hidden_size": text_config(self.model).hidden_size,
+            "hidden_size": cfg.hidden_size,
             "kv_bytes_per_token": self._kv_bytes_per_token(),
-            "vocab_size": text_config(self.model).vocab_size,
-            "context_tokens": getattr(text_config(self.model), "max_position_embeddings", None),
+            "vocab_size": cfg.vocab_size,
+            "context_tokens": getattr(cfg, "max_position_embeddings", None),
             "eos_id": self.eos_id, "end_ids": list(self.end_ids),
             "capabilities": sorted(self.capabilities),
             "source": self.source,

@@ -5,7 +5,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url, redact
-from .corpora import FORMATS, CorpusError, read_corpus, split_passages
+from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, split_passages
 from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 
@@ -67,7 +67,7 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas; other keys are not read), or
     a dict of id -> text; indexed into a temporary folder that lives as long as the engine (``index=[...]`` needed
     a folder built first). ``passage_words`` cuts longer documents into passages (:func:`split_passages`)."""
-    next(split_passages(iter(()), passage_words), None)  # a bad size before the documents are read
+    check_passage_words(passage_words)  # before the documents are read
     import tempfile
     from pathlib import Path
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import Passage, SearchError, is_url
-from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path
-from .corpora import read_corpus, split_passages
+from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path, warn
+from .corpora import check_passage_words, read_corpus, split_passages
 
 WIKI_OFFLINE = "wiki-offline"
 
@@ -92,7 +91,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     cuts longer documents into passages of that many words (:func:`.corpora.split_passages`)."""
     if add and overwrite:
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
-    next(split_passages(iter(()), passage_words), None)  # a bad size is refused before any corpus is read
+    check_passage_words(passage_words)  # before any corpus is read
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine)
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
@@ -172,9 +171,9 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
                                                         sources=[os.path.abspath(path)], progress=adv))  # read as guessed
         if long[0]:  # taken as given (the digest names the file, not a cut of it): say what a cut would spare
             n = f"{long[0]} passages are" if long[0] > 1 else "1 passage is"
-            print(f"seakr: note: {path}: {n} longer than {LONG_PASSAGE:,} words; a method puts a whole passage into "
-                  f"its prompt (cut only to fit the context): `seakr index build {shlex.quote(path)} --out IDX "
-                  "--passage-words 100` cuts them", file=sys.stderr)
+            warn(f"{path}: {n} longer than {LONG_PASSAGE:,} words; a method puts a whole passage into its prompt "
+                 f"(cut only to fit the context): `seakr index build {shlex.quote(path)} --out IDX --passage-words "
+                 "100` cuts them")
     return str(out)
 
 

@@ -388,17 +388,22 @@ def _walk_error(e: OSError) -> None:
     raise CorpusError(f"{e.filename}: cannot list the folder ({e.strerror})")
 
 
+def check_passage_words(words: int | None) -> int | None:
+    """``words`` when it is a passage size :func:`split_passages` takes (a whole number >= 1, or None)."""
+    if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 1):
+        raise ValueError(f"passage words: expected a whole number >= 1, got {words!r}")
+    return words
+
+
 def split_passages(passages: Iterable[Passage], words: int | None) -> Iterator[Passage]:
     """DPR's passages from longer documents: a text of more than ``words`` words is cut into consecutive
     windows of ``words`` words, each under its document's title, ids ``<id>#1``, ``<id>#2``, ...; a text that
     fits keeps its id. ``None`` keeps every text as given. Why: a method puts whole passages into its prompt,
     so one long document filled the model's context (cut to fit, a 30,000-word article made a SeaKR question of
     the 135M test model take 75 s; in 100-word passages, 6.5 s) and BM25 scored it as one bag of words."""
-    if words is None:
+    if check_passage_words(words) is None:
         yield from passages
         return
-    if isinstance(words, bool) or not isinstance(words, int) or words < 1:
-        raise ValueError(f"passage words: expected a whole number >= 1, got {words!r}")
     for p in passages:
         w = p.text.split()
         if len(w) <= words:
