@@ -31,6 +31,8 @@ from seakr.methods.text import (Word, align_words, build_query, drop_answer_sent
     ("(So the answer is William Shakespeare).", "William Shakespeare"),  # 0.5B knowledge answer, 2026-11-26
     ("So the answer is Paris (France).", "Paris (France)"),  # a bracket the answer closes itself stays
     ("So the answer is [Lyon.", "Lyon"),
+    ("So the answer is Reykjavík.Östersund is a town in Sweden.", "Reykjavík"),  # a capital outside ASCII
+    ("So the answer is Москва.Вопрос: следующий", "Москва"),
 ])
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected
@@ -111,13 +113,18 @@ def test_pick_rules():
     ("It is in Indiana.# Notes", "It is in Indiana"),
     ("He lived in St. Louis", None), ("It is in the U.S.Army base", None), ("Mr.Smith said", None),
     ("The answer is 15,140.", None), ("born August 25, 1963", None),
+    # capitals and lower-case letters of every cased script, not ASCII only
+    ("She was born in Reykjavík.Östersund is a town", "She was born in Reykjavík"),
+    ("It is in Łódź.Élise came later", "It is in Łódź"), ("Он родился в Москве.Потом он", "Он родился в Москве"),
+    ("Ο Σωκράτης ήταν φιλόσοφος.Έζησε", "Ο Σωκράτης ήταν φιλόσοφος"), ("He met Mr.Ödön there", None),
+    ("It lies near é.Ö", None),
 ])
 def test_run_on_stop_pattern(text, cut):
-    import re
+    import regex
 
     from seakr.methods.base import RUN_ON
 
-    m = re.search(RUN_ON, text)
+    m = regex.search(RUN_ON, text)
     assert (text[: m.start()] if m else None) == cut
 
 

@@ -27,8 +27,9 @@ STEP_STOPS = (". ", ".\n", "\n", "\nQuestion:", "\nContext", " Question:")
 ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n", " Question:")
 #: A sentence that ends with no space before the next ("American.What is ...", "Indiana.**Created
 #: Question**" from the 1.5B): a word of two or more lower-case letters, a period, then a capital or
-#: the start of markup (* # [). Abbreviations ("St. Louis", "U.S.") never match.
-RUN_ON = r"(?<=[a-z]{2})\.(?=[A-Z*#\[])"
+#: the start of markup (* # [). Abbreviations ("St. Louis", "U.S.") never match. Letters of every cased
+#: script ("Reykjavík.Östersund"), so the pattern is the `regex` module's (Python's `re` has no case classes).
+RUN_ON = r"(?<=\p{Ll}{2})\.(?=[\p{Lu}*#\[])"
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
 PAPER_DELTA = -6.0
 

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+import regex
+
 from ..search.base import LUCENE_ENGLISH_STOPWORDS
 
 # Function words dropped from queries (stand-in for the reference's spaCy POS filter, which keeps
@@ -84,11 +86,15 @@ _ABBREV = {"st", "dr", "mr", "mrs", "ms", "jr", "sr", "mt", "ft", "vs", "no", "c
            "col", "lt", "sgt", "rev", "u.s", "d.c", "u.k", "e.g", "i.e", "etc", "ca", "op", "vol", "feat"}
 
 
+#: A period before a space, the end, a capital of any cased script or markup ("Reykjavík.Östersund ...").
+_SENTENCE_END = regex.compile(r"\.(?=\s|$|[\p{Lu}*#\[])")
+
+
 def _first_sentence(s: str) -> str:
     """Up to the first period that ends a sentence (not an abbreviation or an initial), also one with
     no space before the next sentence ("American.What is ..."), or at a full stop of CJK text ("\u3002")."""
     s = re.split(r"[\u3002\uff0e]", s, maxsplit=1)[0]
-    for m in re.finditer(r"\.(?=\s|$|[A-Z*#\[])", s):
+    for m in _SENTENCE_END.finditer(s):
         word = re.findall(r"[\w.]+$", s[: m.start()])
         w = word[0].lower() if word else ""
         if w in _ABBREV or (len(w) == 1 and w.isalpha()) or "." in w.rstrip("."):

@@ -12,7 +12,7 @@ batch positions to row ids.
 
 from __future__ import annotations
 
-import re
+import regex
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -66,7 +66,7 @@ class RowBook:
                          trail=[] if g and greedy_trail else None) for _ in range(n_prompts) for g in kinds]
         self.alive = list(range(len(self.rows)))  # batch position -> row id
         self.stops = tuple(s for s in stops if s)
-        self.patterns = [re.compile(p) for p in stop_patterns]
+        self.patterns = [regex.compile(p) for p in stop_patterns]  # `regex`: Unicode case classes (\p{Lu})
         self.max_new, self.eos_id, self.detok = max_new, eos_id, detok
         self.end_ids = frozenset(end_ids) | {eos_id}  # any of them ends a row; eos_id is what a state is read at
 
