@@ -490,13 +490,21 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
         f.write(json.dumps({"id": "6", "title": "Rhine", "text": "The Rhine flows through Basel."}) + "\n")
     assert open_engine(str(corpus)).search("Rhine Basel", 1)[0].id == "6" and len(hashed) == 1
     assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 2
+    # an edit of the same size whose time is put back (`cp -p`, `rsync -t`, `touch -r`): the inode's change time
+    # moves, which no one can set back; the memo kept the old digest, so the old index answered
+    st = corpus.stat()
+    corpus.write_text(corpus.read_text().replace("Basel", "Mainz"))
+    os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert corpus.stat().st_size == st.st_size and corpus.stat().st_mtime_ns == st.st_mtime_ns
+    assert open_engine(str(corpus)).search("Rhine Mainz", 1)[0].id == "6" and len(hashed) == 2
+    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 3
     fixture = os.path.join(os.path.dirname(__file__), "..", "fixtures", "hotpotqa_mini.official.json")
     EvalPlan(data=fixture, out=str(tmp_path / "o"), runs=["ircot"], index=str(corpus)).check()  # eval's door
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "Which river?"}) + "\n")
     with pytest.raises(CorpusError, match=r"q.jsonl: questions \(a dataset\)"):  # refused before anything is built
         open_engine(str(questions))
-    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 2
+    assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 3
     with pytest.raises(SearchError, match=r"seakr-index.json: a file of the index .*; name the folder"):
         open_engine(str(manifest))
     (tmp_path / "x.json").write_text('{"a": 1}')

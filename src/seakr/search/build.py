@@ -218,8 +218,10 @@ def corpus_digest(path: str) -> str:
 
 
 def file_digest(path: str) -> str:
-    """sha256 of a file, remembered in the cache under its path, size and modification time: each ``ask --index
-    psgs_w100.tsv`` read all 13 GB again (a minute) before opening the index it had built the first time."""
+    """sha256 of a file, remembered in the cache under its path, size, modification and change times: each ``ask
+    --index psgs_w100.tsv`` read all 13 GB again (a minute) before opening the index it had built the first time.
+    The change time (which a write moves and nothing sets back) tells an edit of the same size whose modification
+    time was restored (``cp -p``, ``rsync -t``); a file's copy or move is read once more."""
     import hashlib
     import json
 
@@ -227,7 +229,8 @@ def file_digest(path: str) -> str:
     from ..textio import write_atomic
 
     st = os.stat(path)
-    key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
+           "inode": st.st_ino}
     name = hashlib.sha256(os.fsencode(key["path"])).hexdigest()[:24] + ".json"  # a name not UTF-8 too
     try:
         seen = json.loads((cache_root() / "digests" / name).read_text(encoding="utf-8"))
