@@ -53,3 +53,26 @@ def test_a_malformed_set_is_named(tmp_path, body, needle):
     with pytest.raises(ValueError, match="bad.json: ") as e:
         PromptSet.load(str(f))
     assert needle in str(e.value)
+
+
+@pytest.mark.parametrize("style", ["plain", "chat"])
+def test_a_question_is_one_line_of_single_spaces_in_every_prompt(style):
+    """A newline inside a question (typed in a form, pasted from a page) broke the "Question: ..." line as the blank
+    line between demonstrations does; double spaces (3 % of HotpotQA train questions hold one) were kept as written."""
+    from seakr.prompts import PromptBuilder
+
+    chat = (lambda msgs: "".join(f"<{m['role']}>{m['content']}</{m['role']}>" for m in msgs) + "<assistant>")
+    pb = PromptBuilder("hotpotqa", style=style, chat=chat if style == "chat" else None)
+    asked, _ = pb.render("Who\n\ndirected  Alien?\t")
+    tidy, _ = pb.render("Who directed Alien?")
+    assert asked == tidy and "Question: Who directed Alien?" in asked
+    assert pb.render_short("Who \r\n directed Mr. X's  film?")[0] == pb.render_short("Who directed Mr X's film?")[0]
+
+
+def test_no_demonstrations_leave_no_blank_lines_in_their_place():
+    from seakr.prompts import INSTRUCTION, PromptBuilder
+
+    prompt, prefix = PromptBuilder("hotpotqa", n_shot=0).render("Who directed Alien?")
+    assert prompt == f"{INSTRUCTION}\n\nQuestion: Who directed Alien?\nAnswer:" and prefix == f"{INSTRUCTION}\n\n"
+    full, _ = PromptBuilder("hotpotqa").render("Who directed Alien?")  # with them: one blank line after each
+    assert "\n\n\n" not in full and full.endswith(".\n\nQuestion: Who directed Alien?\nAnswer:")

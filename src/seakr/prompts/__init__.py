@@ -169,8 +169,10 @@ def family_for(dataset: str) -> str:
 
 
 def clean_question(q: str) -> str:
-    """Drop a period followed by a space ("St. Louis" -> "St Louis") so a copied name cannot end a step."""
-    return re.sub(r"\.(\s)", r"\1", q.strip()).strip()
+    """The question on one line, its spaces single, and without a period followed by a space ("St. Louis" -> "St
+    Louis") so a copied name cannot end a step. A newline inside ("Who\n\ndirected Alien?", typed in a form)
+    broke the prompt's "Question: ..." line, as the blank line between demonstrations does."""
+    return re.sub(r"\. ", " ", " ".join(q.split()))
 
 
 def clean_step(s: str) -> str:
@@ -197,7 +199,8 @@ class PromptBuilder:
         self.set = PromptSet.load(prompt_set)
         self.n_shot = len(self.set.demos) if n_shot is None else n_shot
         self.style, self.chat, self.titles, self.marker = style, chat, titles, marker
-        self.demos = "\n\n".join(d.render(marker) for d in self.set.demos[: self.n_shot])
+        # the demonstrations and the blank line after them (none without demonstrations: n_shot=0 left two)
+        self.demos = "".join(d.render(marker) + "\n\n" for d in self.set.demos[: self.n_shot])
 
     def context_block(self, passages: Sequence) -> str:
         if not passages:
@@ -214,11 +217,11 @@ class PromptBuilder:
         answer = "Answer:" + "".join(" " + clean_step(s) + "." for s in steps if clean_step(s)) + tail
         ctx = self.context_block(passages)
         if self.style == "plain":
-            prefix = f"{INSTRUCTION}\n\n{self.demos}\n\n"
+            prefix = f"{INSTRUCTION}\n\n{self.demos}"
             return prefix + ctx + f"Question: {q}\n{answer}", prefix
         msgs = [
             {"role": "system", "content": INSTRUCTION},
-            {"role": "user", "content": f"{self.demos}\n\n{_SENTINEL}{ctx}Question: {q}"},
+            {"role": "user", "content": f"{self.demos}{_SENTINEL}{ctx}Question: {q}"},
         ]
         text = self.chat(msgs)
         cut = text.index(_SENTINEL)
