@@ -107,6 +107,19 @@ def test_pick_rules():
     assert is_unknown(None) and is_unknown(" ") and is_unknown("Unknown person") and not is_unknown("Lyon")
 
 
+@pytest.mark.parametrize("answer,unknown", [
+    ("unknown", True), ("Unknown", True), ("UNKNOWN", True), ("It is unknown", True), ("It is Unknown", True),
+    ("Unknown person", True), ("unknown, but likely Paris", True), ("The director is unknown.", True),
+    # names that hold the word are answers: the substring test gave them up to the other answer
+    ("Unknown Pleasures", False), ("The Unknown Soldier", False), ("Unknown Mortal Orchestra", False),
+    ("Joy Division's Unknown Pleasures", False),
+])
+def test_an_answer_that_names_something_unknown_is_an_answer(answer, unknown):
+    assert is_unknown(answer) is unknown
+    F = FinalAnswer  # as the rationale answer with the lower U, it wins unless it says there is none
+    assert pick(F(answer, -9.0), F("Lyon", 9.0)) == ("knowledge" if unknown else "rationale")
+
+
 @pytest.mark.parametrize("text,cut", [
     ("Kubrick was American.What is the capital", "Kubrick was American"),  # run-on sentence: stop here
     ("So the answer is Indiana.**Created Question**:", "So the answer is Indiana"),  # seen with the 1.5B

@@ -109,7 +109,21 @@ def has_answer(text: str) -> bool:
 
 
 def is_unknown(ans: str | None) -> bool:
-    return ans is None or not ans.strip() or "unknown" in ans.lower()
+    """No answer: empty, or saying "unknown" (the reference's test) other than in a name. "Unknown Pleasures",
+    "The Unknown Soldier" are answers: as a substring test they lost to the other answer whatever their U."""
+    return ans is None or not ans.strip() or any(not _in_name(ans, m) for m in _UNKNOWN.finditer(ans))
+
+
+_UNKNOWN = re.compile(r"unknown", re.IGNORECASE)
+
+
+def _in_name(text: str, m: re.Match) -> bool:
+    """The word is capitalised as a name's is, beside another capitalised word ("Unknown Pleasures", "The
+    Unknown"); "Unknown person", "unknown", "UNKNOWN", "It is Unknown" say there is no answer."""
+    if m.group() != "Unknown":
+        return False
+    before, after = text[: m.start()].split(), text[m.end():].split()
+    return any(w[:1].isupper() for w in (before[-1:] + after[:1]))
 
 
 def drop_answer_sentence(step: str) -> str:
