@@ -50,13 +50,18 @@ def test_extract_answer(text, expected):
     ("So the answer is \u300c\u6771\u4eac\u300d\u3002", "\u6771\u4eac"),
     ("So the answer is \u201cParis\u201d and \u201cLyon\u201d.", "\u201cParis\u201d and \u201cLyon\u201d"),  # two names
     ("So the answer is *.", "*"),
+    # a quote or bracket at one end without its partner goes; a pair inside stays whole
+    ('So the answer is Cotula").', "Cotula"), ('So the answer is "Cotula.', "Cotula"), ("So the answer is (Paris).", "Paris"),
+    ('So the answer is ("Cotula").', "Cotula"), ("So the answer is \u201cParis.", "Paris"),
+    ('So the answer is "The Shining" (1980).', '"The Shining" (1980)'),  # was 'The Shining" (1980)'
+    ('So the answer is "Paris" and "Lyon".', '"Paris" and "Lyon"'),    # was 'Paris" and "Lyon'
 ])
 def test_an_answer_loses_the_quotes_and_emphasis_around_the_whole_of_it(text, expected):
     assert extract_answer(text) == expected
 
 
 @pytest.mark.parametrize("reply", ["**Paris**", "\u201cParis\u201d\u3002", "Paris.", "So the answer is _Paris_.",
-                                   "\u00abParis\u00bb"])
+                                   "\u00abParis\u00bb", '"Paris', 'Paris").', "(Paris)", "[Paris]."])
 def test_a_short_reply_is_read_as_its_answer(reply):
     """The knowledge check's and ``detect``'s short form read the reply itself where it says no "answer is"."""
     assert short_answer(reply) == "Paris" and exact_match(short_answer(reply), ["Paris"]) == 1.0

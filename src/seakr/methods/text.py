@@ -39,8 +39,7 @@ def extract_answer(text: str) -> str | None:
         break
     if m is not None:
         rest = text[m.end():].split("\n", 1)[0]
-        ans = _unwrap(_balanced(_first_sentence(rest).strip().rstrip(".").strip().strip('"').strip()))
-        return ans or None
+        return tidy_answer(_first_sentence(rest)) or None
     m2 = _IS_THE_ANSWER.search(text)
     if m2:
         ans = re.sub(r"^(?:so|thus|therefore|hence|then)\b[,:]?\s*", "", m2.group(1).strip(), flags=re.IGNORECASE)
@@ -50,35 +49,46 @@ def extract_answer(text: str) -> str | None:
 
 def short_answer(text: str) -> str:
     """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself."""
-    return extract_answer(text) or _unwrap(text.strip().rstrip(".。．").strip())
+    return extract_answer(text) or tidy_answer(text.strip().rstrip("\u3002\uff0e"))
 
 
-#: What a chat model wraps a whole answer in: quotes of several scripts, and markdown's emphasis and code.
+#: What a chat model wraps a whole answer in: quotes of several scripts, markdown's emphasis and code, brackets.
 _WRAPS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u00ab", "\u00bb"), ("\u300c", "\u300d"), ("\u300e", "\u300f"),
-          ('"', '"'), ("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"))
+          ('"', '"'), ("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"), ("(", ")"), ("[", "]"))
+#: Marks an answer may open or close without the other half: brackets and quotes.
+_PAIRS = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"), ("\u00ab", "\u00bb"), ('"', '"'))
 
 
-def _unwrap(ans: str) -> str:
-    """The answer without quotes or emphasis around the whole of it: "**Paris**" and "\u201cParis\u201d" were shown
-    as written, and the typographic quotes cost the exact match (SQuAD's normalisation drops ASCII punctuation
-    only). A mark inside stays ('"Paris" and "Lyon"' is two quoted names, not one)."""
+def tidy_answer(ans: str) -> str:
+    """An answer as it is scored and shown: without a closing period, marks around the whole of it
+    ("**Paris**", "\u201cParis\u201d", "(Paris)"), or a bracket or quote it opens or closes alone ('Cotula")',
+    "(So the answer is Paris)."). A mark inside stays: '"The Shining" (1980)' and '"Paris" and "Lyon"' keep
+    theirs (a quote stripped from one end only left 'The Shining" (1980)')."""
     while True:
-        for o, c in _WRAPS:
-            inner = ans[len(o):len(ans) - len(c)]
-            if len(ans) > len(o) + len(c) and ans.startswith(o) and ans.endswith(c) and c not in inner and o not in inner:
-                ans = inner.strip().rstrip(".").strip()
-                break
-        else:
+        before = ans
+        ans = _unwrap(_unmatched(ans.strip().rstrip(".").strip()))
+        if ans == before:
             return ans
 
 
-def _balanced(ans: str) -> str:
-    """Without a bracket the answer does not open or close itself: "(So the answer is Paris)." -> "Paris"."""
-    for o, c in ("()", "[]"):
-        while ans.endswith(c) and ans.count(c) > ans.count(o):
-            ans = ans[:-1].rstrip().rstrip(".")
-        while ans.startswith(o) and ans.count(o) > ans.count(c):
-            ans = ans[1:].lstrip()
+def _unwrap(ans: str) -> str:
+    """Without one pair of marks around the whole answer. The typographic quotes cost the exact match (SQuAD's
+    normalisation drops ASCII punctuation only)."""
+    for o, c in _WRAPS:
+        inner = ans[len(o):len(ans) - len(c)]
+        if len(ans) > len(o) + len(c) and ans.startswith(o) and ans.endswith(c) and c not in inner and o not in inner:
+            return inner
+    return ans
+
+
+def _unmatched(ans: str) -> str:
+    """Without a mark at either end that has no partner in the answer."""
+    for o, c in _PAIRS:
+        opens, closes = (ans.count(o), ans.count(c)) if o != c else (ans.count(o) % 2, ans.count(o) % 2)
+        if ans.endswith(c) and (closes > opens or o == c and closes and not ans.startswith(o)):
+            return ans[: -len(c)]
+        if ans.startswith(o) and (opens > closes or o == c and opens):
+            return ans[len(o):]
     return ans
 
 
