@@ -312,8 +312,32 @@ def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):
         vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
         intermediate_size=64, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1,
         num_experts=2, mamba_d_state=4, use_mamba_kernels=False))
-    with pytest.raises(ModelError, match=re.escape("JambaForCausalLM has state-space (Mamba) layers beside its attention")):
+    with pytest.raises(ModelError, match=re.escape("JambaForCausalLM has state-space, convolution or linear-attention "
+                                                   "layers (linear_attention) beside its attention (a hybrid)")):
         HFLanguageModel(_modules=(jamba, tok), dtype="float32", threads=1)
+
+
+@pytest.mark.parametrize("family, config, kinds", [
+    # LFM2: short convolutions between attention layers, no Mamba A_log: it failed at the first prefill with
+    # "'LinearAttentionLayer' object has no attribute 'keys'"
+    ("Lfm2", dict(layer_types=["conv", "full_attention"]), "conv"),
+    ("Qwen3Next", dict(layer_types=["linear_attention", "full_attention"], num_experts=2, num_experts_per_tok=1,
+                       moe_intermediate_size=32, shared_expert_intermediate_size=32, linear_num_value_heads=2,
+                       linear_num_key_heads=2, linear_key_head_dim=16, linear_value_head_dim=16, head_dim=16), "linear_attention"),
+    ("FalconH1", dict(mamba_d_state=4, mamba_n_heads=4, mamba_d_head=16, mamba_d_ssm=64), "hybrid"),
+])
+def test_a_hybrid_of_recurrent_and_attention_layers_is_refused_at_load(tiny_lm, family, config, kinds):
+    from seakr.models.registry import ModelError
+
+    tok = tiny_lm.tokenizer
+    torch.manual_seed(0)
+    cfg = getattr(transformers, f"{family}Config")(vocab_size=len(tok), hidden_size=64, num_hidden_layers=2,
+                                                     num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+                                                     **config)
+    model = getattr(transformers, f"{family}ForCausalLM")(cfg)
+    with pytest.raises(ModelError, match=re.escape(f"{family}ForCausalLM has state-space, convolution or linear-attention "
+                                                   f"layers ({kinds}) beside its attention")):
+        HFLanguageModel(_modules=(model, tok), dtype="float32", threads=1)
 
 
 def test_a_folder_with_its_own_code_is_refused_without_asking(tiny_lm, tmp_path, monkeypatch):

@@ -176,14 +176,30 @@ def check_attention(model, name: str) -> None:
     """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba) loads
     as a causal LM all the same and failed at its first question ("'MambaConfig' object has no attribute
     'num_attention_heads'"); a hybrid (Jamba: Mamba layers between attention layers, told by their ``A_log``
-    parameter) failed inside its first forward ("size mismatch, got input (520), mat (520x4), vec (0)")."""
+    parameter) failed inside its first forward ("size mismatch, got input (520), mat (520x4), vec (0)"); LFM2's
+    convolution layers and Qwen3-Next's linear attention, told by the cache layers transformers gives them, failed
+    at the first prefill ("'LinearAttentionLayer' object has no attribute 'keys'")."""
     if getattr(text_config(model), "num_attention_heads", None) is None:
         raise ModelError(f"{name}: {type(model).__name__} has no attention layers (a state-space or recurrent model); "
                          "seakr decodes with a key-value cache per attention layer, so it runs transformer decoders")
-    if any(hasattr(m, "A_log") for m in model.modules()):
-        raise ModelError(f"{name}: {type(model).__name__} has state-space (Mamba) layers beside its attention (a "
-                         "hybrid); seakr decodes with a key-value cache per attention layer, so it runs transformer "
-                         "decoders")
+    kinds = _recurrent_layer_kinds(model)
+    if kinds or any(hasattr(m, "A_log") for m in model.modules()):
+        said = f" ({', '.join(kinds)})" if kinds else ""
+        raise ModelError(f"{name}: {type(model).__name__} has state-space, convolution or linear-attention layers"
+                         f"{said} beside its attention (a hybrid); seakr decodes with a key-value cache per attention "
+                         "layer, so it runs transformer decoders")
+
+
+def _recurrent_layer_kinds(model) -> list[str]:
+    """The layer kinds of the model's config that transformers caches as a recurrent state, not keys and values."""
+    try:
+        from transformers.cache_utils import (DYNAMIC_LAYER_TYPE_MAPPING, LinearAttentionCacheLayerMixin,
+                                              get_layer_types_and_kwargs)
+        kinds, _ = get_layer_types_and_kwargs(text_config(model))
+    except (ImportError, AttributeError, TypeError, ValueError):  # a transformers without the mapping: A_log tells
+        return []
+    return sorted({k for k in kinds if isinstance(DYNAMIC_LAYER_TYPE_MAPPING.get(k), type)
+                   and issubclass(DYNAMIC_LAYER_TYPE_MAPPING[k], LinearAttentionCacheLayerMixin)})
 
 
 class HFLanguageModel:
