@@ -14,6 +14,9 @@ from seakr.models.hf import HFLanguageModel
 P = ["Question: Who wrote Hamlet? Answer:", "Paris is the capital of"]
 COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
               max_position_embeddings=512)
+_MLA = {"num_key_value_heads": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+        "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 8, "v_head_dim": 16}
 FAMILIES = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
@@ -56,6 +59,14 @@ FAMILIES = {
     "smollm3": ("SmolLM3Config", "SmolLM3ForCausalLM", {"pad_token_id": 0}),
     "glm": ("GlmConfig", "GlmForCausalLM", {"head_dim": 16, "pad_token_id": 0}),
     "mpt": ("MptConfig", "MptForCausalLM", {"d_model": 64, "n_layers": 4, "n_heads": 4}),
+    # multi-head latent attention caches a compressed latent, not each head's keys: our shared attention read it
+    # as one key head and failed at the first decode step ("The expanded size of the tensor (1) must match ... (4)")
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", {**_MLA, "q_lora_rank": None}),  # V2-Lite's
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", {**_MLA, "q_lora_rank": 16}),
+    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM", {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2,
+                                                           "moe_intermediate_size": 32}),
+    "gpt_oss": ("GptOssConfig", "GptOssForCausalLM", {"head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2,
+                                                     "sliding_window": 8}),  # attention sinks, windowed layers
 }
 
 
@@ -288,11 +299,11 @@ def test_load_model_takes_numpy_numbers_from_a_sweep(tiny_lm, tmp_path):
 def test_our_attention_is_installed_only_where_the_model_calls_the_attention_interface(tiny_lm):
     """XGLM has a q_proj and a layer_idx per layer but computes its own attention, and Nemotron's blocks drop the
     forward's extra arguments: ours, installed all the same, never ran. BioGPT calls the interface without its
-    class saying so: it keeps the in-place prefix reuse."""
+    class saying so: it keeps the in-place prefix reuse. DeepSeek's latent attention caches no per-head keys."""
     shared = {f: tiny(f, tiny_lm.tokenizer).shared_attention for f in ("llama", "opt", "biogpt", "xglm", "nemotron",
-                                                                       "falcon", "mistral-window")}
+                                                                       "falcon", "mistral-window", "deepseek_v2")}
     assert shared == {"llama": True, "opt": True, "biogpt": True, "xglm": False, "nemotron": False, "falcon": False,
-                      "mistral-window": False}
+                      "mistral-window": False, "deepseek_v2": False}
 
 
 def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):

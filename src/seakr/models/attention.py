@@ -247,14 +247,16 @@ def has_sliding_window(cfg) -> bool:
 
 
 def supports(model) -> bool:
-    """Whether this attention can stand in for the model's: no sliding-window layers, no logit soft-capping,
-    and one attention module with a ``layer_idx`` per decoder layer (whether it is reached is
+    """Whether this attention can stand in for the model's: no sliding-window layers, no logit soft-capping, keys
+    and values cached per head (not a latent), and one attention module with a ``layer_idx`` per decoder layer (whether it is reached is
     :func:`reaches_every_layer`'s to tell)."""
     cfg = text_config(model)
     if has_sliding_window(cfg):
         return False
     if getattr(cfg, "attn_logit_softcapping", None):
         return False
+    if getattr(cfg, "kv_lora_rank", None):  # multi-head latent attention (DeepSeek-V2/V3, Kimi): the cache holds
+        return False                        # the compressed latent, not each head's keys (it failed at decode)
     n = sum(1 for m in model.modules() if hasattr(m, "layer_idx") and hasattr(m, "q_proj"))
     return n == cfg.num_hidden_layers
 
