@@ -28,6 +28,17 @@ def test_probe_recovers_a_known_linear_label_on_held_out_states():
     assert 0.0 <= p.score(X[0]) <= 1.0
 
 
+def test_a_probe_fitted_on_fewer_answers_than_features_says_it_is_overconfident(capsys):
+    """`docs/your-model.md` run with 60 tuning answers: the probe gave P(correct) 1.00 to a wrong answer, silently."""
+    X, wrong = synthetic(260, d=300)
+    fit_probe(X[:60], wrong[:60], model="m", tap="L3:mlp", form="short")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("seakr: warning: probe fit (short, L3:mlp): 60 answers for 300 features")
+    fit_probe(X[:250], wrong[:250], model="m", tap="L3:mlp", form="short")  # enough answers
+    fit_probe(*synthetic(60, d=8), model="m", tap="L3:mlp", form="short")  # few features (the re-rank's second stage)
+    assert capsys.readouterr().err == ""
+
+
 def test_probe_refuses_another_model_tap_or_width_with_one_line():
     X, wrong = synthetic()
     p = fit_probe(X, wrong, model="qwen2.5-coder-0.5b", tap="L11:mlp", form="short")

@@ -238,6 +238,10 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     return X, y
 
 
+#: Answers under which a probe over states of at least as many features is called overconfident.
+FEW_ANSWERS = 200
+
+
 def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, form: str, folds: int = 5,
               Cs: Sequence[float] = tuple(np.logspace(-4, -1, 7)), seed: int = 0, data: str = "",
               groups: Sequence | None = None, features: Sequence[str] = ()) -> Probe:
@@ -248,6 +252,12 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_score
 
     X, y = _fit_inputs(X, wrong, folds=folds, tap=tap, form=form)
+    if len(y) < FEW_ANSWERS <= X.shape[1]:
+        from ..textio import warn
+
+        warn(f"probe fit ({form}, {tap}): {len(y)} answers for {X.shape[1]} features; a probe fitted on so few is "
+             f"overconfident (on 60 it gave P(correct) 1.00 to a wrong answer): fit it on {FEW_ANSWERS} or more, "
+             "500 as docs/your-model.md does")
     mean, scale = X.mean(axis=0), X.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
     Z = (X - mean) / scale
