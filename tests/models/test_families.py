@@ -306,6 +306,29 @@ def test_our_attention_is_installed_only_where_the_model_calls_the_attention_int
                       "mistral-window": False, "deepseek_v2": False}
 
 
+def test_chunked_attention_decodes_as_transformers_does_past_the_first_chunk(tiny_lm):
+    """Llama 4's ``chunked_attention`` layers attend within chunks of the prompt: our full attention was installed
+    (only ``sliding_attention`` told a windowed model) and its greedy tokens left transformers' past the first
+    chunk of 8."""
+    tok = tiny_lm.tokenizer
+    torch.manual_seed(3)
+    cfg = transformers.Llama4TextConfig(vocab_size=len(tok), bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                        **(COMMON | dict(head_dim=16, num_local_experts=2, num_experts_per_tok=1,
+                                                         intermediate_size_mlp=128, attention_chunk_size=8,
+                                                         no_rope_layers=[1, 0, 1, 0])))
+    lm = HFLanguageModel(_modules=(transformers.Llama4ForCausalLM(cfg), tok), dtype="float32", threads=1)
+    assert lm.shared_attention is False
+    prompts = ["Question: Who wrote Hamlet? Answer: William Shakespeare wrote Hamlet. Paris is the capital of France.",
+               "Question: Who is"]
+    for prefix in ("", "Question:"):
+        gens = lm.generate(prompts, GenerationConfig(n=2, max_new_tokens=10, seed=5, ignore_eos=True), prefix=prefix)
+        for p, g in zip(prompts, gens):
+            ids = lm.encode(p)
+            ref = lm.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=10, min_new_tokens=10,
+                                    pad_token_id=lm.pad_id)[0, len(ids):].tolist()
+            assert g.greedy.token_ids == ref and np.isfinite(g.states).all()
+
+
 def test_a_state_space_model_is_refused_as_one_at_load(tiny_lm):
     """A Mamba folder loads as a causal LM and failed at its first question with "'MambaConfig' object has no
     attribute 'num_attention_heads'" (with --state-source residual; without, it named the missing mlp)."""
