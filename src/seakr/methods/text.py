@@ -84,11 +84,16 @@ def _unwrap(ans: str) -> str:
 def _unmatched(ans: str) -> str:
     """Without a mark at either end that has no partner in the answer."""
     for o, c in _PAIRS:
-        opens, closes = (ans.count(o), ans.count(c)) if o != c else (ans.count(o) % 2, ans.count(o) % 2)
-        if ans.endswith(c) and (closes > opens or o == c and closes and not ans.startswith(o)):
-            return ans[: -len(c)]
-        if ans.startswith(o) and (opens > closes or o == c and opens):
+        if o == c:  # a quote that both opens and closes: an odd count leaves one alone, the opening one first
+            lone = ans.count(o) % 2
+            opens, closes = lone and ans.startswith(o), lone and ans.endswith(c)
+        else:
+            opens = ans.startswith(o) and ans.count(o) > ans.count(c)
+            closes = ans.endswith(c) and ans.count(c) > ans.count(o)
+        if opens:
             return ans[len(o):]
+        if closes:
+            return ans[: -len(c)]
     return ans
 
 

@@ -250,8 +250,8 @@ def has_sliding_window(cfg) -> bool:
 
 def supports(model) -> bool:
     """Whether this attention can stand in for the model's: no sliding-window layers, no logit soft-capping, keys
-    and values cached per head (not a latent), and one attention module with a ``layer_idx`` per decoder layer (whether it is reached is
-    :func:`reaches_every_layer`'s to tell)."""
+    and values cached per head (not a latent), and one attention module with a ``layer_idx`` per decoder layer
+    (whether it is reached is :func:`reaches_every_layer`'s to tell)."""
     cfg = text_config(model)
     if has_sliding_window(cfg):
         return False

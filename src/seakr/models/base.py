@@ -77,7 +77,7 @@ class GenerationConfig:
     top_p: float = 0.9
     max_new_tokens: int = 100
     stop: tuple[str, ...] = ()
-    stop_patterns: tuple[str, ...] = ()  # regular expressions (the `regex` module: \p{Lu} works); a match ends the text where it starts
+    stop_patterns: tuple[str, ...] = ()  # regular expressions (`regex`'s: \p{Lu} works); a match ends the text there
     seed: int | None = 42
     common_random_numbers: bool = True  # sample q of every prompt draws the same random stream (sampling.py)
     with_states: bool = True
