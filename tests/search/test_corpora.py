@@ -429,3 +429,25 @@ def test_a_corpus_of_long_documents_given_as_the_index_says_how_to_cut_them(tmp_
     assert f"`seakr index build '{tmp_path / 'my docs.jsonl'}' --out IDX --passage-words 100`" in err
     open_engine(str(tmp_path / "my docs.jsonl"))  # cached: said once
     assert "longer than" not in capsys.readouterr().err
+
+
+def test_long_documents_indexed_as_given_are_told_at_every_door(tmp_path, capsys):
+    """`seakr index build` and `passages_engine` took a 1,500-word document whole without a word, where a corpus
+    given as the index said so: each door now names the long passages and what cuts them, once."""
+    from seakr.cli import main
+    from seakr.search import passages_engine
+    from seakr.search.build import build_index
+
+    docs = [{"id": "d", "title": "Long", "text": "word " * 1500}, {"id": "s", "title": "Short", "text": "a short one"}]
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    assert main(["index", "build", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a: 1 passage is longer than 1,000 words" in err[0] and "--passage-words 100" in err[0]
+    build_index([(str(tmp_path / "c.jsonl"), "jsonl")], str(tmp_path / "b"))
+    assert "passage_words=100" in capsys.readouterr().err
+    assert passages_engine(docs).count() == 2
+    assert "`passages_engine(docs, passage_words=100)` cuts them" in capsys.readouterr().err
+    # cut, or short: nothing to say
+    assert main(["index", "build", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "c"), "--passage-words", "100"]) == 0
+    passages_engine(docs, passage_words=100), passages_engine(docs[1:])
+    assert "longer than" not in capsys.readouterr().err

