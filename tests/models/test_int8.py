@@ -64,6 +64,57 @@ def test_int8_model_decodes_close_to_fp32_and_keeps_a_tied_head(tiny_lm):
     assert tied.model.get_input_embeddings().weight.numel() > 0
 
 
+@pytest.mark.parametrize("vnni, seven_bits", [(True, False), (False, True), (None, True)])
+def test_int8_activations_take_7_bits_where_the_cpu_lacks_vnni(monkeypatch, vnni, seven_bits):
+    """Without AVX512-VNNI fbgemm adds each pair of uint8 x int8 products into an int16 with saturation:
+    full-range activations turned SmolLM2's greedy text into word salad on an AVX2 CPU (2 % of its
+    teacher-forced tokens equal fp32's). A torch that cannot say gets 7 bits, which never saturate."""
+    if vnni is None:
+        monkeypatch.delattr(torch.cpu, "_is_vnni_supported", raising=False)
+    else:
+        monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: vnni, raising=False)
+    assert kernels.int8_reduce_range() is seven_bits
+    if not int8_available():
+        return
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(256, 300)
+    packed = kernels._pack_int8(lin.weight.detach(), lin.bias.detach())
+    assert packed[2] is seven_bits  # asked once, at load, and kept with the layer
+    if seven_bits:  # 7 bits never saturate, on any CPU (full range is checked above, on this CPU's choice)
+        x = torch.randn(21, 256)
+        with torch.inference_mode():
+            ref, out = lin(x), kernels._int8_linear(x, packed)
+        assert float((out - ref).norm() / ref.norm()) < 0.03
+
+
+@needs_int8
+@pytest.mark.slow
+def test_int8_packaged_model_follows_its_float_tokens(smol):
+    """Teacher-forced on fp32's greedy tokens, int8 SmolLM2 picks the same next token most of the time (0.85
+    on an AVX2 CPU with 7-bit activations; 0.02 with saturating full-range ones)."""
+    from transformers import DynamicCache
+
+    from seakr.models import load_model
+    from seakr.models.prefill import cache_kwarg
+
+    q8 = load_model("smollm2-135m", precision="int8")
+    tok = smol.tokenizer
+    agree = total = 0
+    for prompt in ("Question: Who wrote the novel Moby-Dick?\nAnswer:", "The history of the Roman Empire began when",
+                   "Paris is the capital and largest city of"):
+        ids = tok(prompt, return_tensors="pt").input_ids
+        assert ids.shape[1] <= kernels.INT8_MAX_ROWS  # the prompt too runs the int8 kernel
+        with torch.inference_mode():
+            ref = smol.model.generate(ids, max_new_tokens=16, do_sample=False)[0, ids.shape[1]:].tolist()
+            cache = DynamicCache()  # filled in place
+            logits = q8.model(ids, use_cache=True, **cache_kwarg(q8.model, cache)).logits
+            for t in ref:  # one row a step, as decode runs, each fed fp32's token
+                agree += int(logits[0, -1].argmax()) == t
+                logits = q8.model(torch.tensor([[t]]), use_cache=True, **cache_kwarg(q8.model, cache)).logits
+        total += len(ref)
+    assert agree / total >= 0.7, f"{agree}/{total}"
+
+
 def test_precision_names_aliases_and_errors():
     cpu = torch.device("cpu")
     assert choose_precision("bf16", None, cpu) == "bfloat16" and choose_precision("fp32", None, cpu) == "float32"

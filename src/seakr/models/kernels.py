@@ -178,16 +178,32 @@ def _pack_int8(w: torch.Tensor, b: torch.Tensor | None):
     q, scale = quantize_int8(w)
     with _fbgemm():
         qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
-        return torch.ops.quantized.linear_prepack(qw, None if b is None else b.float()), w.dtype
+        # the CPU is asked once per layer, at load, not on every decode step
+        return torch.ops.quantized.linear_prepack(qw, None if b is None else b.float()), w.dtype, int8_reduce_range()
+
+
+def int8_reduce_range() -> bool:
+    """Whether activations must be quantised to 7 bits: True on a CPU without AVX512-VNNI.
+
+    Why: there fbgemm multiplies uint8 activations by int8 weights with ``vpmaddubsw``, which adds each
+    pair of products into an int16 with saturation (2 x 255 x 127 > 32767). Full-range activations
+    saturated on a laptop-class AVX2 CPU: 5-7 % error per layer, and SmolLM2's greedy text became word
+    salad ("foreforerenceing up hisfingrence"). 7-bit activations (2 x 127 x 127 fits) cost about twice the
+    rounding error; VNNI's ``vpdpbusd`` accumulates in int32, so the full range is kept there. A torch
+    that cannot say (the probe is private) gets the safe choice."""
+    probe = getattr(torch.cpu, "_is_vnni_supported", None)
+    try:
+        return not (probe is not None and probe())
+    except Exception:  # pragma: no cover - a torch whose probe fails: the choice that never saturates
+        return True
 
 
 def _int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
     # activations are quantised per call (dynamic, per tensor, asymmetric uint8) and the int32
-    # accumulator is rescaled to fp32 by fbgemm (VNNI: vpdpbusd, no int16 saturation, so no
-    # reduce_range); we hand back the model's dtype
-    w, dtype = packed
+    # accumulator is rescaled to fp32 by fbgemm; we hand back the model's dtype
+    w, dtype, reduce_range = packed
     shape = x.shape
-    y = torch.ops.quantized.linear_dynamic(x.reshape(-1, shape[-1]).float(), w, False)
+    y = torch.ops.quantized.linear_dynamic(x.reshape(-1, shape[-1]).float(), w, reduce_range)
     return y.reshape(*shape[:-1], y.shape[-1]).to(dtype)
 
 

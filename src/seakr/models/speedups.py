@@ -4,8 +4,9 @@ Everything here changes how fast a step runs, never what it computes (each piece
 bit-identical, or within a stated tolerance, against the plain path):
 
 * packed bf16 linears (:mod:`~seakr.models.kernels`) where oneDNN runs bf16 natively;
-* int8 linears (int8 weights x dynamic int8 activations, fbgemm/VNNI) when the precision is int8:
-  within a measured tolerance, not identical (``benchmarks/results/precision_*.json``);
+* int8 linears (int8 weights x dynamic int8 activations, fbgemm; 7-bit activations on CPUs without
+  AVX512-VNNI) when the precision is int8: within a measured tolerance, not identical
+  (``benchmarks/results/precision_*.json``);
 * a decode step outside transformers' module machinery for Llama/Qwen2 (:mod:`~seakr.models.fastpath`).
 
 Off CPU, or where a piece does not apply, :func:`apply` leaves the model as it is and says so in
@@ -26,7 +27,8 @@ def cpu_runs_bf16_natively() -> bool:
     """AVX512-BF16 or AMX in /proc/cpuinfo: bf16 matmuls are fast here (measured ~2x for batched decode
     on this project's Zen 4 machine); elsewhere bf16 is emulated and float32 is the better default."""
     try:
-        flags = open("/proc/cpuinfo", encoding="utf-8").read()
+        with open("/proc/cpuinfo", encoding="utf-8") as f:  # closed: a ResourceWarning on every load otherwise
+            flags = f.read()
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
