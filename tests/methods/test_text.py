@@ -67,6 +67,26 @@ def test_a_short_reply_is_read_as_its_answer(reply):
     assert short_answer(reply) == "Paris" and exact_match(short_answer(reply), ["Paris"]) == 1.0
 
 
+@pytest.mark.parametrize("reply", ["Answer: Paris", "**Answer:** Paris.", "**Final Answer**: \u201cParis\u201d",
+                                   "Short answer - Paris", "## Answer : Paris", "answer \u2014 Paris"])
+def test_a_short_reply_loses_the_label_before_it(reply):
+    """A chat model may label its one-line reply; "Answer: Paris" was scored (EM 0) and shown whole."""
+    assert short_answer(reply) == "Paris"
+
+
+@pytest.mark.parametrize("reply", ["Answers to Prayer", "Answer Me, My Love", "The Answer: A Novel", "Answer-Paris",
+                                   "Answer:"])
+def test_a_title_that_starts_with_answer_is_kept(reply):
+    assert short_answer(reply) == reply
+
+
+@pytest.mark.parametrize("text", ['"Paris" is the answer.', "So **Paris** is the answer.", "Thus (Paris is the answer.",
+                                  "\u201cParis\u201d is the answer"])
+def test_an_answer_before_is_the_answer_is_tidied_as_after_the_answer_is(text):
+    """'"Paris" is the answer.' kept its quotes: the second reading did not tidy what the first one does."""
+    assert extract_answer(text) == "Paris"
+
+
 def test_drop_answer_sentence():
     assert drop_answer_sentence("Paris is in France. So the answer is Paris") == "Paris is in France."
     assert drop_answer_sentence("So the answer is Paris") == ""

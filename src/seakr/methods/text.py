@@ -43,13 +43,18 @@ def extract_answer(text: str) -> str | None:
     m2 = _IS_THE_ANSWER.search(text)
     if m2:
         ans = re.sub(r"^(?:so|thus|therefore|hence|then)\b[,:]?\s*", "", m2.group(1).strip(), flags=re.IGNORECASE)
-        return ans or None
+        return tidy_answer(ans) or None  # as the other reading: '"Paris" is the answer.' kept its quotes
     return None
 
 
+#: A label a chat model may put before a short reply: "Answer: Paris", "**Final answer:** Paris", "Short answer - Paris".
+_LABEL = re.compile(r"^[*_#\s]*(?:(?:final|short)\s+)?answer[*_]*(?:\s*:|\s+[-\u2013\u2014])[*_]*\s*(?=\S)", re.IGNORECASE)
+
+
 def short_answer(text: str) -> str:
-    """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself."""
-    return extract_answer(text) or tidy_answer(text.strip().rstrip("\u3002\uff0e"))
+    """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself without
+    a label before it ("Answer: Paris" was scored, and shown, as that whole line)."""
+    return extract_answer(text) or tidy_answer(_LABEL.sub("", text.strip()).rstrip("\u3002\uff0e"))
 
 
 #: What a chat model wraps a whole answer in: quotes of several scripts, markdown's emphasis and code, brackets.
