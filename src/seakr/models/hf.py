@@ -21,6 +21,7 @@ import functools
 import os
 import threading
 import time
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
@@ -58,6 +59,9 @@ def choose_precision(precision: str, model: str | None, device) -> str:
     if p not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32/bf16/fp16), not {said(precision)}")
     if p != "auto":
+        note = speedups.emulation_note(p, device)
+        if note:  # it runs, and the user who asked for it hears what it costs here
+            warnings.warn(note, speedups.EmulatedPrecisionWarning, stacklevel=3)
         return p
     fast = getattr(REGISTRY.get(model or ""), "fast_precision", None)
     if fast == "int8" and device.type == "cpu" and int8_available():

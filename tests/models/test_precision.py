@@ -1,0 +1,61 @@
+"""Which precision runs where (models/speedups.py, hf.choose_precision): an explicit float precision that the CPU
+only emulates is run as asked, with one warning that says what it costs and what 'auto' would pick."""
+import warnings
+
+import pytest
+import torch
+
+from seakr.models import speedups
+from seakr.models.hf import choose_precision
+
+CPU = torch.device("cpu")
+AVX2 = "flags : fpu sse2 avx avx2 fma f16c\n"
+ZEN4 = "flags : fpu avx avx2 avx512f avx512_bf16 avx512_vnni\n"
+SAPPHIRE = "flags : fpu avx512f avx512_bf16 avx512_fp16 amx_bf16 amx_fp16\n"
+
+
+@pytest.fixture
+def cpu_flags(monkeypatch):
+    def use(flags):
+        monkeypatch.setattr(speedups, "_cpu_flags", lambda: flags)
+    return use
+
+
+def _chosen(precision):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        p = choose_precision(precision, None, CPU)
+    return p, [str(w.message) for w in seen if issubclass(w.category, speedups.EmulatedPrecisionWarning)]
+
+
+def test_bf16_on_a_cpu_without_avx512_bf16_runs_with_one_warning(cpu_flags):
+    cpu_flags(AVX2)
+    p, notes = _chosen("bf16")
+    assert p == "bfloat16" and len(notes) == 1
+    assert "emulated" in notes[0] and "AVX512-BF16" in notes[0] and "'auto' picks float32" in notes[0]
+    p, notes = _chosen("fp16")
+    assert p == "float16" and len(notes) == 1 and "AVX512-FP16" in notes[0]
+
+
+def test_native_and_auto_precisions_say_nothing(cpu_flags):
+    cpu_flags(ZEN4)
+    assert _chosen("bf16") == ("bfloat16", [])
+    assert _chosen("auto") == ("bfloat16", [])
+    assert _chosen("fp32") == ("float32", [])
+    assert len(_chosen("fp16")[1]) == 1  # Zen 4 has bf16, not fp16 arithmetic
+    cpu_flags(SAPPHIRE)
+    assert _chosen("fp16") == ("float16", [])
+    cpu_flags(AVX2)
+    assert _chosen("auto") == ("float32", []) and _chosen("float32") == ("float32", [])
+
+
+def test_only_the_cpu_is_judged():
+    assert speedups.emulation_note("bfloat16", torch.device("meta")) is None
+    assert speedups.emulation_note("int8", CPU) is None  # int8's own speed is its kernel's business
+
+
+def test_an_unreadable_cpuinfo_counts_as_no_native_bf16(monkeypatch):
+    def refuse(*a, **k):
+        raise OSError("no /proc here")
+    monkeypatch.setattr("builtins.open", refuse)
+    assert speedups._cpu_flags() == "" and not speedups.cpu_runs_bf16_natively()
