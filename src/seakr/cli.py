@@ -695,8 +695,27 @@ class _NamedOutput:
         return getattr(self._stream, name)
 
 
+def _our_warnings_as_notes() -> None:
+    """seakr's own warnings (an emulated precision) printed as the command's other notes are: one
+    ``seakr: warning:`` line, not Python's file:line form with a source line under it. Others keep theirs."""
+    import warnings
+
+    python_show = warnings.showwarning
+    if getattr(python_show, "seakr_notes", False):  # main() called again in one process (tests, a notebook)
+        return
+
+    def show(msg, category, filename, lineno, file=None, line=None):
+        if category.__module__.startswith("seakr."):
+            warn(str(msg), once=True)
+        else:
+            python_show(msg, category, filename, lineno, file, line)
+    show.seakr_notes = True
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
     _printable_output()
+    _our_warnings_as_notes()
     stdout, sys.stdout = sys.stdout, _NamedOutput(sys.stdout)
     try:
         return _main(argv)

@@ -59,3 +59,23 @@ def test_an_unreadable_cpuinfo_counts_as_no_native_bf16(monkeypatch):
         raise OSError("no /proc here")
     monkeypatch.setattr("builtins.open", refuse)
     assert speedups._cpu_flags() == "" and not speedups.cpu_runs_bf16_natively()
+
+
+def test_the_command_line_prints_it_as_one_note(monkeypatch, capsys, cpu_flags):
+    """On the command line the warning is one ``seakr: warning:`` line, as the commands' other notes are (Python's
+    form named a file of ours and quoted a source line); anybody else's warning keeps Python's form."""
+    from seakr import cli, textio
+
+    seen = []
+    monkeypatch.setattr(textio, "_WARNED", set())  # said once a process: not hidden by an earlier test's note
+    monkeypatch.setattr(warnings, "showwarning", lambda *a, **k: seen.append(a[1]))
+    cli._our_warnings_as_notes()
+    cli._our_warnings_as_notes()  # a second main() in one process wraps nothing twice
+    cpu_flags(AVX2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        choose_precision("bf16", None, CPU)
+        warnings.warn("someone else's", DeprecationWarning)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("seakr: warning: precision bfloat16 is emulated on this CPU")
+    assert seen == [DeprecationWarning]
