@@ -65,7 +65,7 @@ def test_int8_model_decodes_close_to_fp32_and_keeps_a_tied_head(tiny_lm):
 
 
 @pytest.mark.parametrize("vnni, seven_bits", [(True, False), (False, True), (None, True)])
-def test_int8_activations_take_7_bits_where_the_cpu_lacks_vnni(monkeypatch, vnni, seven_bits):
+def test_int8_activations_take_7_bits_where_the_cpu_lacks_vnni(monkeypatch, tiny_lm, vnni, seven_bits):
     """Without AVX512-VNNI fbgemm adds each pair of uint8 x int8 products into an int16 with saturation:
     full-range activations turned SmolLM2's greedy text into word salad on an AVX2 CPU (2 % of its
     teacher-forced tokens equal fp32's). A torch that cannot say gets 7 bits, which never saturate."""
@@ -76,10 +76,18 @@ def test_int8_activations_take_7_bits_where_the_cpu_lacks_vnni(monkeypatch, vnni
     assert kernels.int8_reduce_range() is seven_bits
     if not int8_available():
         return
+    asked = []
+    if vnni is not None:  # the CPU is asked once a model, at load, and every layer keeps the answer
+        monkeypatch.setattr(torch.cpu, "_is_vnni_supported", lambda: asked.append(1) or vnni)
+    model = tiny_qwen(tiny_lm.tokenizer)
+    n = quantize_linears_int8(model)
+    packed = {id(getattr(m, kernels._ATTR)): getattr(m, kernels._ATTR).packed
+              for m in model.modules() if hasattr(m, kernels._ATTR)}
+    assert n > 1 and len(asked) == (vnni is not None)
+    assert len(packed) > 1 and all(q8[2] is seven_bits for q8, _ in packed.values())
     torch.manual_seed(0)
     lin = torch.nn.Linear(256, 300)
-    packed = kernels._pack_int8(lin.weight.detach(), lin.bias.detach())
-    assert packed[2] is seven_bits  # asked once, at load, and kept with the layer
+    packed = kernels._pack_int8(lin.weight.detach(), lin.bias.detach(), seven_bits)
     if seven_bits:  # 7 bits never saturate, on any CPU (full range is checked above, on this CPU's choice)
         x = torch.randn(21, 256)
         with torch.inference_mode():

@@ -26,6 +26,7 @@ the packed float kernel on prefills (docs/design-notes.md section 4).
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 
 import torch
@@ -174,12 +175,12 @@ def _fbgemm():
         torch.backends.quantized.engine = old
 
 
-def _pack_int8(w: torch.Tensor, b: torch.Tensor | None):
+def _pack_int8(w: torch.Tensor, b: torch.Tensor | None, reduce_range: bool):
     q, scale = quantize_int8(w)
     with _fbgemm():
         qw = torch._make_per_channel_quantized_tensor(q, scale.double(), torch.zeros_like(scale, dtype=torch.long), 0)
-        # the CPU is asked once per layer, at load, not on every decode step
-        return torch.ops.quantized.linear_prepack(qw, None if b is None else b.float()), w.dtype, int8_reduce_range()
+        # the layer keeps its activation range: the CPU is asked once, at load, not on every decode step
+        return torch.ops.quantized.linear_prepack(qw, None if b is None else b.float()), w.dtype, reduce_range
 
 
 def int8_reduce_range() -> bool:
@@ -214,10 +215,10 @@ def _int8_linear(x: torch.Tensor, packed) -> torch.Tensor:
 INT8_MAX_ROWS = 40
 
 
-def _pack_dual(w: torch.Tensor, b: torch.Tensor | None):
+def _pack_dual(w: torch.Tensor, b: torch.Tensor | None, reduce_range: bool):
     packed = packing_available(w.dtype)
     flt = torch.ops.mkldnn._reorder_linear_weight(w) if packed else w.clone()
-    return _pack_int8(w, b), (packed, flt, b)
+    return _pack_int8(w, b, reduce_range), (packed, flt, b)
 
 
 def _dual_linear(x: torch.Tensor, p) -> torch.Tensor:
@@ -239,7 +240,8 @@ def quantize_linears_int8(model: torch.nn.Module) -> int:
     :func:`pack_linears`; the plain float weights are freed. The lm_head is left alone when it is tied
     to the input embedding (the lookup still needs the float table)."""
     tied = _tied_head(model)
-    return _install(model, lambda m: _int8able(m) and m is not tied, _pack_dual, _dual_linear, drop_weights=lambda m: True)
+    pack = functools.partial(_pack_dual, reduce_range=int8_reduce_range())  # one question to the CPU a model
+    return _install(model, lambda m: _int8able(m) and m is not tied, pack, _dual_linear, drop_weights=lambda m: True)
 
 
 def _tied_head(model) -> torch.nn.Module | None:
