@@ -70,6 +70,21 @@ def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
     raise RuntimeError("server did not start")
 
 
+@contextlib.contextmanager
+def serving(index, **kw):
+    """A ``seakr serve`` process (see :func:`start_server`) for the ``with`` block: ``(proc, url)``, stopped after."""
+    proc, url = start_server(index, **kw)
+    try:
+        yield proc, url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:  # a server stuck in a model call: do not leave it on the two cores
+            proc.kill()
+            proc.wait(20)
+
+
 def tiny_qwen(tok, tie: bool = False):
     """A tiny random Qwen2 over ``tok``: q/k/v projections with (random, non-zero) biases, so a kernel
     that drops a bias is caught; ``tie`` shares the head with the input embedding."""

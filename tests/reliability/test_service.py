@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from helpers import HOTPOT, start_server
+from helpers import HOTPOT, serving
 from scripted import Reply, ScriptedLM
 from seakr.serve.app import AnswerRequest, AnswerService, ServiceLimits, work_of
 
@@ -30,10 +30,8 @@ def index(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(index):
-    proc, url = start_server(str(index), workers=1, queue=1, timeout=120)
-    yield url, proc
-    proc.terminate()
-    proc.wait(20)
+    with serving(str(index), workers=1, queue=1, timeout=120) as (proc, url):
+        yield url, proc
 
 
 def wait_idle(url, seconds=90):
@@ -149,8 +147,7 @@ def test_18_the_trace_shows_no_server_path(server, index):
 
 
 def test_03_a_timed_out_request_is_cancelled(index):
-    proc, url = start_server(str(index), workers=1, queue=0, timeout=2)
-    try:
+    with serving(str(index), workers=1, queue=0, timeout=2) as (proc, url):
         r = httpx.post(url + "/v1/answer", json={"question": "Who directed Jaws?", "options": LONG}, timeout=60)
         assert r.status_code == 504
         h = wait_idle(url, 60)  # the slot frees at the next decode step, not when the long call would end
@@ -159,16 +156,12 @@ def test_03_a_timed_out_request_is_cancelled(index):
         assert ok.status_code in (200, 504) and ok.status_code != 429  # admitted: the slot was given back
         log = open(proc.log_path).read()
         assert "Traceback" not in log and "never retrieved" not in log, log[-2000:]  # one line per abandoned request
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 def test_08_a_damaged_index_fails_both_endpoints_at_once(index, tmp_path):
     copy = tmp_path / "idx"
     shutil.copytree(index, copy)
-    proc, url = start_server(str(copy), workers=1, queue=1, timeout=300)
-    try:
+    with serving(str(copy), workers=1, queue=1, timeout=300) as (proc, url):
         for f in copy.iterdir():  # damage every stored document in place, under the running server
             if f.name.endswith(".store"):  # r+b, never truncate: the server has the file mapped (SIGBUS)
                 with open(f, "r+b") as h:
@@ -188,9 +181,6 @@ def test_08_a_damaged_index_fails_both_endpoints_at_once(index, tmp_path):
                 if line.startswith("data: ") and kinds and kinds[-1] == "error":
                     assert "search index" in json.loads(line[6:])["detail"] and str(tmp_path) not in line
         assert kinds[-1] == "error" and time.time() - t < 300  # not the 300 s timeout
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 def test_11_bearer_scheme_in_any_case_and_a_non_ascii_token():
@@ -206,8 +196,7 @@ def test_11_bearer_scheme_in_any_case_and_a_non_ascii_token():
 
 
 def test_token_protects_every_route_but_health(index):
-    proc, url = start_server(str(index), workers=1, queue=1, extra=("--token", "s3cret", "--no-docs"))
-    try:
+    with serving(str(index), workers=1, queue=1, extra=("--token", "s3cret", "--no-docs")) as (proc, url):
         assert httpx.get(url + "/v1/health").status_code == 200
         for method, path in (("POST", "/v1/answer"), ("POST", "/v1/answer/stream"), ("GET", "/"), ("GET", "/docs")):
             r = httpx.request(method, url + path, json={"question": "q"})
@@ -218,6 +207,3 @@ def test_token_protects_every_route_but_health(index):
         assert httpx.get(url + "/openapi.json", headers=ok).status_code == 404
         wrong = httpx.post(url + "/v1/answer", json={"question": "q"}, headers={"authorization": "Bearer s3cre"})
         assert wrong.status_code == 401
-    finally:
-        proc.terminate()
-        proc.wait(20)

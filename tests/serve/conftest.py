@@ -1,6 +1,6 @@
 import pytest
 
-from helpers import HOTPOT, start_server
+from helpers import HOTPOT, serving
 
 
 @pytest.fixture(scope="session")
@@ -15,7 +15,5 @@ def small_index(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(small_index):
-    proc, url = start_server(small_index, workers=1, queue=1)
-    yield url, proc
-    proc.terminate()
-    proc.wait(20)
+    with serving(small_index, workers=1, queue=1) as (proc, url):
+        yield url, proc

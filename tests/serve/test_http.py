@@ -24,18 +24,14 @@ def test_health_and_answer(server):
 
 
 def test_precision_is_taken_at_start_and_reported(small_index):
-    from helpers import start_server
+    from helpers import serving
 
     from seakr.models.kernels import int8_available
 
     if not int8_available():
         pytest.skip("torch without fbgemm/x86 quantised kernels")
-    proc, url = start_server(small_index, extra=("--precision", "int8"))
-    try:
+    with serving(small_index, extra=("--precision", "int8")) as (proc, url):
         assert httpx.get(url + "/v1/health").json()["precision"] == "int8"
-    finally:
-        proc.terminate()
-        proc.wait(20)
 
 
 def test_validation_errors_are_clear_4xx(server):

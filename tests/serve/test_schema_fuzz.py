@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import start_server
+from helpers import serving
 
 pytestmark = pytest.mark.slow
 
@@ -21,10 +21,8 @@ FUZZ_LIMITS = ("--method", "cot", "--max-work", "1500")
 
 @pytest.fixture(scope="module")
 def fuzz_server(small_index):
-    proc, url = start_server(small_index, workers=1, queue=1, timeout=280, extra=FUZZ_LIMITS)
-    yield url
-    proc.terminate()
-    proc.wait(20)
+    with serving(small_index, workers=1, queue=1, timeout=280, extra=FUZZ_LIMITS) as (proc, url):
+        yield url
 
 
 def test_openapi_fuzz_no_server_errors(fuzz_server):
