@@ -24,6 +24,21 @@ def question():
     return json.load(open(HOTPOT))[0]["question"]
 
 
+@pytest.fixture(scope="module")
+def seakr_answer(smol, engine, question):
+    """SeaKR's answer to ``question`` at ``delta`` with ``opts`` over FAST, each configuration run once a module:
+    one answer is about 50 s of float32 decoding on an AVX2 CPU, and several tests read the same run (the
+    answers are deterministic: the reasoning-ablation test below relies on that across runs)."""
+    done = {}
+
+    def run(delta, **opts):
+        key = (delta, tuple(sorted(opts.items())))
+        if key not in done:
+            done[key] = SeaKR(smol, engine, delta=delta, **FAST, **opts).answer(question)
+        return done[key]
+    return run
+
+
 def check_trace(ans):
     t = ans.trace
     assert set(t) >= {"question", "method", "steps", "final", "events", "totals"}
@@ -41,16 +56,16 @@ def test_delta_plus_inf_never_retrieves(smol, engine, question):
     assert all(not s["retrieved"] for s in a.trace["steps"])
 
 
-def test_delta_minus_inf_retrieves_every_step(smol, engine, question):
-    a = SeaKR(smol, engine, delta=-math.inf, **FAST).answer(question)
+def test_delta_minus_inf_retrieves_every_step(seakr_answer):
+    a = seakr_answer(-math.inf)
     check_trace(a)
     steps = a.trace["steps"]
     assert steps and all(s["retrieved"] or s["note"] for s in steps)
     assert a.trace["totals"]["retrievals"] == sum(1 for s in steps if s["query"])
 
 
-def test_rerank_keeps_min_u_candidate_and_final_is_min_u(smol, engine, question):
-    a = SeaKR(smol, engine, delta=-math.inf, **FAST).answer(question)
+def test_rerank_keeps_min_u_candidate_and_final_is_min_u(seakr_answer):
+    a = seakr_answer(-math.inf)
     for s in a.trace["steps"]:
         if s["candidates"]:
             us = [math.inf if c["u"] is None else c["u"] for c in s["candidates"]]
@@ -83,8 +98,8 @@ def test_every_baseline_runs(smol, engine, question, name):
     {"retrieval": "always"}, {"rerank": "engine"}, {"reasoning": "rationales"}, {"reasoning": "knowledge"},
     {"mode": "simple"},
 ])
-def test_every_ablation_switch_runs(smol, engine, question, opts):
-    a = SeaKR(smol, engine, delta=0.0, **FAST, **opts).answer(question)
+def test_every_ablation_switch_runs(seakr_answer, opts):
+    a = seakr_answer(0.0, **opts)
     check_trace(a)
     if opts.get("retrieval") == "always":
         assert a.trace["totals"]["retrievals"] >= 1
@@ -95,13 +110,13 @@ def test_every_ablation_switch_runs(smol, engine, question, opts):
         assert a.trace["final"]["choice"] == {"rationales": "rationale", "knowledge": "knowledge"}[opts["reasoning"]]
 
 
-def test_the_reasoning_ablations_return_the_full_runs_candidate(smol, engine, question):
+def test_the_reasoning_ablations_return_the_full_runs_candidate(seakr_answer):
     """What lets ``compare`` read the reasoning ablations off a self-aware run's rows
     (``runner.final_stage_table``): the stages before the final one do not depend on it, so each
     ablation returns exactly the candidate of its name that the full run generated."""
-    full = SeaKR(smol, engine, delta=0.0, **FAST).answer(question).trace["final"]["candidates"]
+    full = seakr_answer(0.0).trace["final"]["candidates"]
     for rule, name in (("rationales", "rationale"), ("knowledge", "knowledge")):
-        assert SeaKR(smol, engine, delta=0.0, reasoning=rule, **FAST).answer(question).answer == full[name]["answer"]
+        assert seakr_answer(0.0, reasoning=rule).answer == full[name]["answer"]
 
 
 def test_unknown_options_are_clear_errors(smol):
