@@ -37,6 +37,16 @@ def test_bf16_on_a_cpu_without_avx512_bf16_runs_with_one_warning(cpu_flags):
     assert p == "float16" and len(notes) == 1 and "AVX512-FP16" in notes[0]
 
 
+def test_the_warning_points_at_the_callers_line(cpu_flags):
+    """Python names the line a warning comes from: the user's call, not a line of ours or of pytest's (it named
+    pytest's python.py when choose_precision was called directly, and models/__init__.py through load_model)."""
+    cpu_flags(AVX2)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        choose_precision("bf16", None, CPU)
+    assert [w.filename for w in seen] == [__file__]
+
+
 def test_native_and_auto_precisions_say_nothing(cpu_flags):
     cpu_flags(ZEN4)
     assert _chosen("bf16") == ("bfloat16", [])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 import time
 import warnings
@@ -61,12 +62,22 @@ def choose_precision(precision: str, model: str | None, device) -> str:
     if p != "auto":
         note = speedups.emulation_note(p, device)
         if note:  # it runs, and the user who asked for it hears what it costs here
-            warnings.warn(note, speedups.EmulatedPrecisionWarning, stacklevel=3)
+            warnings.warn(note, speedups.EmulatedPrecisionWarning, stacklevel=_first_caller_outside_seakr())
         return p
     fast = getattr(REGISTRY.get(model or ""), "fast_precision", None)
     if fast == "int8" and device.type == "cpu" and int8_available():
         return "int8"
     return native_float(device)
+
+
+def _first_caller_outside_seakr() -> int:
+    """The ``stacklevel`` that points a warning at the first caller outside this package: the user's
+    ``load_model(...)`` or ``HFLanguageModel(...)`` line, however many of our frames lie between."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1  # level 1: the function that calls warnings.warn
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _env_choice(name: str, choices: tuple[str, ...], default: str | None = None) -> str | None:
