@@ -582,3 +582,14 @@ def test_the_manifest_names_its_sources_by_absolute_paths(tmp_path, monkeypatch)
 
     os.symlink(HOTPOT, tmp_path / "h.json")  # the pooled index of a dataset given by a relative path
     assert open_engine(pooled_index("h.json", load_dataset("h.json"))).metadata()["sources"] == [str(tmp_path / "h.json")]
+
+
+def test_searching_leaves_no_file_open_at_exit(idx):
+    """Every guarded tantivy call holds stderr in one scratch file a process; it was never closed, and a process
+    that searched ended with "ResourceWarning: unclosed file <_io.BufferedRandom ...>" under ``-X dev`` (and at the
+    end of a pytest run that searched)."""
+    code = ("import sys; from seakr.search import open_engine; "
+            "print(len(open_engine(sys.argv[1]).search('capital of France', 2)))")
+    r = subprocess.run([sys.executable, "-X", "dev", "-c", code, str(idx.path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "2", r.stderr
+    assert "ResourceWarning" not in r.stderr, r.stderr

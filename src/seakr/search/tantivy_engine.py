@@ -16,6 +16,7 @@ text); opening verifies the count against the index, ``verify()`` recomputes the
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -136,6 +137,7 @@ def _held_stderr():
             import tempfile
 
             _HOLD_FILE = tempfile.TemporaryFile()
+            atexit.register(_HOLD_FILE.close)  # else "ResourceWarning: unclosed file" at every exit under -X dev
         _HOLD_FILE.seek(0)
         _HOLD_FILE.truncate()
         os.dup2(_HOLD_FILE.fileno(), 2)
