@@ -31,17 +31,22 @@ def _cpu_flags() -> str:
         return ""
 
 
+#: The CPU flags under which a float precision is computed natively (else it is emulated), and how a user names them.
+NATIVE_FLAGS = {"bfloat16": (("avx512_bf16", "amx_bf16"), "AVX512-BF16 or AMX"),
+                "float16": (("avx512_fp16", "amx_fp16"), "AVX512-FP16 or AMX-FP16")}
+
+
+def cpu_runs_natively(precision: str, flags: str | None = None) -> bool:
+    """Whether this CPU computes ``precision`` (a key of :data:`NATIVE_FLAGS`) natively; ``flags``: its
+    /proc/cpuinfo text when the caller has read it already."""
+    flags = _cpu_flags() if flags is None else flags
+    return any(f in flags for f in NATIVE_FLAGS[precision][0])
+
+
 def cpu_runs_bf16_natively() -> bool:
     """AVX512-BF16 or AMX in /proc/cpuinfo: bf16 matmuls are fast here (measured ~2x for batched decode
     on this project's Zen 4 machine); elsewhere bf16 is emulated and float32 is the better default."""
-    flags = _cpu_flags()
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def cpu_runs_fp16_natively() -> bool:
-    """AVX512-FP16 or AMX-FP16 in /proc/cpuinfo (Sapphire Rapids and later); elsewhere fp16 is emulated."""
-    flags = _cpu_flags()
-    return "avx512_fp16" in flags or "amx_fp16" in flags
+    return cpu_runs_natively("bfloat16")
 
 
 class EmulatedPrecisionWarning(UserWarning):
@@ -55,17 +60,15 @@ def emulation_note(precision: str, device: torch.device) -> str | None:
     (Qwen2.5-Coder-0.5B, ``benchmarks/results/precision_speed_avx2_qwen05_fp32_bf16.json``): a 500-token
     prefill took 4.6x float32's time in bf16 and a k = 20 sampling call 2.2x (batch-1 decode, memory-bound,
     was 1.7x faster); nothing said so."""
-    if device.type != "cpu" or precision not in ("bfloat16", "float16"):
+    if device.type != "cpu" or precision not in NATIVE_FLAGS:
         return None
-    if precision == "bfloat16" and not cpu_runs_bf16_natively():
-        need = "AVX512-BF16 or AMX"
-    elif precision == "float16" and not cpu_runs_fp16_natively():
-        need = "AVX512-FP16 or AMX-FP16"
-    else:
+    flags = _cpu_flags()  # read once for both questions below
+    if cpu_runs_natively(precision, flags):
         return None
-    return (f"precision {precision} is emulated on this CPU (it has no {need}): prefills and k-sample calls run "
-            f"slower than in float32 (bf16 measured 4.6x and 2.2x); precision 'auto' picks "
-            f"{str(default_dtype(device)).replace('torch.', '')} here")
+    auto = "bfloat16" if cpu_runs_natively("bfloat16", flags) else "float32"  # what default_dtype picks here
+    return (f"precision {precision} is emulated on this CPU (it has no {NATIVE_FLAGS[precision][1]}): prefills and "
+            f"k-sample calls run slower than in float32 (bf16 measured 4.6x and 2.2x); precision 'auto' picks "
+            f"{auto} here")
 
 
 @dataclass
