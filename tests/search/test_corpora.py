@@ -451,3 +451,26 @@ def test_long_documents_indexed_as_given_are_told_at_every_door(tmp_path, capsys
     assert main(["index", "build", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "c"), "--passage-words", "100"]) == 0
     passages_engine(docs, passage_words=100), passages_engine(docs[1:])
     assert "longer than" not in capsys.readouterr().err
+
+
+def test_long_passages_are_counted_as_written_not_as_read(tmp_path, capsys):
+    """`index build --add` warned of long passages whose ids the index already held and then skipped: counted as
+    the corpus was read, before the duplicate check. Counted as written, a skipped duplicate says nothing, in a
+    build and in an add, and the index's manifest keeps the count."""
+    from seakr.cli import main
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    long = "word " * 1500
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "d", "title": "Long", "text": long}) + "\n")
+    (tmp_path / "twice.jsonl").write_text("".join(json.dumps({"id": i, "title": "T", "text": long}) + "\n"
+                                                  for i in ("d", "d", "e", "e", "e")))
+    assert main(["index", "build", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "idx")]) == 0
+    assert "1 passage is longer than" in capsys.readouterr().err
+    assert main(["index", "build", str(tmp_path / "a.jsonl"), "--out", str(tmp_path / "idx"), "--add"]) == 0
+    out, err = capsys.readouterr()
+    assert "added 0 passages (1 duplicate ids" in out and "longer than" not in err
+    assert main(["index", "build", str(tmp_path / "twice.jsonl"), "--out", str(tmp_path / "idx"), "--add"]) == 0
+    assert "idx: 1 passage is longer than" in capsys.readouterr().err  # e, once; d was there
+    assert TantivyEngine(tmp_path / "idx").manifest["long_passages"] == 2
+    assert main(["index", "build", str(tmp_path / "twice.jsonl"), "--out", str(tmp_path / "new")]) == 0
+    assert "new: 2 passages are longer than" in capsys.readouterr().err  # d and e, each once

@@ -90,12 +90,11 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     if twice is not None:  # the build keeps the first and drops the rest without a word
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
     tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
-    from .build import counting_long, warn_long
+    from .build import warn_long
 
-    long = [0]  # passages over 1,000 words, counted as the build reads them where they are taken as given
-    passages = split_passages(ps, passage_words) if passage_words else counting_long(iter(ps), long)
-    engine = TantivyEngine.build(passages, Path(tmp.name) / "index", threads=1)
-    warn_long("index", long[0], "`passages_engine(docs, passage_words=100)` cuts them")
+    engine = TantivyEngine.build(split_passages(ps, passage_words), Path(tmp.name) / "index", threads=1)
+    if not passage_words:  # taken as given: say what a cut would spare
+        warn_long("index", engine.manifest["long_passages"], "`passages_engine(docs, passage_words=100)` cuts them")
     engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
     return engine
 

@@ -106,6 +106,16 @@ def check_passage(n: int, p) -> None:
             raise ValueError(f"passage {n} (id {p.id!r}): {name} is not valid UTF-8 text (half a surrogate pair)")
 
 
+#: Words past which a passage given in a corpus file is called long (DPR's passages are 100, a Wikipedia lead ~300).
+LONG_PASSAGE = 1000
+
+
+def is_long(text: str) -> bool:
+    """Over LONG_PASSAGE words: a method puts a whole passage into its prompt, so one fills it."""
+    # under two characters a word, a text cannot be long: most are not split at all (21M DPR passages)
+    return len(text) > 2 * LONG_PASSAGE and len(text.split()) > LONG_PASSAGE
+
+
 def check_hits(hits, k: int, engine) -> list[Passage]:
     """What an engine's ``search`` returned, checked: a list (or a generator) of :class:`Passage`, each id once
     (the first; a repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own

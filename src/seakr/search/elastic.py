@@ -27,7 +27,7 @@ from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..textio import first_line
-from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search, redact
+from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search, is_long, redact
 
 MAPPING = {
     "settings": {"analysis": {"analyzer": {"default": {"type": "english"}}}},
@@ -150,10 +150,10 @@ class ElasticEngine:
         # (and adding to no index was the cluster's auto-created one, without the english analyzer)
         text_field, title_field = self.fields()
         seen: set[str] = set()
-        sent = dup = failed = 0
+        sent = dup = failed = long = 0
 
         def actions():
-            nonlocal sent, dup
+            nonlocal sent, dup, long
             for p in passages:
                 check_passage(sent + dup, p)  # as tantivy's add: a dict or half a surrogate pair named here
                 if p.id in seen:
@@ -161,6 +161,7 @@ class ElasticEngine:
                     continue
                 seen.add(p.id)
                 sent += 1
+                long += is_long(p.text)
                 source = {"id": p.id, title_field or "title": p.title, text_field: p.text}
                 yield {"_index": self.index, "_id": p.id, "_source": source}
 
@@ -176,7 +177,7 @@ class ElasticEngine:
         # documents (same _id), so only failures or a shrinking count can be detected there.
         if failed or (before == 0 and after != sent) or after < before:
             raise SearchError(f"{self.url}: partial index: sent {sent} documents, {failed} failed, count {before} -> {after}")
-        return {"sent": sent, "duplicates": dup, "count": after, "seconds": time.time() - t0}
+        return {"sent": sent, "duplicates": dup, "long": long, "count": after, "seconds": time.time() - t0}
 
     # ------------------------------------------------------------------ query
     def _body(self, query: str, k: int) -> dict:

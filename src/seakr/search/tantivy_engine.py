@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 from ..locks import FolderLock, holder
 from ..textio import encodable, first_line, loads, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
-                   iter_batches)
+                   is_long, iter_batches)
 
 FORMAT = "seakr-tantivy/1"
 MANIFEST = "seakr-index.json"
@@ -263,6 +263,7 @@ def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
         "doc_count": stats["added"],
         "duplicates_skipped": stats["duplicates"],
         "empty_skipped": stats["empty"],
+        "long_passages": stats["long"],
         "checksum": format(stats["checksum"], "064x"),
         "sources": list(sources),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -426,6 +427,7 @@ class TantivyEngine:
             m = dict(self.manifest)
             m["doc_count"] += stats["added"]
             m["duplicates_skipped"] = (m.get("duplicates_skipped") or 0) + stats["duplicates"]
+            m["long_passages"] = (m.get("long_passages") or 0) + stats["long"]
             m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
             m["sources"] = list(m.get("sources") or []) + list(sources)
             m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -535,7 +537,7 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
     t0 = time.time()
     threads = threads or min(4, os.cpu_count() or 1)
     writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
-    added = dup = empty = 0
+    added = dup = empty = long = 0
     checksum = 0
     try:
         for batch in iter_batches(passages, 5000):
@@ -551,6 +553,7 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
                 writer.add_document(t.Document(id=p.id, title=p.title, text=p.text))
                 checksum = (checksum + doc_digest(p)) % _MOD
                 added += 1
+                long += is_long(p.text)  # counted as written: a skipped duplicate is not in the index
             if progress:
                 progress(len(batch))
         writer.commit()
@@ -561,4 +564,5 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
         except Exception:
             pass
         raise
-    return {"added": added, "duplicates": dup, "empty": empty, "checksum": checksum, "seconds": time.time() - t0}
+    return {"added": added, "duplicates": dup, "empty": empty, "long": long, "checksum": checksum,
+            "seconds": time.time() - t0}
