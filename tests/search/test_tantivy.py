@@ -102,6 +102,25 @@ def test_duplicate_ids_first_wins_and_counted(tmp_path):
     assert e.count() == 5 and e.manifest["duplicates_skipped"] == 1
 
 
+def test_the_longest_passage_is_recorded_and_found_by_its_id(tmp_path):
+    """The service budgets a prompt's passages by the index's longest one: the build records it (a skipped
+    duplicate's text does not count), an add raises it, and ``passage(id)`` reads it back."""
+    long = "word " * 900
+    e = TantivyEngine.build(DOCS + [Passage("1", "Again", long)], tmp_path / "l")
+    assert e.manifest["longest_passage"] == {"id": max(DOCS, key=lambda p: len(p.text)).id,
+                                             "chars": max(len(p.text) for p in DOCS)}
+    assert e.passage("3").text == DOCS[2].text and e.passage("3").title == DOCS[2].title
+    assert e.passage("missing") is None and e.passage("") is None
+    e.add([Passage("x", "Long", long)])
+    assert TantivyEngine(e.path).manifest["longest_passage"] == {"id": "x", "chars": len(long)}
+    m = json.loads((e.path / MANIFEST).read_text())  # an index built before it was recorded: unknown, not guessed
+    del m["longest_passage"], m["long_passages"]
+    (e.path / MANIFEST).write_text(json.dumps(m))
+    old = TantivyEngine(e.path)
+    old.add([Passage("y", "Longer", long + "word")])
+    assert "longest_passage" not in old.manifest and "long_passages" not in old.manifest
+
+
 def test_an_index_with_nothing_to_find_is_not_written(tmp_path):
     with pytest.raises(SearchError, match=r"no passage to index \(2 with empty text, 0 duplicate ids\); nothing was written"):
         TantivyEngine.build([Passage("1", "A", ""), Passage("2", "B", "  ")], tmp_path / "e")

@@ -77,3 +77,34 @@ def test_long_passages_count_in_the_budget_at_their_length():
     long = {**short, "passages": [ALIEN + " word" * 700] * 3}  # ~700 tokens each, in every prompt of N
     r = c.post("/v1/answer", json=long)
     assert r.status_code == 422 and "max_work=3000" in r.json()["detail"]
+
+
+def test_the_budget_counts_the_index_s_own_longest_passage(tmp_path):
+    """The budget counted every passage of the server's index as 200 tokens: over an index of whole articles, a
+    request whose prompts held thousands of tokens each was admitted. The index records its longest passage and
+    the service counts its tokens at start; an index without long passages keeps the old figure."""
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+    from seakr.serve.app import PASSAGE_TOKENS
+
+    short = TantivyEngine.build([Passage("a", "Alien", ALIEN)], tmp_path / "short")
+    article = "film " * 3000  # 3,000 tokens for the scripted model's word-per-token count
+    long = TantivyEngine.build([Passage("a", "Alien", ALIEN), Passage("b", "Article", article)], tmp_path / "long")
+    body = {"question": "Who directed Alien?", "options": {"n_candidates": 3}}
+    assert client(short, max_work=10_000).post("/v1/answer", json=body).status_code == 200
+    r = client(long, max_work=10_000).post("/v1/answer", json=body)
+    assert r.status_code == 422 and "passages of up to 3000 tokens" in r.json()["detail"], r.text
+    svc = AnswerService(ScriptedLM(lambda v: Reply("x")), short)
+    assert svc.passage_tokens == PASSAGE_TOKENS
+    # a request's own passages are what its prompts hold, not the index's
+    own = {**body, "passages": [ALIEN]}
+    assert client(long, max_work=10_000).post("/v1/answer", json=own).status_code == 200
+    # passages are cut to fit the model's context, and so is what the budget counts for them
+
+    class Windowed(ScriptedLM):
+        def info(self):
+            return {**super().info(), "context_tokens": 2048}
+
+    svc = AnswerService(Windowed(lambda v: Reply("So the answer is Ridley Scott.")), long, method="single",
+                        limits=ServiceLimits(max_work=10_000))
+    assert TestClient(create_app(svc)).post("/v1/answer", json=body).status_code == 200

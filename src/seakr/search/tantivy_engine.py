@@ -264,6 +264,7 @@ def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
         "duplicates_skipped": stats["duplicates"],
         "empty_skipped": stats["empty"],
         "long_passages": stats["long"],
+        "longest_passage": stats["longest"],
         "checksum": format(stats["checksum"], "064x"),
         "sources": list(sources),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -427,7 +428,10 @@ class TantivyEngine:
             m = dict(self.manifest)
             m["doc_count"] += stats["added"]
             m["duplicates_skipped"] = (m.get("duplicates_skipped") or 0) + stats["duplicates"]
-            m["long_passages"] = (m.get("long_passages") or 0) + stats["long"]
+            if "long_passages" in m:  # an index built before these were recorded keeps them unknown
+                m["long_passages"] += stats["long"]
+            if isinstance(m.get("longest_passage"), dict):
+                m["longest_passage"] = max(m["longest_passage"], stats["longest"], key=lambda x: x["chars"])
             m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
             m["sources"] = list(m.get("sources") or []) + list(sources)
             m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -471,6 +475,17 @@ class TantivyEngine:
                 d = searcher.doc(addr)
                 out.append(Passage(d["id"][0], (d.get_first("title") or ""), (d.get_first("text") or ""), float(score)))
         return out
+
+    def passage(self, pid: str) -> Passage | None:
+        """The passage of id ``pid``, or None where the index holds none."""
+        t = _tantivy()
+        with _guard(self.path, "search"):
+            searcher = self.index.searcher()
+            hits = searcher.search(t.Query.term_query(self.schema, "id", pid), 1, count=False).hits
+            if not hits:
+                return None
+            d = searcher.doc(hits[0][1])
+        return Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or "")
 
     def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
         # tantivy's search holds the GIL: threads would not help (docs/design-notes.md §2.3).
@@ -539,6 +554,7 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
     writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
     added = dup = empty = long = 0
     checksum = 0
+    longest = (0, "")  # (characters, id) of the longest passage written: the service budgets its prompts by it
     try:
         for batch in iter_batches(passages, 5000):
             for p in batch:
@@ -554,6 +570,7 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
                 checksum = (checksum + doc_digest(p)) % _MOD
                 added += 1
                 long += is_long(p.text)  # counted as written: a skipped duplicate is not in the index
+                longest = max(longest, (len(p.text), p.id))
             if progress:
                 progress(len(batch))
         writer.commit()
@@ -565,4 +582,4 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
             pass
         raise
     return {"added": added, "duplicates": dup, "empty": empty, "long": long, "checksum": checksum,
-            "seconds": time.time() - t0}
+            "longest": {"id": longest[1], "chars": longest[0]}, "seconds": time.time() - t0}

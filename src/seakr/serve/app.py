@@ -129,6 +129,19 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
     return [(1, 1, T, P)] * (steps if method.name == "ircot" else 2 * steps) + [(1, 1, A, P)]
 
 
+def index_passage_tokens(engine, lm) -> int:
+    """Tokens a passage of ``engine`` may add to a prompt: its longest passage's (recorded by the index build), at
+    least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine does not say (an index built before it was recorded,
+    Elasticsearch, one's own engine). A budget of 200-token passages over an index of whole articles let a
+    request through whose prompts held thousands of tokens each."""
+    longest = (getattr(engine, "manifest", None) or {}).get("longest_passage")
+    fetch = getattr(engine, "passage", None)
+    if not isinstance(longest, dict) or not isinstance(longest.get("id"), str) or fetch is None:
+        return PASSAGE_TOKENS
+    p = fetch(longest["id"])
+    return max(PASSAGE_TOKENS, lm.count_tokens(p.text)) if p is not None else PASSAGE_TOKENS
+
+
 def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKENS) -> dict:
     """Worst-case cost of answering one question with ``method``.
 
@@ -138,9 +151,11 @@ def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKE
     ``kv_mb``: the attention cache of the largest call, rows x (prompt + new tokens) x the model's bytes
     per cached token (what one budget unit costs in memory)."""
     per_token = int((method.lm.info() or {}).get("kv_bytes_per_token") or 0)
+    room = method.prompt_budget() if hasattr(method, "prompt_budget") else None  # passages are cut to fit it
     work = kv = rows = 0
     for prompts, r, T, passages in _calls(method):
         ctx = question_tokens + passages * passage_tokens
+        ctx = min(ctx, room) if room else ctx
         rows = max(rows, prompts * r)
         work += prompts * r * T + prompts * ctx
         kv = max(kv, prompts * r * (ctx + T) * per_token)
@@ -155,6 +170,7 @@ class AnswerService:
         self.lm, self.engine, self.method, self.defaults = lm, engine, method, dict(defaults or {})
         self.capacity, self.timeout = workers + queue, timeout
         self.limits = limits or ServiceLimits()
+        self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages
         check_memory(workers, self.limits.max_kv_mb, str((lm.info() or {}).get("device", "cpu")))
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seakr-model")
         self._lock = threading.Lock()
@@ -186,7 +202,7 @@ class AnswerService:
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=str(e)) from None
         longest = max((self.lm.count_tokens(p if isinstance(p, str) else p.text) for p in req.passages or []), default=0)
-        self.check_budget(method, req.question, max(PASSAGE_TOKENS, longest))
+        self.check_budget(method, req.question, max(PASSAGE_TOKENS, longest) if req.passages else 0)
         return method
 
     @staticmethod
@@ -221,18 +237,19 @@ class AnswerService:
         return build_method(self.method, self.lm, self.engine, **self.defaults)
 
     def check_budget(self, method, question: str = "", passage_tokens: int = 0) -> None:
-        """``passage_tokens``: the longest passage a prompt may hold (the request's own; else a DPR passage's)."""
-        w = work_of(method, self.lm.count_tokens(question) if question else 0, passage_tokens or PASSAGE_TOKENS)
+        """``passage_tokens``: the longest passage a prompt may hold (the request's own; else the index's)."""
+        pt = passage_tokens or self.passage_tokens
+        w = work_of(method, self.lm.count_tokens(question) if question else 0, pt)
         if w["rows"] > self.limits.max_rows:
             raise HTTPException(422, detail=f"request too large: its largest model call decodes {w['rows']} rows "
                                             f"(k+1 per prompt x re-rank candidates); this server allows max_rows={self.limits.max_rows}")
         if w["work"] > self.limits.max_work:
             raise HTTPException(422, detail=f"request too large: up to {w['work']} token-forwards (decoding: rows x "
-                                            "max_new_tokens; prefilling: the question and passages, on every call); "
+                                            f"max_new_tokens; prefilling: the question and passages of up to {pt} tokens, on every call); "
                                             f"this server allows max_work={self.limits.max_work}")
         if w["kv_mb"] > self.limits.max_kv_mb:
             raise HTTPException(422, detail=f"request too large: its largest call holds about {w['kv_mb']:.0f} MB of "
-                                            "attention cache (rows x (prompt + new tokens)); this server allows "
+                                            f"attention cache (rows x (prompt + new tokens), passages of up to {pt} tokens); this server allows "
                                             f"max_kv_mb={self.limits.max_kv_mb}")
 
     def admit(self):
