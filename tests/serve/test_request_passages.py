@@ -108,3 +108,24 @@ def test_the_budget_counts_the_index_s_own_longest_passage(tmp_path):
     svc = AnswerService(Windowed(lambda v: Reply("So the answer is Ridley Scott.")), long, method="single",
                         limits=ServiceLimits(max_work=10_000))
     assert TestClient(create_app(svc)).post("/v1/answer", json=body).status_code == 200
+
+
+def test_a_model_that_shares_each_prompt_s_cache_is_budgeted_one_copy_a_prompt():
+    """Every row of a prompt reads one copy of the prompt's attention cache where the model shares it: counted
+    once per row, a SeaKR re-rank call (3 prompts x 21 rows) over the demo index's longest passages (466 tokens)
+    came to 3.6 GB against the 2 GB default, and `seakr serve` would not start over its own demo index."""
+    from seakr.methods import build_method
+    from seakr.serve.app import work_of
+
+    def lm(shared):
+        class Sized(ScriptedLM):
+            def info(self):
+                return {**super().info(), "kv_bytes_per_token": 24576, "shared_attention": shared}
+        return Sized(lambda v: Reply("x"))
+
+    per_copy = lambda m: work_of(m, 30, 466)["kv_mb"] * 2 ** 20 / 24576  # noqa: E731 - tokens held (MB to 0.1)
+    ctx = 30 + 5 * 466  # the question and five kept passages
+    assert per_copy(build_method("seakr", lm(False), None)) == pytest.approx(63 * (ctx + 100), rel=1e-4)
+    assert per_copy(build_method("seakr", lm(True), None)) == pytest.approx(3 * ctx + 63 * 100, rel=1e-3)
+    assert work_of(build_method("seakr", lm(True), None), 30, 466)["kv_mb"] < 2048 < work_of(
+        build_method("seakr", lm(False), None), 30, 466)["kv_mb"]

@@ -148,9 +148,11 @@ def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKE
     ``rows``: rows of the largest call (greedy + k samples per prompt, times SeaKR's N re-rank prompts);
     ``work``: token-forwards of every call together, decoding (rows x new tokens) plus prefilling each
     prompt (the question's own tokens and its passages): a long question is paid on every call;
-    ``kv_mb``: the attention cache of the largest call, rows x (prompt + new tokens) x the model's bytes
-    per cached token (what one budget unit costs in memory)."""
-    per_token = int((method.lm.info() or {}).get("kv_bytes_per_token") or 0)
+    ``kv_mb``: the attention cache of the largest call times the model's bytes per cached token: rows x (prompt +
+    new tokens), or where the model shares each prompt's cache among its rows (``shared_attention``) one copy of
+    each prompt and every row's new tokens."""
+    info = method.lm.info() or {}
+    per_token, shared = int(info.get("kv_bytes_per_token") or 0), bool(info.get("shared_attention"))
     room = method.prompt_budget() if hasattr(method, "prompt_budget") else None  # passages are cut to fit it
     work = kv = rows = 0
     for prompts, r, T, passages in _calls(method):
@@ -158,7 +160,7 @@ def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKE
         ctx = min(ctx, room) if room else ctx
         rows = max(rows, prompts * r)
         work += prompts * r * T + prompts * ctx
-        kv = max(kv, prompts * r * (ctx + T) * per_token)
+        kv = max(kv, (prompts * ctx + prompts * r * T if shared else prompts * r * (ctx + T)) * per_token)
     return {"rows": rows, "work": work, "kv_mb": round(kv / 2 ** 20, 1)}
 
 
@@ -249,7 +251,7 @@ class AnswerService:
                                             f"this server allows max_work={self.limits.max_work}")
         if w["kv_mb"] > self.limits.max_kv_mb:
             raise HTTPException(422, detail=f"request too large: its largest call holds about {w['kv_mb']:.0f} MB of "
-                                            f"attention cache (rows x (prompt + new tokens), passages of up to {pt} tokens); this server allows "
+                                            f"attention cache (prompts and their rows' new tokens, passages of up to {pt} tokens); this server allows "
                                             f"max_kv_mb={self.limits.max_kv_mb}")
 
     def admit(self):
