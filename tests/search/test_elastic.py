@@ -126,3 +126,18 @@ def test_live_cluster(fixture_corpus):
     assert es.count() == len(fixture_corpus)
     assert len(es.search(QUERIES[0], 3)) == 3
 
+
+
+def test_long_passages_are_counted_as_sent(noida, tmp_path, capsys):
+    """As tantivy's writer counts them: a duplicate id dropped client-side is not sent, so not counted."""
+    import json
+
+    from seakr.cli import main
+
+    long = "word " * 1200
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": i, "title": "T", "text": t}) + "\n"
+                                              for i, t in (("a", long), ("a", long), ("b", "a short one"))))
+    assert main(["index", "build", str(tmp_path / "c.jsonl"), "--out", f"{noida}/longs"]) == 0
+    assert "longs: 1 passage is longer than 1,000 words" in capsys.readouterr().err
+    st = open_engine(f"{noida}/longs").ingest([Passage("c", "C", long), Passage("c", "C", long)])
+    assert st["long"] == 1 and st["duplicates"] == 1
