@@ -84,11 +84,14 @@ def accuracy(a, models) -> dict:
     prompts = tuning_prompts(a.prompts)
     greedy = GenerationConfig(n=0, max_new_tokens=a.tokens, with_states=False, stop=("\n",))
     toks = {p: [] for p in models}
-    for i in range(0, len(prompts), a.batch):
-        chunk = prompts[i: i + a.batch]
+    # chunks of one prefix each (a chunk across the two sets' prefixes was refused when --prompts was not a
+    # multiple of twice --batch)
+    chunks = [prompts[i: min(i + a.batch, j)] for j0, j in ((0, len(prompts) // 2), (len(prompts) // 2, len(prompts)))
+              for i in range(j0, j, a.batch)]
+    for n, chunk in enumerate(chunks, 1):
         for p, lm in models.items():  # one call per chunk: rows decode together, as SeaKR's calls do
             toks[p] += [g.greedy.token_ids for g in lm.generate([q for q, _ in chunk], greedy, prefix=chunk[0][1])]
-        print(f"greedy {min(i + a.batch, len(prompts))}/{len(prompts)}", file=sys.stderr, flush=True)
+        print(f"greedy chunk {n}/{len(chunks)}", file=sys.stderr, flush=True)
     diffs = [first_difference(x, y) for x, y in zip(toks[a.base], toks[a.candidate])]
     same = sum(d is None for d in diffs)
     late = [d for d in diffs if d is not None]
