@@ -134,7 +134,8 @@ def index_passage_tokens(engine, lm) -> int:
     least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine does not say (an index built before it was recorded,
     Elasticsearch, one's own engine). A budget of 200-token passages over an index of whole articles let a
     request through whose prompts held thousands of tokens each."""
-    longest = (getattr(engine, "manifest", None) or {}).get("longest_passage")
+    manifest = getattr(engine, "manifest", None)
+    longest = manifest.get("longest_passage") if isinstance(manifest, dict) else None
     fetch = getattr(engine, "passage", None)
     if not isinstance(longest, dict) or not isinstance(longest.get("id"), str) or fetch is None:
         return PASSAGE_TOKENS
