@@ -110,7 +110,9 @@ def test_the_longest_passage_is_recorded_and_found_by_its_id(tmp_path):
     assert e.manifest["longest_passage"] == {"id": max(DOCS, key=lambda p: len(p.text)).id,
                                              "chars": max(len(p.text) for p in DOCS)}
     assert e.passage("3").text == DOCS[2].text and e.passage("3").title == DOCS[2].title
-    assert e.passage("missing") is None and e.passage("") is None
+    assert e.passage("missing") is None and e.passage("") is None and e.passage("\udc80") is None
+    with pytest.raises(TypeError, match="a passage id is text, got int"):
+        e.passage(3)
     e.add([Passage("x", "Long", long)])
     assert TantivyEngine(e.path).manifest["longest_passage"] == {"id": "x", "chars": len(long)}
     m = json.loads((e.path / MANIFEST).read_text())  # an index built before it was recorded: unknown, not guessed

@@ -478,6 +478,10 @@ class TantivyEngine:
 
     def passage(self, pid: str) -> Passage | None:
         """The passage of id ``pid``, or None where the index holds none."""
+        if not isinstance(pid, str):
+            raise TypeError(f"a passage id is text, got {type(pid).__name__}")
+        if not encodable(pid):  # no passage is indexed under half a surrogate pair (check_passage refuses it)
+            return None
         t = _tantivy()
         with _guard(self.path, "search"):
             searcher = self.index.searcher()
