@@ -138,6 +138,24 @@ def test_long_passages_are_counted_as_sent(noida, tmp_path, capsys):
     (tmp_path / "c.jsonl").write_text("".join(json.dumps({"id": i, "title": "T", "text": t}) + "\n"
                                               for i, t in (("a", long), ("a", long), ("b", "a short one"))))
     assert main(["index", "build", str(tmp_path / "c.jsonl"), "--out", f"{noida}/longs"]) == 0
-    assert "longs: 1 passage is longer than 1,000 words" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "longs: 1 passage is longer than 1,000 words" in err
+    assert out.startswith(f"built {noida}/longs: 2 passages, 1 duplicate ids and 0 empty passages skipped, ")
     st = open_engine(f"{noida}/longs").ingest([Passage("c", "C", long), Passage("c", "C", long)])
     assert st["long"] == 1 and st["duplicates"] == 1
+
+
+def test_an_add_says_what_it_added_and_skips_empty_passages_as_tantivy_does(noida, tmp_path, capsys):
+    """An --add into Elasticsearch said "built", and a passage without text was indexed there (tantivy skips it)."""
+    import json
+
+    from seakr.cli import main
+
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "a", "title": "A", "text": "alpha"}) + "\n")
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps({"id": i, "title": "T", "text": t}) + "\n"
+                                              for i, t in (("b", "beta"), ("e", "  "))))
+    assert main(["index", "build", str(tmp_path / "a.jsonl"), "--out", f"{noida}/adds"]) == 0
+    capsys.readouterr()
+    assert main(["index", "build", str(tmp_path / "b.jsonl"), "--out", f"{noida}/adds", "--add"]) == 0
+    assert capsys.readouterr().out == (f"added 1 passages (0 duplicate ids and 1 empty passages skipped) -> 2 in "
+                                       f"{noida}/adds\n")

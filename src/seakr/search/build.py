@@ -130,7 +130,10 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
         if not add:
             eng.create(overwrite=overwrite)
         st = eng.ingest(passages, progress=progress)
-        return f"built {eng.url}: {eng.metadata()['doc_count']} passages", st["long"]
+        skipped = f"{st['duplicates']} duplicate ids and {st['empty']} empty passages skipped"
+        if add:  # as tantivy's lines say it (an add said "built")
+            return f"added {st['sent']} passages ({skipped}) -> {st['count']} in {eng.url}", st["long"]
+        return f"built {eng.url}: {st['count']} passages, {skipped}, {st['seconds']:.2f} s", st["long"]
     except (SearchError, ValueError):
         raise
     except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says

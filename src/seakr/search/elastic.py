@@ -150,12 +150,15 @@ class ElasticEngine:
         # (and adding to no index was the cluster's auto-created one, without the english analyzer)
         text_field, title_field = self.fields()
         seen: set[str] = set()
-        sent = dup = failed = long = 0
+        sent = dup = empty = failed = long = 0
 
         def actions():
-            nonlocal sent, dup, long
+            nonlocal sent, dup, empty, long
             for p in passages:
-                check_passage(sent + dup, p)  # as tantivy's add: a dict or half a surrogate pair named here
+                check_passage(sent + dup + empty, p)  # as tantivy's add: a dict or half a surrogate pair named here
+                if not p.text.strip():  # as tantivy's build: a passage without text has nothing to put in a prompt
+                    empty += 1
+                    continue
                 if p.id in seen:
                     dup += 1
                     continue
@@ -177,7 +180,8 @@ class ElasticEngine:
         # documents (same _id), so only failures or a shrinking count can be detected there.
         if failed or (before == 0 and after != sent) or after < before:
             raise SearchError(f"{self.url}: partial index: sent {sent} documents, {failed} failed, count {before} -> {after}")
-        return {"sent": sent, "duplicates": dup, "long": long, "count": after, "seconds": time.time() - t0}
+        return {"sent": sent, "duplicates": dup, "empty": empty, "long": long, "count": after,
+                "seconds": time.time() - t0}
 
     # ------------------------------------------------------------------ query
     def _body(self, query: str, k: int) -> dict:
