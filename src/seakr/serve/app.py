@@ -130,8 +130,8 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
 
 
 def index_passage_tokens(engine, lm) -> int:
-    """Tokens a passage of ``engine`` may add to a prompt: its longest passage's (recorded by the index build), at
-    least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine does not say (an index built before it was recorded,
+    """Tokens a passage of ``engine`` may add to a prompt: those of its longest passage in characters (recorded by
+    the index build; token counts follow characters closely, not exactly), at least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine does not say (an index built before it was recorded,
     Elasticsearch, one's own engine). A budget of 200-token passages over an index of whole articles let a
     request through whose prompts held thousands of tokens each."""
     manifest = getattr(engine, "manifest", None)
