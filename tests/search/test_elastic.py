@@ -159,3 +159,21 @@ def test_an_add_says_what_it_added_and_skips_empty_passages_as_tantivy_does(noid
     assert main(["index", "build", str(tmp_path / "b.jsonl"), "--out", f"{noida}/adds", "--add"]) == 0
     assert capsys.readouterr().out == (f"added 1 passages (0 duplicate ids and 1 empty passages skipped) -> 2 in "
                                        f"{noida}/adds\n")
+
+
+def test_a_build_with_nothing_to_index_leaves_the_cluster_as_it_was(noida, tmp_path, capsys):
+    """Tantivy's build refuses a corpus without text and keeps the old index; into Elasticsearch it made an empty
+    index, and with --overwrite deleted the old one first."""
+    import json
+
+    from seakr.cli import main
+
+    (tmp_path / "blank.jsonl").write_text("".join(json.dumps({"id": i, "title": "T", "text": " "}) + "\n" for i in "ab"))
+    (tmp_path / "one.jsonl").write_text(json.dumps({"id": "k", "title": "K", "text": "kept"}) + "\n")
+    assert main(["index", "build", str(tmp_path / "blank.jsonl"), "--out", f"{noida}/blank"]) == 2
+    assert f"{noida}/blank: no passage to index (2 with empty text); nothing was written" in capsys.readouterr().err
+    es = open_engine(f"{noida}/blank")
+    assert not es.client.indices.exists(index="blank")
+    assert main(["index", "build", str(tmp_path / "one.jsonl"), "--out", f"{noida}/kept"]) == 0
+    assert main(["index", "build", str(tmp_path / "blank.jsonl"), "--out", f"{noida}/kept", "--overwrite"]) == 2
+    assert [h.id for h in open_engine(f"{noida}/kept").search("kept", 3)] == ["k"]

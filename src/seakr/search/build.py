@@ -3,6 +3,7 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -128,6 +129,9 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
     eng = ElasticEngine.from_url(out)
     try:
         if not add:
+            passages, blank = _with_text_ahead(passages)
+            if passages is None:  # before the index is created, or the old one deleted, as tantivy's build refuses it
+                raise SearchError(f"{eng.url}: no passage to index ({blank} with empty text); nothing was written")
             eng.create(overwrite=overwrite)
         st = eng.ingest(passages, progress=progress)
         skipped = f"{st['duplicates']} duplicate ids and {st['empty']} empty passages skipped"
@@ -138,6 +142,17 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
         raise
     except Exception as e:  # the client's own errors (no connection, refused, timeouts): one line, as a search says
         raise SearchError(f"{eng.url}: Elasticsearch failed ({type(e).__name__}: {first_line(e, limit=300)})") from None
+
+
+def _with_text_ahead(passages) -> tuple[Iterator | None, int]:
+    """The passages, read up to the first with text (None where none has any), and how many before it were empty:
+    an Elasticsearch build cannot be undone as tantivy's is, so it learns first whether there is anything to index."""
+    it, ahead = iter(passages), []
+    for p in it:
+        ahead.append(p)
+        if not isinstance(getattr(p, "text", None), str) or p.text.strip():  # a wrong type: the ingest names it
+            return itertools.chain(ahead, it), len(ahead) - 1
+    return None, len(ahead)
 
 
 def build_once(out: Path, build) -> None:
