@@ -115,12 +115,16 @@ def test_the_longest_passage_is_recorded_and_found_by_its_id(tmp_path):
         e.passage(3)
     e.add([Passage("x", "Long", long)])
     assert TantivyEngine(e.path).manifest["longest_passage"] == {"id": "x", "chars": len(long)}
+    assert TantivyEngine(e.path).longest_passage().id == "x"
     m = json.loads((e.path / MANIFEST).read_text())  # an index built before it was recorded: unknown, not guessed
     del m["longest_passage"], m["long_passages"]
     (e.path / MANIFEST).write_text(json.dumps(m))
     old = TantivyEngine(e.path)
     old.add([Passage("y", "Longer", long + "word")])
     assert "longest_passage" not in old.manifest and "long_passages" not in old.manifest
+    assert old.longest_passage().id == "y"  # read through once instead
+    old.SCAN_FOR_LONGEST = 3  # a large old index is not read through: the caller keeps its own figure
+    assert old.longest_passage() is None
 
 
 def test_an_index_with_nothing_to_find_is_not_written(tmp_path):

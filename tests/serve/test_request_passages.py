@@ -96,6 +96,13 @@ def test_the_budget_counts_the_index_s_own_longest_passage(tmp_path):
     assert r.status_code == 422 and "passages of up to 3000 tokens" in r.json()["detail"], r.text
     svc = AnswerService(ScriptedLM(lambda v: Reply("x")), short)
     assert svc.passage_tokens == PASSAGE_TOKENS
+    import json  # an index built before the longest passage was recorded (the demo index on a machine until now)
+
+    from seakr.search.tantivy_engine import MANIFEST
+    m = json.loads((long.path / MANIFEST).read_text())
+    del m["longest_passage"]
+    (long.path / MANIFEST).write_text(json.dumps(m))
+    assert AnswerService(ScriptedLM(lambda v: Reply("x")), TantivyEngine(long.path)).passage_tokens == 3000
     # a request's own passages are what its prompts hold, not the index's
     own = {**body, "passages": [ALIEN]}
     assert client(long, max_work=10_000).post("/v1/answer", json=own).status_code == 200

@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
-from ..search.base import SearchError
+from ..search.base import Passage, SearchError
 from ..textio import check_question, encodable, said, too_many_digits
 from .limits import ServiceLimits
 
@@ -130,17 +130,14 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
 
 
 def index_passage_tokens(engine, lm) -> int:
-    """Tokens a passage of ``engine`` may add to a prompt: those of its longest passage in characters (recorded by
-    the index build; token counts follow characters closely, not exactly), at least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine does not say (an index built before it was recorded,
-    Elasticsearch, one's own engine). A budget of 200-token passages over an index of whole articles let a
-    request through whose prompts held thousands of tokens each."""
-    manifest = getattr(engine, "manifest", None)
-    longest = manifest.get("longest_passage") if isinstance(manifest, dict) else None
-    fetch = getattr(engine, "passage", None)
-    if not isinstance(longest, dict) or not isinstance(longest.get("id"), str) or fetch is None:
-        return PASSAGE_TOKENS
-    p = fetch(longest["id"])
-    return max(PASSAGE_TOKENS, lm.count_tokens(p.text)) if p is not None else PASSAGE_TOKENS
+    """Tokens a passage of ``engine`` may add to a prompt: those of its longest passage in characters (token counts
+    follow characters closely, not exactly), at least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine cannot say
+    (Elasticsearch, one's own engine, a tantivy index of over a million passages built before it recorded its
+    longest). A budget of 200-token passages over an index of whole articles let a request through whose prompts
+    held thousands of tokens each."""
+    longest = getattr(engine, "longest_passage", None)
+    p = longest() if callable(longest) else None
+    return max(PASSAGE_TOKENS, lm.count_tokens(p.text)) if isinstance(p, Passage) else PASSAGE_TOKENS
 
 
 def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKENS) -> dict:
