@@ -472,8 +472,7 @@ class TantivyEngine:
         with _guard(self.path, "search"):
             searcher = self.index.searcher()
             for score, addr in searcher.search(q, k, count=False).hits:
-                d = searcher.doc(addr)
-                out.append(Passage(d["id"][0], (d.get_first("title") or ""), (d.get_first("text") or ""), float(score)))
+                out.append(_passage_of(searcher.doc(addr), float(score)))
         return out
 
     def passage(self, pid: str) -> Passage | None:
@@ -488,8 +487,7 @@ class TantivyEngine:
             hits = searcher.search(t.Query.term_query(self.schema, "id", pid), 1, count=False).hits
             if not hits:
                 return None
-            d = searcher.doc(hits[0][1])
-        return Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or "")
+            return _passage_of(searcher.doc(hits[0][1]))
 
     #: Passages an index built before its longest passage was recorded may hold to be read through for it
     #: (the 10,033-passage demo index took 0.06 s; beyond this the caller keeps its own figure).
@@ -503,14 +501,12 @@ class TantivyEngine:
             return self.passage(known["id"])
         if self.count() > self.SCAN_FOR_LONGEST:
             return None
-        best, addr_of = -1, None
         with _guard(self.path, "search"):
             searcher = self.index.searcher()
-            for _, addr in searcher.search(_tantivy().Query.all_query(), self.count(), count=False).hits:
-                n = len(searcher.doc(addr).get_first("text") or "")
-                best, addr_of = max((best, addr_of), (n, addr), key=lambda x: x[0])
-            d = searcher.doc(addr_of) if addr_of is not None else None
-        return Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or "") if d else None
+            docs = (searcher.doc(addr) for _, addr in searcher.search(_tantivy().Query.all_query(), self.count(),
+                                                                       count=False).hits)
+            d = max(docs, key=lambda d: len(d.get_first("text") or ""), default=None)
+        return _passage_of(d) if d is not None else None
 
     def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
         # tantivy's search holds the GIL: threads would not help (docs/design-notes.md §2.3).
@@ -570,6 +566,11 @@ class _KnownIds:
 
     def add(self, pid):
         self.new.add(pid)
+
+
+def _passage_of(doc, score: float = 0.0) -> Passage:
+    """A stored tantivy document as the passage it was built from."""
+    return Passage(doc["id"][0], doc.get_first("title") or "", doc.get_first("text") or "", score)
 
 
 def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
