@@ -177,3 +177,44 @@ def test_a_build_with_nothing_to_index_leaves_the_cluster_as_it_was(noida, tmp_p
     assert main(["index", "build", str(tmp_path / "one.jsonl"), "--out", f"{noida}/kept"]) == 0
     assert main(["index", "build", str(tmp_path / "blank.jsonl"), "--out", f"{noida}/kept", "--overwrite"]) == 2
     assert [h.id for h in open_engine(f"{noida}/kept").search("kept", 3)] == ["k"]
+
+
+def test_a_build_is_all_or_nothing(noida, tmp_path, capsys):
+    """An --overwrite whose corpus failed halfway (a broken line after 1,200 passages: two bulk chunks sent)
+    deleted the old index and left the passages sent before the failure as the index; a new index that failed
+    was left partial. Now an overwrite fills a staged index and switches the name over only once it is whole."""
+    import json
+
+    from seakr.cli import main
+
+    (tmp_path / "one.jsonl").write_text(json.dumps({"id": "k", "title": "K", "text": "kept"}) + "\n")
+    bad = "".join(json.dumps({"id": f"n{i}", "title": "N", "text": f"new {i}"}) + "\n" for i in range(1200))
+    (tmp_path / "bad.jsonl").write_text(bad + '{"id": broken\n')
+    (tmp_path / "good.jsonl").write_text(bad)
+    indices = lambda: sorted(open_engine(f"{noida}/x").client.indices.get_alias(index="whole*"))  # noqa: E731
+    assert main(["index", "build", str(tmp_path / "one.jsonl"), "--out", f"{noida}/whole"]) == 0
+    assert main(["index", "build", str(tmp_path / "bad.jsonl"), "--out", f"{noida}/whole", "--overwrite"]) == 2
+    assert "bad.jsonl:1201: invalid JSON" in capsys.readouterr().err
+    es = open_engine(f"{noida}/whole")
+    assert es.count(refresh=True) == 1 and [h.id for h in es.search("kept", 3)] == ["k"]
+    assert indices() == ["whole"]  # the staged copy was deleted
+    assert main(["index", "build", str(tmp_path / "bad.jsonl"), "--out", f"{noida}/fresh"]) == 2
+    assert not es.client.indices.exists(index="fresh")  # not a partial index under the name
+    for _ in range(2):  # over an index, then over the alias the first overwrite left
+        assert main(["index", "build", str(tmp_path / "good.jsonl"), "--out", f"{noida}/whole", "--overwrite"]) == 0
+        assert open_engine(f"{noida}/whole").count(refresh=True) == 1200
+        assert len(indices()) == 1 and indices()[0].startswith("whole-seakr-")  # one index behind the name
+    assert main(["index", "build", str(tmp_path / "one.jsonl"), "--out", f"{noida}/whole", "--add"]) == 0
+    assert open_engine(f"{noida}/whole").count(refresh=True) == 1201
+    assert main(["index", "build", str(tmp_path / "bad.jsonl"), "--out", f"{noida}/whole", "--overwrite"]) == 2
+    assert open_engine(f"{noida}/whole").count(refresh=True) == 1201 and len(indices()) == 1
+
+    def interrupted():  # Ctrl-C in the middle of a Python build
+        yield from (Passage(f"i{i}", "I", f"text {i}") for i in range(700))
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        open_engine(f"{noida}/whole").build(interrupted(), overwrite=True)
+    assert open_engine(f"{noida}/whole").count(refresh=True) == 1201 and len(indices()) == 1
+    es = open_engine(f"{noida}/whole")
+    es.create(overwrite=True)  # an empty index in place of the alias
+    assert es.count(refresh=True) == 0 and indices() == ["whole"]

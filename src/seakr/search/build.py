@@ -132,8 +132,9 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
             passages, blank = _with_text_ahead(passages)
             if passages is None:  # before the index is created, or the old one deleted, as tantivy's build refuses it
                 raise SearchError(f"{eng.url}: no passage to index ({blank} with empty text); nothing was written")
-            eng.create(overwrite=overwrite)
-        st = eng.ingest(passages, progress=progress)
+            st = eng.build(passages, overwrite=overwrite, progress=progress)
+        else:
+            st = eng.ingest(passages, progress=progress)
         skipped = f"{st['duplicates']} duplicate ids and {st['empty']} empty passages skipped"
         if add:  # as tantivy's lines say it (an add said "built")
             return f"added {st['sent']} passages ({skipped}) -> {st['count']} in {eng.url}", st["long"]

@@ -16,13 +16,16 @@ tie-breaker 0.5, ``dfs_query_then_fetch`` (global statistics on multi-shard clus
 
 Ingest: ``streaming_bulk`` with retries and exponential back-off on 429 (back-pressure), then a
 refresh and a count check that raises on a partial index -- the reference stack's indexes were
-silently partial when a node ran low on disk.
+silently partial when a node ran low on disk. A build is all or nothing (:meth:`ElasticEngine.build`): a new
+index that fails is deleted, and an overwrite fills a staged index (``NAME-seakr-<hex>``) that the name is
+switched to in one alias update only once it is whole -- searches see the old passages until then.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import uuid
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -128,16 +131,59 @@ class ElasticEngine:
 
     # ------------------------------------------------------------------ build
     def create(self, overwrite: bool = False) -> None:
+        """An empty index under the name; ``overwrite`` retires what the name held first, at once (``build`` is the
+        all-or-nothing way to replace an index with passages)."""
         exists = self.client.indices.exists(index=self.index)
         if exists and not overwrite:
             raise SearchError(f"{self.url}: index exists (pass overwrite / --overwrite to replace it)")
         if exists:
-            self.client.indices.delete(index=self.index)
+            self._switch_to(None)
+        self._make(self.index)
+
+    def build(self, passages: Iterable[Passage], overwrite: bool = False, progress=None) -> dict:
+        """A whole index of ``passages`` under the name, or none: an overwrite that failed halfway (a bad line deep
+        in a corpus, a full disk, Ctrl-C) deleted the old index and left a partial one. A new name is filled in
+        place and deleted if the build fails; an existing one is filled as a staged index and switched over in one
+        alias update once whole (the old stays searchable until then, and is kept if the build fails)."""
+        exists = self.client.indices.exists(index=self.index)
+        if exists and not overwrite:
+            raise SearchError(f"{self.url}: index exists (pass overwrite / --overwrite to replace it)")
+        target = f"{self.index}{_STAGED}{uuid.uuid4().hex[:12]}" if exists else self.index
+        self._make(target)
+        staged = ElasticEngine(self.client, target, self.flavour, self.url)
+        try:
+            st = staged.ingest(passages, progress=progress)
+            if exists:
+                self._switch_to(target)
+        except BaseException:
+            _drop(self.client, target)
+            raise
+        self._fields = None
+        return st
+
+    def _make(self, index: str) -> None:
         self._fields = None  # the new mapping's (ours)
         if self.flavour == "opensearch":
-            self.client.indices.create(index=self.index, body=MAPPING)
+            self.client.indices.create(index=index, body=MAPPING)
         else:
-            self.client.indices.create(index=self.index, **MAPPING)
+            self.client.indices.create(index=index, **MAPPING)
+
+    def _switch_to(self, target: str | None) -> None:
+        """Point the name at ``target`` (None: at nothing) in one alias update, retiring what it named: an index
+        under the name is removed in that update; behind an alias, the indexes a seakr overwrite staged are
+        deleted after it, and one's own index the alias named is left as it is (only the alias moves)."""
+        ind = self.client.indices
+        if ind.exists_alias(name=self.index):
+            old = list(ind.get_alias(name=self.index))
+            actions = [{"remove": {"index": i, "alias": self.index}} for i in old]
+        else:
+            old, actions = [], [{"remove_index": {"index": self.index}}]
+        if target:
+            actions.append({"add": {"index": target, "alias": self.index}})
+        ind.update_aliases(body={"actions": actions})
+        for i in old:
+            if i.startswith(self.index + _STAGED):
+                _drop(self.client, i)
 
     def ingest(self, passages: Iterable[Passage], chunk: int = 500, max_retries: int = 5, progress=None) -> dict:
         """Bulk-index with retries/back-off, then verify the count; raises on a partial index."""
@@ -233,6 +279,18 @@ class ElasticEngine:
         return {"engine": self.flavour, "url": self.url, "index": self.index, "doc_count": n,
                 "analyzer": "english", "bm25": {"k1": 1.2, "b": 0.75},
                 "query": {"type": "multi_match best_fields", "fields": fields, "tie_breaker": TIE_BREAKER}}
+
+
+#: What names the index an overwrite fills before the name is switched to it (``wiki`` -> ``wiki-seakr-<hex>``).
+_STAGED = "-seakr-"
+
+
+def _drop(client, index: str) -> None:
+    """Delete ``index`` if the cluster lets us (a clean-up on the way out of a failure: never masks that failure)."""
+    try:
+        client.indices.delete(index=index)
+    except Exception:
+        pass
 
 
 def _text(v) -> str:
