@@ -218,3 +218,31 @@ def test_a_build_is_all_or_nothing(noida, tmp_path, capsys):
     es = open_engine(f"{noida}/whole")
     es.create(overwrite=True)  # an empty index in place of the alias
     assert es.count(refresh=True) == 0 and indices() == ["whole"]
+
+
+def test_the_longest_passage_is_recorded_for_the_service(noida):
+    """The service counted every passage of an Elasticsearch index as 200 tokens (it could not learn the longest):
+    over whole articles a request whose prompts held thousands of tokens each was admitted. A build records the
+    longest passage in the index's mapping and an add keeps it; the service reads it at start."""
+    from scripted import Reply, ScriptedLM
+    from seakr.serve.app import PASSAGE_TOKENS, AnswerService
+
+    es = open_engine(f"{noida}/longest")
+    es.build([Passage("a", "A", "short one"), Passage("b", "B", "film " * 600), Passage("c", "C", "mid " * 50)])
+    assert es.longest_passage() == Passage("b", "B", "film " * 600)
+    es.ingest([Passage("d", "D", "film " * 900)])  # an add past it
+    assert es.longest_passage().id == "d"
+    svc = AnswerService(ScriptedLM(lambda v: Reply("x")), open_engine(f"{noida}/longest"))
+    assert svc.passage_tokens == 900  # the scripted model counts a word a token
+    es.build([Passage("e", "E", "one " * 300)], overwrite=True)  # an overwrite records its own
+    assert open_engine(f"{noida}/longest").longest_passage().id == "e"
+    es.ingest([Passage("e", "E", "now short")])  # the longest re-sent shorter: no longer known, not kept wrong
+    assert es.longest_passage() is None
+    assert es.passage("nope") is None
+    other = open_engine(f"{noida}/elsewhere")  # an index built without seakr: no record, the 200-token figure
+    other.client.indices.create(index="elsewhere")
+    other.client.index(index="elsewhere", id="1", document={"title": "T", "text": "word " * 5000}, refresh=True)
+    assert other.longest_passage() is None
+    other.ingest([Passage("2", "U", "film " * 10)])  # an add does not make up a record it cannot know
+    assert other.longest_passage() is None
+    assert AnswerService(ScriptedLM(lambda v: Reply("x")), other).passage_tokens == PASSAGE_TOKENS

@@ -197,6 +197,7 @@ class ElasticEngine:
         text_field, title_field = self.fields()
         seen: set[str] = set()
         sent = dup = empty = failed = long = 0
+        longest = {"id": None, "chars": -1}
 
         def actions():
             nonlocal sent, dup, empty, long
@@ -211,6 +212,8 @@ class ElasticEngine:
                 seen.add(p.id)
                 sent += 1
                 long += is_long(p.text)
+                if len(p.text) > longest["chars"]:
+                    longest.update(id=p.id, chars=len(p.text))
                 source = {"id": p.id, title_field or "title": p.title, text_field: p.text}
                 yield {"_index": self.index, "_id": p.id, "_source": source}
 
@@ -226,8 +229,55 @@ class ElasticEngine:
         # documents (same _id), so only failures or a shrinking count can be detected there.
         if failed or (before == 0 and after != sent) or after < before:
             raise SearchError(f"{self.url}: partial index: sent {sent} documents, {failed} failed, count {before} -> {after}")
+        self._record_longest(longest if sent else None, fresh=before == 0, sent_ids=seen)
         return {"sent": sent, "duplicates": dup, "empty": empty, "long": long, "count": after,
                 "seconds": time.time() - t0}
+
+    def _meta(self) -> dict:
+        """What seakr recorded in the index's mapping (``_meta.seakr``); {} for an index built elsewhere or before."""
+        try:
+            m = self.client.indices.get_mapping(index=self.index)
+        except Exception:
+            return {}
+        for mapping in dict(getattr(m, "body", m)).values():
+            meta = ((mapping.get("mappings") or {}).get("_meta") or {}).get("seakr")
+            if isinstance(meta, dict):
+                return meta
+        return {}
+
+    def _record_longest(self, longest: dict | None, fresh: bool, sent_ids: set[str]) -> None:
+        """Keep the index's longest passage (id, characters) in its mapping, as a tantivy manifest keeps it: the
+        service counts every passage of its index at the longest one's tokens. An add keeps a record only where
+        there was one (an index built elsewhere has no known longest); re-sent ids replace passages here, so a
+        record whose passage was re-sent shorter is dropped rather than kept wrong."""
+        old = None if fresh else self._meta().get("longest_passage")
+        if fresh:
+            new = longest
+        elif not isinstance(old, dict) or not longest:
+            return
+        elif old.get("id") in sent_ids and longest["chars"] < old.get("chars", 0):
+            new = None
+        else:
+            new = max(old, longest, key=lambda x: x.get("chars", 0))
+        self.client.indices.put_mapping(index=self.index, body={"_meta": {"seakr": {"longest_passage": new}}})
+
+    def passage(self, pid: str) -> Passage | None:
+        """The passage of id ``pid`` (its document id, as a build writes it), or None where the index holds none."""
+        text, title = self.fields()
+        try:
+            d = self.client.get(index=self.index, id=pid)
+        except Exception as e:
+            if getattr(e, "status_code", None) == 404 or getattr(getattr(e, "meta", None), "status", None) == 404:
+                return None
+            raise SearchError(f"{self.url}: cannot read passage {pid!r} ({first_line(e)})") from None
+        src = d.get("_source") or {}
+        return Passage(str(src.get("id", d["_id"])), _text(src.get(title, "") if title else ""), _text(src.get(text, "")))
+
+    def longest_passage(self) -> Passage | None:
+        """The longest passage in characters, as recorded by a seakr build and every add since; None for an index
+        built elsewhere or before the record (the service then counts passages as 200 tokens)."""
+        known = self._meta().get("longest_passage")
+        return self.passage(known["id"]) if isinstance(known, dict) and isinstance(known.get("id"), str) else None
 
     # ------------------------------------------------------------------ query
     def _body(self, query: str, k: int) -> dict:

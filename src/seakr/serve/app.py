@@ -132,8 +132,8 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
 def index_passage_tokens(engine, lm) -> int:
     """Tokens a passage of ``engine`` may add to a prompt: those of its longest passage in characters (token counts
     follow characters closely, not exactly), at least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine cannot say
-    (Elasticsearch, one's own engine, a tantivy index of over a million passages built before it recorded its
-    longest). A budget of 200-token passages over an index of whole articles let a request through whose prompts
+    (one's own engine, an Elasticsearch index seakr did not build, a tantivy index of over a million passages built
+    before it recorded its longest). A budget of 200-token passages over an index of whole articles let a request through whose prompts
     held thousands of tokens each."""
     longest = getattr(engine, "longest_passage", None)
     p = longest() if callable(longest) else None
