@@ -28,7 +28,10 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     ([], SearchError, r"^index: an empty list of passages; give at least one$"),
     ([Passage("a", "", "x"), 5], TypeError, r"^index: a list of passages holds Passage objects, texts or dicts with 'text', not int$"),
     ([{"title": "T", "body": "x"}], SearchError, r"^index: passage 0 has no 'text' \(its keys: title, body\)$"),
-    ([{"text": ["x"]}], TypeError, r"^index: passage 0: id, title and text are texts"),
+    ([{"text": None}], SearchError, r"^index: passage 0: field 'text' should be str, got NoneType$"),
+    ([{"text": "x", "title": ["T"]}], SearchError, r"^index: passage 0: field 'title' should be str, got list$"),
+    ([{"id": True, "text": "x"}], SearchError, r"^index: passage 0: field 'id' should be str, got bool$"),
+    ({"id": "a", "text": "x"}, SearchError, r"^index: a dict with 'text' is one passage; give a list of passages"),
     (iter([]), SearchError, r"^index: an empty list of passages"),
     ([Passage("a", "", "x"), Passage("a", "", "y")], SearchError, r"^index: passage id 'a' is given twice"),
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
@@ -71,3 +74,27 @@ def test_a_set_of_texts_gets_the_same_ids_in_every_process():
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                            env={**__import__("os").environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
     assert len(runs) == 1 and "doc-0" in runs.pop()
+
+
+def test_rows_given_in_code_are_read_as_a_corpus_file_s_lines(tmp_path):
+    """A DataFrame with a missing title (None or NaN), a numeric id (7.5), Pyserini's or FlashRAG's `contents` and a
+    list of sentences were refused in code ("id, title and text are texts (an id may be a number)", "has no
+    'text'") while `index build` read the same rows from a JSONL file; one passage given as a dict was read as a
+    dict of id -> text (passages "id" and "text"). Both doors now read a row alike."""
+    import json
+    import math
+
+    import pandas as pd
+
+    from seakr.search import read_corpus
+
+    rows = [{"id": "a", "title": None, "text": "Alien is a 1979 film."}, {"id": 7.5, "title": "B", "text": "Blade Runner."},
+            {"id": "c", "contents": '"Heat"\nHeat is a 1995 crime film.'}, {"id": "d", "title": "D", "text": ["One.", "Two."]},
+            {"id": "e", "title": math.nan, "text": "Eraserhead."}]
+    f = tmp_path / "rows.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from_file = list(read_corpus(str(f), "jsonl"))
+    in_code = [passages_engine(pd.DataFrame([r]) if i == 0 else [r]).search(p.text.split()[0], 1)[0]
+               for i, (r, p) in enumerate(zip(rows, from_file))]
+    assert [(p.id, p.title, p.text) for p in in_code] == [(p.id, p.title, p.text) for p in from_file]
+    assert [(p.id, p.title) for p in from_file] == [("a", ""), ("7.5", "B"), ("c", "Heat"), ("d", "D"), ("e", "")]

@@ -5,7 +5,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url, redact
-from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, split_passages
+from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, row_passage, split_passages
 from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 
@@ -63,9 +63,9 @@ def _collection(index) -> bool:
 
 
 def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
-    """BM25 over passages given in code: ``Passage``s, plain texts (ids ``doc-<i>``), dicts with ``text`` (and
-    ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas; other keys are not read), or
-    a dict of id -> text; indexed into a temporary folder that lives as long as the engine (``index=[...]`` needed
+    """BM25 over passages given in code: ``Passage``s, plain texts (ids ``doc-<i>``), dicts with ``text`` or
+    ``contents`` (and ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas, read as a
+    corpus file's lines are; other keys are not read), or a dict of id -> text; indexed into a temporary folder that lives as long as the engine (``index=[...]`` needed
     a folder built first). ``passage_words`` cuts longer documents into passages (:func:`split_passages`)."""
     check_passage_words(passage_words)  # before the documents are read
     import tempfile
@@ -75,6 +75,10 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
 
     if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
         docs = docs.to_pylist() if hasattr(docs, "to_pylist") else docs.to_dict("records")
+    if isinstance(docs, Mapping) and ("text" in docs or "contents" in docs) and \
+            not any(isinstance(v, (Mapping, Passage)) for v in docs.values()):  # read as id -> text, its keys as ids
+        raise SearchError("index: a dict with 'text' is one passage; give a list of passages ([{...}]) or a dict of "
+                          "id -> text")
     if isinstance(docs, (set, frozenset)):  # no order, and a text's hash differs per process: its doc-<i> ids
         docs = sorted(docs, key=lambda d: d if isinstance(d, str) else repr(d))  # changed from run to run
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
@@ -112,13 +116,13 @@ def _passage(i: int, d) -> Passage:
         if isinstance(d, Passage):
             return d
         d = {"id": key, **d}  # id -> {title, text}: the key names it unless the row does
-    if isinstance(d, Mapping):
-        if "text" not in d:
+    if isinstance(d, Mapping):  # read as a corpus file's line is: a DataFrame's NaN title, a numeric id, `contents`
+        if "text" not in d and "contents" not in d:
             raise SearchError(f"index: passage {i} has no 'text' (its keys: {', '.join(map(str, d)) or 'none'})")
-        pid, title = d.get("id", d.get("_id")), d.get("title", "")
-        if pid is not None and not isinstance(pid, (str, int)) or not isinstance(title, str) or not isinstance(d["text"], str):
-            raise TypeError(f"index: passage {i}: id, title and text are texts (an id may be a number)")
-        return Passage(f"doc-{i}" if pid is None else str(pid), title, d["text"])
+        try:
+            return row_passage(f"index: passage {i}", d, default_id=f"doc-{i}")
+        except CorpusError as e:
+            raise SearchError(str(e)) from None
     raise TypeError(f"index: a list of passages holds Passage objects, texts or dicts with 'text', not {type(d).__name__}")
 
 

@@ -66,25 +66,63 @@ def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
 
 
 def _field(path, n, rec, name, kind=str):
+    return _field_at(f"{path}:{n}", rec, name, kind)
+
+
+def _field_at(where: str, rec, name, kind=str):
     if name not in rec:
-        raise CorpusError(f"{path}:{n}: missing field '{name}'")
+        raise CorpusError(f"{where}: missing field '{name}'")
     v = rec[name]
     if isinstance(v, float) and not math.isfinite(v):  # Python's json writes a table's missing value so: not "nan"
-        raise CorpusError(f"{path}:{n}: field '{name}' is {json.dumps(v)}, a missing value")
+        raise CorpusError(f"{where}: field '{name}' is {json.dumps(v)}, a missing value")
     if kind is str and isinstance(v, (int, float)) and not isinstance(v, bool):
         v = str(v)
     if not isinstance(v, kind):
-        raise CorpusError(f"{path}:{n}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
+        raise CorpusError(f"{where}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
     if name in ("id", "_id") and not v.strip():  # a passage's id names it in traces, rows and the duplicate check
-        raise CorpusError(f"{path}:{n}: empty field '{name}'")
+        raise CorpusError(f"{where}: empty field '{name}'")
     return v
 
 
 def _title(where, n, rec: dict) -> str:
+    return _title_at(f"{where}:{n}", rec)
+
+
+def _title_at(where: str, rec) -> str:
     """A passage's optional title: absent or null is none; a list or an object was kept as one (a title
     ``5`` as a number); NaN, a missing value as Python's json writes one, is none (it was the title "nan")."""
     v = rec.get("title")
-    return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field(where, n, rec, "title")
+    return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field_at(where, rec, "title")
+
+
+def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
+    """A corpus row as a passage, read alike from a JSON line and from a row given in code (a dict, a table's
+    row): the text from ``text`` (a list of sentences is joined) or else Pyserini's/FlashRAG's ``contents``; the id
+    from ``id`` or BEIR's ``_id`` (a number as its digits; ``default_id`` where a row has none or null); a null or
+    NaN title is none. A field that cannot be read raises :class:`CorpusError` naming ``where``."""
+    key = "_id" if "id" not in rec and "_id" in rec else "id"
+    pid = default_id if default_id is not None and rec.get(key) is None else _field_at(where, rec, key)
+    if "text" not in rec and "contents" in rec:
+        return _contents_passage(where, pid, rec)
+    text = rec.get("text")
+    if isinstance(text, list) and text and all(isinstance(x, str) for x in text):
+        text = join_sentences(text)  # HotpotQA's Wikipedia abstracts keep a passage as its sentences
+    else:
+        text = _field_at(where, rec, "text")
+    return Passage(pid, _title_at(where, rec), text)
+
+
+def _contents_passage(where: str, pid: str, rec) -> Passage:
+    """FlashRAG's ``contents`` (its first line the title, maybe quoted), or Pyserini's (the text alone: beside a
+    ``title`` field, or on one line)."""
+    contents = _field_at(where, rec, "contents")
+    if rec.get("title") is not None or "\n" not in contents.strip():
+        return Passage(pid, _title_at(where, rec), contents.strip())
+    title, _, text = contents.partition("\n")
+    title = title.strip()
+    if len(title) >= 2 and title[0] == title[-1] == '"':
+        title = title[1:-1]
+    return Passage(pid, title, text.strip())
 
 
 def _table_columns(path: str, header: list[str], headerless: bool) -> tuple[int | None, int, int | None] | None:
@@ -147,28 +185,12 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
 
 def read_flashrag(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
-        pid = _field(path, n, rec, "id")
-        contents = _field(path, n, rec, "contents")
-        if rec.get("title") is not None or "\n" not in contents.strip():  # Pyserini's: a title field, or none
-            yield Passage(pid, _title(path, n, rec), contents.strip())  # and the text alone, no title line
-            continue
-        title, _, text = contents.partition("\n")
-        title = title.strip()
-        if len(title) >= 2 and title[0] == title[-1] == '"':
-            title = title[1:-1]
-        yield Passage(pid, title, text.strip())
+        yield _contents_passage(f"{path}:{n}", _field(path, n, rec, "id"), rec)
 
 
 def read_jsonl(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
-        # BEIR's corpora (the usual retrieval-benchmark layout) name the id "_id"
-        key = "_id" if "id" not in rec and "_id" in rec else "id"
-        text = rec.get("text")
-        if isinstance(text, list) and text and all(isinstance(x, str) for x in text):
-            text = join_sentences(text)  # HotpotQA's Wikipedia abstracts keep a passage as its sentences
-        else:
-            text = _field(path, n, rec, "text")
-        yield Passage(_field(path, n, rec, key), _title(path, n, rec), text)
+        yield row_passage(f"{path}:{n}", rec)
 
 
 def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
