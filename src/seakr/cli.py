@@ -249,6 +249,13 @@ def plan_from_args(args) -> EvalPlan:
     if args.config:  # the paths the run takes from the grid, not from a flag
         taken = {k: top[k] for k in ("data", "index", "prompt_set", "model") if k in top and flag(k) is top[k]}
         check_grid_paths(args.config, taken | ({"filler": top["filler"]} if "filler" in top and not args.filler else {}))
+    if args.config and "threads" in top and flag("threads") is top["threads"] and getattr(args, "ray", None) is None:
+        from .models.machine import check_threads  # here, where the run's machine is known, naming the file's key
+
+        try:
+            check_threads(top["threads"], f"{args.config}: key 'threads':")
+        except ValueError as e:
+            raise CLIError(str(e)) from None
     spec.model, spec.precision, spec.device = flag("model"), flag("precision", "auto"), flag("device", "cpu")
     spec.threads, spec.layer, spec.state_source = flag("threads"), flag("layer"), flag("state_source", "mlp")
     return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout", "auto"), index=flag("index"),

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import HOTPOT, fixture_path
 from scripted import Reply, ScriptedLM
-from seakr.cli import plan_from_args
+from seakr.cli import CLIError, plan_from_args
 from seakr.cliargs import build_parser
 from seakr.eval.datasets import load_dataset
 from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, check_run, method_options, read_grid, run_plan
@@ -122,6 +122,24 @@ def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
     assert (flags.every, flags.model.precision, flags.filler) == (3, "bf16", ["x.jsonl"])  # a flag given wins
     # the tap was the Python API's only (state_source=): a model without an mlp module had no way out elsewhere
     assert cli_plan("--data", HOTPOT, "--state-source", "residual").model.state_source == "residual"
+
+
+@pytest.mark.parametrize("line,said", [
+    ('precision = "int4"', "key 'precision': 'int4': expected auto, float32"),
+    ('device = "tpu"', "key 'device': 'tpu': expected cpu, cuda"),
+    ('model = ""', "key 'model': empty; name a model"),
+    ('model = "smollm2-135m"\nlayer = 99', "key 'layer': 99: expected a 0-based decoder layer in 0..29"),
+    ("threads = 4096", "key 'threads': 4096: this process may use"),
+])
+def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line, said):
+    """They were refused naming a flag the grid does not have ("--precision 'int4': expected ...")."""
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\n{line}\n[[run]]\nmethod = "cot"\n')
+    with pytest.raises((PlanError, CLIError)) as e:
+        cli_plan("--config", str(grid))
+    assert str(e.value).startswith(f"{grid}: {said}"), str(e.value)
+    if "threads" in line:  # a flag given wins, and a Ray launch's workers have CPUs of their own
+        assert cli_plan("--config", str(grid), "--threads", "1").model.threads == 1
 
 
 @pytest.mark.parametrize("change,match", [

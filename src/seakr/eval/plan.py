@@ -567,6 +567,25 @@ def _grid_top(path: str, conf: dict) -> None:
         raise PlanError(f"{path}: key 'layout' must be one of {', '.join(LAYOUTS)}, not {conf['layout']!r}")
     if isinstance(conf.get("delta"), float) and math.isnan(conf["delta"]):
         raise PlanError(f"{path}: key 'delta' must be a number, not nan")
+    _grid_model(path, conf)
+
+
+#: The grid's keys that say which model and how it computes (:class:`ModelSpec`'s fields).
+MODEL_KEYS = ("model", "precision", "device", "threads", "layer", "state_source")
+
+
+def _grid_model(path: str, conf: dict) -> None:
+    """The grid's model keys checked as the flags are, the refusal naming the file and the key: it named a flag the
+    grid does not have ("--precision 'int4': expected ..."). Threads are checked against this machine's CPUs
+    later, where it is known whether the run stays here (a Ray launch's workers have their own)."""
+    keys = {k: conf[k] for k in MODEL_KEYS if k in conf}
+    if not keys:
+        return
+    try:
+        ModelSpec(**keys).check(here=False)
+    except PlanError as e:
+        said = re.sub(r"^--([a-z-]+):? ?", lambda m: f"key {m.group(1).replace('-', '_')!r}: ", str(e))
+        raise PlanError(f"{path}: {said}") from None
 
 
 def _grid_run(where: str, r: Any, names: set) -> RunSpec:
