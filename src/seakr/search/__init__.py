@@ -65,8 +65,9 @@ def _collection(index) -> bool:
 def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     """BM25 over passages given in code: ``Passage``s, plain texts (ids ``doc-<i>``), dicts with ``text`` or
     ``contents`` (and ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas, read as a
-    corpus file's lines are; other keys are not read), or a dict of id -> text; indexed into a temporary folder that lives as long as the engine (``index=[...]`` needed
-    a folder built first). ``passage_words`` cuts longer documents into passages (:func:`split_passages`)."""
+    corpus file's lines are; other keys are not read), or a dict of id -> text; indexed into a temporary folder
+    that lives as long as the engine (``index=[...]`` needed a folder built first). ``passage_words`` cuts longer
+    documents into passages (:func:`split_passages`)."""
     check_passage_words(passage_words)  # before the documents are read
     import tempfile
     from pathlib import Path
