@@ -63,7 +63,9 @@ class Passage:
 
 @runtime_checkable
 class SearchEngine(Protocol):
-    """What methods need from retrieval. Backends: ``TantivyEngine`` (embedded), ``ElasticEngine``."""
+    """What methods need from retrieval. Backends: ``TantivyEngine`` (embedded), ``ElasticEngine``. Optional:
+    ``longest_passage() -> Passage | None``, which ``seakr serve`` reads to count every passage of its index at the
+    longest one's tokens in a request's worst case (without it, 200 tokens: a DPR passage)."""
 
     def search(self, query: str, k: int = 3) -> list[Passage]: ...
 
