@@ -95,8 +95,8 @@ class ElasticEngine:
                     raise SearchError(f"{self.url}: the cluster has no index {self.index!r}") from None
                 raise SearchError(f"{self.url}: search failed: cannot read the index's fields ({first_line(e)})") from None
             props: dict = {}
-            for mapping in dict(getattr(m, "body", m)).values():  # one entry an index (an alias may name several)
-                props.update((mapping.get("mappings") or {}).get("properties") or {})
+            for mapping in _mappings(m):
+                props.update(mapping.get("properties") or {})
             text = next((f for f in TEXT_FIELDS if f in props), None if props else "text")  # no field yet: ours
             if text is None:
                 raise SearchError(f"{self.url}: no passage text field: the index maps {', '.join(sorted(props)) or 'no field'}; "
@@ -133,10 +133,7 @@ class ElasticEngine:
     def create(self, overwrite: bool = False) -> None:
         """An empty index under the name; ``overwrite`` retires what the name held first, at once (``build`` is the
         all-or-nothing way to replace an index with passages)."""
-        exists = self.client.indices.exists(index=self.index)
-        if exists and not overwrite:
-            raise SearchError(f"{self.url}: index exists (pass overwrite / --overwrite to replace it)")
-        if exists:
+        if self._exists(overwrite):
             self._switch_to(None)
         self._make(self.index)
 
@@ -145,9 +142,7 @@ class ElasticEngine:
         in a corpus, a full disk, Ctrl-C) deleted the old index and left a partial one. A new name is filled in
         place and deleted if the build fails; an existing one is filled as a staged index and switched over in one
         alias update once whole (the old stays searchable until then, and is kept if the build fails)."""
-        exists = self.client.indices.exists(index=self.index)
-        if exists and not overwrite:
-            raise SearchError(f"{self.url}: index exists (pass overwrite / --overwrite to replace it)")
+        exists = self._exists(overwrite)
         target = f"{self.index}{_STAGED}{uuid.uuid4().hex[:12]}" if exists else self.index
         self._make(target)
         staged = ElasticEngine(self.client, target, self.flavour, self.url)
@@ -160,6 +155,13 @@ class ElasticEngine:
             raise
         self._fields = None
         return st
+
+    def _exists(self, overwrite: bool) -> bool:
+        """Whether the name holds an index (or alias) already; refused unless ``overwrite``."""
+        exists = self.client.indices.exists(index=self.index)
+        if exists and not overwrite:
+            raise SearchError(f"{self.url}: index exists (pass overwrite / --overwrite to replace it)")
+        return exists
 
     def _make(self, index: str) -> None:
         self._fields = None  # the new mapping's (ours)
@@ -239,8 +241,8 @@ class ElasticEngine:
             m = self.client.indices.get_mapping(index=self.index)
         except Exception:
             return {}
-        for mapping in dict(getattr(m, "body", m)).values():
-            meta = ((mapping.get("mappings") or {}).get("_meta") or {}).get("seakr")
+        for mapping in _mappings(m):
+            meta = (mapping.get("_meta") or {}).get("seakr")
             if isinstance(meta, dict):
                 return meta
         return {}
@@ -333,6 +335,11 @@ class ElasticEngine:
 
 #: What names the index an overwrite fills before the name is switched to it (``wiki`` -> ``wiki-seakr-<hex>``).
 _STAGED = "-seakr-"
+
+
+def _mappings(answer) -> list[dict]:
+    """The mappings of a ``get_mapping`` answer, one an index (an alias may name several)."""
+    return [m.get("mappings") or {} for m in dict(getattr(answer, "body", answer)).values()]
 
 
 def _drop(client, index: str) -> None:
