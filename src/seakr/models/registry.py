@@ -261,7 +261,8 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     hf_logging.disable_progress_bar()  # one line of ours instead of a bar per tensor
     quiet = _quiet_gguf_bar()
     try:
-        tok, model = _read_gguf(gguf, getattr(torch, dtype))
+        with _gguf_parsed_once():
+            tok, model = _read_gguf(gguf, getattr(torch, dtype))
         check_finite(model, gguf)  # once, here: a damaged file must not answer with empty text ever after
         # save_pretrained refuses a GGUF-quantised model; the weights are already dense (dequantised).
         model.hf_quantizer = None
@@ -311,6 +312,36 @@ def _quiet_gguf_bar():
 
     gguf_utils.tqdm = functools.partial(real, disable=True)
     return lambda: setattr(gguf_utils, "tqdm", real)
+
+
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """transformers reads a GGUF's header three times in one conversion (config, tokenizer, weights), each a
+    pure-Python walk of the whole vocabulary, and rebuilds gguf's tensor-name table for every submodule (397
+    times for SmolLM2): half of a 62 s conversion. Within the conversion both are built once; readers are
+    read-only memory maps, and the name table depends only on its arguments."""
+    try:
+        import gguf
+    except ImportError:
+        yield
+        return
+    import functools
+
+    real_reader, real_names = gguf.GGUFReader, gguf.get_tensor_name_map
+    readers: dict = {}
+
+    def reader(path, mode="r"):
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = real_reader(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = reader, functools.lru_cache(maxsize=None)(real_names)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = real_reader, real_names
+        readers.clear()
 
 
 def check_finite(model, source) -> None:
