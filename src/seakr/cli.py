@@ -17,7 +17,7 @@ from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of th
 from .search.base import redact
 from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
                      message, said, shown, strict_json, too_many_digits, warn, write_atomic)
-from .eval.plan import (EvalPlan, ModelSpec, RunSpec, check_grid_paths, check_output_dir, check_run, check_settings,
+from .eval.plan import (EvalPlan, ModelSpec, RunSpec, SettingError, check_grid_paths, check_output_dir, check_run, check_settings,
                         read_grid)
 from .eval.runner import check_rows_home
 
@@ -745,7 +745,8 @@ def _main(argv: list[str] | None) -> int:
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
         # Anything else (a bug, torch running out of memory) keeps its traceback.
-        print(f"seakr: error: {message(e)}", file=sys.stderr)  # it may quote a question or a passage
+        said = e.as_flag() if isinstance(e, SettingError) else e  # a plan's setting, named by its flag here
+        print(f"seakr: error: {message(said)}", file=sys.stderr)  # it may quote a question or a passage
         return 2
     except KeyboardInterrupt as e:
         print(f"seakr: {interrupted(args, e)}", file=sys.stderr)

@@ -147,9 +147,9 @@ def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line,
     ({"runs": [RunSpec("nope")]}, "unknown method"),
     ({"runs": [RunSpec("cot"), RunSpec("cot")]}, "second run"),
     ({"runs": [RunSpec("cot", name="a/b")]}, "file name"),
-    ({"shard": "3/2"}, "--shard"),
-    ({"seed": -1}, "--seed"),
-    ({"model": ModelSpec(device="gpu")}, "--device"),
+    ({"shard": "3/2"}, "shard '3/2': need 0 <= I < N"),
+    ({"seed": -1}, "seed -1: expected 0..4294967295"),
+    ({"model": ModelSpec(device="gpu")}, "model.device 'gpu'"),
     ({"model": ModelSpec(model="qwen-tiny")}, "unknown model 'qwen-tiny': not a registry name"),  # before any pooling
 ])
 def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, match):
@@ -158,10 +158,43 @@ def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, m
         EvalPlan(**kw).check()
 
 
+@pytest.mark.parametrize("python,flag,grid", [
+    (dict(model=ModelSpec("smollm2-135m", precision="int4")), ["--precision", "int4"], 'precision = "int4"'),
+    (dict(model=ModelSpec(state_source="ffn")), ["--state-source", "ffn"], 'state_source = "ffn"'),
+    (dict(model=ModelSpec("smollm2-135m", layer=99)), ["--layer", "99"], "layer = 99"),
+    (dict(model=ModelSpec(device="tpu")), ["--device", "tpu"], 'device = "tpu"'),
+    (dict(model=ModelSpec("smollm2-135m", threads=4096)), ["--threads", "4096"], "threads = 4096"),
+    (dict(seed=2 ** 40), ["--seed", str(2 ** 40)], f"seed = {2 ** 40}"),
+])
+def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid):
+    """One checker served the command line, the grid and the Python API, and named flags in all three: a Python
+    caller read "--precision 'int4'" for ``ModelSpec(precision="int4")``. Each door now names its own."""
+    import subprocess
+    import sys
+
+    name = flag[0][2:].replace("-", "_")
+    with pytest.raises(PlanError) as e:
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **python).check()
+    field, rest = str(e.value).split(" ", 1)
+    assert field == ("" if name == "seed" else "model.") + name, str(e.value)
+    r = subprocess.run([sys.executable, "-m", "seakr.cli", "eval", "--data", HOTPOT, "--out", str(tmp_path / "o"),
+                        "--method", "cot", "--model", "smollm2-135m", *flag], capture_output=True, text=True)
+    if name in ("precision", "state_source"):  # the parser's own choices refuse these first
+        assert r.returncode == 2 and f"argument {flag[0]}: invalid choice" in r.stderr, r.stderr
+    else:
+        assert (r.returncode, r.stderr) == (2, f"seakr: error: {flag[0]} {rest}\n")
+    (tmp_path / "g.toml").write_text(f'data = "{HOTPOT}"\n{grid}\n[[run]]\nmethod = "cot"\n')
+    from seakr.cli import CLIError
+
+    with pytest.raises((ValueError, CLIError)) as e:
+        cli_plan("--config", str(tmp_path / "g.toml"), "--out", str(tmp_path / "o")).check()
+    assert str(e.value).startswith(f"{tmp_path / 'g.toml'}: key {name!r}") and "--" not in str(e.value), str(e.value)
+
+
 def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_path):
     (tmp_path / "file").write_text("x")
     for out in (tmp_path / "file" / "o", tmp_path / "file" / "o" / "p"):
-        with pytest.raises(PlanError, match=rf"^--out .*file/o.*: cannot create the folder \(Not a directory: "
+        with pytest.raises(PlanError, match=rf"^out .*file/o.*: cannot create the folder \(Not a directory: "
                                             rf"{tmp_path / 'file'}\)$"):
             EvalPlan(data=HOTPOT, out=str(out)).check()
     (tmp_path / "locked").mkdir(mode=0o500)
@@ -245,12 +278,12 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"runs": [3]}, "runs hold RunSpec (or a method's name), not int"),
     ({"runs": [RunSpec(["cot"])]}, "unknown method ['cot']"),
     ({"data": 5}, "data must be a path or text, not int"),
-    ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "--precision 'fp8'"),
-    ({"model": ModelSpec("smollm2-135m", threads=0)}, "--threads must be a whole number >= 1, not 0"),
-    ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "--layer 2.5"),
-    ({"model": ModelSpec("smollm2-135m", state_source="ffn")}, "--state-source 'ffn': expected mlp or residual"),
+    ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "model.precision 'fp8'"),
+    ({"model": ModelSpec("smollm2-135m", threads=0)}, "model.threads must be a whole number >= 1, not 0"),
+    ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "model.layer 2.5"),
+    ({"model": ModelSpec("smollm2-135m", state_source="ffn")}, "model.state_source 'ffn': expected mlp or residual"),
     ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
-    ({"model": ModelSpec([])}, "--model: expected a registry name, a .gguf file or a model folder, got list"),  # the default
+    ({"model": ModelSpec([])}, "model: expected a registry name, a .gguf file or a model folder, got list"),  # the default
     ({"resume": "no"}, "resume must be True or False, not 'no'"),  # it resumed
     ({"grid": 1}, "grid must be True or False, not 1"),
     ({"filler": 5}, "filler must be a corpus file's path or a list of them, not 5"),  # "'int' object is not iterable"

@@ -411,7 +411,7 @@ def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
     from seakr.methods import SeaKR
 
     for kw, needle in ((dict(index=""), "index is empty"), (dict(filler=[""]), "filler is empty"),
-                       (dict(prompt_set=" "), "prompt_set is empty"), (dict(model=""), "--model: empty; name a model")):
+                       (dict(prompt_set=" "), "prompt_set is empty"), (dict(model=""), "^model: empty; name a model")):
         with pytest.raises(PlanError, match=needle):
             EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **kw).check()
     with pytest.raises(ValueError, match="model: empty"):

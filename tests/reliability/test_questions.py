@@ -62,7 +62,7 @@ def test_seakr_threads_is_checked_like_the_flag(monkeypatch):
             ModelSpec("smollm2-135m").check()
     monkeypatch.setenv("SEAKR_THREADS", "1")
     assert default_threads() == 1
-    with pytest.raises(PlanError, match="--threads 100000: this process may use"):
+    with pytest.raises(PlanError, match="^model.threads 100000: this process may use"):
         ModelSpec("smollm2-135m", threads=100000).check()
     ModelSpec("smollm2-135m", threads=64).check(here=False)  # a remote Ray cluster's workers: their CPUs bound it
 

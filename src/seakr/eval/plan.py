@@ -32,6 +32,41 @@ class PlanError(ValueError):
     """A plan that cannot run: one line naming the file, the run and the field."""
 
 
+class SettingError(PlanError):
+    """A setting of the plan refused: which one (``field``, as the Python API spells it: ``model.precision``,
+    ``shard``) and what is wrong with its value (``text``). Each door names it as its users write it:
+    :meth:`spelled` with ``--precision`` on the command line, ``key 'precision':`` in a TOML grid; a Python
+    caller reads the field. (One checker served all three and named flags a Python caller does not have.)"""
+
+    def __init__(self, field: str, text: str):
+        self.field, self.text = field, text
+        super().__init__(self.spelled(field))
+
+    @property
+    def name(self) -> str:
+        """The setting's own name, as the flags and a grid's keys are spelled (``model.state_source``: state_source)."""
+        return self.field.rsplit(".", 1)[-1]
+
+    def spelled(self, name: str) -> str:
+        return name + ("" if self.text.startswith(":") else " ") + self.text
+
+    def as_flag(self) -> str:
+        return self.spelled("--" + self.name.replace("_", "-"))
+
+
+def setting(field: str, check: Callable, *args, **kw):
+    """``check(*args, **kw)`` whose refusal begins with the name it was given (``field``'s own): raised again as
+    a :class:`SettingError` of ``field``, so each door can name the setting its own way."""
+    name = field.rsplit(".", 1)[-1]
+    try:
+        return check(*args, **kw)
+    except (TypeError, ValueError) as e:
+        text = str(e)
+        if isinstance(e, SettingError) or not re.match(rf"{re.escape(name)}[ :]", text):
+            raise
+        raise SettingError(field, text[len(name):].lstrip(" ")) from None
+
+
 #: The plan's settings that count something, and the least each may be (the flags' and the grid's rule).
 PLAN_LEAST = {"limit": 1, "every": 1, "concurrency": 1}
 
@@ -55,53 +90,39 @@ class ModelSpec:
         self.threads, self.layer = native(self.threads), native(self.layer)
 
     def check(self, here: bool = True) -> None:
-        """The mistakes that would otherwise surface after a minute of loading. ``here``: the model loads on
-        this machine (not on a remote Ray cluster's workers, whose CPUs bound --threads there)."""
+        """The mistakes that would otherwise surface after a minute of loading, each a :class:`SettingError` of
+        ``model.FIELD``. ``here``: the model loads on this machine (not on a remote Ray cluster's workers, whose
+        CPUs bound the threads there)."""
         from ..models import DEFAULT_MODEL, model_path
-        from ..models.registry import model_kind
+        from ..models.machine import (PRECISIONS, STATE_SOURCES, check_device, check_layer, check_threads, default_threads,
+                                      precision_name)
+        from ..models.registry import model_depth, model_kind
 
-        try:  # [] or 0 was the default model, and so was "" (read as not given)
-            if self.model is not None:
-                model_path(self.model)
-        except (TypeError, ValueError) as e:
-            raise PlanError(f"--{e}") from None
+        if self.model is not None:  # [] or 0 was the default model, and so was "" (read as not given)
+            setting("model", model_path, self.model)
         try:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
             raise PlanError(str(e)) from None
-        from ..models.machine import PRECISIONS, precision_name
-
         if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
-            raise PlanError(f"--precision {self.precision!r}: expected {', '.join(PRECISIONS)} (or fp32, bf16, fp16)")
-        from ..models.machine import check_threads, default_threads
-
-        try:  # the flag, else SEAKR_THREADS: either beyond the CPUs only contends
-            if here:
-                check_threads(self.threads, "--threads") if self.threads is not None else default_threads()
-            elif self.threads is not None:
-                check_threads(self.threads, "--threads", bounded=False)
-        except ValueError as e:
-            raise PlanError(str(e)) from None
-        from ..models.machine import STATE_SOURCES
-
-        if self.state_source not in STATE_SOURCES:
-            raise PlanError(f"--state-source {self.state_source!r}: expected {' or '.join(STATE_SOURCES)}")
-        if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
-            raise PlanError(f"--device {self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
-        from ..models.machine import check_device
-
-        try:  # a device this machine lacks is refused before a run's plan starts, not at its first load
-            check_device(self.device)
-        except ValueError as e:
-            raise PlanError(f"--{e}") from None
-        if self.layer is not None:
-            from ..models.machine import check_layer
-            from ..models.registry import model_depth
-
-            try:  # against the depth where it is known without the weights (any local model, a cached hub one)
-                check_layer(self.layer, "--layer", model_depth(model_path(self.model or DEFAULT_MODEL)))
+            raise SettingError("model.precision", f"{self.precision!r}: expected {', '.join(PRECISIONS)} "
+                                                  "(or fp32, bf16, fp16)")
+        if here and self.threads is None:  # SEAKR_THREADS, read as the setting is: beyond the CPUs only contends
+            try:
+                default_threads()
             except ValueError as e:
                 raise PlanError(str(e)) from None
+        elif here:
+            setting("model.threads", check_threads, self.threads, "threads")
+        elif self.threads is not None:
+            setting("model.threads", check_threads, self.threads, "threads", bounded=False)
+        if self.state_source not in STATE_SOURCES:
+            raise SettingError("model.state_source", f"{self.state_source!r}: expected {' or '.join(STATE_SOURCES)}")
+        if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
+            raise SettingError("model.device", f"{self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
+        setting("model.device", check_device, self.device)  # one this machine lacks: now, not at the first load
+        if self.layer is not None:  # against the depth where it is known without the weights (any local model)
+            setting("model.layer", check_layer, self.layer, "layer", model_depth(model_path(self.model or DEFAULT_MODEL)))
 
     def context(self) -> int | None:
         """The model's context window in tokens where it is known without the weights (a packaged model, a local
@@ -183,9 +204,9 @@ def parse_shard(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise PlanError(f"--shard {text!r}: expected I/N, e.g. 0/4") from None
+        raise SettingError("shard", f"{text!r}: expected I/N, e.g. 0/4") from None
     if n < 1 or not 0 <= i < n:
-        raise PlanError(f"--shard {text!r}: need 0 <= I < N")
+        raise SettingError("shard", f"{text!r}: need 0 <= I < N")
     return i, n
 
 
@@ -206,7 +227,7 @@ def check_run_name(where: str, name, names: set) -> None:
 def check_settings(seed: int | None, prompt_set: str | None) -> None:
     """The seed's range and a prompt-set file (a missing or malformed one: one line naming it)."""
     if seed is not None and not 0 <= seed < 2 ** 32:
-        raise PlanError(f"--seed {said(seed)}: expected 0..{2 ** 32 - 1}")
+        raise SettingError("seed", f"{said(seed)}: expected 0..{2 ** 32 - 1}")
     if prompt_set:
         from ..prompts import PromptSet
 
@@ -354,7 +375,7 @@ class EvalPlan:
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
         self.model.check(here)
-        check_output_dir(self.out)
+        setting("out", check_output_dir, self.out, "out")
         if self.resume:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))
@@ -583,9 +604,10 @@ def _grid_model(path: str, conf: dict) -> None:
         return
     try:
         ModelSpec(**keys).check(here=False)
+    except SettingError as e:
+        raise PlanError(f"{path}: key {e.name!r}: {e.text.lstrip(': ')}") from None
     except PlanError as e:
-        said = re.sub(r"^--([a-z-]+):? ?", lambda m: f"key {m.group(1).replace('-', '_')!r}: ", str(e))
-        raise PlanError(f"{path}: {said}") from None
+        raise PlanError(f"{path}: {e}") from None
 
 
 def _grid_run(where: str, r: Any, names: set) -> RunSpec:
