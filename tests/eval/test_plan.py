@@ -191,6 +191,15 @@ def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid)
     assert str(e.value).startswith(f"{tmp_path / 'g.toml'}: key {name!r}") and "--" not in str(e.value), str(e.value)
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="a Linux /proc")
+def test_a_folder_the_system_refuses_fails_before_any_model_loads(tmp_path):
+    """Root passes every permission check, yet /proc takes no new folder: ``--out /proc/x`` loaded the model,
+    then failed with "[Errno 2] No such file or directory: '/proc/x'"."""
+    for out in ("/proc/seakr-run", "/proc/seakr-run/a"):
+        with pytest.raises(PlanError, match=rf"^out {out}: cannot create the folder \(/proc refuses new folders: "):
+            EvalPlan(data=HOTPOT, out=out).check()
+
+
 def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_path):
     (tmp_path / "file").write_text("x")
     for out in (tmp_path / "file" / "o", tmp_path / "file" / "o" / "p"):
@@ -202,6 +211,7 @@ def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_p
         with pytest.raises(PlanError, match=r"cannot create the folder \(.*locked is not writable\)$"):
             EvalPlan(data=HOTPOT, out=str(tmp_path / "locked" / "o")).check()
     EvalPlan(data=HOTPOT, out=str(tmp_path / "a" / "b")).check()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "locked"]  # the folder it tried is gone
     # made by the run's first write, not by the check: a run refused after it (its data, its model) left an
     # empty folder that the next command with that --out (an index build) refused as "already exists"
     assert not (tmp_path / "a").exists()

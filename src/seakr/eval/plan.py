@@ -255,9 +255,11 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
             raise PlanError(f"{flag} {path}: cannot create the folder (Not a directory: {where})")
         if not os.access(where, os.W_OK | os.X_OK):
             raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
+        _try_a_folder(path, flag, where)
         return
     if not os.access(path, os.W_OK):
         raise PlanError(f"{flag} {path}: not writable")
+    _try_a_folder(path, flag, path)
     from .runner import check_free, check_not_foreign
 
     try:
@@ -265,6 +267,19 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         check_free(path)
     except ValueError as e:
         raise PlanError(str(e)) from None
+
+
+def _try_a_folder(path: str, flag: str, where: str) -> None:
+    """Make a folder in ``where`` and remove it: the permission bits do not say all (root passes every access
+    check, yet /proc, /sys and a read-only mount refuse; ``--out /proc/x`` loaded the model, then failed
+    with "[Errno 2] No such file or directory: '/proc/x'")."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".seakr-try-", dir=where))
+    except OSError as e:
+        raise PlanError(f"{flag} {path}: cannot create the folder ({where} refuses new folders: "
+                        f"{e.strerror or e})") from None
 
 
 def check_resume_rows(path: str) -> None:
