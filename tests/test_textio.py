@@ -72,6 +72,26 @@ def test_a_whole_write_keeps_links_modes_and_devices(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.json", "link.json", "pipe", "real.json"]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/stdout"), reason="a /dev/stdout")
+def test_stdout_by_its_name_is_written_through_into_a_pipe(tmp_path):
+    """``export --out /dev/stdout | head`` failed: the link resolves to "/proc/PID/fd/pipe:[N]", which names
+    nothing, and the write went to a hidden file beside it ("[Errno 2] No such file or directory")."""
+    import subprocess
+    import sys
+
+    from seakr.textio import check_output_file
+
+    code = "from seakr.textio import check_output_file, write_atomic; check_output_file('/dev/stdout', '--out'); " \
+           "write_atomic('/dev/stdout', 'through')"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (0, "through"), r.stderr
+    if os.path.isdir("/proc/self"):  # root passes the permission bits there, yet /proc takes no file
+        with pytest.raises(ValueError, match=r"^--out /proc/x.json: cannot write there \(/proc refuses new files: "):
+            check_output_file("/proc/x.json", "--out")
+    check_output_file(str(tmp_path / "x.json"), "--out")
+    assert list(tmp_path.iterdir()) == []  # the file it tried is gone
+
+
 def test_a_line_too_long_is_refused_or_cut_where_asked(tmp_path):
     """Record readers refuse a line over their bound with path:line (a stream with no line breaks was read
     whole); the format guess reads at most a MB of one line (a 500 MB JSON file on one line was read whole to

@@ -97,7 +97,7 @@ def cmd_index_build(args) -> int:
     from .search.build import build_index, check_index_out, pair_sources
 
     pairs = pair_sources(args.sources, args.format)
-    args.engine = check_index_out(args.out, [s for s, _ in pairs], args.engine)
+    args.engine = check_index_out(args.out, [s for s, _ in pairs], args.engine, args.add)
     with progress_bar(f"indexing into {args.out}") as adv:
         print(build_index(pairs, args.out, engine=args.engine, add=args.add, overwrite=args.overwrite, progress=adv,
                           passage_words=args.passage_words))

