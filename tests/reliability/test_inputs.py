@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -254,11 +255,24 @@ def test_09_12_output_paths_checked_before_the_model(tmp_path, index):
 
 
 @pytest.mark.slow
-def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written():
+def _small_files():
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file-size limit")
+def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written(tmp_path):
+    page = tmp_path / "trace.html"
     r = seakr("ask", "--model", "smollm2-135m", "--method", "cot", "--option", "max_new_tokens=8",
-              "--html", "/proc/seakr-trace.html", "Who wrote Hamlet?")
+              "--html", str(page), "Who wrote Hamlet?", preexec_fn=_small_files)
     assert r.returncode == 2 and b"A: " in r.stdout  # the computed answer is not lost
-    assert r.stderr.decode().strip().splitlines()[-1].startswith("seakr: error: --html /proc/seakr-trace.html")
+    assert r.stderr.decode().strip().splitlines()[-1] == f"seakr: error: --html {page}: File too large", r.stderr
+    assert not page.exists()
+    if os.path.isdir("/proc/self"):  # a place that takes no page at all is refused before the model loads
+        one_line_error(seakr("ask", "--model", "smollm2-135m", "--html", "/proc/seakr-trace.html", "Who wrote Hamlet?"),
+                       "--html /proc/seakr-trace.html: cannot write there (/proc refuses new files: ")
 
 
 def test_15_input_checks_run_before_the_model_loads(tmp_path, index):
