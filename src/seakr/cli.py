@@ -17,8 +17,8 @@ from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of th
 from .search.base import redact
 from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
                      message, said, shown, strict_json, too_many_digits, warn, write_atomic)
-from .eval.plan import (EvalPlan, ModelSpec, RunSpec, SettingError, check_grid_paths, check_output_dir, check_run, check_settings,
-                        read_grid)
+from .eval.plan import (EvalPlan, ModelSpec, RunSpec, SettingError, check_grid_paths, check_output_dir, check_run,
+                        check_settings, read_grid)
 from .eval.runner import check_rows_home
 
 

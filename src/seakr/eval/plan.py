@@ -267,7 +267,8 @@ def _try_a_folder(path: str, flag: str, where: str) -> None:
     or directory: '/proc/x'"."""
     why = folder_refused(where)
     if why:
-        raise PlanError(f"{flag} {path}: cannot create the folder ({where} refuses new folders: {why})")
+        doing = "cannot write into the folder" if where == path else "cannot create the folder"
+        raise PlanError(f"{flag} {path}: {doing} ({where} refuses new folders: {why})")
 
 
 def check_resume_rows(path: str) -> None:
