@@ -108,15 +108,13 @@ class ModelSpec:
         if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
             raise SettingError("model.precision", f"{self.precision!r}: expected {', '.join(PRECISIONS)} "
                                                   "(or fp32, bf16, fp16)")
-        if here and self.threads is None:  # SEAKR_THREADS, read as the setting is: beyond the CPUs only contends
+        if self.threads is not None:  # beyond this machine's CPUs only contends; a remote cluster's bound its own
+            setting("model.threads", check_threads, self.threads, "threads", bounded=here)
+        elif here:  # SEAKR_THREADS, read as the setting is
             try:
                 default_threads()
             except ValueError as e:
                 raise PlanError(str(e)) from None
-        elif here:
-            setting("model.threads", check_threads, self.threads, "threads")
-        elif self.threads is not None:
-            setting("model.threads", check_threads, self.threads, "threads", bounded=False)
         if self.state_source not in STATE_SOURCES:
             raise SettingError("model.state_source", f"{self.state_source!r}: expected {' or '.join(STATE_SOURCES)}")
         if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
@@ -252,7 +250,6 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         return
     if not os.access(path, os.W_OK):
         raise PlanError(f"{flag} {path}: not writable")
-    _try_a_folder(path, flag, path)
     from .runner import check_free, check_not_foreign
 
     try:
@@ -260,6 +257,7 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         check_free(path)
     except ValueError as e:
         raise PlanError(str(e)) from None
+    _try_a_folder(path, flag, path)  # last: nothing is made, even for a moment, in a folder refused above
 
 
 def _try_a_folder(path: str, flag: str, where: str) -> None:
