@@ -261,6 +261,7 @@ def test_short_form_keeps_each_answers_state_and_scores_a_fitted_probe(tmp_path,
         assert x["scores"]["probe"] == pytest.approx(1 / (1 + math.exp(-float(z[1][0]))), abs=1e-2)
         assert "\n" not in x["answer"]
     assert r["cost"]["estimators"]["eigen"]["rows"] == 4 and r["cost"]["estimators"]["probe"]["rows"] == 1
+    assert r["empty_answers"] == sum(not x["answer"] for x in rows) and r["prompt_style"] == "plain"
     assert r["cost"]["estimators"]["max-entropy"]["rows"] == 1 and "probe" in r["estimators"]
     with pytest.raises(ValueError, match="fitted on 'short' answers; this study asks in form 'cot'"):
         detect(m, exs, tmp_path / "cot", form="cot", probe_model=probe)
@@ -697,6 +698,23 @@ def test_a_detect_table_over_one_class_says_why_it_has_no_auroc():
     assert text.endswith("(no AUROC: it compares right answers with wrong ones, and all 2 were wrong)")
     r.update({"accuracy_f1>=0.5": 0.5, "estimators": {"eigen": {"auroc": 0.75, "pcc_with_1_minus_f1": 0.5}}})
     assert "| eigen | 0.750 | 0.500 |" in detect_markdown(r) and "no AUROC" not in detect_markdown(r)
+
+
+def test_a_detect_table_says_how_many_answers_were_empty_and_what_to_try():
+    """SmolLM2 (an instruct model) given the short form's plain prompt ended every reply at once: 12 empty
+    answers, all "wrong", and the table said only that no AUROC could be drawn."""
+    from seakr.eval.studies import detect_markdown
+
+    r = {"n": 12, "setting": "closed-book", "accuracy_f1>=0.5": 0.0, "state": "L14:mlp", "estimators": {},
+         "empty_answers": 12, "prompt_style": "plain"}
+    assert detect_markdown(r).endswith("(12 of 12 answers were empty; an instruct model often ends its reply at "
+                                       "once given the plain prompt style: try --option prompt_style=chat)")
+    r.update(prompt_style="chat", empty_answers=3)
+    assert detect_markdown(r).endswith("(3 of 12 answers were empty)")
+    r.update(empty_answers=0)
+    assert "empty" not in detect_markdown(r)
+    del r["empty_answers"]  # a study written before the count
+    assert "empty" not in detect_markdown(r)
 
 
 @pytest.mark.slow

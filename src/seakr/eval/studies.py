@@ -396,7 +396,8 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
             **({"probe": [tap_name(t) for t in taps]} if probe else {})}
     rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     result = _detect_summary(rows, lm.info(), setting)
-    result.update(form=form, cost=detect_costs(rows, method.config.k))
+    result.update(form=form, prompt_style=method.config.prompt_style, cost=detect_costs(rows, method.config.k),
+                  empty_answers=sum(not r["answer"] for r in rows))
     write_atomic(out / "detect.json", json.dumps(clean(result), indent=2))
     _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
     return result
@@ -536,6 +537,10 @@ def detect_markdown(r: dict) -> str:
     if r["n"] and r["accuracy_f1>=0.5"] in (0, 1):  # "nan" in every cell said nothing of why
         lines.append(f"(no AUROC: it compares right answers with wrong ones, and all {r['n']} were "
                      f"{'right' if r['accuracy_f1>=0.5'] else 'wrong'})")
+    if r.get("empty_answers"):  # an instruct model given a bare "Answer:" often ends its reply at once
+        hint = "; an instruct model often ends its reply at once given the plain prompt style: try --option " \
+            "prompt_style=chat" if r.get("prompt_style") == "plain" else ""
+        lines.append(f"({r['empty_answers']} of {r['n']} answers were empty{hint})")
     return "\n".join(lines)
 
 
