@@ -7,6 +7,7 @@ import re
 import stat
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -90,6 +91,28 @@ def test_stdout_by_its_name_is_written_through_into_a_pipe(tmp_path):
             check_output_file("/proc/x.json", "--out")
     check_output_file(str(tmp_path / "x.json"), "--out")
     assert list(tmp_path.iterdir()) == []  # the file it tried is gone
+
+
+def test_a_whole_write_names_the_place_that_takes_no_file_not_its_hidden_twin(tmp_path):
+    """From Python (``Probe.save``, ``write_answer_html``: no command to check the place first) the error named the
+    hidden file beside the one asked for: "[Errno 2] No such file or directory: 'out/.p.json.123-456.tmp'"."""
+    from seakr.textio import make_folder
+
+    (tmp_path / "file").write_text("x")
+    cases = [(tmp_path / "no" / "p.json", f"no folder {tmp_path / 'no'}"),
+             (tmp_path / "file" / "p.json", f"{tmp_path / 'file'} is not a directory"),
+             (tmp_path / "file" / "a" / "p.json", f"{tmp_path / 'file'} is not a directory")]
+    if os.path.isdir("/proc/self"):
+        cases.append((Path("/proc/p.json"), "/proc refuses new files: "))
+    for path, why in cases:
+        with pytest.raises(ValueError, match="^" + re.escape(f"{path}: cannot write the file ({why}")):
+            write_atomic(path, "x")
+    with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path))}: is a directory, expected a file name$"):
+        write_atomic(tmp_path, "x")
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'file' / 'd'}: cannot create the run folder (")):
+        make_folder(tmp_path / "file" / "d", "the run folder")
+    assert make_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b" and (tmp_path / "a" / "b").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "file"]
 
 
 def test_a_line_too_long_is_refused_or_cut_where_asked(tmp_path):

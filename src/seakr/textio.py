@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+from pathlib import Path
 import stat
 import sys
 import threading
@@ -506,13 +507,19 @@ def write_atomic(path, content: str | bytes) -> None:
     target = os.path.realpath(path)
     # stat the name given, not the link's target: /dev/stdout into a pipe resolves to "/proc/PID/fd/pipe:[N]",
     # which names nothing, and the write went to a hidden file in /proc ("[Errno 2] No such file or directory")
+    if os.path.isdir(path):  # was IsADirectoryError, from Python
+        raise ValueError(f"{path}: is a directory, expected a file name")
     if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
         with open(path, "wb") as f:
             f.write(data)
         return
     tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
-        with open(tmp, "wb") as f:
+        f = open(tmp, "wb")
+    except OSError as e:
+        raise file_error(path, e) from None
+    try:
+        with f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -684,6 +691,44 @@ def folder_refused(where: str, file: bool = False) -> str | None:
     except OSError as e:
         return e.strerror or str(e)
     return None
+
+
+#: errors of making a file or folder that are not the place's fault: the disk lacks room, or the system cannot
+#: follow the path (a name too long, a link loop); the commands word each on its own line
+_PASSED_ON = (errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG, errno.ELOOP)
+
+
+def folder_error(path, e: OSError, what: str = "the folder") -> OSError | ValueError:
+    """What to raise for the folder ``path`` that could not be made (``e``): one line naming it and why, as a
+    ValueError (the Python API's callers read "[Errno 2] No such file or directory: '/proc/x'" for /proc, "[Errno 17]
+    File exists: 'a.csv'" for a file on the way); ``e`` itself where the disk lacks room or the path is one the
+    system cannot follow (a name too long, a link loop), which the commands name on their own line."""
+    if e.errno in _PASSED_ON:
+        return e
+    where = nearest_existing(str(path))
+    why = f"{where} is not a directory" if not os.path.isdir(where) else f"{where} refuses new folders: {e.strerror or e}"
+    return ValueError(f"{path}: cannot create {what} ({why})")
+
+
+def file_error(path, e: OSError) -> OSError | ValueError:
+    """As :func:`folder_error`, for the file ``path`` whose hidden twin (:func:`write_atomic`) could not be made
+    beside it: the error named that twin ("[Errno 2] No such file or directory: 'out/.p.json.123-456.tmp'")."""
+    if e.errno in _PASSED_ON:
+        return e
+    parent = os.path.dirname(os.path.realpath(path))
+    where = nearest_existing(parent)
+    why = (f"{where} is not a directory" if not os.path.isdir(where) else f"no folder {parent}" if where != parent
+           else f"{parent} refuses new files: {e.strerror or e}")
+    return ValueError(f"{path}: cannot write the file ({why})")
+
+
+def make_folder(path, what: str = "the folder") -> Path:
+    """``mkdir -p path``, a refusal as :func:`folder_error` words it."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise folder_error(path, e, what) from None
+    return Path(path)
 
 
 def refused_write(e: BaseException) -> str | None:

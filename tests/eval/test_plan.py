@@ -200,6 +200,24 @@ def test_a_folder_the_system_refuses_fails_before_any_model_loads(tmp_path):
             EvalPlan(data=HOTPOT, out=out).check()
 
 
+def test_the_python_doors_below_the_plan_name_a_folder_they_cannot_make(tmp_path):
+    """``run_eval`` and the studies called from Python (no plan to check first) raised the system's own words:
+    "[Errno 2] No such file or directory: '/proc/x'", "[Errno 20] Not a directory: 'a.csv/x'"."""
+    from seakr.eval.runner import RowLog
+    from seakr.eval.states import StateStore
+
+    (tmp_path / "file").write_text("x")
+    cases = [(tmp_path / "file" / "o", f"{tmp_path / 'file'} is not a directory"),
+             (tmp_path / "file", f"{tmp_path / 'file'} is not a directory")]
+    if os.path.isdir("/proc/self"):
+        cases.append((Path("/proc/seakr-run/a"), "/proc refuses new folders: "))
+    for out, why in cases:
+        for make in (lambda o: RowLog(o, "results.jsonl", {}), lambda o: StateStore(o, ["L0:mlp"])):
+            with pytest.raises(ValueError, match="^" + re.escape(f"{out}: cannot create the folder ({why}")):
+                make(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
 def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_path):
     (tmp_path / "file").write_text("x")
     for out in (tmp_path / "file" / "o", tmp_path / "file" / "o" / "p"):

@@ -127,11 +127,13 @@ def test_hotpotqa_wikipedia_abstracts_read_with_their_sentences_joined(tmp_path)
 
 def test_an_index_folder_that_cannot_be_made_is_one_line_before_any_passage_is_read(tmp_path):
     """A file on the index's way was a traceback ("FileExistsError: [Errno 17] File exists"), and /proc "[Errno
-    2] No such file or directory: '/proc/.idx.building-9610'"; both through the command and the Python door."""
+    2] No such file or directory: '/proc/.idx.building-9610'"; through the command, ``build_index`` and the engine."""
     import subprocess
     import sys
 
+    from seakr.search import Passage
     from seakr.search.build import build_index
+    from seakr.search.tantivy_engine import TantivyEngine
 
     (tmp_path / "file").write_text("x")
     corpus = tmp_path / "c.jsonl"
@@ -147,6 +149,8 @@ def test_an_index_folder_that_cannot_be_made_is_one_line_before_any_passage_is_r
                                                          f"({why}") and r.stderr.count("\n") == 1, r.stderr
         with pytest.raises(ValueError, match=re.escape(f"--out {out}: cannot create the index folder ({why}")):
             build_index([(str(corpus), "auto")], str(out))
+        with pytest.raises(ValueError, match=re.escape(f"{out}: cannot create the index folder ({why}")):
+            TantivyEngine.build([Passage("a", "A", "alpha")], out)  # the engine's own door, below build_index
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl", "file"]  # nothing tried is left
 
 

@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import loads, spelled, strict_json, warn, write_atomic
+from ..textio import loads, make_folder, spelled, strict_json, warn, write_atomic
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -246,7 +246,7 @@ class RowLog:
         named_paths("out_dir", out_dir)  # run_eval(..., "") and the studies wrote their rows into the current folder
         self.dir = Path(out_dir)
         check_not_foreign(self.dir)  # before its lock file is left in another program's folder
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_folder(self.dir)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
         try:
             self._open(rows_name, config, resume, companion, check)
@@ -713,7 +713,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
     _check_unheld(out)
     check_not_foreign(out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     with run_lock(out):  # two merges into one new folder at once each wrote their rows over the other's
         _check_unheld(out)  # again, now that no other merge can be writing here
         return _write_merged(out, dirs, cfgs, rows, missing)

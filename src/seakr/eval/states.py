@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import first_line, json_file, write_atomic
+from ..textio import first_line, json_file, make_folder, write_atomic
 
 
 def tap_name(tap) -> str:
@@ -31,7 +31,7 @@ class StateStore:
 
     def __init__(self, folder: Path, taps: Sequence[str]):
         self.folder, self.taps = Path(folder), list(taps)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        make_folder(self.folder)
         meta = self.folder / "taps.json"
         if meta.exists() and (stored := _taps(meta)) != self.taps:
             raise ValueError(f"{self.folder}: states were read at {stored}, this run reads "

@@ -34,7 +34,7 @@ from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
 from ..models.registry import cache_dir, cache_lock
-from ..textio import write_atomic
+from ..textio import make_folder, write_atomic
 from ..methods.text import short_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example, require_golds
@@ -246,8 +246,7 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
             for r in run_rows(never, scored="a calibration") if r.id in a_rows]
     if not rows:
         raise ValueError(f"{never_dir} and {always_dir} share no answered question")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(out_dir)
     # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
     write_atomic(out / "calibration_rows.jsonl", "".join(
         json.dumps({**r, "u": r["u"] if math.isfinite(r["u"]) else str(r["u"])}) + "\n" for r in rows))

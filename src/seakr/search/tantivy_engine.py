@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import encodable, first_line, loads, refused_write
+from ..textio import encodable, first_line, folder_error, loads, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
                    is_long, iter_batches)
 
@@ -357,11 +357,14 @@ class TantivyEngine:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
         check_replaceable(out)
         made = _missing_folders(out.parent)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        remove_orphans(out)
         tmp = out.parent / f".{out.name}.building-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+        try:  # the index is built beside its place and moved there: both folders must be makeable
+            out.parent.mkdir(parents=True, exist_ok=True)
+            remove_orphans(out)
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+        except OSError as e:
+            raise folder_error(out, e, "the index folder") from None
         try:
             t = _tantivy()
             index = t.Index(_schema(), path=str(tmp))  # UTF-8 as out is, checked above
