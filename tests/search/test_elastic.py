@@ -246,3 +246,26 @@ def test_the_longest_passage_is_recorded_for_the_service(noida):
     other.ingest([Passage("2", "U", "film " * 10)])  # an add does not make up a record it cannot know
     assert other.longest_passage() is None
     assert AnswerService(ScriptedLM(lambda v: Reply("x")), other).passage_tokens == PASSAGE_TOKENS
+
+
+def test_both_engines_take_and_count_a_stream_alike(noida, tmp_path):
+    """Each engine had its own copy of the rules for what a build takes (the check, empty texts, repeated ids,
+    long passages, the longest); Elasticsearch kept the first of two equally long passages, tantivy the larger id.
+    One intake serves both: the same stream gives the same counts and the same longest passage."""
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    long_text = "word " * 1200
+    stream = [Passage("b", "B", "ab " * 40), Passage("a", "A", "ba " * 40), Passage("e", "E", "  "),
+              Passage("b", "B2", "again"), Passage("l", "L", long_text), Passage("m", "M", "short")]
+    es = open_engine(f"{noida}/intake")
+    got = es.build(stream)
+    ta = TantivyEngine.build(stream, tmp_path / "t")
+    manifest = ta.metadata()
+    assert (got["sent"], got["duplicates"], got["empty"], got["long"]) == (4, 1, 1, 1) == (
+        manifest["doc_count"], manifest["duplicates_skipped"], manifest["empty_skipped"], manifest["long_passages"])
+    assert es.longest_passage().id == ta.longest_passage().id == "l"
+    tie = [Passage("x", "X", "ab " * 40), Passage("z", "Z", "ba " * 40), Passage("y", "Y", "cd " * 40)]
+    assert open_engine(f"{noida}/tie").build(tie) and open_engine(f"{noida}/tie").longest_passage().id == "z"
+    assert TantivyEngine.build(tie, tmp_path / "tie").longest_passage().id == "z"
+    with pytest.raises(TypeError, match=r"^passage 2: expected a seakr.search.Passage, got dict"):
+        open_engine(f"{noida}/bad").build([Passage("a", "A", "x"), Passage("a", "A", "y"), {"id": "c"}])

@@ -118,6 +118,38 @@ def is_long(text: str) -> bool:
     return len(text) > 2 * LONG_PASSAGE and len(text.split()) > LONG_PASSAGE
 
 
+class Intake:
+    """What an index takes of a stream of passages, and what a build reports of it. Each passage is checked
+    (:func:`check_passage` names a malformed one by its place); one without text (nothing to put in a prompt) or
+    with an id already taken (``seen``: this build's, or an existing index's for an add) is skipped and counted;
+    of those taken, how many are long and which is the longest (the service budgets prompts by it). Both
+    engines build through it, so an index of either takes and counts alike."""
+
+    def __init__(self, seen=None):
+        self.seen = set() if seen is None else seen
+        self.taken = self.duplicates = self.empty = self.long = 0
+        self._longest = (0, "")  # (characters, id); the larger id of two as long, whatever the order
+
+    def take(self, p) -> bool:
+        check_passage(self.taken + self.duplicates + self.empty, p)
+        if not p.text.strip():
+            self.empty += 1
+            return False
+        if p.id in self.seen:
+            self.duplicates += 1
+            return False
+        self.seen.add(p.id)
+        self.taken += 1
+        self.long += is_long(p.text)
+        self._longest = max(self._longest, (len(p.text), p.id))
+        return True
+
+    @property
+    def longest(self) -> dict | None:
+        """The longest passage taken, ``{"id", "chars"}``; None before any."""
+        return {"id": self._longest[1], "chars": self._longest[0]} if self.taken else None
+
+
 def check_hits(hits, k: int, engine) -> list[Passage]:
     """What an engine's ``search`` returned, checked: a list (or a generator) of :class:`Passage`, each id once
     (the first; a repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own

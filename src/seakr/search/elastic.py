@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..textio import first_line
-from .base import TIE_BREAKER, Passage, SearchError, check_passage, check_search, is_long, redact
+from .base import TIE_BREAKER, Intake, Passage, SearchError, check_search, redact
 
 MAPPING = {
     "settings": {"analysis": {"analyzer": {"default": {"type": "english"}}}},
@@ -197,27 +197,13 @@ class ElasticEngine:
         # an index of the reference code keeps its text in "txt": added passages go where its own are searched
         # (and adding to no index was the cluster's auto-created one, without the english analyzer)
         text_field, title_field = self.fields()
-        seen: set[str] = set()
-        sent = dup = empty = failed = long = 0
-        longest = {"id": None, "chars": -1}
+        took, failed = Intake(), 0
 
         def actions():
-            nonlocal sent, dup, empty, long
             for p in passages:
-                check_passage(sent + dup + empty, p)  # as tantivy's add: a dict or half a surrogate pair named here
-                if not p.text.strip():  # as tantivy's build: a passage without text has nothing to put in a prompt
-                    empty += 1
-                    continue
-                if p.id in seen:
-                    dup += 1
-                    continue
-                seen.add(p.id)
-                sent += 1
-                long += is_long(p.text)
-                if len(p.text) > longest["chars"]:
-                    longest.update(id=p.id, chars=len(p.text))
-                source = {"id": p.id, title_field or "title": p.title, text_field: p.text}
-                yield {"_index": self.index, "_id": p.id, "_source": source}
+                if took.take(p):
+                    source = {"id": p.id, title_field or "title": p.title, text_field: p.text}
+                    yield {"_index": self.index, "_id": p.id, "_source": source}
 
         t0 = time.time()
         for ok, item in streaming_bulk(self.client, actions(), chunk_size=chunk, max_retries=max_retries,
@@ -229,11 +215,12 @@ class ElasticEngine:
         after = self.count(refresh=True)
         # A fresh index must hold exactly what was sent; on an incremental add re-sent ids replace
         # documents (same _id), so only failures or a shrinking count can be detected there.
-        if failed or (before == 0 and after != sent) or after < before:
-            raise SearchError(f"{self.url}: partial index: sent {sent} documents, {failed} failed, count {before} -> {after}")
-        self._record_longest(longest if sent else None, fresh=before == 0, sent_ids=seen)
-        return {"sent": sent, "duplicates": dup, "empty": empty, "long": long, "count": after,
-                "seconds": time.time() - t0}
+        if failed or (before == 0 and after != took.taken) or after < before:
+            raise SearchError(f"{self.url}: partial index: sent {took.taken} documents, {failed} failed, count {before} "
+                              f"-> {after}")
+        self._record_longest(took.longest, fresh=before == 0, sent_ids=took.seen)
+        return {"sent": took.taken, "duplicates": took.duplicates, "empty": took.empty, "long": took.long,
+                "count": after, "seconds": time.time() - t0}
 
     def _meta(self) -> dict:
         """What seakr recorded in the index's mapping (``_meta.seakr``); {} for an index built elsewhere or before."""

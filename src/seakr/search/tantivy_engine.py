@@ -29,8 +29,8 @@ from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
 from ..textio import encodable, first_line, folder_error, loads, refused_write
-from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Passage, SearchError, check_passage, check_search,
-                   is_long, iter_batches)
+from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_search,
+                   iter_batches)
 
 FORMAT = "seakr-tantivy/1"
 MANIFEST = "seakr-index.json"
@@ -581,25 +581,12 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
     t0 = time.time()
     threads = threads or min(4, os.cpu_count() or 1)
     writer = index.writer(heap_size=heap_mb * 1_000_000, num_threads=threads)
-    added = dup = empty = long = 0
-    checksum = 0
-    longest = (0, "")  # (characters, id) of the longest passage written: the service budgets its prompts by it
+    took, checksum = Intake(seen), 0
     try:
         for batch in iter_batches(passages, 5000):
-            for p in batch:
-                check_passage(added + dup + empty, p)
-                if not p.text.strip():
-                    empty += 1
-                    continue
-                if p.id in seen:
-                    dup += 1
-                    continue
-                seen.add(p.id)
+            for p in filter(took.take, batch):
                 writer.add_document(t.Document(id=p.id, title=p.title, text=p.text))
                 checksum = (checksum + doc_digest(p)) % _MOD
-                added += 1
-                long += is_long(p.text)  # counted as written: a skipped duplicate is not in the index
-                longest = max(longest, (len(p.text), p.id))
             if progress:
                 progress(len(batch))
         writer.commit()
@@ -610,5 +597,5 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
         except Exception:
             pass
         raise
-    return {"added": added, "duplicates": dup, "empty": empty, "long": long, "checksum": checksum,
-            "longest": {"id": longest[1], "chars": longest[0]}, "seconds": time.time() - t0}
+    return {"added": took.taken, "duplicates": took.duplicates, "empty": took.empty, "long": took.long,
+            "checksum": checksum, "longest": took.longest or {"id": "", "chars": 0}, "seconds": time.time() - t0}
