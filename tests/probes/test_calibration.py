@@ -62,3 +62,16 @@ def test_fit_names_scores_and_labels_it_cannot_use():
         with pytest.raises(ValueError, match=re.escape(needle)):
             fit_calibration(scores, correct, form="short", estimator="eigen")
     assert fit_calibration([1.0, np.float32(2.0), None], [np.bool_(True), 0, 1], form="short", estimator="eigen")(1.0) == 1.0
+
+
+def test_an_isotonic_map_of_few_answers_is_called_unreliable(capsys):
+    """``seakr probe calibrate`` fitted an isotonic map on 12 answers without a word (its steps put P(correct)
+    at 0 or 1 where one answer decides), while ``probe fit`` warns under 200; the packaged final-form maps,
+    fitted on 50, are Platt's for that reason."""
+    u, c = rows(n=300)
+    fit_calibration(u[:12], c[:12], form="short", estimator="eigen")
+    err = capsys.readouterr().err
+    assert "an isotonic map of 12 answers steps on a few answers each" in err and "--kind platt" in err
+    fit_calibration(u[:12], c[:12], form="short", estimator="eigen", kind="platt")
+    fit_calibration(u, c, form="short", estimator="eigen")
+    assert capsys.readouterr().err == ""

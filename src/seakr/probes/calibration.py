@@ -93,6 +93,10 @@ class Calibration:
         return cls.from_dict(json_file(p), str(p))
 
 
+#: Answers under which an isotonic map is called unreliable (its steps follow single answers).
+FEW_FOR_ISOTONIC = 200
+
+
 def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, form: str, estimator: str,
                     kind: str = "isotonic", data: str = "") -> Calibration:
     """Fit P(correct | score) on tuning rows. A failed score (None/inf) is placed above every finite
@@ -115,6 +119,12 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
     prov = {"data": data, "n": int(len(s)), "correct": int(c.sum()), "fitted_at": time.strftime("%Y-%m-%d")}
     if kind == "isotonic":
         from sklearn.isotonic import IsotonicRegression
+
+        if len(s) < FEW_FOR_ISOTONIC:  # the packaged isotonic maps: 800 answers; the final forms' 50: Platt
+            from ..textio import warn
+
+            warn(f"{where}: an isotonic map of {len(s)} answers steps on a few answers each (P(correct) 0 or 1 "
+                 f"where one decides): fit it on {FEW_FOR_ISOTONIC} or more, or use --kind platt (two parameters)")
 
         iso = IsotonicRegression(increasing=False, out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(s, c)
         return Calibration(form, estimator, kind, [float(v) for v in iso.X_thresholds_],
