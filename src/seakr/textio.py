@@ -706,8 +706,14 @@ def folder_error(path, e: OSError, what: str = "the folder") -> OSError | ValueE
     if e.errno in _PASSED_ON:
         return e
     where = nearest_existing(str(path))
-    why = f"{where} is not a directory" if not os.path.isdir(where) else f"{where} refuses new folders: {e.strerror or e}"
-    return ValueError(f"{path}: cannot create {what} ({why})")
+    return ValueError(f"{path}: cannot create {what} ({_no_place(where) or f'{where} refuses new folders: {e.strerror or e}'})")
+
+
+def _no_place(where: str) -> str | None:
+    """Why the nearest existing path ``where`` cannot hold anything new: not a folder, or a link to nothing."""
+    if os.path.islink(where) and not os.path.exists(where):
+        return f"{where} is a symbolic link to nothing ({os.readlink(where)})"
+    return None if os.path.isdir(where) else f"{where} is not a directory"
 
 
 def file_error(path, e: OSError) -> OSError | ValueError:
@@ -717,8 +723,7 @@ def file_error(path, e: OSError) -> OSError | ValueError:
         return e
     parent = os.path.dirname(os.path.realpath(path))
     where = nearest_existing(parent)
-    why = (f"{where} is not a directory" if not os.path.isdir(where) else f"no folder {parent}" if where != parent
-           else f"{parent} refuses new files: {e.strerror or e}")
+    why = _no_place(where) or (f"no folder {parent}" if where != parent else f"{parent} refuses new files: {e.strerror or e}")
     return ValueError(f"{path}: cannot write the file ({why})")
 
 
