@@ -223,8 +223,6 @@ def _answer_and_show(m, question: str, args):
             write_answer_html(ans, args.html)
         except OSError as e:
             raise CLIError(f"--html {args.html}: {e.strerror or e}") from None
-        except ValueError as e:  # a place that takes no file (write_atomic names it)
-            raise CLIError(f"--html {e}") from None
         print(f"wrote {args.html}", file=sys.stderr)
 
 
