@@ -29,6 +29,9 @@ def test_a_set_of_ones_own_loads_and_renders(tmp_path):
     ({**GOOD, "steps": ["a", ""]}, "field 'steps' must be a list of non-empty sentences"),
     ({**GOOD, "steps": ["Vienna is the capital. The Danube flows"]}, "a step holds a stop string"),
     ({**GOOD, "steps": ["Vienna\nis the capital"]}, "a step holds a stop string"),
+    # rendered "... So the answer is the Danube. So the answer is the Danube.": the answer twice, once mid-chain
+    ({**GOOD, "steps": GOOD["steps"] + ["So the answer is the Danube"]}, "demo 0: step 3 gives the answer ("),
+    ({**GOOD, "steps": ["The final answer is: the Danube"]}, "put the answer in 'answer' only"),
     ({**GOOD, "question": None}, "demo 0: field 'question' must be non-empty text, got None"),  # rendered "None"
     ({**GOOD, "answer": 5}, "field 'answer' must be non-empty text, got 5"),
     ({**GOOD, "answer": "a\nb"}, "field 'answer' holds a line break"),

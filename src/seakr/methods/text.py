@@ -9,6 +9,7 @@ from typing import Sequence
 
 import regex
 
+from ..prompts import ANSWER_SAYS as _ANSWER
 from ..search.base import LUCENE_ENGLISH_STOPWORDS
 
 # Function words dropped from queries (stand-in for the reference's spaCy POS filter, which keeps
@@ -22,7 +23,6 @@ QUERY_STOPWORDS = frozenset(LUCENE_ENGLISH_STOPWORDS) | {
 # A word: letters and digits of any script, with inner apostrophes and hyphens. ASCII-only, it cut "Björk" into
 # "Bj" and "rk", which no passage holds: the engines index words of every script whole.
 _WORD = re.compile(r"[^\W_](?:[^\W_]|['\-])*")
-_ANSWER = re.compile(r"the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
 _IS_THE_ANSWER = re.compile(r"(?:^|[.!?]\s+)([^.!?]+?)\s+is the answer", re.IGNORECASE)
 
 

@@ -32,6 +32,9 @@ from typing import Sequence
 from .. import textio
 
 MARKER = "So the answer is"
+#: Where a text gives its answer ("... the answer is X", MARKER's words): a chain's step that does ends the chain
+#: (methods/text.py reads the answer after it), so a demonstration's steps never do.
+ANSWER_SAYS = re.compile(r"the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
 #: ``auto``: the packaged model's measured better style, else plain (settled when a method is built).
 PROMPT_STYLES = ("plain", "chat", "auto")
 INSTRUCTION = (
@@ -138,9 +141,12 @@ def _demo(src: str, i: int, x) -> Demo:
     steps = x.get("steps")
     if not isinstance(steps, list) or not all(isinstance(t, str) and t.strip() for t in steps):
         raise ValueError(f"{where}: field 'steps' must be a list of non-empty sentences, got {steps!r}"[:300])
-    for t in steps:
+    for n, t in enumerate(steps, 1):
         if ". " in t.rstrip(". ") or "\n" in t:  # a step ends at either: the model would learn to stop mid-step
             raise ValueError(f"{where}: a step holds a stop string ('. ' or a line break): {t!r}")
+        if ANSWER_SAYS.search(t):  # rendered, the demo said its answer twice, the first time mid-chain
+            raise ValueError(f"{where}: step {n} gives the answer ({t!r}); a chain ends at such a step, and the "
+                             f"prompt adds '{MARKER} ...' after the steps: put the answer in 'answer' only")
     if not isinstance(x.get("type", ""), str):
         raise ValueError(f"{where}: field 'type' must be text, got {type(x['type']).__name__}")
     return Demo(x["question"], list(steps), x["answer"], x.get("type", ""))
