@@ -12,11 +12,11 @@ import json
 import math
 import os
 import re
-from pathlib import Path
 import stat
 import sys
 import threading
 import zlib
+from pathlib import Path
 from typing import Iterator
 
 
@@ -583,8 +583,6 @@ def message(text) -> str:
 
 def check_output_file(path: str, flag: str, error: type[Exception] = ValueError) -> None:
     """Fail before any slow work when ``path`` cannot be written."""
-    from pathlib import Path
-
     if not path.strip():
         raise error(f"{flag}: an empty path; name the file")
     p = Path(path)
@@ -706,10 +704,10 @@ def folder_error(path, e: OSError, what: str = "the folder") -> OSError | ValueE
     if e.errno in _PASSED_ON:
         return e
     where = nearest_existing(str(path))
-    return ValueError(f"{path}: cannot create {what} ({_no_place(where) or f'{where} refuses new folders: {e.strerror or e}'})")
+    return ValueError(f"{path}: cannot create {what} ({no_place(where) or f'{where} refuses new folders: {e.strerror or e}'})")
 
 
-def _no_place(where: str) -> str | None:
+def no_place(where: str) -> str | None:
     """Why the nearest existing path ``where`` cannot hold anything new: not a folder, or a link to nothing."""
     if os.path.islink(where) and not os.path.exists(where):
         return f"{where} is a symbolic link to nothing ({os.readlink(where)})"
@@ -723,7 +721,7 @@ def file_error(path, e: OSError) -> OSError | ValueError:
         return e
     parent = os.path.dirname(os.path.realpath(path))
     where = nearest_existing(parent)
-    why = _no_place(where) or (f"no folder {parent}" if where != parent else f"{parent} refuses new files: {e.strerror or e}")
+    why = no_place(where) or (f"no folder {parent}" if where != parent else f"{parent} refuses new files: {e.strerror or e}")
     return ValueError(f"{path}: cannot write the file ({why})")
 
 

@@ -221,8 +221,8 @@ def test_the_python_doors_below_the_plan_name_a_folder_they_cannot_make(tmp_path
 def test_an_output_folder_that_cannot_be_made_fails_before_any_model_loads(tmp_path):
     (tmp_path / "file").write_text("x")
     for out in (tmp_path / "file" / "o", tmp_path / "file" / "o" / "p"):
-        with pytest.raises(PlanError, match=rf"^out .*file/o.*: cannot create the folder \(Not a directory: "
-                                            rf"{tmp_path / 'file'}\)$"):
+        with pytest.raises(PlanError, match=rf"^out .*file/o.*: cannot create the folder \("
+                                            rf"{tmp_path / 'file'} is not a directory\)$"):
             EvalPlan(data=HOTPOT, out=str(out)).check()
     (tmp_path / "locked").mkdir(mode=0o500)
     if os.geteuid() != 0:  # root writes anywhere

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import (check_rereadable, folder_refused, is_pattern, missing, native, nearest_existing, pattern_files,
-                      said, user_path)
+from ..textio import (check_rereadable, folder_refused, is_pattern, missing, native, nearest_existing, no_place,
+                      pattern_files, said, user_path)
 from .datasets import LAYOUTS, Example
 
 
@@ -242,8 +242,8 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(f"{flag} {path}: exists and is not a directory")
     if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
         where = nearest_existing(path)
-        if not os.path.isdir(where):
-            raise PlanError(f"{flag} {path}: cannot create the folder (Not a directory: {where})")
+        if no_place(where):  # as make_folder words it: not a folder, or a link to nothing
+            raise PlanError(f"{flag} {path}: cannot create the folder ({no_place(where)})")
         if not os.access(where, os.W_OK | os.X_OK):
             raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
         _try_a_folder(path, flag, where)
