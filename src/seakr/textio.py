@@ -458,19 +458,33 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
         yield n, rec
 
 
-def csv_rows(reader, path: str, error: type[Exception] = ValueError) -> Iterator[list[str]]:
-    """A ``csv.reader``'s rows, its refusals (a field past the size limit, a quote left open) one line naming the
-    file and line instead of a ``_csv.Error`` traceback."""
+def csv_rows(reader, path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, list[str]]]:
+    """A ``csv.reader``'s rows, each with the line it starts on (a quoted field may hold line breaks), its refusals
+    (a field past the size limit, a quote left open) one line naming the file and line instead of a ``_csv.Error``
+    traceback."""
     import csv
 
     while True:
+        start = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as e:
             raise error(f"{path}:{reader.line_num}: not readable as CSV ({e})") from None
-        yield row
+        yield start, row
+
+
+def row_width_refused(path: str, reader, start: int, got: int, expected: str) -> str:
+    """The one line for a table row of the wrong width (``expected``: "3 fields (as the header)"). A row that ran
+    over several lines was made so by a quote opened in it and closed lines later, or never: the error named the
+    line where it ended (a whole file's last line for a DPR TSV with one stray quote), not where it began."""
+    end = reader.line_num
+    if end > start:
+        return (f"{path}:{start}: a quote opened in this row closes only on line {end}, so lines {start}-{end} read as "
+                f"one row of {got} field{'s' * (got != 1)} (expected {expected}); a quote inside a field is written "
+                f"twice (\"\")")
+    return f"{path}:{end}: expected {expected}, got {got}"
 
 
 def blank(text: str) -> bool:

@@ -129,6 +129,16 @@ def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):
     short.write_text("ID,Question,Answers,Documents\nq1,Who?\n")
     with pytest.raises(DatasetError, match=r"short.csv:2: expected 4 fields"):
         load_dataset(str(short))
+    short.write_text('ID,Question,Answers,Documents\nq1,"Who?,[\'a\'],[]\nq2,Who?,[\'b\'],[]\n')  # a quote left open
+    with pytest.raises(DatasetError, match=r"short.csv:2: a quote opened in this row closes only on line 3, so lines "
+                                           r"2-3 read as one row of 2 fields \(expected 4 fields"):
+        load_dataset(str(short))
+    table = tmp_path / "t.csv"  # a quoted question over two lines is one row, numbered by the line that ends it
+    table.write_text('question,answer\n"Who wrote\nHamlet?",Shakespeare\n"x,y\nWho?,z\n')
+    with pytest.raises(DatasetError, match=r"t.csv:4: a quote opened in this row closes only on line 5"):
+        load_dataset(str(table))
+    table.write_text('question,answer\n"Who wrote\nHamlet?",Shakespeare\n')
+    assert [(e.id, e.question) for e in load_dataset(str(table))] == [("row-3", "Who wrote\nHamlet?")]
     long = tmp_path / "long.csv"  # a field over csv's 128 KB default: it was csv's traceback
     long.write_text("ID,Question,Answers,Documents\n" + 'q1,Who?,[\'a\'],"[\'' + "t" * 200_000 + '\']"\n')
     assert load_dataset(str(long))[0].supporting_titles == ["t" * 200_000]

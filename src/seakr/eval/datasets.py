@@ -411,10 +411,10 @@ def load_qa_csv(path):
     if header != QA_CSV_HEADER:
         raise DatasetError(f"{path}:1: expected the header {','.join(QA_CSV_HEADER)}, got "
                            f"{','.join(header or [])[:80]!r}")
-    for row in textio.csv_rows(reader, path, DatasetError):
-        where = f"{path}:{reader.line_num}"
+    for n, row in textio.csv_rows(reader, path, DatasetError):
+        where = f"{path}:{n}"
         if len(row) != 4:
-            raise DatasetError(f"{where}: expected 4 fields ({','.join(QA_CSV_HEADER)}), got {len(row)}")
+            raise DatasetError(textio.row_width_refused(path, reader, n, len(row), f"4 fields ({','.join(QA_CSV_HEADER)})"))
         yield where, Example(row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
                       [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
 
@@ -479,13 +479,13 @@ def load_table(path):
     reader = csv.reader(itertools.chain([first], lines), delimiter=_delimiter(first))
     header = next(reader, None) or []
     cols = table_columns(header, f"{path}:1")
-    for row in textio.csv_rows(reader, path, DatasetError):
-        where = f"{path}:{reader.line_num}"
+    for n, row in textio.csv_rows(reader, path, DatasetError):
+        where = f"{path}:{n}"
         if not any(c.strip() for c in row):
             continue
         if len(row) != len(header):
-            raise DatasetError(f"{where}: expected {len(header)} fields (as the header), got {len(row)}")
-        qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"
+            raise DatasetError(textio.row_width_refused(path, reader, n, len(row), f"{len(header)} fields (as the header)"))
+        qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"  # (a run's ids: kept as they were)
         answers = _cell_answers(row[cols["answers"]]) if cols["answers"] is not None else []
         yield where, Example(qid, row[cols["question"]], answers, [], [], "", "table")
 

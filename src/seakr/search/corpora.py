@@ -159,21 +159,20 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
         return
     reader = csv.reader(itertools.chain([first], lines), delimiter=delimiter or textio.table_delimiter(first, ("text",)))
     rows = textio.csv_rows(reader, path, CorpusError)
-    header = next(rows, None)
+    _, header = next(rows, (1, None))
     cols = _table_columns(path, header, headerless=delimiter == "\t")
     if cols is None:  # no header: the first row is a passage
-        rows, cols = itertools.chain([header], rows), (0, 1, None)
+        rows, cols = itertools.chain([(1, header)], rows), (0, 1, None)
         need, exact = 2, False
     else:  # a row of more fields than the header had a delimiter in its text: it was cut there, unsaid
         need, exact = len(header), True
-    for row in rows:
-        n = reader.line_num
+    for n, row in rows:
         if not any(c.strip() for c in row):  # a blank line (one closing the file too)
             continue
         if len(row) < need or exact and len(row) != need:
             said = "tab-separated columns" if delimiter else f"columns split by {reader.dialect.delimiter!r}"
-            raise CorpusError(f"{path}:{n}: expected {need} {said} ({'as the header' if exact else 'id, text'}), "
-                              f"got {len(row)}")
+            raise CorpusError(textio.row_width_refused(
+                path, reader, n, len(row), f"{need} {said} ({'as the header' if exact else 'id, text'})"))
         title = row[cols[2]] if cols[2] is not None else ""
         if cols[0] is None:
             yield Passage(ctx_id(title, row[cols[1]]), title, row[cols[1]])
