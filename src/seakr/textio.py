@@ -519,10 +519,10 @@ def write_atomic(path, content: str | bytes) -> None:
     followed (its target is replaced, the link stays); a device or pipe (/dev/stdout) is written through."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     target = os.path.realpath(path)
-    # stat the name given, not the link's target: /dev/stdout into a pipe resolves to "/proc/PID/fd/pipe:[N]",
-    # which names nothing, and the write went to a hidden file in /proc ("[Errno 2] No such file or directory")
     if os.path.isdir(path):  # was IsADirectoryError, from Python
         raise ValueError(f"{path}: is a directory, expected a file name")
+    # stat the name given, not the link's target: /dev/stdout into a pipe resolves to "/proc/PID/fd/pipe:[N]",
+    # which names nothing, and the write went to a hidden file in /proc ("[Errno 2] No such file or directory")
     if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
         with open(path, "wb") as f:
             f.write(data)
@@ -608,9 +608,9 @@ def check_output_file(path: str, flag: str, error: type[Exception] = ValueError)
     if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise error(f"{flag} {path}: not writable")
     # a file is written beside its name, then moved over it (a device or a pipe is written through)
-    why = None if p.exists() and not p.is_file() else folder_refused(str(parent), file=True)
+    why = None if p.exists() and not p.is_file() else place_refused(str(parent), file=True)
     if why:
-        raise error(f"{flag} {path}: cannot write there ({parent} refuses new files: {why})")
+        raise error(f"{flag} {path}: cannot write there ({why})")
 
 
 def parse_json(text: str, where: str, error: type[Exception] = ValueError):
@@ -726,6 +726,15 @@ def no_place(where: str) -> str | None:
     if os.path.islink(where) and not os.path.exists(where):
         return f"{where} is a symbolic link to nothing ({os.readlink(where)})"
     return None if os.path.isdir(where) else f"{where} is not a directory"
+
+
+def place_refused(where: str, file: bool = False) -> str | None:
+    """Why ``where`` (the nearest existing path) takes no new folder (or ``file``), tried as :func:`folder_refused`
+    tries it, worded as every pre-check words it; None where it does."""
+    if (why := no_place(where)) is not None:
+        return why
+    refused = folder_refused(where, file)
+    return refused and f"{where} refuses new {'files' if file else 'folders'}: {refused}"
 
 
 def file_error(path, e: OSError) -> OSError | ValueError:

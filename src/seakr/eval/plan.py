@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact
-from ..textio import (check_rereadable, folder_refused, is_pattern, missing, native, nearest_existing, no_place,
-                      pattern_files, said, user_path)
+from ..textio import (check_rereadable, is_pattern, missing, native, nearest_existing, no_place, pattern_files,
+                      place_refused, said, user_path)
 from .datasets import LAYOUTS, Example
 
 
@@ -242,8 +242,8 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(f"{flag} {path}: exists and is not a directory")
     if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
         where = nearest_existing(path)
-        if no_place(where):  # as make_folder words it: not a folder, or a link to nothing
-            raise PlanError(f"{flag} {path}: cannot create the folder ({no_place(where)})")
+        if why := no_place(where):  # as make_folder words it: not a folder, or a link to nothing
+            raise PlanError(f"{flag} {path}: cannot create the folder ({why})")
         if not os.access(where, os.W_OK | os.X_OK):
             raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
         _try_a_folder(path, flag, where)
@@ -263,10 +263,10 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
 def _try_a_folder(path: str, flag: str, where: str) -> None:
     """``--out /proc/x`` passed the permission bits, loaded the model, then failed with "[Errno 2] No such file
     or directory: '/proc/x'"."""
-    why = folder_refused(where)
+    why = place_refused(where)
     if why:
         doing = "cannot write into the folder" if where == path else "cannot create the folder"
-        raise PlanError(f"{flag} {path}: {doing} ({where} refuses new folders: {why})")
+        raise PlanError(f"{flag} {path}: {doing} ({why})")
 
 
 def check_resume_rows(path: str) -> None:

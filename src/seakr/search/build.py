@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact
-from ..textio import (DATA_SUFFIXES, first_line, folder_refused, is_pattern, nearest_existing, no_place, pattern_files,
-                      user_path, warn)
+from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused, user_path,
+                      warn)
 from .corpora import check_passage_words, read_corpus, split_passages
 
 WIKI_OFFLINE = "wiki-offline"
@@ -60,8 +60,7 @@ def check_index_folder(out: str) -> None:
     """Where a tantivy build makes its folder (beside ``out``, then moved into place) can take one: a file on the
     way was a traceback ("FileExistsError: [Errno 17] File exists"), /proc or /sys "[Errno 2] No such file or
     directory: '/proc/.idx.building-9610'"."""
-    where = nearest_existing(os.path.dirname(os.path.abspath(out)))
-    why = no_place(where) or ((refused := folder_refused(where)) and f"{where} refuses new folders: {refused}")
+    why = place_refused(nearest_existing(os.path.dirname(os.path.abspath(out))))
     if why:  # worded as make_folder words it, where the build would have failed
         raise ValueError(f"--out {out}: cannot create the index folder ({why})")
 
