@@ -31,6 +31,10 @@ def fixture_path(name):
 
 
 HOTPOT = fixture_path("hotpotqa_mini.official.json")
+#: One CoT run that the sharded runs (``--shard i/n`` + ``merge``, and ``--ray``) must reproduce row for row
+#: (``whole_cot_run`` in tests/eval/conftest.py). One thread, so every run compared sums its floats in one order.
+COT_ARGS = ["eval", "--model", "smollm2-135m", "--data", HOTPOT, "--limit", "4", "--method", "cot",
+            "--option", "max_new_tokens=16", "--threads", "1"]
 
 
 def free_port():

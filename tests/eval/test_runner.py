@@ -71,10 +71,12 @@ def test_a_stopped_run_says_what_it_kept_and_resumes(tmp_path, sig, code, said):
     assert p.returncode == code, err[-2000:]
     assert err.strip().splitlines()[-1] == (f"seakr: {said}; the questions finished are kept in {out}: the same "
                                             "command with --resume goes on from them"), err[-2000:]
-    n = res.read_text().count("\n")
-    assert 1 <= n < 60  # the queued questions were dropped, not answered on the way out
-    r = seakr(*args, "--limit", "2", "--resume")
-    assert r.returncode == 0, r.stderr
+    text = res.read_text()
+    assert text.endswith("\n") and all(json.loads(line)["id"] for line in text.splitlines())  # rows closed whole
+    assert 1 <= text.count("\n") < 60  # the queued questions were dropped, not answered on the way out
+    if sig == signal.SIGTERM:  # the resume reads rows alike after either stop (a process each: ~15 s on a slow CPU)
+        r = seakr(*args, "--limit", "2", "--resume")
+        assert r.returncode == 0, r.stderr
 
 
 def test_toml_runs_methods_and_ablations(tmp_path):
@@ -88,10 +90,10 @@ out = "{tmp_path / 'grid'}"
 [[run]]
 name = "seakr-energy"
 method = "seakr"
-options = {{ estimator = "energy", delta = 0.0, max_new_tokens = 16, max_steps = 2 }}
+options = {{ estimator = "energy", delta = 0.0, max_new_tokens = 16, max_steps = 2, n_shot = 1 }}
 [[run]]
 method = "ircot"
-options = {{ max_new_tokens = 16, max_steps = 2 }}
+options = {{ max_new_tokens = 16, max_steps = 2, n_shot = 1 }}
 ''')
     r = seakr("eval", "--config", str(conf))
     assert r.returncode == 0, r.stderr

@@ -42,8 +42,9 @@ def test_bad_arguments_are_refused_before_the_model_loads(kwargs, error, needle,
 def test_an_index_as_a_path_or_an_engine_answers(tmp_path):
     engine = TantivyEngine.build(PASSAGES, tmp_path / "idx")
     for index in (tmp_path / "idx", engine):  # a pathlib.Path failed with AttributeError: no 'startswith'
+        # one short step that retrieves (what differs between the two is only how the index is handed over)
         qa = SeaKR.from_config(model="smollm2-135m", index=index, gate="step", delta=-1e9, k=2, max_steps=1,
-                               max_new_tokens=16)
+                               max_new_tokens=8, n_shot=1, reasoning="rationales")
         t = time.time()
         ans = qa.answer("What nationality was the director of 2001: A Space Odyssey?")
         assert isinstance(ans.answer, str) and ans.trace["totals"]["retrievals"] >= 1, time.time() - t

@@ -11,7 +11,9 @@ from seakr.search.corpora import read_corpus
 from seakr.search.tantivy_engine import TantivyEngine
 
 pytestmark = pytest.mark.slow
-FAST = dict(k=4, max_new_tokens=24, max_steps=3, max_passages=3)
+#: Short chains: two demonstrations instead of the set's all (a chain still takes two or three steps, each
+#: retrieving and re-ranking at delta = -inf) cut this module from ~275 s to ~220 s on an AVX2 CPU.
+FAST = dict(k=4, max_new_tokens=24, max_steps=3, max_passages=3, n_shot=2)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,7 @@ def question():
 @pytest.fixture(scope="module")
 def seakr_answer(smol, engine, question):
     """SeaKR's answer to ``question`` at ``delta`` with ``opts`` over FAST, each configuration run once a module:
-    one answer is about 50 s of float32 decoding on an AVX2 CPU, and several tests read the same run (the
+    one answer is 15-30 s of float32 decoding on an AVX2 CPU, and several tests read the same run (the
     answers are deterministic: the reasoning-ablation test below relies on that across runs)."""
     done = {}
 

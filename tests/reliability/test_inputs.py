@@ -254,7 +254,6 @@ def test_09_12_output_paths_checked_before_the_model(tmp_path, index):
     one_line_error(seakr("eval", "--data", HOTPOT, "--out", str(f)), "exists and is not a directory")
 
 
-@pytest.mark.slow
 def _small_files():
     import resource
 
@@ -262,6 +261,7 @@ def _small_files():
     resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="a POSIX file-size limit")
 def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written(tmp_path):
     page = tmp_path / "trace.html"
