@@ -33,6 +33,11 @@ from seakr.methods.text import (Word, align_words, build_query, drop_answer_sent
     ("So the answer is [Lyon.", "Lyon"),
     ("So the answer is Reykjavík.Östersund is a town in Sweden.", "Reykjavík"),  # a capital outside ASCII
     ("So the answer is Москва.Вопрос: следующий", "Москва"),
+    # SmolLM2 with no demonstration writes no period and says the marker again until its budget ends
+    ("So the answer is John So the answer is John So the answer is John So", "John"),
+    ("the answer is Paris, thus the answer is Paris", "Paris"),
+    ("So the answer is Lyon and so the final answer is Lyon", "Lyon"),
+    ("the answer is so the answer is Rome. Next", "Rome"),
 ])
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected

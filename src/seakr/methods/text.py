@@ -38,13 +38,28 @@ def extract_answer(text: str) -> str | None:
     for m in _ANSWER.finditer(text):
         break
     if m is not None:
-        rest = text[m.end():].split("\n", 1)[0]
+        rest = _before_the_marker_again(text[m.end():].split("\n", 1)[0])
         return tidy_answer(_first_sentence(rest)) or None
     m2 = _IS_THE_ANSWER.search(text)
     if m2:
         ans = re.sub(r"^(?:so|thus|therefore|hence|then)\b[,:]?\s*", "", m2.group(1).strip(), flags=re.IGNORECASE)
         return tidy_answer(ans) or None  # as the other reading: '"Paris" is the answer.' kept its quotes
     return None
+
+
+#: The words that lead into a marker said again ("John So the answer is John So ..."), cut with it.
+_LEAD_IN = re.compile(r"[\s,;]*\b(?:and\s+)?(?:so|thus|therefore|hence|then)?[\s,]*$", re.IGNORECASE)
+
+
+def _before_the_marker_again(rest: str) -> str:
+    """The text after a marker up to where the marker comes again: a model that writes no period after its answer
+    (SmolLM2 without demonstrations) repeats "X So the answer is X So the answer is ..." until its budget ends, and
+    all of it was read as the answer."""
+    again = _ANSWER.search(rest)
+    if again is None:
+        return rest
+    said = _LEAD_IN.sub("", rest[:again.start()])
+    return said if said.strip() else rest[again.end():]  # "the answer is so the answer is X": X
 
 
 #: A label a chat model may put before a short reply: "Answer: Paris", "**Final answer:** Paris", "Short answer - Paris".
