@@ -16,8 +16,7 @@ pytestmark = pytest.mark.slow
 #: server's --timeout is a 504, a server error to this check. Here a request answers within 1,500 token-forwards
 #: (CoT's default request, the server's method, fits; SeaKR's asked by name gets its 4xx from the budget), so
 #: each answer is seconds and the model path is still fuzzed. The budget's own refusals are what is checked.
-#: One demonstration by default (a request may ask for more) keeps each prompt short: 72 s to 57 s here.
-FUZZ_LIMITS = ("--method", "cot", "--max-work", "1500", "--option", "n_shot=1")
+FUZZ_LIMITS = ("--method", "cot", "--max-work", "1500")
 
 
 @pytest.fixture(scope="module")
