@@ -52,10 +52,10 @@ def _remove(path):
 
 def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
     port = free_port()
+    # one demonstration unless a request asks for more: short prompts (the schema fuzz: 72 s to 57 s on an AVX2 CPU)
     cmd = [sys.executable, "-m", "seakr.cli", "serve", "--model", "smollm2-135m", "--index", index, "--port", str(port),
            "--workers", str(workers), "--queue", str(queue), "--timeout", str(timeout),
            "--option", "k=3", "--option", "max_new_tokens=12", "--option", "max_steps=2", "--option", "n_shot=1", *extra]
-    # one demonstration unless a request asks for more: short prompts (the schema fuzz: 72 s to 57 s on an AVX2 CPU)
     # stderr goes to a file: a pipe nobody reads would block a chatty server once it fills
     log = tempfile.NamedTemporaryFile("w+", prefix="seakr-serve-", suffix=".log", delete=False)
     atexit.register(_remove, log.name)  # kept for the test to read while the server runs; not left in /tmp
