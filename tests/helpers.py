@@ -37,6 +37,16 @@ COT_ARGS = ["eval", "--model", "smollm2-135m", "--data", HOTPOT, "--limit", "4",
             "--option", "max_new_tokens=16", "--threads", "1"]
 
 
+#: ``seakr`` as a user runs it: a fresh process, so each command's checks run as they do from a shell.
+SEAKR_CLI = [sys.executable, "-m", "seakr.cli"]
+
+
+def run_cli(*args, text: bool = True, timeout: float = 600, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    """``seakr ARGS`` in a fresh process, its output captured, offline (no hub lookup); ``env`` adds to ours."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
+    return subprocess.run([*SEAKR_CLI, *args], capture_output=True, text=text, timeout=timeout, env=env, **kw)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -53,7 +63,7 @@ def _remove(path):
 def start_server(index, workers=1, queue=1, timeout=120, extra=(), env=None):
     port = free_port()
     # one demonstration unless a request asks for more: short prompts (the schema fuzz: 72 s to 57 s on an AVX2 CPU)
-    cmd = [sys.executable, "-m", "seakr.cli", "serve", "--model", "smollm2-135m", "--index", index, "--port", str(port),
+    cmd = [*SEAKR_CLI, "serve", "--model", "smollm2-135m", "--index", index, "--port", str(port),
            "--workers", str(workers), "--queue", str(queue), "--timeout", str(timeout),
            "--option", "k=3", "--option", "max_new_tokens=12", "--option", "max_steps=2", "--option", "n_shot=1", *extra]
     # stderr goes to a file: a pipe nobody reads would block a chatty server once it fills

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HOTPOT, fixture_path
+from helpers import HOTPOT, fixture_path, run_cli
 from scripted import Reply, ScriptedLM
 from seakr.cli import CLIError, plan_from_args
 from seakr.cliargs import build_parser
@@ -169,16 +169,12 @@ def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, m
 def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid):
     """One checker served the command line, the grid and the Python API, and named flags in all three: a Python
     caller read "--precision 'int4'" for ``ModelSpec(precision="int4")``. Each door now names its own."""
-    import subprocess
-    import sys
-
     name = flag[0][2:].replace("-", "_")
     with pytest.raises(PlanError) as e:
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **python).check()
     field, rest = str(e.value).split(" ", 1)
     assert field == ("" if name == "seed" else "model.") + name, str(e.value)
-    r = subprocess.run([sys.executable, "-m", "seakr.cli", "eval", "--data", HOTPOT, "--out", str(tmp_path / "o"),
-                        "--method", "cot", "--model", "smollm2-135m", *flag], capture_output=True, text=True)
+    r = run_cli("eval", "--data", HOTPOT, "--out", str(tmp_path / "o"), "--method", "cot", "--model", "smollm2-135m", *flag)
     if name in ("precision", "state_source"):  # the parser's own choices refuse these first
         assert r.returncode == 2 and f"argument {flag[0]}: invalid choice" in r.stderr, r.stderr
     else:

@@ -5,12 +5,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import COT_ARGS as ARGS
+from helpers import COT_ARGS as ARGS, SEAKR_CLI
 
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'seakr[ray]')")
@@ -37,7 +36,7 @@ def shard_process(rows_file):
 
 def test_ray_shards_survive_a_killed_worker_and_match_one_run(tmp_path, whole_cot_run):
     out = tmp_path / "ray"
-    driver = subprocess.Popen([sys.executable, "-m", "seakr.cli", *ARGS, "--ray", "--shards", "2", "--out", str(out)],
+    driver = subprocess.Popen([*SEAKR_CLI, *ARGS, "--ray", "--shards", "2", "--out", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     first = out / "shard-0" / "results.jsonl"
     deadline = time.time() + 300

@@ -4,18 +4,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from helpers import HOTPOT, fixture_path
+from helpers import HOTPOT, SEAKR_CLI, fixture_path, run_cli as seakr
 
 pytestmark = pytest.mark.slow
-
-
-def seakr(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, text=True, **kw)
 
 
 def test_eval_resume_after_kill9_and_compare(tmp_path):
@@ -23,7 +18,7 @@ def test_eval_resume_after_kill9_and_compare(tmp_path):
     out = tmp_path / "run"
     args = ["eval", "--model", "smollm2-135m", "--data", data, "--limit", "3", "--method", "cot",
             "--option", "max_new_tokens=24", "--out", str(out)]
-    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen([*SEAKR_CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     res = out / "results.jsonl"
     deadline = time.time() + 300
     while time.time() < deadline and not (res.exists() and res.read_text().count("\n") >= 1):
@@ -60,7 +55,7 @@ def test_a_stopped_run_says_what_it_kept_and_resumes(tmp_path, sig, code, said):
     args = ["eval", "--model", "smollm2-135m", "--data", str(data), "--method", "ircot", "--concurrency", "2",
             "--option", "max_new_tokens=16", "--option", "max_steps=2", "--out", str(out)]
     # a suite started in the background (nohup, CI) has SIGINT ignored, and a child inherits that: put Ctrl-C back
-    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    p = subprocess.Popen([*SEAKR_CLI, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     res = out / "results.jsonl"
     deadline = time.time() + 300

@@ -446,14 +446,13 @@ def test_export_writes_a_runs_predictions_as_the_official_scripts_read_them(tmp_
 
 
 def test_export_from_the_command_line_to_stdout_or_a_file(tmp_path):
-    import subprocess
-    import sys
+    from helpers import run_cli
 
     run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "dev")
-    cmd = [sys.executable, "-m", "seakr.cli", "export", str(tmp_path / "dev"), "--format", "squad"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    cmd = ["export", str(tmp_path / "dev"), "--format", "squad"]
+    r = run_cli(*cmd)
     assert r.returncode == 0 and json.loads(r.stdout)["q0"] == "ans0", r.stderr
-    r = subprocess.run(cmd + ["--out", str(tmp_path / "preds.json")], capture_output=True, text=True, timeout=120)
+    r = run_cli(*cmd, "--out", str(tmp_path / "preds.json"))
     assert r.returncode == 0 and json.loads((tmp_path / "preds.json").read_text())["q1"] == "wrong"
-    r = subprocess.run(cmd[:4] + [str(tmp_path / "none")], capture_output=True, text=True, timeout=120)
+    r = run_cli("export", str(tmp_path / "none"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "none: no answered question here" in r.stderr

@@ -9,11 +9,7 @@ import sys
 
 import pytest
 
-from helpers import COT_ARGS as ARGS, HOTPOT
-
-
-def seakr(*args):
-    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, text=True, timeout=600)
+from helpers import COT_ARGS as ARGS, HOTPOT, SEAKR_CLI, run_cli as seakr
 
 
 def rows(d):
@@ -23,7 +19,7 @@ def rows(d):
 @pytest.mark.slow
 def test_two_shards_and_merge_equal_one_run(tmp_path, whole_cot_run):
     # the two shards side by side, as on two machines (one thread each: the two cores are not oversubscribed)
-    shards = [subprocess.Popen([sys.executable, "-m", "seakr.cli", *ARGS, "--shard", f"{i}/2", "--out",
+    shards = [subprocess.Popen([*SEAKR_CLI, *ARGS, "--shard", f"{i}/2", "--out",
                                 str(tmp_path / f"s{i}")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
               for i in (0, 1)]
     for p in shards:

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import HOTPOT, fixture_path
+from helpers import HOTPOT, fixture_path, run_cli
 from seakr.eval.datasets import load_dataset
 from seakr.eval.runner import RowLog
 from seakr.eval.studies import calibrate, calibration_sweep, detect, gold_lower_u, parse_taps, rerank_study, rerank_summary
@@ -523,8 +523,7 @@ def test_a_resume_reads_the_rows_it_continues_before_the_model_loads(tmp_path, c
     (out / "config.json").write_text(json.dumps({"study": cmd}))
     (out / rows_name).write_text(json.dumps(row) + "\n")
     extra = ["--method", "cot"] if cmd == "eval" else []
-    r = subprocess.run([sys.executable, "-m", "seakr.cli", cmd, "--data", HOTPOT, "--out", str(out), "--resume", *extra],
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli(cmd, "--data", HOTPOT, "--out", str(out), "--resume", *extra)
     assert r.returncode == 2 and "config:" not in r.stderr, r.stderr
     assert r.stderr.startswith(f"seakr: error: {out / rows_name}:1: {needle}") and r.stderr.count("\n") == 1, r.stderr
 
@@ -557,7 +556,7 @@ def test_a_run_and_a_study_never_share_a_folder(tmp_path):
     assert (run / "config.json").read_text() == before
     for argv in (["detect", "--data", HOTPOT, "--out", str(run)], ["rerank-study", "--data", HOTPOT, "--out", str(run)],
                  ["eval", "--data", HOTPOT, "--method", "cot", "--out", str(study)]):
-        r = subprocess.run([sys.executable, "-m", "seakr.cli", *argv], capture_output=True, text=True, timeout=120)
+        r = run_cli(*argv)
         assert r.returncode == 2 and "holds the rows of" in r.stderr and "config:" not in r.stderr, r.stderr
     assert (run / "config.json").read_text() == before
 
@@ -594,8 +593,7 @@ def test_detect_resumed_in_another_form_is_refused_before_the_model_loads(tmp_pa
     out = tmp_path / "study"
     out.mkdir()
     (out / "config.json").write_text(json.dumps({"study": "detect", "form": "cot", "setting": "closed-book"}))
-    r = subprocess.run([sys.executable, "-m", "seakr.cli", "detect", "--data", HOTPOT, "--out", str(out), "--resume",
-                        "--form", "short"], capture_output=True, text=True, timeout=120)
+    r = run_cli("detect", "--data", HOTPOT, "--out", str(out), "--resume", "--form", "short")
     assert r.returncode == 2 and "config:" not in r.stderr, r.stderr
     assert f'{out}: --resume with form "short" but the study recorded form "cot"' in r.stderr
 

@@ -144,12 +144,10 @@ def test_int8_off_cpu_is_refused_in_one_line(tiny_lm):
 @pytest.mark.slow
 def test_precision_reaches_the_model_from_the_command_line():
     import json
-    import os
-    import subprocess
-    import sys
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "seakr.cli", *a], capture_output=True, timeout=600, env=env)  # noqa: E731
+    from helpers import run_cli
+
+    run = lambda *a: run_cli(*a, text=False)  # noqa: E731
     r = run("ask", "--model", "smollm2-135m", "--precision", "int8", "--method", "cot", "--json", "Who wrote Hamlet?")
     assert r.returncode == 0, r.stderr.decode()[-2000:]
     assert '"precision": "int8"' in r.stderr.decode() + r.stdout.decode()

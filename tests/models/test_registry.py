@@ -3,13 +3,11 @@
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import fixture_path
+from helpers import fixture_path, run_cli
 
 
 def test_a_damaged_provenance_file_is_named_with_what_to_do(tmp_path, monkeypatch):
@@ -183,9 +181,8 @@ def test_a_cache_seakr_cannot_write_is_named_before_any_work(tmp_path, monkeypat
             with registry.cache_lock("m"):
                 pass
     (tmp_path / "calibration").write_text("not a folder")
-    r = subprocess.run([sys.executable, "-m", "seakr.cli", "calibrate", "--data", fixture_path("nq_mini.oracle.jsonl"),
-                        "--model", "smollm2-135m", "--out", str(tmp_path / "out")], capture_output=True, text=True,
-                       timeout=300, env={**os.environ, "SEAKR_CACHE": str(tmp_path)})
+    r = run_cli("calibrate", "--data", fixture_path("nq_mini.oracle.jsonl"), "--model", "smollm2-135m", "--out",
+                str(tmp_path / "out"), env={"SEAKR_CACHE": str(tmp_path)})
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"seakr: error: SEAKR_CACHE={tmp_path}: cannot write {tmp_path / 'calibration'} (File exists); seakr keeps "
         "converted models, pooled indexes and calibrations there: point SEAKR_CACHE at a folder you can write"]

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from helpers import run_cli
 from seakr.eval.metrics import auroc
 from seakr.eval.rows import ResultRow
 from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
@@ -176,22 +177,16 @@ def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path, capsys):
 
 
 def test_the_probe_commands_write_files_that_load(tmp_path):
-    import subprocess
-    import sys
-
     from seakr.probes import Calibration, load_probe
 
     run = make_study(tmp_path / "s")
-    fit = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(run), "--out", str(tmp_path / "p.json")],
-                         capture_output=True, text=True, timeout=300)
+    fit = run_cli("probe", "fit", str(run), "--out", str(tmp_path / "p.json"))
     assert fit.returncode == 0, fit.stderr
     assert "at L2:mlp: cross-validated AUROC" in fit.stdout and "L1:mlp: cross-validated AUROC" in fit.stderr
     assert load_probe(tmp_path / "p.json").tap == "L2:mlp"
-    cal = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "calibrate", str(run), "--estimator", "eigen",
-                          "--kind", "platt", "--out", str(tmp_path / "c.json")], capture_output=True, text=True, timeout=300)
+    cal = run_cli("probe", "calibrate", str(run), "--estimator", "eigen", "--kind", "platt", "--out", str(tmp_path / "c.json"))
     assert cal.returncode == 0 and Calibration.load(tmp_path / "c.json").kind == "platt", cal.stderr
-    bad = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(tmp_path), "--out", str(tmp_path / "q.json")],
-                         capture_output=True, text=True, timeout=300)
+    bad = run_cli("probe", "fit", str(tmp_path), "--out", str(tmp_path / "q.json"))
     assert bad.returncode == 2 and "not a detect study" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
@@ -408,12 +403,8 @@ def test_a_stacked_check_probe_learns_what_the_scores_carry_beyond_the_state(tmp
 
 @pytest.mark.parametrize("features, says", [("eigen,prompt", "prompt is not an estimator"), (",,", "expected comma-separated names")])
 def test_probe_fit_features_refuses_bad_names_in_one_line(tmp_path, features, says):
-    import subprocess
-    import sys
-
     run = make_study(tmp_path / "s")
-    r = subprocess.run([sys.executable, "-m", "seakr.cli", "probe", "fit", str(run), "--features", features,
-                        "--out", str(tmp_path / "p.json")], capture_output=True, text=True, timeout=120)
+    r = run_cli("probe", "fit", str(run), "--features", features, "--out", str(tmp_path / "p.json"))
     assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "p.json").exists()
 

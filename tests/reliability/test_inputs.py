@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import HOTPOT, fixture_path, free_port
+from helpers import HOTPOT, SEAKR_CLI, fixture_path, free_port, run_cli
 
 CONFIG_LINE = "config: "  # printed once the model has loaded: its absence proves the check came first
 
 
 def seakr(*args, **kw):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **kw.pop("env", {})}
-    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, timeout=600, env=env, **kw)
+    return run_cli(*args, text=False, **kw)  # bytes: a check may print what is not UTF-8
 
 
 def one_line_error(r, *needles):
@@ -75,8 +74,7 @@ def test_01_overwrite_never_deletes_what_is_not_an_index(tmp_path):
     assert (tmp_path / "i" / "notes.txt").read_text() == "mine"
     (tmp_path / "i" / "notes.txt").unlink()
     # --out . inside the index replaces it (no traceback); --add with --overwrite is refused
-    here = subprocess.run([sys.executable, "-m", "seakr.cli", "index", "build", str(corpus), "--format", "jsonl",
-                           "--out", ".", "--overwrite"], cwd=tmp_path / "i", capture_output=True)
+    here = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", ".", "--overwrite", cwd=tmp_path / "i")
     assert here.returncode == 0 and b"Traceback" not in here.stderr, here.stderr
     one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--add",
                          "--overwrite"), "choose one")
@@ -364,7 +362,7 @@ def test_a_pipe_is_read_where_it_is_read_once_and_named_where_it_would_be_read_t
 
     def bash(cmd):
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        return subprocess.run(["bash", "-c", f"{shlex.join([sys.executable, '-m', 'seakr.cli'])} {cmd}"],
+        return subprocess.run(["bash", "-c", f"{shlex.join(SEAKR_CLI)} {cmd}"],
                               capture_output=True, timeout=300, env=env)
 
     out = shlex.quote(str(tmp_path / "o"))
@@ -816,7 +814,7 @@ def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path):
 
     TantivyEngine.build((Passage(str(i), f"T{i}", f"common word {i} " + "filler " * 60) for i in range(3000)),
                         tmp_path / "idx")
-    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "search", str(tmp_path / "idx"), "common word", "-k", "3000"],
+    p = subprocess.Popen([*SEAKR_CLI, "search", str(tmp_path / "idx"), "common word", "-k", "3000"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert p.stdout.readline().startswith(b"[1]")
     p.stdout.close()  # about 1 MB more to print: far past what a pipe holds
@@ -835,14 +833,13 @@ def test_a_stream_closed_at_the_start_leaves_the_work_done(tmp_path):
     last flush; an error line went to stdout. The work runs and the exit status says how it went."""
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"id": "a", "title": "Vienna", "text": "Vienna is the capital of Austria."}) + "\n")
-    cli = [sys.executable, "-m", "seakr.cli"]
-    r = subprocess.run([*cli, "index", "build", str(corpus), "--out", str(tmp_path / "idx")], stdout=subprocess.PIPE,
+    r = subprocess.run([*SEAKR_CLI, "index", "build", str(corpus), "--out", str(tmp_path / "idx")], stdout=subprocess.PIPE,
                        preexec_fn=_with_closed((2,)), timeout=120)
     assert r.returncode == 0 and (tmp_path / "idx").is_dir() and r.stdout.startswith(b"built ")
     for closed in ((1,), (1, 2), (0, 1, 2)):
-        assert subprocess.run([*cli, "search", str(tmp_path / "idx"), "Vienna"], preexec_fn=_with_closed(closed),
+        assert subprocess.run([*SEAKR_CLI, "search", str(tmp_path / "idx"), "Vienna"], preexec_fn=_with_closed(closed),
                               timeout=120).returncode == 0
-    r = subprocess.run([*cli, "search", str(tmp_path / "nothing"), "Vienna"], stdout=subprocess.PIPE,
+    r = subprocess.run([*SEAKR_CLI, "search", str(tmp_path / "nothing"), "Vienna"], stdout=subprocess.PIPE,
                        preexec_fn=_with_closed((2,)), timeout=120)
     assert r.returncode == 2 and r.stdout == b""  # the error line is not the result
 
@@ -855,7 +852,7 @@ def test_stdout_the_system_refuses_is_named_as_stdout(tmp_path):
     from seakr.search.tantivy_engine import TantivyEngine
 
     TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], tmp_path / "idx")
-    argv = [sys.executable, "-m", "seakr.cli", "search", str(tmp_path / "idx"), "Vienna"]
+    argv = [*SEAKR_CLI, "search", str(tmp_path / "idx"), "Vienna"]
     (tmp_path / "in.txt").write_text("x")
     for out, why in (("/dev/full", "no space left on the device"), (tmp_path / "in.txt", "Bad file descriptor")):
         with open(out, "w" if out == "/dev/full" else "r") as f:

@@ -11,16 +11,12 @@ import time
 
 import pytest
 
-from helpers import HOTPOT, fixture_path
+from helpers import HOTPOT, SEAKR_CLI, fixture_path, run_cli as seakr
 from seakr.eval.runner import RowLog, data_identity, read_results
 from seakr.search.base import Passage, SearchError
 from seakr.search.tantivy_engine import TantivyEngine, remove_orphans
 
 CFG = {"method": {"config": {"k": 20}, "model": {"model": "m"}}}
-
-
-def seakr(*args):
-    return subprocess.run([sys.executable, "-m", "seakr.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_07_a_torn_line_in_the_middle_keeps_every_later_row(tmp_path, capsys):
@@ -151,7 +147,7 @@ def test_16_kill_9_during_a_build_leaves_the_old_index_and_the_next_build_cleans
             f.write(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"passage {i} about topic {i % 97} and more words"}) + "\n")
     out = tmp_path / "idx"
     TantivyEngine.build([Passage("a", "A", "the old index")], out)
-    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", str(big), "--format", "jsonl", "--out",
+    p = subprocess.Popen([*SEAKR_CLI, "index", "build", str(big), "--format", "jsonl", "--out",
                           str(out), "--overwrite"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and not list(tmp_path.glob(".idx.building-*")):

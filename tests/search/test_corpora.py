@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from helpers import HOTPOT, fixture_path, reshaped, shared_path, write_records
+from helpers import HOTPOT, fixture_path, reshaped, run_cli, shared_path, write_records
 from seakr.search.corpora import CorpusError, ctx_id, detect_format, read_corpus
 
 
@@ -133,9 +133,6 @@ def test_hotpotqa_wikipedia_abstracts_read_with_their_sentences_joined(tmp_path)
 def test_an_index_folder_that_cannot_be_made_is_one_line_before_any_passage_is_read(tmp_path):
     """A file on the index's way was a traceback ("FileExistsError: [Errno 17] File exists"), and /proc "[Errno
     2] No such file or directory: '/proc/.idx.building-9610'"; through the command, ``build_index`` and the engine."""
-    import subprocess
-    import sys
-
     from seakr.search import Passage
     from seakr.search.build import build_index
     from seakr.search.tantivy_engine import TantivyEngine
@@ -148,8 +145,7 @@ def test_an_index_folder_that_cannot_be_made_is_one_line_before_any_passage_is_r
     if os.path.isdir("/proc/self"):
         cases.append(("/proc/seakr-idx", "/proc refuses new folders: "))
     for out, why in cases:
-        r = subprocess.run([sys.executable, "-m", "seakr.cli", "index", "build", str(corpus), "--out", str(out)],
-                           capture_output=True, text=True)
+        r = run_cli("index", "build", str(corpus), "--out", str(out))
         assert r.returncode == 2 and r.stderr.startswith(f"seakr: error: --out {out}: cannot create the index folder "
                                                          f"({why}") and r.stderr.count("\n") == 1, r.stderr
         with pytest.raises(ValueError, match=re.escape(f"--out {out}: cannot create the index folder ({why}")):

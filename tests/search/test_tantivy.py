@@ -12,6 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from helpers import SEAKR_CLI
 from seakr.search import Passage, SearchError, open_engine
 from seakr.search.corpora import read_corpus
 from seakr.search.tantivy_engine import MANIFEST, TantivyEngine, analyzer
@@ -382,8 +383,8 @@ def build_stopped_mid_stream(tmp_path, out, *extra, n=100_000) -> tuple[int, str
 
     fifo = tmp_path / "corpus.jsonl"
     os.mkfifo(fifo)
-    p = subprocess.Popen([sys.executable, "-m", "seakr.cli", "index", "build", "--format", "jsonl", str(fifo), "--out",
-                          str(out), *extra], stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([*SEAKR_CLI, "index", "build", "--format", "jsonl", str(fifo), "--out", str(out), *extra],
+                         stderr=subprocess.PIPE, text=True)
     with open(fifo, "w", encoding="utf-8") as w:
         for i in range(n):
             w.write(json.dumps({"id": f"x{i}", "title": f"T{i}", "text": f"passage {i} on topic {i % 97}"}) + "\n")
