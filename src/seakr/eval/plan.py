@@ -242,9 +242,7 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         raise PlanError(f"{flag} {path}: exists and is not a directory")
     if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
         where = nearest_existing(path)
-        if why := no_place(where):  # as make_folder words it: not a folder, or a link to nothing
-            raise PlanError(f"{flag} {path}: cannot create the folder ({why})")
-        if not os.access(where, os.W_OK | os.X_OK):
+        if no_place(where) is None and not os.access(where, os.W_OK | os.X_OK):  # no place: _try_a_folder says why
             raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
         _try_a_folder(path, flag, where)
         return

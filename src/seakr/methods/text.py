@@ -34,9 +34,7 @@ def extract_answer(text: str) -> str | None:
     """
     if not text:
         return None
-    m = None
-    for m in _ANSWER.finditer(text):
-        break
+    m = _ANSWER.search(text)  # the first marker: what follows a second one is said again (or run on)
     if m is not None:
         rest = _before_the_marker_again(text[m.end():].split("\n", 1)[0])
         return tidy_answer(_first_sentence(rest)) or None
