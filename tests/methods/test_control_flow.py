@@ -114,6 +114,29 @@ def test_baselines_end_a_chain_the_way_seakr_does(tmp_path, method, first, expec
     assert len(a.trace["steps"]) == 1 and a.answer == "Paris"
 
 
+@pytest.mark.parametrize("method", ["cot", "ircot", "flare", "seakr"])
+def test_a_chain_ends_where_it_says_the_methods_own_marker(tmp_path, method):
+    """With ``marker="The result is"`` the prompts end each demonstration with it, and the model says it: that step
+    was not read as an answer (only "the answer is" was), so a chain ran on to ``max_steps`` past it and the answer
+    was forced again. (SeaKR forces its rationale answer by design, after the steps without their answer.)"""
+    from seakr.methods import METHODS
+
+    eng = engine(tmp_path, {"Paris": "Paris is the capital of France."})
+    forced = []
+
+    def script(v):
+        if v.answer.rstrip().endswith("The result is"):
+            forced.append(v.answer)
+            return Reply("Paris", CERTAIN)
+        return Reply("France's capital is Paris. The result is Paris", CERTAIN)
+
+    kw = {"delta": DELTA, "k": 5} if method == "seakr" else {}
+    a = METHODS[method](ScriptedLM(script), eng, marker="The result is", max_steps=3, **kw).answer(
+        "Which city is the capital of France?")
+    assert a.answer == "Paris" and forced == ([] if method != "seakr" else ["France's capital is Paris. The result is"])
+    assert len(a.trace["steps"]) == 1 and a.trace["final"]["stop_reason"] == "answered"
+
+
 @pytest.mark.parametrize("r,k,want", [
     ({"answer": "American", "u": -5.0}, {"answer": "French", "u": -4.0}, "rationale"),
     ({"answer": "American", "u": -4.0}, {"answer": "French", "u": -5.0}, "knowledge"),

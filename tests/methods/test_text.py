@@ -98,6 +98,21 @@ def test_drop_answer_sentence():
     assert drop_answer_sentence("No answer here") == "No answer here"
 
 
+@pytest.mark.parametrize("marker,text,expected,rationale", [
+    ("The result is", "Kubrick was American. The result is American.", "American", "Kubrick was American."),
+    ("Final answer:", "final answer: Paris", "Paris", ""),
+    ("Final answer:", "Final answer: Rome Final answer: Rome", "Rome", ""),
+    ("Answer:", "It is Paris, so the answer is Paris.", "Paris", "It is Paris"),  # the default words still read
+    ("Answer:", "No answer said here.", None, "No answer said here."),
+])
+def test_a_methods_own_marker_is_where_its_answer_is_read(marker, text, expected, rationale):
+    """``marker`` is what a method's prompts teach the model to say before its answer: a step saying it was not
+    read as an answer (only "the answer is" was), so a chain ran past it to its last step."""
+    assert extract_answer(text, marker) == expected
+    assert drop_answer_sentence(text, marker) == rationale
+    assert extract_answer("Kubrick was American. The result is American.") is None  # no marker given: the default
+
+
 def test_align_words_min_probability():
     pieces = [" Steven", " Spiel", "berg", " was", " born", " in", " Cincinnati", "."]
     lps = [math.log(p) for p in (0.95, 0.99, 0.5, 0.99, 0.99, 0.99, 0.3, 0.9)]

@@ -7,7 +7,7 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import ClassVar, Sequence
 
@@ -495,8 +495,9 @@ class Method:
         forced call when forcing happened, as the reference does)."""
         rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
-        out = [_final(extract_answer(r.gen.greedy.text) or "", r, r.gen.greedy.text, False) for r in res]
-        todo = [i for i, r in enumerate(res) if extract_answer(r.gen.greedy.text) is None]
+        said = [extract_answer(r.gen.greedy.text, self.config.marker) for r in res]
+        out = [_final(a or "", r, r.gen.greedy.text, False) for a, r in zip(said, res)]
+        todo = [i for i, a in enumerate(said) if a is None]
         if todo:
             # the forced prompt continues the model's own unfinished answer, then the marker
             heads = [(" " + out[i].text.strip() if out[i].text.strip() else "") for i in todo]
@@ -515,8 +516,8 @@ class Method:
         rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored,
                         max_new=self.config.answer_tokens)
-        return [_final(extract_answer(f"the answer is {r.gen.greedy.text}") or "", r, t + r.gen.greedy.text, True)
-                for t, r in zip(tails, res)]
+        said = [extract_answer(f"the answer is {r.gen.greedy.text}", self.config.marker) for r in res]
+        return [_final(a or "", r, t + r.gen.greedy.text, True) for a, t, r in zip(said, tails, res)]
 
     def answer(self, question: str, listener=None, cancel=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
@@ -552,21 +553,21 @@ def _final(answer: str, r: Scored, text: str, forced: bool) -> FinalAnswer:
                        state=r.gen.greedy.state if r.gen.greedy is not None else None)
 
 
-def take_step(tr: Tracer, steps: list[str], text: str) -> str | None:
+def take_step(tr: Tracer, steps: list[str], text: str, marker: str | None = None) -> str | None:
     """Add a finished step to the chain; return why the chain ends here, if it does. Every multi-step method
     ends the same two ways, so they share this: an empty step (nothing more to say) is not added, and a
-    step that gives the answer is the last one."""
+    step that gives the answer (after "the answer is" or the method's ``marker``) is the last one."""
     if not text:
         return tr.stop("empty_step")
     steps.append(text)
-    if has_answer(text):
+    if has_answer(text, marker):
         return tr.stop("answered")
     return None
 
 
-def final_from_steps(steps: Sequence[str]) -> str | None:
+def final_from_steps(steps: Sequence[str], marker: str | None = None) -> str | None:
     for s in reversed(steps):
-        a = extract_answer(s)
+        a = extract_answer(s, marker)
         if a is not None:
             return a
     return None

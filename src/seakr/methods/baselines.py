@@ -42,7 +42,7 @@ class _Greedy(Method):
 
     def _finish(self, question: str, tr: Tracer, steps: list[str], passages: list) -> str:
         """Answer from the steps when they contain one; else force it after the steps."""
-        ans = final_from_steps(steps)
+        ans = final_from_steps(steps, self.config.marker)
         if ans is not None:
             return tr.finish(ans, "last step", {"last step": FinalAnswer(ans, text=steps[-1])},
                              passages=passages)
@@ -92,7 +92,7 @@ class IRCoT(_Greedy):
                     st.kept = {"id": new[0].id, "title": new[0].title, "score": new[0].score}
                 prompt, prefix = self.render(tr, question, steps, kept)
                 st.text = self.call(tr, "step", [prompt], prefix, STEP_STOPS)[0].text
-            if take_step(tr, steps, st.text):
+            if take_step(tr, steps, st.text, c.marker):
                 break
             query = st.text
         else:
@@ -114,7 +114,7 @@ class _ActiveRetrieval(_Greedy):
         for i in range(c.max_steps):
             with tr.step(i, self._threshold()) as st:
                 ctx = self._step(tr, question, steps, ctx, st)
-            if take_step(tr, steps, st.text):
+            if take_step(tr, steps, st.text, c.marker):
                 break
         else:
             tr.stop("max_steps")

@@ -43,7 +43,7 @@ from ..textio import said, warn
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
 from .records import Candidate, FinalAnswer
-from .text import align_words, build_query, drop_answer_sentence, extract_answer, is_unknown, short_answer
+from .text import align_words, build_query, drop_answer_sentence, is_unknown, short_answer
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
@@ -383,7 +383,7 @@ class SeaKR(Method):
             st.retrieved = True
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
             st.text, st.u_step = st.candidates[best].step, st.candidates[best].u
-        if stop := take_step(tr, steps, st.text):
+        if stop := take_step(tr, steps, st.text, c.marker):
             return stop
         if len(kept) >= c.max_passages:
             return tr.stop("max_passages")
@@ -481,7 +481,7 @@ class SeaKR(Method):
 
     def from_rationales(self, tr, question, steps, scored: bool = True) -> FinalAnswer:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""
-        body = steps[:-1] + ([drop_answer_sentence(steps[-1])] if steps else [])
+        body = steps[:-1] + ([drop_answer_sentence(steps[-1], self.config.marker)] if steps else [])
         body = [s for s in body if s.strip()]
         return self.forced_answers(tr, question, [(body, [])], "final/rationale", scored)[0]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -26,17 +27,30 @@ _WORD = re.compile(r"[^\W_](?:[^\W_]|['\-])*")
 _IS_THE_ANSWER = re.compile(r"(?:^|[.!?]\s+)([^.!?]+?)\s+is the answer", re.IGNORECASE)
 
 
-def extract_answer(text: str) -> str | None:
-    """Text after "the answer is" up to the end of that sentence; None when there is no answer.
+@functools.lru_cache(maxsize=64)
+def answer_says(marker: str | None = None) -> re.Pattern:
+    """Where a text gives its answer: "the answer is" (the default marker's words), or a method's own ``marker``
+    ("The result is", "Final answer:"), which its prompts teach the model to say before the answer."""
+    if not marker or _ANSWER.search(marker):
+        return _ANSWER
+    words = r"\s+".join(re.escape(w) for w in marker.split())
+    edge = r"(?<!\w)" if marker.strip()[0].isalnum() else ""  # "Answer:" is not read inside "No answer:"
+    return re.compile(rf"{_ANSWER.pattern}|{edge}{words}\s*:?\s*", re.IGNORECASE)
+
+
+def extract_answer(text: str, marker: str | None = None) -> str | None:
+    """Text after "the answer is" (or the method's ``marker``) up to the end of that sentence; None when there
+    is no answer.
 
     Unlike the reference, we do not cut at the first comma: "August 25, 1963" and "15,140" stay whole.
     A sentence ends at a period followed by whitespace, at a newline, or at the end of the text.
     """
     if not text:
         return None
-    m = _ANSWER.search(text)  # the first marker: what follows a second one is said again (or run on)
+    says = answer_says(marker)
+    m = says.search(text)  # the first marker: what follows a second one is said again (or run on)
     if m is not None:
-        rest = _before_the_marker_again(text[m.end():].split("\n", 1)[0])
+        rest = _before_the_marker_again(text[m.end():].split("\n", 1)[0], says)
         return tidy_answer(_first_sentence(rest)) or None
     m2 = _IS_THE_ANSWER.search(text)
     if m2:
@@ -49,11 +63,11 @@ def extract_answer(text: str) -> str | None:
 _LEAD_IN = re.compile(r"[\s,;]*\b(?:and\s+)?(?:so|thus|therefore|hence|then)?[\s,]*$", re.IGNORECASE)
 
 
-def _before_the_marker_again(rest: str) -> str:
+def _before_the_marker_again(rest: str, says: re.Pattern = _ANSWER) -> str:
     """The text after a marker up to where the marker comes again: a model that writes no period after its answer
     (SmolLM2 without demonstrations) repeats "X So the answer is X So the answer is ..." until its budget ends, and
     all of it was read as the answer."""
-    again = _ANSWER.search(rest)
+    again = says.search(rest)
     if again is None:
         return rest
     said = _LEAD_IN.sub("", rest[:again.start()])
@@ -137,8 +151,8 @@ def _first_sentence(s: str) -> str:
     return s
 
 
-def has_answer(text: str) -> bool:
-    return extract_answer(text) is not None
+def has_answer(text: str, marker: str | None = None) -> bool:
+    return extract_answer(text, marker) is not None
 
 
 def is_unknown(ans: str | None) -> bool:
@@ -159,9 +173,9 @@ def _in_name(text: str, m: re.Match) -> bool:
     return any(w[:1].isupper() for w in (before[-1:] + after[:1]))
 
 
-def drop_answer_sentence(step: str) -> str:
-    """The step without its "the answer is ..." sentence (rationale-based final reasoning)."""
-    m = _ANSWER.search(step)
+def drop_answer_sentence(step: str, marker: str | None = None) -> str:
+    """The step without its "the answer is ..." (or ``marker`` ...) sentence (rationale-based final reasoning)."""
+    m = answer_says(marker).search(step)
     if not m:
         return step
     head = step[: m.start()]
