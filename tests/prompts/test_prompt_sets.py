@@ -72,6 +72,18 @@ def test_a_question_is_one_line_of_single_spaces_in_every_prompt(style):
     assert pb.render_short("Who \r\n directed Mr. X's  film?")[0] == pb.render_short("Who directed Mr X's film?")[0]
 
 
+@pytest.mark.parametrize("style", ["plain", "chat"])
+def test_the_instruction_names_the_marker_the_demonstrations_end_with(style):
+    """With ``marker="The result is"`` each demonstration ended with it, and the instruction still said to finish
+    with "So the answer is"."""
+    from seakr.prompts import PromptBuilder
+
+    chat = (lambda msgs: "".join(f"<{m['role']}>{m['content']}</{m['role']}>" for m in msgs) + "<assistant>")
+    prompt, prefix = PromptBuilder("hotpotqa", n_shot=1, style=style, chat=chat if style == "chat" else None,
+                                   marker="The result is").render("Who directed Alien?")
+    assert 'finish with "The result is"' in prefix and "answer is" not in prompt.lower()
+
+
 def test_no_demonstrations_leave_no_blank_lines_in_their_place():
     from seakr.prompts import INSTRUCTION, PromptBuilder
 

@@ -37,10 +37,16 @@ MARKER = "So the answer is"
 ANSWER_SAYS = re.compile(r"the (?:final )?answer is\s*:?\s*", re.IGNORECASE)
 #: ``auto``: the packaged model's measured better style, else plain (settled when a method is built).
 PROMPT_STYLES = ("plain", "chat", "auto")
-INSTRUCTION = (
-    "Answer each question by reasoning in short sentences, one fact per sentence. "
-    f'When you know the answer, finish with "{MARKER}" followed by a short answer.'
-)
+
+
+def instruction(marker: str = MARKER) -> str:
+    """The chain's instruction, naming the marker the demonstrations end with (a method's own ``marker`` too:
+    told "So the answer is" and shown "The result is", a model may say either)."""
+    return ("Answer each question by reasoning in short sentences, one fact per sentence. "
+            f'When you know the answer, finish with "{marker}" followed by a short answer.')
+
+
+INSTRUCTION = instruction()
 #: The knowledge check's instruction: a short answer and nothing else. Its U is read where SeaKR's own
 #: forms have none: on a few words the model either knows, and its samples agree, or it does not.
 #: (Worded on train questions: naming the kinds of answer, "yes or no" among them, made the 0.5B answer
@@ -207,6 +213,7 @@ class PromptBuilder:
         self.style, self.chat, self.titles, self.marker = style, chat, titles, marker
         # the demonstrations and the blank line after them (none without demonstrations: n_shot=0 left two)
         self.demos = "".join(d.render(marker) + "\n\n" for d in self.set.demos[: self.n_shot])
+        self.instruction = instruction(marker)
 
     def context_block(self, passages: Sequence) -> str:
         if not passages:
@@ -223,10 +230,10 @@ class PromptBuilder:
         answer = "Answer:" + "".join(" " + clean_step(s) + "." for s in steps if clean_step(s)) + tail
         ctx = self.context_block(passages)
         if self.style == "plain":
-            prefix = f"{INSTRUCTION}\n\n{self.demos}"
+            prefix = f"{self.instruction}\n\n{self.demos}"
             return prefix + ctx + f"Question: {q}\n{answer}", prefix
         msgs = [
-            {"role": "system", "content": INSTRUCTION},
+            {"role": "system", "content": self.instruction},
             {"role": "user", "content": f"{self.demos}{_SENTINEL}{ctx}Question: {q}"},
         ]
         text = self.chat(msgs)
