@@ -61,10 +61,10 @@ def cmd_uncertainty(args) -> int:
     if args.temperature == 0:  # as a method refuses it where a decision reads samples
         raise CLIError("--temperature 0: every sample would be the greedy answer, and the sample-based estimators "
                        "would read 'certain' whatever the model knows; give a temperature > 0 (the paper: 1.0)")
-    lm = model_spec(args).load()
     cfg = GenerationConfig(n=args.k, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                            max_new_tokens=args.max_new_tokens, seed=args.seed, greedy_trail=True,
                            stop=tuple(unescape(x) if args.escapes else x for x in args.stop or ["\n"]))
+    lm = model_spec(args).load()  # after the config: every knob refused before the seconds of the load
     print("config:", json.dumps({"model": lm.info(), "generation": cfg.to_dict(), "alpha": args.alpha}),
           file=sys.stderr)  # as every command: stdout is the result alone (--json's one document)
     g = lm.generate([prompt], cfg)[0]

@@ -1,6 +1,7 @@
 """The decode loop on a tiny random model: equivalence with transformers, states, stops, seeds."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -681,3 +682,36 @@ def test_the_answer_is_asked_for_without_a_thinking_block(tiny_lm, template, tai
     tok.chat_template = template
     lm = HFLanguageModel(_modules=(tiny_lm.model, tok), dtype="float32", threads=1)
     assert lm.format_chat([{"role": "user", "content": "Hi?"}]).endswith(tail)
+
+
+@pytest.mark.parametrize("field,value,says", [
+    ("n", -3, "n: expected a whole number >= 0, got -3"),
+    ("n", "2", "n: expected a whole number >= 0, got '2'"),
+    ("max_new_tokens", -1, "max_new_tokens: expected a whole number >= 1"),
+    ("max_new_tokens", 0, "max_new_tokens: expected a whole number >= 1"),
+    ("top_k", 0, "top_k: expected a whole number >= 1"),
+    ("seed", 2 ** 70, "seed: expected a whole number in [0, 18446744073709551615], got 1180591620717411303424"),
+    ("seed", -1, "seed: expected a whole number in [0,"),
+    ("temperature", float("nan"), "temperature: expected a number >= 0, got nan"),
+    ("temperature", -1.0, "temperature: expected a number >= 0"),
+    ("top_p", 0.0, "top_p: expected a number in (0, 1]"),
+    ("top_p", 2, "top_p: expected a number in (0, 1]"),
+    ("stop", ["\n", ""], "stop: expected non-empty strings"),
+    ("stop", None, "stop: expected non-empty strings, got None"),
+    ("stop_patterns", ("(",), "stop_patterns: '(' is not a regular expression (missing )"),
+    ("greedy", "yes", "greedy: expected True or False, got 'yes'"),
+])
+def test_a_generation_config_names_a_bad_knob_where_it_is_set(field, value, says):
+    """``seakr.GenerationConfig`` is public: from Python, n=-3 gave no sample and no error, max_new_tokens=-1 an
+    IndexError inside the decode loop, seed=2**70 "Overflow when unpacking long long", a bad stop pattern the regex
+    module's "missing ) at position 1", and NaN or negative temperatures and top_p of 0 or 2 were taken."""
+    with pytest.raises(ValueError, match="^" + re.escape(f"GenerationConfig {says}")):
+        GenerationConfig(**{field: value})
+
+
+def test_a_generation_config_takes_one_stop_string_whole_and_numpy_numbers():
+    cfg = GenerationConfig(stop="\n\n", stop_patterns=[r"\p{Lu}"], n=np.int64(3), temperature=np.float32(0.5))
+    assert cfg.stop == ("\n\n",) and cfg.stop_patterns == (r"\p{Lu}",)  # a string was read as its characters
+    assert cfg.n == 3 and type(cfg.n) is int and cfg.temperature == 0.5 and type(cfg.temperature) is float
+    with pytest.raises(ValueError, match="nothing to generate"):
+        GenerationConfig(greedy=False, n=0)

@@ -9,11 +9,15 @@ estimators need (chosen-token log-probabilities, entropies, logsumexp of the log
 from __future__ import annotations
 
 import contextvars
+import math
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
+import regex
+
+from ..textio import native, said
 
 
 @dataclass
@@ -85,11 +89,55 @@ class GenerationConfig:
     greedy_trail: bool = False  # also keep the greedy row's state at every token (the one-response hidden score)
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
 
+    def __post_init__(self):
+        """Each knob checked where it is set, one line naming it: from Python, ``n=-3`` gave no sample and no
+        error, ``max_new_tokens=-1`` an IndexError inside the decode loop, ``seed=2**70`` "Overflow when unpacking
+        long long", a bad stop pattern the regex module's "missing ) at position 1"."""
+        for name, lo, hi in (("n", 0, None), ("top_k", 1, None), ("max_new_tokens", 1, None), ("seed", 0, 2 ** 64 - 1)):
+            v = native(getattr(self, name))
+            if not (name == "seed" and v is None):
+                _whole(name, v, lo, hi)
+                setattr(self, name, v)
+        for name in ("greedy", "common_random_numbers", "with_states", "greedy_state", "greedy_trail", "ignore_eos"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"GenerationConfig {name}: expected True or False, got {said(getattr(self, name))}")
+        self.temperature = _number("temperature", self.temperature, lambda t: t >= 0, "a number >= 0")
+        self.top_p = _number("top_p", self.top_p, lambda p: 0 < p <= 1, "a number in (0, 1]")
+        self.stop, self.stop_patterns = _texts("stop", self.stop), _texts("stop_patterns", self.stop_patterns)
+        for p in self.stop_patterns:
+            try:
+                regex.compile(p)
+            except regex.error as e:
+                raise ValueError(f"GenerationConfig stop_patterns: {said(p)} is not a regular expression ({e})") from None
+        if not self.greedy and self.n == 0:
+            raise ValueError("GenerationConfig: nothing to generate (greedy=False and n=0)")
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["stop"] = list(self.stop)
         d["stop_patterns"] = list(self.stop_patterns)
         return d
+
+
+def _whole(name: str, v, lo: int, hi: int | None) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
+        span = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"GenerationConfig {name}: expected a whole number {span}, got {said(v)}")
+
+
+def _number(name: str, v, ok, want: str) -> float:
+    v = native(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
+        raise ValueError(f"GenerationConfig {name}: expected {want}, got {said(v)}")
+    return float(v)
+
+
+def _texts(name: str, v) -> tuple[str, ...]:
+    """Stop strings (or patterns) as a tuple; one string is one stop (iterated, "\\n\\n" was two stops of "\\n")."""
+    items = (v,) if isinstance(v, str) else tuple(v) if isinstance(v, (list, tuple)) else None
+    if items is None or not all(isinstance(x, str) and x for x in items):
+        raise ValueError(f"GenerationConfig {name}: expected non-empty strings, got {said(v)}")
+    return items
 
 
 # ---------------------------------------------------------------- cancellation
