@@ -715,3 +715,35 @@ def test_a_generation_config_takes_one_stop_string_whole_and_numpy_numbers():
     assert cfg.n == 3 and type(cfg.n) is int and cfg.temperature == 0.5 and type(cfg.temperature) is float
     with pytest.raises(ValueError, match="nothing to generate"):
         GenerationConfig(greedy=False, n=0)
+
+
+@pytest.mark.parametrize("call,error,says", [
+    (lambda lm, c: lm.generate("Hello", c), TypeError, "prompts: a list of texts, got one string; pass [prompt]"),
+    (lambda lm, c: lm.generate([""], c), ValueError, "prompts[0]: an empty text"),
+    (lambda lm, c: lm.generate(["Hi", None], c), TypeError, "prompts[1]: expected text, got NoneType"),
+    (lambda lm, c: lm.generate(["Hi \ud800"], c), ValueError, "prompts[0]: not valid UTF-8"),
+    (lambda lm, c: lm.generate(["Hi"], {"n": 2}), TypeError, "config: expected a seakr GenerationConfig, got dict"),
+    (lambda lm, c: lm.generate(["Hi there", "Bye"], c, prefix="Hi"), ValueError, "prefix: prompts[1] does not start"),
+    (lambda lm, c: lm.generate(["Hi"], c, prefix=3), TypeError, "prefix: expected text or None, got int"),
+    (lambda lm, c: lm.next_token_logprobs(["Is it?"], [""]), ValueError, "options[0]: an empty text"),
+    (lambda lm, c: lm.next_token_logprobs("Is it?", ["Yes"]), TypeError, "prompts: a list of texts, got one string"),
+    (lambda lm, c: lm.attention(""), ValueError, "text: an empty text"),
+])
+def test_a_model_call_with_bad_arguments_is_one_line_before_any_work(tiny_lm, call, error, says):
+    """From Python, one string was read as a prompt per character, an empty prompt crashed the embedding with a
+    dtype error ("Expected tensor for argument #1 'indices' to have one of ... Long, Int"), an empty option was an
+    IndexError, a dict for the config an AttributeError, and None or half a surrogate pair the tokenizer's words."""
+    with pytest.raises(error, match="^" + re.escape(says)):
+        call(tiny_lm, GenerationConfig(n=1, max_new_tokens=2))
+
+
+def test_a_batched_model_refuses_a_bad_call_in_the_callers_thread_and_keeps_serving(tiny_lm):
+    """A bad config reached the batching worker's loop, which raised outside any call: its thread ended and every
+    later call, the bad one's included, waited for ever."""
+    from seakr.models.batching import BatchingModel
+
+    lm = BatchingModel(tiny_lm)
+    with pytest.raises(TypeError, match="^config: expected a seakr GenerationConfig"):
+        lm.generate(["Hi"], {"n": 2})
+    assert lm.generate([], GenerationConfig(n=1, max_new_tokens=2)) == []
+    assert len(lm.generate([P1, P2], GenerationConfig(n=1, max_new_tokens=2))) == 2

@@ -17,7 +17,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import regex
 
-from ..textio import native, said
+from ..textio import encodable, native, said
 
 
 @dataclass
@@ -138,6 +138,45 @@ def _texts(name: str, v) -> tuple[str, ...]:
     if items is None or not all(isinstance(x, str) and x for x in items):
         raise ValueError(f"GenerationConfig {name}: expected non-empty strings, got {said(v)}")
     return items
+
+
+# ---------------------------------------------------------------- a call's arguments
+def check_texts(texts, what: str = "prompts") -> list[str]:
+    """A call's texts (prompts, or next-token options), refused in one line before any work: one string was read
+    as a list of its characters (a prompt per letter), an empty one crashed the embedding with a dtype error,
+    None or half a surrogate pair reached the tokenizer's own words."""
+    if isinstance(texts, str):
+        raise TypeError(f"{what}: a list of texts, got one string; pass [{what[:-1]}]")
+    if not isinstance(texts, (list, tuple)):
+        raise TypeError(f"{what}: a list of texts, got {type(texts).__name__}")
+    for i, t in enumerate(texts):
+        check_text(t, f"{what}[{i}]")
+    return list(texts)
+
+
+def check_text(text, what: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"{what}: expected text, got {type(text).__name__}")
+    if not text:
+        raise ValueError(f"{what}: an empty text")
+    if not encodable(text):
+        raise ValueError(f"{what}: not valid UTF-8 (half a surrogate pair)")
+    return text
+
+
+def check_generate(prompts, config, prefix) -> list[str]:
+    """:meth:`Generator.generate`'s arguments (a batching wrapper checks them in the caller's thread, before the
+    call joins other questions' batch)."""
+    if not isinstance(config, GenerationConfig):
+        raise TypeError(f"config: expected a seakr GenerationConfig, got {type(config).__name__}")
+    prompts = check_texts(prompts)
+    if prefix is not None and not isinstance(prefix, str):
+        raise TypeError(f"prefix: expected text or None, got {type(prefix).__name__}")
+    if prefix:  # "" is no prefix
+        if bad := [i for i, p in enumerate(prompts) if not p.startswith(prefix)]:
+            raise ValueError(f"prefix: prompts[{bad[0]}] does not start with it (the prefix's cache is reused for "
+                             "every prompt of the call)")
+    return prompts
 
 
 # ---------------------------------------------------------------- cancellation

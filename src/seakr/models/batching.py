@@ -21,6 +21,8 @@ from concurrent.futures import Future
 from dataclasses import astuple
 from typing import Sequence
 
+from .base import check_generate
+
 
 class BatchingModel:
     def __init__(self, lm, window: float = 0.02, max_prompts: int = 16):
@@ -34,7 +36,8 @@ class BatchingModel:
 
     # ---- protocol: everything goes through the worker thread
     def generate(self, prompts: Sequence[str], config, *, prefix: str | None = None):
-        return self._submit(("gen", list(prompts), config, prefix))
+        prompts = check_generate(prompts, config, prefix)  # here: a bad call raised inside the worker's loop
+        return self._submit(("gen", prompts, config, prefix)) if prompts else []
 
     def next_token_logprobs(self, prompts, options):
         return self._submit(("call", self.lm.next_token_logprobs, (prompts, options)))

@@ -32,7 +32,8 @@ import numpy as np
 from ..textio import first_line, said
 from . import speedups
 from .attention import has_sliding_window, install, text_config
-from .base import ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig
+from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, check_generate, check_text,
+                   check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from . import graphs
 from .graphs import GraphedBackend
@@ -495,7 +496,7 @@ class HFLanguageModel:
     def attention(self, text: str) -> tuple[list[int], "np.ndarray"]:
         """Token ids of ``text`` and the last layer's attention averaged over heads, (T, T) (DRAGIN)."""
         torch = self._torch
-        ids = self.encode(text, special=False)
+        ids = self.encode(check_text(text, "text"), special=False)
         with self._exclusive(), torch.inference_mode():  # the switch too: two switches at once left it eager
             cfg = text_config(self.model)
             impl = cfg._attn_implementation
@@ -507,6 +508,7 @@ class HFLanguageModel:
         return ids, out.attentions[-1][0].float().mean(0).cpu().numpy()
 
     def next_token_logprobs(self, prompts: Sequence[str], options: Sequence[str]) -> list[dict[str, float]]:
+        prompts, options = check_texts(prompts), check_texts(options, "options")
         torch = self._torch
         res = []
         with self._exclusive(), torch.inference_mode():
@@ -516,6 +518,9 @@ class HFLanguageModel:
         return res
 
     def generate(self, prompts: Sequence[str], config: GenerationConfig, *, prefix: str | None = None) -> list[Generation]:
+        prompts = check_generate(prompts, config, prefix)
+        if not prompts:
+            return []
         torch = self._torch
         t0 = time.time()
         self.stats["calls"] += 1
