@@ -104,6 +104,7 @@ def test_drop_answer_sentence():
     ("Final answer:", "Final answer: Rome Final answer: Rome", "Rome", ""),
     ("Answer:", "It is Paris, so the answer is Paris.", "Paris", "It is Paris"),  # the default words still read
     ("Answer:", "No answer said here.", None, "No answer said here."),
+    ("The answer is surely", "So the answer is surely Paris.", "Paris", ""),
 ])
 def test_a_methods_own_marker_is_where_its_answer_is_read(marker, text, expected, rationale):
     """``marker`` is what a method's prompts teach the model to say before its answer: a step saying it was not

@@ -31,11 +31,13 @@ _IS_THE_ANSWER = re.compile(r"(?:^|[.!?]\s+)([^.!?]+?)\s+is the answer", re.IGNO
 def answer_says(marker: str | None = None) -> re.Pattern:
     """Where a text gives its answer: "the answer is" (the default marker's words), or a method's own ``marker``
     ("The result is", "Final answer:"), which its prompts teach the model to say before the answer."""
-    if not marker or _ANSWER.search(marker):
+    said = _ANSWER.search(marker) if marker else None
+    if not marker or (said and not marker[said.end():].strip()):  # "So the answer is": the default's words
         return _ANSWER
     words = r"\s+".join(re.escape(w) for w in marker.split())
     edge = r"(?<!\w)" if marker.strip()[0].isalnum() else ""  # "Answer:" is not read inside "No answer:"
-    return re.compile(rf"{_ANSWER.pattern}|{edge}{words}\s*:?\s*", re.IGNORECASE)
+    # the marker first: where both match at one place ("the answer is surely X"), the answer follows the longer
+    return re.compile(rf"{edge}{words}\s*:?\s*|{_ANSWER.pattern}", re.IGNORECASE)
 
 
 def extract_answer(text: str, marker: str | None = None) -> str | None:
