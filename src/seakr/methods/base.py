@@ -138,7 +138,7 @@ class MethodConfig:
     n_shot: int | None = None
     prompt_style: str = "auto"  # plain | chat | auto: the packaged model's measured better style, else plain
     titles: bool = False
-    marker: str = MARKER
+    marker: str = MARKER  # said before the answer in every demonstration and forced answer; the answer is read after it
     answer_tokens: int = 32  # the forced answer's budget: the phrase after the marker (gold answers run < 20 tokens)
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
