@@ -17,6 +17,7 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"index": 123}, TypeError, "index: expected an index folder, an http(s):// URL or a search engine, got int"),
     ({"model": 5}, TypeError, "model: expected a registry name"),
     ({"kk": 3}, ValueError, "unknown option(s) 'kk' (did you mean 'k'?)"),
+    ({"confidence": 3}, ValueError, "unknown option(s) 'confidence'; its options: k, temperature, top_k, "),  # no hint
     ({"marker": ""}, ValueError, "option marker"),
     ({"gate": "chek"}, ValueError, "gate must be one of"),
     ({"index": "/nonexistent/idx"}, Exception, "no index here"),

@@ -219,7 +219,10 @@ class MethodConfig:
                     return f"{k!r} (did you mean {close[0]!r}, an option of {', '.join(owners[close[0]])}?)"
                 return repr(k)
 
-            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(map(hint, unknown))}")
+            said = [hint(k) for k in unknown]
+            every = ", ".join(f.name for f in dataclasses.fields(cls))  # where no hint helps: the list to pick from
+            known = "" if all(h != repr(k) for h, k in zip(said, unknown)) else f"; its options: {every}"
+            raise ValueError(f"{cls.__name__}: unknown option(s) {', '.join(said)}{known}")
         # JSON and TOML have no infinity: "inf" / "-inf" spell it for a number option (delta="-inf"); a text
         # option keeps the text (prompt_set="inf" was "expected str, got inf", not an unknown set)
         numbers = {f.name for f in dataclasses.fields(cls) if "float" in str(f.type)}
