@@ -463,6 +463,40 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
         resumed([RunSpec("ircot", {"max_steps": 1})], shard="1/2")
 
 
+def test_a_finished_run_resumed_is_summarised_without_loading_the_model(tmp_path, monkeypatch):
+    """A resume with nothing left to answer (a job resubmitted, a grid run again) loaded the model first, to find
+    nothing to do. It now writes each run's summary again from its rows; a run with a question left, or one
+    recorded with another model, loads it as ever."""
+    class Named(ScriptedLM):  # the model a ModelSpec names, as its info() says
+        def __init__(self, name):
+            super().__init__(lambda v: Reply("Paris. So the answer is Paris."))
+            self.model_name = name
+
+        def info(self):
+            return {**super().info(), "model": self.model_name}
+
+    lm = Named("smollm2-135m")
+    runs = [RunSpec("cot"), RunSpec("ircot", {"max_steps": 1})]
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=runs, limit=3, model=ModelSpec("smollm2-135m"))
+    first = run_plan(plan, lm, progress=False, say=lambda s: None)
+    loads, said = [], []
+    monkeypatch.setattr(ModelSpec, "load", lambda self: loads.append(self.model) or Named(self.model))
+    again = run_plan(dataclasses.replace(plan, resume=True), progress=False, say=said.append)
+    assert loads == [] and said[0].startswith("nothing left to answer") and again == first
+    assert json.loads((tmp_path / "o" / "ircot" / "summary.json").read_text()) == json.loads(json.dumps(first[1]))
+    rows = tmp_path / "o" / "ircot" / "results.jsonl"
+    rows.write_text("".join(rows.read_text().splitlines(keepends=True)[:-1]))  # the committed row stands for it
+    assert run_plan(dataclasses.replace(plan, resume=True), progress=False, say=lambda s: None) == first
+    for f in (rows, rows.with_name("scores.jsonl")):  # the last question's rows lost: it runs again
+        f.write_text("".join(f.read_text().splitlines(keepends=True)[:2]))
+    run_plan(dataclasses.replace(plan, resume=True), progress=False, say=lambda s: None)
+    assert loads == ["smollm2-135m"] and len(rows.read_text().splitlines()) == 3
+    with pytest.raises(ValueError, match="--resume with a different method config"):  # as before: said after the load
+        run_plan(dataclasses.replace(plan, resume=True, model=ModelSpec("qwen2.5-coder-0.5b")), progress=False,
+                 say=lambda s: None)
+    assert loads == ["smollm2-135m", "qwen2.5-coder-0.5b"]
+
+
 def test_a_grid_nested_past_the_parser_is_one_line(tmp_path):
     """`a = [[[[...` thousands deep in a grid was a RecursionError's traceback from inside tomllib."""
     from seakr.eval.plan import PlanError, read_grid

@@ -509,11 +509,17 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     from ..progress import progress_bar
     from ..search import open_engine
     from .datasets import warn_unlabelled
-    from .runner import run_eval
+    from .runner import run_eval, summary_of_rows
 
     plan.check()
     sel = plan.select()
     plan.check_resumed_configs(sel)
+    if lm is None and plan.resume and (done := _answered_already(plan, sel)) is not None:
+        say(f"nothing left to answer: every run holds a row for each of its {len(sel.examples)} question(s); "
+            "summaries from the rows, the model not loaded")
+        for run, (_, method) in zip(plan.runs, done):
+            say(f"config[{run.name}]: " + json.dumps(method))  # as the run recorded it
+        return [summary_of_rows(plan.out_for(r), rows, r.name) for r, (rows, _) in zip(plan.runs, done)]
     index = plan.ensure_index(sel, progress)
     warn_unlabelled(plan.data, sel.examples)  # after every refusal of the input: those stay one line
     say(f"index: {redact(index) if index else 'none (no run searches)'}")
@@ -531,6 +537,25 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
                                  concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of))
     return sums
+
+
+def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], dict]] | None:
+    """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its method, options and
+    questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`); a run recorded
+    with another model goes the usual way (the model loads, and the resume says what differs)."""
+    from ..models import DEFAULT_MODEL, model_path
+    from .runner import finished_rows, read_run_config
+
+    asked = model_path(plan.model.model or DEFAULT_MODEL)
+    done = []
+    for r in plan.runs:
+        method = read_run_config(plan.out_for(r), required=False).get("method")
+        model = method.get("model") if isinstance(method, dict) else None
+        rows = finished_rows(plan.out_for(r), sel.examples) if isinstance(model, dict) and model.get("model") == asked else None
+        if rows is None:
+            return None
+        done.append((rows, method))
+    return done
 
 
 def _filler_files(filler: list) -> list:

@@ -633,13 +633,40 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
         else:
             answer_concurrently(one, todo, concurrency, takes_cancel(method))
         rows = log.rows_for(examples)  # a resumed log may hold questions outside this --limit
-    wall = time.perf_counter() - t_start
-    out = Path(out_dir)
+    return _summary(Path(out_dir), rows, cfg["name"], resume, len(todo), time.perf_counter() - t_start, concurrency)
+
+
+def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered: int, wall: float, concurrency: int) -> dict:
+    """The run's summary over ``rows``, written beside them (the timing adds to a resumed run's)."""
     old = _read_summary(out / "summary.json") if resume else {}
-    s = {**summarize([ResultRow.from_dict(r) for r in rows], cfg["name"]), **throughput(old, len(todo), wall, concurrency)}
+    s = {**summarize([ResultRow.from_dict(r) for r in rows], name), **throughput(old, answered, wall, concurrency)}
     write_atomic(out / "summary.json", strict_json(s, indent=2))
     write_atomic(out / "summary.md", summary_markdown([s]))
     return s
+
+
+def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> list[dict] | None:
+    """The rows of ``examples`` in a run that has nothing left to do for them, read as :class:`RowLog` reads
+    them; None where a resume would answer a question, mend a file (a torn line, a committed row missing beside
+    its full one) or warn, which a run does as ever. (A finished run resumed, by a job resubmitted or a grid
+    run again, loaded the model to find nothing to do: seconds on a CPU, minutes for a large model on a GPU.)"""
+    out, want = Path(out_dir), {ex.id for ex in examples}
+    if not (out / "config.json").exists():
+        return None
+    torn: list = []
+    skipped: list = []
+    full = read_results(out / "results.jsonl", torn=torn, skipped=skipped, check=check_row)
+    slim = read_results(out / SCORES, torn=torn, skipped=skipped, check=check_row)
+    have = {r["id"] for r in full}
+    rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
+    if skipped or not want <= {r["id"] for r in rows} or not want <= {r["id"] for r in slim}:
+        return None
+    return [r for r in rows if r["id"] in want]
+
+
+def summary_of_rows(out_dir: str | os.PathLike, rows: Sequence[dict], name: str) -> dict:
+    """A finished run's summary, written again from its rows (:func:`finished_rows`), its timing kept."""
+    return _summary(Path(out_dir), rows, name, True, 0, 0.0, 1)
 
 
 def _percent(rows: Sequence[dict], key: str) -> str:
