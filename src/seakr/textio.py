@@ -579,6 +579,16 @@ def said(v) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+#: A terminal's escape sequences (colours, a window title) and every control character that is not whitespace.
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+
+
+def without_controls(text: str) -> str:
+    """Text without terminal escapes and control characters (whitespace stays): a question pasted from a console
+    reached the prompt and the search as it was ("\x1b[1mWho\x1b[0m directed Alien?" searched for "1mWho")."""
+    return _TERMINAL.sub("", text)
+
+
 def shown(text) -> str:
     """Text from a corpus, a dataset or the model as a console should show it: its control characters escaped
     (a passage holding "\x1b]0;title\x07" retitled the terminal that ran `seakr search`)."""

@@ -137,6 +137,23 @@ def test_a_chain_ends_where_it_says_the_methods_own_marker(tmp_path, method):
     assert len(a.trace["steps"]) == 1 and a.trace["final"]["stop_reason"] == "answered"
 
 
+def test_a_question_pasted_from_a_console_is_asked_and_searched_without_its_escapes(tmp_path):
+    """"\x1b[1mWhich\x1b[0m city ..." reached the prompt as it was, and IRCoT's first search looked for "1mWhich";
+    a question of escapes alone was asked as an empty one."""
+    eng = engine(tmp_path, {"Paris": "Paris is the capital of France."})
+    seen = []
+
+    def script(v):
+        seen.append(v.question)
+        return Reply("Paris" if v.forced else "So the answer is Paris")
+
+    a = IRCoT(ScriptedLM(script), eng).answer("\x1b[1mWhich\x1b[0m city is the capital\x07 of France?")
+    assert a.trace["steps"][0]["query"] == "Which city is the capital of France?"
+    assert set(seen) == {"Which city is the capital of France?"} and a.answer == "Paris"
+    with pytest.raises(ValueError, match="^question: nothing but terminal escapes"):
+        IRCoT(ScriptedLM(script), eng).answer("\x1b[1m\x1b[0m")
+
+
 @pytest.mark.parametrize("r,k,want", [
     ({"answer": "American", "u": -5.0}, {"answer": "French", "u": -4.0}, "rationale"),
     ({"answer": "American", "u": -4.0}, {"answer": "French", "u": -5.0}, "knowledge"),

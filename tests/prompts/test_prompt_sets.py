@@ -69,6 +69,8 @@ def test_a_question_is_one_line_of_single_spaces_in_every_prompt(style):
     asked, _ = pb.render("Who\n\ndirected  Alien?\t")
     tidy, _ = pb.render("Who directed Alien?")
     assert asked == tidy and "Question: Who directed Alien?" in asked
+    pasted = "\x1b[1mWho\x1b[0m directed\x00 Alien?\x07\x1b]0;title\x07"  # from a console: escapes, a NUL, a bell
+    assert pb.render(pasted)[0] == tidy and pb.render_short(pasted) == pb.render_short("Who directed Alien?")
     assert pb.render_short("Who \r\n directed Mr. X's  film?")[0] == pb.render_short("Who directed Mr X's film?")[0]
 
 

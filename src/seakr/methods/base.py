@@ -16,7 +16,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import blank, check_question as check_typed, encodable, json_file, native, said, user_path
+from ..textio import blank, check_question as check_typed, encodable, json_file, native, said, user_path, without_controls
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -533,10 +533,13 @@ class Method:
         if self.retrieves and self.engine is None:  # else it fails at its first search, after the first model calls
             raise ValueError(f"method {self.name!r} searches: give it a search engine (from_config(index=...), "
                              "or an engine as the second argument)")
-        self.check_question(question)
+        asked = without_controls(question)  # the prompts and the searches read it without a console's escapes
+        if blank(asked):
+            raise ValueError("question: nothing but terminal escapes and control characters")
+        self.check_question(asked)
         tr = Tracer(question, self.name, listener, cancel)
         with cancellable(cancel):
-            ans = self._run(question, tr)
+            ans = self._run(asked, tr)
         return Answer(question, ans, self.name, tr.to_dict(), self.describe(), states=tr.final_states())
 
     def _run(self, question: str, tr: Tracer) -> str:  # pragma: no cover - abstract

@@ -183,8 +183,9 @@ def family_for(dataset: str) -> str:
 def clean_question(q: str) -> str:
     """The question on one line, its spaces single, and without a period followed by a space ("St. Louis" -> "St
     Louis") so a copied name cannot end a step. A newline inside ("Who\n\ndirected Alien?", typed in a form)
-    broke the prompt's "Question: ..." line: a blank line is what separates one demonstration from the next."""
-    return re.sub(r"\. ", " ", " ".join(q.split()))
+    broke the prompt's "Question: ..." line: a blank line is what separates one demonstration from the next.
+    Terminal escapes and control characters go (:func:`textio.without_controls`)."""
+    return re.sub(r"\. ", " ", " ".join(textio.without_controls(q).split()))
 
 
 def clean_step(s: str) -> str:
