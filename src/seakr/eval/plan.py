@@ -540,9 +540,9 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
 
 
 def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], dict]] | None:
-    """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its method, options and
-    questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`); a run recorded
-    with another model goes the usual way (the model loads, and the resume says what differs)."""
+    """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its
+    method, options and questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`);
+    a run recorded with another model goes the usual way (the model loads, and the resume says what differs)."""
     from ..models import DEFAULT_MODEL, model_path
     from .runner import finished_rows, read_run_config
 
@@ -551,7 +551,8 @@ def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], 
     for r in plan.runs:
         method = read_run_config(plan.out_for(r), required=False).get("method")
         model = method.get("model") if isinstance(method, dict) else None
-        rows = finished_rows(plan.out_for(r), sel.examples) if isinstance(model, dict) and model.get("model") == asked else None
+        same = isinstance(model, dict) and model.get("model") == asked
+        rows = finished_rows(plan.out_for(r), sel.examples) if same else None
         if rows is None:
             return None
         done.append((rows, method))
