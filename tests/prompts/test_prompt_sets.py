@@ -61,8 +61,9 @@ def test_a_malformed_set_is_named(tmp_path, body, needle):
 @pytest.mark.parametrize("style", ["plain", "chat"])
 def test_a_question_is_one_line_of_single_spaces_in_every_prompt(style):
     """A newline inside a question (typed in a form, pasted from a page) broke the "Question: ..." line as the blank
-    line between demonstrations does; double spaces (3 % of HotpotQA train questions hold one) were kept as written."""
-    from seakr.prompts import PromptBuilder
+    line between demonstrations does; double spaces (3 % of HotpotQA train questions hold one) were kept as written.
+    Terminal escapes and control characters reached the prompt, from a question or a passage."""
+    from seakr.prompts import CONTEXT_FOOTER, PromptBuilder
 
     chat = (lambda msgs: "".join(f"<{m['role']}>{m['content']}</{m['role']}>" for m in msgs) + "<assistant>")
     pb = PromptBuilder("hotpotqa", style=style, chat=chat if style == "chat" else None)
@@ -71,6 +72,8 @@ def test_a_question_is_one_line_of_single_spaces_in_every_prompt(style):
     assert asked == tidy and "Question: Who directed Alien?" in asked
     pasted = "\x1b[1mWho\x1b[0m directed\x00 Alien?\x07\x1b]0;title\x07"  # from a console: escapes, a NUL, a bell
     assert pb.render(pasted)[0] == tidy and pb.render_short(pasted) == pb.render_short("Who directed Alien?")
+    block = pb.context_block(["Alien\x00 (1979)\x1b[0m is a film."])
+    assert block.endswith(f"[1] Alien (1979) is a film.\n{CONTEXT_FOOTER}\n")
     assert pb.render_short("Who \r\n directed Mr. X's  film?")[0] == pb.render_short("Who directed Mr X's film?")[0]
 
 

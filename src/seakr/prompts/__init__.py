@@ -222,7 +222,7 @@ class PromptBuilder:
         lines = []
         for i, p in enumerate(passages, 1):
             text = p if isinstance(p, str) else (f"{p.title}: {p.text}" if self.titles and p.title else p.text)
-            lines.append(f"[{i}] {' '.join(text.split())}")
+            lines.append(f"[{i}] {' '.join(textio.without_controls(text).split())}")  # a corpus's stray escapes too
         return f"{CONTEXT_HEADER}\n" + "\n".join(lines) + f"\n{CONTEXT_FOOTER}\n"
 
     def render(self, question: str, steps: Sequence[str] = (), passages: Sequence = (), tail: str = "") -> tuple[str, str]:
