@@ -36,6 +36,10 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     ([Passage("a", "", "x"), Passage("a", "", "y")], SearchError, r"^index: passage id 'a' is given twice"),
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
     ([Passage(" ", "", "x")], SearchError, r"^index: a passage's id is ' '; ids are visible text$"),
+    # one text was indexed letter by letter ("Paris is big": ten one-letter passages, none of them "Paris")
+    ("Paris is big", TypeError, r"^index: passages come as a list \(or any collection\) of them, not one str; give \[text\]$"),
+    (Passage("a", "A", "x"), TypeError, r"^index: passages come as a list .* not one Passage; give \[passage\]$"),
+    (5, TypeError, r"^index: passages come as a list .* not one int"),
 ])
 def test_a_list_that_cannot_be_searched_is_one_line(docs, error, said):
     with pytest.raises(error, match=said):

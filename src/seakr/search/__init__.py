@@ -80,6 +80,9 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
             not any(isinstance(v, (Mapping, Passage)) for v in docs.values()):  # read as id -> text, its keys as ids
         raise SearchError("index: a dict with 'text' is one passage; give a list of passages ([{...}]) or a dict of "
                           "id -> text")
+    if isinstance(docs, (str, bytes, Passage)) or not isinstance(docs, Iterable):  # a text was read letter by letter
+        raise TypeError(f"index: passages come as a list (or any collection) of them, not one "
+                        f"{type(docs).__name__}; give [{'text' if isinstance(docs, (str, bytes)) else 'passage'}]")
     if isinstance(docs, (set, frozenset)):  # no order, and a text's hash differs per process: its doc-<i> ids
         docs = sorted(docs, key=lambda d: d if isinstance(d, str) else repr(d))  # changed from run to run
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
