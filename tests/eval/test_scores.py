@@ -9,7 +9,8 @@ import time
 import pytest
 
 from seakr.eval.datasets import Example
-from seakr.eval.runner import SCORES, _choice_signal, compare, final_stage_table, merge_runs, run_eval, run_rows, throughput
+from seakr.eval.runner import (SCORES, _choice_signal, compare, export_predictions, final_stage_table, merge_runs, run_eval,
+                               run_rows, throughput)
 from seakr.methods.trace import Answer
 
 
@@ -427,8 +428,6 @@ def test_questions_without_gold_answers_are_answered_and_written_without_scores(
 def test_export_writes_a_runs_predictions_as_the_official_scripts_read_them(tmp_path):
     """An unscored run (a test split) is made to be submitted: its predictions sat in results.jsonl among traces,
     in no format a leaderboard or an official script reads."""
-    from seakr.eval.runner import export_predictions
-
     bare = [Example(ex.id, ex.question, []) for ex in EXS]
     run_eval(ScriptedMethod(ANSWERS), bare, tmp_path / "test")
     (tmp_path / "test" / "results.jsonl").unlink()  # from the committed score rows alone, as on another machine
@@ -456,3 +455,33 @@ def test_export_from_the_command_line_to_stdout_or_a_file(tmp_path):
     assert r.returncode == 0 and json.loads((tmp_path / "preds.json").read_text())["q1"] == "wrong"
     r = run_cli("export", str(tmp_path / "none"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "none: no answered question here" in r.stderr
+
+
+@pytest.mark.parametrize("examples,error,said", [
+    ([{"id": "q0", "question": "Q?", "answers": ["a"]}], TypeError, "examples[0]: expected a seakr Example"),
+    ("What is it?", TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), got str"),
+    ((ex for ex in EXS), TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
+                                    "got generator"),
+    ([EXS[0], EXS[0]], ValueError, "examples[1]: question id 'q0' is given twice"),
+])
+def test_run_eval_refuses_questions_it_cannot_answer_once_each(tmp_path, examples, error, said):
+    """Dicts or a string were an AttributeError at the first question; a generator was read up by the resume check,
+    so the run answered nothing and said nothing; an id given twice was answered and counted twice (n=2)."""
+    with pytest.raises(error, match="^" + re.escape(said)):
+        run_eval(ScriptedMethod(ANSWERS), examples, tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(TypeError, match=r"^method: expected a seakr method \(seakr.methods.build_method\), got NoneType$"):
+        run_eval(None, EXS, tmp_path / "r")
+
+
+def test_the_run_folder_functions_take_one_path_alone_and_name_a_wrong_one(tmp_path):
+    """compare("runs/x") read the string letter by letter ("/: not an eval run directory"), as merge_runs did;
+    export_predictions(None) was pathlib's "expected str, bytes or os.PathLike object"."""
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "r")
+    assert compare(str(tmp_path / "r")) == compare([str(tmp_path / "r")])
+    assert merge_runs(tmp_path / "m", tmp_path / "r")["n"] == len(EXS)
+    for call, said in ((lambda: compare([]), "compare: no run folder given"),
+                       (lambda: compare([5]), "compare: expected a folder's path, got int"),
+                       (lambda: export_predictions(None), "export: expected a folder's path, got NoneType")):
+        with pytest.raises((TypeError, ValueError), match="^" + re.escape(said) + "$"):
+            call()

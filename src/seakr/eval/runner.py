@@ -161,8 +161,40 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
 
 def named_paths(what: str, *paths) -> None:
     """Folders the Python API is given, as the command line takes them: an empty one was the current folder."""
+    bad = [x for x in paths if not isinstance(x, (str, os.PathLike))]
+    if bad:
+        raise TypeError(f"{what}: expected a folder's path, got {type(bad[0]).__name__}")
     if any(not str(x).strip() for x in paths):
         raise ValueError(f"{what}: an empty path; name the folder")
+
+
+def run_dirs(what: str, dirs) -> list:
+    """The run folders a Python caller gives: one path alone is one folder (a string was read letter by letter:
+    "/: not an eval run directory")."""
+    dirs = [dirs] if isinstance(dirs, (str, os.PathLike)) else dirs
+    if not isinstance(dirs, (list, tuple)):
+        raise TypeError(f"{what}: expected run folders (a list of paths), got {type(dirs).__name__}")
+    if not dirs:
+        raise ValueError(f"{what}: no run folder given")
+    named_paths(what, *dirs)
+    return list(dirs)
+
+
+def check_examples(examples) -> list[Example]:
+    """``run_eval``'s questions, refused in one line before any is answered: dicts or a string were an
+    AttributeError at the first, and an id given twice was answered and counted twice."""
+    if isinstance(examples, (str, Example)) or not isinstance(examples, (list, tuple)):
+        raise TypeError(f"examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
+                        f"got {type(examples).__name__}")
+    seen = set()
+    for i, ex in enumerate(examples):
+        if not isinstance(ex, Example):
+            raise TypeError(f"examples[{i}]: expected a seakr Example (seakr.eval.datasets.load_dataset reads them), "
+                            f"got {type(ex).__name__}")
+        if ex.id in seen:
+            raise ValueError(f"examples[{i}]: question id {ex.id!r} is given twice; an id keys its row (and --resume)")
+        seen.add(ex.id)
+    return list(examples)
 
 
 def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
@@ -600,6 +632,9 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     """Answer every example (``concurrency`` questions in flight; wrap the model in
     :class:`~seakr.models.batching.BatchingModel` so their model calls share decode batches).
     ``order_of`` maps ids to their place in the whole run (shards keep the unsharded order)."""
+    if not callable(getattr(method, "answer", None)) or not callable(getattr(method, "describe", None)):
+        raise TypeError(f"method: expected a seakr method (seakr.methods.build_method), got {type(method).__name__}")
+    examples = check_examples(examples)
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
     with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row), check=check_row) as log:
@@ -705,7 +740,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
 
     Refuses shards of different runs (method config, data, shard count) and overlapping questions;
     says which shards are missing."""
-    named_paths("merge", out_dir, *dirs)
+    named_paths("merge", out_dir)
+    dirs = run_dirs("merge", dirs)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():  # from Python it was mkdir's FileExistsError, once the shards were read
         raise ValueError(f"{out}: exists and is not a directory")
@@ -812,7 +848,7 @@ def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
 def compare(dirs: Sequence[str]) -> str:
     """The runs' summary table, then each run's F1 against the first run's on the questions both
     answered: the paired difference and its bootstrap CI (the comparison the table's CIs cannot make)."""
-    named_paths("compare", *dirs)
+    dirs = run_dirs("compare", dirs)
     sums, runs, finals, cfgs, loaded = [], [], [], [], []
     for d in dirs:
         p = Path(d)
