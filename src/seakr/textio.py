@@ -635,6 +635,16 @@ def parse_json(text: str, where: str, error: type[Exception] = ValueError):
     return value
 
 
+def given_path(path, what: str, noun: str = "file") -> str:
+    """A path a Python caller gives (text or ``os.PathLike``, not blank) as text; anything else is one line naming
+    ``what`` (None or a number was pathlib's "expected str, bytes or os.PathLike object", "" the current folder)."""
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise TypeError(f"{what}: expected a {noun}'s path, got {type(path).__name__}")
+    if not os.fspath(path).strip():
+        raise ValueError(f"{what}: an empty path; name the {noun}")
+    return os.fspath(path)
+
+
 def json_file(path: str, error: type[Exception] = ValueError):
     """A JSON file's content; a missing file, bytes that are not UTF-8 or bad JSON raise ``error`` naming it."""
     return parse_json(read_text(str(path), error), str(path), error)

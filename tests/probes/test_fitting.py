@@ -4,6 +4,7 @@ the final choice measured from rows, checked by hand."""
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -519,3 +520,26 @@ def test_a_map_of_studies_that_name_no_model_is_written_without_a_name_to_tell(t
     (run / "config.json").write_text(json.dumps(cfg))
     assert main(["probe", "calibrate", str(run), "--estimator", "eigen", "--out", str(tmp_path / "c.json")]) == 0
     assert (tmp_path / "c.json").exists() and "note:" not in capsys.readouterr().err
+
+
+def test_the_fitting_functions_take_one_study_alone_and_name_a_wrong_one(tmp_path):
+    """fit_from_studies("studies/x") read the path letter by letter ("/: not a detect study"); calibrate_from_studies
+    fitted from it but recorded its runs as letters; [] was ": no stored states to fit on", None Python's "not
+    iterable"; load_probe(None) and Calibration.load(5) were pathlib's "expected str, bytes or os.PathLike object"."""
+    from seakr.probes import Calibration
+
+    make_study(tmp_path / "short", form="short")
+    one = str(tmp_path / "short")
+    assert fit_from_studies(one, form="short")[0].form == "short"
+    assert calibrate_from_studies(one, "eigen").provenance["runs"] == ["short"]
+    for call, error, said in ((lambda: fit_from_studies([]), ValueError, "studies: no study folder given"),
+                              (lambda: fit_from_studies(None), TypeError, "studies: expected study folders (a list of "
+                                                                          "paths), got NoneType"),
+                              (lambda: calibrate_from_studies([one, 5], "eigen"), TypeError,
+                               "studies: expected a folder's path, got int"),
+                              (lambda: load_probe(None), TypeError, "probe: expected a probe file's path, got NoneType"),
+                              (lambda: load_probe(" "), ValueError, "probe: an empty path; name the probe file"),
+                              (lambda: Calibration.load(5), TypeError, "calibration: expected a calibration file's "
+                                                                       "path, got int")):
+        with pytest.raises(error, match="^" + re.escape(said) + "$"):
+            call()

@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import loads, make_folder, spelled, strict_json, warn, write_atomic
+from ..textio import given_path, loads, make_folder, spelled, strict_json, warn, write_atomic
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -161,21 +161,18 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
 
 def named_paths(what: str, *paths) -> None:
     """Folders the Python API is given, as the command line takes them: an empty one was the current folder."""
-    bad = [x for x in paths if not isinstance(x, (str, os.PathLike))]
-    if bad:
-        raise TypeError(f"{what}: expected a folder's path, got {type(bad[0]).__name__}")
-    if any(not str(x).strip() for x in paths):
-        raise ValueError(f"{what}: an empty path; name the folder")
+    for x in paths:
+        given_path(x, what, "folder")
 
 
-def run_dirs(what: str, dirs) -> list:
-    """The run folders a Python caller gives: one path alone is one folder (a string was read letter by letter:
-    "/: not an eval run directory")."""
+def run_dirs(what: str, dirs, kind: str = "run") -> list:
+    """The run (or study) folders a Python caller gives: one path alone is one folder (a string was read letter
+    by letter: "/: not an eval run directory")."""
     dirs = [dirs] if isinstance(dirs, (str, os.PathLike)) else dirs
     if not isinstance(dirs, (list, tuple)):
-        raise TypeError(f"{what}: expected run folders (a list of paths), got {type(dirs).__name__}")
+        raise TypeError(f"{what}: expected {kind} folders (a list of paths), got {type(dirs).__name__}")
     if not dirs:
-        raise ValueError(f"{what}: no run folder given")
+        raise ValueError(f"{what}: no {kind} folder given")
     named_paths(what, *dirs)
     return list(dirs)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, json_file, write_atomic
+from ..textio import check_fields, given_path, json_file, write_atomic
 from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
@@ -87,7 +87,7 @@ class Calibration:
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
-        p = Path(path)
+        p = Path(given_path(path, "calibration", "calibration file"))
         if not p.exists():  # a pipe too: it is read once, here
             raise ValueError(f"{p}: no such calibration file")
         return cls.from_dict(json_file(p), str(p))

@@ -54,9 +54,19 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
     return cfg, read_results(d / rows_name, warn, check=study_row_check(rows_name))  # a damaged row: said, not dropped silently
 
 
+def _folders(runs) -> list:
+    """The studies (or runs) a Python caller names: one path alone is one folder (a string was read letter by
+    letter, "/: not a detect study"); none, or a path that is not one, is one line."""
+    from ..eval.runner import run_dirs
+
+    return run_dirs("studies", runs, "study")
+
+
 def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: str | None = None):
     """(run, config, rows, state store) of each study, in order; every run must share the model and taps."""
     from ..eval.states import StateStore
+
+    runs = _folders(runs)
 
     first = None
     for run in runs:
@@ -120,6 +130,7 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
     (overlapping subsets, e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``,
     where given, receives each kept row (its ``scores``) with its data name under ``"data"`` and its study
     under ``"run"``, in the order of X."""
+    runs = _folders(runs)
     model, taps, xs, ys, data, cfgs, seen = None, None, [], [], [], [], set()
     for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect", form):
         model, taps = _run_model(cfg), store.taps
@@ -145,6 +156,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     data file that two runs answered (overlapping subsets) is read from the first only."""
     from ..eval.states import StateStore
 
+    runs = _folders(runs)
     model, taps, xs, ys, data, seen = None, None, [], [], [], set()
     for run in runs:
         cfg, rows = _final_rows(run, form)
@@ -229,6 +241,7 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
     if form == "candidate":
         raise ValueError("--form candidate: a re-rank candidate is scored by its probe (seakr probe fit --form "
                          "candidate), not by a calibrated estimator")
+    runs = _folders(runs)
     scores, correct, data, setups, cfgs, seen = [], [], [], set(), [], set()
     for run in runs:
         cfg, rows = _final_rows(run, form) if form.startswith("final-") else _study(run, form=form)
@@ -265,11 +278,11 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
 
     short, models, cfgs = {}, {}, {}
-    for run in check_runs:
+    for run in (check_runs := _folders(check_runs)):
         cfg, rows = _study(run, form="short")
         models[run], cfgs[run] = _run_model(cfg), cfg
         short.update((r["id"], r) for r in rows)
-    for run in chain_runs:
+    for run in (chain_runs := _folders(chain_runs)):
         cfg = read_run_config(run)
         name = cfg.get("study") or (cfg.get("method") or {}).get("method", "seakr")
         if name != "seakr":
@@ -415,6 +428,7 @@ def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "
     own, the first stored), the named scores as features, the labels and each row's data name. Rows where
     a score failed (an empty answer) are left out, as rows without a state are."""
     check_score_names(features, "--features")
+    runs = _folders(runs)
     kept: list = []
     model, taps, X, wrong, data, wording = load_states(runs, kept, features, form="short")
     t = taps[0] if tap == "best" else tap

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, json_file, said, write_atomic
+from ..textio import check_fields, given_path, json_file, said, write_atomic
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -186,7 +186,7 @@ class Probe:
 
 
 def load_probe(path: str | Path) -> Probe:
-    p = Path(path)
+    p = Path(given_path(path, "probe", "probe file"))
     if not p.exists():  # a pipe too: it is read once, here
         raise ValueError(f"{p}: no such probe file")
     return Probe.from_dict(json_file(p), str(p))
