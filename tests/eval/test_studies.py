@@ -727,3 +727,18 @@ def test_the_rerank_study_prints_strict_json(tmp_path, capsys):
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     strict = lambda t: json.loads(t, parse_constant=lambda c: pytest.fail(f"{c} in {t[:80]}"))  # noqa: E731
     assert strict(printed)["gold_lower_u"]["ci95"] == [None, None] == strict((out / "rerank.json").read_text())["gold_lower_u"]["ci95"]
+
+
+def test_a_study_refuses_questions_it_cannot_answer_once_each(tmp_path):
+    """As run_eval: a generator of questions was len()'s TypeError in a study, or read up by the gold check so that
+    nothing was asked; a question given twice was asked and counted twice."""
+    from seakr.eval.datasets import Example
+
+    exs = [Example("q0", "Who?", ["a"])]
+    for study in (lambda e: detect(None, e, tmp_path / "d"), lambda e: calibrate(None, e, tmp_path / "c"),
+                  lambda e: rerank_study(None, e, tmp_path / "r")):
+        with pytest.raises(TypeError, match=r"^examples: a list of seakr Examples .*, got generator$"):
+            study(ex for ex in exs)
+        with pytest.raises(ValueError, match=r"^examples\[1\]: question id 'q0' is given twice"):
+            study(exs * 2)
+    assert not any(tmp_path.iterdir())

@@ -595,8 +595,27 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     return out
 
 
+def check_examples(examples) -> list[Example]:
+    """The questions a run or a study answers, refused in one line before any is answered: dicts or a string
+    were an AttributeError at the first, a generator was read up by the resume check (nothing answered), and
+    an id given twice was answered and counted twice."""
+    if isinstance(examples, (str, Example)) or not isinstance(examples, (list, tuple)):
+        raise TypeError(f"examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
+                        f"got {type(examples).__name__}")
+    seen = set()
+    for i, ex in enumerate(examples):
+        if not isinstance(ex, Example):
+            raise TypeError(f"examples[{i}]: expected a seakr Example (seakr.eval.datasets.load_dataset reads them), "
+                            f"got {type(ex).__name__}")
+        if ex.id in seen:
+            raise ValueError(f"examples[{i}]: question id {ex.id!r} is given twice; an id keys its row (and --resume)")
+        seen.add(ex.id)
+    return list(examples)
+
+
 def require_golds(examples, what: str) -> None:
     """Refuse questions without gold answers where ``what`` (a study, a calibration) labels answers by them."""
+    examples = check_examples(examples)
     bare = next((ex for ex in examples if not ex.answers), None)
     if bare is not None:
         raise DatasetError(f"question {bare.id!r} has no gold answer, and {what} labels answers right or wrong by them")

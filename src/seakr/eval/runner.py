@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .datasets import Example
+from .datasets import Example, check_examples
 from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstrap
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
@@ -175,23 +175,6 @@ def run_dirs(what: str, dirs, kind: str = "run") -> list:
         raise ValueError(f"{what}: no {kind} folder given")
     named_paths(what, *dirs)
     return list(dirs)
-
-
-def check_examples(examples) -> list[Example]:
-    """``run_eval``'s questions, refused in one line before any is answered: dicts or a string were an
-    AttributeError at the first, and an id given twice was answered and counted twice."""
-    if isinstance(examples, (str, Example)) or not isinstance(examples, (list, tuple)):
-        raise TypeError(f"examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
-                        f"got {type(examples).__name__}")
-    seen = set()
-    for i, ex in enumerate(examples):
-        if not isinstance(ex, Example):
-            raise TypeError(f"examples[{i}]: expected a seakr Example (seakr.eval.datasets.load_dataset reads them), "
-                            f"got {type(ex).__name__}")
-        if ex.id in seen:
-            raise ValueError(f"examples[{i}]: question id {ex.id!r} is given twice; an id keys its row (and --resume)")
-        seen.add(ex.id)
-    return list(examples)
 
 
 def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:

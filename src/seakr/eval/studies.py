@@ -37,7 +37,7 @@ from ..models.registry import cache_dir, cache_lock
 from ..textio import make_folder, write_atomic
 from ..methods.text import short_answer
 from ..methods.trace import Tracer, clean
-from .datasets import Example, require_golds
+from .datasets import Example, check_examples, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
 from .runner import RowLog, figure, read_run_config, run_rows, versions
@@ -549,6 +549,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
     the guarded rule (leave the top-1 only beyond the noise of the difference), from one scoring. Each
     candidate's greedy step state is kept under ``states/`` (id ``QID#RANK``), with the engine's scores in
     the rows: what a candidate probe is fitted on (``seakr probe fit --form candidate``)."""
+    examples = check_examples(examples)
     z = method.config.rerank_z
     method.greedy_states = True
     store = StateStore(Path(out_dir) / "states", [tap_name(own_tap(method.lm))])
