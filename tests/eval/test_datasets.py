@@ -627,10 +627,10 @@ def test_a_corpus_given_for_the_questions_is_named_as_passages(tmp_path):
 
 
 @pytest.mark.parametrize("path,error,said", [
-    (None, TypeError, "data: expected a data file, a folder of one split or a quoted glob, got NoneType"),
-    (5, TypeError, "data: expected a data file, a folder of one split or a quoted glob, got int"),
-    (b"dev.json", TypeError, "data: expected a data file, a folder of one split or a quoted glob, got bytes"),
-    ("  ", DatasetError, "data: an empty path; name the data file"),
+    (None, TypeError, "data: expected a data file's path, got NoneType"),
+    (5, TypeError, "data: expected a data file's path, got int"),
+    (b"dev.json", TypeError, "data: expected a data file's path, got bytes"),
+    ("  ", ValueError, "data: an empty path; name the data file"),
 ])
 def test_a_data_path_that_is_not_one_is_one_line(path, error, said):
     """From Python, load_dataset(None) was os.stat's "path should be string, bytes, os.PathLike or integer", an

@@ -569,11 +569,7 @@ def _passages_hint(path: str) -> str:
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
     """The questions of a data file, of a folder holding one split, or of a quoted glob of a split's shards
     (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
-    if not isinstance(path, (str, os.PathLike)) or isinstance(os.fspath(path), bytes):  # None: "stat: path should be"
-        raise TypeError(f"data: expected a data file, a folder of one split or a quoted glob, got {type(path).__name__}")
-    if not os.fspath(path).strip():  # ": no such file"
-        raise DatasetError("data: an empty path; name the data file")
-    path = textio.user_path(path)
+    path = textio.user_path(textio.given_path(path, "data", "data file"))  # None was os.stat's words, "" ": no such file"
     if layout not in LOADERS and layout != "auto":
         raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
     files = split_files(path, DatasetError)
