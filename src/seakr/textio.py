@@ -639,7 +639,7 @@ def given_path(path, what: str, noun: str = "file") -> str:
     """A path a Python caller gives (text or ``os.PathLike``, not blank) as text; anything else is one line naming
     ``what`` (None or a number was pathlib's "expected str, bytes or os.PathLike object", "" the current folder)."""
     if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
-        raise TypeError(f"{what}: expected a {noun}'s path, got {type(path).__name__}")
+        raise TypeError(f"{what}: expected {'an' if noun[0] in 'aeiou' else 'a'} {noun}'s path, got {type(path).__name__}")
     if not os.fspath(path).strip():
         raise ValueError(f"{what}: an empty path; name the {noun}")
     return os.fspath(path)

@@ -619,3 +619,22 @@ def test_searching_leaves_no_file_open_at_exit(idx):
     r = subprocess.run([sys.executable, "-X", "dev", "-c", code, str(idx.path)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "2", r.stderr
     assert "ResourceWarning" not in r.stderr, r.stderr
+
+
+def test_the_engine_and_the_corpus_reader_name_a_wrong_argument_before_any_work(tmp_path):
+    """From Python, TantivyEngine.build(one_passage, out) failed mid-build ("'Passage' object is not iterable"),
+    a None folder or corpus path was posixpath's "expected str, bytes or os.PathLike object", and read_corpus("")
+    was ": no such file"."""
+    for call, error, said in (
+            (lambda: TantivyEngine.build(DOCS[0], tmp_path / "i"), TypeError,
+             "passages: an iterable of seakr.search.Passage, not one Passage; give [passage]"),
+            (lambda: TantivyEngine.build("Paris", tmp_path / "i"), TypeError, "passages: an iterable of seakr.search.Passage, "
+                                                                              "not one str; give [passage]"),
+            (lambda: TantivyEngine.build(DOCS, None), TypeError, "out: expected an index folder's path, got NoneType"),
+            (lambda: TantivyEngine(None), TypeError, "index: expected an index folder's path, got NoneType"),
+            (lambda: list(read_corpus(None)), TypeError, "corpus: expected a corpus file's path, got NoneType"),
+            (lambda: list(read_corpus(" ")), ValueError, "corpus: an empty path; name the corpus file")):
+        with pytest.raises(error, match="^" + re.escape(said) + "$"):
+            call()
+    assert not any(tmp_path.iterdir())
+    assert next(iter(read_corpus(None, "wiki-offline"))).text  # the packaged leads need no path

@@ -436,10 +436,10 @@ def split_passages(passages: Iterable[Passage], words: int | None) -> Iterator[P
 
 def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
     """The passages of a corpus file of format ``fmt`` (guessed from the file under ``auto``), or of every file
-    of a folder (each guessed on its own under ``auto``)."""
-    path = textio.user_path(path)
-    if fmt == "wiki-offline" and not path:
+    of a folder (each guessed on its own under ``auto``); ``wiki-offline`` needs no path (the packaged leads)."""
+    if fmt == "wiki-offline" and path is None:
         return read_wiki_offline()
+    path = textio.user_path(textio.given_path(path, "corpus", "corpus file"))  # None was posixpath's words
     if path and os.path.isdir(path):
         return itertools.chain.from_iterable(read_corpus(f, fmt) for f in corpus_files(path))
     if fmt == "auto":

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import encodable, first_line, folder_error, loads, refused_write
+from ..textio import encodable, first_line, folder_error, given_path, loads, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_search,
                    iter_batches)
 
@@ -312,7 +312,7 @@ class TantivyEngine:
         """``check``: compare every file with the sha256 its build recorded before opening (a damaged
         index is refused, never searched with another ranking); reading the files costs about what the
         operating system's cache will read for the first searches anyway."""
-        self.path = Path(path)
+        self.path = Path(given_path(path, "index", "index folder"))
         mpath = self.path / MANIFEST
         if not self.path.is_dir():
             raise SearchError(f"{self.path}: no index here (build one with `seakr index build`)")
@@ -351,7 +351,10 @@ class TantivyEngine:
         """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename). ``threads``
         writers (default: up to 4) share the passages out into as many segments by timing, so the
         files differ from build to build (the ranking does not); ``threads=1`` writes one segment, the same one every time (under a new name)."""
-        out = Path(os.path.abspath(out))  # "." or "idx/" have no usable name for the sibling temp folder
+        if isinstance(passages, (str, bytes, Passage)) or not isinstance(passages, Iterable):  # found mid-build
+            raise TypeError(f"passages: an iterable of seakr.search.Passage, not one {type(passages).__name__}; "
+                            "give [passage]")
+        out = Path(os.path.abspath(given_path(out, "out", "index folder")))  # "." or "idx/" name no sibling temp
         _utf8(out)
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
