@@ -627,9 +627,9 @@ def test_the_engine_and_the_corpus_reader_name_a_wrong_argument_before_any_work(
     was ": no such file"."""
     for call, error, said in (
             (lambda: TantivyEngine.build(DOCS[0], tmp_path / "i"), TypeError,
-             "passages: an iterable of seakr.search.Passage, not one Passage; give [passage]"),
-            (lambda: TantivyEngine.build("Paris", tmp_path / "i"), TypeError, "passages: an iterable of seakr.search.Passage, "
-                                                                              "not one str; give [passage]"),
+             "build: passages come as a list (or any collection) of them, not one Passage; give [passage]"),
+            (lambda: TantivyEngine.build("Paris", tmp_path / "i"), TypeError,
+             "build: passages come as a list (or any collection) of them, not one str; give [text]"),
             (lambda: TantivyEngine.build(DOCS, None), TypeError, "out: expected an index folder's path, got NoneType"),
             (lambda: TantivyEngine(None), TypeError, "index: expected an index folder's path, got NoneType"),
             (lambda: list(read_corpus(None)), TypeError, "corpus: expected a corpus file's path, got NoneType"),

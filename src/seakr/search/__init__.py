@@ -4,7 +4,7 @@ import os
 import urllib.parse
 from collections.abc import Iterable, Mapping
 
-from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, is_url, redact
+from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, check_many, is_url, redact
 from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, row_passage, split_passages
 from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
@@ -80,9 +80,7 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
             not any(isinstance(v, (Mapping, Passage)) for v in docs.values()):  # read as id -> text, its keys as ids
         raise SearchError("index: a dict with 'text' is one passage; give a list of passages ([{...}]) or a dict of "
                           "id -> text")
-    if isinstance(docs, (str, bytes, Passage)) or not isinstance(docs, Iterable):  # a text was read letter by letter
-        raise TypeError(f"index: passages come as a list (or any collection) of them, not one "
-                        f"{type(docs).__name__}; give [{'text' if isinstance(docs, (str, bytes)) else 'passage'}]")
+    check_many(docs, "index")
     if isinstance(docs, (set, frozenset)):  # no order, and a text's hash differs per process: its doc-<i> ids
         docs = sorted(docs, key=lambda d: d if isinstance(d, str) else repr(d))  # changed from run to run
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]

@@ -150,6 +150,15 @@ class Intake:
         return {"id": self._longest[1], "chars": self._longest[0]} if self.taken else None
 
 
+def check_many(items, what: str) -> None:
+    """``items`` hold passages (any collection of them), not one passage or one text: a string was indexed letter
+    by letter, one ``Passage`` failed mid-build ("object is not iterable")."""
+    if isinstance(items, (str, bytes, Passage)) or not isinstance(items, Iterable):
+        one = "text" if isinstance(items, (str, bytes)) else "passage"
+        raise TypeError(f"{what}: passages come as a list (or any collection) of them, not one "
+                        f"{type(items).__name__}; give [{one}]")
+
+
 def check_hits(hits, k: int, engine) -> list[Passage]:
     """What an engine's ``search`` returned, checked: a list (or a generator) of :class:`Passage`, each id once
     (the first; a repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own

@@ -29,8 +29,8 @@ from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
 from ..textio import encodable, first_line, folder_error, given_path, loads, refused_write
-from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_search,
-                   iter_batches)
+from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_many,
+                   check_search, iter_batches)
 
 FORMAT = "seakr-tantivy/1"
 MANIFEST = "seakr-index.json"
@@ -351,9 +351,7 @@ class TantivyEngine:
         """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename). ``threads``
         writers (default: up to 4) share the passages out into as many segments by timing, so the
         files differ from build to build (the ranking does not); ``threads=1`` writes one segment, the same one every time (under a new name)."""
-        if isinstance(passages, (str, bytes, Passage)) or not isinstance(passages, Iterable):  # found mid-build
-            raise TypeError(f"passages: an iterable of seakr.search.Passage, not one {type(passages).__name__}; "
-                            "give [passage]")
+        check_many(passages, "build")  # one Passage failed mid-build
         out = Path(os.path.abspath(given_path(out, "out", "index folder")))  # "." or "idx/" name no sibling temp
         _utf8(out)
         if out.exists() and not overwrite:
