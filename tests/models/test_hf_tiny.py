@@ -116,6 +116,7 @@ def test_prefix_cache_is_prefilled_once_and_matches_plain_prefill(tiny_lm):
     assert after["prefix_hits"] == mid["prefix_hits"] + 1
     suffix_tokens = len(tiny_lm.encode(q, special=False))
     assert after["prefill_tokens"] - mid["prefill_tokens"] == suffix_tokens  # prefix not prefilled again
+    assert mid["prefill_tokens"] - before["prefill_tokens"] > suffix_tokens  # ... as the first call did
     ids = tiny_lm.encode(prefix) + tiny_lm.encode(q, special=False)
     assert a.greedy.token_ids == hf_greedy(tiny_lm, ids, 8)[: len(a.greedy.token_ids)]
 

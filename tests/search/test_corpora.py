@@ -69,7 +69,7 @@ def test_dpr_tsv(tmp_path):
         list(read_corpus(str(f)))
     # one stray quote swallowed every line after it into one field: the error named the file's last line
     f.write_text("id\ttext\ttitle\n1\t\"Aaron, a prophet\tAaron\n" + "".join(f"{i}\tp{i}\tT\n" for i in range(2, 500)))
-    with pytest.raises(CorpusError, match=re.escape(f"psgs.tsv:2: a quote opened in this row closes only on line 500, "
+    with pytest.raises(CorpusError, match=re.escape("psgs.tsv:2: a quote opened in this row closes only on line 500, "
                                                     "so lines 2-500 read as one row of 2 fields (expected 3 ")):
         list(read_corpus(str(f)))
     f.write_text("pid\tbody\n")
