@@ -283,9 +283,7 @@ class RowLog:
         slim = _reread(self.slim_path, torn, check) if self.slim_path else []
         # delta=-inf as "-inf", as options spell it
         write_atomic(cfg_path, strict_json(config, spell=True, indent=2))
-        have = {r["id"] for r in full}
-        # a question whose full row was torn runs again, as the warning says, even if its slim row survived
-        self.rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
+        self.rows = joined_rows(full, slim, torn)
         self.done = {r["id"] for r in self.rows}
         self._lock = threading.Lock()
         self._f = open(self.path, "a", encoding="utf-8")
@@ -419,6 +417,14 @@ def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
     return rows
 
 
+def joined_rows(full: list[dict], slim: list[dict], torn=()) -> list[dict]:
+    """A run's rows as a resume reads them: results.jsonl's, then scores.jsonl's for the ids it lacks (a run
+    resumed elsewhere from the committed rows), but for a question whose full row was torn (it runs again, as
+    the warning says, even if its committed row survived)."""
+    have = {r["id"] for r in full}
+    return full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
+
+
 def score_row(row: dict) -> dict:
     """A result row without text from the data (question, passages, the trace's events): what a run
     commits for --resume (:meth:`~seakr.eval.rows.ResultRow.to_score_dict`)."""
@@ -431,10 +437,8 @@ def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[Result
     whose row the other does not hold is said with ``warn``: `compare` and `report` counted without it, silently.
     ``scored``: what needs every row's F1 (a calibration, a fit): a question without gold answers is refused."""
     skipped: dict[str, list] = {"results.jsonl": [], SCORES: []}
-    rows = read_results(Path(run_dir) / "results.jsonl", check=check_row, skipped=skipped["results.jsonl"])
-    have = {r["id"] for r in rows}
-    rows += [r for r in read_results(Path(run_dir) / SCORES, check=check_row, skipped=skipped[SCORES])
-             if r["id"] not in have]
+    rows = joined_rows(*(read_results(Path(run_dir) / name, check=check_row, skipped=skipped[name])
+                         for name in ("results.jsonl", SCORES)))
     have = {r["id"] for r in rows}
     for name, lines in skipped.items():
         for n, tid in lines:
@@ -670,11 +674,11 @@ def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> li
         return None
     torn: list = []
     skipped: list = []
-    full = read_results(out / "results.jsonl", torn=torn, skipped=skipped, check=check_row)
     slim = read_results(out / SCORES, torn=torn, skipped=skipped, check=check_row)
-    have = {r["id"] for r in full}
-    rows = full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
-    if skipped or not want <= {r["id"] for r in rows} or not want <= {r["id"] for r in slim}:
+    if skipped or not want <= {r["id"] for r in slim}:  # the small file first: a run with work left stops here
+        return None
+    rows = joined_rows(read_results(out / "results.jsonl", torn=torn, skipped=skipped, check=check_row), slim, torn)
+    if skipped or not want <= {r["id"] for r in rows}:
         return None
     return [r for r in rows if r["id"] in want]
 
