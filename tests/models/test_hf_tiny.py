@@ -241,6 +241,31 @@ def test_a_merge_too_large_for_the_device_runs_its_callers_one_by_one(tiny_lm, m
         bm.generate([P1], GenerationConfig(n=7, max_new_tokens=6))
 
 
+def test_one_callers_failing_call_does_not_fail_the_others_merged_with_it(tiny_lm):
+    """A prompt past the model's context was refused for the whole merged call: every question that shared it
+    failed with another question's error (``eval --concurrency``, the service). Each caller now gets its own."""
+    import concurrent.futures as cf
+
+    from seakr.models.batching import BatchingModel
+
+    cfg = GenerationConfig(n=2, max_new_tokens=6, seed=3)
+    good = [P1, P2, "Berlin is in"]
+    alone = [[s.token_ids for s in tiny_lm.generate([p], cfg)[0].samples] for p in good]
+    too_long = "Paris is the capital of France. " * 200  # over the tiny model's 512-token context
+    bm = BatchingModel(tiny_lm, window=0.3)
+
+    def call(p):
+        try:
+            return [s.token_ids for s in bm.generate([p], cfg)[0].samples]
+        except ValueError as e:
+            return str(e)
+
+    with cf.ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(call, [*good, too_long]))
+    assert got[:3] == alone and bm.merged_calls < 4
+    assert "does not fit the model's 512-token context" in got[3]
+
+
 def test_per_token_numbers_match_a_plain_forward(tiny_lm):
     """log-prob, entropy and logsumexp of every greedy step equal those of transformers' own logits."""
     g = tiny_lm.generate([P1], GenerationConfig(n=0, max_new_tokens=6, ignore_eos=True))[0].greedy

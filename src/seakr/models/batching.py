@@ -84,23 +84,24 @@ class BatchingModel:
                 self._generate(members)
 
     def _generate(self, members) -> None:
-        """One merged call for the callers that share a sampling config and prefix. A merge too large for the
-        device (the model refuses it before it starts) runs its callers' calls one by one: each fits alone,
-        as it would have without company, and a row's samples do not depend on who shares the call."""
+        """One merged call for the callers that share a sampling config and prefix. A merge that fails (too large
+        for the device, one caller's prompt past the context) runs its callers' calls one by one: each then gets
+        what it would have got alone (a row's samples do not depend on who shares the call), so one caller's bad
+        call no longer fails the others."""
         self.requests += len(members)
         self.merged_calls += 1
         prompts = [p for (it, _) in members for p in it[1]]
         cfg, prefix = members[0][0][2], members[0][0][3]
         try:
             res = self.lm.generate(prompts, cfg, prefix=prefix)
-        except MemoryError as e:
+        except Exception as e:
             for it, fut in members:
                 if len(members) == 1:
                     fut.set_exception(e)
                 else:
                     self._run(fut, lambda p=it[1]: self.lm.generate(p, cfg, prefix=prefix))
             return
-        except BaseException as e:  # every caller of the merged call sees the error
+        except BaseException as e:  # an interrupt: every caller of the merged call sees it
             for _, fut in members:
                 fut.set_exception(e)
             return
