@@ -96,3 +96,21 @@ def test_no_demonstrations_leave_no_blank_lines_in_their_place():
     assert prompt == f"{INSTRUCTION}\n\nQuestion: Who directed Alien?\nAnswer:" and prefix == f"{INSTRUCTION}\n\n"
     full, _ = PromptBuilder("hotpotqa").render("Who directed Alien?")  # with them: one blank line after each
     assert "\n\n\n" not in full and full.endswith(".\n\nQuestion: Who directed Alien?\nAnswer:")
+
+
+def test_a_marker_the_demonstrations_steps_say_is_refused_with_the_step(tmp_path):
+    """A step saying "the answer is" is refused when a set loads; a step saying the method's own marker was not
+    (the marker is a method option), and a chain ended at any step that said it: marker="is" read "The capital of
+    Austria is Vienna" as the answer. Refused where options are checked, for the demonstrations the method shows."""
+    from seakr.methods import SeaKRConfig
+
+    said = dict(GOOD, steps=["The result is a river", "The Danube flows through Vienna"])
+    f = tmp_path / "mine.json"
+    f.write_text(json.dumps({"demos": [GOOD, said]}))
+    with pytest.raises(ValueError, match=r"^option marker: 'The result is' is said in step 1 of demonstration 1 of "
+                                         r"prompt set '.*mine\.json' \('The result is a river'\)"):
+        SeaKRConfig(marker="The result is", prompt_set=str(f))
+    assert SeaKRConfig(marker="The result is", prompt_set=str(f), n_shot=1).n_shot == 1  # demonstration 1 not shown
+    assert SeaKRConfig(prompt_set=str(f)).marker == "So the answer is"  # the default's words: nothing to find
+    with pytest.raises(ValueError, match=r"^option marker: 'is' is said in step 1 of demonstration 1 "):
+        SeaKRConfig(marker="is", prompt_set="hotpotqa")

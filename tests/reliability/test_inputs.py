@@ -559,6 +559,7 @@ def test_11_non_ascii_prompts_reach_the_model_as_typed():
     ("prompt_style=weird", "option prompt_style: one of plain, chat, auto"),
     ("marker= ", "option marker: visible text on one line"),
     ("n_shot=50", "option n_shot: prompt set 'hotpotqa' has 8 demonstration(s)"),
+    ("marker=was", "option marker: 'was' is said in step 1 of demonstration 0 of prompt set 'hotpotqa'"),
 ])
 def test_prompt_options_fail_before_the_model_loads(tmp_path, option, needle):
     """They were read when the method was built, after the model (and, for eval, the index) had loaded."""

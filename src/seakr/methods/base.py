@@ -14,10 +14,10 @@ from typing import ClassVar, Sequence
 from .. import uncertainty as U
 from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Generation, GenerationConfig, Generator,
                            cancellable, require)
-from ..prompts import MARKER, PROMPT_STYLES, PromptBuilder, demo_count
+from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, PromptBuilder, prompt_set
 from ..search.base import Passage, SearchEngine, check_hits
 from ..textio import blank, check_question as check_typed, encodable, json_file, native, said, user_path, without_controls
-from .text import extract_answer, has_answer, is_unknown
+from .text import answer_says, extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
 
@@ -180,11 +180,26 @@ class MethodConfig:
             raise ValueError(f"option marker: visible text on one line without '. ' (the answer is read after it), "
                              f"got {said(self.marker)}")
         try:
-            n_demos = demo_count(self.prompt_set)
+            demos = prompt_set(self.prompt_set).demos
         except ValueError as e:
             raise ValueError(f"option prompt_set: {e}") from None
-        if self.n_shot is not None and self.n_shot > n_demos:
-            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {n_demos} demonstration(s), got {said(self.n_shot)}")
+        if self.n_shot is not None and self.n_shot > len(demos):
+            raise ValueError(f"option n_shot: prompt set {self.prompt_set!r} has {len(demos)} demonstration(s), got {said(self.n_shot)}")
+        self._check_marker(demos[: self.n_shot])
+
+    def _check_marker(self, demos) -> None:
+        """A demonstration step that says the marker would teach the model to end its chain there, as one saying
+        "the answer is" would (a set is checked for that when it loads, before a method's marker is known):
+        marker="is" read "Paris is the capital of France" as an answer."""
+        says = answer_says(self.marker)
+        if says is ANSWER_SAYS:  # the default's words: what the set's load checked
+            return
+        for i, d in enumerate(demos):
+            for n, step in enumerate(d.steps, 1):
+                if says.search(step):
+                    raise ValueError(f"option marker: {said(self.marker)} is said in step {n} of demonstration {i} of "
+                                     f"prompt set {self.prompt_set!r} ({step!r}), and a chain ends at a step that says "
+                                     "it: choose words the demonstrations' steps do not say")
 
     @classmethod
     def ranges(cls) -> dict[str, "Range"]:

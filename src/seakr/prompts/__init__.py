@@ -159,14 +159,19 @@ def _demo(src: str, i: int, x) -> Demo:
 
 
 @functools.lru_cache(maxsize=None)
-def _packaged_count(name: str) -> int:
-    return len(PromptSet.load(name).demos)
+def _packaged(name: str) -> PromptSet:
+    return PromptSet.load(name)
+
+
+def prompt_set(name_or_path: str) -> PromptSet:
+    """A prompt set as options are checked against it (a packaged one read once; a file read each time: it may
+    change). Raises ValueError for an unknown or malformed set."""
+    return _packaged(name_or_path) if name_or_path in FAMILIES else PromptSet.load(name_or_path)
 
 
 def demo_count(name_or_path: str) -> int:
-    """How many demonstrations a prompt set holds (a packaged one read once; a file read each time: it may change).
-    Raises ValueError for an unknown or malformed set."""
-    return _packaged_count(name_or_path) if name_or_path in FAMILIES else len(PromptSet.load(name_or_path).demos)
+    """How many demonstrations a prompt set holds."""
+    return len(prompt_set(name_or_path).demos)
 
 
 def family_for(dataset: str) -> str:
