@@ -321,10 +321,12 @@ def cmd_export(args) -> int:
     return 0
 
 
-def study_setup(args, options: dict | None = None, index: bool = True, check=None):
+def study_setup(args, options: dict | None = None, index: bool = True, check=None, done=None):
     """A study's plan (one SeaKR run), its questions, the model and the run's effective options. ``check``
-    (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads."""
-    from .eval.studies import STUDY_OPTIONS
+    (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads.
+    A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_method)``, the
+    model not loaded, and None is returned."""
+    from .eval.studies import STUDY_OPTIONS, finished_study
 
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
@@ -342,6 +344,14 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
             raise CLIError(f"{args.data}: {e}") from None
     if check is not None:
         check(sel)
+    study = args.cmd.replace("_", "-")
+    if done is not None and args.resume and (found := finished_study(study, plan.out, sel.examples,
+                                                                     plan.model_name())) is not None:
+        print(f"nothing left to do: the study holds a row for each of its {len(sel.examples)} question(s); its "
+              "summary from the rows, the model not loaded", file=sys.stderr)
+        print("config: " + json.dumps(found[1]), file=sys.stderr)  # as the study recorded it
+        done(*found)
+        return None
     if index:
         print(f"index: {plan.ensure_index(sel)}", file=sys.stderr)
     return plan, sel, plan.model.load(), plan.options_for(plan.runs[0], sel.family)
@@ -368,7 +378,7 @@ def cmd_calibrate(args) -> int:
     if not args.data:
         raise CLIError("calibrate: give --data (simple QA), or --from-runs NEVER ALWAYS (multi-hop)")
     from .eval.runner import data_identity
-    from .eval.studies import calibrate, calibration_lines
+    from .eval.studies import calibrate, calibration_lines, study_of_rows
     from .methods import SeaKR
     from .progress import progress_bar
     from .search import open_engine
@@ -381,7 +391,12 @@ def cmd_calibrate(args) -> int:
     options = parse_options(args.option)
     for key in ("k", "n_candidates"):
         flag_or_option(options, key, f"--{key.replace('_', '-')}", getattr(args, key))
-    plan, sel, lm, opts = study_setup(args, options, check=simple_qa)
+    def done(rows, method) -> None:
+        print(calibration_lines(study_of_rows("calibrate", args.out, rows, method, write=not args.no_write), args.out))
+
+    if (setup := study_setup(args, options, check=simple_qa, done=done)) is None:
+        return 0
+    plan, sel, lm, opts = setup
     m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("calibrating", total=len(sel.examples)) as adv:
@@ -423,7 +438,7 @@ def _detect_asks_as_before(args, probe) -> None:
 
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
-    from .eval.studies import TAP_KEYWORDS, check_open_book, detect, detect_markdown, parse_taps
+    from .eval.studies import TAP_KEYWORDS, check_open_book, detect, detect_markdown, parse_taps, study_of_rows
     from .methods import SeaKR
     from .progress import progress_bar
 
@@ -440,8 +455,12 @@ def cmd_detect(args) -> int:
     except ValueError as e:
         raise CLIError(str(e)) from None
     _detect_asks_as_before(args, probe)
-    plan, sel, lm, opts = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
-                                      check=lambda sel: check_open_book(sel.examples, args.setting))
+    setup = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
+                        check=lambda sel: check_open_book(sel.examples, args.setting),
+                        done=lambda rows, method: print(detect_markdown(study_of_rows("detect", args.out, rows, method))))
+    if setup is None:
+        return 0
+    plan, sel, lm, opts = setup
     m = SeaKR(lm, None, **opts)
     try:
         taps = parse_taps(args.probe, lm.info()["layers"])
@@ -516,7 +535,7 @@ def cmd_probe_gate(args) -> int:
 
 def cmd_rerank_study(args) -> int:
     from .eval.runner import data_identity
-    from .eval.studies import rerank_study
+    from .eval.studies import rerank_study, study_of_rows
     from .methods import SeaKR
     from .progress import progress_bar
     from .search import open_engine
@@ -526,7 +545,11 @@ def cmd_rerank_study(args) -> int:
             raise CLIError(f"{args.data}: no question names its supporting passages (gold titles) to score the re-rank "
                            "against; use a layout that carries them (HotpotQA, 2Wiki, MuSiQue, SQuAD, NQ with ctxs)")
 
-    plan, sel, lm, opts = study_setup(args, parse_options(args.option), check=has_gold)
+    setup = study_setup(args, parse_options(args.option), check=has_gold,
+                        done=lambda rows, method: print(strict_json(study_of_rows("rerank-study", args.out, rows, method))))
+    if setup is None:
+        return 0
+    plan, sel, lm, opts = setup
     m = SeaKR(lm, open_engine(plan.index), **opts)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     with progress_bar("re-rank study", total=len(sel.examples)) as adv:

@@ -742,3 +742,42 @@ def test_a_study_refuses_questions_it_cannot_answer_once_each(tmp_path):
         with pytest.raises(ValueError, match=r"^examples\[1\]: question id 'q0' is given twice"):
             study(exs * 2)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("cmd,data,summary", [("detect", HOTPOT, "detect.json"),
+                                              ("rerank-study", HOTPOT, "rerank.json"),
+                                              ("calibrate", fixture_path("nq_mini.oracle.jsonl"), "calibration.json")])
+def test_a_finished_study_resumed_is_summarised_without_loading_the_model(tmp_path, monkeypatch, capsys, cmd, data, summary):
+    """A resumed study with a row for every question (a job resubmitted) loaded the model and pooled the index
+    to find nothing to do. Its summary is now written again from the rows; a question left loads the model."""
+    from scripted import Reply, ScriptedLM
+
+    from seakr.cli import main
+    from seakr.eval.plan import ModelSpec
+
+    class Named(ScriptedLM):  # the model the command names, as its info() says
+        def __init__(self, name):
+            super().__init__(lambda v: Reply("Paris."))
+            self.model_name = name
+
+        def info(self):
+            return {**super().info(), "model": self.model_name, "layers": 2}
+
+    loads = []
+    monkeypatch.setattr(ModelSpec, "load", lambda self: loads.append(self.model) or Named(self.model))
+    out = tmp_path / "s"
+
+    def argv(limit=2, model="smollm2-135m", *extra):
+        return [cmd, "--data", data, "--out", str(out), "--model", model, "--limit", str(limit), "--option", "k=3",
+                *(["--no-write"] if cmd == "calibrate" else []), *extra]
+
+    assert main(argv()) == 0 and loads == ["smollm2-135m"]
+    first, printed = (out / summary).read_text(), capsys.readouterr().out
+    (out / summary).unlink()
+    assert main(argv(2, "smollm2-135m", "--resume")) == 0 and loads == ["smollm2-135m"]  # not loaded again
+    said = capsys.readouterr()
+    assert said.err.startswith("nothing left to do: the study holds a row for each of its 2 question(s)")
+    assert (out / summary).read_text() == first and said.out == printed
+    assert main(argv(3, "smollm2-135m", "--resume")) == 0 and loads == ["smollm2-135m"] * 2  # one left: loads
+    assert main(argv(3, "qwen2.5-coder-0.5b", "--resume")) != 0  # another model: refused once loaded, as ever
+    assert loads[-1] == "qwen2.5-coder-0.5b"

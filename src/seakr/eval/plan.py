@@ -448,6 +448,12 @@ class EvalPlan:
         return {**data_identity(self.data), "limit": self.limit, "shard": self.shard,
                 **({"every": self.every} if self.every else {})}
 
+    def model_name(self) -> str:
+        """The model as a run records it (``config.json``'s ``method.model.model``): a registry name resolved."""
+        from ..models import DEFAULT_MODEL, model_path
+
+        return model_path(self.model.model or DEFAULT_MODEL)
+
     def out_for(self, run: RunSpec) -> str:
         return os.path.join(self.out, run.name) if self.grid or len(self.runs) > 1 else self.out
 
@@ -543,10 +549,9 @@ def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], 
     """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its
     method, options and questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`);
     a run recorded with another model goes the usual way (the model loads, and the resume says what differs)."""
-    from ..models import DEFAULT_MODEL, model_path
     from .runner import finished_rows, read_run_config
 
-    asked = model_path(plan.model.model or DEFAULT_MODEL)
+    asked = plan.model_name()
     done = []
     for r in plan.runs:
         method = read_run_config(plan.out_for(r), required=False).get("method")

@@ -40,7 +40,7 @@ from ..methods.trace import Tracer, clean
 from .datasets import Example, check_examples, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
-from .runner import RowLog, figure, read_run_config, run_rows, versions
+from .runner import RowLog, figure, read_results, read_run_config, run_rows, versions
 from .states import StateStore, own_tap, tap_name
 
 
@@ -95,6 +95,38 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
             if progress:
                 progress(1)
         return log.rows_for(examples)
+
+
+def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict] | None:
+    """The rows of ``examples`` and the recorded method of a study that has nothing left to do for them, where it
+    was run with ``model`` (a registry name resolved, a path); None where a resume would ask a question, mend
+    a torn or unreadable line or refuse another model, which a resume does as ever. (A finished study resumed
+    loaded the model, and pooled the index, to find nothing to do.) Its options and questions are what the
+    plan's own check compared."""
+    method = read_run_config(out_dir, required=False).get("method")
+    recorded = method.get("model") if isinstance(method, dict) else None
+    if not (isinstance(recorded, dict) and recorded.get("model") == model and isinstance(method.get("config"), dict)):
+        return None
+    torn: list = []
+    skipped: list = []
+    name = STUDY_FILES[study]
+    rows = read_results(Path(out_dir) / name, torn=torn, skipped=skipped, check=study_row_check(name))
+    want = {ex.id for ex in examples}
+    if torn or skipped or not want <= {r["id"] for r in rows}:
+        return None
+    return [r for r in rows if r["id"] in want], method
+
+
+def study_of_rows(study: str, out_dir: str, rows: list[dict], method: dict, write: bool = True) -> dict:
+    """A finished study's summary written again from its rows and recorded method (:func:`finished_study`), as
+    the study itself writes it (``write``: a calibration's threshold stored in the model's file too)."""
+    info, config, cfg, out = method["model"], method["config"], read_run_config(out_dir), Path(out_dir)
+    if study == "calibrate":
+        return _calibration_result(rows, info, config, "simple", out, write)
+    if study == "detect":
+        return _detect_result(rows, info, cfg.get("setting", "closed-book"), cfg.get("form", "cot"),
+                              config.get("prompt_style"), config["k"], out)
+    return _rerank_result(rows, info.get("model"), config["n_candidates"], config["rerank_z"], out)
 
 
 def _fit_context(lm, examples: Sequence[Example]) -> None:
@@ -394,8 +426,13 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     meta = {**(data or {}), **detect_asking(form, setting, probe_model), "states": store.taps,
             **({"probe": [tap_name(t) for t in taps]} if probe else {})}
     rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
-    result = _detect_summary(rows, lm.info(), setting)
-    result.update(form=form, prompt_style=method.config.prompt_style, cost=detect_costs(rows, method.config.k),
+    return _detect_result(rows, lm.info(), setting, form, method.config.prompt_style, method.config.k, out)
+
+
+def _detect_result(rows: list[dict], info: dict, setting: str, form: str, style: str, k: int, out: Path) -> dict:
+    """A detect study's summary, written as detect.json with its ROC plot."""
+    result = _detect_summary(rows, info, setting)
+    result.update(form=form, prompt_style=style, cost=detect_costs(rows, k),
                   empty_answers=sum(not r["answer"] for r in rows))
     write_atomic(out / "detect.json", json.dumps(clean(result), indent=2))
     _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
@@ -574,8 +611,12 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
 
     out = Path(out_dir)
     rows = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
-    result = {"model": method.lm.info().get("model"), "N": method.config.n_candidates, "rerank_z": z,
-              **rerank_summary(rows)}
+    return _rerank_result(rows, method.lm.info().get("model"), method.config.n_candidates, z, out)
+
+
+def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path) -> dict:
+    """A re-rank study's summary, written as rerank.json."""
+    result = {"model": model, "N": n, "rerank_z": z, **rerank_summary(rows)}
     write_atomic(out / "rerank.json", json.dumps(clean(result), indent=2))
     return result
 
