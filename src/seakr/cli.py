@@ -19,7 +19,7 @@ from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_que
                      message, said, shown, strict_json, too_many_digits, warn, write_atomic)
 from .eval.plan import (EvalPlan, ModelSpec, RunSpec, SettingError, check_grid_paths, check_output_dir, check_run,
                         check_settings, read_grid)
-from .eval.runner import check_rows_home
+from .eval.runner import check_not_a_record, check_rows_home
 
 
 class CLIError(Exception):
@@ -199,7 +199,7 @@ def cmd_ask(args) -> int:
         raise CLIError(f"--index: method {args.method!r} never searches; leave it out (or choose a method that "
                        "retrieves)")
     if args.html is not None:
-        check_output_file(args.html, "--html")
+        output_file(args.html, "--html")
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     _answer_and_show(m, args.question, args)
@@ -299,6 +299,14 @@ def cmd_merge(args) -> int:
     return 0
 
 
+def output_file(path: str, flag: str) -> None:
+    """An output flag's file, checked before any slow work: writable, and not a run's, study's or index's own."""
+    if path == "-":  # was a file named "-"; where "-" means standard output the command says so before this
+        raise CLIError(f"{flag} -: this command writes a file here (its own report goes to standard output); name it")
+    check_output_file(path, flag)
+    check_not_a_record(path, flag)
+
+
 def cmd_compare(args) -> int:
     from .eval.runner import compare
 
@@ -310,10 +318,11 @@ def cmd_export(args) -> int:
     from .eval.runner import export_predictions
     from .textio import write_atomic
 
-    if args.out is not None:
-        check_output_file(args.out, "--out")
+    to_file = args.out not in (None, "-")
+    if to_file:
+        output_file(args.out, "--out")
     text = export_predictions(args.dir, args.format)
-    if args.out is None:
+    if not to_file:
         sys.stdout.write(text)
     else:
         write_atomic(args.out, text)
@@ -479,7 +488,7 @@ def cmd_probe_fit(args) -> int:
     from .probes.fitting import fit_from_studies
     from .probes.probe import packaged_name
 
-    check_output_file(args.out, "--out")
+    output_file(args.out, "--out")
     probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds,
                                     report=lambda t, p: print(f"{t}: cross-validated AUROC {p.provenance['cv_auroc']:.3f} "
                                                               f"(C={p.C:g})", file=sys.stderr), features=args.features)
@@ -503,7 +512,7 @@ def cmd_probe_calibrate(args) -> int:
     from .probes.fitting import calibrate_from_studies
     from .probes.probe import calibration_name
 
-    check_output_file(args.out, "--out")
+    output_file(args.out, "--out")
     cal = calibrate_from_studies(args.runs, args.estimator, args.form, args.kind)
     cal.save(args.out)
     print(f"calibration {cal.form}/{cal.estimator} ({cal.kind}) on {cal.provenance['n']} answers "
@@ -517,7 +526,7 @@ def cmd_probe_gate(args) -> int:
     from .probes.bank import SelfKnowledge
     from .probes.fitting import gate_from_runs, gate_markdown
 
-    check_output_file(args.out, "--out")
+    output_file(args.out, "--out")
     if args.save_level and args.probes is None:  # before the runs are read
         raise CLIError("--save-level writes into a probes folder of your own: give it with --probes DIR (the "
                        "package's folder holds the packaged models' levels)")
@@ -566,7 +575,7 @@ def cmd_demo(args) -> int:
     # a question given is checked now: "" ran the demo's own question without a word (after the model loaded)
     question = DEMO_QUESTION if args.question is None else check_question(args.question)
     if args.html is not None:
-        check_output_file(args.html, "--html")
+        output_file(args.html, "--html")
     args.index = args.index or demo_index()
     print(f"index: {redact(args.index)}", file=sys.stderr)
     t = time.perf_counter()
@@ -620,13 +629,16 @@ def cmd_serve(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .serve.render import write_report
+    from .serve.render import report_html, write_report
 
     if not os.path.isdir(args.dir):  # else the default --out inside it is what the error would name
         raise CLIError(f"{args.dir}: " + ("not a directory (a run or study folder)" if os.path.exists(args.dir)
                                           else "no such directory"))
+    if args.out == "-":
+        sys.stdout.write(report_html(args.dir))
+        return 0
     out = args.out or os.path.join(args.dir, "report.html")
-    check_output_file(out, "--out")  # before the run folder is read
+    output_file(out, "--out")  # before the run folder is read
     write_report(args.dir, out)
     print(f"wrote {out}")
     return 0

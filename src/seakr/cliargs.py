@@ -325,7 +325,7 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--format", default="jsonl", choices=("jsonl", "squad", "hotpotqa", "2wiki"),
                    help="jsonl: {id, prediction} lines; squad: {id: prediction} (SQuAD, TriviaQA, NQ-open scripts); "
                         "hotpotqa: {answer, sp} (sp empty); 2wiki: {answer, sp, evidence} (both empty)")
-    p.add_argument("--out", type=path_arg, default=None, help="file to write (default: stdout)")
+    p.add_argument("--out", type=path_arg, default=None, help="file to write (default or -: stdout)")
     p.set_defaults(cmd="export")
 
     p = study("calibrate", "sweep delta on a dev file, plot F1/retrieval rate, write the model's calibration",
@@ -350,7 +350,7 @@ def _eval_parsers(sub) -> None:
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
     p.add_argument("dir", type=path_arg)
-    p.add_argument("--out", type=path_arg, default=None)
+    p.add_argument("--out", type=path_arg, default=None, help="page to write (default DIR/report.html; -: stdout)")
     p.set_defaults(cmd="report")
 
 

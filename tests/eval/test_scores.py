@@ -457,6 +457,44 @@ def test_export_from_the_command_line_to_stdout_or_a_file(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "none: no answered question here" in r.stderr
 
 
+def test_no_output_is_written_over_a_runs_record_an_index_or_a_file_named_dash(tmp_path):
+    """`seakr export RUN --out RUN/results.jsonl` replaced the run's rows with its predictions (the run was lost);
+    `report --out` over config.json, a probe saved over summary.json (the timing of every sitting) the same;
+    `--out -` wrote a file named "-". Every door refuses the run's, a study's states' and an index's own files;
+    export and report write to standard output for "-"."""
+    from helpers import run_cli
+
+    from seakr.probes.calibration import Calibration
+    from seakr.serve.render import write_report
+
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "dev")
+    before = {f.name: f.read_bytes() for f in (tmp_path / "dev").iterdir()}
+    for name in ("results.jsonl", "scores.jsonl", "config.json", "summary.json"):
+        target = tmp_path / "dev" / name
+        r = run_cli("export", str(tmp_path / "dev"), "--out", str(target))
+        assert r.returncode == 2 and r.stderr == (f"seakr: error: --out {target}: is the record of the seakr run or "
+                                                  f"study in {tmp_path / 'dev'}, which writing over it would lose; "
+                                                  "name another file\n"), r.stderr
+        r = run_cli("report", str(tmp_path / "dev"), "--out", str(target))
+        assert r.returncode == 2 and "is the record of the seakr run" in r.stderr, r.stderr
+        with pytest.raises(ValueError, match=r"^report .*: is the record of the seakr run or study in "):
+            write_report(str(tmp_path / "dev"), str(target))
+        with pytest.raises(ValueError, match=r"^calibration .*: is the record of the seakr run or study in "):
+            Calibration("short", "eigen", "platt", a=-1.0, b=0.0).save(target)
+    assert {f.name: f.read_bytes() for f in (tmp_path / "dev").iterdir()} == before
+    r = run_cli("export", str(tmp_path / "dev"), "--out", "-", "--format", "squad", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["q0"] == "ans0" and not (tmp_path / "-").exists()
+    r = run_cli("report", str(tmp_path / "dev"), "--out", "-", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("<!doctype html>") and not (tmp_path / "-").exists()
+    r = run_cli("probe", "fit", str(tmp_path / "dev"), "--form", "short", "--out", "-", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("seakr: error: --out -: this command writes a file here")
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "seakr-index.json").write_text("{}")
+    r = run_cli("export", str(tmp_path / "dev"), "--out", str(tmp_path / "idx" / "preds.json"))
+    assert r.returncode == 2 and f"is inside the seakr index {tmp_path / 'idx'}" in r.stderr, r.stderr
+    assert run_cli("export", str(tmp_path / "dev"), "--out", str(tmp_path / "dev" / "preds.json")).returncode == 0
+
+
 @pytest.mark.parametrize("examples,error,said", [
     ([{"id": "q0", "question": "Q?", "answers": ["a"]}], TypeError, "examples[0]: expected a seakr Example"),
     ("What is it?", TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), got str"),

@@ -96,6 +96,23 @@ def check_not_foreign(d: Path) -> None:
                          "replace it; choose another --out")
 
 
+def check_not_a_record(path: str | os.PathLike, what: str | None = None) -> None:
+    """An output file (an export, a report, a probe, a page) is not one of the files a run, a study or an index
+    keeps its record in: ``seakr export RUN --out RUN/results.jsonl`` replaced the run's rows with its
+    predictions, and the run was lost. ``what`` names the flag in the message."""
+    p = Path(path)
+    d = p.parent if str(p.parent) else Path(".")
+    if (d / "seakr-index.json").is_file():  # a file its manifest does not list: "damaged: rebuild it"
+        whose = f"is inside the seakr index {d}, which a file of another kind damages"
+    elif d.name == "states" and (d / "taps.json").is_file() and p.exists():
+        whose = f"is one of the stored states of the study in {d.parent}, which writing over it would lose"
+    elif p.name in ("config.json", "summary.json", *ROW_FILES) and _is_run(d):  # the summary: timing of every sitting
+        whose = f"is the record of the seakr run or study in {d}, which writing over it would lose"
+    else:
+        return
+    raise ValueError(f"{what + ' ' if what else ''}{path}: {whose}; name another file")
+
+
 #: What a folder of runs holds beside them: tables, plots, grids, notes (the committed results' own kinds).
 NOTE_SUFFIXES = {".md", ".json", ".jsonl", ".png", ".svg", ".html", ".toml", ".txt", ".csv", ".log"}
 

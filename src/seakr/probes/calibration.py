@@ -83,6 +83,9 @@ class Calibration:
             raise ValueError(f"{where}: {e}") from None
 
     def save(self, path: str | Path) -> None:
+        from ..eval.runner import check_not_a_record
+
+        check_not_a_record(given_path(path, "calibration"), "calibration")
         write_atomic(Path(path), json.dumps(self.to_dict()))
 
     @classmethod

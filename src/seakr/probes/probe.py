@@ -182,6 +182,9 @@ class Probe:
         return probe
 
     def save(self, path: str | Path) -> None:
+        from ..eval.runner import check_not_a_record
+
+        check_not_a_record(given_path(path, "probe"), "probe")
         write_atomic(Path(path), json.dumps(self.to_dict()))
 
 

@@ -129,4 +129,7 @@ def report_html(run_dir: str) -> str:
 
 
 def write_report(run_dir: str, path: str) -> None:
+    from ..eval.runner import check_not_a_record
+
+    check_not_a_record(path, "report")
     write_atomic(Path(path), report_html(run_dir))
