@@ -26,6 +26,14 @@ def test_a_blank_or_control_only_question_is_refused_at_every_door(tmp_path, q):
         load_dataset(str(f), "flashrag")
 
 
+@pytest.mark.parametrize("q,said", [(b"Who?", "bytes (decode it: question.decode('utf-8'))"), (["Who?"], "list"),
+                                    (None, "NoneType")])
+def test_a_question_that_is_not_text_is_named_by_its_type(q, said):
+    m = build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None)
+    with pytest.raises(TypeError, match=r"^question: expected text, got " + __import__("re").escape(said) + "$"):
+        m.answer(q)
+
+
 def test_a_question_with_a_visible_character_is_taken():
     m = build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None)
     assert m.answer("\x00 ?").answer == "x" and AnswerRequest(question=" é ").question == " é "
