@@ -74,6 +74,9 @@ def test_adapter_matches_tantivy_top3(noida, fixture_corpus, tmp_path):
                 assert a.score == pytest.approx(b.score, rel=0.1)
     assert agree >= 8, f"top-3 agreed on {agree}/10 queries"
     assert es.metadata()["doc_count"] == n
+    pasted = [f"\x1b[1m{q}\x1b[0m" for q in QUERIES[:2]]  # a console's escapes are not searched for
+    assert [[h.id for h in hits] for hits in es.search_many(pasted, 3)] == [[h.id for h in hits] for hits in
+                                                                          es.search_many(QUERIES[:2], 3)]
 
 
 def test_existing_index_needs_overwrite(noida):

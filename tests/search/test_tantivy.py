@@ -233,6 +233,18 @@ def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
             eng.search(query, k)
 
 
+def test_a_query_is_searched_without_a_consoles_escapes(tmp_path):
+    """`seakr search IDX "<pasted>"` and a Python caller's query kept the escapes a console pastes: "\x1b[1mAlpha"
+    looked for "1malpha" and found nothing. The question's own door strips them; every engine's search does too."""
+    eng = TantivyEngine.build([Passage("a", "Alpha", "alpha beta"), Passage("b", "Gamma", "gamma delta")], tmp_path / "i")
+    assert [p.id for p in eng.search("\x1b[1mAlpha\x1b[0m\x07 beta", 2)] == ["a"]
+    assert [[p.id for p in hits] for hits in eng.search_many(["\x1b[31mgamma", "\x00"], 2)] == [["b"], []]
+    from helpers import run_cli
+
+    r = run_cli("search", str(tmp_path / "i"), "\x1b[1mGamma\x1b[0m", "--json")
+    assert r.returncode == 0 and [h["id"] for h in json.loads(r.stdout)] == ["b"], r.stderr
+
+
 def test_a_disk_that_refuses_a_write_is_named_and_the_index_keeps_what_it_had(tmp_path, monkeypatch):
     """A full disk (injected here as tantivy reports it) was "Internal error: 'No space left on device
     (os error 28)'" naming no folder; after a failed --add, the stray segments and rewritten metadata made

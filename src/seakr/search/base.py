@@ -8,7 +8,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from ..textio import encodable
+from ..textio import encodable, without_controls
 
 #: Lucene's EnglishAnalyzer stop set (33 words), which ES's ``english`` analyzer also uses.
 LUCENE_ENGLISH_STOPWORDS = (
@@ -76,9 +76,10 @@ class SearchEngine(Protocol):
     def metadata(self) -> dict: ...
 
 
-def check_search(query, k) -> int:
+def check_search(query, k) -> tuple[str, int]:
     """One rule for a search call, whatever the engine: a text query and a whole k >= 0 (a float k reached
-    tantivy and came back as "the index looks damaged"). Returns k as an int."""
+    tantivy and came back as "the index looks damaged"). Returns the query as it is searched (without a console's
+    escapes: "\x1b[1mParis" looked for "1mparis") and k as an int."""
     if not isinstance(query, str):
         raise TypeError(f"search: the query must be text, got {type(query).__name__}")
     if not encodable(query):  # was the engine's UnicodeEncodeError
@@ -91,7 +92,7 @@ def check_search(query, k) -> int:
         raise TypeError(f"search: k must be a whole number, got {k!r}") from None
     if k < 0:
         raise ValueError(f"search: k must be >= 0, got {k}")
-    return k
+    return without_controls(query), k
 
 
 def check_passage(n: int, p) -> None:

@@ -282,12 +282,14 @@ class ElasticEngine:
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: Sequence[str], k: int = 3) -> list[list[Passage]]:
+        searched = []
         for q in queries:
-            k = check_search(q, k)
+            q, k = check_search(q, k)
+            searched.append(q)
         if not queries:
             return []
         body = []
-        for q in queries:
+        for q in searched:
             body += [{"index": self.index, "search_type": "dfs_query_then_fetch"}, self._body(q, k)]
         try:
             res = self.client.msearch(body=body)

@@ -468,7 +468,8 @@ class TantivyEngine:
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
         # never more than the index holds: tantivy takes k as a u32, and k >= 2**32 aborts the process
-        k = min(check_search(query, k), self.count())
+        query, k = check_search(query, k)
+        k = min(k, self.count())
         q = self._query(query)
         if q is None or k <= 0:
             return []
