@@ -87,3 +87,16 @@ def test_paired_auroc_difference_is_exact_and_its_interval_covers_it():
     assert 0 < r["ci95"][0] < r["difference"] < r["ci95"][1]
     same = paired_auroc_difference(good, good, y, n=50)
     assert same["difference"] == 0 and same["ci95"] == [0.0, 0.0]
+
+
+def test_a_nan_score_ranks_as_uncertain_not_as_nothing():
+    """A NaN compared as neither above nor tied with any score: each one pulled an AUROC towards 0 in silence
+    (auroc([nan, 2], [True, False]) was 0.0). It ranks as +inf, as the estimators read a NaN."""
+    from seakr.eval.metrics import auroc, roc_curve, spearman
+
+    nan, inf = float("nan"), float("inf")
+    assert auroc([nan, 2.0], [True, False]) == 1.0 == auroc([inf, 2.0], [True, False])
+    assert auroc([nan, 2.0, inf], [True, False, True]) == 1.0 and auroc([nan, inf], [True, False]) == 0.5
+    assert [list(v) for v in roc_curve([nan, 1.0, 2.0], [True, False, True])] == \
+           [list(v) for v in roc_curve([inf, 1.0, 2.0], [True, False, True])]
+    assert spearman([nan, 1.0, 2.0, 3.0], [4.0, 1.0, 2.0, 3.0]) == pytest.approx(1.0)

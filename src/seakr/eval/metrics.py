@@ -104,8 +104,11 @@ def paired_auroc_difference(a: Sequence[float], b: Sequence[float], positives: S
 
 
 def _ranked(scores) -> np.ndarray:
-    """Scores with +inf ("uncertain") just above every finite score and -inf just below."""
+    """Scores with +inf ("uncertain") just above every finite score and -inf just below. NaN (an estimator's
+    failure) ranks as +inf, as the estimators read it (uncertainty.UNCERTAIN): it compared as neither above nor
+    tied with anything, and each one pulled an AUROC towards 0 without a word."""
     s = np.asarray(scores, dtype=float)
+    s = np.where(np.isnan(s), np.inf, s)
     fin = s[np.isfinite(s)]
     if len(fin):
         s = np.where(s == np.inf, fin.max() + 1, np.where(s == -np.inf, fin.min() - 1, s))
