@@ -16,6 +16,7 @@ import stat
 import sys
 import threading
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -580,6 +581,49 @@ def said(v) -> str:
         return f"a whole number of about {int(v.bit_length() * math.log10(2)) + 1:,} digits"
     text = repr(v)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric knob may take: ``lo``..``hi`` (None: unbounded), each end open or closed, whole
+    numbers only when ``integer``. One rule for a method's options and a generation call's knobs."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    integer: bool = False
+    finite: bool = True  # False: +-inf are values too (a threshold that never or always fires)
+
+    def contains(self, v) -> bool:
+        if isinstance(v, float) and not math.isfinite(v):
+            return not self.finite
+        lo_ok = self.lo is None or (v > self.lo if self.lo_open else v >= self.lo)
+        hi_ok = self.hi is None or (v < self.hi if self.hi_open else v <= self.hi)
+        return lo_ok and hi_ok
+
+    def describe(self) -> str:
+        # a whole bound as it is written: float(2**64 - 1) rounds up to 2**64
+        num = lambda x: str(x) if isinstance(x, int) else f"{int(x)}" if x.is_integer() else f"{x:g}"  # noqa: E731
+        lo = "-inf" if self.lo is None else num(self.lo)
+        hi = "inf" if self.hi is None else num(self.hi)
+        kind = "a whole number" if self.integer else "a number"
+        return f"{kind} in {'(' if self.lo_open or self.lo is None else '['}{lo}, {hi}{')' if self.hi_open or self.hi is None else ']'}"
+
+    def check(self, name: str, v, label: str = "option") -> None:
+        """``v``, already of its type, in range; else one line naming it (``label name``)."""
+        if not self.contains(v):
+            raise ValueError(f"{label} {name}: expected {self.describe()}, got {said(v)}")
+
+    def value(self, name: str, v, label: str = "option"):
+        """``v`` (a NumPy number too) typed and checked: an int where ``integer``, else a float; a bool, a text,
+        NaN or anything else is refused in the same line as a value out of range."""
+        v = native(v)
+        number = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+        if not number or (self.integer and not isinstance(v, int)):
+            raise ValueError(f"{label} {name}: expected {self.describe()}, got {said(v)}")
+        self.check(name, v, label)
+        return v if self.integer else float(v)
 
 
 #: A terminal's escape sequences (colours, a window title) and every control character that is not whitespace.

@@ -711,15 +711,15 @@ def test_the_answer_is_asked_for_without_a_thinking_block(tiny_lm, template, tai
 
 
 @pytest.mark.parametrize("field,value,says", [
-    ("n", -3, "n: expected a whole number >= 0, got -3"),
-    ("n", "2", "n: expected a whole number >= 0, got '2'"),
-    ("max_new_tokens", -1, "max_new_tokens: expected a whole number >= 1"),
-    ("max_new_tokens", 0, "max_new_tokens: expected a whole number >= 1"),
-    ("top_k", 0, "top_k: expected a whole number >= 1"),
+    ("n", -3, "n: expected a whole number in [0, inf), got -3"),
+    ("n", "2", "n: expected a whole number in [0, inf), got '2'"),
+    ("max_new_tokens", -1, "max_new_tokens: expected a whole number in [1, inf)"),
+    ("max_new_tokens", 0, "max_new_tokens: expected a whole number in [1, inf)"),
+    ("top_k", 0, "top_k: expected a whole number in [1, inf)"),
     ("seed", 2 ** 70, "seed: expected a whole number in [0, 18446744073709551615], got 1180591620717411303424"),
     ("seed", -1, "seed: expected a whole number in [0,"),
-    ("temperature", float("nan"), "temperature: expected a number >= 0, got nan"),
-    ("temperature", -1.0, "temperature: expected a number >= 0"),
+    ("temperature", float("nan"), "temperature: expected a number in [0, inf), got nan"),
+    ("temperature", -1.0, "temperature: expected a number in [0, inf)"),
     ("top_p", 0.0, "top_p: expected a number in (0, 1]"),
     ("top_p", 2, "top_p: expected a number in (0, 1]"),
     ("stop", ["\n", ""], "stop: expected non-empty strings"),

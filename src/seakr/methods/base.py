@@ -16,7 +16,8 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, PromptBuilder, prompt_set
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import blank, check_question as check_typed, encodable, json_file, native, said, user_path, without_controls
+from ..textio import (Range, blank, check_question as check_typed, encodable, json_file, native, said, user_path,
+                      without_controls)
 from .text import answer_says, extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
@@ -32,37 +33,6 @@ ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n", " Question:")
 RUN_ON = r"(?<=\p{Ll}{2})\.(?=[\p{Lu}*#\[])"
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
 PAPER_DELTA = -6.0
-
-
-@dataclass(frozen=True)
-class Range:
-    """The values a numeric option may take: ``lo``..``hi`` (None: unbounded), each end open or closed,
-    whole numbers only when ``integer``."""
-
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-    hi_open: bool = False
-    integer: bool = False
-    finite: bool = True  # False: +-inf are values too (a threshold that never or always fires)
-
-    def contains(self, v) -> bool:
-        if isinstance(v, float) and not math.isfinite(v):
-            return not self.finite
-        lo_ok = self.lo is None or (v > self.lo if self.lo_open else v >= self.lo)
-        hi_ok = self.hi is None or (v < self.hi if self.hi_open else v <= self.hi)
-        return lo_ok and hi_ok
-
-    def describe(self) -> str:
-        num = lambda x: f"{int(x)}" if float(x).is_integer() else f"{x:g}"  # noqa: E731
-        lo = "-inf" if self.lo is None else num(self.lo)
-        hi = "inf" if self.hi is None else num(self.hi)
-        kind = "a whole number" if self.integer else "a number"
-        return f"{kind} in {'(' if self.lo_open or self.lo is None else '['}{lo}, {hi}{')' if self.hi_open or self.hi is None else ']'}"
-
-    def check(self, name: str, v) -> None:
-        if not self.contains(v):
-            raise ValueError(f"option {name}: expected {self.describe()}, got {said(v)}")
 
 
 #: the options that name a file or folder: a ``pathlib.Path`` is taken, and kept as text (a config is JSON)

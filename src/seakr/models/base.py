@@ -9,7 +9,6 @@ estimators need (chosen-token log-probabilities, entropies, logsumexp of the log
 from __future__ import annotations
 
 import contextvars
-import math
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
@@ -17,7 +16,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import regex
 
-from ..textio import encodable, native, said
+from ..textio import Range, encodable, said
 
 
 @dataclass
@@ -70,6 +69,11 @@ class Generation:
         return n + sum(len(s.token_ids) for s in self.samples)
 
 
+#: What each numeric knob of a call may be (a method's options have their own, narrower, ranges).
+_RANGES = {"n": Range(0, integer=True), "top_k": Range(1, integer=True), "max_new_tokens": Range(1, integer=True),
+           "seed": Range(0, 2 ** 64 - 1, integer=True), "temperature": Range(0), "top_p": Range(0, 1, lo_open=True)}
+
+
 @dataclass
 class GenerationConfig:
     """Sampling knobs of one call (defaults: the reference code's k=20 request: T=1, top-k 50, top-p 0.9)."""
@@ -93,16 +97,12 @@ class GenerationConfig:
         """Each knob checked where it is set, one line naming it: from Python, ``n=-3`` gave no sample and no
         error, ``max_new_tokens=-1`` an IndexError inside the decode loop, ``seed=2**70`` "Overflow when unpacking
         long long", a bad stop pattern the regex module's "missing ) at position 1"."""
-        for name, lo, hi in (("n", 0, None), ("top_k", 1, None), ("max_new_tokens", 1, None), ("seed", 0, 2 ** 64 - 1)):
-            v = native(getattr(self, name))
-            if not (name == "seed" and v is None):
-                _whole(name, v, lo, hi)
-                setattr(self, name, v)
+        for name, rng in _RANGES.items():
+            if not (name == "seed" and getattr(self, name) is None):
+                setattr(self, name, rng.value(name, getattr(self, name), "GenerationConfig"))
         for name in ("greedy", "common_random_numbers", "with_states", "greedy_state", "greedy_trail", "ignore_eos"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"GenerationConfig {name}: expected True or False, got {said(getattr(self, name))}")
-        self.temperature = _number("temperature", self.temperature, lambda t: t >= 0, "a number >= 0")
-        self.top_p = _number("top_p", self.top_p, lambda p: 0 < p <= 1, "a number in (0, 1]")
         self.stop, self.stop_patterns = _texts("stop", self.stop), _texts("stop_patterns", self.stop_patterns)
         for p in self.stop_patterns:
             try:
@@ -117,19 +117,6 @@ class GenerationConfig:
         d["stop"] = list(self.stop)
         d["stop_patterns"] = list(self.stop_patterns)
         return d
-
-
-def _whole(name: str, v, lo: int, hi: int | None) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
-        span = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ValueError(f"GenerationConfig {name}: expected a whole number {span}, got {said(v)}")
-
-
-def _number(name: str, v, ok, want: str) -> float:
-    v = native(v)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not ok(v):
-        raise ValueError(f"GenerationConfig {name}: expected {want}, got {said(v)}")
-    return float(v)
 
 
 def _texts(name: str, v) -> tuple[str, ...]:
