@@ -634,6 +634,8 @@ def cmd_report(args) -> int:
     if not os.path.isdir(args.dir):  # else the default --out inside it is what the error would name
         raise CLIError(f"{args.dir}: " + ("not a directory (a run or study folder)" if os.path.exists(args.dir)
                                           else "no such directory"))
+    if os.path.isfile(os.path.join(args.dir, "seakr-index.json")):  # not "--out DIR/report.html: inside the index"
+        raise CLIError(f"{args.dir}: a seakr index, not a run or study folder (`seakr index info` describes it)")
     if args.out == "-":
         sys.stdout.write(report_html(args.dir))
         return 0

@@ -580,6 +580,9 @@ def test_report_checks_its_output_path_and_names_a_malformed_detection_file(tmp_
     one_line_error(seakr("report", str(tmp_path / "nope")), f"{tmp_path / 'nope'}: no such directory")
     (tmp_path / "f.txt").write_text("x")
     one_line_error(seakr("report", str(tmp_path / "f.txt")), "f.txt: not a directory")
+    (tmp_path / "idx").mkdir()
+    (tmp_path / "idx" / "seakr-index.json").write_text("{}")  # not "--out idx/report.html: inside the index"
+    one_line_error(seakr("report", str(tmp_path / "idx")), f"{tmp_path / 'idx'}: a seakr index, not a run or study folder")
 
 
 def test_compare_refuses_a_study_and_points_into_a_grid_folder(tmp_path):
