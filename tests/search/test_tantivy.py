@@ -548,6 +548,13 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     (tmp_path / "x.json").write_text('{"a": 1}')
     with pytest.raises(CorpusError, match=r"x.json: neither an index folder nor a corpus file .* --format FORMAT"):
         open_engine(str(tmp_path / "x.json"))
+    run = tmp_path / "run"  # a run's folder given as the index: its config.json was to be indexed "with --format"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"name": "cot", "method": {"method": "cot"}}))
+    (run / "scores.jsonl").write_text(json.dumps({"id": "q1", "f1": 1.0}) + "\n")
+    for given in (run, run / "scores.jsonl"):
+        with pytest.raises(SearchError, match=r": a file of the seakr run or study .*run, not a corpus; give an index"):
+            open_engine(str(given))
 
 
 def test_a_folder_of_corpus_files_given_as_the_index_is_indexed_once_and_an_index_stays_an_index(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shlex
@@ -232,6 +233,9 @@ def _guess_format(path: str) -> str:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(os.path.join(folder, "seakr-index.json")):  # it was read as a corpus: "invalid JSON"
         raise SearchError(f"{path}: a file of the index {folder}; name the folder")
+    if _is_run_folder(folder):  # "config.json: neither an index folder nor a corpus file ... index build it"
+        raise SearchError(f"{path}: a file of the seakr run or study {folder}, not a corpus; give an index, a corpus "
+                          "file or a folder of corpus files")
     try:
         return detect_format(path)
     except CorpusError as e:  # "pass --format": a flag of `index build` only
@@ -239,6 +243,16 @@ def _guess_format(path: str) -> str:
             raise
         raise CorpusError(f"{path}: neither an index folder nor a corpus file this can tell the format of; `seakr "
                           f"index build {path} --format FORMAT --out DIR` reads it ({', '.join(FORMATS[:-1])})") from None
+
+
+def _is_run_folder(folder: str) -> bool:
+    """Whether ``folder`` is a seakr run's or study's: its config.json records a method or a study."""
+    try:
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+            c = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(c, dict) and ("method" in c or "study" in c)
 
 
 def corpus_digest(path: str) -> str:
