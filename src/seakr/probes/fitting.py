@@ -17,7 +17,7 @@ import numpy as np
 
 from .bank import sampling_record
 from .calibration import Calibration, fit_calibration
-from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, score_features
+from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, out_of_fold, score_features
 from ..textio import warn
 
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
@@ -391,7 +391,7 @@ def stack_probe(states: np.ndarray, extra: np.ndarray, wrong, *, groups=None, fo
     a few strong extra features would shrink the few with the many; two stages penalise each on its own.
     Its CV AUROC is the second stage's on the out-of-fold state logits (grouped folds where ``groups``)."""
     wrong = np.asarray(wrong, dtype=int)
-    ps = fit_probe(states, wrong, groups=groups, folds=folds, form=form, **kw)
+    ps = fit_probe(states, wrong, groups=groups, folds=folds, form=form, recalibrate=False, **kw)  # its raw logit
     oof = out_of_fold(states, wrong, folds, C=ps.C, groups=groups, logit=True)
     second = fit_probe(np.column_stack([oof, extra]), wrong, groups=groups, folds=folds, Cs=(0.01, 0.1, 1.0, 10.0),
                        form=form, **kw)
@@ -402,25 +402,6 @@ def stack_probe(states: np.ndarray, extra: np.ndarray, wrong, *, groups=None, fo
                                              "extra_C": second.C}}
     return Probe(ps.model, ps.tap, form, coef, float(a * ps.intercept + b), np.concatenate([ps.mean, second.mean[1:]]),
                  np.concatenate([ps.scale, second.scale[1:]]), second.C, prov, list(features))
-
-
-def out_of_fold(X: np.ndarray, wrong, folds: int = 5, *, C: float, groups=None, seed: int = 0,
-                logit: bool = False) -> np.ndarray:
-    """Each row's P(wrong) (or logit) from a probe of strength ``C`` fitted on the other folds
-    (standardised within the fold; question-grouped folds where ``groups``)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
-
-    X, wrong = np.asarray(X, dtype=np.float64), np.asarray(wrong, dtype=int)
-    split = StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, wrong) if groups is None else \
-        StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(X, wrong, groups)
-    out = np.zeros(len(wrong))
-    for tr, te in split:
-        mu, sd = X[tr].mean(0), X[tr].std(0)
-        lr = LogisticRegression(C=C, max_iter=5000).fit((X[tr] - mu) / np.where(sd > 0, sd, 1.0), wrong[tr])
-        z = (X[te] - mu) / np.where(sd > 0, sd, 1.0)
-        out[te] = lr.decision_function(z) if logit else lr.predict_proba(z)[:, 1]
-    return out
 
 
 def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "best") -> dict:
