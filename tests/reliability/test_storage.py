@@ -3,6 +3,7 @@ builds killed with SIGKILL and the orphans they leave. Numbers refer to the item
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -367,6 +368,11 @@ def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):
             with pytest.raises(ValueError, match=f"{needle}|holds config.json already; merge into a new directory"):
                 check()
     assert (model / "config.json").read_text() == hf and TantivyEngine(idx).count() == 1
+    for inside in (idx / "runs", idx / "runs" / "x"):  # `index build --overwrite` would delete the run with the index
+        with pytest.raises(ValueError, match=f"inside the seakr index {re.escape(str(idx))}, which `seakr index build "
+                                             "--overwrite` replaces whole"):
+            RowLog(inside, "results.jsonl", CFG)
+        assert not inside.exists()
     (model / "config.json").write_text("{broken")  # unreadable: not seakr's either
     with pytest.raises(ValueError, match="not a seakr run's configuration"):
         check_not_foreign(model)

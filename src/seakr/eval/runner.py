@@ -77,6 +77,10 @@ def check_not_foreign(d: Path) -> None:
     d = Path(d)
     if (d / "seakr-index.json").is_file():
         raise ValueError(f"{d}: is a seakr index, which a run's files would damage; choose another --out")
+    for up in Path(os.path.abspath(d)).parents:  # `index build --overwrite` replaces the index folder whole
+        if (up / "seakr-index.json").is_file():
+            raise ValueError(f"{d}: inside the seakr index {up}, which `seakr index build --overwrite` replaces whole "
+                             "(the run with it); choose another --out")
     if d.is_dir() and not _is_run(d):
         theirs = sorted(e.name for e in d.iterdir() if not _ours(e))
         if theirs:
