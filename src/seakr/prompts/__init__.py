@@ -169,11 +169,6 @@ def prompt_set(name_or_path: str) -> PromptSet:
     return _packaged(name_or_path) if name_or_path in FAMILIES else PromptSet.load(name_or_path)
 
 
-def demo_count(name_or_path: str) -> int:
-    """How many demonstrations a prompt set holds."""
-    return len(prompt_set(name_or_path).demos)
-
-
 def family_for(dataset: str) -> str:
     """Prompt family for a dataset name (HotpotQA/IIRC -> hotpotqa, 2Wiki -> 2wiki, simple QA and a question-answer
     table -> simpleqa)."""
