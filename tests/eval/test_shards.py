@@ -57,6 +57,9 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
     _fake_run(tmp_path / "c", "1/2", ids=("q3",))
     with pytest.raises(ValueError, match="another split"):
         merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "c")])
+    _fake_run(tmp_path / "whole", None, ids=("q5",))  # was "shard None is of another split than 0/3"
+    with pytest.raises(ValueError, match=r"whole: a whole run \(no --shard\) is of another split than 0/3$"):
+        merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "whole")])
     _fake_run(tmp_path / "d", "2/3", ids=("q4",))
     s = merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "d")])
     assert s["n"] == 2 and "shards 1/3 missing" in capsys.readouterr().err

@@ -762,7 +762,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         if cfgs and _other_data(cfgs[0], cfg):
             raise ValueError(f"{d}: a different run than {dirs[0]} (another data file)")
         if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
-            raise ValueError(f"{d}: shard {cfg.get('shard')} is of another split than {cfgs[0].get('shard')}")
+            raise ValueError(f"{d}: " + (f"shard {cfg['shard']}" if cfg.get("shard") else "a whole run (no --shard)")
+                             + f" is of another split than {cfgs[0].get('shard') or 'a whole run (no --shard)'}")
         for key in ("limit", "every"):  # shards of one run cut the same questions
             if cfgs and cfg.get(key) != cfgs[0].get(key):
                 raise ValueError(f"{d}: {key} {cfg.get(key)} but {dirs[0]} has {key} {cfgs[0].get(key)}: not shards of one run")
