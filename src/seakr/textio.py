@@ -692,6 +692,16 @@ def given_path(path, what: str, noun: str = "file") -> str:
     return os.fspath(path)
 
 
+def seakr_config(folder) -> dict | None:
+    """The config.json a seakr run or study keeps in ``folder`` (it records a method or a study); None where there
+    is none, or where it is unreadable or another program's (a model's config.json)."""
+    try:
+        c = loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return c if isinstance(c, dict) and ("method" in c or "study" in c) else None
+
+
 def json_file(path: str, error: type[Exception] = ValueError):
     """A JSON file's content; a missing file, bytes that are not UTF-8 or bad JSON raise ``error`` naming it."""
     return parse_json(read_text(str(path), error), str(path), error)

@@ -28,7 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
-from ..textio import given_path, loads, make_folder, spelled, strict_json, warn, write_atomic
+from ..textio import given_path, loads, make_folder, seakr_config, spelled, strict_json, warn, write_atomic
 
 
 SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
@@ -89,13 +89,7 @@ def check_not_foreign(d: Path) -> None:
                              "rows and summary at the top of its --out; choose a new or empty folder (a subfolder "
                              "of this one will do)")
     cfg = d / "config.json"
-    if not cfg.is_file():
-        return
-    try:
-        c = loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        c = None
-    if not (isinstance(c, dict) and ("method" in c or "study" in c)):  # what every run and study records
+    if cfg.is_file() and seakr_config(d) is None:
         raise ValueError(f"{cfg}: not a seakr run's configuration (a model's, or another tool's), and a run would "
                          "replace it; choose another --out")
 

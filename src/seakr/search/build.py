@@ -4,7 +4,6 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import re
 import shlex
@@ -12,8 +11,8 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact
-from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused, user_path,
-                      warn)
+from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused, seakr_config,
+                      user_path, warn)
 from .corpora import check_passage_words, read_corpus, split_passages
 
 WIKI_OFFLINE = "wiki-offline"
@@ -108,8 +107,8 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     check_passage_words(passage_words)  # before any corpus is read
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine, add)
-    for src, _ in pairs:  # "cannot guess the corpus format; pass --format", and with one its rows failed mid-build
-        if src and src != "-" and _is_run_folder(src if os.path.isdir(src) else os.path.dirname(os.path.abspath(src))):
+    for src in (s for s, _ in pairs if s and s != "-"):  # "cannot guess the format", or its rows failed mid-build
+        if seakr_config(src if os.path.isdir(src) else os.path.dirname(os.path.abspath(src))) is not None:
             what = "the folder" if os.path.isdir(src) else "a file"
             raise ValueError(f"{src}: {what} of a seakr run or study (its config and rows), not a corpus")
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
@@ -237,7 +236,7 @@ def _guess_format(path: str) -> str:
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.exists(os.path.join(folder, "seakr-index.json")):  # it was read as a corpus: "invalid JSON"
         raise SearchError(f"{path}: a file of the index {folder}; name the folder")
-    if _is_run_folder(folder):  # "config.json: neither an index folder nor a corpus file ... index build it"
+    if seakr_config(folder) is not None:  # "config.json: neither an index folder nor a corpus file ... index build it"
         raise SearchError(f"{path}: a file of the seakr run or study {folder}, not a corpus; give an index, a corpus "
                           "file or a folder of corpus files")
     try:
@@ -247,16 +246,6 @@ def _guess_format(path: str) -> str:
             raise
         raise CorpusError(f"{path}: neither an index folder nor a corpus file this can tell the format of; `seakr "
                           f"index build {path} --format FORMAT --out DIR` reads it ({', '.join(FORMATS[:-1])})") from None
-
-
-def _is_run_folder(folder: str) -> bool:
-    """Whether ``folder`` is a seakr run's or study's: its config.json records a method or a study."""
-    try:
-        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-            c = json.load(f)
-    except (OSError, ValueError):
-        return False
-    return isinstance(c, dict) and ("method" in c or "study" in c)
 
 
 def corpus_digest(path: str) -> str:
