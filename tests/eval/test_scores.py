@@ -490,8 +490,10 @@ def test_no_output_is_written_over_a_runs_record_an_index_or_a_file_named_dash(t
     assert r.returncode == 2 and r.stderr.startswith("seakr: error: --out -: this command writes a file here")
     (tmp_path / "idx").mkdir()
     (tmp_path / "idx" / "seakr-index.json").write_text("{}")
-    r = run_cli("export", str(tmp_path / "dev"), "--out", str(tmp_path / "idx" / "preds.json"))
-    assert r.returncode == 2 and f"is inside the seakr index {tmp_path / 'idx'}" in r.stderr, r.stderr
+    (tmp_path / "idx" / "sub").mkdir()  # deeper inside: `index build --overwrite` deletes it with the index
+    for inside in (tmp_path / "idx" / "preds.json", tmp_path / "idx" / "sub" / "preds.json"):
+        r = run_cli("export", str(tmp_path / "dev"), "--out", str(inside))
+        assert r.returncode == 2 and f"is inside the seakr index {tmp_path / 'idx'}" in r.stderr, r.stderr
     assert run_cli("export", str(tmp_path / "dev"), "--out", str(tmp_path / "dev" / "preds.json")).returncode == 0
 
 

@@ -75,12 +75,11 @@ def check_not_foreign(d: Path) -> None:
     or a project folder spread a run's files among its own. Such a folder is new, a run's or study's own, or
     holds only runs, notes and hidden files (:func:`_ours`)."""
     d = Path(d)
-    if (d / "seakr-index.json").is_file():
+    if (idx := index_holding(d)) == Path(os.path.abspath(d)):
         raise ValueError(f"{d}: is a seakr index, which a run's files would damage; choose another --out")
-    for up in Path(os.path.abspath(d)).parents:  # `index build --overwrite` replaces the index folder whole
-        if (up / "seakr-index.json").is_file():
-            raise ValueError(f"{d}: inside the seakr index {up}, which `seakr index build --overwrite` replaces whole "
-                             "(the run with it); choose another --out")
+    if idx is not None:  # `index build --overwrite` replaces the index folder whole
+        raise ValueError(f"{d}: inside the seakr index {idx}, which `seakr index build --overwrite` replaces whole "
+                         "(the run with it); choose another --out")
     if d.is_dir() and not _is_run(d):
         theirs = sorted(e.name for e in d.iterdir() if not _ours(e))
         if theirs:
@@ -94,14 +93,20 @@ def check_not_foreign(d: Path) -> None:
                          "replace it; choose another --out")
 
 
+def index_holding(folder: str | os.PathLike) -> Path | None:
+    """The seakr index that ``folder`` is, or lies inside (its absolute path), or None."""
+    p = Path(os.path.abspath(folder))
+    return next((up for up in (p, *p.parents) if (up / "seakr-index.json").is_file()), None)
+
+
 def check_not_a_record(path: str | os.PathLike, what: str | None = None) -> None:
     """An output file (an export, a report, a probe, a page) is not one of the files a run, a study or an index
     keeps its record in: ``seakr export RUN --out RUN/results.jsonl`` replaced the run's rows with its
     predictions, and the run was lost. ``what`` names the flag in the message."""
     p = Path(path)
     d = p.parent if str(p.parent) else Path(".")
-    if (d / "seakr-index.json").is_file():  # a file its manifest does not list: "damaged: rebuild it"
-        whose = f"is inside the seakr index {d}, which a file of another kind damages"
+    if (idx := index_holding(d)) is not None:  # a file its manifest does not list: "damaged: rebuild it"
+        whose = f"is inside the seakr index {idx}, which a file of another kind damages"
     elif d.name == "states" and (d / "taps.json").is_file() and p.exists():
         whose = f"is one of the stored states of the study in {d.parent}, which writing over it would lose"
     elif p.name in ("config.json", "summary.json", *ROW_FILES) and _is_run(d):  # the summary: timing of every sitting
