@@ -549,18 +549,15 @@ def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], 
     """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its
     method, options and questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`);
     a run recorded with another model goes the usual way (the model loads, and the resume says what differs)."""
-    from .runner import finished_rows, read_run_config
+    from .runner import finished_rows, recorded_with
 
-    asked = plan.model_name()
     done = []
     for r in plan.runs:
-        method = read_run_config(plan.out_for(r), required=False).get("method")
-        model = method.get("model") if isinstance(method, dict) else None
-        same = isinstance(model, dict) and model.get("model") == asked
-        rows = finished_rows(plan.out_for(r), sel.examples) if same else None
+        cfg = recorded_with(plan.out_for(r), plan.model_name())
+        rows = finished_rows(plan.out_for(r), sel.examples) if cfg is not None else None
         if rows is None:
             return None
-        done.append((rows, method))
+        done.append((rows, cfg["method"]))
     return done
 
 

@@ -684,6 +684,16 @@ def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered:
     return s
 
 
+def recorded_with(out_dir: str | os.PathLike, model: str) -> dict | None:
+    """The configuration a run or study recorded in ``out_dir``, where it ran with ``model`` (a registry name
+    resolved, a path) and recorded its method's options; None otherwise (a finished resume then goes the usual way)."""
+    cfg = read_run_config(out_dir, required=False)
+    method = cfg.get("method")
+    recorded = method.get("model") if isinstance(method, dict) else None
+    ok = isinstance(recorded, dict) and recorded.get("model") == model and isinstance(method.get("config"), dict)
+    return cfg if ok else None
+
+
 def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> list[dict] | None:
     """The rows of ``examples`` in a run that has nothing left to do for them, read as :class:`RowLog` reads
     them; None where a resume would answer a question, mend a file (a torn line, a committed row missing beside

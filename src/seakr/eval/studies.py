@@ -40,7 +40,7 @@ from ..methods.trace import Tracer, clean
 from .datasets import Example, check_examples, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
-from .runner import RowLog, figure, read_results, read_run_config, run_rows, versions
+from .runner import RowLog, figure, read_results, read_run_config, recorded_with, run_rows, versions
 from .states import StateStore, own_tap, tap_name
 
 
@@ -98,14 +98,13 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
 
 
 def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict] | None:
-    """The rows of ``examples`` and the recorded method of a study that has nothing left to do for them, where it
-    was run with ``model`` (a registry name resolved, a path); None where a resume would ask a question, mend
-    a torn or unreadable line or refuse another model, which a resume does as ever. (A finished study resumed
-    loaded the model, and pooled the index, to find nothing to do.) Its options and questions are what the
-    plan's own check compared."""
-    method = read_run_config(out_dir, required=False).get("method")
-    recorded = method.get("model") if isinstance(method, dict) else None
-    if not (isinstance(recorded, dict) and recorded.get("model") == model and isinstance(method.get("config"), dict)):
+    """The rows of ``examples`` and the recorded configuration of a study that has nothing left to do for them,
+    where it was run with ``model`` (:func:`~seakr.eval.runner.recorded_with`); None where a resume would ask a
+    question, mend a torn or unreadable line or refuse another model, which a resume does as ever. (A finished
+    study resumed loaded the model, and pooled the index, to find nothing to do.) Its options and questions are
+    what the plan's own check compared."""
+    cfg = recorded_with(out_dir, model)
+    if cfg is None:
         return None
     torn: list = []
     skipped: list = []
@@ -114,13 +113,13 @@ def finished_study(study: str, out_dir: str, examples: Sequence[Example], model:
     want = {ex.id for ex in examples}
     if torn or skipped or not want <= {r["id"] for r in rows}:
         return None
-    return [r for r in rows if r["id"] in want], method
+    return [r for r in rows if r["id"] in want], cfg
 
 
-def study_of_rows(study: str, out_dir: str, rows: list[dict], method: dict, write: bool = True) -> dict:
-    """A finished study's summary written again from its rows and recorded method (:func:`finished_study`), as
-    the study itself writes it (``write``: a calibration's threshold stored in the model's file too)."""
-    info, config, cfg, out = method["model"], method["config"], read_run_config(out_dir), Path(out_dir)
+def study_of_rows(study: str, out_dir: str, rows: list[dict], cfg: dict, write: bool = True) -> dict:
+    """A finished study's summary written again from its rows and recorded configuration (:func:`finished_study`),
+    as the study itself writes it (``write``: a calibration's threshold stored in the model's file too)."""
+    info, config, out = cfg["method"]["model"], cfg["method"]["config"], Path(out_dir)
     if study == "calibrate":
         return _calibration_result(rows, info, config, "simple", out, write)
     if study == "detect":
