@@ -565,3 +565,16 @@ def test_the_model_is_loaded_with_the_spec_s_tap(monkeypatch):
     ModelSpec("smollm2-135m", threads=1, layer=2, state_source="residual").load()
     assert seen == {"name": "smollm2-135m", "precision": "auto", "device": "cpu", "threads": 1, "state_layer": 2,
                     "state_source": "residual"}
+
+
+def test_every_shard_takes_the_file_s_prompt_family_an_empty_one_too(tmp_path):
+    """A shard with no question took its prompt family from the file's name (a QA table named data.csv ->
+    hotpotqa) while its siblings took simpleqa from their questions: `merge` then refused the shards as
+    different runs."""
+    data = tmp_path / "data.jsonl"  # NQ questions under a name that says nothing
+    data.write_text(Path(fixture_path("nq_mini.oracle.jsonl")).read_text())
+    n = len(data.read_text().splitlines())
+    fams = [EvalPlan(data=str(data), out=str(tmp_path / "o"), runs=["single"], shard=f"{i}/{n + 1}").select()
+            for i in range(n + 1)]
+    assert [len(s.examples) for s in fams] == [1] * n + [0]
+    assert [s.family for s in fams] == ["simpleqa"] * (n + 1)

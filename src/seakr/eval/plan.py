@@ -473,7 +473,9 @@ class EvalPlan:
         if self.shard:
             i, n = parse_shard(self.shard)
             chosen = chosen[i::n]
-        return Selection(chosen, full, family_for(chosen[0].dataset if chosen else self.data), order_of)
+        # the file's family, not the shard's first question's: a shard without questions took the file's name
+        # ("bom.jsonl" -> hotpotqa) and its config then differed from its siblings' where `merge` compares them
+        return Selection(chosen, full, family_for(full[0].dataset), order_of)
 
     def ensure_index(self, sel: Selection, progress: bool = True) -> str:
         """The plan's index: the one given, else the dataset's paragraphs (+ filler) pooled once and cached
