@@ -315,6 +315,9 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"runs": None}, "runs must be a list of RunSpec or methods' names, not None"),  # "'NoneType' object is not iterable"
     ({"runs": [RunSpec("cot", name="")]}, "name '' must be a file name"),  # it was named after its method
     ({"runs": [RunSpec("cot", name=0)]}, "name 0 must be a file name"),
+    # a folder gr/results.jsonl: `report gr` and `compare gr` then said "[Errno 21] Is a directory"
+    ({"runs": [RunSpec("cot", name="results.jsonl"), "single"]}, "name 'results.jsonl' is the name of a file a run"),
+    ({"runs": [RunSpec("cot", name="Config.JSON")]}, "name 'Config.JSON' is the name of a file a run keeps"),
 ])
 def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
     """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""

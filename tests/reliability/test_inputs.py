@@ -218,6 +218,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('limit = "5"\n[[run]]\nmethod = "ircot"\n', ("'limit' must be int",)),
         ('seed = 99999999999999\n[[run]]\nmethod = "ircot"\n', ("'seed' must be in",)),
         ('[[run]]\nname = "../escaped"\nmethod = "ircot"\n', ("[[run]] #1", "must be a file name")),
+        ('[[run]]\nname = "scores.jsonl"\nmethod = "ircot"\n', ("[[run]] #1", "a file a run keeps its record in")),
         ('[[run]]\nname = "a"\nmethod = "ircot"\n[[run]]\nname = "a"\nmethod = "cot"\n', ("[[run]] #2", "a second run named 'a'")),
         ('[[run]]\nname = "Ab"\nmethod = "ircot"\n[[run]]\nname = "aB"\nmethod = "cot"\n', ("[[run]] #2", "only in case")),
     ):

@@ -214,6 +214,13 @@ def check_run_name(where: str, name, names: set) -> None:
     also ignoring case: on macOS and Windows "X" and "x" are one folder, and the two runs' rows would mix."""
     if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
         raise PlanError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
+    from .runner import ROW_FILES
+
+    # a run folder named like a run's own files ("results.jsonl") made `report` and `compare` of the grid's
+    # folder read it as a file ("Is a directory")
+    if name.casefold() in {n.casefold() for n in ("config.json", "summary.json", "summary.md", "states", *ROW_FILES)}:
+        raise PlanError(f"{where}: name {name!r} is the name of a file a run keeps its record in; name the run "
+                        "otherwise")
     same = next((n for n in names if n.casefold() == name.casefold()), None)
     if same == name:
         raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
