@@ -35,6 +35,7 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     (iter([]), SearchError, r"^index: an empty list of passages"),
     ([Passage("a", "", "x"), Passage("a", "", "y")], SearchError, r"^index: passage id 'a' is given twice"),
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
+    (["\x00", "\x1b[0m", " \x07"], SearchError, r"^index: every passage's text is empty; nothing to search$"),  # control characters only
     ([Passage(" ", "", "x")], SearchError, r"^index: a passage's id is ' '; ids are visible text$"),
     # one text was indexed letter by letter ("Paris is big": ten one-letter passages, none of them "Paris")
     ("Paris is big", TypeError, r"^index: passages come as a list \(or any collection\) of them, not one str; give \[text\]$"),

@@ -42,6 +42,7 @@ def test_a_request_brings_the_passages_it_is_answered_from():
     ([{"text": "x", "url": "u"}], "Extra inputs are not permitted"),
     ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "passages: passage id 'a' is given twice"),
     (["  ", "\n"], "passages: every passage's text is empty; nothing to search"),
+    (["\u0000", "\u001b[1m"], "passages: every passage's text is empty; nothing to search"),  # was indexed and searched
     ([{"id": " ", "text": "x"}], "passages: passage 0: empty field 'id'"),
     ([5], "passages.0"),
 ])

@@ -86,7 +86,10 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
-    if not any(p.text.strip() for p in ps if isinstance(p.text, str)):
+    from ..textio import without_controls
+
+    # control characters alone are no text either: a request's passages ["\x00"] were indexed and searched
+    if not any(without_controls(p.text).strip() for p in ps if isinstance(p.text, str)):
         raise SearchError("index: every passage's text is empty; nothing to search")
     blank = next((p for p in ps if not isinstance(p.id, str) or not p.id.strip()), None)
     if blank is not None:  # the corpus readers refuse it too: an id names the passage in traces and rows
