@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Iterator
 from typing import Callable, Sequence
 
 import numpy as np
@@ -41,6 +42,30 @@ def _never_nan(fn: Callable[..., float]) -> Callable[..., float]:
     return wrapped
 
 
+def _array(x, what: str = "states") -> np.ndarray:
+    """``x`` as float64 numbers: a NumPy array, a list, or a torch tensor on any device and of any dtype
+    (a bfloat16 tensor, as a model computing in bf16 gives its hidden states, was "unsupported ScalarType"
+    and a tensor of log-probabilities "mean() got an unexpected keyword argument 'axis'")."""
+    if hasattr(x, "detach") and hasattr(x, "float"):  # torch, imported only by whoever made the tensor
+        x = x.detach().float().cpu().numpy()
+    elif isinstance(x, Iterator):  # a generator: read once, here
+        x = list(x)
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what}: expected numbers in an array, a list or a tensor, got {type(x).__name__} ({e})") from None
+
+
+def _matrix(states, what: str = "states") -> np.ndarray:
+    """``states`` as a (rows, d) float64 matrix; one vector (or none) is a matrix of one row (or none), which
+    the estimators read as too little to compare. More dimensions are a mistake, not uncertainty: a batch
+    (1, k, d) scored +inf without a word."""
+    z = _array(states, what)
+    if z.ndim > 2:
+        raise ValueError(f"{what}: expected a (k, d) matrix, one state vector a row, got shape {tuple(z.shape)}")
+    return z.reshape(1, -1) if z.ndim == 1 and z.size else z
+
+
 def _check_alpha(alpha: float) -> None:
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0 < alpha < math.inf):
         raise ValueError(f"alpha must be a finite number > 0 (the Gram matrix's ridge), not {alpha!r}")
@@ -50,7 +75,7 @@ def _check_alpha(alpha: float) -> None:
 def eigen_score(states: np.ndarray, alpha: float = 1e-3) -> float:
     """SeaKR's EigenScore: (1/k) logdet(Z~ Z~^T + alpha I) with rows centred over their features."""
     _check_alpha(alpha)
-    z = np.asarray(states, dtype=np.float64)
+    z = _matrix(states)
     if z.ndim != 2 or z.shape[0] < 2 or z.shape[1] == 0 or not np.isfinite(z).all():  # width 0: nothing to compare
         return UNCERTAIN
     return _gram_logdet(z, alpha)
@@ -71,7 +96,7 @@ def jackknife_se(states: np.ndarray, alpha: float = 1e-3) -> float:
     """Standard error of :func:`eigen_score` over its k samples, by the jackknife: the k leave-one-out
     scores' spread, scaled by (k-1)/k. Deterministic, and without the duplicated rows a bootstrap
     resample would put into the Gram matrix (duplicates collapse its log-determinant)."""
-    z = np.asarray(states, dtype=np.float64)
+    z = _matrix(states)
     if z.ndim != 2 or z.shape[0] < 3:
         return UNCERTAIN
     k = z.shape[0]
@@ -86,7 +111,7 @@ def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
     """INSIDE's original variant: covariance of the k vectors (``np.cov``, rows as variables, i.e.
     centred over features and divided by d-1), plus alpha I, then the mean of log10 eigenvalues."""
     _check_alpha(alpha)
-    z = np.asarray(states, dtype=np.float64)
+    z = _matrix(states)
     if z.ndim != 2 or z.shape[0] < 2 or z.shape[1] == 0 or not np.isfinite(z).all():  # width 0: nothing to compare
         return UNCERTAIN
     cov = np.cov(z) + alpha * np.eye(z.shape[0])
@@ -99,7 +124,8 @@ def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
 @_never_nan
 def perplexity(logprobs: Sequence[float]) -> float:
     """exp(-mean log p) of one continuation (the greedy one for the 'perplexity' ablation)."""
-    if len(logprobs) == 0:
+    logprobs = _array(logprobs, "logprobs")
+    if logprobs.size == 0:
         return UNCERTAIN
     try:
         return float(math.exp(-float(np.mean(logprobs))))
@@ -111,7 +137,7 @@ def perplexity(logprobs: Sequence[float]) -> float:
 def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Mean perplexity over the k samples (paper's Multi-Perplexity; also what the reference code
     reports under the name ``ln_entropy``)."""
-    vals = [perplexity(lp) for lp in samples_logprobs if len(lp)]
+    vals = [perplexity(lp) for lp in (_array(x, "logprobs") for x in samples_logprobs) if lp.size]
     return float(np.mean(vals)) if vals else UNCERTAIN
 
 
@@ -119,7 +145,7 @@ def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
 def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Length-normalised predictive entropy (Malinin & Gales 2020), estimated from k samples:
     mean over samples of -(1/|s|) sum log p(s_t). Unlike the reference code, no exp()."""
-    vals = [-float(np.mean(lp)) for lp in samples_logprobs if len(lp)]
+    vals = [-float(np.mean(lp)) for lp in (_array(x, "logprobs") for x in samples_logprobs) if lp.size]
     return float(np.mean(vals)) if vals else UNCERTAIN
 
 
@@ -127,9 +153,8 @@ def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
 def energy(logsumexp: Sequence[float]) -> float:
     """Energy score (Liu et al. 2020) of one continuation: -mean_t logsumexp(logits_t).
     The reference stores +mean logsumexp (higher = confident); we flip it so higher = uncertain."""
-    if len(logsumexp) == 0:
-        return UNCERTAIN
-    return float(-np.mean(logsumexp))
+    logsumexp = _array(logsumexp, "logsumexp")
+    return float(-np.mean(logsumexp)) if logsumexp.size else UNCERTAIN
 
 
 @_never_nan
@@ -137,13 +162,15 @@ def max_entropy(entropies: Sequence[float]) -> float:
     """Single-pass: the largest per-token entropy of one continuation (the greedy one). The estimator
     that led the adaptive-retrieval comparison of Moskvoretskii et al. 2025 (AdaRAGUE); one decode, no
     samples, so it costs k times less than EigenScore."""
-    return float(np.max(entropies)) if len(entropies) else UNCERTAIN
+    entropies = _array(entropies, "entropies")
+    return float(np.max(entropies)) if entropies.size else UNCERTAIN
 
 
 @_never_nan
 def mean_entropy(entropies: Sequence[float]) -> float:
     """Single-pass: the mean per-token entropy of one continuation (the greedy one)."""
-    return float(np.mean(entropies)) if len(entropies) else UNCERTAIN
+    entropies = _array(entropies, "entropies")
+    return float(np.mean(entropies)) if entropies.size else UNCERTAIN
 
 
 def hidden_score(trail: np.ndarray | None, alpha: float = 1e-3) -> float:
@@ -156,7 +183,9 @@ def hidden_score(trail: np.ndarray | None, alpha: float = 1e-3) -> float:
     with the 0.5B), and every estimator here reads higher = less certain."""
     if trail is None:
         return UNCERTAIN
-    z = np.asarray(trail, dtype=np.float64)
+    z = _array(trail, "trail")
+    if z.ndim > 3:
+        raise ValueError(f"trail: expected a (T, d) or (T, taps, d) array, got shape {tuple(z.shape)}")
     z = z[:, 0, :] if z.ndim == 3 else z  # (T, taps, d): the first tap is the model's own
     if z.ndim != 2 or z.shape[0] == 0 or z.shape[1] == 0 or not np.isfinite(z).all():
         return UNCERTAIN

@@ -105,6 +105,40 @@ def test_edges_read_as_maximally_uncertain_not_as_errors():
     assert U.eigen_score(np.zeros((3, 0))) == U.eigen_score_inside(np.zeros((3, 0))) == U.UNCERTAIN
 
 
+def test_torch_tensors_of_any_dtype_and_generators_are_read_as_arrays():
+    """A bfloat16 tensor of states (a model computing in bf16) was "Got unsupported ScalarType BFloat16", and a
+    tensor of log-probabilities "mean() got an unexpected keyword argument 'axis'"."""
+    torch = pytest.importorskip("torch")
+    z = np.random.default_rng(6).normal(size=(6, 16))
+    t = torch.tensor(z, dtype=torch.float32, requires_grad=True)
+    assert U.eigen_score(t) == pytest.approx(U.eigen_score(z), rel=1e-5)
+    assert U.eigen_score(t.bfloat16()) == pytest.approx(U.eigen_score(t.bfloat16().float().detach().numpy()), rel=1e-9)
+    assert U.eigen_score_inside(t.half()) == pytest.approx(U.eigen_score_inside(z), rel=1e-2)
+    assert U.jackknife_se(t) == pytest.approx(U.jackknife_se(z), rel=1e-4)
+    assert U.hidden_score(t.bfloat16()) == pytest.approx(U.hidden_score(t.bfloat16().float().detach().numpy()), rel=1e-9)
+    lp = [math.log(0.5), math.log(0.25)]
+    assert U.perplexity(torch.tensor(lp)) == pytest.approx(math.sqrt(8), rel=1e-6)
+    assert U.perplexity(x for x in lp) == pytest.approx(math.sqrt(8))
+    assert U.multi_perplexity([torch.tensor(lp), torch.tensor([0.0])]) == pytest.approx((math.sqrt(8) + 1) / 2, rel=1e-6)
+    assert U.ln_entropy(torch.tensor([lp])) == pytest.approx(1.5 * math.log(2), rel=1e-6)
+    assert U.energy(torch.tensor([2.0, 4.0])) == -3.0
+    assert U.max_entropy(torch.tensor([0.5, 2.0]).half()) == 2.0 == U.mean_entropy(torch.tensor([1.0, 3.0]))
+
+
+def test_states_of_another_shape_are_refused_not_scored_uncertain():
+    """A batch of one (1, k, d) scored +inf, "maximally uncertain", without a word; one vector (or none) is
+    still too little to compare."""
+    z = np.random.default_rng(7).normal(size=(5, 8))
+    for f in (U.eigen_score, U.eigen_score_inside, U.jackknife_se):
+        with pytest.raises(ValueError, match=r"^states: expected a \(k, d\) matrix.*got shape \(1, 5, 8\)$"):
+            f(z[None])
+        assert f(z[0]) == U.UNCERTAIN and f(np.zeros((0, 0))) == U.UNCERTAIN
+    with pytest.raises(ValueError, match=r"^trail: expected a \(T, d\) or \(T, taps, d\) array"):
+        U.hidden_score(z[None, None])
+    with pytest.raises(ValueError, match=r"^states: expected numbers .* got list"):
+        U.eigen_score([[1.0, 2.0], [3.0]])
+
+
 def test_unknown_estimator_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown estimator"):
         U.score("entropy-ish", None)
