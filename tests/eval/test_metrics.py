@@ -1,8 +1,11 @@
 """EM/F1 on hand-checked cases (commas and numbers inside answers), CIs and AUROC."""
 
+import re
+
 import numpy as np
 import pytest
 
+from seakr.eval import metrics as m
 from seakr.eval.metrics import auroc, bootstrap_ci, exact_match, f1_score, normalize, pearson
 
 
@@ -100,3 +103,24 @@ def test_a_nan_score_ranks_as_uncertain_not_as_nothing():
     assert [list(v) for v in roc_curve([nan, 1.0, 2.0], [True, False, True])] == \
            [list(v) for v in roc_curve([inf, 1.0, 2.0], [True, False, True])]
     assert spearman([nan, 1.0, 2.0, 3.0], [4.0, 1.0, 2.0, 3.0]) == pytest.approx(1.0)
+
+
+def test_labels_and_lengths_that_do_not_fit_are_refused_not_scored():
+    """Text labels were all True ("no" is a non-empty string) and the AUROC NaN; a 2 among 0/1 labels counted
+    as positive; correlations broadcast a length-1 list against the other; a bootstrap of n=0 resamples was
+    "index -1 is out of bounds"."""
+    for bad, said in ((["yes", "no"], "'yes'"), ([1, 0, 2], "2"), ([None, True], "None"), ([0.5, 1], "0.5")):
+        with pytest.raises(ValueError, match=rf"^auroc: labels are True/False \(or 1/0\), got {re.escape(said)}$"):
+            m.auroc([1.0, 2.0, 3.0][:len(bad)], bad)
+    assert m.auroc([1, 2], [0.0, 1.0]) == m.auroc([1, 2], np.array([0, 1])) == m.auroc([1, 2], [False, True]) == 1.0
+    with pytest.raises(ValueError, match=r"^roc_curve: 2 scores but 1 labels$"):
+        m.roc_curve([1, 2], [True])
+    for f in (m.pearson, m.spearman):
+        with pytest.raises(ValueError, match=r"^a correlation pairs equal lengths, got 4 and 1 values$"):
+            f([1, 2, 3, 4], [1])
+    with pytest.raises(ValueError, match=r"^n \(resamples\) must be a whole number >= 1, not 0$"):
+        m.bootstrap_ci([1.0, 2.0], n=0)
+    with pytest.raises(ValueError, match=r"^level must be a number in \(0, 1\), e.g. 0.95, not 1.5$"):
+        m.paired_bootstrap([1.0], [0.0], level=1.5)
+    with pytest.raises(ValueError, match="labels are True/False"):
+        m.paired_auroc_difference([1, 2], [2, 1], ["a", "b"])

@@ -64,7 +64,31 @@ def f1_score(pred, golds: Sequence[str]) -> float:
     return max((_f1(pred, g) for g in _golds(golds)), default=0.0)
 
 
+def _check_resampling(n, level) -> None:
+    """A bootstrap's ``n`` resamples and its CI ``level`` (n=0 was "index -1 is out of bounds", level 1.5 numpy's
+    "Quantiles must be in the range [0, 1]")."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (resamples) must be a whole number >= 1, not {n!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
+        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, not {level!r}")
+
+
+def labels(positives, shape: tuple, what: str) -> np.ndarray:
+    """``positives`` as booleans, one for each score (``shape``, the scores'): True/False or 1/0 (a float 1.0/0.0 too). Text
+    labels were all True ("no" is a non-empty string: the AUROC was NaN, "one class only"), and a 2 among 0/1
+    counted as positive without a word."""
+    y = np.asarray(positives)
+    if y.dtype.kind != "b" and (y.dtype.kind not in "iuf" or not np.isin(y, (0, 1)).all()):
+        odd = y.ravel()[0] if y.dtype.kind not in "iuf" else y[~np.isin(y, (0, 1))].ravel()[0]
+        raise ValueError(f"{what}: labels are True/False (or 1/0), got {odd.item() if isinstance(odd, np.generic) else odd!r}")
+    y = y.astype(bool)
+    if y.shape != shape:  # numpy's "boolean index did not match" before
+        raise ValueError(f"{what}: {math.prod(shape)} scores but {y.size} labels")
+    return y
+
+
 def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    _check_resampling(n, level)
     v = np.asarray(values, dtype=float)
     if len(v) == 0:
         return (float("nan"), float("nan"))
@@ -89,9 +113,11 @@ def paired_auroc_difference(a: Sequence[float], b: Sequence[float], positives: S
                             seed: int = 0, level: float = 0.95) -> dict:
     """AUROC(a) - AUROC(b) of two scores of the same items, with a bootstrap CI that resamples the
     items once for both (their shared items make the difference far tighter than two separate CIs)."""
-    a, b, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float), np.asarray(positives, dtype=bool)
-    if not len(a) == len(b) == len(y):
-        raise ValueError(f"paired scores need equal lengths, got {len(a)}, {len(b)} and {len(y)} labels")
+    _check_resampling(n, level)
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) != len(b):
+        raise ValueError(f"paired scores need equal lengths, got {len(a)} and {len(b)}")
+    y = labels(positives, a.shape, "paired_auroc_difference")
     rng = np.random.default_rng(seed)
     diffs = []
     for _ in range(n):
@@ -118,9 +144,7 @@ def _ranked(scores) -> np.ndarray:
 def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
     """Probability a random positive scores higher than a random negative (ties count 1/2)."""
     s = _ranked(scores)
-    y = np.asarray(positives, dtype=bool)
-    if s.shape != y.shape:  # numpy's "boolean index did not match" before
-        raise ValueError(f"auroc: {s.size} scores but {y.size} labels")
+    y = labels(positives, s.shape, "auroc")
     pos, neg = s[y], s[~y]
     if len(pos) == 0 or len(neg) == 0:
         return float("nan")
@@ -131,7 +155,7 @@ def auroc(scores: Sequence[float], positives: Sequence[bool]) -> float:
 
 def roc_curve(scores, positives):
     s = _ranked(scores)
-    y = np.asarray(positives, dtype=bool)
+    y = labels(positives, s.shape, "roc_curve")
     order = np.argsort(-s, kind="stable")
     y = y[order]
     tp = np.concatenate([[0], np.cumsum(y)])
@@ -141,6 +165,8 @@ def roc_curve(scores, positives):
 
 def pearson(x, y) -> float:
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape:  # broadcast: a length-1 y was paired with every x, or "boolean index did not match"
+        raise ValueError(f"a correlation pairs equal lengths, got {x.size} and {y.size} values")
     ok = np.isfinite(x) & np.isfinite(y)
     if ok.sum() < 3 or np.std(x[ok]) == 0 or np.std(y[ok]) == 0:
         return float("nan")
