@@ -1,6 +1,7 @@
 """Calibration maps: monotone non-increasing in the score, a failed score at the uncertain end, a
 wrong-way score clipped to the base rate, files round-trip."""
 
+import json
 import math
 import re
 
@@ -51,6 +52,16 @@ def test_hand_written_maps_are_checked():
         Calibration("short", "eigen", "platt", a=1.0)
     iso = Calibration("short", "eigen", "isotonic", x=[0.0, 1.0], y=[0.8, 0.2])
     assert iso(0.5) == pytest.approx(0.5) and iso(-5) == 0.8 and iso(5) == 0.2
+
+
+def test_a_map_file_without_its_kind_s_parameters_is_refused(tmp_path):
+    """A Platt file without ``a`` and ``b`` loaded as the constant P(correct) 0.5, a map that ranks nothing."""
+    f = tmp_path / "c.json"
+    for d, said in (({"form": "short", "estimator": "eigen", "kind": "platt", "a": -1.0}, "b missing"),
+                    ({"form": "short", "estimator": "eigen", "kind": "isotonic"}, "x, y missing")):
+        f.write_text(json.dumps(d))
+        with pytest.raises(ValueError, match=f"^{re.escape(str(f))}: a {d['kind']} map needs the fields .*; {said}$"):
+            Calibration.load(f)
 
 
 def test_fit_names_scores_and_labels_it_cannot_use():

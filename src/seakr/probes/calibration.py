@@ -77,6 +77,10 @@ class Calibration:
         if not isinstance(d, dict) or not {"form", "estimator", "kind"} <= set(d):
             raise ValueError(f"{where}: not a calibration map (needs form, estimator, kind)")
         check_fields(d, CALIBRATION_FIELDS, where)
+        need = {"isotonic": ("x", "y"), "platt": ("a", "b")}.get(d["kind"], ())
+        if missing := [k for k in need if k not in d]:  # a Platt file without them was the constant 0.5
+            raise ValueError(f"{where}: a {d['kind']} map needs the fields {' and '.join(need)}; "
+                             f"{', '.join(missing)} missing")
         try:
             return cls(**{k: d[k] for k in ("form", "estimator", "kind", "x", "y", "a", "b", "provenance") if k in d})
         except ValueError as e:
