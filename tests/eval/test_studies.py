@@ -296,14 +296,14 @@ def test_probe_spec_names_every_tap_or_says_what_is_wrong():
         parse_taps("3:attn", None)  # before the load: it read "with LAYER and SOURCE mlp"
 
 
-def _branch_run(d, rows, **config):
+def _branch_run(d, rows, data=None, **config):
     """An eval run directory as `seakr eval` leaves it (config.json + score rows) for one SeaKR branch."""
     base = {"k": 20, "estimator": "eigen", "alpha": 1e-3, "prompt_style": "chat", "prompt_set": "2wikimultihopqa",
             "mode": "multihop", "retrieval": "self-aware", "delta": None}
     model = {"model": "qwen2.5-coder-0.5b", "state_layer": 11, "state_source": "mlp", "threads": 2}
     d.mkdir(parents=True)
     (d / "config.json").write_text(json.dumps({"name": d.name, "method": {"method": "seakr", "config": {**base, **config},
-                                                                          "model": model}}))
+                                                                          "model": model}, **(data or {})}))
     (d / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return d
 
@@ -313,7 +313,7 @@ def _score(qid, f1, us):
             "steps": [{"u": u, "threshold": None, "retrieved": False, "kept": None} for u in us]}
 
 
-def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delta(tmp_path, monkeypatch):
+def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delta(tmp_path, monkeypatch, capsys):
     from seakr.eval.rows import ResultRow
     from seakr.eval.studies import calibrate_from_runs, largest_step_u
     from seakr.methods.base import calibration_path, default_delta
@@ -329,6 +329,8 @@ def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delt
     assert largest_step_u(ResultRow.from_dict(_score("q", 0, [-4.0, -1.0]))) == -1.0
     r = calibrate_from_runs(str(never), str(always), str(tmp_path / "cal"))
     assert r["n"] == 4 and r["mode"] == "multihop"  # q9 has no never-run row: not paired, not used
+    assert (f"δ from the 4 questions both runs answered; 0 answered by {never} only and 1 by {always} only are "
+            "left out") in capsys.readouterr().err  # it was not said: a run stopped early tuned δ on fewer, unsaid
     # retrieving on q2 and q3 only (delta in [-3.5, -1.0)) gives F1 (1 + 1 + 1 + 0.5) / 4
     assert r["chosen"]["f1"] == pytest.approx(0.875) and r["chosen"]["retrieval_rate"] == 0.5
     assert -3.5 <= r["chosen"]["delta"] < -1.0
@@ -357,6 +359,11 @@ def test_multihop_calibration_refuses_runs_that_are_not_its_two_branches(tmp_pat
         calibrate_from_runs(str(never), str(never), str(tmp_path / "o"))
     with pytest.raises(ValueError, match="no config.json"):
         calibrate_from_runs(str(tmp_path / "nowhere"), str(always), str(tmp_path / "o"))
+    # the same ids in two datasets paired a HotpotQA chain with a 2Wiki answer
+    n2 = _branch_run(tmp_path / "n2", rows, data={"data": "/d/hotpot.json", "data_sha256": "aa"}, delta="inf")
+    a2 = _branch_run(tmp_path / "a2", rows, data={"data": "/d/2wiki.json", "data_sha256": "bb"}, retrieval="always")
+    with pytest.raises(ValueError, match=r"n2 and .*a2 answered different data files: not two branches"):
+        calibrate_from_runs(str(n2), str(a2), str(tmp_path / "o"))
 
 
 def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, capsys):

@@ -410,7 +410,7 @@ def check_same_method(diff: list, where) -> None:
 def check_same_questions(old: dict, new: dict, where) -> None:
     """The data file and which of its questions a run owns (shard, every), where both record them: a resume
     must answer the same ones. RowLog checks it, and the plan before the model loads."""
-    if _other_data(old, new):
+    if other_data(old, new):
         raise ValueError(f"{where}: --resume with different data ({new.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
     for key in ("shard", "every"):
@@ -473,7 +473,7 @@ def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[Result
     return out
 
 
-def _other_data(old: dict, new: dict) -> bool:
+def other_data(old: dict, new: dict) -> bool:
     """Whether two run configs name different data files (by content; by file name for runs recorded
     before the checksum was)."""
     if old.get("data_sha256") and new.get("data_sha256"):
@@ -768,7 +768,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         diff = method_differences(cfgs[0], cfg) if cfgs else []
         if diff:
             raise ValueError(f"{d}: a different run than {dirs[0]} ({said_differences(diff, 'there', 'here')})")
-        if cfgs and _other_data(cfgs[0], cfg):
+        if cfgs and other_data(cfgs[0], cfg):
             raise ValueError(f"{d}: a different run than {dirs[0]} (another data file)")
         if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
             raise ValueError(f"{d}: " + (f"shard {cfg['shard']}" if cfg.get("shard") else "a whole run (no --shard)")
@@ -902,7 +902,7 @@ def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
         if c and cb and c != cb:
             lines.append(f"- {name} searched another index than {base} ({n} passages, {str(c)[:12]} against "
                          f"{nb}, {str(cb)[:12]}): its paired difference mixes the method with the corpus")
-        if _other_data(b, cfg):
+        if other_data(b, cfg):
             lines.append(f"- {name} read another data file than {base}: the question ids may not mean the same questions")
     for line in lines:
         warn(line[2:])

@@ -34,13 +34,13 @@ from ..methods.seakr import SeaKR, guarded_choice
 from ..methods.records import u_from_json
 from ..probes.bank import check_sampling
 from ..models.registry import cache_dir, cache_lock
-from ..textio import make_folder, write_atomic
+from ..textio import make_folder, warn, write_atomic
 from ..methods.text import short_answer
 from ..methods.trace import Tracer, clean
 from .datasets import Example, check_examples, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
-from .runner import RowLog, figure, read_results, read_run_config, recorded_with, run_rows, versions
+from .runner import RowLog, figure, other_data, read_results, read_run_config, recorded_with, run_rows, versions
 from .states import StateStore, own_tap, tap_name
 
 
@@ -271,12 +271,18 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     diff = [k for k in _SAME if mn["config"].get(k) != ma["config"].get(k)]
     if diff or mn.get("model") != ma.get("model"):
         raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
+    if other_data(read_run_config(never), read_run_config(always)):  # ids alone matched across two datasets
+        raise ValueError(f"{never_dir} and {always_dir} answered different data files: not two branches of one SeaKR")
     _check_own_folder(Path(out_dir))
     a_rows = {r.id: r for r in run_rows(always, scored="a calibration")}
+    n_rows = run_rows(never, scored="a calibration")
     rows = [{"id": r.id, "u": largest_step_u(r), "f1_direct": r.f1, "f1_rag": a_rows[r.id].f1}
-            for r in run_rows(never, scored="a calibration") if r.id in a_rows]
+            for r in n_rows if r.id in a_rows]
     if not rows:
         raise ValueError(f"{never_dir} and {always_dir} share no answered question")
+    if len(rows) < max(len(n_rows), len(a_rows)):  # a run stopped early left δ tuned on fewer questions, unsaid
+        warn(f"calibrate: δ from the {len(rows)} questions both runs answered; {len(n_rows) - len(rows)} answered by "
+             f"{never_dir} only and {len(a_rows) - len(rows)} by {always_dir} only are left out (resume the shorter run)")
     out = make_folder(out_dir)
     # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
     write_atomic(out / "calibration_rows.jsonl", "".join(

@@ -313,11 +313,11 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
 def _warn_other_data(cfgs: dict) -> None:
     """Say which runs read another data file than the first: check and chain rows are paired by question id,
     and two files may number their questions alike (``nq-0``, ``row-2``), as ``compare`` says of its runs."""
-    from ..eval.runner import _other_data
+    from ..eval.runner import other_data
 
     (first, base), *rest = cfgs.items()
     for run, cfg in rest:
-        if _other_data(base, cfg):
+        if other_data(base, cfg):
             warn(f"{run} read another data file than {first}: check and chain rows are paired by question id, "
                  "which may not name the same questions")
 
