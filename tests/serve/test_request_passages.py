@@ -51,6 +51,15 @@ def test_passages_a_request_cannot_search_are_422_naming_them(passages, said):
     assert r.status_code == 422 and said in r.text, r.text
 
 
+def test_passages_sent_to_a_method_that_never_searches_are_422():
+    """`cot` with passages indexed them and answered without reading them; the command line refuses `--index`
+    for it the same way."""
+    r = client().post("/v1/answer", json={"question": "Who directed Alien?", "method": "cot", "passages": [ALIEN]})
+    assert r.status_code == 422 and r.json()["detail"] == (
+        "passages: method 'cot' never searches; leave them out (or choose a method that retrieves)")
+    assert client().post("/v1/answer", json={"question": "Who directed Alien?", "method": "cot"}).status_code == 200
+
+
 def test_a_lone_surrogate_in_a_passage_is_422_not_a_failure_mid_request():
     for passage in ('"A \\ud800 B"', '{"title": "\\udfff", "text": "x"}'):
         body = '{"question": "Who?", "passages": [%s]}' % passage

@@ -197,6 +197,9 @@ class AnswerService:
             v = opts.get(key)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
                 raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
+        if req.passages is not None and not METHODS[name].retrieves:  # indexed for the request, and never read
+            raise HTTPException(422, detail=f"passages: method {name!r} never searches; leave them out (or choose a "
+                                            "method that retrieves)")
         try:
             method = build_method(name, self.lm, self.request_engine(req.passages), **opts)
         except (ValueError, TypeError) as e:
