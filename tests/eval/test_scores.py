@@ -503,6 +503,12 @@ def test_no_output_is_written_over_a_runs_record_an_index_or_a_file_named_dash(t
     ((ex for ex in EXS), TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
                                     "got generator"),
     ([EXS[0], EXS[0]], ValueError, "examples[1]: question id 'q0' is given twice"),
+    # held to what the files' readers give: these went into the rows as given, or failed at their turn
+    ([Example(1, "Q?", ["a"])], ValueError, "examples[0]: id must be visible text (a str), got 1"),
+    ([Example(" ", "Q?", ["a"])], ValueError, "examples[0]: id must be visible text (a str), got ' '"),
+    ([Example("q", "", ["a"])], ValueError, "examples[0] (id 'q'): question must be non-empty text, got ''"),
+    ([Example("q", "Q?", "a")], ValueError, "examples[0] (id 'q'): answers must be a list of texts ([] for none), got 'a'"),
+    ([EXS[0], Example("q9", "Q?", [])], ValueError, "examples[1]: question 'q9' has no gold answer, but 1 other(s) have"),
 ])
 def test_run_eval_refuses_questions_it_cannot_answer_once_each(tmp_path, examples, error, said):
     """Dicts or a string were an AttributeError at the first question; a generator was read up by the resume check,

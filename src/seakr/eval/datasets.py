@@ -603,10 +603,29 @@ def check_examples(examples) -> list[Example]:
         if not isinstance(ex, Example):
             raise TypeError(f"examples[{i}]: expected a seakr Example (seakr.eval.datasets.load_dataset reads them), "
                             f"got {type(ex).__name__}")
+        _check_example(i, ex)
         if ex.id in seen:
             raise ValueError(f"examples[{i}]: question id {ex.id!r} is given twice; an id keys its row (and --resume)")
         seen.add(ex.id)
+    bare = [i for i, ex in enumerate(examples) if not any(a.strip() for a in ex.answers)]
+    if bare and len(bare) < len(examples):  # as the files' readers refuse it (_check_golds): it scored 0 silently
+        raise ValueError(f"examples[{bare[0]}]: question {examples[bare[0]].id!r} has no gold answer, but "
+                         f"{len(examples) - len(bare)} other(s) have; give it one, or leave out every answer to "
+                         "answer the questions unscored")
     return list(examples)
+
+
+def _check_example(i: int, ex: Example) -> None:
+    """One Example built in code, held to what the files' readers give: an id of visible text, a question, a
+    list of gold texts (an int id, an empty one or a string of answers went into the rows as given; an empty
+    question failed at its turn, naming no example)."""
+    if not isinstance(ex.id, str) or not ex.id.strip():
+        raise ValueError(f"examples[{i}]: id must be visible text (a str), got {ex.id!r}")
+    if not isinstance(ex.question, str) or not ex.question.strip():
+        raise ValueError(f"examples[{i}] (id {ex.id!r}): question must be non-empty text, got {ex.question!r}"[:300])
+    if not isinstance(ex.answers, (list, tuple)) or not all(isinstance(a, str) for a in ex.answers):
+        raise ValueError(f"examples[{i}] (id {ex.id!r}): answers must be a list of texts ([] for none), got "
+                         f"{ex.answers!r}"[:300])
 
 
 def require_golds(examples, what: str) -> None:
