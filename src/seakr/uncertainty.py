@@ -42,7 +42,7 @@ def _never_nan(fn: Callable[..., float]) -> Callable[..., float]:
     return wrapped
 
 
-def _array(x, what: str = "states") -> np.ndarray:
+def as_array(x, what: str = "states") -> np.ndarray:
     """``x`` as float64 numbers: a NumPy array, a list, or a torch tensor on any device and of any dtype
     (a bfloat16 tensor, as a model computing in bf16 gives its hidden states, was "unsupported ScalarType"
     and a tensor of log-probabilities "mean() got an unexpected keyword argument 'axis'")."""
@@ -60,7 +60,7 @@ def _matrix(states, what: str = "states") -> np.ndarray:
     """``states`` as a (rows, d) float64 matrix; one vector (or none) is a matrix of one row (or none), which
     the estimators read as too little to compare. More dimensions are a mistake, not uncertainty: a batch
     (1, k, d) scored +inf without a word."""
-    z = _array(states, what)
+    z = as_array(states, what)
     if z.ndim > 2:
         raise ValueError(f"{what}: expected a (k, d) matrix, one state vector a row, got shape {tuple(z.shape)}")
     return z.reshape(1, -1) if z.ndim == 1 and z.size else z
@@ -124,7 +124,7 @@ def eigen_score_inside(states: np.ndarray, alpha: float = 1e-3) -> float:
 @_never_nan
 def perplexity(logprobs: Sequence[float]) -> float:
     """exp(-mean log p) of one continuation (the greedy one for the 'perplexity' ablation)."""
-    logprobs = _array(logprobs, "logprobs")
+    logprobs = as_array(logprobs, "logprobs")
     if logprobs.size == 0:
         return UNCERTAIN
     try:
@@ -137,7 +137,7 @@ def perplexity(logprobs: Sequence[float]) -> float:
 def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Mean perplexity over the k samples (paper's Multi-Perplexity; also what the reference code
     reports under the name ``ln_entropy``)."""
-    vals = [perplexity(lp) for lp in (_array(x, "logprobs") for x in samples_logprobs) if lp.size]
+    vals = [perplexity(lp) for lp in (as_array(x, "logprobs") for x in samples_logprobs) if lp.size]
     return float(np.mean(vals)) if vals else UNCERTAIN
 
 
@@ -145,7 +145,7 @@ def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
 def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Length-normalised predictive entropy (Malinin & Gales 2020), estimated from k samples:
     mean over samples of -(1/|s|) sum log p(s_t). Unlike the reference code, no exp()."""
-    vals = [-float(np.mean(lp)) for lp in (_array(x, "logprobs") for x in samples_logprobs) if lp.size]
+    vals = [-float(np.mean(lp)) for lp in (as_array(x, "logprobs") for x in samples_logprobs) if lp.size]
     return float(np.mean(vals)) if vals else UNCERTAIN
 
 
@@ -153,7 +153,7 @@ def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
 def energy(logsumexp: Sequence[float]) -> float:
     """Energy score (Liu et al. 2020) of one continuation: -mean_t logsumexp(logits_t).
     The reference stores +mean logsumexp (higher = confident); we flip it so higher = uncertain."""
-    logsumexp = _array(logsumexp, "logsumexp")
+    logsumexp = as_array(logsumexp, "logsumexp")
     return float(-np.mean(logsumexp)) if logsumexp.size else UNCERTAIN
 
 
@@ -162,14 +162,14 @@ def max_entropy(entropies: Sequence[float]) -> float:
     """Single-pass: the largest per-token entropy of one continuation (the greedy one). The estimator
     that led the adaptive-retrieval comparison of Moskvoretskii et al. 2025 (AdaRAGUE); one decode, no
     samples, so it costs k times less than EigenScore."""
-    entropies = _array(entropies, "entropies")
+    entropies = as_array(entropies, "entropies")
     return float(np.max(entropies)) if entropies.size else UNCERTAIN
 
 
 @_never_nan
 def mean_entropy(entropies: Sequence[float]) -> float:
     """Single-pass: the mean per-token entropy of one continuation (the greedy one)."""
-    entropies = _array(entropies, "entropies")
+    entropies = as_array(entropies, "entropies")
     return float(np.mean(entropies)) if entropies.size else UNCERTAIN
 
 
@@ -183,7 +183,7 @@ def hidden_score(trail: np.ndarray | None, alpha: float = 1e-3) -> float:
     with the 0.5B), and every estimator here reads higher = less certain."""
     if trail is None:
         return UNCERTAIN
-    z = _array(trail, "trail")
+    z = as_array(trail, "trail")
     if z.ndim > 3:
         raise ValueError(f"trail: expected a (T, d) or (T, taps, d) array, got shape {tuple(z.shape)}")
     z = z[:, 0, :] if z.ndim == 3 else z  # (T, taps, d): the first tap is the model's own

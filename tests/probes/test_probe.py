@@ -28,6 +28,17 @@ def test_probe_recovers_a_known_linear_label_on_held_out_states():
     assert 0.0 <= p.score(X[0]) <= 1.0
 
 
+def test_a_probe_fits_and_scores_torch_states_of_any_dtype():
+    """bf16 states (a model computing in bf16) were "probe fit: X must hold numbers"."""
+    torch = pytest.importorskip("torch")
+    X, wrong = synthetic(300)
+    t = torch.tensor(X, dtype=torch.float32).bfloat16()
+    p = fit_probe(t, wrong, model="m", tap="L3:mlp", form="short")
+    assert p.score(t[0]) == pytest.approx(p.score(t[0].float().numpy()), abs=1e-12)
+    assert list(p.scores(t[:4])) == [p.score(x) for x in t[:4].float().numpy()]
+    assert p.provenance["cv_auroc"] > 0.9
+
+
 def test_a_probes_probabilities_can_be_recalibrated_on_out_of_fold_logits():
     """``recalibrate=True``: over many features and a strong penalty a logistic fit's probabilities may sit in a
     narrow band (0.37-0.40 here) or at 0 and 1; a Platt fit on out-of-fold logits rescales them: held-out log-loss

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
 from ..textio import check_fields, given_path, json_file, said, write_atomic
+from ..uncertainty import as_array
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -138,11 +140,11 @@ class Probe:
         missing state (an empty answer) is maximally uncertain."""
         if state is None:
             return 1.0
-        x = np.asarray(state, dtype=np.float64).ravel()
+        x = as_array(state).ravel()
         if self.features:
             if extra is None or len(extra) != len(self.features):
                 raise ValueError(f"probe {self.form}: reads {', '.join(self.features)} after the state")
-            x = np.concatenate([x, np.asarray(extra, dtype=np.float64).ravel()])
+            x = np.concatenate([x, as_array(extra, "extra").ravel()])
         if x.shape != self.coef.shape:
             raise ValueError(f"probe {self.tap}: a state of {x.size} features, the probe has {self.dim}")
         z = float(((x - self.mean) / self.scale) @ self.coef + self.intercept)
@@ -155,7 +157,7 @@ class Probe:
         return self.score(None if self.features and extra is None else state, extra)
 
     def scores(self, states: np.ndarray) -> np.ndarray:
-        return np.array([self.score(s) for s in np.asarray(states)])
+        return np.array([self.score(s) for s in as_array(states)])
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -220,9 +222,9 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
         raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {said(form)}")
     if not isinstance(tap, str) or not TAP.fullmatch(tap):
         raise ValueError(f"probe fit: tap must read LAYER:SOURCE such as L11:mlp, not {said(tap)}")
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
+    try:  # a torch tensor of any dtype too (bf16 states were "X must hold numbers")
+        X = as_array(X, "X")
+    except ValueError:
         raise ValueError("probe fit: X must hold numbers (the states, one row an answer)") from None
     labels = np.asarray(wrong)
     if labels.dtype != bool and not (labels.dtype.kind in "iuf" and set(np.unique(labels)) <= {0, 1}):
