@@ -719,6 +719,15 @@ FIELD_KINDS = {"text": (lambda v: isinstance(v, str), "text"),
                "object": (lambda v: isinstance(v, dict), "an object")}
 
 
+def unknown_key(where: str, key: str, allowed) -> str:
+    """The line for a key a file's object does not take, with the closest one it does (a grid's, a prompt set's)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else
+                                             f"; allowed: {', '.join(allowed)}")
+
+
 def check_fields(d: dict, kinds: dict[str, str], where: str, error: type[Exception] = ValueError) -> None:
     """One line naming the first field of a JSON object (a fitted file) whose value is not of its kind
     (:data:`FIELD_KINDS`); absent fields pass (the reader names the ones it needs). Without it a hand-edited

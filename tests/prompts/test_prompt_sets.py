@@ -36,6 +36,7 @@ def test_a_set_of_ones_own_loads_and_renders(tmp_path):
     ({**GOOD, "answer": 5}, "field 'answer' must be non-empty text, got 5"),
     ({**GOOD, "answer": "a\nb"}, "field 'answer' holds a line break"),
     ({**GOOD, "type": 3}, "field 'type' must be text"),
+    ({**GOOD, "answers": ["Danube"]}, "demo 0: unknown key 'answers' (did you mean 'answer'?)"),  # never read
     ("a demo", "demo 0: expected an object with question, steps and answer, got str"),
 ])
 def test_a_malformed_demonstration_is_named_with_its_field(tmp_path, demo, needle):
@@ -49,7 +50,10 @@ def test_a_malformed_demonstration_is_named_with_its_field(tmp_path, demo, needl
 @pytest.mark.parametrize("body, needle", [("[1, 2]", "expected an object with a list 'demos'"),
                                           ('{"demos": {}}', "expected an object with a list 'demos'"),
                                           ('{"name": 5, "demos": []}', "field 'name' must be text"),
-                                          ("{", "malformed prompt set")])
+                                          ("{", "malformed prompt set"),
+                                          # every prompt was the question alone, without the steps or the marker
+                                          ('{"demos": []}', "no demonstrations in 'demos'"),
+                                          ('{"demo": [], "demos": [1]}', "unknown key 'demo' (did you mean 'demos'?)")])
 def test_a_malformed_set_is_named(tmp_path, body, needle):
     f = tmp_path / "bad.json"
     f.write_text(body)

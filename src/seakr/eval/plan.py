@@ -13,7 +13,6 @@ file, a malformed grid) fails in :meth:`EvalPlan.check`, before the model loads.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
 import os
@@ -25,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from ..search.base import redact
 from ..textio import (check_rereadable, is_pattern, missing, native, nearest_existing, no_place, pattern_files,
-                      place_refused, said, user_path)
+                      place_refused, said, unknown_key, user_path)
 from .datasets import LAYOUTS, Example
 
 
@@ -594,9 +593,7 @@ RUN_KEYS = ("name", "method", "options")
 
 
 def _unknown_key(where: str, key: str, allowed) -> PlanError:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return PlanError(f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else
-                                                       f"; allowed: {', '.join(allowed)}"))
+    return PlanError(unknown_key(where, key, allowed))
 
 
 def _grid_top(path: str, conf: dict) -> None:

@@ -102,6 +102,11 @@ class Demo:
         return f"Question: {self.question}\nAnswer: {body} {marker} {self.answer}."
 
 
+#: The keys of a prompt set's file and of each of its demonstrations.
+SET_KEYS = ("name", "description", "demos")
+DEMO_KEYS = ("question", "steps", "answer", "type")
+
+
 @dataclass
 class PromptSet:
     name: str
@@ -127,9 +132,14 @@ class PromptSet:
         textio.check_escapes(raw, src)
         if not isinstance(d, dict) or not isinstance(d.get("demos"), list):
             raise ValueError(f"{src}: malformed prompt set (expected an object with a list 'demos')")
+        if extra := next((k for k in d if k not in SET_KEYS), None):
+            raise ValueError(textio.unknown_key(src, extra, SET_KEYS))
         for key in ("name", "description"):
             if not isinstance(d.get(key, ""), str):
                 raise ValueError(f"{src}: field '{key}' must be text, got {type(d[key]).__name__}")
+        if not d["demos"]:  # every prompt was the question alone, with no example of the steps or the marker
+            raise ValueError(f"{src}: no demonstrations in 'demos'; a set shows at least one (n_shot=0 asks without "
+                             "them)")
         return cls(d.get("name", src), [_demo(src, i, x) for i, x in enumerate(d["demos"])], d.get("description", ""))
 
 
@@ -139,6 +149,8 @@ def _demo(src: str, i: int, x) -> Demo:
     where = f"{src}: demo {i}"
     if not isinstance(x, dict):
         raise ValueError(f"{where}: expected an object with question, steps and answer, got {type(x).__name__}")
+    if extra := next((k for k in x if k not in DEMO_KEYS), None):  # "answers" beside "answer" was never read
+        raise ValueError(textio.unknown_key(where, extra, DEMO_KEYS))
     for key in ("question", "answer"):
         if not isinstance(x.get(key), str) or not x[key].strip():
             raise ValueError(f"{where}: field '{key}' must be non-empty text, got {x.get(key)!r}")
