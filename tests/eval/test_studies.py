@@ -477,6 +477,19 @@ def test_a_damaged_state_store_names_its_file(tmp_path):
         StateStore.open(tmp_path / "states")
 
 
+def test_a_state_past_float16_range_is_stored_as_it_is(tmp_path):
+    """States are kept as float16, whose largest value is 65,504: a residual stream's massive activation (1e5)
+    came back as inf, and the probe fit refused the study's states as non-finite."""
+    from seakr.eval.states import StateStore
+
+    store = StateStore(tmp_path / "states", ["L1:residual"])
+    big, small = np.array([[1.0e5, -3.0, 0.5]]), np.array([[2.0, -3.0, 0.5]])
+    store.put("big", big)
+    store.put("small", small)
+    assert np.array_equal(store.get("big"), big.astype(np.float32))
+    assert np.array_equal(store.get("small"), small) and np.load(store.path("small")).dtype == np.float16
+
+
 def test_a_study_refuses_a_question_beyond_the_context_before_the_first_and_names_a_late_failure(tmp_path):
     """A question longer than the context ended a study where it stood (after the questions before it), with
     the model's line that named no question, and every --resume at the same place."""

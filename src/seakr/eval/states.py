@@ -46,8 +46,11 @@ class StateStore:
         if state is None:
             return None
         z = np.asarray(state, dtype=np.float32).reshape(len(self.taps), -1)
+        # float16 halves the files, but tops out at 65,504: a residual stream's massive activations (thousands to
+        # tens of thousands in larger models) were stored as inf, and the probe fit then refused the study's states
+        small = z.astype(np.float16) if np.all(np.abs(z[np.isfinite(z)]) <= np.finfo(np.float16).max) else z
         buf = io.BytesIO()  # numpy's own write to a full disk was "34560 requested and 18368 written", no errno,
-        np.save(buf, z.astype(np.float16))  # and left half a file: written whole through Python's file I/O
+        np.save(buf, small)  # and left half a file: written whole through Python's file I/O
         write_atomic(self.path(qid), buf.getvalue())
         return z
 
