@@ -53,7 +53,8 @@ def as_array(x, what: str = "states") -> np.ndarray:
     try:
         return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what}: expected numbers in an array, a list or a tensor, got {type(x).__name__} ({e})") from None
+        raise ValueError(f"{what}: expected numbers in an array, a list or a tensor, got {type(x).__name__} "
+                         f"({e})") from None
 
 
 def _matrix(states, what: str = "states") -> np.ndarray:

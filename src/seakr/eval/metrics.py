@@ -74,13 +74,14 @@ def _check_resampling(n, level) -> None:
 
 
 def labels(positives, shape: tuple, what: str) -> np.ndarray:
-    """``positives`` as booleans, one for each score (``shape``, the scores'): True/False or 1/0 (a float 1.0/0.0 too). Text
-    labels were all True ("no" is a non-empty string: the AUROC was NaN, "one class only"), and a 2 among 0/1
-    counted as positive without a word."""
+    """``positives`` as booleans, one for each score (``shape``, the scores'): True/False or 1/0 (a float
+    1.0/0.0 too). Text labels were all True ("no" is a non-empty string: the AUROC was NaN, "one class only"),
+    and a 2 among 0/1 counted as positive without a word."""
     y = np.asarray(positives)
     if y.dtype.kind != "b" and (y.dtype.kind not in "iuf" or not np.isin(y, (0, 1)).all()):
         odd = y.ravel()[0] if y.dtype.kind not in "iuf" else y[~np.isin(y, (0, 1))].ravel()[0]
-        raise ValueError(f"{what}: labels are True/False (or 1/0), got {odd.item() if isinstance(odd, np.generic) else odd!r}")
+        odd = odd.item() if isinstance(odd, np.generic) else odd
+        raise ValueError(f"{what}: labels are True/False (or 1/0), got {odd!r}")
     y = y.astype(bool)
     if y.shape != shape:  # numpy's "boolean index did not match" before
         raise ValueError(f"{what}: {math.prod(shape)} scores but {y.size} labels")

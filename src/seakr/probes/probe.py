@@ -157,7 +157,8 @@ class Probe:
         return self.score(None if self.features and extra is None else state, extra)
 
     def scores(self, states: np.ndarray) -> np.ndarray:
-        return np.array([self.score(s) for s in as_array(states)])
+        rows = states if isinstance(states, (list, tuple)) else as_array(states)  # a list may hold None (no state)
+        return np.array([self.score(s) for s in rows])
 
     def to_dict(self) -> dict:
         d = asdict(self)

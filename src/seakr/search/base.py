@@ -21,6 +21,7 @@ def index_holding(folder: str | os.PathLike) -> Path | None:
     p = Path(os.path.abspath(folder))
     return next((up for up in (p, *p.parents) if (up / MANIFEST).is_file()), None)
 
+
 #: Lucene's EnglishAnalyzer stop set (33 words), which ES's ``english`` analyzer also uses.
 LUCENE_ENGLISH_STOPWORDS = (
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
