@@ -110,7 +110,7 @@ def test_labels_and_lengths_that_do_not_fit_are_refused_not_scored():
     as positive; correlations broadcast a length-1 list against the other; a bootstrap of n=0 resamples was
     "index -1 is out of bounds"."""
     for bad, said in ((["yes", "no"], "'yes'"), ([1, 0, 2], "2"), ([None, True], "None"), ([0.5, 1], "0.5")):
-        with pytest.raises(ValueError, match=rf"^auroc: labels are True/False \(or 1/0\), got {re.escape(said)}$"):
+        with pytest.raises(ValueError, match=rf"^auroc: labels must be booleans \(True/False or 1/0\), got {re.escape(said)}$"):
             m.auroc([1.0, 2.0, 3.0][:len(bad)], bad)
     assert m.auroc([1, 2], [0.0, 1.0]) == m.auroc([1, 2], np.array([0, 1])) == m.auroc([1, 2], [False, True]) == 1.0
     with pytest.raises(ValueError, match=r"^roc_curve: 2 scores but 1 labels$"):
@@ -122,5 +122,5 @@ def test_labels_and_lengths_that_do_not_fit_are_refused_not_scored():
         m.bootstrap_ci([1.0, 2.0], n=0)
     with pytest.raises(ValueError, match=r"^level must be a number in \(0, 1\), e.g. 0.95, not 1.5$"):
         m.paired_bootstrap([1.0], [0.0], level=1.5)
-    with pytest.raises(ValueError, match="labels are True/False"):
+    with pytest.raises(ValueError, match="labels must be booleans"):
         m.paired_auroc_difference([1, 2], [2, 1], ["a", "b"])

@@ -73,17 +73,18 @@ def _check_resampling(n, level) -> None:
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, not {level!r}")
 
 
-def labels(positives, shape: tuple, what: str) -> np.ndarray:
-    """``positives`` as booleans, one for each score (``shape``, the scores'): True/False or 1/0 (a float
-    1.0/0.0 too). Text labels were all True ("no" is a non-empty string: the AUROC was NaN, "one class only"),
-    and a 2 among 0/1 counted as positive without a word."""
+def labels(positives, shape: tuple | None, what: str, meaning: str = "") -> np.ndarray:
+    """``positives`` as booleans, one for each score (``shape``, the scores'; None: the caller counts them):
+    True/False or 1/0 (a float 1.0/0.0 too), the one rule for every label a statistic or a fit reads (``meaning``
+    says what True is). Text labels were all True ("no" is a non-empty string: the AUROC was NaN, "one class
+    only"), and a 2 among 0/1 counted as positive without a word."""
     y = np.asarray(positives)
     if y.dtype.kind != "b" and (y.dtype.kind not in "iuf" or not np.isin(y, (0, 1)).all()):
         odd = y.ravel()[0] if y.dtype.kind not in "iuf" else y[~np.isin(y, (0, 1))].ravel()[0]
         odd = odd.item() if isinstance(odd, np.generic) else odd
-        raise ValueError(f"{what}: labels are True/False (or 1/0), got {odd!r}")
+        raise ValueError(f"{what}: labels must be booleans (True/False or 1/0{meaning}), got {odd!r}")
     y = y.astype(bool)
-    if y.shape != shape:  # numpy's "boolean index did not match" before
+    if shape is not None and y.shape != shape:  # numpy's "boolean index did not match" before
         raise ValueError(f"{what}: {math.prod(shape)} scores but {y.size} labels")
     return y
 

@@ -113,8 +113,9 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
     bad = next((i for i, v in enumerate(scores) if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real))), None)
     if bad is not None:
         raise ValueError(f"{where}: scores must be numbers (None for a failed estimate), got {scores[bad]!r} at row {bad}")
-    if any(v not in (0, 1) or not isinstance(v, (bool, numbers.Integral, np.bool_)) for v in correct):
-        raise ValueError(f"{where}: labels must be booleans (True: the answer is right)")
+    from ..eval.metrics import labels  # here: seakr.eval imports the methods, which import the probes
+
+    correct = list(labels(correct, None, where, "; True: the answer is right"))
     if len(scores) != len(correct) or len(scores) < 2:
         raise ValueError(f"{where}: need at least two scored rows with one label each, got {len(scores)} scores "
                          f"and {len(correct)} labels")

@@ -227,11 +227,9 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
         X = as_array(X, "X")
     except ValueError:
         raise ValueError("probe fit: X must hold numbers (the states, one row an answer)") from None
-    labels = np.asarray(wrong)
-    if labels.dtype != bool and not (labels.dtype.kind in "iuf" and set(np.unique(labels)) <= {0, 1}):
-        raise ValueError(f"probe fit: labels must be booleans (True: the answer is wrong), got {labels.dtype} "
-                         f"values {sorted(map(str, np.unique(labels)))[:5]}")
-    y = labels.astype(int)
+    from ..eval.metrics import labels  # here: seakr.eval imports the methods, which import the probes
+
+    y = labels(wrong, None, "probe fit", "; True: the answer is wrong").astype(int)
     if X.ndim != 2 or len(X) != len(y):
         raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
     if not np.isfinite(X).all():
