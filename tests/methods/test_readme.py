@@ -43,3 +43,18 @@ def test_the_readme_request_is_one_the_service_answers():
     r = TestClient(create_app(svc)).post(url.split("localhost:8000", 1)[1], content=body.encode(), headers={name: value})
     assert r.status_code == 200, r.text
     assert r.json()["answer"] == "Ridley Scott" and r.json()["question"] == json.loads(body)["question"]
+
+
+@pytest.mark.slow
+def test_the_own_states_example_runs_with_transformers_alone(capsys):
+    """docs/your-model.md's example, with its hub id swapped for the packaged SmolLM2's converted folder (no hub
+    here): bfloat16 states from transformers reach the estimators as they are."""
+    from seakr.models.registry import resolve
+
+    doc = (README.parent / "docs" / "your-model.md").read_text()
+    block = re.search(r"## The estimators on states you collect yourself.*?```python\n(.*?)```", doc, re.S).group(1)
+    folder, _ = resolve("smollm2-135m")
+    block = block.replace('"HuggingFaceTB/SmolLM2-135M-Instruct"', repr(str(folder)))
+    exec(compile(block, "your-model.md", "exec"), {})  # noqa: S102 - our own documentation
+    eigen, entropy = map(float, capsys.readouterr().out.split())
+    assert -10 < eigen < 20 and 0 <= entropy < 12  # finite: the bf16 states and the entropies were read
