@@ -294,3 +294,18 @@ def test_a_url_given_as_a_file_is_named_as_one():
             list(lines(url))
     with pytest.raises(ValueError, match=r"^nope.json: no such file$"):
         list(lines("nope.json"))
+
+
+def test_a_dash_is_named_as_standard_input_where_a_file_or_index_is_read(tmp_path):
+    """`--data -` (a shell's name for standard input) was "-: no such file", and `--index -` "-: no index here";
+    only `index build -` reads standard input."""
+    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.search import SearchError, open_engine
+
+    with pytest.raises(ValueError, match=r"^-: standard input is not read here: save it to a file and name that$"):
+        list(lines("-"))
+    with pytest.raises(PlanError, match=r"^eval: filler -: standard input is not read here"):
+        EvalPlan(data=os.path.join(os.path.dirname(__file__), "fixtures", "nq_mini.oracle.jsonl"),
+                 out=str(tmp_path / "o"), runs=["single"], filler=["-"]).check()
+    with pytest.raises(SearchError, match=r"^index -: standard input is not read as an index; index it first"):
+        open_engine("-")

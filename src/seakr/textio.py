@@ -251,6 +251,8 @@ def missing(path: str) -> str:
     ("no such file" read as if the name were mistyped)."""
     if is_url(path):
         return f"a URL, and files are read from this machine: download it first (curl -LO {path})"
+    if path == "-":  # the shell's name for standard input, which only `index build` reads ("-: no such file")
+        return "standard input is not read here: save it to a file and name that"
     return "no such file"
 
 

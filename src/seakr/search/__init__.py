@@ -17,6 +17,9 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     spec = user_path(spec)
     if not spec.strip():  # read as the working folder, whose error then named "." instead of the mistake
         raise SearchError("index: an empty path; name the index folder or URL")
+    if spec == "-":  # "-: no index here": a corpus piped in is indexed by `index build -`, then named
+        raise SearchError("index -: standard input is not read as an index; index it first (seakr index build - "
+                          "--out IDX < corpus.jsonl) and name IDX")
     if is_url(spec):
         if _url_path(spec).lower().endswith(DATA_SUFFIXES):  # a corpus file's URL, not a cluster's
             raise SearchError(redact(f"{spec}: {missing(spec)}, and give the file (it is indexed once)"))
