@@ -255,7 +255,7 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     ``groups`` (e.g. the question of each re-rank candidate) keep a group's rows in one fold, so the
     cross-validated score is that of unseen questions."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold, cross_val_score
+    from sklearn.model_selection import cross_val_score
 
     X, y = _fit_inputs(X, wrong, folds=folds, tap=tap, form=form)
     if len(y) < FEW_ANSWERS <= X.shape[1]:
@@ -268,8 +268,7 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     scale = np.where(scale > 0, scale, 1.0)
     Z = (X - mean) / scale
     # the regularisation strength by stratified k-fold AUROC (the folds are the same for every C)
-    cv = StratifiedKFold(folds, shuffle=True, random_state=seed) if groups is None else \
-        list(StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(Z, y, groups))
+    cv = _splits(Z, y, folds, seed, groups)
     # The grid stops at C = 0.1: on ~800 states of ~1,000 features weaker regularisation only lost
     # (cross-validated AUROC fell from 0.857 at C = 0.003 to 0.824 at C = 1 on the 0.5B's train states)
     # and made lbfgs ten times slower.
@@ -310,15 +309,22 @@ def out_of_fold(X: np.ndarray, wrong, folds: int = 5, *, C: float, groups=None, 
     """Each row's P(wrong) (or logit) from a probe of strength ``C`` fitted on the other folds
     (standardised within the fold; question-grouped folds where ``groups``)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
     X, wrong = np.asarray(X, dtype=np.float64), np.asarray(wrong, dtype=int)
-    split = StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, wrong) if groups is None else \
-        StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(X, wrong, groups)
     out = np.zeros(len(wrong))
-    for tr, te in split:
+    for tr, te in _splits(X, wrong, folds, seed, groups):
         mu, sd = X[tr].mean(0), X[tr].std(0)
         lr = LogisticRegression(C=C, max_iter=5000).fit((X[tr] - mu) / np.where(sd > 0, sd, 1.0), wrong[tr])
         z = (X[te] - mu) / np.where(sd > 0, sd, 1.0)
         out[te] = lr.decision_function(z) if logit else lr.predict_proba(z)[:, 1]
     return out
+
+
+def _splits(X: np.ndarray, y: np.ndarray, folds: int, seed: int, groups=None) -> list:
+    """The (train, test) folds every probe fit reads: stratified by the label, shuffled by ``seed``, and keeping a
+    group's rows in one fold where ``groups`` are given (a question's re-rank candidates)."""
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+    if groups is None:
+        return list(StratifiedKFold(folds, shuffle=True, random_state=seed).split(X, y))
+    return list(StratifiedGroupKFold(folds, shuffle=True, random_state=seed).split(X, y, groups))
