@@ -228,16 +228,17 @@ _SAME = ("k", "temperature", "top_k", "top_p", "max_new_tokens", "seed", "estima
 
 
 def _branch_config(run_dir: Path, retrieval: str, never: bool) -> dict:
-    """A run's method description, checked to be the branch of multi-hop SeaKR it is used as."""
+    """A run's config, its method checked to be the branch of multi-hop SeaKR it is used as."""
     cfg_file = run_dir / "config.json"
-    m = read_run_config(run_dir).get("method") or {}
+    cfg = read_run_config(run_dir)
+    m = cfg.get("method") or {}
     c = m.get("config") or {}
     want = "delta = inf" if never else "retrieval = always"
     if m.get("method") != "seakr" or c.get("mode") != "multihop" or c.get("retrieval") != retrieval \
             or never != (c.get("delta") in ("inf", math.inf)):
         raise ValueError(f"{cfg_file}: not a multi-hop SeaKR run with {want} "
                          "(see benchmarks/configs/calibrate-multihop.toml)")
-    return m
+    return cfg
 
 
 def largest_step_u(row: ResultRow) -> float:
@@ -267,11 +268,12 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     Exact where SeaKR would not retrieve; where it would, it assumes retrieving from the first
     uncertain step on behaves as retrieving at every step."""
     never, always = Path(never_dir), Path(always_dir)
-    mn, ma = _branch_config(never, "self-aware", True), _branch_config(always, "always", False)
+    cn, ca = _branch_config(never, "self-aware", True), _branch_config(always, "always", False)
+    mn, ma = cn["method"], ca["method"]
     diff = [k for k in _SAME if mn["config"].get(k) != ma["config"].get(k)]
     if diff or mn.get("model") != ma.get("model"):
         raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
-    if other_data(read_run_config(never), read_run_config(always)):  # ids alone matched across two datasets
+    if other_data(cn, ca):  # ids alone matched across two datasets
         raise ValueError(f"{never_dir} and {always_dir} answered different data files: not two branches of one SeaKR")
     _check_own_folder(Path(out_dir))
     a_rows = {r.id: r for r in run_rows(always, scored="a calibration")}
