@@ -629,12 +629,13 @@ def cmd_serve(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from .search.base import MANIFEST
     from .serve.render import report_html, write_report
 
     if not os.path.isdir(args.dir):  # else the default --out inside it is what the error would name
         raise CLIError(f"{args.dir}: " + ("not a directory (a run or study folder)" if os.path.exists(args.dir)
                                           else "no such directory"))
-    if os.path.isfile(os.path.join(args.dir, "seakr-index.json")):  # not "--out DIR/report.html: inside the index"
+    if os.path.isfile(os.path.join(args.dir, MANIFEST)):  # not "--out DIR/report.html: inside the index"
         raise CLIError(f"{args.dir}: a seakr index, not a run or study folder (`seakr index info` describes it)")
     if args.out == "-":
         sys.stdout.write(report_html(args.dir))

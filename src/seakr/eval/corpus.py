@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..models.registry import cache_root
-from ..search.base import Passage
+from ..search.base import MANIFEST, Passage
 from ..search.build import build_once, corpus_digest, file_digest
 from ..search.corpora import ctx_id, read_corpus
 from .datasets import Example
@@ -43,7 +43,7 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
     # "-p2": paragraphs joined with spaces between 2Wiki's sentences (earlier pooled indexes ran them together)
     name = re.sub(r"[*?\[\]]", "_", Path(data_file).name)  # a glob of a split's shards names it
     out = cache_root() / "indexes" / f"{name}-{h.hexdigest()[:16]}-p2"
-    if (out / "seakr-index.json").exists():
+    if (out / MANIFEST).exists():
         return str(out)
 
     def gen():
@@ -68,7 +68,7 @@ def demo_index(progress: bool = True) -> str:
 
     src = wiki_offline_path()
     out = cache_root() / "indexes" / f"wiki-offline-{file_digest(src)[:16]}"
-    if not (out / "seakr-index.json").exists():
+    if not (out / MANIFEST).exists():
         with progress_bar("building the demo index (10,033 Wikipedia leads)", total=10033, enabled=progress) as adv:
             build_once(out, lambda: TantivyEngine.build(read_corpus(src, "wiki-offline"), out, overwrite=True,
                                                          sources=[src], progress=adv))

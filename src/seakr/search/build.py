@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import LONG_PASSAGE, Passage, SearchError, index_holding, is_url, redact
+from .base import LONG_PASSAGE, MANIFEST, Passage, SearchError, index_holding, is_url, redact
 from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused, seakr_config,
                       user_path, warn)
 from .corpora import check_passage_words, read_corpus, split_passages
@@ -181,7 +181,7 @@ def build_once(out: Path, build) -> None:
     from ..models.registry import cache_lock
 
     with cache_lock(f"index-{out.name}"):
-        if not (out / "seakr-index.json").exists():
+        if not (out / MANIFEST).exists():
             build()
 
 
@@ -189,7 +189,7 @@ def is_corpus_folder(path: str) -> bool:
     """A folder of corpus files (not an index, whole or damaged: no manifest, no tantivy ``meta.json``)."""
     from .corpora import corpus_files
 
-    if not os.path.isdir(path) or any(os.path.exists(os.path.join(path, m)) for m in ("seakr-index.json", "meta.json")):
+    if not os.path.isdir(path) or any(os.path.exists(os.path.join(path, m)) for m in (MANIFEST, "meta.json")):
         return False
     try:
         return any(f.lower().endswith(DATA_SUFFIXES) for f in corpus_files(path))
@@ -213,7 +213,7 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     # spelled plainly: the digest, not the name, tells two corpora apart
     name = re.sub(r"[^\w.\-]+", "_", Path(os.path.abspath(path)).name)
     out = cache_root() / "indexes" / f"{name}-{corpus_digest(path)[:16]}"
-    if not (out / "seakr-index.json").exists():
+    if not (out / MANIFEST).exists():
         built = []  # the engine, where this process built it (another may have, meanwhile: that one said so)
         with progress_bar(f"indexing {path} (once; cached)", enabled=progress) as adv:
             build_once(out, lambda: built.append(TantivyEngine.build(_passages(pairs), out, overwrite=True,
@@ -237,7 +237,7 @@ def _guess_format(path: str) -> str:
     from .corpora import FORMATS, CorpusError, detect_format
 
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(os.path.join(folder, "seakr-index.json")):  # it was read as a corpus: "invalid JSON"
+    if os.path.exists(os.path.join(folder, MANIFEST)):  # it was read as a corpus: "invalid JSON"
         raise SearchError(f"{path}: a file of the index {folder}; name the folder")
     if seakr_config(folder) is not None:  # "config.json: neither an index folder nor a corpus file ... index build it"
         raise SearchError(f"{path}: a file of the seakr run or study {folder}, not a corpus; give an index, a corpus "
