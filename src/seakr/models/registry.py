@@ -286,13 +286,16 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
 
 def _read_gguf(gguf: Path, dtype) -> tuple:
     """The tokenizer and dequantised model a GGUF file holds, or one line naming the file: a truncated one was
-    "cannot reshape array of size 3214336 into shape (49152,612)", an empty one "cannot mmap an empty file"."""
+    "cannot reshape array of size 3214336 into shape (49152,612)", an empty one "cannot mmap an empty file", a
+    header cut short a bare struct.error from the gguf package's reader."""
+    import struct
+
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=dtype, **_dense_gguf())
-    except (ValueError, KeyError, IndexError, TypeError, EOFError) as e:
+    except (ValueError, KeyError, IndexError, TypeError, EOFError, struct.error) as e:
         raise ModelError(f"{gguf}: cannot read this GGUF file ({type(e).__name__}: {first_line(e)}); a truncated or "
                          "damaged download, or an architecture transformers does not convert") from None
     return tok, model
