@@ -18,7 +18,7 @@ import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 
 #: The longest line a one-record-per-line file may hold: no passage or question comes near it, and a stream
@@ -443,12 +443,18 @@ def _records_head(path, nchars: int, error) -> str:
 def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
     """(line number, record) of a JSON-lines file; blank lines skipped; each record must be an object. A
     Parquet or Arrow file is read as the same records (its row numbers for line numbers)."""
-    import json
-
     if record_file(path):
         yield from record_rows(path, error)
         return
-    for n, line in lines(path, error, MAX_LINE):
+    yield from jsonl_records(lines(path, error, MAX_LINE), path, error)
+
+
+def jsonl_records(numbered: Iterable[tuple[int, str]], path: str,
+                  error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
+    """:func:`jsonl` of (line number, line) pairs already read (a pipe's, whose head told its layout)."""
+    import json
+
+    for n, line in numbered:
         if not line.strip():
             continue
         try:

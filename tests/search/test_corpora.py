@@ -506,3 +506,41 @@ def test_long_passages_are_counted_as_written_not_as_read(tmp_path, capsys):
     assert TantivyEngine(tmp_path / "idx").manifest["long_passages"] == 2
     assert main(["index", "build", str(tmp_path / "twice.jsonl"), "--out", str(tmp_path / "new")]) == 0
     assert "new: 2 passages are longer than" in capsys.readouterr().err  # d and e, each once
+
+
+def _through_a_pipe(data: bytes, fmt: str) -> list:
+    """The passages ``read_corpus`` reads of ``data`` written into a pipe (what `seakr index build - --format F`
+    and `<(zcat f.gz)` hand the readers: a file that can be read once; reopened, an empty one)."""
+    import threading
+
+    r, w = os.pipe()
+
+    def write():
+        with os.fdopen(w, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        return list(read_corpus(f"/dev/fd/{r}", fmt))
+    finally:
+        writer.join(timeout=10)
+        os.close(r)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fd"), reason="a pipe named as a file: Linux, macOS")
+@pytest.mark.parametrize("name,fmt,lines", [
+    ("hotpotqa_mini.official.json", "hotpotqa", False),
+    ("hotpotqa_mini.official.json", "hotpotqa", True),
+    ("2wiki_mini.flashrag.jsonl", "2wiki", False),
+    ("squad_mini.json", "squad", False),
+])
+def test_a_layout_told_from_its_head_reads_from_a_pipe(name, fmt, lines):
+    """HotpotQA's, 2Wiki's and SQuAD's readers peek at the head to tell the official JSON from Hugging Face's
+    lines, then read the file again: from stdin the second read found nothing ("/dev/stdin:1: invalid JSON")."""
+    data = open(fixture_path(name), "rb").read()
+    if lines:  # the same records as JSON lines
+        data = "".join(json.dumps(r) + "\n" for r in json.loads(data)).encode()
+    assert _through_a_pipe(data, fmt) == list(read_corpus(fixture_path(name), fmt))
+    with pytest.raises(CorpusError, match=r"^/dev/fd/\d+:\d+: invalid JSON"):  # still named as the file it is
+        _through_a_pipe(data[:len(data) // 2] if not lines else b"{\"_id\": ", fmt)

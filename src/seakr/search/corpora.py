@@ -192,17 +192,33 @@ def read_jsonl(path: str) -> Iterator[Passage]:
         yield row_passage(f"{path}:{n}", rec)
 
 
-def _load_json_or_jsonl(path: str) -> Iterator[tuple[int, dict]]:
+def _piped(path: str) -> list[tuple[int, str]] | None:
+    """A pipe's (``index build - --format hotpotqa``) numbered lines, read whole: where a layout is told from the
+    head and the file then read again, a pipe's second read found nothing ("/dev/stdin:1: invalid JSON"). None
+    for a file, which is peeked at and streamed."""
+    return list(textio.lines(path, CorpusError)) if textio.read_once(path) else None
+
+
+def _head(path: str, piped: list[tuple[int, str]] | None, nchars: int) -> str:
+    return textio.head(path, nchars, CorpusError) if piped is None else "".join(line for _, line in piped)[:nchars]
+
+
+def _whole_json(path: str, piped: list[tuple[int, str]] | None):
+    return _json(path) if piped is None else textio.parse_json("".join(line for _, line in piped), path, CorpusError)
+
+
+def _load_json_or_jsonl(path: str, piped: list[tuple[int, str]] | None = None) -> Iterator[tuple[int, dict]]:
     """Official layouts are one JSON list; HF/FlashRAG layouts are JSONL. Peek to tell."""
-    head = textio.head(path, 64, CorpusError).lstrip()[:1]
+    piped = _piped(path) if piped is None else piped
+    head = _head(path, piped, 64).lstrip()[:1]
     if head == "[":
-        data = _json(path)
+        data = _whole_json(path, piped)
         for i, rec in enumerate(data):
             if not isinstance(rec, dict):
                 raise CorpusError(f"{path}: record {i}: expected a JSON object")
             yield i, rec
     else:
-        yield from _jsonl(path)
+        yield from _jsonl(path) if piped is None else textio.jsonl_records(piped, path, CorpusError)
 
 
 def join_sentences(sents) -> str:
@@ -268,12 +284,13 @@ def read_multihop(path: str) -> Iterator[Passage]:
 
 
 def read_squad(path: str) -> Iterator[Passage]:
-    head = textio.head(path, 2048, CorpusError).lstrip()
+    piped = _piped(path)
+    head = _head(path, piped, 2048).lstrip()
     if head.startswith("[") or (head.startswith("{") and not textio.dataset_object(head)):
         # Hugging Face's layout (one question a record, its paragraph beside it), pooled as the official file is
         return _pooled((_title(path, n, r).replace("_", " "), _field(path, n, r, "context").strip())
-                       for n, r in _load_json_or_jsonl(path))
-    d = _json(path)
+                       for n, r in _load_json_or_jsonl(path, piped))
+    d = _whole_json(path, piped)
     if not isinstance(d, dict) or not isinstance(d.get("data"), list):
         raise CorpusError(f"{path}: missing field 'data' (SQuAD layout)")
 
