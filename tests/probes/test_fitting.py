@@ -543,3 +543,25 @@ def test_the_fitting_functions_take_one_study_alone_and_name_a_wrong_one(tmp_pat
                                                                        "path, got int")):
         with pytest.raises(error, match="^" + re.escape(said) + "$"):
             call()
+
+
+def test_a_state_that_cannot_be_pooled_is_named_with_its_question(tmp_path):
+    """A non-finite state was "probe fit: X holds non-finite values (first in row 5)", a row of the pooled states
+    (those without one left out), and a state of another width numpy's "all input arrays must have the same
+    shape": neither named the study, the file or the question."""
+    from seakr.eval.states import StateStore
+
+    run = make_study(tmp_path / "s", n=40)
+    StateStore.open(run / "states").put("q7", np.full((2, 8), np.nan))
+    fit = run_cli("probe", "fit", str(run), "--out", str(tmp_path / "p.json"))
+    assert fit.returncode == 2 and len(fit.stderr.strip().splitlines()) == 1, fit.stderr
+    assert re.search(r"s/states/\w+\.npy: the stored state of question 'q7' holds non-finite values", fit.stderr)
+    StateStore.open(run / "states").put("q7", np.zeros((2, 8)))
+    other = make_study(tmp_path / "t", n=40, seed=1)
+    cfg = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**cfg, "data": "train-2.csv"}))  # other questions, not read twice
+    StateStore.open(other / "states").put("q3", np.zeros((2, 9)))
+    for runs in ([run, other], [other]):  # another width in a second study, or within one
+        with pytest.raises(ValueError, match=r"t/states/\w+\.npy: the stored state of question 'q3' is 9 wide, "
+                                             r"the states read before it 8"):
+            fit_from_studies(runs)

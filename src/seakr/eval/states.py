@@ -31,6 +31,8 @@ class StateStore:
 
     def __init__(self, folder: Path, taps: Sequence[str]):
         self.folder, self.taps = Path(folder), list(taps)
+        #: the states' width, from the first one read (a reader pooling stores sets the first store's on the next)
+        self.width: int | None = None
         make_folder(self.folder)
         meta = self.folder / "taps.json"
         if meta.exists() and (stored := _taps(meta)) != self.taps:
@@ -66,6 +68,13 @@ class StateStore:
         if z.ndim != 2 or z.shape[0] != len(self.taps):
             raise ValueError(f"{p}: the stored state of question {qid!r} has shape {z.shape}, expected "
                              f"({len(self.taps)}, d) for taps {', '.join(self.taps)}")
+        if not np.isfinite(z).all():  # the fit named only "row 5" of the pooled states (rows without one left out)
+            raise ValueError(f"{p}: the stored state of question {qid!r} holds non-finite values (the model's "
+                             "activations overflowed there); delete it to leave the question out")
+        if self.width is not None and z.shape[1] != self.width:  # was numpy's "all input arrays must have the same shape"
+            raise ValueError(f"{p}: the stored state of question {qid!r} is {z.shape[1]} wide, the states read before "
+                             f"it {self.width}: another model's (pool studies of one model)")
+        self.width = z.shape[1]
         return z.astype(np.float32)
 
     @classmethod

@@ -68,15 +68,16 @@ def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: st
 
     runs = _folders(runs)
 
-    first = None
+    first, width = None, None
     for run in runs:
         cfg, rows = _study(run, rows_name, kind, form)
         store = StateStore.open(Path(run) / "states")
         m = _run_model(cfg)
         if first is not None and (m, store.taps) != first:
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {first[0]} at {first[1]}")
-        first = (m, store.taps)
+        first, store.width = (m, store.taps), width
         yield run, cfg, rows, store
+        width = store.width
 
 
 def _wording(cfgs: Sequence[dict], runs) -> dict:
@@ -157,7 +158,7 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     from ..eval.states import StateStore
 
     runs = _folders(runs)
-    model, taps, xs, ys, data, seen = None, None, [], [], [], set()
+    model, taps, xs, ys, data, seen, width = None, None, [], [], [], set(), None
     for run in runs:
         cfg, rows = _final_rows(run, form)
         name = _data_name(cfg, run)
@@ -169,12 +170,13 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
         m = _run_model(cfg)
         if model is not None and (m, store.taps) != (model, taps):
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
-        model, taps = m, store.taps
+        model, taps, store.width = m, store.taps, width
         for r in rows:
             z = store.get(r["id"])
             if z is not None:
                 xs.append(z)
                 ys.append(r["f1"] < CORRECT_F1)
+        width = store.width
     if not xs:
         raise ValueError(f"{', '.join(map(str, runs))}: no stored {form} states to fit on")
     return str(model), list(taps), np.stack(xs), np.array(ys), data, {}
