@@ -309,3 +309,16 @@ def test_a_dash_is_named_as_standard_input_where_a_file_or_index_is_read(tmp_pat
                  out=str(tmp_path / "o"), runs=["single"], filler=["-"]).check()
     with pytest.raises(SearchError, match=r"^index -: standard input is not read as an index; index it first"):
         open_engine("-")
+
+
+@pytest.mark.parametrize("url", ["-", "https://example.org/fitted.json"])
+def test_a_dash_or_url_is_named_where_a_probe_calibration_or_prompt_set_is_read(url):
+    """`--probe-file -` was "-: no such probe file", `prompt_set=-` "unknown prompt set '-'", and a URL the same
+    (with its "//" folded to "/" by the path)."""
+    from seakr.probes import Calibration, load_probe
+    from seakr.prompts import PromptSet
+
+    why = "standard input is not read here" if url == "-" else "a URL, and files are read from this machine"
+    for load, said in ((load_probe, ""), (Calibration.load, ""), (PromptSet.load, "prompt set ")):
+        with pytest.raises(ValueError, match=rf"^{said}{re.escape(url)}: {why}"):
+            load(url)

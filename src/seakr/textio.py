@@ -246,14 +246,14 @@ def is_url(path: str) -> bool:
     return re.match(r"(https?|s3|gs|hf)://", path, re.IGNORECASE) is not None
 
 
-def missing(path: str) -> str:
-    """Why a file named is not there: "no such file", or, for a URL, that files are read from this machine
-    ("no such file" read as if the name were mistyped)."""
+def missing(path: str, noun: str = "file") -> str:
+    """Why a file named is not there: "no such file" (``noun``), or, for a URL, that files are read from this
+    machine ("no such file" read as if the name were mistyped), for ``-``, that standard input is not read."""
     if is_url(path):
         return f"a URL, and files are read from this machine: download it first (curl -LO {path})"
     if path == "-":  # the shell's name for standard input, which only `index build` reads ("-: no such file")
         return "standard input is not read here: save it to a file and name that"
-    return "no such file"
+    return f"no such {noun}"
 
 
 def read_once(path) -> bool:

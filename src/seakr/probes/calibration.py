@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, given_path, json_file, write_atomic
+from ..textio import check_fields, given_path, json_file, missing, write_atomic
 from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
@@ -96,7 +97,7 @@ class Calibration:
     def load(cls, path: str | Path) -> "Calibration":
         p = Path(given_path(path, "calibration", "calibration file"))
         if not p.exists():  # a pipe too: it is read once, here
-            raise ValueError(f"{p}: no such calibration file")
+            raise ValueError(f"{path}: {missing(os.fspath(path), 'calibration file')}")
         return cls.from_dict(json_file(p), str(p))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import check_fields, given_path, json_file, said, write_atomic
+from ..textio import check_fields, given_path, json_file, missing, said, write_atomic
 from ..uncertainty import as_array
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
@@ -194,7 +195,7 @@ class Probe:
 def load_probe(path: str | Path) -> Probe:
     p = Path(given_path(path, "probe", "probe file"))
     if not p.exists():  # a pipe too: it is read once, here
-        raise ValueError(f"{p}: no such probe file")
+        raise ValueError(f"{path}: {missing(os.fspath(path), 'probe file')}")
     return Probe.from_dict(json_file(p), str(p))
 
 

@@ -122,6 +122,8 @@ class PromptSet:
         else:
             p = Path(name_or_path)
             if not p.exists():
+                if name_or_path == "-" or textio.is_url(name_or_path):  # was "unknown prompt set '-'"
+                    raise ValueError(f"prompt set {name_or_path}: {textio.missing(name_or_path)}")
                 raise ValueError(f"unknown prompt set '{name_or_path}': use {', '.join(FAMILIES)} or a JSON file")
             textio.check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
             raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
