@@ -497,8 +497,9 @@ def row_width_refused(path: str, reader, start: int, got: int, expected: str) ->
 
 
 def blank(text: str) -> bool:
-    """No visible character: empty, spaces, or control characters only (a NUL typed or sent is not a question)."""
-    return not any(ch.isprintable() and not ch.isspace() for ch in text)
+    """No visible character: empty, spaces, control or zero-width characters, or a console's escapes only (a NUL
+    typed or sent is not a question; "\x1b[0m" was one, asked as "" once its escape was dropped)."""
+    return not any(ch.isprintable() and not ch.isspace() for ch in without_controls(text))
 
 
 def encodable(text: str) -> bool:

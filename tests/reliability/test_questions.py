@@ -9,7 +9,8 @@ from seakr.eval.datasets import DatasetError, load_dataset
 from seakr.methods import build_method
 from seakr.serve.app import AnswerRequest
 
-NOT_QUESTIONS = ["", "   ", "\n\t", "\x00", "\x00\x01 \x7f"]
+NOT_QUESTIONS = ["", "   ", "\n\t", "\x00", "\x00\x01 \x7f",
+                 "\x1b[0m", "\u200b\ufeff"]  # a console's escape, zero-width characters: asked as "" before
 
 
 @pytest.mark.parametrize("q", NOT_QUESTIONS)

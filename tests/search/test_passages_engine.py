@@ -37,6 +37,10 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
     (["\x00", "\x1b[0m", " \x07"], SearchError, r"^index: every passage's text is empty; nothing to search$"),  # control characters only
     ([Passage(" ", "", "x")], SearchError, r"^index: a passage's id is ' '; ids are visible text$"),
+    # zero-width characters and a byte-order mark were text, and ids, as a question's are not
+    (["\u200b", "\ufeff\u2060"], SearchError, r"^index: every passage's text is empty; nothing to search$"),
+    ([Passage("\u200b", "", "x")], SearchError, r"^index: a passage's id is '\\u200b'; ids are visible text$"),
+    ([{"id": "\x00", "text": "x"}], SearchError, r"^index: passage 0: empty field 'id'$"),
     # one text was indexed letter by letter ("Paris is big": ten one-letter passages, none of them "Paris")
     ("Paris is big", TypeError, r"^index: passages come as a list \(or any collection\) of them, not one str; give \[text\]$"),
     (Passage("a", "A", "x"), TypeError, r"^index: passages come as a list .* not one Passage; give \[passage\]$"),
@@ -103,3 +107,12 @@ def test_rows_given_in_code_are_read_as_a_corpus_file_s_lines(tmp_path):
                for i, (r, p) in enumerate(zip(rows, from_file))]
     assert [(p.id, p.title, p.text) for p in in_code] == [(p.id, p.title, p.text) for p in from_file]
     assert [(p.id, p.title) for p in from_file] == [("a", ""), ("7.5", "B"), ("c", "Heat"), ("d", "D"), ("e", "")]
+
+
+def test_a_passage_of_invisible_characters_is_skipped_as_empty_beside_others():
+    """A NUL, a zero-width space or a byte-order mark alone was indexed as a passage beside real ones (only a list
+    of nothing else was refused): a title search then put an empty passage into the prompt, and it counted in
+    BM25's document frequencies. Every door's intake skips it as it skips an empty text."""
+    for invisible in ("\x00", "\u200b", "\ufeff", "\x1b[0m"):
+        engine = passages_engine([Passage("e", "Dog", invisible), Passage("d", "", "the dog barked")])
+        assert [p.id for p in engine.search("dog", 3)] == ["d"], repr(invisible)

@@ -89,14 +89,14 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
-    from ..textio import without_controls
+    from ..textio import blank
 
     # control characters alone are no text either: a request's passages ["\x00"] were indexed and searched
-    if not any(without_controls(p.text).strip() for p in ps if isinstance(p.text, str)):
+    if all(blank(p.text) for p in ps if isinstance(p.text, str)):
         raise SearchError("index: every passage's text is empty; nothing to search")
-    blank = next((p for p in ps if not isinstance(p.id, str) or not p.id.strip()), None)
-    if blank is not None:  # the corpus readers refuse it too: an id names the passage in traces and rows
-        raise SearchError(f"index: a passage's id is {blank.id!r}; ids are visible text")
+    no_id = next((p for p in ps if not isinstance(p.id, str) or blank(p.id)), None)
+    if no_id is not None:  # the corpus readers refuse it too: an id names the passage in traces and rows
+        raise SearchError(f"index: a passage's id is {no_id.id!r}; ids are visible text")
     seen: set = set()
     twice = next((p.id for p in ps if p.id in seen or seen.add(p.id)), None)
     if twice is not None:  # the build keeps the first and drops the rest without a word

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from ..textio import encodable, without_controls
+from ..textio import blank, encodable, without_controls
 
 #: A tantivy index folder's manifest: the file that makes a folder a seakr index.
 MANIFEST = "seakr-index.json"
@@ -145,7 +145,7 @@ class Intake:
 
     def take(self, p) -> bool:
         check_passage(self.taken + self.duplicates + self.empty, p)
-        if not p.text.strip():
+        if blank(p.text):  # as a question's: control or zero-width characters alone (a NUL, a BOM) were indexed
             self.empty += 1
             return False
         if p.id in self.seen:

@@ -79,7 +79,7 @@ def _field_at(where: str, rec, name, kind=str):
         v = str(v)
     if not isinstance(v, kind):
         raise CorpusError(f"{where}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
-    if name in ("id", "_id") and not v.strip():  # a passage's id names it in traces, rows and the duplicate check
+    if name in ("id", "_id") and textio.blank(v):  # a passage's id names it in traces, rows and the duplicate check
         raise CorpusError(f"{where}: empty field '{name}'")
     return v
 
@@ -177,7 +177,7 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
         if cols[0] is None:
             yield Passage(ctx_id(title, row[cols[1]]), title, row[cols[1]])
             continue
-        if not row[cols[0]].strip():
+        if textio.blank(row[cols[0]]):
             raise CorpusError(f"{path}:{n}: empty field 'id'")
         yield Passage(row[cols[0]].strip(), title, row[cols[1]])
 
