@@ -497,6 +497,27 @@ def test_no_output_is_written_over_a_runs_record_an_index_or_a_file_named_dash(t
     assert run_cli("export", str(tmp_path / "dev"), "--out", str(tmp_path / "dev" / "preds.json")).returncode == 0
 
 
+def test_an_output_through_a_link_is_judged_by_what_it_points_to(tmp_path):
+    """`export RUN --out link.jsonl`, a link to the run's scores (or a path through a link to the run's folder),
+    wrote the predictions over them: the write follows the link, the check read the link's own name."""
+    from helpers import run_cli
+
+    from seakr.eval.runner import check_not_a_record
+
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "dev")
+    before = {f.name: f.read_bytes() for f in (tmp_path / "dev").iterdir()}
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "dev" / "scores.jsonl")
+    (tmp_path / "dir").symlink_to(tmp_path / "dev")
+    for out in (tmp_path / "link.jsonl", tmp_path / "dir" / "config.json"):
+        with pytest.raises(ValueError, match=rf"^--out {re.escape(str(out))} \(a link to .*dev/\w+\.jsonl?\): is the "
+                                             "record of the seakr run or study in "):
+            check_not_a_record(out, "--out")
+        r = run_cli("export", str(tmp_path / "dev"), "--out", str(out))
+        assert r.returncode == 2 and "is the record of the seakr run" in r.stderr, r.stderr
+    assert {f.name: f.read_bytes() for f in (tmp_path / "dev").iterdir()} == before
+    assert run_cli("export", str(tmp_path / "dev"), "--out", str(tmp_path / "dir" / "preds.json")).returncode == 0
+
+
 @pytest.mark.parametrize("examples,error,said", [
     ([{"id": "q0", "question": "Q?", "answers": ["a"]}], TypeError, "examples[0]: expected a seakr Example"),
     ("What is it?", TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), got str"),

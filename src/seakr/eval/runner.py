@@ -97,8 +97,12 @@ def check_not_foreign(d: Path) -> None:
 def check_not_a_record(path: str | os.PathLike, what: str | None = None) -> None:
     """An output file (an export, a report, a probe, a page) is not one of the files a run, a study or an index
     keeps its record in: ``seakr export RUN --out RUN/results.jsonl`` replaced the run's rows with its
-    predictions, and the run was lost. ``what`` names the flag in the message."""
+    predictions, and the run was lost. ``what`` names the flag in the message. A link is judged by what it
+    points to, which the write replaces (``--out link.jsonl``, a link to a run's scores, wrote over them)."""
     p = Path(path)
+    if os.path.islink(p) or (str(p.parent) and os.path.realpath(p.parent) != os.path.abspath(p.parent)):
+        p = Path(os.path.realpath(p))
+        path = f"{path} (a link to {p})"
     d = p.parent if str(p.parent) else Path(".")
     if (idx := index_holding(d)) is not None:  # a file its manifest does not list: "damaged: rebuild it"
         whose = f"is inside the seakr index {idx}, which a file of another kind damages"
