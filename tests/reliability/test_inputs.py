@@ -78,6 +78,11 @@ def test_01_overwrite_never_deletes_what_is_not_an_index(tmp_path):
     assert here.returncode == 0 and b"Traceback" not in here.stderr, here.stderr
     one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--add",
                          "--overwrite"), "choose one")
+    # a link to the index (an index kept on another disk): the build's rename would replace the link itself
+    (tmp_path / "link").symlink_to(tmp_path / "i")
+    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "link"),
+                         "--overwrite"), f"a link (to {tmp_path / 'i'})", f"give --out {tmp_path / 'i'}")
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "i" / "seakr-index.json").is_file()
 
 
 @pytest.mark.parametrize("args", [["--limit", "0"], ["--limit", "-1"], ["--threads", "0"]])

@@ -188,7 +188,11 @@ def check_replaceable(out: Path) -> None:
     """``--overwrite`` replaces a seakr index and nothing else: the folder must hold a valid manifest, and
     every entry in it must be a file that manifest records (or a lock); anything else (a user's file, a
     sub-folder, the corpus itself) is named and the folder left alone."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
+    if out.is_symlink():  # was "exists and is not a directory", said of a link to an index folder
+        raise SearchError(f"{out}: a link (to {os.path.realpath(out)}); an index is built beside its folder and moved "
+                          f"into place, which would replace the link, not what it points to: give --out "
+                          f"{os.path.realpath(out)}")
+    if out.exists() and not out.is_dir():
         raise SearchError(f"{out}: exists and is not a directory; refusing to replace it with an index")
     if not out.is_dir() or not any(out.iterdir()):
         return
