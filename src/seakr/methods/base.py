@@ -519,8 +519,6 @@ class Method:
             raise ValueError(f"method {self.name!r} searches: give it a search engine (from_config(index=...), "
                              "or an engine as the second argument)")
         asked = without_controls(question)  # the prompts and the searches read it without a console's escapes
-        if blank(asked):
-            raise ValueError("question: nothing but terminal escapes and control characters")
         self.check_question(asked)
         tr = Tracer(question, self.name, listener, cancel)
         with cancellable(cancel):
