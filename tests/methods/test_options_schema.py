@@ -167,6 +167,14 @@ def test_inf_spells_infinity_for_number_options_only():
     assert C.from_dict({"marker": "-inf"}).marker == "-inf"
 
 
+@pytest.mark.parametrize("given", [None, [], ["k", 5], "k=5", 5])
+def test_options_that_are_not_a_dict_are_named_by_their_type(given):
+    """``Config.from_dict([])`` was "'list' object has no attribute 'items'", ``from_dict(None)`` "not iterable"."""
+    for method, C in CONFIGS.items():
+        with pytest.raises(TypeError, match=rf"^{C.__name__}\.from_dict: expected a dict of options, got {type(given).__name__}$"):
+            C.from_dict(given)
+
+
 def test_a_path_option_takes_a_pathlib_path_and_keeps_text(tmp_path):
     """Python code names files with ``pathlib.Path``: ``prompt_set=Path(...)`` and ``probes=Path(...)`` were
     "expected str, got PosixPath" at every Python door (``SeaKR(...)``, ``from_config``, a plan's ``RunSpec``)."""

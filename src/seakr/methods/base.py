@@ -183,6 +183,8 @@ class MethodConfig:
 
     @classmethod
     def from_dict(cls, d: dict):
+        if not isinstance(d, dict):  # a list was "'list' object has no attribute 'items'", None "not iterable"
+            raise TypeError(f"{cls.__name__}.from_dict: expected a dict of options, got {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
