@@ -118,3 +118,15 @@ def test_a_marker_the_demonstrations_steps_say_is_refused_with_the_step(tmp_path
     assert SeaKRConfig(prompt_set=str(f)).marker == "So the answer is"  # the default's words: nothing to find
     with pytest.raises(ValueError, match=r"^option marker: 'is' is said in step 1 of demonstration 1 "):
         SeaKRConfig(marker="is", prompt_set="hotpotqa")
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_prompt_set_name_is_named_as_empty_at_every_door(name):
+    """`--option prompt_set=` (a grid's `prompt_set = ""`, `prompt_set=""` from Python) was read as the current
+    folder: ".: is a directory, expected a file (it holds ...: name one)"; blanks were "unknown prompt set ' '"."""
+    from seakr.methods import METHODS
+
+    with pytest.raises(ValueError, match=r"^an empty prompt set name; give hotpotqa, .* or a JSON file, or leave it out$"):
+        PromptSet.load(name)
+    with pytest.raises(ValueError, match=r"^option prompt_set: an empty prompt set name"):
+        METHODS["seakr"].Config.from_dict({"prompt_set": name})

@@ -116,6 +116,8 @@ class PromptSet:
     @classmethod
     def load(cls, name_or_path: str) -> "PromptSet":
         """A packaged family (hotpotqa, 2wikimultihopqa, simpleqa) or a JSON file of the same shape."""
+        if isinstance(name_or_path, str) and not name_or_path.strip():  # "" was the current folder: ".: is a directory"
+            raise ValueError(f"an empty prompt set name; give {', '.join(FAMILIES)} or a JSON file, or leave it out")
         if name_or_path in FAMILIES:
             raw = resources.files("seakr.prompts").joinpath("data", f"{name_or_path}.json").read_text(encoding="utf-8")
             src = name_or_path
