@@ -68,6 +68,25 @@ def test_rerank_signal_counts_gold_against_non_gold_pairs_within_each_question()
     assert gold_lower_u([])["fraction"] is None
 
 
+def test_a_re_rank_study_says_when_the_index_held_nothing_the_questions_need(tmp_path, capsys):
+    """A study whose searches found nothing (an index of other passages) printed n 0 and nulls, and no reason."""
+    from seakr.eval.studies import _rerank_result
+
+    empty = [{"id": f"q{i}", "titles": [], "gold": ["Z"], "u": []} for i in range(3)]
+    assert _rerank_result(empty, "m", 3, 1.645, tmp_path)["n"] == 0
+    err = capsys.readouterr().err
+    assert err.startswith("seakr: warning: re-rank study: 3 of 3 questions found no passage (left out of the figures): "
+                          "does the index hold these questions' passages?"), err
+    other = [{"id": "q9", "titles": ["A"], "gold": ["Z"], "u": [-1.0], "engine_top1_gold": False,
+              "seakr_top1_gold": False, "guarded_top1_gold": False, "any_gold_in_top_n": False}]
+    _rerank_result(empty[:1] + other, "m", 3, 1.645, tmp_path)
+    assert "1 of 2 questions found no passage (left out of the figures); no question's top 3 held a gold passage" \
+        in capsys.readouterr().err
+    _rerank_result([{**other[0], "gold": ["A"], "engine_top1_gold": True, "any_gold_in_top_n": True}], "m", 3, 1.645,
+                   tmp_path)
+    assert capsys.readouterr().err == ""
+
+
 def test_rowlog_needs_resume_drops_torn_tail_and_refuses_other_config(tmp_path):
     cfg = {"method": {"config": {"k": 20}, "model": {"model": "m", "threads": 2}}}
     with RowLog(tmp_path, "rows.jsonl", cfg) as log:

@@ -622,9 +622,16 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
 
 
 def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path) -> dict:
-    """A re-rank study's summary, written as rerank.json."""
+    """A re-rank study's summary, written as rerank.json; a warning where the index held little of what the
+    questions need (a study of 6 questions whose searches found nothing printed n 0 and nulls, and no reason)."""
     result = {"model": model, "N": n, "rerank_z": z, **rerank_summary(rows)}
     write_atomic(out / "rerank.json", json.dumps(clean(result), indent=2))
+    none, gold = len(rows) - result["n"], result["gold_in_top_n"]
+    if none or gold == 0:
+        said = [f"{none} of {len(rows)} questions found no passage (left out of the figures)"] if none else []
+        said += [f"no question's top {n} held a gold passage"] if gold == 0 else []
+        warn(f"re-rank study: {'; '.join(said)}: does the index hold these questions' passages? (leave --index out "
+             "for the pooled index of the data file's own paragraphs)")
     return result
 
 
