@@ -339,6 +339,35 @@ def test_rows_made_by_hand_without_costs_give_no_cost_figures_rather_than_zeros(
     assert "| hand | 3 | 100.0 ± 0.0 | 100.0 ± 0.0 | – | – | – | – |" in compare([str(d)])  # null costs: none either
 
 
+def test_a_run_whose_searches_all_found_nothing_says_so(tmp_path, capsys):
+    """An index of other passages: every search of an IRCoT run found nothing, and the table said "retrieval rate
+    1.00" as if passages had been read. The trace counts the searches that found nothing; the summary gives
+    their share and warns when it is all of them."""
+    from seakr.methods.trace import Tracer
+    from seakr.search.base import Passage
+
+    tr = Tracer("Q?", "x")
+    tr.retrieval("q1", [], 0.0)
+    tr.retrieval("q2", [Passage("p", "T", "x", 1.0)], 0.0)
+    assert (tr.totals["retrievals"], tr.totals["empty_retrievals"]) == (2, 1)
+
+    def row(i, empty):
+        return {"id": f"q{i}", "em": 0.0, "f1": 0.0, "totals": {"retrievals": 2, "empty_retrievals": empty,
+                                                                  "model_calls": 2, "sampled_sequences": 2,
+                                                                  "generated_tokens": 9}}
+    from seakr.eval.runner import _summary
+
+    assert _summary(tmp_path, [row(0, 2), row(1, 2)], "ircot", False, 2, 1.0, 1)["empty_retrieval_rate"] == 1.0
+    assert capsys.readouterr().err == ("seakr: warning: ircot: none of its 4 searches found a passage: does the index "
+                                       "hold these questions' passages? (leave --index out for the pooled index of "
+                                       "the data file's own paragraphs)\n")
+    assert _summary(tmp_path, [row(0, 1), row(1, 2)], "ircot", False, 2, 1.0, 1)["empty_retrieval_rate"] == 0.75
+    old = {k: v for k, v in row(2, 0)["totals"].items() if k != "empty_retrievals"}  # a row before the count
+    assert _summary(tmp_path, [row(0, 2), {**row(2, 0), "totals": old}], "ircot", False, 2, 1.0, 1)[
+        "empty_retrieval_rate"] is None
+    assert capsys.readouterr().err == ""
+
+
 @pytest.mark.parametrize("field,value", [("method", 5), ("method.engine", "x"), ("shard", 5), ("shard", "x")])
 def test_a_run_config_of_another_shape_is_named_by_compare_report_and_merge(tmp_path, field, value):
     """`"method": 5` in a run's config.json was an AttributeError in compare, `"shard": 5` one in merge."""

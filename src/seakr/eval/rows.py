@@ -61,7 +61,7 @@ class FinalChoice:
 
 
 #: What a written row's totals carry: the summary table's cost columns read them.
-TOTALS = ("retrievals", "model_calls", "sampled_sequences", "generated_tokens")
+TOTALS = ("retrievals", "empty_retrievals", "model_calls", "sampled_sequences", "generated_tokens")
 
 
 def _check_id(d: Any) -> None:

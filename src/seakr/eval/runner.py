@@ -536,7 +536,17 @@ def summarize(rows: Sequence[ResultRow], name: str = "") -> dict:
         "sampled_sequences_per_question": _mean_of(tot, "sampled_sequences"),
         "generated_tokens_per_question": _mean_of(tot, "generated_tokens"),
         "seconds_per_question": statistics.mean(r.seconds for r in rows),
+        "empty_retrieval_rate": _empty_retrieval_rate(tot),
     }
+
+
+def _empty_retrieval_rate(totals: Sequence[dict]) -> float | None:
+    """The share of the run's searches that found no passage; None without searches, or where a row does not
+    count them (rows written before the count was kept)."""
+    if any(t.get("empty_retrievals") is None for t in totals):
+        return None
+    n = sum(t.get("retrievals") or 0 for t in totals)
+    return sum(t["empty_retrievals"] for t in totals) / n if n else None
 
 
 def figure(v, spec: str = ".3f") -> str:
@@ -680,6 +690,10 @@ def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered:
     s = {**summarize([ResultRow.from_dict(r) for r in rows], name), **throughput(old, answered, wall, concurrency)}
     write_atomic(out / "summary.json", strict_json(s, indent=2))
     write_atomic(out / "summary.md", summary_markdown([s]))
+    if s.get("empty_retrieval_rate") == 1:  # "retrieval rate 1.00" read as if passages had been read
+        warn(f"{name}: none of its {round(s['retrievals_per_question'] * s['n'])} searches found a passage: does the "
+             "index hold these questions' passages? (leave --index out for the pooled index of the data file's own "
+             "paragraphs)")
     return s
 
 

@@ -63,7 +63,7 @@ class Tracer:
         self.stop_reason: str | None = None
         self.t0 = time.perf_counter()
         self.totals = {"model_calls": 0, "sampled_sequences": 0, "generated_tokens": 0, "prompt_tokens": 0,
-                       "retrievals": 0, "seconds": {}}
+                       "retrievals": 0, "empty_retrievals": 0, "seconds": {}}
 
     def emit(self, event: dict) -> None:
         self.events.append(event)
@@ -110,6 +110,7 @@ class Tracer:
 
     def retrieval(self, query: str, hits, seconds: float) -> None:
         self.totals["retrievals"] += 1
+        self.totals["empty_retrievals"] += not hits  # an index of other passages: every search finds nothing
         self.add_seconds("search", seconds)
         self.emit({"type": "retrieval", "query": query, "seconds": round(seconds, 4),
                    "hits": [{"id": h.id, "title": h.title, "score": round(h.score, 4)} for h in hits]})
