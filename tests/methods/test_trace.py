@@ -37,3 +37,11 @@ def test_the_final_line_shows_what_the_rule_compared():
                      "check 'John' (P(correct)=0.05) -> knowledge")
     a.trace["final"]["candidates"] = {"rationale": {"answer": "Bizet", "u": -4.2}, "knowledge": {"answer": "", "u": None}}
     assert a.summary().splitlines()[-2] == "  final: rationale 'Bizet' (U=-4.20) | knowledge '' (U=inf) -> knowledge"
+
+
+def test_the_last_line_says_how_many_searches_found_nothing():
+    """An index of other passages: "2 retrievals" read as if passages had been read."""
+    a = _answer([])
+    assert a.summary().splitlines()[-1] == "A: a   [1 model calls, 1 retrievals, 1.0 s]"  # a trace before the count
+    a.trace["totals"].update(retrievals=2, empty_retrievals=2)
+    assert a.summary().splitlines()[-1] == "A: a   [1 model calls, 2 retrievals (2 found nothing), 1.0 s]"

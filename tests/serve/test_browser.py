@@ -77,5 +77,9 @@ def test_viewer_end_to_end(server):
         assert "P 0.85" in step.text and "P 0.23" in step.text
         choice = b.find_element(By.CSS_SELECTOR, ".choice").text
         assert "Paris (P(correct) 0.10)" in choice and "Seine (P(correct) 0.95)" in choice and "U inf" not in choice
+        assert "1 retrievals ·" in b.find_element(By.CSS_SELECTOR, ".totals").text  # none found nothing: no count
+        probed["trace"]["totals"].update(retrievals=2, empty_retrievals=2)  # an index of other passages
+        b.execute_script("renderAnswer(arguments[0], document.getElementById('out'))", probed)
+        assert "2 retrievals (2 found nothing)" in b.find_element(By.CSS_SELECTOR, ".totals").text
     finally:
         b.quit()

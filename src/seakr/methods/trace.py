@@ -189,6 +189,7 @@ class Answer:
                 return f"{name} {d.get('answer')!r} ({read})"
             lines.append("  final: " + " | ".join(fmt(n, d) for n, d in cands.items()) + f" -> {f.get('choice')}")
         t = self.trace["totals"]
-        lines.append(f"A: {self.answer}   [{t['model_calls']} model calls, {t['retrievals']} retrievals, "
+        empty = f" ({t['empty_retrievals']} found nothing)" if t.get("empty_retrievals") else ""
+        lines.append(f"A: {self.answer}   [{t['model_calls']} model calls, {t['retrievals']} retrievals{empty}, "
                      f"{t['seconds'].get('total', 0):.1f} s]")
         return shown("\n".join(lines))  # question, passages' titles and steps as a console should show them

@@ -53,8 +53,9 @@ function renderFinal(ans) {
   if (from) choice += `<div class="choice">read from ${from}</div>`;
   const t = ans.trace.totals || {};
   const secs = (t.seconds && t.seconds.total) ? t.seconds.total.toFixed(1) : "?";
+  const empty = t.empty_retrievals ? ` (${Number(t.empty_retrievals)} found nothing)` : "";  // an index of other passages
   return `<div class="final"><div>Answer (${esc(ans.method)})</div><div class="answer" id="answer">${esc(ans.answer)}</div>${choice}` +
-    `<div class="totals">${t.model_calls} model calls &middot; ${t.retrievals} retrievals &middot; ${t.sampled_sequences} sampled sequences &middot; ${secs} s</div></div>`;
+    `<div class="totals">${t.model_calls} model calls &middot; ${t.retrievals} retrievals${empty} &middot; ${t.sampled_sequences} sampled sequences &middot; ${secs} s</div></div>`;
 }
 function renderAnswer(ans, el) {
   const steps = ans.trace.steps || [];
