@@ -590,6 +590,10 @@ def test_nan_written_for_a_missing_answer_is_no_answer_not_the_answer_nan(tmp_pa
     f.write_text('{"id": "a", "question": "q", "golden_answers": ["Lima", NaN]}\n')
     with pytest.raises(DatasetError, match=r"qa.jsonl:1: field 'golden_answers' holds NaN; answers are strings$"):
         load_dataset(str(f))
+    for field in ("answer", "possible_answers"):  # named as the file spells it (both were called 'answers')
+        f.write_text('{"id": "a", "question": "q", "%s": ["Lima", null]}\n' % field)
+        with pytest.raises(DatasetError, match=rf"qa.jsonl:1: field '{field}' holds null; answers are strings$"):
+            load_dataset(str(f), "nq")
 
 
 def test_a_true_or_false_answer_is_yes_or_no(tmp_path):

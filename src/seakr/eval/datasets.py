@@ -277,7 +277,7 @@ def load_nq(path):
                 ((f"{where} ctxs[{k}]", _obj(f"{where} ctxs[{k}]", c, "a context")) for k, c in
                  enumerate(_opt(where, r, "ctxs", list, []))) if c.get("isgold", True)]
         qid = next((r[k] for k in TABLE_COLUMNS["id"] if k in r), f"nq-{i}")  # StrategyQA's qid, PopQA's id
-        yield where, Example(_ident(where, qid), _req(where, r, "question", str), _strs(where, "answers", ans),
+        yield where, Example(_ident(where, qid), _req(where, r, "question", str), _strs(where, name or "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
 
