@@ -783,7 +783,7 @@ def _main(argv: list[str] | None) -> int:
     except user_errors() as e:
         # Bad input, a missing model or package, a bad index: one line naming the problem, exit 2.
         # Anything else (a bug, torch running out of memory) keeps its traceback.
-        said = e.as_flag() if isinstance(e, SettingError) else e  # a plan's setting, named by its flag here
+        said = e.as_flag() if isinstance(e, SettingError) else os_said(e) if isinstance(e, OSError) else e
         print(f"seakr: error: {message(said)}", file=sys.stderr)  # it may quote a question or a passage
         return 2
     except KeyboardInterrupt as e:
@@ -811,7 +811,18 @@ def _main(argv: list[str] | None) -> int:
 #: paths the system cannot follow, wherever a command first touches them (a traceback from the first stat)
 _BAD_PATHS = {errno.ENAMETOOLONG: "a name longer than this file system takes (255 bytes a name, 4096 a path on "
                                   "Linux); choose a shorter one",
-              errno.ELOOP: "a symbolic link that points back at itself; remove it or choose another path"}
+              errno.ELOOP: "a symbolic link that points back at itself; remove it or choose another path",
+              # a run's own file made a folder (results.jsonl, config.json): "[Errno 21] Is a directory: '...'"
+              errno.EISDIR: "is a directory, expected a file; move it away or choose another path",
+              errno.ENOTDIR: "a path through a file as if it were a folder; choose another path"}
+
+
+def os_said(e: OSError) -> str | OSError:
+    """A refused path as our lines name one, ``PATH: why`` ("[Errno 21] Is a directory: 'run/results.jsonl'" where
+    a run's own file had been made a folder); the error as it is where it names no path."""
+    if (said := path_refused(e)) is not None:
+        return said
+    return f"{e.filename}: {e.strerror[:1].lower()}{e.strerror[1:]}" if e.filename and e.strerror else e
 
 
 def path_refused(e: OSError) -> str | None:

@@ -784,6 +784,24 @@ def test_a_path_the_system_refuses_is_one_line_before_the_model(tmp_path, index)
     assert "Symlink loop" not in err
 
 
+def test_a_runs_file_made_a_folder_is_named_as_our_lines_name_a_path(tmp_path):
+    """A run's rows made a folder (a sync tool's conflict copy, a mistaken mkdir) stopped eval --resume, compare,
+    export and report with "[Errno 21] Is a directory: 'run/results.jsonl'"."""
+    from scripted import Reply, ScriptedLM
+
+    from seakr.eval.datasets import Example
+    from seakr.eval.runner import run_eval
+    from seakr.methods import build_method
+
+    run = tmp_path / "run"
+    run_eval(build_method("cot", ScriptedLM(lambda v: Reply("So the answer is x.")), None),
+             [Example("a", "Who?", ["x"])], run)
+    (run / "scores.jsonl").unlink()
+    (run / "scores.jsonl").mkdir()
+    for args in (["compare", str(run)], ["export", str(run)], ["report", str(run), "--out", str(tmp_path / "r.html")]):
+        one_line_error(seakr(*args), f"{run / 'scores.jsonl'}: is a directory, expected a file")
+
+
 def test_control_characters_from_a_corpus_are_shown_escaped(tmp_path):
     """A passage holding terminal controls ("\\x1b]0;...\\x07" retitles the terminal, "\\x1b[2J" clears it, CR
     overwrites the line) was printed raw by `seakr search` and by the trace `ask` and `demo` print."""
