@@ -116,3 +116,12 @@ def test_a_passage_of_invisible_characters_is_skipped_as_empty_beside_others():
     for invisible in ("\x00", "\u200b", "\ufeff", "\x1b[0m"):
         engine = passages_engine([Passage("e", "Dog", invisible), Passage("d", "", "the dog barked")])
         assert [p.id for p in engine.search("dog", 3)] == ["d"], repr(invisible)
+
+
+def test_a_passage_without_a_title_is_one_whose_title_is_none():
+    """`Passage("p", None, text)` was refused ("title must be text, got NoneType") where a row's null title, a
+    table's missing one and a text alone are passages without a title; an engine of one's own returning such
+    passages was refused the same way."""
+    p = Passage("p", None, "Alien is a 1979 film directed by Ridley Scott.")
+    assert p.title == "" and p.to_dict()["title"] == ""
+    assert [h.id for h in passages_engine([p, {"id": "q", "title": None, "text": "a dog"}]).search("Alien", 3)] == ["p"]

@@ -69,6 +69,10 @@ class Passage:
     text: str
     score: float = 0.0
 
+    def __post_init__(self):
+        if self.title is None:  # no title, as a row's null title is ("title must be text, got NoneType" here only)
+            self.title = ""
+
     def to_dict(self) -> dict:
         return asdict(self)
 
