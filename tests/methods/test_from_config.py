@@ -113,6 +113,15 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
                         ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number")):
         with pytest.raises(TypeError, match=re.escape(needle)):
             IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")
+    # FAISS's scores are float32 ("expected a finite number"), taken as floats; a passage of no visible text is
+    # none (it was kept and put into the prompt empty), as an index's intake skips it
+    import numpy as np
+
+    mixed = Mine([Passage("p0", "Empty", "\x00 ", 3.0), Passage("p1", PASSAGES[0].title, PASSAGES[0].text, np.float32(2.5))])
+    ans = IRCoT(lm, mixed, config={"max_steps": 1, "n_candidates": 2}).answer("What nationality was Kubrick?")
+    (hit,) = [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]
+    assert hit == {"id": "p1", "title": PASSAGES[0].title, "score": 2.5} and type(ans.trace["steps"][0]["kept"]["score"]) is float
+    assert type(mixed.hits[1].score) is np.float32  # the engine's own passages are left as they are
 
 
 def test_a_model_already_loaded_is_taken_as_it_is(tiny_lm, monkeypatch):

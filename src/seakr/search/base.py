@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
@@ -191,12 +192,15 @@ def check_hits(hits, k: int, engine) -> list[Passage]:
             check_passage(n, p)
         except TypeError as e:
             raise TypeError(f"search engine {name}: search() returned {e}") from None
-        if isinstance(p.score, bool) or not isinstance(p.score, (int, float)) or not math.isfinite(p.score):
+        if isinstance(p.score, bool) or not isinstance(p.score, numbers.Real) or not math.isfinite(p.score):
             # the candidate probe reads the engine's score as a feature
             raise TypeError(f"search engine {name}: search() returned passage {n} (id {p.id!r}) with score "
                             f"{p.score!r}; expected a finite number")
     seen: set = set()
-    return [p for p in hits if not (p.id in seen or seen.add(p.id))][:k]
+    # a NumPy score (FAISS's and most dense retrievers' are float32) as the float the traces and rows write;
+    # a passage of no visible text is none, as an index's intake skips it (it was put into the prompt empty)
+    return [p if type(p.score) in (int, float) else replace(p, score=float(p.score)) for p in hits
+            if not blank(p.text) and not (p.id in seen or seen.add(p.id))][:k]
 
 
 def iter_batches(items: Iterable, size: int):
