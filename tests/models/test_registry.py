@@ -206,3 +206,15 @@ def test_paths_that_are_not_utf8_are_named_before_any_work(tmp_path, monkeypatch
     with pytest.raises(ValueError, match=r"^SEAKR_CACHE=.*: a path that is not UTF-8 text, which the model converter"):
         registry.cache_dir("models")
     assert [p.name for p in tmp_path.iterdir()] == [folder.name]
+
+
+@pytest.mark.parametrize("kw,said", [({"layer": 3}, "unknown option 'layer' (did you mean 'state_layer'?)"),
+                                     ({"thread": 2}, "unknown option 'thread' (did you mean 'threads'?)"),
+                                     ({"nope": 1}, "unknown option 'nope'; allowed: precision, dtype, device, threads")])
+def test_load_model_names_an_option_it_does_not_take(kw, said):
+    """`load_model(name, layer=3)` (the command line's --layer) was "HFLanguageModel.__init__() got an unexpected
+    keyword argument 'layer'", naming neither load_model nor the option it takes."""
+    import seakr.models
+
+    with pytest.raises(TypeError, match="^load_model: " + re.escape(said)):
+        seakr.models.load_model("smollm2-135m", **kw)

@@ -24,7 +24,24 @@ def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, **kwargs) -> "Language
     name = model_path(name)
     from .hf import HFLanguageModel
 
+    _check_load_options(HFLanguageModel, kwargs)
     return HFLanguageModel(name, **{k: native(v) for k, v in kwargs.items()})  # threads=np.int64(2) from a sweep
+
+
+def _check_load_options(cls, kwargs: dict) -> None:
+    """An option ``load_model`` does not take, with the closest it does: ``layer=`` (the command line's ``--layer``)
+    was "HFLanguageModel.__init__() got an unexpected keyword argument 'layer'"."""
+    import inspect
+
+    from ..textio import unknown_key
+
+    allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model") and not p.startswith("_")]
+    flags = {"layer": "state_layer"}  # the command line's name for it
+    for key in kwargs:
+        if key in flags:
+            raise TypeError(f"load_model: unknown option {key!r} (did you mean {flags[key]!r}?)")
+        if key not in allowed:
+            raise TypeError(unknown_key("load_model", key, allowed).replace("unknown key", "unknown option", 1))
 
 
 __all__ = [
