@@ -19,8 +19,10 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"kk": 3}, ValueError, "unknown option(s) 'kk' (did you mean 'k'?)"),
     ({"confidence": 3}, ValueError, "unknown option(s) 'confidence'; its options: k, temperature, top_k, "),  # no hint
     # a model option's near name: "did you mean 'theta', an option of flare?"; the flag's --layer: no hint at all
-    ({"thread": 2}, ValueError, "unknown option 'thread' (did you mean 'threads', an option of the model's load?)"),
-    ({"layer": 3}, ValueError, "unknown option 'layer' (did you mean 'state_layer', an option of the model's load?)"),
+    ({"thread": 2}, ValueError, "unknown option(s) 'thread' (did you mean 'threads'? how the model loads, not a method "
+                                "option: --threads on the command line, threads at a grid's top, threads= in Python)"),
+    ({"layer": 3}, ValueError, "'layer' (how the model loads, not a method option: --layer on the command line, layer "
+                               "at a grid's top, state_layer= in Python)"),
     ({"marker": ""}, ValueError, "option marker"),
     ({"gate": "chek"}, ValueError, "gate must be one of"),
     ({"index": "/nonexistent/idx"}, Exception, "no index here"),

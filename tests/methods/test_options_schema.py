@@ -3,6 +3,7 @@
 door refuses, with one line naming the field. Property-based (Hypothesis) over every ranged option."""
 
 import math
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -155,6 +156,17 @@ def test_the_servers_defaults_reach_each_method_that_has_them():
     with pytest.raises(Exception) as e:  # what a client sends itself is still checked against its method
         svc.build(AnswerRequest(question="q", method="cot", options={"gate": "step"}))
     assert e.value.status_code == 422 and "unknown option(s) 'gate'" in e.value.detail
+
+
+@pytest.mark.parametrize("key,near,flag", [("threads", None, "--threads"), ("thread", "threads", "--threads"),
+                                           ("layer", None, "--layer"), ("precision", None, "--precision")])
+def test_a_model_option_given_as_a_method_option_says_where_it_goes(key, near, flag):
+    """`--option threads=2` (a grid run's options, a request's) was "did you mean 'theta', an option of flare?",
+    `--option layer=3` the list of the method's options: they say how the model loads, where each door sets it."""
+    said = (f"did you mean {near!r}? " if near else "") + f"how the model loads, not a method option: {flag} on"
+    for C in CONFIGS.values():
+        with pytest.raises(ValueError, match=re.escape(f"unknown option(s) {key!r} ({said}")):
+            C.from_dict({key: 2})
 
 
 def test_inf_spells_infinity_for_number_options_only():

@@ -198,6 +198,11 @@ class MethodConfig:
                     owners.setdefault(f.name, []).append(m)
 
             def hint(k: str) -> str:
+                near = difflib.get_close_matches(k, MODEL_OPTIONS, n=1, cutoff=0.8) if k not in owners else []
+                if near:  # "threads" was "did you mean 'theta', an option of flare?"
+                    flag, grid, py = MODEL_OPTIONS[near[0]]
+                    return (f"{k!r} ({'' if near[0] == k else f'did you mean {near[0]!r}? '}how the model loads, not a "
+                            f"method option: {flag} on the command line, {grid} at a grid's top, {py}= in Python)")
                 if k in owners:
                     return f"{k!r} (an option of {', '.join(owners[k])})"
                 if close := difflib.get_close_matches(k, sorted(names), n=1):
@@ -218,6 +223,14 @@ class MethodConfig:
 
     def replace(self, **kw):
         return self.from_dict({**asdict(self), **kw})
+
+
+#: How the model loads, set beside a method's options but not one of them: (flag, a grid's top-level key, the
+#: Python keyword of ``load_model`` and ``SeaKR.from_config``).
+MODEL_OPTIONS = {"precision": ("--precision", "precision", "precision"), "device": ("--device", "device", "device"),
+                 "threads": ("--threads", "threads", "threads"), "layer": ("--layer", "layer", "state_layer"),
+                 "state_layer": ("--layer", "layer", "state_layer"),
+                 "state_source": ("--state-source", "state_source", "state_source")}
 
 
 def default_prompt_style(lm) -> str:

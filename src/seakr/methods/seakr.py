@@ -159,17 +159,6 @@ def _found_nothing(asked: SeaKRConfig, settled: SeaKRConfig) -> bool:
     return bool(auto) and all(getattr(settled, k) == paper[k] for k in auto)
 
 
-def _near_a_model_option(options: dict, lm_keys: set, method_keys: set) -> None:
-    """An unknown option close to one the model loads with: ``thread=2`` was "did you mean 'theta', an option
-    of flare?", ``layer=3`` (the command line's ``--layer``) no hint at all."""
-    import difflib
-
-    for key in (k for k in options if k not in method_keys):
-        near = "state_layer" if key == "layer" else next(iter(difflib.get_close_matches(key, lm_keys, n=1, cutoff=0.8)), None)
-        if near is not None:
-            raise ValueError(f"unknown option {key!r} (did you mean {near!r}, an option of the model's load?)")
-
-
 class SeaKR(Method):
     name = "seakr"
     Config = SeaKRConfig
@@ -264,7 +253,6 @@ class SeaKR(Method):
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
-        _near_a_model_option(options, lm_keys, {f.name for f in dataclasses.fields(cls.Config)})
         config = cls.Config.from_dict(options)  # a bad option fails here, not after the load
         loaded = isinstance(model, Generator)
         if loaded and lm_opts:
