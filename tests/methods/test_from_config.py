@@ -115,8 +115,10 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
     assert [h["id"] for h in [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]] == ["p1", "p2"]
     for bad, needle in (([("p1", "text")], "search engine Mine: search() returned passage 0: expected a seakr.search.Passage, got tuple"),
                         ({"p1": PASSAGES[0]}, "search engine Mine: search() returned dict, expected a list"),
-                        ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number")):
-        with pytest.raises(TypeError, match=re.escape(needle)):
+                        ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number"),
+                        # an id of no visible text (it names the passage in traces and rows) was taken
+                        ([Passage("\u200b", "t", "x", 1.0)], "passage 0: its id '\\u200b' has no visible character")):
+        with pytest.raises((TypeError, ValueError), match=re.escape(needle)):
             IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")
     # FAISS's scores are float32 ("expected a finite number"), taken as floats; a passage of no visible text is
     # none (it was kept and put into the prompt empty), as an index's intake skips it

@@ -125,3 +125,13 @@ def test_a_passage_without_a_title_is_one_whose_title_is_none():
     p = Passage("p", None, "Alien is a 1979 film directed by Ridley Scott.")
     assert p.title == "" and p.to_dict()["title"] == ""
     assert [h.id for h in passages_engine([p, {"id": "q", "title": None, "text": "a dog"}]).search("Alien", 3)] == ["p"]
+
+
+def test_an_engine_built_from_passages_refuses_an_id_of_no_visible_text(tmp_path):
+    """`passages_engine` and the corpus readers refused such an id; `TantivyEngine.build` from Python took it."""
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    for pid in (" ", "\x00", "\u200b"):
+        with pytest.raises(ValueError, match=r"^passage 1: its id .* has no visible character; ids are visible text$"):
+            TantivyEngine.build([Passage("a", "", "x"), Passage(pid, "T", "dog")], tmp_path / "idx")
+        assert not (tmp_path / "idx").exists()

@@ -124,6 +124,8 @@ def check_passage(n: int, p) -> None:
             raise TypeError(f"passage {n} (id {p.id!r}): {name} must be text, got {type(v).__name__}")
         if not encodable(v):  # was tantivy's "Value unsupported", naming no passage
             raise ValueError(f"passage {n} (id {p.id!r}): {name} is not valid UTF-8 text (half a surrogate pair)")
+    if blank(p.id):  # an id names the passage in traces, rows and the duplicate check (the readers refuse it too)
+        raise ValueError(f"passage {n}: its id {p.id!r} has no visible character; ids are visible text")
 
 
 #: Words past which a passage given in a corpus file is called long (DPR's passages are 100, a Wikipedia lead ~300).
@@ -190,8 +192,8 @@ def check_hits(hits, k: int, engine) -> list[Passage]:
     for n, p in enumerate(hits):
         try:
             check_passage(n, p)
-        except TypeError as e:
-            raise TypeError(f"search engine {name}: search() returned {e}") from None
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"search engine {name}: search() returned {e}") from None
         if isinstance(p.score, bool) or not isinstance(p.score, numbers.Real) or not math.isfinite(p.score):
             # the candidate probe reads the engine's score as a feature
             raise TypeError(f"search engine {name}: search() returned passage {n} (id {p.id!r}) with score "
