@@ -498,8 +498,12 @@ def row_width_refused(path: str, reader, start: int, got: int, expected: str) ->
 
 def blank(text: str) -> bool:
     """No visible character: empty, spaces, control or zero-width characters, or a console's escapes only (a NUL
-    typed or sent is not a question; "\x1b[0m" was one, asked as "" once its escape was dropped)."""
-    return not any(ch.isprintable() and not ch.isspace() for ch in without_controls(text))
+    typed or sent is not a question; "\x1b[0m" was one, asked as "" once its escape was dropped). Only an escape's
+    tail is printable, so the text is cleaned only where it holds an ESC: every passage of an index build passes
+    here (cleaning each cost 10 us a 600-character passage, 50 times the strip it replaced)."""
+    if "\x1b" in text:
+        text = without_controls(text)
+    return not any(ch.isprintable() and not ch.isspace() for ch in text)
 
 
 def encodable(text: str) -> bool:
