@@ -289,8 +289,13 @@ def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
     records as JSON lines (what its layout is told from)."""
     if record_file(path):
         return _records_head(path, nchars, error)
+    return head_of(lines(path, error, max_line=max(nchars, 1 << 20), cut=True), nchars)
+
+
+def head_of(numbered: Iterable[tuple[int, str]], nchars: int) -> str:
+    """The whole lines of (line number, line) pairs that hold the first ``nchars`` characters."""
     out, size = [], 0
-    for _, line in lines(path, error, max_line=max(nchars, 1 << 20), cut=True):
+    for _, line in numbered:
         out.append(line)
         size += len(line)
         if size >= nchars:

@@ -200,7 +200,7 @@ def _piped(path: str) -> list[tuple[int, str]] | None:
 
 
 def _head(path: str, piped: list[tuple[int, str]] | None, nchars: int) -> str:
-    return textio.head(path, nchars, CorpusError) if piped is None else "".join(line for _, line in piped)[:nchars]
+    return textio.head(path, nchars, CorpusError) if piped is None else textio.head_of(piped, nchars)
 
 
 def _whole_json(path: str, piped: list[tuple[int, str]] | None):
