@@ -190,6 +190,7 @@ class MethodConfig:
         if unknown:
             import difflib
 
+            from ..models import MODEL_OPTIONS
             from . import METHODS
 
             owners: dict[str, list[str]] = {}  # every method's options: "gate" given to cot is SeaKR's
@@ -223,14 +224,6 @@ class MethodConfig:
 
     def replace(self, **kw):
         return self.from_dict({**asdict(self), **kw})
-
-
-#: How the model loads, set beside a method's options but not one of them: (flag, a grid's top-level key, the
-#: Python keyword of ``load_model`` and ``SeaKR.from_config``).
-MODEL_OPTIONS = {"precision": ("--precision", "precision", "precision"), "device": ("--device", "device", "device"),
-                 "threads": ("--threads", "threads", "threads"), "layer": ("--layer", "layer", "state_layer"),
-                 "state_layer": ("--layer", "layer", "state_layer"),
-                 "state_source": ("--state-source", "state_source", "state_source")}
 
 
 def default_prompt_style(lm) -> str:

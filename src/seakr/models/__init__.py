@@ -28,6 +28,14 @@ def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, **kwargs) -> "Language
     return HFLanguageModel(name, **{k: native(v) for k, v in kwargs.items()})  # threads=np.int64(2) from a sweep
 
 
+#: How the model loads, set beside a method's options but not one of them: (flag, a grid's top-level key, the
+#: Python keyword of ``load_model`` and ``SeaKR.from_config``).
+MODEL_OPTIONS = {"precision": ("--precision", "precision", "precision"), "device": ("--device", "device", "device"),
+                 "threads": ("--threads", "threads", "threads"), "layer": ("--layer", "layer", "state_layer"),
+                 "state_layer": ("--layer", "layer", "state_layer"),
+                 "state_source": ("--state-source", "state_source", "state_source")}
+
+
 def _check_load_options(cls, kwargs: dict) -> None:
     """An option ``load_model`` does not take, with the closest it does: ``layer=`` (the command line's ``--layer``)
     was "HFLanguageModel.__init__() got an unexpected keyword argument 'layer'"."""
@@ -36,16 +44,15 @@ def _check_load_options(cls, kwargs: dict) -> None:
     from ..textio import unknown_key
 
     allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model") and not p.startswith("_")]
-    flags = {"layer": "state_layer"}  # the command line's name for it
     for key in kwargs:
-        if key in flags:
-            raise TypeError(f"load_model: unknown option {key!r} (did you mean {flags[key]!r}?)")
+        if key in MODEL_OPTIONS and MODEL_OPTIONS[key][2] != key:  # the command line's name for it (layer)
+            raise TypeError(f"load_model: unknown option {key!r} (did you mean {MODEL_OPTIONS[key][2]!r}?)")
         if key not in allowed:
             raise TypeError(unknown_key("load_model", key, allowed).replace("unknown key", "unknown option", 1))
 
 
 __all__ = [
     "ATTENTION", "CAPABILITIES", "CHAT", "DEFAULT_MODEL", "GENERATE", "NEXT_TOKEN", "REGISTRY", "STATES", "TEST_MODEL",
-    "Generation", "GenerationConfig", "LanguageModel", "MissingCapability", "ModelNotInstalled", "Sample",
+    "MODEL_OPTIONS", "Generation", "GenerationConfig", "LanguageModel", "MissingCapability", "ModelNotInstalled", "Sample",
     "load_model", "model_path", "require", "resolve",
 ]
