@@ -76,9 +76,25 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
         with pytest.raises(ValueError, match=f"holds {name} already; merge into a new directory"):
             merge_runs(tmp_path / name, [str(tmp_path / "a"), str(tmp_path / "d")])
         assert (tmp_path / name / name).read_text() == "{}\n"
-    for bad in ("3/3", "x", "1/0", "-1/2"):
-        with pytest.raises(ValueError, match=f"^shard {bad!r}: "):
+    for bad in ("3/3", "x", "1/0", "-1/2", "0/+2", "+0/2", "\u0660/\u0662", "0/2.0"):
+        with pytest.raises(ValueError, match=f"^shard {re.escape(repr(bad))}: "):
             parse_shard(bad)
+
+
+def test_a_shard_is_recorded_as_i_over_n(tmp_path):
+    """``--shard 00/02`` (a zero-padded array index) was recorded as given, and merge compared the split as
+    text: its sibling 1/2 was "of another split than 00/02"; a --resume as 0/2 was "another shard"."""
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.runner import check_same_questions, merge_runs
+
+    for given in ("00/02", " 0/2", "0 / 2"):
+        assert EvalPlan(data=HOTPOT, out=str(tmp_path / "p"), runs=["cot"], shard=given).check().shard == "0/2"
+    _fake_run(tmp_path / "a", "00/02", ids=("q1",))  # as runs before this recorded it
+    _fake_run(tmp_path / "b", "1/2", ids=("q2",))
+    assert merge_runs(tmp_path / "m", [str(tmp_path / "a"), str(tmp_path / "b")])["n"] == 2
+    check_same_questions({"shard": "00/02"}, {"shard": "0/2"}, "r")
+    with pytest.raises(ValueError, match="--resume with shard 1/2 but the run recorded shard 0/2"):
+        check_same_questions({"shard": "0/2"}, {"shard": "1/2"}, "r")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")

@@ -198,8 +198,11 @@ def select_examples(examples: Sequence[Example], limit: int | None = None, every
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list."""
+    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list. Digits only
+    (``int`` also took " 0/+2" and Arabic-Indic digits, which runs then recorded as given)."""
     try:
+        if not re.fullmatch(r"\s*[0-9]+\s*/\s*[0-9]+\s*", text):
+            raise ValueError(text)
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
         raise SettingError("shard", f"{text!r}: expected I/N, e.g. 0/4") from None
@@ -375,8 +378,8 @@ class EvalPlan:
             raise PlanError(f"eval: {'index' if self.index else 'filler'} is searched only by methods that retrieve, "
                             f"and no run of the plan does ({', '.join(sorted({r.method for r in self.runs}))}); "
                             "leave it out")
-        if self.shard is not None:
-            parse_shard(self.shard)
+        if self.shard is not None:  # recorded as I/N: merge and --resume compare it ("00/02" was "another split")
+            self.shard = "{}/{}".format(*parse_shard(self.shard))
         check_settings(self.seed, self.prompt_set)
         if not isinstance(self.model, ModelSpec):
             raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")

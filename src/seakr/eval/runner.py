@@ -413,7 +413,7 @@ def check_same_questions(old: dict, new: dict, where) -> None:
         raise ValueError(f"{where}: --resume with different data ({new.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
     for key in ("shard", "every"):
-        if key in old and key in new and old[key] != new[key]:
+        if key in old and key in new and (_shard_of(old) != _shard_of(new) if key == "shard" else old[key] != new[key]):
             raise ValueError(f"{where}: --resume with {key} {new[key]} but the run recorded {key} {old[key]}")
 
 
@@ -783,7 +783,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
             raise ValueError(f"{d}: a different run than {dirs[0]} ({said_differences(diff, 'there', 'here')})")
         if cfgs and other_data(cfgs[0], cfg):
             raise ValueError(f"{d}: a different run than {dirs[0]} (another data file)")
-        if cfgs and (cfg.get("shard") or "0/1").split("/")[1] != (cfgs[0].get("shard") or "0/1").split("/")[1]:
+        if cfgs and _shard_of(cfg)[1] != _shard_of(cfgs[0])[1]:
             raise ValueError(f"{d}: " + (f"shard {cfg['shard']}" if cfg.get("shard") else "a whole run (no --shard)")
                              + f" is of another split than {cfgs[0].get('shard') or 'a whole run (no --shard)'}")
         for key in ("limit", "every"):  # shards of one run cut the same questions
@@ -797,8 +797,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         cfgs.append(cfg)
     if not cfgs:
         raise ValueError("merge: no shard directories given")
-    n = int((cfgs[0].get("shard") or "0/1").split("/")[1])
-    have = {int((c.get("shard") or "0/1").split("/")[0]) for c in cfgs}
+    n = _shard_of(cfgs[0])[1]
+    have = {_shard_of(c)[0] for c in cfgs}
     missing = sorted(set(range(n)) - have)
     if missing:
         warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
@@ -808,6 +808,13 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     with run_lock(out):  # two merges into one new folder at once each wrote their rows over the other's
         _check_unheld(out)  # again, now that no other merge can be writing here
         return _write_merged(out, dirs, cfgs, rows, missing)
+
+
+def _shard_of(cfg: dict) -> tuple[int, int]:
+    """A run's shard as numbers, (0, 1) for a whole run: runs before the plan wrote I/N recorded "00/02" as given."""
+    from .plan import parse_shard
+
+    return parse_shard(cfg["shard"]) if cfg.get("shard") else (0, 1)
 
 
 def _check_unheld(out: Path) -> None:
