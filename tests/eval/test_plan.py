@@ -487,6 +487,9 @@ def test_a_finished_run_resumed_is_summarised_without_loading_the_model(tmp_path
     again = run_plan(dataclasses.replace(plan, resume=True), progress=False, say=said.append)
     assert loads == [] and said[0].startswith("nothing left to answer") and again == first
     assert json.loads((tmp_path / "o" / "ircot" / "summary.json").read_text()) == json.loads(json.dumps(first[1]))
+    fewer = run_plan(dataclasses.replace(plan, resume=True, limit=2), progress=False, say=said.append)
+    assert loads == [] and [s["n"] for s in fewer] == [2, 2]  # the table of the two; the folder's of all three:
+    assert json.loads((tmp_path / "o" / "ircot" / "summary.json").read_text()) == json.loads(json.dumps(first[1]))
     rows = tmp_path / "o" / "ircot" / "results.jsonl"
     rows.write_text("".join(rows.read_text().splitlines(keepends=True)[:-1]))  # the committed row stands for it
     assert run_plan(dataclasses.replace(plan, resume=True), progress=False, say=lambda s: None) == first

@@ -83,6 +83,19 @@ def test_timing_adds_up_over_resumed_runs_and_a_finished_resume_keeps_it(tmp_pat
            {k: s[k] for k in ("timed_questions", "wall_seconds", "concurrency")}
 
 
+def test_a_resume_with_a_smaller_limit_keeps_the_folders_summary_of_every_row(tmp_path, capsys):
+    """`eval --resume --limit 2` over a run of 5 wrote the summary of its 2 questions over the run's, while
+    `compare` and `report` read all 5 rows: the folder said n 2 beside 5 rows. The table returned (printed) is of
+    the 2 asked for; the summary files stay of every row, and a warning says which is which."""
+    whole = run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path)
+    two = run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path, resume=True)
+    assert two["n"] == 2 and two["em"] == 0.5
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk["n"] == 5 and on_disk["em"] == whole["em"] and "| 5 |" in (tmp_path / "summary.md").read_text()
+    assert "holds 5 answered questions, 3 beyond these 2" in capsys.readouterr().err
+    assert "| 5 |" in compare([str(tmp_path)])
+
+
 def test_throughput_arithmetic_and_summaries_written_before_it_was_counted():
     assert throughput({}, 0, 5.0, 4) == {}
     assert throughput({}, 10, 60.0, 4) == {"wall_seconds": 60.0, "timed_questions": 10,

@@ -536,7 +536,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
             "summaries from the rows, the model not loaded")
         for run, (_, method) in zip(plan.runs, done):
             say(f"config[{run.name}]: " + json.dumps(method))  # as the run recorded it
-        return [summary_of_rows(plan.out_for(r), rows, r.name) for r, (rows, _) in zip(plan.runs, done)]
+        return [summary_of_rows(plan.out_for(r), rows, r.name, sel.examples) for r, (rows, _) in zip(plan.runs, done)]
     index = plan.ensure_index(sel, progress)
     warn_unlabelled(plan.data, sel.examples)  # after every refusal of the input: those stay one line
     say(f"index: {redact(index) if index else 'none (no run searches)'}")

@@ -681,15 +681,27 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
         else:
             answer_concurrently(one, todo, concurrency, takes_cancel(method))
         rows = log.rows_for(examples)  # a resumed log may hold questions outside this --limit
-    return _summary(Path(out_dir), rows, cfg["name"], resume, len(todo), time.perf_counter() - t_start, concurrency)
+        held = list(log.rows)
+    return _summary(Path(out_dir), rows, cfg["name"], resume, len(todo), time.perf_counter() - t_start, concurrency,
+                    held)
 
 
-def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered: int, wall: float, concurrency: int) -> dict:
-    """The run's summary over ``rows``, written beside them (the timing adds to a resumed run's)."""
+def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered: int, wall: float, concurrency: int,
+             held: Sequence[dict] | None = None) -> dict:
+    """The summary of ``rows`` (the selected questions), returned; the one written beside them is of ``held``,
+    every row the folder keeps, which `compare`, `report` and `export` read (a resume with a smaller --limit
+    wrote the summary of its few questions over the run's). The timing adds to a resumed run's."""
     old = _read_summary(out / "summary.json") if resume else {}
-    s = {**summarize([ResultRow.from_dict(r) for r in rows], name), **throughput(old, answered, wall, concurrency)}
-    write_atomic(out / "summary.json", strict_json(s, indent=2))
-    write_atomic(out / "summary.md", summary_markdown([s]))
+    timing = throughput(old, answered, wall, concurrency)
+    s = {**summarize([ResultRow.from_dict(r) for r in rows], name), **timing}
+    kept = s if held is None or len(held) == len(rows) else \
+        {**summarize([ResultRow.from_dict(r) for r in held], name), **timing}
+    if kept is not s:
+        warn(f"{name}: {out} holds {len(held)} answered questions, {len(held) - len(rows)} beyond these {len(rows)} "
+             f"(an earlier, larger --limit); the table here is of these {len(rows)}, its summary files (and compare, "
+             f"report) of all {len(held)}")
+    write_atomic(out / "summary.json", strict_json(kept, indent=2))
+    write_atomic(out / "summary.md", summary_markdown([kept]))
     if s.get("empty_retrieval_rate") == 1:  # "retrieval rate 1.00" read as if passages had been read
         warn(f"{name}: none of its {round(s['retrievals_per_question'] * s['n'])} searches found a passage: does the "
              "index hold these questions' passages? (leave --index out for the pooled index of the data file's own "
@@ -708,8 +720,8 @@ def recorded_with(out_dir: str | os.PathLike, model: str) -> dict | None:
 
 
 def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> list[dict] | None:
-    """The rows of ``examples`` in a run that has nothing left to do for them, read as :class:`RowLog` reads
-    them; None where a resume would answer a question, mend a file (a torn line, a committed row missing beside
+    """Every row of a run that has nothing left to do for ``examples`` (it may hold more: a larger --limit's),
+    read as :class:`RowLog` reads them; None where a resume would answer a question, mend a file (a torn line, a committed row missing beside
     its full one) or warn, which a run does as ever. (A finished run resumed, by a job resubmitted or a grid
     run again, loaded the model to find nothing to do: seconds on a CPU, minutes for a large model on a GPU.)"""
     out, want = Path(out_dir), {ex.id for ex in examples}
@@ -723,12 +735,14 @@ def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> li
     rows = joined_rows(read_results(out / "results.jsonl", torn=torn, skipped=skipped, check=check_row), slim, torn)
     if skipped or not want <= {r["id"] for r in rows}:
         return None
-    return [r for r in rows if r["id"] in want]
+    return rows
 
 
-def summary_of_rows(out_dir: str | os.PathLike, rows: Sequence[dict], name: str) -> dict:
-    """A finished run's summary, written again from its rows (:func:`finished_rows`), its timing kept."""
-    return _summary(Path(out_dir), rows, name, True, 0, 0.0, 1)
+def summary_of_rows(out_dir: str | os.PathLike, rows: Sequence[dict], name: str, examples: Sequence[Example]) -> dict:
+    """A finished run's summary of ``examples``, written again from its rows (:func:`finished_rows`: all of them,
+    a larger --limit's too, for the files), its timing kept."""
+    want = {ex.id for ex in examples}
+    return _summary(Path(out_dir), [r for r in rows if r["id"] in want], name, True, 0, 0.0, 1, rows)
 
 
 def _percent(rows: Sequence[dict], key: str) -> str:
