@@ -48,6 +48,11 @@ def test_the_tap_that_carries_the_label_wins(tmp_path):
     assert only.tap == "L1:mlp" and set(t) == {"L1:mlp"}
     with pytest.raises(ValueError, match="L9:mlp"):
         fit_from_studies([run], tap="L9:mlp")
+    # spelled as `detect --probe` takes it: "1:mlp" was "the studies stored L1:mlp, L2:mlp"
+    assert fit_from_studies([run], tap=" 1:mlp")[0].tap == "L1:mlp"
+    for bad in ("L1", "all", "1:mlp,2:mlp", "", "l1:mlp"):
+        with pytest.raises(ValueError, match=r"^--tap: .* is not one LAYER:SOURCE"):
+            fit_from_studies([run], tap=bad)
     other = make_study(tmp_path / "o", model="other")
     with pytest.raises(ValueError, match="other"):
         fit_from_studies([run, other])
@@ -221,6 +226,9 @@ def test_the_candidate_probe_stacks_state_and_engine_into_one_linear_probe(tmp_p
     # the folded probe is one linear function of [state, engine], scored as SeaKR scores it
     p = np.array([full.score(s, e) for s, e in zip(c["states"], c["engine"])])
     assert auroc(list(p), list(c["wrong"])) > max(auroc(list(-c["engine"][:, 0]), list(c["wrong"])), 0.8)
+    assert fit_from_studies([run], form="candidate", tap="3:mlp")[0].tap == "L3:mlp"
+    with pytest.raises(ValueError, match=r"^--tap L2:mlp: the re-rank studies stored L3:mlp only$"):  # was unread
+        fit_from_studies([run], form="candidate", tap="L2:mlp")
     state_only, engine_only = fit_candidate_probe([run], with_engine=False), fit_candidate_probe([run], with_state=False)
     assert state_only.dim == 12 and not state_only.features and engine_only.dim == 5
     assert full.provenance["cv_auroc"] > engine_only.provenance["cv_auroc"]
@@ -402,7 +410,8 @@ def test_a_stacked_check_probe_learns_what_the_scores_carry_beyond_the_state(tmp
         fit_from_studies([run], form="cot", features=["eigen"])
 
 
-@pytest.mark.parametrize("features, says", [("eigen,prompt", "prompt is not an estimator"), (",,", "expected comma-separated names")])
+@pytest.mark.parametrize("features, says", [("eigen,prompt", "prompt is not an estimator"), (",,", "expected comma-separated names"),
+                                             ("eigen,ln-entropy,eigen", "--features: eigen is named twice")])
 def test_probe_fit_features_refuses_bad_names_in_one_line(tmp_path, features, says):
     run = make_study(tmp_path / "s")
     r = run_cli("probe", "fit", str(run), "--features", features, "--out", str(tmp_path / "p.json"))

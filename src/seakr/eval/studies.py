@@ -345,10 +345,10 @@ def study_taps(own, probe=(), probe_model_tap=None) -> list:
     return list(dict.fromkeys([own, *probe, *([probe_model_tap] if probe_model_tap is not None else [])]))
 
 
-def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
+def parse_taps(spec: str | None, layers: int | None, where: str = "--probe") -> list[tuple[int, str]]:
     """``all`` (every layer, both sources), ``mlp`` or ``residual`` (every layer, one source), or a
     comma list such as ``11:mlp,L5:residual``; layers are 0-based. ``layers=None`` checks only the
-    spelling (before the model is loaded), so the keywords give no taps yet."""
+    spelling (before the model is loaded), so the keywords give no taps yet. ``where`` names the flag."""
     if not spec or (layers is None and spec in TAP_KEYWORDS):
         return []
     if spec in TAP_KEYWORDS:
@@ -358,7 +358,7 @@ def parse_taps(spec: str | None, layers: int | None) -> list[tuple[int, str]]:
         li, _, src = part.strip().removeprefix("L").partition(":")
         if not li.isdigit() or src not in ("mlp", "residual") or (layers is not None and int(li) >= layers):
             span = f"0..{layers - 1}" if layers is not None else "a 0-based layer"
-            raise ValueError(f"--probe: {part.strip()!r} is not LAYER:SOURCE (LAYER {span}, SOURCE mlp or "
+            raise ValueError(f"{where}: {part.strip()!r} is not LAYER:SOURCE (LAYER {span}, SOURCE mlp or "
                              "residual), nor all, mlp or residual")
         taps.append((int(li), src))
     return taps

@@ -182,6 +182,24 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     return str(model), list(taps), np.stack(xs), np.array(ys), data, {}
 
 
+def one_tap(tap: str) -> str:
+    """``--tap`` as stored taps are named: ``best``, or one LAYER:SOURCE read as `detect --probe` reads it
+    (``11:mlp`` was "the studies stored ... L11:mlp, ...": the study's own flag had taken it)."""
+    from ..eval.states import tap_name
+    from ..eval.studies import parse_taps
+
+    if tap is None or tap == "best":  # None: Python's "not given"
+        return "best"
+    try:
+        taps = parse_taps(tap, None, "--tap") if isinstance(tap, str) and tap.strip() else []
+    except ValueError:
+        taps = []
+    if len(taps) != 1:  # all, mlp, residual (several taps), a list, an empty text
+        raise ValueError(f"--tap: {tap!r} is not one LAYER:SOURCE (LAYER 0-based, SOURCE mlp or residual, e.g. "
+                         "L11:mlp), nor best (every stored tap)")
+    return tap_name(taps[0])
+
+
 def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str = "best", folds: int = 5,
                      report=None, features: Sequence[str] = ()) -> tuple[Probe, dict]:
     """A probe per tap (``tap="best"``: every stored tap, the best cross-validated AUROC wins), fitted
@@ -189,6 +207,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
     probe and {tap: cv_auroc}. ``features`` (short form): estimators of the check's own samples the
     probe reads after the state, stacked on the chosen tap's state probe (:func:`check_probe`)."""
     check_form(form)
+    tap = one_tap(tap)
     if features:
         if form != "short":
             raise ValueError(f"--features: only a short-form (knowledge check) probe reads its scores, not --form {form}")
@@ -197,7 +216,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
     if form == "candidate":
-        p = fit_candidate_probe(runs, folds)
+        p = fit_candidate_probe(runs, folds, tap=tap)
         if report:
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
@@ -371,13 +390,15 @@ def _add_candidates(out: dict, r: dict, store, where) -> None:
 
 
 def fit_candidate_probe(runs: Sequence[str | Path], folds: int = 5, with_state: bool = True,
-                        with_engine: bool = True) -> Probe:
+                        with_engine: bool = True, tap: str = "best") -> Probe:
     """The re-rank probe: P(the passage is not supporting) from the candidate's step state and the
     engine's rank and score, cross-validated by question. ``with_state``/``with_engine`` leave one part
     out (to measure what each adds). With both, the two are stacked (:func:`stack_probe`): one L2
     penalty over ~900 state weights and 5 engine features would shrink the engine's few strong weights
     with the state's many weak ones."""
     c = candidate_rows(runs)
+    if tap not in ("best", c["tap"]):  # a re-rank study stores the model's own tap only: it was taken, unread
+        raise ValueError(f"--tap {tap}: the re-rank studies stored {c['tap']} only")
     kw = dict(model=str(c["model"]), tap=c["tap"], form="candidate", folds=folds, data="+".join(c["data"]), groups=c["groups"])
     if with_state and with_engine:
         return stack_probe(c["states"], c["engine"], c["wrong"], **kw)

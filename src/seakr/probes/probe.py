@@ -59,6 +59,9 @@ def check_score_names(names: Sequence[str], where: str) -> None:
     if bad:
         raise ValueError(f"{where}: {', '.join(bad)} is not an estimator of the check's samples "
                          f"(one of {', '.join(e for e in ESTIMATORS if e != 'prompt')})")
+    twice = next((n for i, n in enumerate(names) if n in list(names)[:i]), None)
+    if twice is not None:  # its column went in twice, and the probe file listed it twice
+        raise ValueError(f"{where}: {twice} is named twice")
 
 
 def score_features(scores: dict, names: Sequence[str]) -> np.ndarray | None:
