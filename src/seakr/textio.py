@@ -404,14 +404,19 @@ def record_rows(path, error: type[Exception] = ValueError, batch: int = 1024) ->
         import pyarrow.parquet as pq
     except ImportError:
         raise error(f"{path}: {_a(kind)} file; reading it needs pyarrow (pip install 'seakr[parquet]')") from None
-    n = 0
+    n, twice = 0, None
     try:
         for rows in (pq.ParquetFile(path).iter_batches(batch_size=batch) if kind == "Parquet" else _arrow_batches(path, batch)):
+            names = rows.schema.names
+            if n == 0 and (twice := next((c for i, c in enumerate(names) if c in names[:i]), None)):
+                break  # a row as a dict kept one of the two columns' cells, unsaid
             for rec in rows.to_pylist():
                 n += 1
                 yield n, rec
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError; a cut file an OSError
         raise error(f"{path}: a damaged {kind} file after row {n} ({first_line(e)})") from None
+    if twice:
+        raise error(f"{path}: two columns are named {twice!r}; rename one")
 
 
 def _a(kind: str) -> str:
@@ -582,6 +587,18 @@ def table_delimiter(line: str, names) -> str:
         if d in line and any(c.strip().lower() in names for c in next(csv.reader([line], delimiter=d))):
             return d
     return ","
+
+
+def column_twice(header: list[str], names) -> str | None:
+    """Why a table's header cannot be read: one of ``names`` (lower case) named by two columns (case and
+    spaces aside), e.g. "'answer' names columns 2 and 3"; None where each names at most one. The readers took
+    the first column and dropped the other's cells unsaid."""
+    low = [h.strip().lower() for h in header]
+    for n in names:
+        at = [i + 1 for i, h in enumerate(low) if h == n]
+        if len(at) > 1:
+            return f"{n!r} names columns {', '.join(map(str, at[:-1]))} and {at[-1]}: which is meant? name one of them"
+    return None
 
 
 def native(v):

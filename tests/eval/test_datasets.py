@@ -375,6 +375,10 @@ def test_a_parquet_file_from_the_hub_reads_as_its_json_lines(tmp_path, monkeypat
 
     with pytest.raises(CorpusError, match=r"a Parquet file, which is read as records, not text"):  # was "not UTF-8 text"
         list(read_corpus(str(parquet), "dpr"))
+    twice = tmp_path / "twice.parquet"  # a record as a dict kept the last 'answer' column's cells, unsaid
+    pq.write_table(pa.table([["q1"], ["Who?"], ["Ann"], ["Bo"]], names=["id", "question", "answer", "answer"]), twice)
+    with pytest.raises(DatasetError, match=r"^\S*twice.parquet: two columns are named 'answer'; rename one$"):
+        load_dataset(str(twice))
     cut = tmp_path / "cut.parquet"
     cut.write_bytes(parquet.read_bytes()[:300])
     with pytest.raises(DatasetError, match=r"cut.parquet: a damaged Parquet file after row 0"):
@@ -516,6 +520,9 @@ def test_a_question_answer_table_reads_as_csv_or_tsv_by_its_header(tmp_path):
         load_dataset(csv_)
     csv_.write_text("id,question,answer\na,Who?,x\na,Where?,y\n")
     with pytest.raises(DatasetError, match=r"mine.csv:3: id 'a' repeats the question at .*mine.csv:2"):
+        load_dataset(csv_)
+    csv_.write_text("question,answer,Answer \nWho?,Ann,Bo\n")  # the second column's answers were dropped unsaid
+    with pytest.raises(DatasetError, match=r"mine.csv:1: 'answer' names columns 2 and 3: which is meant"):
         load_dataset(csv_)
 
 

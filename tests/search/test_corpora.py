@@ -402,6 +402,7 @@ def test_a_csv_of_passages_is_a_corpus(tmp_path):
     assert [p.id for p in read_corpus(str(tmp_path / "docs.tsv"))] == [ctx_id("Lima", "Lima is in Peru.")]
     for content, needle in (("id;title;text\n1;A;one; two\n", r"docs.csv:2: expected 3 columns split by ';' \(as the header\), got 4"),
                             ("name,body\nA,b\n", r"docs.csv:1: expected a header naming a 'text' column"),
+                            ("id,text,Text\n1,a,b\n", r"docs.csv:1: 'text' names columns 2 and 3: which is meant"),
                             ("question,answer\nWho?,Bob\n", r"docs.csv: questions \(a dataset\), without passages")):
         f.write_text(content)
         with pytest.raises(CorpusError, match=needle):

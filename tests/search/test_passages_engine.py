@@ -107,6 +107,11 @@ def test_rows_given_in_code_are_read_as_a_corpus_file_s_lines(tmp_path):
                for i, (r, p) in enumerate(zip(rows, from_file))]
     assert [(p.id, p.title, p.text) for p in in_code] == [(p.id, p.title, p.text) for p in from_file]
     assert [(p.id, p.title) for p in from_file] == [("a", ""), ("7.5", "B"), ("c", "Heat"), ("d", "D"), ("e", "")]
+    pa = pytest.importorskip("pyarrow")  # two columns of one name: a row as a dict kept one's cells, unsaid
+    for table in (pd.DataFrame([["k", "Kubrick.", "Alien."]], columns=["id", "text", "text"]),
+                  pa.table([["k"], ["Kubrick."], ["Alien."]], names=["id", "text", "text"])):
+        with pytest.raises(SearchError, match=r"^index: the table names two columns 'text'; rename one$"):
+            passages_engine(table)
 
 
 def test_a_passage_of_invisible_characters_is_skipped_as_empty_beside_others():

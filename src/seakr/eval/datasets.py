@@ -451,6 +451,8 @@ def table_columns(header: list[str], where: str) -> dict[str, int | None]:
     """Column index of each of ``TABLE_COLUMNS`` in ``header``; a missing question column is named (without an
     id column the rows are numbered; without an answer column the questions are read alone, unscored)."""
     low = [h.strip().lower() for h in header]
+    if twice := textio.column_twice(header, [n for names in TABLE_COLUMNS.values() for n in names]):
+        raise DatasetError(f"{where}: {twice}")
     cols = {k: next((low.index(n) for n in names if n in low), None) for k, names in TABLE_COLUMNS.items()}
     if cols["question"] is None:
         names = " or ".join(TABLE_COLUMNS["question"])

@@ -78,6 +78,10 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     from .tantivy_engine import TantivyEngine
 
     if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
+        names = [str(c) for c in (docs.column_names if hasattr(docs, "column_names") else docs.columns)]
+        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        if twice is not None:  # its rows as dicts kept one of the two columns' cells, unsaid
+            raise SearchError(f"index: the table names two columns {twice!r}; rename one")
         docs = docs.to_pylist() if hasattr(docs, "to_pylist") else docs.to_dict("records")
     if isinstance(docs, Mapping) and ("text" in docs or "contents" in docs) and \
             not any(isinstance(v, (Mapping, Passage)) for v in docs.values()):  # read as id -> text, its keys as ids

@@ -131,6 +131,8 @@ def _table_columns(path: str, header: list[str], headerless: bool) -> tuple[int 
     collection, which has no header: two columns, a numeric id and the text."""
     cols = [h.strip().lower() for h in header]
     if "text" in cols:
+        if twice := textio.column_twice(header, ("id", "text", "title")):
+            raise CorpusError(f"{path}:1: {twice}")
         return (cols.index("id") if "id" in cols else None, cols.index("text"),
                 cols.index("title") if "title" in cols else None)
     if headerless and len(header) == 2 and header[0].strip().isdigit():
