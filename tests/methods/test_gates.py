@@ -162,6 +162,29 @@ def test_auto_settles_on_what_is_fitted_for_the_model(tmp_path, idx, capsys):
     assert simple.config.gate == "step"
 
 
+def test_an_option_the_settled_configuration_does_not_read_is_said(tmp_path, idx, capsys):
+    """``--delta`` beside gate=auto, settled to the model's fitted probe (the default 0.5B's), was taken, recorded
+    and unread: past the check every step retrieves. So were gate_p under the step gate, the check's options
+    without a check and rerank_z beside another re-rank. Each is said once, naming what would read it."""
+    lm = ScriptedLM(script(), dim=DIM)
+    bank = write_bank(tmp_path)
+    SeaKR(lm, idx, delta=-1.25, gate_p=0.45, probes=bank)  # auto: the probe fitted for "scripted"
+    err = capsys.readouterr().err
+    assert "option delta=-1.25 is not read: gate=probe (auto's choice for scripted) decides retrieval" in err
+    assert "gate_p" not in err  # the probe gate reads it
+    SeaKR(lm, idx, gate="step", delta=-1.5, gate_p=0.35, rerank_z=2.5, check_estimator="ln-entropy",
+          check_temperature=0.7, probes=bank)
+    err = capsys.readouterr().err
+    assert "option delta" not in err and "option gate_p=0.35 is not read: gate=step reads no probability" in err
+    assert "option rerank_z=2.5 is not read: rerank=self-aware (auto's choice) does not weigh" in err
+    assert "option check_estimator='ln-entropy' is not read: gate=step draws no check samples" in err
+    assert "option check_temperature=0.7 is not read" in err
+    SeaKR(lm, idx, gate="step", retrieval="always", delta=-1.75, probes=bank)
+    assert "option delta=-1.75 is not read: retrieval=always retrieves at every step" in capsys.readouterr().err
+    SeaKR(lm, idx, gate="check", gate_p=0.45, check_temperature=0.7, rerank="guarded", rerank_z=2.5, probes=bank)
+    assert capsys.readouterr().err == ""  # each read
+
+
 def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final_samples(tmp_path, idx):
     bank = write_bank(tmp_path)
     (tmp_path / "reasoning.json").write_text(json.dumps({"scripted": {"reasoning": "knowledge", "n": 200}}))

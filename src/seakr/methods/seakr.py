@@ -177,6 +177,30 @@ class SeaKR(Method):
         self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
+        for name, why in self._unread():
+            warn(f"option {name}={said(getattr(c, name))} is not read: {why}", once=True)
+
+    def _unread(self) -> list[tuple[str, str]]:
+        """The options given that the settled configuration never reads, and why: ``delta`` beside a gate
+        ``auto`` settled to the model's fitted probe was taken, recorded and unread (the chain past a check
+        retrieves at every step), as were ``gate_p`` under the step gate and ``rerank_z`` beside another
+        re-rank. Said once each, not refused: a grid or a server's defaults may set them for several runs."""
+        c, d = self.config, SeaKRConfig
+        gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in getattr(self, "_auto", ()) else "")
+        out = []
+        if c.delta is not None and not (c.retrieval == "self-aware" and (c.gate == "step" or c.mode == "simple")):
+            out.append(("delta", "retrieval=always retrieves at every step" if c.retrieval == "always" else
+                        f"{gate} decides retrieval, and the chain past it retrieves at every step (gate=step reads "
+                        "delta)"))
+        if c.gate_p is not None and c.gate not in ("check", "probe"):
+            out.append(("gate_p", f"{gate} reads no probability of a right answer (gate=check or gate=probe does)"))
+        for name in ("check_estimator", "check_temperature"):
+            if c.gate != "check" and getattr(c, name) != getattr(d, name):
+                out.append((name, f"{gate} draws no check samples (gate=check does)"))
+        if c.rerank != "guarded" and c.rerank_z != d.rerank_z:
+            out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in getattr(self, "_auto", ()) else "")
+                        + " does not weigh the engine's top-1 by noise (rerank=guarded does)"))
+        return out
 
     def resolve(self, config: SeaKRConfig) -> SeaKRConfig:
         """The ``auto`` options settled (:meth:`_settle`); then, for gate=check, the check's temperature:
@@ -196,7 +220,8 @@ class SeaKR(Method):
         data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
         maps are fitted, else the paper's raw U; ``rerank="auto"``: the candidate probe where one is fitted (multi-hop),
         else the paper's lowest U. The run's configuration records the settled values."""
-        if "auto" not in (config.gate, config.reasoning, config.rerank):
+        self._auto = {k for k in ("gate", "reasoning", "rerank") if getattr(config, k) == "auto"}
+        if not self._auto:
             return config
         bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
         gate, reasoning = config.gate, config.reasoning
