@@ -177,12 +177,19 @@ def test_an_option_the_settled_configuration_does_not_read_is_said(tmp_path, idx
     err = capsys.readouterr().err
     assert "option delta" not in err and "option gate_p=0.35 is not read: gate=step reads no probability" in err
     assert "option rerank_z=2.5 is not read: rerank=self-aware (auto's choice) does not weigh" in err
-    assert "option check_estimator='ln-entropy' is not read: gate=step draws no check samples" in err
-    assert "option check_temperature=0.7 is not read" in err
+    assert "options check_estimator='ln-entropy', check_temperature=0.7 are not read: gate=step draws no check" in err
     SeaKR(lm, idx, gate="step", retrieval="always", delta=-1.75, probes=bank)
     assert "option delta=-1.75 is not read: retrieval=always retrieves at every step" in capsys.readouterr().err
     SeaKR(lm, idx, gate="check", gate_p=0.45, check_temperature=0.7, rerank="guarded", rerank_z=2.5, probes=bank)
     assert capsys.readouterr().err == ""  # each read
+    from seakr.methods import build_method  # the baselines decode greedily: the sampling options were unread too
+
+    build_method("ircot", lm, idx, k=7, seed=3, max_passages=2, query_max_words=9)
+    err = capsys.readouterr().err
+    assert "options k=7, seed=3 are not read: ircot decodes greedily and draws no samples" in err
+    assert "option query_max_words=9 is not read: ircot does not read it" in err and "max_passages" not in err
+    build_method("cot", lm, None, n_candidates=2)
+    assert "option n_candidates=2 is not read: cot does not retrieve" in capsys.readouterr().err
 
 
 def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final_samples(tmp_path, idx):

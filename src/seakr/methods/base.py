@@ -16,7 +16,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, PromptBuilder, prompt_set
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import (Range, blank, check_question as check_typed, encodable, json_file, native, said, user_path,
+from ..textio import (Range, blank, check_question as check_typed, encodable, json_file, native, said, user_path, warn,
                       without_controls)
 from .text import answer_says, extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
@@ -378,10 +378,20 @@ class Method:
             check_lengths(c, budget + max(c.max_new_tokens, c.answer_tokens))
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
+        whys: dict[str, list[str]] = {}
+        for name, why in self.unread():  # said, not refused: a grid's or a server's options may serve several methods
+            whys.setdefault(why, []).append(f"{name}={said(getattr(c, name))}")
+        for why, given in whys.items():
+            warn(f"option{'s' * (len(given) > 1)} {', '.join(given)} {'are' if len(given) > 1 else 'is'} not read: {why}",
+                 once=True)
 
     def resolve(self, config: MethodConfig) -> MethodConfig:
         """Settle options that depend on the model (``auto`` values), before anything reads them."""
         return config
+
+    def unread(self) -> list[tuple[str, str]]:
+        """The options given (other than their defaults) that this method, as settled, never reads, and why."""
+        return []
 
     def requires(self) -> set[str]:
         return estimator_needs(self.config.estimator) | ({CHAT} if self.config.prompt_style == "chat" else set())

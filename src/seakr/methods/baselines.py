@@ -34,6 +34,19 @@ class _Greedy(Method):
     def requires(self) -> set[str]:
         return {GENERATE} | ({CHAT} if self.config.prompt_style == "chat" else set())
 
+    #: what a greedy method never reads: the sampling of k samples and the U computed from them
+    SAMPLING = ("k", "temperature", "top_k", "top_p", "seed", "estimator", "alpha")
+    #: the retrieval options each baseline reads (of n_candidates, max_passages, query_max_words)
+    READS: ClassVar[tuple[str, ...]] = ()
+
+    def unread(self) -> list[tuple[str, str]]:
+        c, d = self.config, type(self.config)
+        given = [n for n in (*self.SAMPLING, "n_candidates", "max_passages", "query_max_words")
+                 if getattr(c, n) != getattr(d, n) and n not in self.READS]
+        return [(n, f"{self.name} decodes greedily and draws no samples (SeaKR reads it)" if n in self.SAMPLING else
+                 f"{self.name} does not retrieve" if not self.retrieves else f"{self.name} does not read it")
+                for n in given]
+
     def gen_config(self, stops, sampled, max_new=None):
         return super().gen_config(stops, False, max_new)
 
@@ -64,6 +77,7 @@ class CoT(_Greedy):
 
 class SingleRetrieval(_Greedy):
     name = "single"
+    READS = ("n_candidates",)
 
     def _run(self, question, tr):
         with tr.step(0) as st:
@@ -77,6 +91,7 @@ class SingleRetrieval(_Greedy):
 
 class IRCoT(_Greedy):
     name = "ircot"
+    READS = ("n_candidates", "max_passages")
 
     def _run(self, question, tr):
         c = self.config
@@ -103,6 +118,8 @@ class IRCoT(_Greedy):
 class _ActiveRetrieval(_Greedy):
     """FLARE and DRAGIN share this loop: a tentative sentence; if the trigger fires, retrieve with the
     method's query, regenerate the sentence with the top-N passages as context, keep it."""
+
+    READS = ("n_candidates",)
 
     def _trigger(self, tr, question, steps, g, st) -> str | None:  # pragma: no cover - abstract
         """Set ``st.u`` to the trigger score; return the query when retrieval fires, else None."""
@@ -151,6 +168,7 @@ class FLAREConfig(MethodConfig):
 class FLARE(_ActiveRetrieval):
     name = "flare"
     Config = FLAREConfig
+    READS = ("n_candidates", "query_max_words")  # its query: the sentence minus low-probability words, cut
 
     def _threshold(self):
         return 1 - self.config.theta  # shown as U > threshold, like SeaKR's

@@ -177,10 +177,8 @@ class SeaKR(Method):
         self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
-        for name, why in self._unread():
-            warn(f"option {name}={said(getattr(c, name))} is not read: {why}", once=True)
 
-    def _unread(self) -> list[tuple[str, str]]:
+    def unread(self) -> list[tuple[str, str]]:
         """The options given that the settled configuration never reads, and why: ``delta`` beside a gate
         ``auto`` settled to the model's fitted probe was taken, recorded and unread (the chain past a check
         retrieves at every step), as were ``gate_p`` under the step gate and ``rerank_z`` beside another
