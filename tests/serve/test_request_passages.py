@@ -32,6 +32,12 @@ def test_a_request_brings_the_passages_it_is_answered_from():
     assert r.json()["config"]["engine"]["doc_count"] == 2 and "path" not in r.json()["config"]["engine"]
     events = c.post("/v1/answer/stream", json=body).text
     assert "doc-1" in events and "Ridley Scott" in events
+    assert "unread_options" not in r.json()["config"]
+    # an option the method never reads was taken without a word to the client: its config names it, and why
+    r = c.post("/v1/answer", json={**body, "options": {"n_candidates": 1, "k": 4, "max_passages": 2}})
+    assert r.status_code == 200 and r.json()["config"]["unread_options"] == {
+        "k": "single decodes greedily and draws no samples (SeaKR reads it)", "max_passages": "single does not read it"}
+    assert '"unread_options": {"k": ' in c.post("/v1/answer/stream", json={**body, "options": {"k": 4}}).text
 
 
 @pytest.mark.parametrize("passages,said", [

@@ -275,13 +275,18 @@ class AnswerService:
         fut.add_done_callback(self.release)  # the slot frees when the work really ends
         return fut
 
-    def public(self, ans) -> dict:
-        """The answer as clients see it: no server-side path or URL of the index (it may hold credentials)."""
+    def public(self, ans, method=None) -> dict:
+        """The answer as clients see it: no server-side path or URL of the index (it may hold credentials);
+        the options ``method`` took and never read, and why, in ``config.unread_options`` (the server's log
+        alone said so, and a client's ``k`` for IRCoT was taken without a word)."""
         d = ans.to_dict()
         eng = (d.get("config") or {}).get("engine")
         if isinstance(eng, dict):
             for key in ("path", "url"):
                 eng.pop(key, None)
+        unread = dict(method.unread()) if method is not None else {}
+        if unread and isinstance(d.get("config"), dict):
+            d["config"]["unread_options"] = unread
         return d
 
     def index_name(self) -> str:
@@ -423,7 +428,7 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
                 afut.add_done_callback(_log_abandoned)  # its outcome is read, so nothing logs a traceback
                 raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
         try:
-            return service.public(afut.result())
+            return service.public(afut.result(), method)
         except SearchError as e:
             raise HTTPException(503, detail=service.search_failure(e)) from None
         except ValueError as e:
@@ -468,7 +473,7 @@ def _stream_route(app: FastAPI, service: AnswerService) -> None:
         def work():
             try:
                 ans = method.answer(req.question, listener=listener, cancel=cancel)
-                loop.call_soon_threadsafe(q.put_nowait, ("answer", service.public(ans)))
+                loop.call_soon_threadsafe(q.put_nowait, ("answer", service.public(ans, method)))
             except Cancelled:
                 raise  # the client is gone (hung up or timed out): the slot's release counts it cancelled, not served
             except SearchError as e:
