@@ -333,8 +333,8 @@ def cmd_export(args) -> int:
 def study_setup(args, options: dict | None = None, index: bool = True, check=None, done=None):
     """A study's plan (one SeaKR run), its questions, the model and the run's effective options. ``check``
     (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads.
-    A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_config)``, the
-    model not loaded, and None is returned."""
+    A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)``
+    (every row it holds, the ids of these questions), the model not loaded, and None is returned."""
     from .eval.studies import STUDY_OPTIONS, finished_study
 
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
@@ -400,8 +400,8 @@ def cmd_calibrate(args) -> int:
     options = parse_options(args.option)
     for key in ("k", "n_candidates"):
         flag_or_option(options, key, f"--{key.replace('_', '-')}", getattr(args, key))
-    def done(rows, cfg) -> None:
-        print(calibration_lines(study_of_rows("calibrate", args.out, rows, cfg, write=not args.no_write), args.out))
+    def done(rows, cfg, ids) -> None:
+        print(calibration_lines(study_of_rows("calibrate", args.out, rows, cfg, ids, write=not args.no_write), args.out))
 
     if (setup := study_setup(args, options, check=simple_qa, done=done)) is None:
         return 0
@@ -466,7 +466,7 @@ def cmd_detect(args) -> int:
     _detect_asks_as_before(args, probe)
     setup = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
                         check=lambda sel: check_open_book(sel.examples, args.setting),
-                        done=lambda rows, cfg: print(detect_markdown(study_of_rows("detect", args.out, rows, cfg))))
+                        done=lambda rows, cfg, ids: print(detect_markdown(study_of_rows("detect", args.out, rows, cfg, ids))))
     if setup is None:
         return 0
     plan, sel, lm, opts = setup
@@ -555,7 +555,7 @@ def cmd_rerank_study(args) -> int:
                            "against; use a layout that carries them (HotpotQA, 2Wiki, MuSiQue, SQuAD, NQ with ctxs)")
 
     setup = study_setup(args, parse_options(args.option), check=has_gold,
-                        done=lambda rows, cfg: print(strict_json(study_of_rows("rerank-study", args.out, rows, cfg))))
+                        done=lambda rows, cfg, ids: print(strict_json(study_of_rows("rerank-study", args.out, rows, cfg, ids))))
     if setup is None:
         return 0
     plan, sel, lm, opts = setup

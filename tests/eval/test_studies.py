@@ -538,6 +538,36 @@ def test_a_study_refuses_a_question_beyond_the_context_before_the_first_and_name
         _each("s", method, exs, str(tmp_path / "b"), "rows.jsonl", fails_late)
 
 
+def test_a_resume_with_a_smaller_limit_keeps_the_studys_files_of_every_row(tmp_path, capsys):
+    """`detect --resume --limit 5` over a study of 30 wrote detect.json (and roc.png) of its 5 questions over the
+    study's; a calibration's resume wrote the threshold chosen on the few into the model's file. The summary
+    printed is of the questions asked for; the study's files stay of every row it holds, and a warning says so."""
+    from types import SimpleNamespace
+
+    from scripted import Reply, ScriptedLM
+    from seakr.eval.datasets import Example
+    from seakr.eval.studies import _each, study_of_rows
+
+    method = SimpleNamespace(lm=ScriptedLM(lambda v: Reply("x")), describe=lambda: {"method": "seakr"})
+    exs = [Example(f"q{i}", f"Question {i}?", ["a"]) for i in range(6)]
+    _each("s", method, exs, str(tmp_path / "e"), "rows.jsonl", lambda ex: {"id": ex.id})
+    rows, held = _each("s", method, exs[:2], str(tmp_path / "e"), "rows.jsonl", lambda ex: {"id": ex.id}, resume=True)
+    assert [r["id"] for r in rows] == ["q0", "q1"] and len(held) == 6
+    cal = [{"id": f"q{i}", "u": float(i), "f1_direct": float(i < 3), "f1_rag": 1.0, "direct": "a", "rag": "b"}
+           for i in range(6)]
+    cfg = {"method": {"model": {"model": "m"}, "config": {"estimator": "eigen", "k": 4, "alpha": 0.001,
+                                                          "prompt_style": "chat", "n_candidates": 3, "rerank_z": 1.645}}}
+    s = study_of_rows("calibrate", str(tmp_path), cal, cfg, {"q0", "q1"}, write=False)
+    assert s["n"] == 2 and json.loads((tmp_path / "calibration.json").read_text())["n"] == 6
+    assert "calibrate: " in (err := capsys.readouterr().err) and "holds 6 answered questions, 4 beyond these 2" in err
+    det = [{"id": f"q{i}", "answer": "x", "golds": ["x"], "f1": float(i % 2), "seconds": 0.1,
+            "scores": {"eigen": float(i)}} for i in range(6)]
+    assert study_of_rows("detect", str(tmp_path), det, cfg, {"q0", "q1", "q2"})["n"] == 3
+    assert json.loads((tmp_path / "detect.json").read_text())["n"] == 6
+    assert study_of_rows("detect", str(tmp_path), det, cfg, {f"q{i}" for i in range(6)})["n"] == 6
+    assert capsys.readouterr().err.count("beyond these") == 1  # the whole study asked for: nothing to say
+
+
 @pytest.mark.parametrize("cmd,rows_name,row,needle", [
     ("detect", "detect_rows.jsonl", {"id": "a", "answer": "x", "scores": {}}, "field 'f1' is missing"),
     ("detect", "detect_rows.jsonl", {"id": "a", "f1": 0.0, "scores": {"eigen": [1]}}, "field 'scores' is {'eigen': [1]}"),

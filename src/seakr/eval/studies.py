@@ -78,9 +78,10 @@ def study_row_check(rows_name: str):
 
 
 def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
-          progress=None, resume: bool = False, data: dict | None = None) -> list[dict]:
+          progress=None, resume: bool = False, data: dict | None = None) -> tuple[list[dict], list[dict]]:
     """Run ``fn(example) -> row`` over the examples not yet in ``out_dir/rows_name``; every row is
-    written (fsync'd) as it finishes, so a long study resumes where it was killed."""
+    written (fsync'd) as it finishes, so a long study resumes where it was killed. Returns the rows of these
+    examples and every row the study holds (a resumed one may hold more, from a larger --limit)."""
     cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples), **(data or {})}
     with RowLog(out_dir, rows_name, cfg, resume=resume, check=study_row_check(rows_name)) as log:
         _fit_context(method.lm, log.todo(examples))
@@ -94,7 +95,20 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
             log.append(row)
             if progress:
                 progress(1)
-        return log.rows_for(examples)
+        return log.rows_for(examples), list(log.rows)
+
+
+def _summaries(result_of, rows: list[dict], held: list[dict], study: str, out: Path) -> dict:
+    """``result_of(rows, files)``: a study's summary of ``rows``, its files written under ``out`` where ``files``.
+    The summary returned is of these questions (``rows``); the files, which `report` and `probe fit` read beside
+    the rows, are of every row the study holds (``held``): a resume with a smaller --limit wrote its few
+    questions' summary over the study's, and a calibration's threshold chosen on them into the model's file."""
+    if len(held) <= len(rows):
+        return result_of(rows, True)
+    warn(f"{study}: {out} holds {len(held)} answered questions, {len(held) - len(rows)} beyond these {len(rows)} "
+         f"(an earlier, larger --limit); the summary here is of these {len(rows)}, its files of all {len(held)}")
+    result_of(held, True)
+    return result_of(rows, False)
 
 
 def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict] | None:
@@ -113,19 +127,26 @@ def finished_study(study: str, out_dir: str, examples: Sequence[Example], model:
     want = {ex.id for ex in examples}
     if torn or skipped or not want <= {r["id"] for r in rows}:
         return None
-    return [r for r in rows if r["id"] in want], cfg
+    return rows, cfg, want
 
 
-def study_of_rows(study: str, out_dir: str, rows: list[dict], cfg: dict, write: bool = True) -> dict:
-    """A finished study's summary written again from its rows and recorded configuration (:func:`finished_study`),
-    as the study itself writes it (``write``: a calibration's threshold stored in the model's file too)."""
+def study_of_rows(study: str, out_dir: str, rows: list[dict], cfg: dict, ids=None, write: bool = True) -> dict:
+    """A finished study's summary of the questions ``ids`` (None: every row) written again from its rows and
+    recorded configuration (:func:`finished_study`), as the study itself writes it (``write``: a calibration's
+    threshold stored in the model's file too)."""
     info, config, out = cfg["method"]["model"], cfg["method"]["config"], Path(out_dir)
     if study == "calibrate":
-        return _calibration_result(rows, info, config, "simple", out, write)
-    if study == "detect":
-        return _detect_result(rows, info, cfg.get("setting", "closed-book"), cfg.get("form", "cot"),
-                              config.get("prompt_style"), config["k"], out)
-    return _rerank_result(rows, info.get("model"), config["n_candidates"], config["rerank_z"], out)
+        def result_of(rs, files):
+            return _calibration_result(rs, info, config, "simple", out, write, files=files)
+    elif study == "detect":
+        def result_of(rs, files):
+            return _detect_result(rs, info, cfg.get("setting", "closed-book"), cfg.get("form", "cot"),
+                                  config.get("prompt_style"), config["k"], out, files)
+    else:
+        def result_of(rs, files):
+            return _rerank_result(rs, info.get("model"), config["n_candidates"], config["rerank_z"], out, files)
+    chosen = rows if ids is None else [r for r in rows if r["id"] in ids]
+    return _summaries(result_of, chosen, rows, study, out)
 
 
 def _fit_context(lm, examples: Sequence[Example]) -> None:
@@ -180,18 +201,22 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
                       "f1_rag": f1_score(ra, ex.answers), "direct": direct.answer, "rag": ra})
 
     out = Path(out_dir)
-    rows = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data)
-    return _calibration_result(rows, method.lm.info(), dataclasses.asdict(method.config), "simple", out, write)
+    rows, held = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data)
+    info, config = method.lm.info(), dataclasses.asdict(method.config)
+    return _summaries(lambda rs, files: _calibration_result(rs, info, config, "simple", out, write, files=files),
+                      rows, held, "calibrate", out)
 
 
 def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, out: Path, write: bool,
-                        **extra) -> dict:
-    """The sweep over ``rows``, written as calibration.json + its plot under ``out``, and (``write``)
+                        files: bool = True, **extra) -> dict:
+    """The sweep over ``rows``, written (``files``) as calibration.json + its plot under ``out``, and (``write``)
     the chosen threshold stored in the model's calibration file for this prompt style and mode."""
     sweep, best = calibration_sweep(rows)
     result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
               "estimator": config["estimator"], "k": config["k"], "alpha": config["alpha"], "mode": mode, **extra,
               "n": len(rows), "chosen": best, "sweep": sweep}
+    if not files:
+        return result
     write_atomic(out / "calibration.json", json.dumps(clean(result), indent=2))
     title = f"{info.get('model')} layer {info.get('state_layer')}" + (", multi-hop" if mode == "multihop" else "")
     _plot_sweep(sweep, best, out / "calibration.png", title)
@@ -432,15 +457,20 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     out = Path(out_dir)
     meta = {**(data or {}), **detect_asking(form, setting, probe_model), "states": store.taps,
             **({"probe": [tap_name(t) for t in taps]} if probe else {})}
-    rows = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
-    return _detect_result(rows, lm.info(), setting, form, method.config.prompt_style, method.config.k, out)
+    rows, held = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
+    info, style, k = lm.info(), method.config.prompt_style, method.config.k
+    return _summaries(lambda rs, files: _detect_result(rs, info, setting, form, style, k, out, files),
+                      rows, held, "detect", out)
 
 
-def _detect_result(rows: list[dict], info: dict, setting: str, form: str, style: str, k: int, out: Path) -> dict:
-    """A detect study's summary, written as detect.json with its ROC plot."""
+def _detect_result(rows: list[dict], info: dict, setting: str, form: str, style: str, k: int, out: Path,
+                   files: bool = True) -> dict:
+    """A detect study's summary, written (``files``) as detect.json with its ROC plot."""
     result = _detect_summary(rows, info, setting)
     result.update(form=form, prompt_style=style, cost=detect_costs(rows, k),
                   empty_answers=sum(not r["answer"] for r in rows))
+    if not files:
+        return result
     write_atomic(out / "detect.json", json.dumps(clean(result), indent=2))
     _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
     return result
@@ -617,14 +647,17 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})
 
     out = Path(out_dir)
-    rows = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
-    return _rerank_result(rows, method.lm.info().get("model"), method.config.n_candidates, z, out)
+    rows, held = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
+    model, n = method.lm.info().get("model"), method.config.n_candidates
+    return _summaries(lambda rs, files: _rerank_result(rs, model, n, z, out, files), rows, held, "rerank-study", out)
 
 
-def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path) -> dict:
-    """A re-rank study's summary, written as rerank.json; a warning where the index held little of what the
-    questions need (a study of 6 questions whose searches found nothing printed n 0 and nulls, and no reason)."""
+def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path, files: bool = True) -> dict:
+    """A re-rank study's summary, written (``files``) as rerank.json; a warning where the index held little of
+    what the questions need (a study of 6 questions whose searches found nothing printed n 0 and nulls)."""
     result = {"model": model, "N": n, "rerank_z": z, **rerank_summary(rows)}
+    if not files:
+        return result
     write_atomic(out / "rerank.json", json.dumps(clean(result), indent=2))
     none, gold = len(rows) - result["n"], result["gold_in_top_n"]
     if none or gold == 0:
