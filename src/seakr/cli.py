@@ -175,6 +175,7 @@ def flag_or_option(options: dict, key: str, flag: str, value) -> None:
 def _method_from_args(args):
     """The method of ``ask``/``demo``: options and index are checked before the model loads (seconds)."""
     from .methods import METHODS, build_method
+    from .methods.base import warn_unread_tap
     from .search import open_engine
 
     opts = parse_options(args.option)
@@ -188,7 +189,9 @@ def _method_from_args(args):
         raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder, an "
                        "http(s)://host:9200/INDEX URL or a corpus file; `seakr index build` makes a folder)")
     engine = open_engine(args.index) if args.index else None
-    return build_method(args.method, model_spec(args).load(), engine, **opts)
+    m = build_method(args.method, model_spec(args).load(), engine, **opts)
+    warn_unread_tap(m, model_spec(args).tap_given())
+    return m
 
 
 def cmd_ask(args) -> int:
@@ -619,9 +622,13 @@ def cmd_serve(args) -> int:
     from fastapi import HTTPException
 
     try:
-        svc.check_budget(svc.build_default())
+        default = svc.build_default()
+        svc.check_budget(default)
     except HTTPException as e:
         raise CLIError(f"the server's own defaults exceed its limits: {e.detail}") from None
+    from .methods.base import warn_unread_tap
+
+    warn_unread_tap(default, model_spec(args).tap_given())  # the server's own method; a request may choose another
     print(f"seakr serving {svc.lm.info()['model']} over {redact(index)} on http://{args.host}:{args.port}"
           f"{' (token required)' if token else ''}", file=sys.stderr)
     uvicorn.run(create_app(svc), host=args.host, port=args.port, log_level="warning")

@@ -143,3 +143,26 @@ def test_a_model_already_loaded_is_taken_as_it_is(tiny_lm, monkeypatch):
         SeaKR.from_config(model=tiny_lm, index=PASSAGES, threads=1)
     with pytest.raises(ValueError, match="option max_new_tokens: 600 leaves no room for a prompt in the model's 512-token"):
         SeaKR.from_config(model=tiny_lm, index=PASSAGES, max_new_tokens=600)
+
+
+def test_a_tap_given_for_a_method_that_reads_no_state_is_said(tmp_path, monkeypatch, capsys):
+    """``--layer 3`` for IRCoT, or ``state_layer=3`` for SeaKR with a token-level estimator, was taken, recorded in
+    the run's config and never read (neither reads a hidden state). Said once, at each door."""
+    import seakr.models
+    from helpers import HOTPOT
+    from scripted import Reply, ScriptedLM
+    from seakr.eval.plan import EvalPlan, ModelSpec, RunSpec, run_plan
+
+    lm = ScriptedLM(lambda v: Reply("So the answer is Paris."))
+    monkeypatch.setattr(seakr.models, "load_model", lambda *a, **k: lm)
+    SeaKR.from_config(model="smollm2-135m", index=["Paris is in France."], state_layer=3, estimator="ln-entropy",
+                      gate="step", rerank="self-aware", reasoning="self-aware", delta=0.0)
+    assert "state_layer=3 is not read: seakr reads no hidden state here" in capsys.readouterr().err
+    SeaKR.from_config(model="smollm2-135m", index=["Paris is in France."], state_layer=4, gate="step", delta=0.0)
+    assert "state_layer" not in capsys.readouterr().err  # EigenScore reads it
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), limit=1, model=ModelSpec("smollm2-135m", layer=5,
+                    state_source="residual"), runs=[RunSpec("cot"), RunSpec("seakr", {"gate": "step", "delta": 0.0})])
+    run_plan(plan, lm, progress=False, say=lambda s: None)
+    err = capsys.readouterr().err
+    assert "--layer 5 and --state-source residual are not read: cot reads no hidden state here" in err
+    assert "seakr reads no" not in err

@@ -89,6 +89,12 @@ class ModelSpec:
         self.model = user_path(self.model)
         self.threads, self.layer = native(self.threads), native(self.layer)
 
+    def tap_given(self) -> list[str]:
+        """The tap flags given (``--layer 3``, ``--state-source residual``): what a method that reads no hidden state
+        is told it does not read (:func:`~seakr.methods.base.warn_unread_tap`)."""
+        return [*([f"--layer {self.layer}"] if self.layer is not None else []),
+                *([f"--state-source {self.state_source}"] if self.state_source != "mlp" else [])]
+
     def check(self, here: bool = True) -> None:
         """The mistakes that would otherwise surface after a minute of loading, each a :class:`SettingError` of
         ``model.FIELD``. ``here``: the model loads on this machine (not on a remote Ray cluster's workers, whose
@@ -523,6 +529,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     """Run every method of ``plan`` over its questions (one loaded model shared by the runs); returns
     their summaries. ``say`` receives the effective config of each run before it starts."""
     from ..methods import build_method
+    from ..methods.base import warn_unread_tap
     from ..progress import progress_bar
     from ..search import open_engine
     from .datasets import warn_unlabelled
@@ -549,6 +556,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     sums = []
     for run in plan.runs:
         m = build_method(run.method, lm, open_engine(index) if index else None, **plan.options_for(run, sel.family))
+        warn_unread_tap(m, plan.model.tap_given())
         say(f"config[{run.name}]: " + json.dumps(m.describe()))
         with progress_bar(run.name, total=len(sel.examples), enabled=progress) as adv:
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,

@@ -321,6 +321,15 @@ def sufficiency(lm, prompt: str, question: str) -> float:
     return U.prompt_score(lp[" Yes"], lp[" No"])
 
 
+def warn_unread_tap(method, given: Sequence[str]) -> None:
+    """Say once that the model's tap (``given``, as its door spells it: ``--layer 3``, ``state_layer=3``) was set
+    for a method that reads no hidden state (a baseline decodes greedily; SeaKR with token-level estimators and no
+    probe): it was taken, recorded in the run's config and never read."""
+    if given and STATES not in method.requires():
+        warn(f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} not read: {method.name} reads no hidden "
+             "state here", once=True)
+
+
 def estimator_needs(estimator: str) -> set[str]:
     """Model capabilities an estimator reads."""
     return {GENERATE} | ({STATES} if estimator.startswith("eigen") or estimator == "hidden-score" else set()) | (

@@ -41,7 +41,8 @@ from ..probes.probe import engine_features
 from ..search.base import SearchEngine
 from ..textio import said, warn
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
-from .base import MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index, pick, take_step
+from .base import (MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index,
+                   pick, take_step, warn_unread_tap)
 from .records import Candidate, FinalAnswer
 from .text import align_words, build_query, drop_answer_sentence, is_unknown, short_answer
 from .trace import Tracer
@@ -286,7 +287,9 @@ class SeaKR(Method):
             model_path(model)  # its type, refused here as load_model would
         context = model.info().get("context_tokens") if loaded else model_context(model_path(model or DEFAULT_MODEL))
         check_lengths(config, context)
-        return cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
+        m = cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
+        warn_unread_tap(m, [f"{k}={said(lm_opts[k])}" for k in ("state_layer", "state_source") if k in lm_opts])
+        return m
 
     def describe(self) -> dict:
         d = super().describe()
