@@ -338,8 +338,12 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads.
     A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)``
     (every row it holds, the ids of these questions), the model not loaded, and None is returned."""
-    from .eval.studies import STUDY_OPTIONS, finished_study
+    from .eval.studies import STUDY_OPTIONS, check_study_options, finished_study
 
+    try:
+        check_study_options(args.cmd.replace("_", "-"), options or {})
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()

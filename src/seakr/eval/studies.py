@@ -585,6 +585,25 @@ def _plot_roc(rows, wrong, table, path):
 #: pinned so a study's recorded configuration does not move with the method's defaults, and delta is 0
 #: (a study scores both branches of every decision itself).
 STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware", "delta": 0.0}
+#: The method options each study reads (its sampling, prompts and U); it asks its own questions, so a chain's or a
+#: gate's option was taken and never read (``detect --option gate=check`` was refused for simple mode's sake)
+_STUDY_READS = frozenset({"k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "alpha", "prompt_set",
+                          "n_shot", "prompt_style", "titles", "marker", "answer_tokens"})
+STUDY_READS = {"detect": _STUDY_READS, "calibrate": _STUDY_READS | {"estimator", "n_candidates"},
+               "rerank-study": _STUDY_READS | {"estimator", "n_candidates", "rerank_z"}}
+
+
+def check_study_options(study: str, options: dict) -> None:
+    """Refuse a SeaKR option that ``study`` never reads (an unknown name is left to the options schema, which
+    names the closest one)."""
+    from ..methods.seakr import SeaKRConfig
+
+    known = {f.name for f in dataclasses.fields(SeaKRConfig)}
+    unread = sorted(k for k in options if k in known and k not in STUDY_READS[study])
+    if unread:
+        what = {"calibrate": "a calibration", "rerank-study": "a re-rank study"}.get(study, f"a {study} study")
+        raise ValueError(f"--option {', '.join(unread)}: {what} does not read {'them' if len(unread) > 1 else 'it'} "
+                         f"(it asks its own questions; it reads {', '.join(sorted(STUDY_READS[study]))})")
 
 
 def calibration_lines(r: dict, out: str) -> str:
