@@ -721,8 +721,8 @@ def recorded_with(out_dir: str | os.PathLike, model: str) -> dict | None:
 
 def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> list[dict] | None:
     """Every row of a run that has nothing left to do for ``examples`` (it may hold more: a larger --limit's),
-    read as :class:`RowLog` reads them; None where a resume would answer a question, mend a file (a torn line, a committed row missing beside
-    its full one) or warn, which a run does as ever. (A finished run resumed, by a job resubmitted or a grid
+    read as :class:`RowLog` reads them; None where a resume would answer a question, mend a file (a torn line, a
+    committed row missing beside its full one) or warn, which a run does as ever. (A finished run resumed, by a job resubmitted or a grid
     run again, loaded the model to find nothing to do: seconds on a CPU, minutes for a large model on a GPU.)"""
     out, want = Path(out_dir), {ex.id for ex in examples}
     if not (out / "config.json").exists():

@@ -111,9 +111,10 @@ def _summaries(result_of, rows: list[dict], held: list[dict], study: str, out: P
     return result_of(rows, False)
 
 
-def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict] | None:
-    """The rows of ``examples`` and the recorded configuration of a study that has nothing left to do for them,
-    where it was run with ``model`` (:func:`~seakr.eval.runner.recorded_with`); None where a resume would ask a
+def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict, set] | None:
+    """Every row (a larger --limit's too), the recorded configuration and the ids of ``examples``, of a study that
+    has nothing left to do for them, where it was run with ``model`` (:func:`~seakr.eval.runner.recorded_with`);
+    None where a resume would ask a
     question, mend a torn or unreadable line or refuse another model, which a resume does as ever. (A finished
     study resumed loaded the model, and pooled the index, to find nothing to do.) Its options and questions are
     what the plan's own check compared."""

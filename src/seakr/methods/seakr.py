@@ -165,6 +165,8 @@ class SeaKR(Method):
     Config = SeaKRConfig
     #: where reasoning="auto" found its rule (reasoning.json), or "auto" where it fell back or was not asked
     reasoning_source = "auto"
+    #: the decisions given as "auto" (gate, reasoning, rerank), which the model settled (:meth:`_settle`)
+    _auto: frozenset = frozenset()
 
     def __init__(self, lm, engine=None, config: SeaKRConfig | None = None, **overrides):
         super().__init__(lm, engine, config, **overrides)
@@ -185,7 +187,7 @@ class SeaKR(Method):
         retrieves at every step), as were ``gate_p`` under the step gate and ``rerank_z`` beside another
         re-rank. Said once each, not refused: a grid or a server's defaults may set them for several runs."""
         c, d = self.config, SeaKRConfig
-        gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in getattr(self, "_auto", ()) else "")
+        gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in self._auto else "")
         out = []
         if c.delta is not None and not (c.retrieval == "self-aware" and (c.gate == "step" or c.mode == "simple")):
             out.append(("delta", "retrieval=always retrieves at every step" if c.retrieval == "always" else
@@ -197,7 +199,7 @@ class SeaKR(Method):
             if c.gate != "check" and getattr(c, name) != getattr(d, name):
                 out.append((name, f"{gate} draws no check samples (gate=check does)"))
         if c.rerank != "guarded" and c.rerank_z != d.rerank_z:
-            out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in getattr(self, "_auto", ()) else "")
+            out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in self._auto else "")
                         + " does not weigh the engine's top-1 by noise (rerank=guarded does)"))
         return out
 
