@@ -395,7 +395,7 @@ def cmd_calibrate(args) -> int:
         raise CLIError("calibrate: give --data (simple QA), or --from-runs NEVER ALWAYS (multi-hop)")
     from .eval.runner import data_identity
     from .eval.studies import calibrate, calibration_lines, study_of_rows
-    from .methods import SeaKR
+    from .eval.studies import StudiedSeaKR as SeaKR  # the study reads its own options
     from .progress import progress_bar
     from .search import open_engine
 
@@ -455,7 +455,7 @@ def _detect_asks_as_before(args, probe) -> None:
 def cmd_detect(args) -> int:
     from .eval.runner import data_identity
     from .eval.studies import TAP_KEYWORDS, check_open_book, detect, detect_markdown, parse_taps, study_of_rows
-    from .methods import SeaKR
+    from .eval.studies import StudiedSeaKR as SeaKR  # the study reads its own options
     from .progress import progress_bar
 
     if args.index or args.filler:  # taken and never read: the study searches nothing
@@ -552,7 +552,7 @@ def cmd_probe_gate(args) -> int:
 def cmd_rerank_study(args) -> int:
     from .eval.runner import data_identity
     from .eval.studies import rerank_study, study_of_rows
-    from .methods import SeaKR
+    from .eval.studies import StudiedSeaKR as SeaKR  # the study reads its own options
     from .progress import progress_bar
     from .search import open_engine
 

@@ -792,8 +792,11 @@ def test_the_rerank_study_prints_strict_json(tmp_path, capsys):
 
     out = tmp_path / "r"
     assert main(["rerank-study", "--model", "smollm2-135m", "--data", HOTPOT, "--limit", "2", "--option", "k=2",
-                 "--option", "n_candidates=1", "--option", "max_new_tokens=4", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out.strip().splitlines()[-1]
+                 "--option", "n_candidates=1", "--option", "max_new_tokens=4", "--option", "rerank_z=2.5",
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    assert "not read" not in said.err  # the study's guarded rule reads rerank_z, whatever the chain's rerank is
+    printed = said.out.strip().splitlines()[-1]
     strict = lambda t: json.loads(t, parse_constant=lambda c: pytest.fail(f"{c} in {t[:80]}"))  # noqa: E731
     assert strict(printed)["gold_lower_u"]["ci95"] == [None, None] == strict((out / "rerank.json").read_text())["gold_lower_u"]["ci95"]
 

@@ -594,6 +594,15 @@ STUDY_READS = {"detect": _STUDY_READS, "calibrate": _STUDY_READS | {"estimator",
                "rerank-study": _STUDY_READS | {"estimator", "n_candidates", "rerank_z"}}
 
 
+class StudiedSeaKR(SeaKR):
+    """SeaKR as a study runs it: the study reads its own options (:data:`STUDY_READS`, refused otherwise before the
+    model loads), not the chain's, so the chain's unread-option notes do not apply (``rerank-study --option
+    rerank_z=2`` was said to be unread beside rerank=self-aware, while the study's guarded rule reads it)."""
+
+    def unread(self) -> list[tuple[str, str]]:
+        return []
+
+
 def check_study_options(study: str, options: dict) -> None:
     """Refuse a SeaKR option that ``study`` never reads (an unknown name is left to the options schema, which
     names the closest one)."""
