@@ -341,7 +341,7 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     from .eval.studies import STUDY_OPTIONS, check_study_options, finished_study
 
     try:
-        check_study_options(args.cmd.replace("_", "-"), options or {})
+        check_study_options(args.cmd.replace("_", "-"), options or {}, getattr(args, "form", None))
     except ValueError as e:
         raise CLIError(str(e)) from None
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
@@ -461,6 +461,8 @@ def cmd_detect(args) -> int:
     if args.index or args.filler:  # taken and never read: the study searches nothing
         raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
                        "or each question's gold passages with --setting open-book); leave it out")
+    if args.form == "short" and args.prompt_set:  # taken, recorded and never read
+        raise CLIError("detect: --prompt-set: the short form asks without demonstrations; leave it out")
     try:  # before the model loads: the spelling, and the layer range where the depth is known without weights
         parse_taps(args.probe, None if args.probe in TAP_KEYWORDS else _model_depth(args))
         probe = None

@@ -860,10 +860,14 @@ def test_a_finished_study_resumed_is_summarised_without_loading_the_model(tmp_pa
     ("detect", "max_steps=2", "--option max_steps: a detect study does not read it"),
     ("calibrate", "delta=1", "--option delta: a calibration does not read it"),
     ("rerank-study", "max_passages=2", "--option max_passages: a re-rank study does not read it"),
+    ("detect --form short", "n_shot=2", "--option n_shot: a detect study in the short form does not read it"),
 ])
 def test_a_study_refuses_an_option_it_never_reads_before_the_model_loads(tmp_path, cmd, option, says):
     """A study asks its own questions: a chain's or a gate's option was taken and never read (or, for gate=check,
     refused with a reason about SeaKR's simple mode)."""
-    r = run_cli(cmd, "--model", "smollm2-135m", "--data", HOTPOT, "--option", option, "--out", str(tmp_path / "s"))
+    r = run_cli(*cmd.split(), "--model", "smollm2-135m", "--data", HOTPOT, "--option", option, "--out", str(tmp_path / "s"))
     assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "it reads alpha, answer_tokens" in r.stderr and not (tmp_path / "s").exists()
+    assert "it reads alpha, " in r.stderr and not (tmp_path / "s").exists()
+    if "short" in cmd:  # the flag too
+        r = run_cli(*cmd.split(), "--data", HOTPOT, "--prompt-set", "hotpotqa", "--out", str(tmp_path / "s"))
+        assert r.returncode == 2 and "--prompt-set: the short form asks without demonstrations" in r.stderr

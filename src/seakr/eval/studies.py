@@ -603,17 +603,24 @@ class StudiedSeaKR(SeaKR):
         return []
 
 
-def check_study_options(study: str, options: dict) -> None:
-    """Refuse a SeaKR option that ``study`` never reads (an unknown name is left to the options schema, which
-    names the closest one)."""
+#: What the short form (the knowledge check: no demonstrations, a 24-token answer) leaves unread of a detect study's
+SHORT_UNREAD = frozenset({"prompt_set", "n_shot", "marker", "answer_tokens", "max_new_tokens"})
+
+
+def check_study_options(study: str, options: dict, form: str | None = None) -> None:
+    """Refuse a SeaKR option that ``study`` (asking in ``form``, for detect) never reads (an unknown name is left to
+    the options schema, which names the closest one)."""
     from ..methods.seakr import SeaKRConfig
 
+    short = study == "detect" and form == "short"
+    reads = STUDY_READS[study] - SHORT_UNREAD if short else STUDY_READS[study]
     known = {f.name for f in dataclasses.fields(SeaKRConfig)}
-    unread = sorted(k for k in options if k in known and k not in STUDY_READS[study])
+    unread = sorted(k for k in options if k in known and k not in reads)
     if unread:
         what = {"calibrate": "a calibration", "rerank-study": "a re-rank study"}.get(study, f"a {study} study")
+        what += " in the short form" if short else ""
         raise ValueError(f"--option {', '.join(unread)}: {what} does not read {'them' if len(unread) > 1 else 'it'} "
-                         f"(it asks its own questions; it reads {', '.join(sorted(STUDY_READS[study]))})")
+                         f"(it asks its own questions; it reads {', '.join(sorted(reads))})")
 
 
 def calibration_lines(r: dict, out: str) -> str:
