@@ -408,7 +408,7 @@ def record_rows(path, error: type[Exception] = ValueError, batch: int = 1024) ->
     try:
         for rows in (pq.ParquetFile(path).iter_batches(batch_size=batch) if kind == "Parquet" else _arrow_batches(path, batch)):
             names = rows.schema.names
-            if n == 0 and (twice := next((c for i, c in enumerate(names) if c in names[:i]), None)):
+            if n == 0 and (twice := repeated(names)):
                 break  # a row as a dict kept one of the two columns' cells, unsaid
             for rec in rows.to_pylist():
                 n += 1
@@ -587,6 +587,12 @@ def table_delimiter(line: str, names) -> str:
         if d in line and any(c.strip().lower() in names for c in next(csv.reader([line], delimiter=d))):
             return d
     return ","
+
+
+def repeated(items: Iterable):
+    """The first item that an earlier one equals; None where each is given once (a column's name, an id)."""
+    seen: set = set()
+    return next((x for x in items if x in seen or seen.add(x)), None)
 
 
 def column_twice(header: list[str], names) -> str | None:

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import check_fields, given_path, json_file, missing, said, write_atomic
+from ..textio import check_fields, given_path, json_file, missing, repeated, said, write_atomic
 from ..uncertainty import as_array
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
@@ -59,7 +59,7 @@ def check_score_names(names: Sequence[str], where: str) -> None:
     if bad:
         raise ValueError(f"{where}: {', '.join(bad)} is not an estimator of the check's samples "
                          f"(one of {', '.join(e for e in ESTIMATORS if e != 'prompt')})")
-    twice = next((n for i, n in enumerate(names) if n in list(names)[:i]), None)
+    twice = repeated(names)
     if twice is not None:  # its column went in twice, and the probe file listed it twice
         raise ValueError(f"{where}: {twice} is named twice")
 

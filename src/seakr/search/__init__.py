@@ -78,8 +78,9 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     from .tantivy_engine import TantivyEngine
 
     if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
-        names = [str(c) for c in (docs.column_names if hasattr(docs, "column_names") else docs.columns)]
-        twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+        from ..textio import repeated
+
+        twice = repeated(str(c) for c in (docs.column_names if hasattr(docs, "column_names") else docs.columns))
         if twice is not None:  # its rows as dicts kept one of the two columns' cells, unsaid
             raise SearchError(f"index: the table names two columns {twice!r}; rename one")
         docs = docs.to_pylist() if hasattr(docs, "to_pylist") else docs.to_dict("records")
@@ -93,7 +94,7 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
-    from ..textio import blank
+    from ..textio import blank, repeated
 
     # control characters alone are no text either: a request's passages ["\x00"] were indexed and searched
     if all(blank(p.text) for p in ps if isinstance(p.text, str)):
@@ -101,8 +102,7 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     no_id = next((p for p in ps if not isinstance(p.id, str) or blank(p.id)), None)
     if no_id is not None:  # the corpus readers refuse it too: an id names the passage in traces and rows
         raise SearchError(f"index: a passage's id is {no_id.id!r}; ids are visible text")
-    seen: set = set()
-    twice = next((p.id for p in ps if p.id in seen or seen.add(p.id)), None)
+    twice = repeated(p.id for p in ps)
     if twice is not None:  # the build keeps the first and drops the rest without a word
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
     tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
