@@ -686,22 +686,35 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
                     held)
 
 
+def selection_summary(result_of, rows: Sequence[dict], held: Sequence[dict], name: str, out: Path) -> dict:
+    """``result_of(rows, files)``: a run's or study's summary of ``rows``, its files written under ``out`` where
+    ``files``. The summary returned (printed) is of the questions asked for (``rows``); the files, which `compare`,
+    `report`, `export` and `probe fit` read beside the rows, of every row the folder holds (``held``): a resume with
+    a smaller --limit wrote its few questions' summary over the folder's (a calibration's threshold into the
+    model's file)."""
+    if len(held) <= len(rows):
+        return result_of(rows, True)
+    warn(f"{name}: {out} holds {len(held)} answered questions, {len(held) - len(rows)} beyond these {len(rows)} "
+         f"(an earlier, larger --limit); the summary here is of these {len(rows)}, its files of all {len(held)}")
+    result_of(held, True)
+    return result_of(rows, False)
+
+
 def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered: int, wall: float, concurrency: int,
              held: Sequence[dict] | None = None) -> dict:
-    """The summary of ``rows`` (the selected questions), returned; the one written beside them is of ``held``,
-    every row the folder keeps, which `compare`, `report` and `export` read (a resume with a smaller --limit
-    wrote the summary of its few questions over the run's). The timing adds to a resumed run's."""
+    """The run's summary of ``rows``, and its summary files of ``held`` (:func:`selection_summary`; default: the
+    same rows). The timing adds to a resumed run's."""
     old = _read_summary(out / "summary.json") if resume else {}
     timing = throughput(old, answered, wall, concurrency)
-    s = {**summarize([ResultRow.from_dict(r) for r in rows], name), **timing}
-    kept = s if held is None or len(held) == len(rows) else \
-        {**summarize([ResultRow.from_dict(r) for r in held], name), **timing}
-    if kept is not s:
-        warn(f"{name}: {out} holds {len(held)} answered questions, {len(held) - len(rows)} beyond these {len(rows)} "
-             f"(an earlier, larger --limit); the table here is of these {len(rows)}, its summary files (and compare, "
-             f"report) of all {len(held)}")
-    write_atomic(out / "summary.json", strict_json(kept, indent=2))
-    write_atomic(out / "summary.md", summary_markdown([kept]))
+
+    def result_of(rs, files):
+        s = {**summarize([ResultRow.from_dict(r) for r in rs], name), **timing}
+        if files:
+            write_atomic(out / "summary.json", strict_json(s, indent=2))
+            write_atomic(out / "summary.md", summary_markdown([s]))
+        return s
+
+    s = selection_summary(result_of, rows, rows if held is None else held, name, out)
     if s.get("empty_retrieval_rate") == 1:  # "retrieval rate 1.00" read as if passages had been read
         warn(f"{name}: none of its {round(s['retrievals_per_question'] * s['n'])} searches found a passage: does the "
              "index hold these questions' passages? (leave --index out for the pooled index of the data file's own "

@@ -40,7 +40,8 @@ from ..methods.trace import Tracer, clean
 from .datasets import Example, check_examples, require_golds
 from .metrics import auroc, bootstrap_ci, f1_score, paired_auroc_difference, paired_bootstrap, pearson, roc_curve
 from .rows import ResultRow, check_fields
-from .runner import RowLog, figure, other_data, read_results, read_run_config, recorded_with, run_rows, versions
+from .runner import (RowLog, figure, other_data, read_results, read_run_config, recorded_with, run_rows,
+                     selection_summary, versions)
 from .states import StateStore, own_tap, tap_name
 
 
@@ -98,19 +99,6 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
         return log.rows_for(examples), list(log.rows)
 
 
-def _summaries(result_of, rows: list[dict], held: list[dict], study: str, out: Path) -> dict:
-    """``result_of(rows, files)``: a study's summary of ``rows``, its files written under ``out`` where ``files``.
-    The summary returned is of these questions (``rows``); the files, which `report` and `probe fit` read beside
-    the rows, are of every row the study holds (``held``): a resume with a smaller --limit wrote its few
-    questions' summary over the study's, and a calibration's threshold chosen on them into the model's file."""
-    if len(held) <= len(rows):
-        return result_of(rows, True)
-    warn(f"{study}: {out} holds {len(held)} answered questions, {len(held) - len(rows)} beyond these {len(rows)} "
-         f"(an earlier, larger --limit); the summary here is of these {len(rows)}, its files of all {len(held)}")
-    result_of(held, True)
-    return result_of(rows, False)
-
-
 def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict, set] | None:
     """Every row (a larger --limit's too), the recorded configuration and the ids of ``examples``, of a study that
     has nothing left to do for them, where it was run with ``model`` (:func:`~seakr.eval.runner.recorded_with`);
@@ -147,7 +135,7 @@ def study_of_rows(study: str, out_dir: str, rows: list[dict], cfg: dict, ids=Non
         def result_of(rs, files):
             return _rerank_result(rs, info.get("model"), config["n_candidates"], config["rerank_z"], out, files)
     chosen = rows if ids is None else [r for r in rows if r["id"] in ids]
-    return _summaries(result_of, chosen, rows, study, out)
+    return selection_summary(result_of, chosen, rows, study, out)
 
 
 def _fit_context(lm, examples: Sequence[Example]) -> None:
@@ -204,7 +192,7 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
     out = Path(out_dir)
     rows, held = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data)
     info, config = method.lm.info(), dataclasses.asdict(method.config)
-    return _summaries(lambda rs, files: _calibration_result(rs, info, config, "simple", out, write, files=files),
+    return selection_summary(lambda rs, files: _calibration_result(rs, info, config, "simple", out, write, files=files),
                       rows, held, "calibrate", out)
 
 
@@ -460,7 +448,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
             **({"probe": [tap_name(t) for t in taps]} if probe else {})}
     rows, held = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     info, style, k = lm.info(), method.config.prompt_style, method.config.k
-    return _summaries(lambda rs, files: _detect_result(rs, info, setting, form, style, k, out, files),
+    return selection_summary(lambda rs, files: _detect_result(rs, info, setting, form, style, k, out, files),
                       rows, held, "detect", out)
 
 
@@ -685,7 +673,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
     out = Path(out_dir)
     rows, held = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
     model, n = method.lm.info().get("model"), method.config.n_candidates
-    return _summaries(lambda rs, files: _rerank_result(rs, model, n, z, out, files), rows, held, "rerank-study", out)
+    return selection_summary(lambda rs, files: _rerank_result(rs, model, n, z, out, files), rows, held, "rerank-study", out)
 
 
 def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path, files: bool = True) -> dict:
