@@ -169,6 +169,30 @@ def test_json_nested_past_the_parser_is_a_decode_error_where_it_goes_too_deep(tm
     assert model_depth(str(tmp_path)) is None and model_context(str(tmp_path)) is None  # not known: the load says
 
 
+def test_a_key_given_twice_in_one_object_is_refused_where_that_object_starts(tmp_path):
+    """`{"answer": "Paris", "answer": "Lyon"}` was read as Lyon, the other value dropped unsaid (json.loads keeps
+    the last), in a dataset, a corpus, a probe file or a request, as a table's reader had kept one of two columns
+    of one name. The error names the key and the line of the object that gives it twice."""
+    from seakr.eval.datasets import DatasetError, load_dataset
+    from seakr.search.corpora import CorpusError, read_jsonl
+    from seakr.textio import loads, parse_json
+
+    with pytest.raises(json.JSONDecodeError, match=r"the key 'answer' is given twice in one object"):
+        loads('{"question": "q", "answer": "Paris", "answer": "Lyon"}')
+    with pytest.raises(ValueError, match=r"^where:4: invalid JSON \(the key 'c' is given twice"):
+        parse_json('[\n{"c": 1},\n{"b": {"c": 1},\n "a": {"c": 1, "c": 2}}]', "where")  # the inner object, on line 4
+    assert loads('{"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}') == {"a": {"a": 1}, "b": [{"a": 2}, {"a": 3}]}
+    d = tmp_path / "d.jsonl"
+    d.write_text('{"id": "1", "question": "Who wrote Hamlet?", "answer": "Shakespeare"}\n'
+                 '{"id": "2", "question": "Capital of France?", "answer": "Paris", "answer": "Lyon"}\n')
+    with pytest.raises(DatasetError, match=rf"^{d}:2: invalid JSON \(the key 'answer' is given twice"):
+        load_dataset(str(d))
+    c = tmp_path / "c.jsonl"
+    c.write_text('{"id": "p1", "title": "France", "text": "Paris is the capital.", "text": "Lyon"}\n')
+    with pytest.raises(CorpusError, match=rf"^{c}:1: invalid JSON \(the key 'text' is given twice"):
+        list(read_jsonl(str(c)))
+
+
 def test_an_error_line_cuts_a_value_too_long_to_read_and_escapes_controls(capsys):
     """`--layout <5,000 digits>` and `--index <a pasted passage>` echoed the value whole (5 KB on one line)."""
     from seakr.cli import main

@@ -15,7 +15,7 @@ import sys
 
 from .cliargs import build_parser, unescape  # noqa: F401  (unescape: part of the command's surface)
 from .search.base import redact
-from .textio import (REFUSED_WRITES, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
+from .textio import (REFUSED_WRITES, KeyTwice, check_escapes, check_output_file, check_question, first_line, loads as textio_loads,
                      message, said, shown, strict_json, too_many_digits, warn, write_atomic)
 from .eval.plan import (EvalPlan, ModelSpec, RunSpec, SettingError, check_grid_paths, check_output_dir, check_run,
                         check_settings, read_grid)
@@ -147,6 +147,8 @@ def parse_options(pairs: list[str]) -> dict:
         try:
             value = textio_loads(v)
             check_escapes(v, f"--option {k}", CLIError, numbered=False)
+        except KeyTwice as e:  # JSON still, not text
+            raise CLIError(f"--option {k}: {e.msg}") from None
         except json.JSONDecodeError:  # text, or a whole number JSON refuses ("020")
             try:
                 value = int(v) if re.fullmatch(r"\s*[+-]?\d+\s*", v) else v

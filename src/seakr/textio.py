@@ -344,9 +344,13 @@ def check_escapes(text: str, where: str, error: type[Exception] = ValueError, li
 def loads(text: str):
     """``json.loads`` whose input nested past the parser's recursion limit (``[[[[...`` a hundred thousand deep:
     a corrupt or hostile file) or holds a number past Python's bound on digits is a ``json.JSONDecodeError``
-    where that starts, as any other malformed JSON is, instead of a traceback or advice meant for programmers."""
+    where that starts, as any other malformed JSON is, instead of a traceback or advice meant for programmers;
+    an object that gives a key twice is a :class:`KeyTwice` where that object starts."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_once)
+    except _KeyTwice as e:
+        raise KeyTwice(f"the key {said(e.key)} is given twice in one object: which is meant? give it once",
+                       text, _twice_at(text)) from None
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply to read (over 500 levels of brackets)", text,
                                    _too_deep_at(text, 500)) from None
@@ -355,6 +359,56 @@ def loads(text: str):
             raise
         at = re.search(r"\d{%d,}" % (sys.get_int_max_str_digits() + 1), text)
         raise json.JSONDecodeError(why, text, at.start() if at else 0) from None
+
+
+class KeyTwice(json.JSONDecodeError):
+    """JSON that parses, where one object gives a key twice (:func:`loads`)."""
+
+
+class _KeyTwice(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _once(pairs: list) -> dict:
+    """An object's (key, value) pairs as a dict, where each key is given once: ``json.loads`` kept the last of
+    two values (``"answer": "Paris", "answer": "Lyon"`` was Lyon, the other dropped unsaid), as a table's
+    reader had kept one of two columns of one name."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _KeyTwice(repeated(k for k, _ in pairs))
+    return d
+
+
+def _twice_at(text: str) -> int:
+    """Where the first object that gives a key twice starts in ``text`` (read again by the pure-Python
+    scanner, whose objects know where they start: only on this path, which ends in an error)."""
+    from json import decoder, scanner
+
+    class Finder(json.JSONDecoder):
+        def __init__(self):
+            super().__init__(object_pairs_hook=_once)
+            self.parse_object = self._object
+            self.scan_once = scanner.py_make_scanner(self)
+
+        @staticmethod
+        def _object(s_and_end, *rest):
+            try:
+                return decoder.JSONObject(s_and_end, *rest)
+            except _KeyTwice:
+                raise _At(s_and_end[1] - 1) from None
+
+    class _At(Exception):
+        def __init__(self, pos: int):
+            self.pos = pos
+
+    try:
+        Finder().decode(text)
+    except _At as e:
+        return e.pos
+    except Exception:  # noqa: BLE001 - the position is a courtesy; the error stands without it
+        pass
+    return 0
 
 
 def too_many_digits(e: BaseException) -> str | None:

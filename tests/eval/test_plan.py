@@ -381,6 +381,7 @@ def test_a_ray_address_that_nothing_answers_is_refused_at_once(tmp_path):
     (["ask", "Who?", "--prompt-set", "hotpotqa", "--option", "prompt_set=simpleqa"], "--prompt-set hotpotqa and --option"),
     (["eval", "--data", HOTPOT, "--delta", "-1", "--option", "delta=-2"], "--delta -1.0 and --option delta=-2: give one"),
     (["eval", "--data", HOTPOT, "--option", "k=3", "--option", "k=4"], "--option k: given twice"),
+    (["ask", "Who?", "--option", 'stop={"a": 1, "a": 2}'], "--option stop: the key 'a' is given twice in one object"),
     (["calibrate", "--data", NQ, "--k", "4", "--option", "k=5"], "--k 4 and --option k=5: give one"),
 ])
 def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):

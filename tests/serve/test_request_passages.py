@@ -40,6 +40,24 @@ def test_a_request_brings_the_passages_it_is_answered_from():
     assert '"unread_options": {"k": ' in c.post("/v1/answer/stream", json={**body, "options": {"k": 4}}).text
 
 
+def test_a_request_giving_a_key_twice_is_refused_and_malformed_json_says_why():
+    """`{"question": "a?", "question": "Who wrote Hamlet?"}` was answered for the second question (FastAPI reads a
+    body with json.loads, which keeps the last value), and `{"options": {"k": 3, "k": 5}}` ran with k 5; malformed
+    JSON was "JSON decode error" without what was wrong."""
+    c = client()
+    for body, why in (('{"question": "a?", "question": "Who directed Alien?", "passages": ["x"]}', "the key 'question'"),
+                      ('{"question": "q", "passages": ["x"], "options": {"k": 3, "k": 5}}', "the key 'k'"),
+                      ('{"question": "q", "passages": [{"text": "a", "text": "b"}]}', "the key 'text'"),
+                      ('{"question": ', "Expecting value")):
+        for route in ("/v1/answer", "/v1/answer/stream"):
+            r = c.post(route, content=body.encode(), headers={"content-type": "application/json"})
+            assert r.status_code == 422 and why in r.json()["errors"][0]["error"], (route, r.text)
+            assert r.json()["errors"][0]["error"].startswith("invalid JSON (")
+    r = c.post("/v1/answer", content='{"question": "Who directed Alien?", "passages": ["x"]}'.encode("utf-16"),
+               headers={"content-type": "application/json"})
+    assert r.status_code == 200, r.text  # JSON's other encodings are read as json.loads reads them
+
+
 @pytest.mark.parametrize("passages,said", [
     ([], '"body.passages","error":"List should have at least 1 item'),
     ([ALIEN] * (MAX_PASSAGES + 1), f'"body.passages","error":"List should have at most {MAX_PASSAGES} items'),

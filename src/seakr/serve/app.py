@@ -31,6 +31,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -38,7 +39,7 @@ from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import Passage, SearchError
-from ..textio import check_question, encodable, said, too_many_digits
+from ..textio import check_question, encodable, loads, said
 from .limits import ServiceLimits
 
 MAX_QUESTION = 2000
@@ -357,13 +358,37 @@ BUSY = {"status_code": 429, "detail": "busy: too many requests in flight, try ag
 
 def unreadable_body(exc: Exception) -> str | None:
     """What FastAPI's "There was an error parsing the body" (400) was, where the request is at fault: bytes that
-    are not UTF-8, JSON nested past the parser, a number past Python's digits. Said as malformed JSON is (422)."""
+    are not UTF-8 (JSON nested past the parser and a number past Python's digits are malformed JSON, said by
+    :func:`textio.loads`). Said as malformed JSON is (422)."""
     cause = exc.__cause__ if getattr(exc, "status_code", None) == 400 else None
-    if isinstance(cause, UnicodeDecodeError):
-        return "not UTF-8 text (a JSON body is UTF-8)"
-    if isinstance(cause, RecursionError):
-        return "JSON nested too deeply to read"
-    return too_many_digits(cause) if cause is not None else None
+    return "not UTF-8 text (a JSON body is UTF-8)" if isinstance(cause, UnicodeDecodeError) else None
+
+
+class _Request(Request):
+    """A request whose JSON body is read as every file of ours is (:func:`textio.loads`): a key given twice in
+    one object (``{"question": "a", "question": "b"}``) is refused where ``json.loads`` kept the last unsaid, and
+    JSON nested past the parser or a number past Python's digits is malformed JSON, said where it is."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            self._json = loads(body.decode(json.detect_encoding(body), "surrogatepass"))
+        return self._json
+
+
+class _Route(APIRoute):
+    def get_route_handler(self):
+        handler = super().get_route_handler()
+
+        async def route(request: Request):
+            return await handler(_Request(request.scope, request.receive))
+        return route
+
+
+def _said(e: dict) -> str:
+    """A validation error's words; for malformed JSON, what is wrong ("JSON decode error" alone did not say)."""
+    why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
+    return f"invalid JSON ({why})" if why else e.get("msg", "")
 
 
 def create_app(service: AnswerService) -> FastAPI:
@@ -371,6 +396,7 @@ def create_app(service: AnswerService) -> FastAPI:
     app = FastAPI(title="seakr", version="0.1.0", docs_url="/docs" if docs else None, redoc_url=None,
                   openapi_url="/openapi.json" if docs else None,
                   description="SeaKR: self-aware knowledge retrieval. Answers with the full decision trace.")
+    app.router.route_class = _Route
     app.add_middleware(_Guard, limits=service.limits)
     if service.limits.cors_origins:  # added last, so outermost: a browser's preflight (no token) is answered here
         from starlette.middleware.cors import CORSMiddleware
@@ -381,7 +407,7 @@ def create_app(service: AnswerService) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        errs = [{"field": ".".join(str(x) for x in e.get("loc", [])), "error": e.get("msg", "")} for e in exc.errors()]
+        errs = [{"field": ".".join(str(x) for x in e.get("loc", [])), "error": _said(e)} for e in exc.errors()]
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})
 
     @app.exception_handler(StarletteHTTPException)
