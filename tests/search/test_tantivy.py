@@ -625,10 +625,11 @@ def test_the_manifest_names_its_sources_by_absolute_paths(tmp_path, monkeypatch)
 
     (tmp_path / "c.jsonl").write_text("".join(json.dumps(p.to_dict()) + "\n" for p in DOCS))
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "d.jsonl").write_text(json.dumps({"id": "new", "title": "New", "text": "A passage added."}) + "\n")
     build_index(pair_sources(["c.jsonl"], ["auto"]), "idx")
-    build_index(pair_sources(["./c.jsonl"], ["jsonl"]), "idx", add=True)
+    build_index(pair_sources(["./d.jsonl"], ["jsonl"]), "idx", add=True)
     assert open_engine(str(tmp_path / "idx")).metadata()["sources"] == [f"auto:{tmp_path / 'c.jsonl'}",
-                                                                      f"jsonl:{tmp_path / 'c.jsonl'}"]
+                                                                      f"jsonl:{tmp_path / 'd.jsonl'}"]
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))  # the index built for a corpus given as the index
     assert open_engine("c.jsonl").metadata()["sources"] == [str(tmp_path / "c.jsonl")]
     from seakr.eval.corpus import pooled_index
@@ -667,3 +668,32 @@ def test_the_engine_and_the_corpus_reader_name_a_wrong_argument_before_any_work(
             call()
     assert not any(tmp_path.iterdir())
     assert next(iter(read_corpus(None, "wiki-offline"))).text  # the packaged leads need no path
+
+
+def test_an_add_of_a_corpus_the_index_holds_read_another_way_is_refused(tmp_path, capsys):
+    """`index build long.jsonl --add --passage-words 100` over an index built from long.jsonl whole added its
+    text again as three more passages (other ids): the index held each word twice, and BM25 counted it twice.
+    Read another way (another cut or format, the file itself or in a folder the index holds) it is refused
+    before anything is read; read the same way it is said, and the manifest does not list it twice."""
+    from seakr.cli import main
+
+    long = " ".join(f"w{i}" for i in range(250))
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "long.jsonl").write_text(json.dumps({"id": "L", "title": "Long", "text": long}) + "\n")
+    (tmp_path / "other.jsonl").write_text(json.dumps({"id": "o", "title": "O", "text": "other text"}) + "\n")
+    src, idx = str(tmp_path / "f" / "long.jsonl"), str(tmp_path / "idx")
+    assert main(["index", "build", src, "--out", idx]) == 0
+    for extra, how in ((["--passage-words", "100"], "jsonl, 100-word passages"), (["--format", "dpr"], "dpr, whole")):
+        assert main(["index", "build", src, "--out", idx, "--add", *extra]) == 2
+        assert capsys.readouterr().err.startswith(
+            f"seakr: error: index build --add: {idx} holds {src} already (jsonl, whole documents); adding it as {how}")
+    assert main(["index", "build", src, str(tmp_path / "other.jsonl"), "--out", idx, "--add", "--format", "jsonl"]) == 0
+    out, err = capsys.readouterr()
+    assert "added 1 passages (1 duplicate ids" in out and f"{idx} holds {src} already (jsonl, whole documents): its" in err
+    m = open_engine(idx).metadata()
+    assert m["doc_count"] == 2 and m["sources"] == [f"auto:{src}", f"jsonl:{tmp_path / 'other.jsonl'}"]
+    folder = str(tmp_path / "byfolder")  # a folder held, one of its files added as other passages
+    assert main(["index", "build", str(tmp_path / "f"), "--out", folder]) == 0
+    assert main(["index", "build", src, "--out", folder, "--add", "--passage-words", "100"]) == 2
+    assert f"holds {src} already (from {tmp_path / 'f'}: auto, whole documents)" in capsys.readouterr().err
+    assert open_engine(folder).count() == 1

