@@ -188,8 +188,20 @@ def test_an_option_the_settled_configuration_does_not_read_is_said(tmp_path, idx
     err = capsys.readouterr().err
     assert "options k=7, seed=3 are not read: ircot decodes greedily and draws no samples" in err
     assert "option query_max_words=9 is not read: ircot does not read it" in err and "max_passages" not in err
-    build_method("cot", lm, None, n_candidates=2)
-    assert "option n_candidates=2 is not read: cot does not retrieve" in capsys.readouterr().err
+    build_method("cot", lm, None, n_candidates=2, titles=True)
+    err = capsys.readouterr().err
+    assert "options n_candidates=2, titles=True are not read: cot does not retrieve" in err
+    build_method("single", lm, idx, titles=True)
+    assert capsys.readouterr().err == ""  # its passages show their titles
+    # simple mode searches once with the question and answers from one passage: the chain's options were unread
+    SeaKR(lm, idx, mode="simple", max_steps=2, max_passages=2, keep_p=0.5, reasoning="knowledge", probes=bank)
+    err = capsys.readouterr().err
+    for said in ("max_steps=2 is not read: mode=simple answers in one step", "max_passages=2 is not read: mode=simple "
+                 "keeps one passage", "keep_p=0.5 is not read: mode=simple searches with the question itself",
+                 "reasoning='knowledge' is not read: mode=simple answers from the passage it keeps"):
+        assert said in err, err
+    SeaKR(lm, idx, mode="simple", reasoning="auto", n_candidates=2, probes=bank)
+    assert capsys.readouterr().err == ""
 
 
 def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final_samples(tmp_path, idx):

@@ -201,6 +201,19 @@ class SeaKR(Method):
         if c.rerank != "guarded" and c.rerank_z != d.rerank_z:
             out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in self._auto else "")
                         + " does not weigh the engine's top-1 by noise (rerank=guarded does)"))
+        return out + (self._unread_simple() if c.mode == "simple" else [])
+
+    #: what mode=simple never reads (it searches once, with the question, and answers from one passage), and why
+    SIMPLE_UNREAD = {"max_steps": "answers in one step", "max_passages": "keeps one passage",
+                     "keep_p": "searches with the question itself", "query_max_words": "searches with the question itself"}
+
+    def _unread_simple(self) -> list[tuple[str, str]]:
+        c, d = self.config, SeaKRConfig
+        out = [(n, f"mode=simple {why} (mode=multihop reads it)") for n, why in self.SIMPLE_UNREAD.items()
+               if getattr(c, n) != getattr(d, n)]
+        if c.reasoning != "self-aware":  # what auto settles to there: any other was given
+            out.append(("reasoning", "mode=simple answers from the passage it keeps: there is no final choice "
+                                     "between rationales and passages (mode=multihop makes one)"))
         return out
 
     def resolve(self, config: SeaKRConfig) -> SeaKRConfig:
