@@ -594,3 +594,19 @@ def test_the_run_folder_functions_take_one_path_alone_and_name_a_wrong_one(tmp_p
                        (lambda: export_predictions(None), "export: expected a folder's path, got NoneType")):
         with pytest.raises((TypeError, ValueError), match="^" + re.escape(said) + "$"):
             call()
+
+
+def test_a_run_keeps_the_options_its_method_does_not_read_beside_the_method(tmp_path):
+    """The options a method took and never read were said once when the run began and kept nowhere: the run's
+    folder (config.json) now names them, beside the method, so a resume still compares the method alone."""
+
+    class Unreading(ScriptedMethod):
+        def unread(self):
+            return [("k", "scripted decodes greedily")]
+
+    run_eval(Unreading(ANSWERS), EXS[:2], tmp_path / "a")
+    cfg = json.loads((tmp_path / "a" / "config.json").read_text())
+    assert cfg["unread_options"] == {"k": "scripted decodes greedily"} and "unread_options" not in cfg["method"]
+    run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "a", resume=True)  # the same method: it resumes
+    run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path / "b")
+    assert "unread_options" not in json.loads((tmp_path / "b" / "config.json").read_text())

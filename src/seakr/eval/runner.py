@@ -650,6 +650,8 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
     examples = check_examples(examples)
     cfg = {"name": name or method.name, "method": method.describe(), "versions": versions(),
            "examples": len(examples), **(extra_config or {})}
+    if unread := dict(getattr(method, "unread", list)()):  # said once at the start; the folder keeps it, beside
+        cfg["unread_options"] = unread  # the method (a resume compares the method alone)
     with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row), check=check_row) as log:
         rows = log.rows_for(examples)
         if progress:
