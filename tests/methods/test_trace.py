@@ -25,6 +25,17 @@ def test_the_u_column_tells_an_uncertain_step_from_an_unscored_one():
     assert lines[9].startswith("  5. U=- RETRIEVE q='z'")
 
 
+def test_a_step_that_decided_to_retrieve_and_found_nothing_new_says_so():
+    """SeaKR's step whose search found no new passage (the chain stops there) read "no-retr.", as if the gate had
+    declined: it decided to retrieve, with its query, and the note says what came of it."""
+    lines = _answer([
+        {"pseudo": "Hamlet was", "u": 0.18, "threshold": -100.0, "query": "Hamlet written", "note": "no new passage: stop"},
+        {"pseudo": "", "u": None, "threshold": -3.96, "query": "y", "note": "repeated query: stop"},
+    ]).summary().splitlines()
+    assert lines[1] == "  1. U=0.18 vs -100.00 RETRIEVE q='Hamlet written' (no new passage: stop)"
+    assert lines[3] == "  2. U=inf vs -3.96 RETRIEVE q='y' (repeated query: stop)"
+
+
 def test_the_final_line_shows_what_the_rule_compared():
     """A probe's or a calibrated choice compares P(correct) (the answers were not sampled: no U); the
     paper's rule compares U; the check before the chain shows its P(correct), not its probe score."""

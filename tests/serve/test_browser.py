@@ -81,5 +81,10 @@ def test_viewer_end_to_end(server):
         probed["trace"]["totals"].update(retrievals=2, empty_retrievals=2)  # an index of other passages
         b.execute_script("renderAnswer(arguments[0], document.getElementById('out'))", probed)
         assert "2 retrievals (2 found nothing)" in b.find_element(By.CSS_SELECTOR, ".totals").text
+        # a step that decided to retrieve and found no new passage read "no retrieval", as if its gate had declined
+        probed["trace"]["steps"][0].update(retrieved=False, kept=None, candidates=[], note="no new passage: stop")
+        b.execute_script("renderAnswer(arguments[0], document.getElementById('out'))", probed)
+        head = b.find_element(By.CSS_SELECTOR, ".step h3").text
+        assert "retrieve" in head and "no retrieval" not in head and "(no new passage: stop)" in head, head
     finally:
         b.quit()

@@ -151,6 +151,7 @@ class _ActiveRetrieval(_Greedy):
         st.query = query
         hits = self.search(tr, query, self.config.n_candidates)
         if not hits:
+            st.note = "nothing found: the sentence stands"
             return ctx
         st.retrieved = True
         st.kept = {"id": hits[0].id, "title": ", ".join(h.title for h in hits), "score": hits[0].score}

@@ -169,13 +169,17 @@ class Answer:
             # no U: +inf ("uncertain") where a threshold was to judge a step that has none (an empty
             # pseudo-step retrieves as SeaKR's U=+inf); "-" where no threshold judged it (a method that
             # scores no steps, or a chain past a knowledge check, where every step retrieves)
-            inf = s["threshold"] is not None and (s.get("pseudo") or s["retrieved"])
+            # a step that decided to retrieve has its query, whether or not a new passage came of it (it read
+            # "no-retr." where the search found nothing new and the chain stopped)
+            decided = bool(s["retrieved"] or s["query"])
+            inf = s["threshold"] is not None and (s.get("pseudo") or decided)
             u = ("inf" if inf else "-") if s["u"] is None else f"{s['u']:.2f}"
             thr = "" if s["threshold"] is None else f" vs {s['threshold']:.2f}"
-            ret = "RETRIEVE" if s["retrieved"] else "no-retr."
+            ret = "RETRIEVE" if decided else "no-retr."
             kept = f" kept [{s['kept']['title']}]" if s.get("kept") else ""
             q = f" q={s['query']!r}" if s["query"] else ""
-            lines.append(f"  {s['index'] + 1}. U={u}{thr} {ret}{q}{kept}\n     -> {s['text']}")
+            note = f" ({s['note']})" if s.get("note") else ""
+            lines.append(f"  {s['index'] + 1}. U={u}{thr} {ret}{q}{kept}{note}\n     -> {s['text']}")
         f = self.trace.get("final", {})
         cands = f.get("candidates") or {}
         chk = cands.get("check")

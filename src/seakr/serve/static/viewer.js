@@ -22,7 +22,10 @@ function bar(u, delta, sc) {
   return `<div class="ubar"><div class="fill ${high ? "high" : ""}" style="width:${w}%"></div>${dl}</div>`;
 }
 function renderStep(s, sc) {
-  const tag = s.retrieved ? '<span class="tag retr">retrieved</span>' : '<span class="tag noretr">no retrieval</span>';
+  // a step that decided to retrieve has its query, whether or not a new passage came of it (its note says why not)
+  const tag = s.retrieved ? '<span class="tag retr">retrieved</span>' : s.query ? '<span class="tag retr">retrieve</span>' :
+    '<span class="tag noretr">no retrieval</span>';
+  const note = s.note ? ` <i>(${esc(s.note)})</i>` : "";
   const kept = s.kept ? ` kept <b>${esc(s.kept.title || s.kept.id)}</b>` : "";  // a pasted passage may have no title
   const q = s.query ? ` &middot; query <code>${esc(s.query)}</code>` : "";
   // no U: +inf where a threshold judged the step (a failed or empty step retrieves), nothing where none did
@@ -36,7 +39,7 @@ function renderStep(s, sc) {
         `<td>${esc(c.step)}</td><td>${read(c, "P")}${c.chosen ? " &#10003;" : ""}</td></tr>`).join("") + "</table>";
   }
   const pseudo = (s.pseudo && s.pseudo !== s.text) ? `<div class="pseudo">tentative: ${esc(s.pseudo)}</div>` : "";
-  return `<div class="step" data-step="${s.index}"><h3>Step ${s.index + 1} ${tag}${kept}${q}</h3>` +
+  return `<div class="step" data-step="${s.index}"><h3>Step ${s.index + 1} ${tag}${kept}${q}${note}</h3>` +
     `<div class="sentence">${esc(s.text) || "<i>(empty)</i>"}</div>${pseudo}${ulabel}${cands}</div>`;
 }
 function renderFinal(ans) {
