@@ -2,6 +2,7 @@
 input with file:line messages."""
 
 import gzip
+import itertools
 import json
 import os
 import re
@@ -525,6 +526,40 @@ def _through_a_pipe(data: bytes, fmt: str) -> list:
     try:
         return list(read_corpus(f"/dev/fd/{r}", fmt))
     finally:
+        writer.join(timeout=10)
+        os.close(r)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fd"), reason="a pipe named as a file: Linux, macOS")
+def test_json_lines_from_a_pipe_are_read_as_they_come():
+    """`zcat train.jsonl.gz | seakr index build - --format hotpotqa` held the whole pipe in memory before the
+    first passage (its layout is told from the head, and a pipe cannot be read twice): the head is kept, the rest
+    streamed. Here the writer sends its second record only after the reader has the first record's passages."""
+    import threading
+
+    recs = [json.loads(line) for line in open(fixture_path("2wiki_mini.flashrag.jsonl"), encoding="utf-8")]
+    first = json.dumps(recs[0]) + "\n" + " " * 4096 + "\n"  # past the head the layout is told from
+    got_first, gave_up = threading.Event(), threading.Event()
+    r, w = os.pipe()
+
+    def write():
+        with os.fdopen(w, "wb") as f:
+            f.write(first.encode())
+            f.flush()
+            if not got_first.wait(timeout=10):  # read whole, the reader waits for the pipe's end: it comes now
+                gave_up.set()
+            f.write((json.dumps(recs[1]) + "\n").encode())
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        passages = read_corpus(f"/dev/fd/{r}", "2wiki")
+        titles = {p.title for p in itertools.islice(passages, 1)}
+        assert not gave_up.is_set() and titles <= set(recs[0]["metadata"]["context"]["title"]), titles
+        got_first.set()
+        assert len(list(passages)) > 0
+    finally:
+        got_first.set()
         writer.join(timeout=10)
         os.close(r)
 

@@ -194,22 +194,40 @@ def read_jsonl(path: str) -> Iterator[Passage]:
         yield row_passage(f"{path}:{n}", rec)
 
 
-def _piped(path: str) -> list[tuple[int, str]] | None:
-    """A pipe's (``index build - --format hotpotqa``) numbered lines, read whole: where a layout is told from the
-    head and the file then read again, a pipe's second read found nothing ("/dev/stdin:1: invalid JSON"). None
-    for a file, which is peeked at and streamed."""
-    return list(textio.lines(path, CorpusError)) if textio.read_once(path) else None
+class _Pipe:
+    """A pipe's (``index build - --format hotpotqa``) numbered lines, its head kept as it is peeked at: where a
+    layout is told from the head and the file then read again, a pipe's second read found nothing ("/dev/stdin:1:
+    invalid JSON"). Iterated once, the head and then the rest as it comes (it had been read whole into memory:
+    a JSON-lines training set piped from ``zcat`` held whole)."""
+
+    def __init__(self, path: str):
+        self._rest, self._head = textio.lines(path, CorpusError), []
+
+    def head(self, nchars: int) -> str:
+        while sum(len(line) for _, line in self._head) < nchars and (nxt := next(self._rest, None)) is not None:
+            self._head.append(nxt)
+        return textio.head_of(self._head, nchars)
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        head, self._head = self._head, []
+        yield from head
+        yield from self._rest
 
 
-def _head(path: str, piped: list[tuple[int, str]] | None, nchars: int) -> str:
-    return textio.head(path, nchars, CorpusError) if piped is None else textio.head_of(piped, nchars)
+def _piped(path: str) -> _Pipe | None:
+    """A pipe's lines (:class:`_Pipe`); None for a file, which is peeked at and read again."""
+    return _Pipe(path) if textio.read_once(path) else None
 
 
-def _whole_json(path: str, piped: list[tuple[int, str]] | None):
+def _head(path: str, piped: _Pipe | None, nchars: int) -> str:
+    return textio.head(path, nchars, CorpusError) if piped is None else piped.head(nchars)
+
+
+def _whole_json(path: str, piped: _Pipe | None):
     return _json(path) if piped is None else textio.parse_json("".join(line for _, line in piped), path, CorpusError)
 
 
-def _load_json_or_jsonl(path: str, piped: list[tuple[int, str]] | None = None) -> Iterator[tuple[int, dict]]:
+def _load_json_or_jsonl(path: str, piped: _Pipe | None = None) -> Iterator[tuple[int, dict]]:
     """Official layouts are one JSON list; HF/FlashRAG layouts are JSONL. Peek to tell."""
     piped = _piped(path) if piped is None else piped
     head = _head(path, piped, 64).lstrip()[:1]
