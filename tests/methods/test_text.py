@@ -60,16 +60,30 @@ def test_extract_answer(text, expected):
     ('So the answer is ("Cotula").', "Cotula"), ("So the answer is \u201cParis.", "Paris"),
     ('So the answer is "The Shining" (1980).', '"The Shining" (1980)'),  # was 'The Shining" (1980)'
     ('So the answer is "Paris" and "Lyon".', '"Paris" and "Lyon"'),    # was 'Paris" and "Lyon'
+    # LaTeX around the whole answer, as models tuned on mathematics write it (scored "boxedparis": EM 0)
+    ("So the answer is \\boxed{Paris}.", "Paris"), ("So the answer is $\\boxed{\\text{New York}}$.", "New York"),
+    ("So the answer is \\( \\textbf{1,000} \\).", "1,000"), ("So the answer is $42$.", "42"),
+    ("So the answer is \\text{a} and \\text{b}.", "\\text{a} and \\text{b}"),  # no one command around it all
+    ("So the answer is $5 to $10.", "$5 to $10"), ("So the answer is {Paris}.", "{Paris}"),
 ])
 def test_an_answer_loses_the_quotes_and_emphasis_around_the_whole_of_it(text, expected):
     assert extract_answer(text) == expected
 
 
 @pytest.mark.parametrize("reply", ["**Paris**", "\u201cParis\u201d\u3002", "Paris.", "So the answer is _Paris_.",
-                                   "\u00abParis\u00bb", '"Paris', 'Paris").', "(Paris)", "[Paris]."])
+                                   "\u00abParis\u00bb", '"Paris', 'Paris").', "(Paris)", "[Paris].", "\\boxed{Paris}"])
 def test_a_short_reply_is_read_as_its_answer(reply):
     """The knowledge check's and ``detect``'s short form read the reply itself where it says no "answer is"."""
     assert short_answer(reply) == "Paris" and exact_match(short_answer(reply), ["Paris"]) == 1.0
+
+
+def test_a_closed_thinking_block_is_not_read_as_the_answer():
+    """A reasoning model in the plain style may think aloud before it answers: its first guess inside the block
+    was read as the answer ("Lyon"), and a short reply was scored with the whole block in it."""
+    assert extract_answer("<think>Maybe so the answer is Lyon. Wait.</think>\nSo the answer is Paris.") == "Paris"
+    assert short_answer("<think>\nhmm, Lyon?\n</think>\n\nParis") == "Paris"
+    assert extract_answer("<think>So the answer is Paris.") == "Paris"  # unclosed: the reply is all there is
+    assert extract_answer("<think>Lyon?</think>") is None
 
 
 @pytest.mark.parametrize("reply", ["Answer: Paris", "**Answer:** Paris.", "**Final Answer**: \u201cParis\u201d",

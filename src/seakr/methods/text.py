@@ -47,6 +47,7 @@ def extract_answer(text: str, marker: str | None = None) -> str | None:
     Unlike the reference, we do not cut at the first comma: "August 25, 1963" and "15,140" stay whole.
     A sentence ends at a period followed by whitespace, at a newline, or at the end of the text.
     """
+    text = unthought(text)
     if not text:
         return None
     says = answer_says(marker)
@@ -83,26 +84,55 @@ _LABEL = re.compile(r"^[*_#\s]*(?:(?:final|short)\s+)?answer[*_]*(?:\s*:|\s+[-\u
 def short_answer(text: str) -> str:
     """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself without
     a label before it ("Answer: Paris" was scored, and shown, as that whole line)."""
+    text = unthought(text)
     return extract_answer(text) or tidy_answer(_LABEL.sub("", text.strip()).rstrip("\u3002\uff0e"))
+
+
+#: A reasoning model's thinking block, closed ("<think>... so the answer is Lyon. Wait ...</think> So the answer
+#: is Paris." was read as Lyon, its first guess). An unclosed block is all the reply there is: it stays.
+_THOUGHT = re.compile(r"<think>.*?</think>", re.S)
+
+
+def unthought(text: str) -> str:
+    """``text`` without the thinking blocks a reasoning model closed before its answer."""
+    return _THOUGHT.sub("", text) if text and "</think>" in text else text
 
 
 #: What a chat model wraps a whole answer in: quotes of several scripts, markdown's emphasis and code, brackets.
 _WRAPS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u00ab", "\u00bb"), ("\u300c", "\u300d"), ("\u300e", "\u300f"),
-          ('"', '"'), ("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"), ("(", ")"), ("[", "]"))
+          ('"', '"'), ("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"), ("(", ")"), ("[", "]"),
+          ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))  # LaTeX's inline and display maths
 #: Marks an answer may open or close without the other half: brackets and quotes.
 _PAIRS = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"), ("\u00ab", "\u00bb"), ('"', '"'))
 
 
 def tidy_answer(ans: str) -> str:
     """An answer as it is scored and shown: without a closing period, marks around the whole of it
-    ("**Paris**", "\u201cParis\u201d", "(Paris)"), or a bracket or quote it opens or closes alone ('Cotula")',
-    "(So the answer is Paris)."). A mark inside stays: '"The Shining" (1980)' and '"Paris" and "Lyon"' keep
-    theirs (a quote stripped from one end only left 'The Shining" (1980)')."""
+    ("**Paris**", "\u201cParis\u201d", "(Paris)", LaTeX's "$\\boxed{Paris}$"), or a bracket or quote it opens or
+    closes alone ('Cotula")', "(So the answer is Paris)."). A mark inside stays: '"The Shining" (1980)' and
+    '"Paris" and "Lyon"' keep theirs (a quote stripped from one end only left 'The Shining" (1980)')."""
     while True:
         before = ans
-        ans = _unwrap(_unmatched(ans.strip().rstrip(".").strip()))
+        ans = _latex(_unwrap(_unmatched(ans.strip().rstrip(".").strip())))
         if ans == before:
             return ans
+
+
+#: A LaTeX command around the whole answer, as models tuned on mathematics write it ("\boxed{Paris}",
+#: "$\text{Paris}$"): SQuAD's normalisation dropped the backslash and braces and kept the word, "boxedparis".
+_LATEX = re.compile(r"\\(?:boxed|fbox|text|textbf|textit|textrm|mathrm|mathbf|mbox)\s*\{(.*)\}", re.S)
+
+
+def _latex(ans: str) -> str:
+    m = _LATEX.fullmatch(ans)
+    if m is None:
+        return ans
+    depth = 0
+    for ch in m.group(1):  # "\text{a} and \text{b}": the braces must enclose the whole answer
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return ans
+    return m.group(1) if depth == 0 else ans
 
 
 def _unwrap(ans: str) -> str:
