@@ -82,6 +82,24 @@ def test_an_unknown_answer_retrieves_at_every_step_though_delta_says_never(tmp_p
 
 
 @pytest.mark.parametrize("gate", ["check", "probe"])
+def test_a_check_sure_of_an_abstention_retrieves(tmp_path, idx, gate):
+    """A check that says "I don't know" with every sign of certainty (low U, a "known" state) answered with it at
+    once: only the word "unknown" was read as no answer."""
+    base = script()
+
+    def abstains(v):
+        if SHORT_INSTRUCTION in v.prompt:
+            return Reply("I don't know.", CERTAIN, state=state(False))
+        return base(v)
+
+    m = SeaKR(ScriptedLM(abstains, dim=DIM), idx, k=5, delta=100.0, gate=gate, gate_p=0.5, probes=write_bank(tmp_path))
+    a = m.answer(KNOWN)
+    check = a.trace["final"]["candidates"]["check"]
+    assert check["p"] >= 0.5 and not check["sure"] and a.trace["final"]["choice"] != "check"
+    assert a.trace["totals"]["retrievals"] >= 1
+
+
+@pytest.mark.parametrize("gate", ["check", "probe"])
 def test_past_a_failed_check_the_pseudo_step_draws_no_samples(tmp_path, idx, gate):
     # every step retrieves after the check found the model unsure: the step's U would decide nothing
     _, _, a = run(tmp_path, idx, UNKNOWN, gate=gate, gate_p=0.5)

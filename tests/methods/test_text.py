@@ -173,6 +173,12 @@ def test_pick_rules():
     # names that hold the word are answers: the substring test gave them up to the other answer
     ("Unknown Pleasures", False), ("The Unknown Soldier", False), ("Unknown Mortal Orchestra", False),
     ("Joy Division's Unknown Pleasures", False),
+    # other words for no answer (a knowledge check sure of "I don't know" answered with it), not in a title
+    ("I don't know", True), ("I dont know.", True), ("I'm not sure, maybe Paris", True), ("N/A", True),
+    ("Not enough information", True), ("cannot be determined", True), ("It is not possible to determine", True),
+    ("I'm sorry, I can't answer that", True), ("There is no information about it", True),
+    ("I Don't Know", False), ("I Don't Want to Miss a Thing", False), ("No Data", False), ("no", False),
+    ("None", False), ("NASA", False), ("No answer", False),
 ])
 def test_an_answer_that_names_something_unknown_is_an_answer(answer, unknown):
     assert is_unknown(answer) is unknown

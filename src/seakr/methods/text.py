@@ -188,12 +188,31 @@ def has_answer(text: str, marker: str | None = None) -> bool:
 
 
 def is_unknown(ans: str | None) -> bool:
-    """No answer: empty, or saying "unknown" (the reference's test) other than in a name. "Unknown Pleasures",
-    "The Unknown Soldier" are answers: as a substring test they lost to the other answer whatever their U."""
-    return ans is None or not ans.strip() or any(not _in_name(ans, m) for m in _UNKNOWN.finditer(ans))
+    """No answer: empty, saying "unknown" (the reference's test) or abstaining in other words ("I don't know",
+    "not enough information", "cannot be determined", "N/A"), other than in a name. "Unknown Pleasures", "The
+    Unknown Soldier" and the song "I Don't Know" are answers: as a substring test they lost to the other answer
+    whatever their U. A knowledge check sure of "I don't know" answered with it, retrieving nothing."""
+    if ans is None or not ans.strip():
+        return True
+    return (any(not _in_name(ans, m) for m in _UNKNOWN.finditer(ans))
+            or any(not _titled(m.group()) for m in _ABSTAIN.finditer(ans)))
 
 
 _UNKNOWN = re.compile(r"unknown", re.IGNORECASE)
+#: Abstentions beside "unknown", as small chat models word them.
+_ABSTAIN = re.compile(
+    r"\b(?:i|we)\s+(?:do\s*n[o']?t|cannot|can'?t|can\s+not)\s+(?:know|say|tell|determine|answer|find|be\s+sure)\b"
+    r"|\b(?:i\s+am|i'm)\s+(?:not\s+sure|unsure|not\s+certain)\b"
+    r"|\b(?:not\s+enough|insufficient|no)\s+(?:information|context|data)\b"
+    r"|\b(?:cannot|can'?t|can\s+not)\s+be\s+(?:determined|answered|known)\b"
+    r"|\bnot\s+possible\s+to\s+(?:determine|answer|say|know|tell)\b"
+    r"|^\W*n/?a\W*$", re.IGNORECASE)
+
+
+def _titled(phrase: str) -> bool:
+    """Words each capitalised, as a title's are ("I Don't Know", a song); "N/A" and "I don't know" are not."""
+    words = phrase.split()
+    return len(words) > 1 and all(w[:1].isupper() for w in words)
 
 
 def _in_name(text: str, m: re.Match) -> bool:
