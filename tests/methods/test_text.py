@@ -65,6 +65,11 @@ def test_extract_answer(text, expected):
     ("So the answer is \\( \\textbf{1,000} \\).", "1,000"), ("So the answer is $42$.", "42"),
     ("So the answer is \\text{a} and \\text{b}.", "\\text{a} and \\text{b}"),  # no one command around it all
     ("So the answer is $5 to $10.", "$5 to $10"), ("So the answer is {Paris}.", "{Paris}"),
+    # a yes or no with its reason: HotpotQA's F1 gives the gold "yes" nothing unless "yes" stands alone
+    ("So the answer is Yes, both are American.", "yes"), ("So the answer is no - he was born later.", "no"),
+    ("So the answer is NO, they differ.", "no"), ("So the answer is Yes, Minister.", "Yes, Minister"),
+    ("So the answer is No Country for Old Men.", "No Country for Old Men"), ("So the answer is no-one.", "no-one"),
+    ("So the answer is Nobody, really.", "Nobody, really"),
 ])
 def test_an_answer_loses_the_quotes_and_emphasis_around_the_whole_of_it(text, expected):
     assert extract_answer(text) == expected
