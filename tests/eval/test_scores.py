@@ -610,3 +610,15 @@ def test_a_run_keeps_the_options_its_method_does_not_read_beside_the_method(tmp_
     run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "a", resume=True)  # the same method: it resumes
     run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path / "b")
     assert "unread_options" not in json.loads((tmp_path / "b" / "config.json").read_text())
+
+
+def test_a_merged_run_records_the_questions_of_every_shard(tmp_path):
+    """The merged config.json kept the first shard's `examples` (its own question count) as the whole run's."""
+    for i in range(2):
+        run_eval(ScriptedMethod(ANSWERS), EXS[i::2], tmp_path / f"s{i}", extra_config={"shard": f"{i}/2"})
+    merge_runs(tmp_path / "m", [str(tmp_path / "s0"), str(tmp_path / "s1")])
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["examples"] == len(EXS) and "shard" not in cfg and cfg["missing_shards"] == []
+    with pytest.raises(ValueError, match=r"s0/m: inside the shard .*s0; merge into a folder outside the shards"):
+        merge_runs(tmp_path / "s0" / "m", [str(tmp_path / "s0"), str(tmp_path / "s1")])
+    assert not (tmp_path / "s0" / "m").exists()

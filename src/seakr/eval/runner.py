@@ -801,6 +801,9 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     out = Path(out_dir)
     if out.exists() and not out.is_dir():  # from Python it was mkdir's FileExistsError, once the shards were read
         raise ValueError(f"{out}: exists and is not a directory")
+    for d in dirs:  # the merged run became a run inside a shard: `report` and `compare` of the shard found both
+        if Path(os.path.realpath(d)) in Path(os.path.realpath(out)).parents:
+            raise ValueError(f"{out}: inside the shard {d}; merge into a folder outside the shards")
     cfgs, rows, seen = [], [], {}
     for d in dirs:
         p = Path(d)
@@ -861,6 +864,8 @@ def _write_merged(out: Path, dirs: Sequence[str], cfgs: list[dict], rows: list, 
             g.write(json.dumps(r.to_score_dict()) + "\n")
     merged = {k: v for k, v in cfgs[0].items() if k != "shard"}
     merged.update({"merged_from": [str(d) for d in dirs], "missing_shards": missing})
+    if all(isinstance(c.get("examples"), int) for c in cfgs):  # the first shard's count was kept as the whole's
+        merged["examples"] = sum(c["examples"] for c in cfgs)
     write_atomic(out / "config.json", strict_json(merged, spell=True, indent=2))
     s = summarize(rows, merged.get("name", out.name))
     write_atomic(out / "summary.json", strict_json(s, indent=2))
