@@ -20,7 +20,9 @@ Choices where paper and reference differ (documented):
 * a step that *contains* the marker ends the loop and is kept; its answer sentence is dropped
   before the forced rationale-based answer, as the reference does;
 * answers are not cut at the first comma (the reference's extractor turns "August 25, 1963"
-  into "august 25").
+  into "august 25");
+* an answer that abstains ("I don't know", "not enough information") counts as none, as "unknown"
+  does in the reference (``text.is_unknown``): the other answer wins, and a check gives none as final.
 """
 
 from __future__ import annotations
