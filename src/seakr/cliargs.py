@@ -171,9 +171,34 @@ def _add_service_limits(p) -> None:
                         "(repeat for more; * for any); default none")
 
 
+class _Once(argparse._StoreAction):
+    """A flag's one value: `--data a.jsonl --data b.jsonl` ran b alone (argparse keeps the last), as `--option k=3
+    --option k=5` had run k 5 before it was refused; two values are refused now (the same one twice is taken)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in given and option_string and given[self.dest] != values:
+            raise argparse.ArgumentError(self, f"given twice ({given[self.dest]!r}, then {values!r}); give it once")
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+_GIVEN = "_seakr_flags_given"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the project's error shape: one line naming the command and the problem, exit 2
-    (``--help`` still prints the usage)."""
+    (``--help`` still prints the usage); a flag that takes one value takes it once (:class:`_Once`)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, rest = super().parse_known_args(args, namespace)
+        ns.__dict__.pop(_GIVEN, None)  # the record of this parse, not an argument
+        return ns, rest
 
     def error(self, message):
         missing = message.partition("arguments are required: ")[2].split(", ")

@@ -394,6 +394,25 @@ def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):
     assert capsys.readouterr().err.startswith(f"seakr: error: {said}")
 
 
+@pytest.mark.parametrize("argv,said", [
+    (["eval", "--data", HOTPOT, "--data", NQ], f"seakr eval: argument --data: given twice ('{HOTPOT}', then '{NQ}')"),
+    (["ask", "Who?", "--method", "cot", "--method", "ircot"], "seakr ask: argument --method: given twice ('cot', then"),
+    (["calibrate", "--data", NQ, "--out", "o", "--k", "4", "--k", "5"],
+     "seakr calibrate: argument --k: given twice (4, then 5)"),
+    (["index", "build", HOTPOT, "--out", "a", "--out", "b"], "seakr index build: argument --out: given twice ('a',"),
+])
+def test_a_flag_of_one_value_given_two_is_refused(capsys, argv, said):
+    """argparse kept the last: `eval --data a.jsonl --data b.jsonl` ran b alone, and nothing said a was dropped."""
+    from seakr.cli import build_parser, main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2 and capsys.readouterr().err.startswith(f"seakr: error: {said}")
+    flag = argv[-2]
+    once = build_parser().parse_args([*argv[:-1], argv[argv.index(flag) + 1]])  # the same value twice: taken
+    assert "_seakr_flags_given" not in vars(once)
+
+
 def test_a_filler_folder_pools_every_file_and_its_content_names_the_index(tmp_path, monkeypatch):
     """`index build FOLDER` reads a corpus folder; `--filler FOLDER` was refused ("a folder, not a corpus file").
     Its files join the pooled index, and a changed file makes another index (the digest covers each file)."""
