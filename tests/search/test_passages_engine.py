@@ -114,6 +114,26 @@ def test_rows_given_in_code_are_read_as_a_corpus_file_s_lines(tmp_path):
             passages_engine(table)
 
 
+def test_a_field_spelled_in_other_case_is_refused_not_read_as_none(tmp_path):
+    """A DataFrame's "Title" column beside "text" left every passage untitled without a word (the table readers
+    take headers in any case; a row's keys were read exactly); so a corpus line's " title". Extra fields stay."""
+    import json
+
+    import pandas as pd
+
+    from seakr.search import read_corpus
+    from seakr.search.corpora import CorpusError
+
+    with pytest.raises(SearchError, match=r"^index: passage 0: key 'Title' is read as no field: name it 'title'$"):
+        passages_engine(pd.DataFrame({"id": ["k"], "Title": ["Alien"], "text": ["Alien is a 1979 film."]}))
+    f = tmp_path / "c.jsonl"
+    f.write_text(json.dumps({"ID": "k", "text": "Alien is a 1979 film."}) + "\n")
+    with pytest.raises(CorpusError, match=rf"^{f}:1: key 'ID' is read as no field: name it 'id'$"):
+        list(read_corpus(str(f), "jsonl"))
+    eng = passages_engine([{"id": "k", "title": "Alien", "text": "Alien is a 1979 film.", "year": 1979, "Genre": "sf"}])
+    assert eng.search("Alien", 1)[0].title == "Alien"
+
+
 def test_a_passage_of_invisible_characters_is_skipped_as_empty_beside_others():
     """A NUL, a zero-width space or a byte-order mark alone was indexed as a passage beside real ones (only a list
     of nothing else was refused): a title search then put an empty passage into the prompt, and it counted in

@@ -100,6 +100,7 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
     row): the text from ``text`` (a list of sentences is joined) or else Pyserini's/FlashRAG's ``contents``; the id
     from ``id`` or BEIR's ``_id`` (a number as its digits; ``default_id`` where a row has none or null); a null or
     NaN title is none. A field that cannot be read raises :class:`CorpusError` naming ``where``."""
+    _check_spelling(where, rec)
     key = "_id" if "id" not in rec and "_id" in rec else "id"
     pid = default_id if default_id is not None and rec.get(key) is None else _field_at(where, rec, key)
     if "text" not in rec and "contents" in rec:
@@ -110,6 +111,18 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
     else:
         text = _field_at(where, rec, "text")
     return Passage(pid, _title_at(where, rec), text)
+
+
+#: The fields a corpus row is read by: another spelling of one ("Title", " text") was read as no field at all.
+_FIELDS = {"id": "id", "_id": "_id", "title": "title", "text": "text", "contents": "contents"}
+
+
+def _check_spelling(where: str, rec) -> None:
+    """Refuse a key that names one of the fields in other case or spacing: a DataFrame's "Title" column beside
+    "text" left every passage untitled, unsaid."""
+    for k in rec:
+        if k not in _FIELDS and isinstance(k, str) and (name := _FIELDS.get(k.strip().lower())) is not None:
+            raise CorpusError(f"{where}: key {textio.said(k)} is read as no field: name it {name!r}")
 
 
 def _contents_passage(where: str, pid: str, rec) -> Passage:
