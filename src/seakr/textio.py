@@ -661,6 +661,16 @@ def column_twice(header: list[str], names) -> str | None:
     return None
 
 
+def misspelled(rec, names) -> str | None:
+    """Why a record's key is read as no field: it spells one of ``names`` (lower case) in other case or spacing
+    ("key 'Title' is read as no field: name it 'title'"); None where no key does. A table's header is read in
+    any case; a record's keys are read as they are spelled, and "Title" or "Answer" had gone unread unsaid."""
+    for k in rec:
+        if isinstance(k, str) and k not in names and (low := k.strip().lower()) in names:
+            return f"key {said(k)} is read as no field: name it {low!r}"
+    return None
+
+
 def native(v):
     """A NumPy scalar (a sweep over ``np.arange``, a DataFrame's cell), or a 0-d array or tensor, as Python's own
     number, bool or text; anything else as given. Python doors check ``isinstance(v, int)``, and ``np.int64(5)``

@@ -648,3 +648,15 @@ def test_a_data_path_that_is_not_one_is_one_line(path, error, said):
     int "argument of type 'int' is not iterable", and "" or spaces ": no such file"."""
     with pytest.raises(error, match="^" + re.escape(said) + "$"):
         load_dataset(path)
+
+
+def test_an_answer_key_spelled_in_other_case_is_refused(tmp_path):
+    """`{"id", "question", "Answer"}` read as a question without an answer: the file was answered as a test
+    split's, unscored, with a warning that named no key."""
+    f = tmp_path / "q.jsonl"
+    f.write_text(json.dumps({"id": "1", "question": "What is the capital of France?", "Answer": "Paris"}) + "\n")
+    with pytest.raises(DatasetError, match=rf"^{re.escape(str(f))}:1: key 'Answer' is read as no field: name it 'answer'$"):
+        load_dataset(str(f))
+    f.write_text(json.dumps({"id": "1", "question": "What is the capital of France?", "answer": "Paris",
+                             "Answer_source": "wiki"}) + "\n")
+    assert load_dataset(str(f))[0].answers == ["Paris"]  # other fields stay allowed

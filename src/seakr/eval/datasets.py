@@ -264,6 +264,8 @@ def load_nq(path):
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
         name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
+        if name is None and (why := textio.misspelled(r, ("answers", "answer", "possible_answers"))):
+            raise DatasetError(f"{where}: {why}")  # "Answer": read as none, the file answered unscored
         if name is None or r[name] is None or _missing(r[name]):  # no answer: a test split's question
             ans = []
         else:

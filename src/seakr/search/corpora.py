@@ -114,15 +114,12 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
 
 
 #: The fields a corpus row is read by: another spelling of one ("Title", " text") was read as no field at all.
-_FIELDS = {"id": "id", "_id": "_id", "title": "title", "text": "text", "contents": "contents"}
+_FIELDS = frozenset({"id", "_id", "title", "text", "contents"})
 
 
 def _check_spelling(where: str, rec) -> None:
-    """Refuse a key that names one of the fields in other case or spacing: a DataFrame's "Title" column beside
-    "text" left every passage untitled, unsaid."""
-    for k in rec:
-        if k not in _FIELDS and isinstance(k, str) and (name := _FIELDS.get(k.strip().lower())) is not None:
-            raise CorpusError(f"{where}: key {textio.said(k)} is read as no field: name it {name!r}")
+    if why := textio.misspelled(rec, _FIELDS):  # a DataFrame's "Title" beside "text": every passage untitled
+        raise CorpusError(f"{where}: {why}")
 
 
 def _contents_passage(where: str, pid: str, rec) -> Passage:
