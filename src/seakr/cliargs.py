@@ -51,6 +51,19 @@ def _stop(text: str) -> str:
     return text
 
 
+def layer_arg(text: str) -> int:
+    """``--layer``: a decoder layer's number. A probe's tap ("L11:mlp", as `probe fit` and the probe files write
+    it) was "invalid int value"; the line says which flags it is."""
+    try:
+        return int(text)
+    except ValueError:
+        m = re.fullmatch(r"\s*[Ll]?(\d+)\s*(?::\s*(\w+))?\s*", text)
+        if m is None:
+            raise argparse.ArgumentTypeError(f"expected a decoder layer's number, got {text!r}") from None
+        also = f" --state-source {m.group(2)}" if m.group(2) else ""
+        raise argparse.ArgumentTypeError(f"a layer's number, not a tap: {text!r} is --layer {m.group(1)}{also}") from None
+
+
 def positive_int(text: str) -> int:
     return _int_at_least(text, 1, "a positive integer")
 
@@ -137,7 +150,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", dest="precision", help=argparse.SUPPRESS)  # the older name of --precision
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N, mps or auto")
     p.add_argument("--threads", type=positive_int, default=None)
-    p.add_argument("--layer", type=int, default=None, help="0-based state layer (default L/2-1)")
+    p.add_argument("--layer", type=layer_arg, default=None, help="0-based state layer (default L/2-1)")
     p.add_argument("--state-source", default="mlp", choices=list(STATE_SOURCES),
                    help="read the layer's feed-forward output (default, the paper's) or its residual stream")
 

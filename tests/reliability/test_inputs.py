@@ -317,6 +317,8 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
                  marks=pytest.mark.skipif(sys.platform == "darwin", reason="a Mac may have MPS")),
     (["uncertainty", "--seed", "99999999999999999999", "x"], "--seed 99999999999999999999: expected 0..4294967295"),
     (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
+    # a probe's tap as `probe fit` writes it was "invalid int value"
+    (["uncertainty", "--layer", "L11:mlp", "x"], "a layer's number, not a tap: 'L11:mlp' is --layer 11 --state-source mlp"),
     (["ask", "--prompt-set", "no-such-set.json", "q?"], "unknown prompt set 'no-such-set.json'"),
     (["ask", "Who?"], "--index: method 'seakr' searches; pass --index"),
     (["ask", "--delta", "nan", "Who?"], "--delta: expected a number (inf and -inf allowed), got 'nan'"),  # was "--option"
