@@ -272,3 +272,26 @@ def test_both_engines_take_and_count_a_stream_alike(noida, tmp_path):
     assert TantivyEngine.build(tie, tmp_path / "tie").longest_passage().id == "z"
     with pytest.raises(TypeError, match=r"^passage 2: expected a seakr.search.Passage, got dict"):
         open_engine(f"{noida}/bad").build([Passage("a", "A", "x"), Passage("a", "A", "y"), {"id": "c"}])
+
+
+def test_an_add_of_a_corpus_the_index_holds_read_another_way_is_refused(noida, tmp_path, capsys):
+    """As for tantivy: a document indexed whole and added again as 100-word passages was in the index twice (the
+    index kept no record of its sources). The mapping lists them now; added again the same way, the add says the
+    ids it holds are replaced (Elasticsearch replaces a document re-sent under its id)."""
+    import json
+
+    from seakr.cli import main
+    from seakr.search.elastic import ElasticEngine
+
+    long = " ".join(f"w{i}" for i in range(250))
+    src = tmp_path / "long.jsonl"
+    src.write_text(json.dumps({"id": "L", "title": "Long", "text": long}) + "\n")
+    url = f"{noida}/again-add"
+    assert main(["index", "build", str(src), "--out", url]) == 0
+    assert ElasticEngine.from_url(url).sources() == [f"auto:{src}"]
+    assert main(["index", "build", str(src), "--out", url, "--add", "--passage-words", "100"]) == 2
+    assert f"holds {src} already (jsonl, whole documents); adding it as jsonl, 100-word passages" in capsys.readouterr().err
+    assert open_engine(url).count() == 1
+    assert main(["index", "build", str(src), "--out", url, "--add"]) == 0
+    assert "ids the index holds are replaced by the text read now" in capsys.readouterr().err
+    assert open_engine(url).count() == 1 and ElasticEngine.from_url(url).sources() == [f"auto:{src}"]

