@@ -193,7 +193,7 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
     rows, held = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data)
     info, config = method.lm.info(), dataclasses.asdict(method.config)
     return selection_summary(lambda rs, files: _calibration_result(rs, info, config, "simple", out, write, files=files),
-                      rows, held, "calibrate", out)
+                             rows, held, "calibrate", out)
 
 
 def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, out: Path, write: bool,
@@ -449,7 +449,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     rows, held = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
     info, style, k = lm.info(), method.config.prompt_style, method.config.k
     return selection_summary(lambda rs, files: _detect_result(rs, info, setting, form, style, k, out, files),
-                      rows, held, "detect", out)
+                             rows, held, "detect", out)
 
 
 def _detect_result(rows: list[dict], info: dict, setting: str, form: str, style: str, k: int, out: Path,

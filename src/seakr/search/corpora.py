@@ -95,12 +95,17 @@ def _title_at(where: str, rec) -> str:
     return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field_at(where, rec, "title")
 
 
+#: The fields a corpus row is read by: another spelling of one ("Title", " text") was read as no field at all.
+_FIELDS = frozenset({"id", "_id", "title", "text", "contents"})
+
+
 def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
     """A corpus row as a passage, read alike from a JSON line and from a row given in code (a dict, a table's
     row): the text from ``text`` (a list of sentences is joined) or else Pyserini's/FlashRAG's ``contents``; the id
     from ``id`` or BEIR's ``_id`` (a number as its digits; ``default_id`` where a row has none or null); a null or
     NaN title is none. A field that cannot be read raises :class:`CorpusError` naming ``where``."""
-    _check_spelling(where, rec)
+    if why := textio.misspelled(rec, _FIELDS):  # a DataFrame's "Title" beside "text": every passage untitled
+        raise CorpusError(f"{where}: {why}")
     key = "_id" if "id" not in rec and "_id" in rec else "id"
     pid = default_id if default_id is not None and rec.get(key) is None else _field_at(where, rec, key)
     if "text" not in rec and "contents" in rec:
@@ -111,15 +116,6 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
     else:
         text = _field_at(where, rec, "text")
     return Passage(pid, _title_at(where, rec), text)
-
-
-#: The fields a corpus row is read by: another spelling of one ("Title", " text") was read as no field at all.
-_FIELDS = frozenset({"id", "_id", "title", "text", "contents"})
-
-
-def _check_spelling(where: str, rec) -> None:
-    if why := textio.misspelled(rec, _FIELDS):  # a DataFrame's "Title" beside "text": every passage untitled
-        raise CorpusError(f"{where}: {why}")
 
 
 def _contents_passage(where: str, pid: str, rec) -> Passage:
