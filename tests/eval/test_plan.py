@@ -401,9 +401,11 @@ def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):
      "seakr calibrate: argument --k: given twice (4, then 5)"),
     (["index", "build", HOTPOT, "--out", "a", "--out", "b"], "seakr index build: argument --out: given twice ('a',"),
 ])
-def test_a_flag_of_one_value_given_two_is_refused(capsys, argv, said):
+def test_a_flag_of_one_value_given_two_is_refused(tmp_path, monkeypatch, capsys, argv, said):
     """argparse kept the last: `eval --data a.jsonl --data b.jsonl` ran b alone, and nothing said a was dropped."""
     from seakr.cli import build_parser, main
+
+    monkeypatch.chdir(tmp_path)  # the relative --out folders: were the check to fail, its outputs land here
 
     with pytest.raises(SystemExit) as e:
         main(argv)

@@ -418,9 +418,11 @@ def test_a_layer_beyond_a_model_folders_depth_is_refused_before_its_weights_load
     ["detect", "--data", HOTPOT, "--out", "x", "--probe", ""],  # ran the study reading no extra tap
     ["probe", "gate", "--check", ".", "--chain", ".", "--out", "x", "--probes", ""],
 ])
-def test_an_empty_input_path_is_not_read_as_its_default(args):
+def test_an_empty_input_path_is_not_read_as_its_default(tmp_path, args):
     flag = next(a for a, b in zip(args, args[1:]) if not b.strip())
-    r = seakr(*args)  # (one_line_error's "no config: line" test cannot read "argument --config: empty")
+    # relative paths land in a scratch folder, were the check to fail (one_line_error's "no config: line" test
+    # cannot read "argument --config: empty")
+    r = seakr(*args, cwd=tmp_path)
     err = r.stderr.decode().strip()
     assert r.returncode == 2 and len(err.splitlines()) == 1, err
     assert f"argument {flag}: empty; name it, or leave the flag out for its default" in err
