@@ -667,6 +667,8 @@ def misspelled(rec, names) -> str | None:
     any case; a record's keys are read as they are spelled, and "Title" or "Answer" had gone unread unsaid."""
     for k in rec:
         if isinstance(k, str) and k not in names and (low := k.strip().lower()) in names:
+            if low in rec:  # both: which is meant? ("answer" read, "ANSWER" dropped unsaid)
+                return f"keys {low!r} and {said(k)} spell one field two ways; give it once"
             return f"key {said(k)} is read as no field: name it {low!r}"
     return None
 

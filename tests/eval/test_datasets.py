@@ -660,3 +660,18 @@ def test_an_answer_key_spelled_in_other_case_is_refused(tmp_path):
     f.write_text(json.dumps({"id": "1", "question": "What is the capital of France?", "answer": "Paris",
                              "Answer_source": "wiki"}) + "\n")
     assert load_dataset(str(f))[0].answers == ["Paris"]  # other fields stay allowed
+
+
+@pytest.mark.parametrize("rec,said", [
+    ({"ID": "q7", "question": "Who wrote Hamlet?", "answer": "Shakespeare"}, ":1: key 'ID' is read as no field: "
+     "name it 'id'"),  # was the id nq-0: predictions exported under it matched no official id
+    ({"id": "q7", "question": "Who wrote Hamlet?", "answer": "Shakespeare", "ANSWER": "Marlowe"},
+     ":1: keys 'answer' and 'ANSWER' spell one field two ways; give it once"),  # was Shakespeare, Marlowe unsaid
+    ({"id": "q7", "Question": "Who wrote Hamlet?", "answer": "Shakespeare"}, ": key 'Question' is read as no field: "
+     "name it 'question'"),  # was "cannot tell the dataset layout"
+])
+def test_a_question_records_id_or_question_spelled_another_way_is_refused(tmp_path, rec, said):
+    f = tmp_path / "q.jsonl"
+    f.write_text(json.dumps(rec) + "\n")
+    with pytest.raises(DatasetError, match="^" + re.escape(f"{f}{said}") + "$"):
+        load_dataset(str(f))

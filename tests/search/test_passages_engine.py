@@ -130,6 +130,8 @@ def test_a_field_spelled_in_other_case_is_refused_not_read_as_none(tmp_path):
     f.write_text(json.dumps({"ID": "k", "text": "Alien is a 1979 film."}) + "\n")
     with pytest.raises(CorpusError, match=rf"^{f}:1: key 'ID' is read as no field: name it 'id'$"):
         list(read_corpus(str(f), "jsonl"))
+    with pytest.raises(SearchError, match=r"^index: passage 0: keys 'title' and 'Title' spell one field two ways"):
+        passages_engine([{"id": "k", "title": "Alien", "Title": "Aliens", "text": "Alien is a 1979 film."}])
     eng = passages_engine([{"id": "k", "title": "Alien", "text": "Alien is a 1979 film.", "year": 1979, "Genre": "sf"}])
     assert eng.search("Alien", 1)[0].title == "Alien"
 

@@ -34,6 +34,10 @@ TABLE_COLUMNS = {"id": ("id", "qid", "question_id", "_id"), "question": ("questi
                  "answers": ("answers", "answer", "possible_answers", "golden_answers", "gold_answers")}
 
 
+#: The keys a plain question record is read by (:func:`load_nq`): another spelling of one is refused, not dropped.
+_NQ_KEYS = frozenset({*TABLE_COLUMNS["id"], "question", "answers", "answer", "possible_answers"})
+
+
 class DatasetError(ValueError):
     pass
 
@@ -263,9 +267,9 @@ def load_nq(path):
     ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list, and PopQA's
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
+        if isinstance(r, dict) and (why := textio.misspelled(r, _NQ_KEYS)):
+            raise DatasetError(f"{where}: {why}")  # "Answer" left the file unscored, "ID" made the id nq-<line>
         name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
-        if name is None and (why := textio.misspelled(r, ("answers", "answer", "possible_answers"))):
-            raise DatasetError(f"{where}: {why}")  # "Answer": read as none, the file answered unscored
         if name is None or r[name] is None or _missing(r[name]):  # no answer: a test split's question
             ans = []
         else:
@@ -516,6 +520,9 @@ def detect_layout(path: str) -> str:
         return layout
     if hint := _passages_hint(path):
         raise DatasetError(f"{path}: {hint}")
+    head = textio.head(path, 4096, DatasetError)
+    if m := re.search(r'"(\s*question\s*)"\s*:', head, re.IGNORECASE):  # "Question": no layout has it
+        raise DatasetError(f"{path}: key {m.group(1)!r} is read as no field: name it 'question'")
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
 
 
