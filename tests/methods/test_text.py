@@ -76,7 +76,8 @@ def test_an_answer_loses_the_quotes_and_emphasis_around_the_whole_of_it(text, ex
 
 
 @pytest.mark.parametrize("reply", ["**Paris**", "\u201cParis\u201d\u3002", "Paris.", "So the answer is _Paris_.",
-                                   "\u00abParis\u00bb", '"Paris', 'Paris").', "(Paris)", "[Paris].", "\\boxed{Paris}"])
+                                   "\u00abParis\u00bb", '"Paris', 'Paris").', "(Paris)", "[Paris].", "\\boxed{Paris}",
+                                   "\u201eParis\u201c", "\u2039Paris\u203a", "<answer>Paris</answer>", "<answer> Paris.</answer>"])
 def test_a_short_reply_is_read_as_its_answer(reply):
     """The knowledge check's and ``detect``'s short form read the reply itself where it says no "answer is"."""
     assert short_answer(reply) == "Paris" and exact_match(short_answer(reply), ["Paris"]) == 1.0
@@ -92,14 +93,15 @@ def test_a_closed_thinking_block_is_not_read_as_the_answer():
 
 
 @pytest.mark.parametrize("reply", ["Answer: Paris", "**Answer:** Paris.", "**Final Answer**: \u201cParis\u201d",
-                                   "Short answer - Paris", "## Answer : Paris", "answer \u2014 Paris"])
+                                   "Short answer - Paris", "## Answer : Paris", "answer \u2014 Paris",
+                                   "A: Paris", "**A:** Paris", "- Paris", "* Paris.", "\u2022 Paris"])
 def test_a_short_reply_loses_the_label_before_it(reply):
     """A chat model may label its one-line reply; "Answer: Paris" was scored (EM 0) and shown whole."""
     assert short_answer(reply) == "Paris"
 
 
 @pytest.mark.parametrize("reply", ["Answers to Prayer", "Answer Me, My Love", "The Answer: A Novel", "Answer-Paris",
-                                   "Answer:"])
+                                   "Answer:", "1. FC K\u00f6ln", "A-ha", "-5", "Aa: the band", "<answer>"])
 def test_a_title_that_starts_with_answer_is_kept(reply):
     assert short_answer(reply) == reply
 

@@ -77,8 +77,10 @@ def _before_the_marker_again(rest: str, says: re.Pattern = _ANSWER) -> str:
     return said if said.strip() else rest[again.end():]  # "the answer is so the answer is X": X
 
 
-#: A label a chat model may put before a short reply: "Answer: Paris", "**Final answer:** Paris", "Short answer - Paris".
-_LABEL = re.compile(r"^[*_#\s]*(?:(?:final|short)\s+)?answer[*_]*(?:\s*:|\s+[-\u2013\u2014])[*_]*\s*(?=\S)", re.IGNORECASE)
+#: A label a chat model may put before a short reply: "Answer: Paris", "**Final answer:** Paris", "Short answer - Paris",
+#: the "A:" of a question-and-answer layout it continues, or a list's bullet ("- Paris"; not "1.": "1. FC Köln").
+_LABEL = re.compile(r"^[*_#\s]*(?:(?:(?:final|short)\s+)?answer[*_]*(?:\s*:|\s+[-\u2013\u2014])|a\s*:)[*_]*\s*(?=\S)"
+                    r"|^\s*[-*\u2022]\s+(?=\S)", re.IGNORECASE)
 
 
 def short_answer(text: str) -> str:
@@ -101,7 +103,9 @@ def unthought(text: str) -> str:
 #: What a chat model wraps a whole answer in: quotes of several scripts, markdown's emphasis and code, brackets.
 _WRAPS = (("\u201c", "\u201d"), ("\u2018", "\u2019"), ("\u00ab", "\u00bb"), ("\u300c", "\u300d"), ("\u300e", "\u300f"),
           ('"', '"'), ("**", "**"), ("__", "__"), ("*", "*"), ("_", "_"), ("`", "`"), ("(", ")"), ("[", "]"),
-          ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))  # LaTeX's inline and display maths
+          ("\u201e", "\u201c"), ("\u201a", "\u2018"), ("\u2039", "\u203a"),  # German's low-high quotes, French's single
+          ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"),  # LaTeX's inline and display maths
+          ("<answer>", "</answer>"))  # the tags a model trained to answer inside them writes (Search-R1, R1-style)
 #: Marks an answer may open or close without the other half: brackets and quotes.
 _PAIRS = (("(", ")"), ("[", "]"), ("\u201c", "\u201d"), ("\u00ab", "\u00bb"), ('"', '"'))
 
