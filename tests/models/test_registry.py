@@ -218,3 +218,22 @@ def test_load_model_names_an_option_it_does_not_take(kw, said):
 
     with pytest.raises(TypeError, match="^load_model: " + re.escape(said)):
         seakr.models.load_model("smollm2-135m", **kw)
+
+
+def test_a_path_given_as_the_model_says_why_it_is_none(tmp_path, monkeypatch):
+    """`--model ./nope.gguf`, a folder without config.json and a .safetensors file were "unknown model ...: not a
+    registry name", as if a registry name had been misspelled."""
+    from seakr.models import registry
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "weights" / "m.Q4_K_M.gguf").write_bytes(b"GGUF")
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    for name, said in (("./nope.gguf", "model './nope.gguf': no such file or folder"),
+                       (str(tmp_path / "gone"), f"model '{tmp_path / 'gone'}': no such file or folder"),
+                       ("weights", "model 'weights': a folder without config.json, not a Hugging Face model folder; "
+                                   "name one of its GGUF files (m.Q4_K_M.gguf)"),
+                       ("model.safetensors", "model 'model.safetensors': a file that is not a GGUF model (.safetensors)"),
+                       ("nope", "unknown model 'nope'"), ("smollm2", "unknown model 'smollm2' (did you mean")):
+        with pytest.raises(ValueError, match="^" + re.escape(said)):
+            registry.model_kind(name)

@@ -457,12 +457,28 @@ def model_kind(name_or_path: str) -> str:
         return "folder"
     if _HUB_ID.match(name_or_path) or _cached_legacy_id(name_or_path):
         return "hub"
+    if why := _not_a_model(name_or_path, p):
+        raise ValueError(f"model '{name_or_path}': {why}")
     import difflib
 
     known = ", ".join(REGISTRY)
     close = difflib.get_close_matches(name_or_path, list(REGISTRY), n=1)
     raise ValueError(f"unknown model '{name_or_path}'" + (f" (did you mean '{close[0]}'?)" if close else "")
                      + f": not a registry name ({known}), a .gguf file, a Hugging Face folder or a hub id (org/name)")
+
+
+def _not_a_model(name: str, p: Path) -> str | None:
+    """Why a path given as the model is none (it was "unknown model ... not a registry name", as if a name had been
+    misspelled), or None where the name reads as no path."""
+    if p.is_dir():
+        ggufs = sorted(f.name for f in p.iterdir() if f.suffix.lower() == ".gguf")
+        hint = f"; name one of its GGUF files ({', '.join(ggufs[:3])})" if ggufs else ""
+        return f"a folder without config.json, not a Hugging Face model folder{hint}"
+    if p.exists():
+        return f"a file that is not a GGUF model ({p.suffix or 'no suffix'}); give a .gguf file or a Hugging Face folder"
+    if p.suffix.lower() == ".gguf" or name.startswith((".", "~", os.sep)) or os.sep in name:
+        return "no such file or folder"
+    return None
 
 
 def model_depth(name_or_path: str) -> int | None:
