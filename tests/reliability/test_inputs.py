@@ -319,7 +319,9 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
     # a probe's tap as `probe fit` writes it was "invalid int value"
     (["uncertainty", "--layer", "L11:mlp", "x"], "a layer's number, not a tap: 'L11:mlp' is --layer 11 --state-source mlp"),
-    (["ask", "--prompt-set", "no-such-set.json", "q?"], "unknown prompt set 'no-such-set.json'"),
+    # a file's path was "unknown prompt set", as if a family's name had been misspelled
+    (["ask", "--prompt-set", "no-such-set.json", "q?"], "prompt set 'no-such-set.json': no such file (a prompt set is"),
+    (["ask", "--prompt-set", "hotpot", "q?"], "unknown prompt set 'hotpot' (did you mean 'hotpotqa'?)"),
     (["ask", "Who?"], "--index: method 'seakr' searches; pass --index"),
     (["ask", "--delta", "nan", "Who?"], "--delta: expected a number (inf and -inf allowed), got 'nan'"),  # was "--option"
     (["demo", "--delta", "NaN"], "--delta: expected a number (inf and -inf allowed), got 'NaN'"),

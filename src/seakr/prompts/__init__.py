@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -126,7 +127,7 @@ class PromptSet:
             if not p.exists():
                 if name_or_path == "-" or textio.is_url(name_or_path):  # was "unknown prompt set '-'"
                     raise ValueError(f"prompt set {name_or_path}: {textio.missing(name_or_path)}")
-                raise ValueError(f"unknown prompt set '{name_or_path}': use {', '.join(FAMILIES)} or a JSON file")
+                raise ValueError(_unknown_set(name_or_path))
             textio.check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
             raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
         try:
@@ -145,6 +146,18 @@ class PromptSet:
             raise ValueError(f"{src}: no demonstrations in 'demos'; a set shows at least one (n_shot=0 asks without "
                              "them)")
         return cls(d.get("name", src), [_demo(src, i, x) for i, x in enumerate(d["demos"])], d.get("description", ""))
+
+
+def _unknown_set(name: str) -> str:
+    """Why a prompt set that names no file is none: a path's file is missing (it was "unknown prompt set", as if
+    a family had been misspelled), or a family's name is misspelled (the nearest one suggested)."""
+    import difflib
+
+    choices = f"{', '.join(FAMILIES)} or a JSON file"
+    if name.lower().endswith(".json") or name.startswith((".", "~", os.sep)) or os.sep in name:
+        return f"prompt set '{name}': no such file (a prompt set is {choices})"
+    close = difflib.get_close_matches(name.lower(), FAMILIES, n=1, cutoff=0.5)
+    return f"unknown prompt set '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "") + f": use {choices}"
 
 
 def _demo(src: str, i: int, x) -> Demo:
