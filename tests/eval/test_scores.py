@@ -496,7 +496,10 @@ def test_export_from_the_command_line_to_stdout_or_a_file(tmp_path):
     r = run_cli(*cmd, "--out", str(tmp_path / "preds.json"))
     assert r.returncode == 0 and json.loads((tmp_path / "preds.json").read_text())["q1"] == "wrong"
     r = run_cli("export", str(tmp_path / "none"))
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "none: no answered question here" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "none: no such folder" in r.stderr  # was "no answered question"
+    (tmp_path / "empty").mkdir()
+    r = run_cli("export", str(tmp_path / "empty"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "empty: no answered question here" in r.stderr
 
 
 def test_no_output_is_written_over_a_runs_record_an_index_or_a_file_named_dash(tmp_path):

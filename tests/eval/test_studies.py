@@ -376,8 +376,11 @@ def test_multihop_calibration_refuses_runs_that_are_not_its_two_branches(tmp_pat
         calibrate_from_runs(str(adaptive), str(always), str(tmp_path / "o"))
     with pytest.raises(ValueError, match="not a multi-hop SeaKR run with retrieval = always"):
         calibrate_from_runs(str(never), str(never), str(tmp_path / "o"))
-    with pytest.raises(ValueError, match="no config.json"):
+    with pytest.raises(ValueError, match="nowhere: no such folder"):
         calibrate_from_runs(str(tmp_path / "nowhere"), str(always), str(tmp_path / "o"))
+    (tmp_path / "bare").mkdir()
+    with pytest.raises(ValueError, match="bare: not a run directory \\(no config.json\\)"):
+        calibrate_from_runs(str(tmp_path / "bare"), str(always), str(tmp_path / "o"))
     # the same ids in two datasets paired a HotpotQA chain with a 2Wiki answer
     n2 = _branch_run(tmp_path / "n2", rows, data={"data": "/d/hotpot.json", "data_sha256": "aa"}, delta="inf")
     a2 = _branch_run(tmp_path / "a2", rows, data={"data": "/d/2wiki.json", "data_sha256": "bb"}, retrieval="always")

@@ -433,7 +433,8 @@ def test_the_gate_refuses_chains_and_models_it_cannot_compose(tmp_path):
         (d / "config.json").write_text(json.dumps(cfg))
         return d
 
-    cases = [(tmp_path / "missing", "missing: not a run directory"),
+    cases = [(tmp_path / "missing", "missing: no such folder"),  # was "not a run directory", as if files were missing
+             (check / "config.json", "config.json: a file, not a study folder"),
              (run("ircot", method="ircot"), "ircot: a run of ircot; the chain is a SeaKR eval run"),
              (run("study", study="detect"), "study: a run of detect"),
              (run("other", model="o"), "different models: .*check: m, .*other: o")]

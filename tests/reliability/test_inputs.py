@@ -685,6 +685,18 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, monke
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("argv", [["compare", "nope"], ["merge", "--out", "m", "nope"], ["export", "nope"],
+                                  ["probe", "fit", "nope", "--out", "p.json"], ["calibrate", "--from-runs", "nope", "x", "--out", "o"],
+                                  ["probe", "gate", "--check", "nope", "--chain", "x", "--out", "g"]])
+def test_a_run_or_study_folder_that_is_not_there_is_said_so(tmp_path, monkeypatch, argv, capsys):
+    """A mistyped run folder read "nope: not a run directory (no config.json)" (or "not a detect study", "no
+    answered question here"), as if the folder were there without its files."""
+    from seakr.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2 and capsys.readouterr().err == "seakr: error: nope: no such folder\n"
+
+
 def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_path):
     from seakr.eval.runner import compare, merge_runs
     from seakr.serve.render import report_html

@@ -184,6 +184,15 @@ def named_paths(what: str, *paths) -> None:
         given_path(x, what, "folder")
 
 
+def check_folder_is(d, kind: str = "run") -> None:
+    """A run's or study's folder that is none on disk, in one line: no such folder, or a file (each read "not a run
+    directory (no config.json)", as if a folder lacked its files, where the path itself was mistyped)."""
+    if not os.path.exists(d):
+        raise ValueError(f"{d}: no such folder")
+    if not os.path.isdir(d):
+        raise ValueError(f"{d}: a file, not a {kind} folder")
+
+
 def run_dirs(what: str, dirs, kind: str = "run") -> list:
     """The run (or study) folders a Python caller gives: one path alone is one folder (a string was read letter
     by letter: "/: not an eval run directory")."""
@@ -193,6 +202,8 @@ def run_dirs(what: str, dirs, kind: str = "run") -> list:
     if not dirs:
         raise ValueError(f"{what}: no {kind} folder given")
     named_paths(what, *dirs)
+    for d in dirs:
+        check_folder_is(d, kind)
     return list(dirs)
 
 
@@ -201,6 +212,7 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
     p = Path(run_dir) / "config.json"
     if not p.is_file():
         if required:
+            check_folder_is(run_dir)
             raise ValueError(f"{run_dir}: not a run directory (no config.json)")
         return {}
     try:
@@ -897,6 +909,7 @@ def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"export: format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
     named_paths("export", run_dir)
+    check_folder_is(run_dir)
     p = Path(run_dir)
     cfg = read_run_config(p, required=False)
     if cfg.get("study"):
