@@ -161,7 +161,7 @@ def test_failed_build_leaves_nothing_and_keeps_the_old_index(idx, tmp_path):
 
 
 def test_missing_foreign_corrupt_and_partial_indexes(idx, tmp_path):
-    with pytest.raises(SearchError, match="no index here"):
+    with pytest.raises(SearchError, match=r"nothing: no index here \(no such folder; build one with"):
         TantivyEngine(tmp_path / "nothing")
     (tmp_path / "foreign").mkdir()
     with pytest.raises(SearchError, match="not a seakr index"):

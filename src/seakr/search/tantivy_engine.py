@@ -318,7 +318,8 @@ class TantivyEngine:
         self.path = Path(given_path(path, "index", "index folder"))
         mpath = self.path / MANIFEST
         if not self.path.is_dir():
-            raise SearchError(f"{self.path}: no index here (build one with `seakr index build`)")
+            what = "a file, not a folder" if self.path.exists() else "no such folder"  # a typo, not a missing build
+            raise SearchError(f"{self.path}: no index here ({what}; build one with `seakr index build`)")
         _utf8(self.path)
         if not mpath.exists():
             raise SearchError(f"{self.path}: not a seakr index (no {MANIFEST})")
