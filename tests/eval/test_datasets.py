@@ -675,3 +675,28 @@ def test_a_question_records_id_or_question_spelled_another_way_is_refused(tmp_pa
     f.write_text(json.dumps(rec) + "\n")
     with pytest.raises(DatasetError, match="^" + re.escape(f"{f}{said}") + "$"):
         load_dataset(str(f))
+
+
+def test_a_runs_or_an_indexs_own_file_given_as_the_questions_is_named(tmp_path):
+    """An index's meta.json was "passages (a jsonl corpus), not questions: index them", a run's scores.jsonl "cannot
+    tell the dataset layout", and its results.jsonl was answered again as a dataset: `index build` refuses them as a
+    corpus, and the questions' door now does too, naming the data file the run read."""
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"method": {"method": "cot"}, "data": "/data/dev.jsonl"}))
+    (run / "results.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answers": ["x"]}) + "\n")
+    for given, what in ((run / "results.jsonl", "a file"), (run, "the folder")):
+        with pytest.raises(DatasetError, match="^" + re.escape(f"{given}: {what} of a seakr run or study (its config and "
+                                                                 "rows), not questions; the data file it read: /data/dev.jsonl")):
+            load_dataset(str(given))
+    idx = tmp_path / "idx"
+    TantivyEngine.build([Passage("p1", "T", "some text")], idx)
+    with pytest.raises(DatasetError, match="^" + re.escape(f"{idx / 'meta.json'}: a file of the seakr index {idx}, not "
+                                                             "questions; an index is given as --index")):
+        load_dataset(str(idx / "meta.json"))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "dev.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answer": "x"}) + "\n")
+    assert [e.id for e in load_dataset(str(tmp_path / "mine" / "dev.jsonl"))] == ["q1"]  # a folder of one's own: read

@@ -18,6 +18,7 @@ import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .. import textio
 from .metrics import normalize, number_text
@@ -583,6 +584,8 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     path = textio.user_path(textio.given_path(path, "data", "data file"))  # None was os.stat's words, "" ": no such file"
     if layout not in LOADERS and layout != "auto":
         raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+    if not textio.is_pattern(path):
+        _not_seakrs_own(path)
     files = split_files(path, DatasetError)
     for f in files:
         textio.check_rereadable(f, "a data file is read more than once (its layout, its questions, its checksum "
@@ -600,6 +603,23 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     _check_golds(out, seen)
     _warn_unscorable(path, out)
     return out
+
+
+def _not_seakrs_own(path: str) -> None:
+    """A run's, study's or index's own file or folder given as the questions, refused naming what it is (an index's
+    ``meta.json`` was "passages ...: index them", a run's ``scores.jsonl`` "cannot tell the dataset layout"), as
+    ``index build`` refuses them as a corpus."""
+    from ..search.base import index_holding
+
+    here = os.path.isdir(path)
+    cfg = textio.seakr_config(path if here else os.path.dirname(os.path.abspath(path)))
+    if cfg is not None:
+        read = f"; the data file it read: {cfg['data']}" if isinstance(cfg.get("data"), str) else ""
+        raise DatasetError(f"{path}: {'the folder' if here else 'a file'} of a seakr run or study (its config and "
+                           f"rows), not questions{read}")
+    if (idx := index_holding(path)) is not None:
+        raise DatasetError(f"{path}: {'a file of ' if idx != Path(os.path.abspath(path)) else ''}the seakr index {idx}, "
+                           "not questions; an index is given as --index")
 
 
 def check_examples(examples) -> list[Example]:
