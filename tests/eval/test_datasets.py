@@ -688,9 +688,10 @@ def test_a_runs_or_an_indexs_own_file_given_as_the_questions_is_named(tmp_path):
     run.mkdir()
     (run / "config.json").write_text(json.dumps({"method": {"method": "cot"}, "data": "/data/dev.jsonl"}))
     (run / "results.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answers": ["x"]}) + "\n")
-    for given, what in ((run / "results.jsonl", "a file"), (run, "the folder")):
-        with pytest.raises(DatasetError, match="^" + re.escape(f"{given}: {what} of a seakr run or study (its config and "
-                                                                 "rows), not questions; the data file it read: /data/dev.jsonl")):
+    for given, what in ((run / "results.jsonl", f"a file of the seakr run or study {run}"),
+                        (run, "the folder of a seakr run or study")):
+        with pytest.raises(DatasetError, match="^" + re.escape(f"{given}: {what} (its config and rows), not questions; "
+                                                                 "the data file it read: /data/dev.jsonl")):
             load_dataset(str(given))
     idx = tmp_path / "idx"
     TantivyEngine.build([Passage("p1", "T", "some text")], idx)

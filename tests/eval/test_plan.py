@@ -606,3 +606,22 @@ def test_every_shard_takes_the_file_s_prompt_family_an_empty_one_too(tmp_path):
             for i in range(n + 1)]
     assert [len(s.examples) for s in fams] == [1] * n + [0]
     assert [s.family for s in fams] == ["simpleqa"] * (n + 1)
+
+
+def test_a_runs_or_an_indexs_own_file_as_filler_is_refused_before_any_work(tmp_path):
+    """`--filler RUN/results.jsonl` failed "missing field 'text'" once pooling began, and `--filler IDX` "IDX/....fast:
+    cannot guess the corpus format": the plan's check names what each is, as `index build` does."""
+    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"method": {"method": "cot"}}))
+    (run / "results.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?"}) + "\n")
+    idx = tmp_path / "idx"
+    TantivyEngine.build([Passage("p1", "T", "some text")], idx)
+    for filler, said in ((run / "results.jsonl", f"a file of the seakr run or study {run} (its config and rows), not a "
+                          "corpus"), (idx, f"the seakr index {idx}, not a corpus; give the corpus files it was built from")):
+        with pytest.raises(PlanError, match="^" + re.escape(f"eval: filler {filler}: {said}")):
+            EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["single"], filler=[str(filler)]).check()

@@ -543,7 +543,7 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     with pytest.raises(CorpusError, match=r"q.jsonl: questions \(a dataset\)"):  # refused before anything is built
         open_engine(str(questions))
     assert len(list((tmp_path / "cache" / "indexes").iterdir())) == 3
-    with pytest.raises(SearchError, match=r"seakr-index.json: a file of the index .*; name the folder"):
+    with pytest.raises(SearchError, match=r"seakr-index.json: a file of the seakr index .*; name the folder"):
         open_engine(str(manifest))
     (tmp_path / "x.json").write_text('{"a": 1}')
     with pytest.raises(CorpusError, match=r"x.json: neither an index folder nor a corpus file .* --format FORMAT"):
@@ -553,11 +553,12 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     (run / "config.json").write_text(json.dumps({"name": "cot", "method": {"method": "cot"}}))
     (run / "scores.jsonl").write_text(json.dumps({"id": "q1", "f1": 1.0}) + "\n")
     for given in (run, run / "scores.jsonl"):
-        with pytest.raises(SearchError, match=r": a file of the seakr run or study .*run, not a corpus; give an index"):
+        with pytest.raises(SearchError, match=r": a file of the seakr run or study .*run \(its config and rows\), not a corpus; give an index"):
             open_engine(str(given))
     from seakr.search.build import build_index  # `index build RUN` guessed no format, and with --format jsonl failed
-    for given, fmt, what in ((run, "auto", "the folder"), (run / "scores.jsonl", "jsonl", "a file")):  # mid-build
-        with pytest.raises(ValueError, match=f"{re.escape(str(given))}: {what} of a seakr run or study"):
+    for given, fmt, what in ((run, "auto", "the folder of a seakr run or study"),  # mid-build
+                             (run / "scores.jsonl", "jsonl", f"a file of the seakr run or study {run}")):
+        with pytest.raises(ValueError, match=f"{re.escape(str(given))}: {re.escape(what)} \\(its config and rows\\)"):
             build_index([(str(given), fmt)], str(tmp_path / "from-run"))
         assert not (tmp_path / "from-run").exists()
     idx = manifest.parent  # `index build IDX` was "IDX/....fast: cannot guess the corpus format"

