@@ -799,6 +799,12 @@ def given_path(path, what: str, noun: str = "file") -> str:
     return os.fspath(path)
 
 
+#: The files a seakr run or study writes into its folder (a file of one's own kept beside them is not one).
+RUN_FILES = frozenset({"config.json", "results.jsonl", "scores.jsonl", "summary.json", "summary.md", "report.html",
+                       "detect.json", "detect_rows.jsonl", "rerank.json", "rerank_rows.jsonl", "calibration.json",
+                       "calibration_rows.jsonl", ".seakr.lock"})
+
+
 def seakr_config(folder) -> dict | None:
     """The config.json a seakr run or study keeps in ``folder`` (it records a method or a study); None where there
     is none, or where it is unreadable or another program's (a model's config.json)."""

@@ -701,3 +701,5 @@ def test_a_runs_or_an_indexs_own_file_given_as_the_questions_is_named(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "dev.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answer": "x"}) + "\n")
     assert [e.id for e in load_dataset(str(tmp_path / "mine" / "dev.jsonl"))] == ["q1"]  # a folder of one's own: read
+    (run / "dev.jsonl").write_text(json.dumps({"id": "q1", "question": "Who?", "answer": "x"}) + "\n")
+    assert [e.id for e in load_dataset(str(run / "dev.jsonl"))] == ["q1"]  # one's own file beside a run's (--out .)

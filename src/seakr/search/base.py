@@ -26,12 +26,12 @@ def index_holding(folder: str | os.PathLike) -> Path | None:
 def seakr_own(path: str | os.PathLike) -> tuple[str, str] | None:
     """What of seakr's own ``path`` is, where it is neither a corpus nor a dataset of one's own: ("run", "the folder
     of a seakr run or study (its config and rows)" or "a file of the seakr run or study RUN (...)"), ("index", "the
-    seakr index IDX" or "a file of the seakr index IDX"); None otherwise. Each door that reads a corpus or questions
-    refuses these in its own words."""
-    from ..textio import seakr_config
+    seakr index IDX" or "a file of the seakr index IDX"); None otherwise (a file of one's own kept in a run's folder
+    too). Each door that reads a corpus or questions refuses these in its own words."""
+    from ..textio import RUN_FILES, seakr_config
 
     p = Path(os.path.abspath(path))
-    if seakr_config(p if p.is_dir() else p.parent) is not None:
+    if (p.is_dir() or p.name in RUN_FILES) and seakr_config(p if p.is_dir() else p.parent) is not None:
         return "run", ("the folder of a seakr run or study" if p.is_dir() else f"a file of the seakr run or study "
                        f"{p.parent}") + " (its config and rows)"
     idx = index_holding(p)
