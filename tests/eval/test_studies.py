@@ -874,3 +874,18 @@ def test_a_study_refuses_an_option_it_never_reads_before_the_model_loads(tmp_pat
     if "short" in cmd:  # the flag too
         r = run_cli(*cmd.split(), "--data", HOTPOT, "--prompt-set", "hotpotqa", "--out", str(tmp_path / "s"))
         assert r.returncode == 2 and "--prompt-set: the short form asks without demonstrations" in r.stderr
+
+
+def test_a_threshold_written_from_few_questions_is_said_to_be_thin(tmp_path, monkeypatch, capsys):
+    """`seakr calibrate` on 6 questions wrote a delta that every later SeaKR run of the model read in place of the
+    packaged one (taken from 30 to 50), with nothing said but "written to"."""
+    from seakr.eval.studies import FEW_TUNING, _write_calibration
+
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
+    info = {"model": "m", "state_layer": 3, "state_source": "mlp"}
+    for n, said in ((6, True), (FEW_TUNING, False)):
+        r = {"chosen": {"delta": -3.0, "f1": 0.5, "retrieval_rate": 0.5}, "estimator": "eigen", "n": n}
+        _write_calibration(r, info, "plain", "simple")
+        err = capsys.readouterr().err
+        assert ("delta -3.000 chosen on 6 question(s)" in err and "every later SeaKR run of m at this tap reads it"
+                in err) if said else err == "", err

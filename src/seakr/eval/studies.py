@@ -214,6 +214,10 @@ def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, o
     return result
 
 
+#: Tuning questions under which a written threshold is said to be thin: the packaged ones took 30 (NQ) to 50 (2Wiki).
+FEW_TUNING = 30
+
+
 def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
     """Store the chosen threshold in the model's calibration file (SeaKR reads it by default); an
     infinite choice (never / always retrieve) is not a threshold."""
@@ -233,6 +237,10 @@ def _write_calibration(result: dict, info: dict, style: str, mode: str) -> None:
                                                              "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
         write_atomic(p, json.dumps(cur, indent=2))
     result["written_to"] = str(p)
+    if result["n"] < FEW_TUNING:  # it overrides the packaged threshold for every later run, unsaid
+        warn(f"{p}: delta {best['delta']:.3f} chosen on {result['n']} question(s) (the packaged thresholds took 30 to "
+             f"50); every later SeaKR run of {info.get('model')} at this tap reads it: calibrate on more tuning "
+             "questions, or delete the file (--no-write keeps a calibration out of it)")
 
 
 #: What two runs must share for their rows to be two branches of one SeaKR (all but the retrieval rule).
