@@ -799,10 +799,19 @@ def given_path(path, what: str, noun: str = "file") -> str:
     return os.fspath(path)
 
 
+SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
+#: Every rows file a run or a study keeps, and what keeps it: a folder holds one kind.
+ROW_FILES = {"results.jsonl": "an eval run", SCORES: "an eval run", "detect_rows.jsonl": "a detect study",
+             "rerank_rows.jsonl": "a re-rank study", "calibration_rows.jsonl": "a calibration"}
 #: The files a seakr run or study writes into its folder (a file of one's own kept beside them is not one).
-RUN_FILES = frozenset({"config.json", "results.jsonl", "scores.jsonl", "summary.json", "summary.md", "report.html",
-                       "detect.json", "detect_rows.jsonl", "rerank.json", "rerank_rows.jsonl", "calibration.json",
-                       "calibration_rows.jsonl", ".seakr.lock"})
+RUN_FILES = frozenset(ROW_FILES) | {"config.json", "summary.json", "summary.md", "report.html", "detect.json",
+                                    "rerank.json", "calibration.json", ".seakr.lock"}
+
+
+def path_shaped(name: str) -> bool:
+    """Whether a name given for a model, a prompt set or the like reads as a path (``./x``, ``~/x``, ``/x``,
+    ``a/b``) rather than as a name to look up."""
+    return name.startswith((".", "~", os.sep)) or os.sep in name
 
 
 def seakr_config(folder) -> dict | None:

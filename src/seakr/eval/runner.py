@@ -29,10 +29,8 @@ from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
 from ..search.base import index_holding
-from ..textio import given_path, loads, make_folder, seakr_config, spelled, strict_json, warn, write_atomic
-
-
-SCORES = "scores.jsonl"  # the committable companion of results.jsonl (score_row)
+from ..textio import (ROW_FILES, SCORES, given_path, loads, make_folder, seakr_config, spelled, strict_json, warn,
+                      write_atomic)
 
 
 def versions() -> dict:
@@ -45,11 +43,6 @@ def versions() -> dict:
         except md.PackageNotFoundError:
             pass
     return out
-
-
-#: Every rows file a run or a study keeps, and what keeps it: a folder holds one kind.
-ROW_FILES = {"results.jsonl": "an eval run", SCORES: "an eval run", "detect_rows.jsonl": "a detect study",
-             "rerank_rows.jsonl": "a re-rank study", "calibration_rows.jsonl": "a calibration"}
 
 
 def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:

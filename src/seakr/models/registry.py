@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..textio import encodable, first_line, json_file, loads, refused_write
+from ..textio import encodable, first_line, json_file, loads, path_shaped, refused_write
 
 
 class ModelError(RuntimeError):
@@ -476,7 +476,7 @@ def _not_a_model(name: str, p: Path) -> str | None:
         return f"a folder without config.json, not a Hugging Face model folder{hint}"
     if p.exists():
         return f"a file that is not a GGUF model ({p.suffix or 'no suffix'}); give a .gguf file or a Hugging Face folder"
-    if p.suffix.lower() == ".gguf" or name.startswith((".", "~", os.sep)) or os.sep in name:
+    if p.suffix.lower() == ".gguf" or path_shaped(name):
         return "no such file or folder"
     return None
 

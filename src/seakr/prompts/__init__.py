@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -154,7 +153,7 @@ def _unknown_set(name: str) -> str:
     import difflib
 
     choices = f"{', '.join(FAMILIES)} or a JSON file"
-    if name.lower().endswith(".json") or name.startswith((".", "~", os.sep)) or os.sep in name:
+    if name.lower().endswith(".json") or textio.path_shaped(name):
         return f"prompt set '{name}': no such file (a prompt set is {choices})"
     close = difflib.get_close_matches(name.lower(), FAMILIES, n=1, cutoff=0.5)
     return f"unknown prompt set '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "") + f": use {choices}"
