@@ -234,7 +234,7 @@ def _answer_and_show(m, question: str, args):
 def plan_from_args(args) -> EvalPlan:
     """``seakr eval``'s flags as a plan; with ``--config``, the grid's runs, and its top-level keys fill
     the flags left at their defaults. (The flags are read first, then the plan's layer takes over.)"""
-    spec, options = model_spec(args), parse_options(args.option)
+    options = parse_options(args.option)
     top, runs = read_grid(args.config) if args.config else ({}, [])
 
     def flag(key, default=None):
@@ -261,8 +261,8 @@ def plan_from_args(args) -> EvalPlan:
             check_threads(top["threads"], f"{args.config}: key 'threads':")
         except ValueError as e:
             raise CLIError(str(e)) from None
-    spec.model, spec.precision, spec.device = flag("model"), flag("precision", "auto"), flag("device", "cpu")
-    spec.threads, spec.layer, spec.state_source = flag("threads"), flag("layer"), flag("state_source", "mlp")
+    spec = ModelSpec(flag("model"), flag("precision", "auto"), flag("device", "cpu"), flag("threads"), flag("layer"),
+                     flag("state_source", "mlp"))  # made again, not set field by field: the grid's values read as the flags'
     return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout", "auto"), index=flag("index"),
                     filler=list(args.filler) or list(top.get("filler", [])), limit=flag("limit"), every=flag("every"),
                     shard=args.shard, seed=flag("seed", 42), prompt_set=flag("prompt_set"), delta=flag("delta"),

@@ -124,6 +124,20 @@ def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
     assert cli_plan("--data", HOTPOT, "--state-source", "residual").model.state_source == "residual"
 
 
+def test_cpu_0_is_the_cpu_at_every_door(tmp_path):
+    """torch names the one CPU ``cpu`` or ``cpu:0``; ``--device cpu:0`` was refused ("expected cpu, cuda, ..."), and
+    ``cpu:3`` (which torch takes as the CPU, silently) is told there is one. A run records one spelling."""
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\ndevice = "cpu:0"\n[[run]]\nmethod = "cot"\n')
+    assert cli_plan("--config", str(grid)).model.device == "cpu"
+    assert cli_plan("--data", HOTPOT, "--device", "cpu:0").model.device == "cpu"
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], model=ModelSpec(device="cpu:0"))
+    plan.check()
+    assert plan.model.device == "cpu"
+    with pytest.raises(PlanError, match=re.escape("model.device 'cpu:3': there is one cpu device (cpu or cpu:0)")):
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], model=ModelSpec(device="cpu:3")).check()
+
+
 @pytest.mark.parametrize("line,said", [
     ('precision = "int4"', "key 'precision': 'int4': expected auto, float32"),
     ('device = "tpu"', "key 'device': 'tpu': expected cpu, cuda"),

@@ -83,11 +83,14 @@ class ModelSpec:
     layer: int | None = None  # 0-based state layer; None: L/2 - 1
     state_source: str = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream ("residual")
 
-    DEVICE = re.compile(r"cpu|auto|cuda(:\d+)?|mps")
+    DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")  # cpu:0 is cpu (device_name); cpu:1 told there is one
 
     def __post_init__(self):
         self.model = user_path(self.model)
         self.threads, self.layer = native(self.threads), native(self.layer)
+        from ..models.machine import device_name
+
+        self.device = device_name(self.device)
 
     def tap_given(self) -> list[str]:
         """The tap flags given (``--layer 3``, ``--state-source residual``): what a method that reads no hidden state

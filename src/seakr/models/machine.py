@@ -89,12 +89,22 @@ def resolve_device(device: str):
         raise ValueError(f"device {device!r}: MPS (Apple GPU) is not available in this torch build or machine")
     if dev.type not in ("cpu", "cuda", "mps"):
         raise ValueError(spelling)
-    return dev
+    if dev.type in ("cpu", "mps") and dev.index:  # torch takes cpu:7 as the one CPU, silently
+        raise ValueError(f"device {device!r}: there is one {dev.type} device ({dev.type} or {dev.type}:0)")
+    return torch.device(dev.type) if dev.type != "cuda" else dev  # cpu:0 is cpu: one spelling in every record
+
+
+def device_name(device: str) -> str:
+    """One spelling of a device (``cpu:0`` -> ``cpu``, ``mps:0`` -> ``mps``), as a run's record and the service's
+    memory check read it; any other text comes back as given, for :func:`resolve_device` to judge."""
+    if isinstance(device, str) and device in ("cpu:0", "mps:0"):
+        return device[:-2]
+    return device
 
 
 def check_device(device: str) -> None:
     """:func:`resolve_device`'s refusal, without importing torch for the CPU (every machine has one)."""
-    if device != "cpu":
+    if device_name(device) != "cpu":
         resolve_device(device)
 
 

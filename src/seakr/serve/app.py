@@ -337,7 +337,9 @@ def check_memory(workers: int, max_kv_mb: int, device: str) -> None:
     hold them all (``--workers 1000`` was admitted, and would be killed by the system under load)."""
     import os
 
-    if device != "cpu" or not hasattr(os, "sysconf"):
+    from ..models.machine import device_name
+
+    if device_name(device) != "cpu" or not hasattr(os, "sysconf"):
         return
     try:
         ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
