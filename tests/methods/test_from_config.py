@@ -131,6 +131,36 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
     assert type(mixed.hits[1].score) is np.float32  # the engine's own passages are left as they are
 
 
+def test_an_engine_whose_search_cannot_take_query_and_k_is_refused_before_the_model_loads(monkeypatch):
+    """``search(self, query)`` failed at the first retrieval, after the model had loaded, as "search() takes 2
+    positional arguments but 3 were given"; a keyword-only ``k`` likewise. Both doors that take an engine say it."""
+    from scripted import Reply, ScriptedLM
+    from seakr.methods.baselines import IRCoT
+
+    class QueryOnly:
+        def search(self, query):
+            return PASSAGES
+
+    class KeywordK:
+        def search(self, query, *, k=3):
+            return PASSAGES[:k]
+
+    class Flexible:  # other names and extra keywords are fine: seakr calls search(query, k)
+        def search(self, q, n=3, **extra):
+            return PASSAGES[:n]
+
+    monkeypatch.setattr("seakr.models.load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    for engine, sig in ((QueryOnly(), "search(query)"), (KeywordK(), "search(query, *, k=3)")):
+        needle = f"search engine {type(engine).__name__}: {sig} cannot be called as search(query, k)"
+        with pytest.raises(TypeError, match=re.escape(needle)):
+            SeaKR.from_config(model="smollm2-135m", index=engine)
+        with pytest.raises(TypeError, match=re.escape(needle)):
+            IRCoT(ScriptedLM(lambda v: Reply("x")), engine)
+    lm = ScriptedLM(lambda v: Reply("Kubrick was American. So the answer is American."))
+    ans = IRCoT(lm, Flexible(), config={"max_steps": 1, "n_candidates": 2}).answer("What nationality was Kubrick?")
+    assert ans.answer == "American"
+
+
 def test_a_model_already_loaded_is_taken_as_it_is(tiny_lm, monkeypatch):
     """Several methods over one loaded model: ``from_config(model=lm)`` was "expected a registry name, ... got
     HFLanguageModel". Taken as it is, its context bounds the options, and load options are refused for it."""

@@ -50,13 +50,31 @@ def as_engine(index) -> "SearchEngine | None":
     (:func:`passages_engine`); anything else is refused in one line."""
     if _collection(index):  # a list, a generator, a dict of id -> text, rows of a dataset, a table
         return passages_engine(index)
-    if index is not None and callable(getattr(index, "search", None)) and not isinstance(index, SearchEngine):
-        return SearchOnly(index)
+    if index is not None and callable(getattr(index, "search", None)):
+        _check_search_call(index)
+        if not isinstance(index, SearchEngine):
+            return SearchOnly(index)
     if index is None or hasattr(index, "search"):
         return index
     if isinstance(index, (str, os.PathLike)):
         return open_engine(index)
     raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
+
+
+def _check_search_call(engine) -> None:
+    """An engine's ``search`` takes ``(query, k)`` as seakr calls it: ``search(self, query)`` failed at the first
+    retrieval, after the model had loaded, as "search() takes 2 positional arguments but 3 were given"."""
+    import inspect
+
+    try:
+        sig = inspect.signature(engine.search)
+    except (TypeError, ValueError):  # a C extension's method may not say; its first call will
+        return
+    try:
+        sig.bind("query", 3)
+    except TypeError:
+        raise TypeError(f"search engine {type(engine).__name__}: search{sig} cannot be called as search(query, k), "
+                        "as seakr calls it (k: how many passages to return)") from None
 
 
 def _collection(index) -> bool:
