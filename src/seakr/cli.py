@@ -283,6 +283,8 @@ def cmd_eval(args) -> int:
     for k, v in RAY_DEFAULTS.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)  # run_plan / run_shards check it before anything slow
+    if not plan.data or not plan.out:  # said here in flags; the plan's check names its fields
+        raise CLIError("eval: --data and --out are required (or set them in --config)")
     for r in plan.runs if isinstance(plan.out, str) and plan.out else ():  # a grid's runs: a folder each under --out
         check_rows_home(plan.out_for(r), "results.jsonl")  # a ValueError: main's one line, as a CLIError
     if args.ray is not None:

@@ -124,6 +124,21 @@ def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
     assert cli_plan("--data", HOTPOT, "--state-source", "residual").model.state_source == "residual"
 
 
+def test_data_and_out_are_asked_for_as_each_door_spells_them(tmp_path):
+    """A Python caller read "--data and --out are required (or set them in --config)", flags it does not have;
+    questions given as a list (as ``index=`` may be) were "data must be a path or text", and a DataFrame failed
+    as "The truth value of a DataFrame is ambiguous"."""
+    import pandas as pd
+
+    for kw, said in ((dict(out="o"), "eval: data is required: EvalPlan(data="),
+                     (dict(data=HOTPOT), "eval: out is required"), ({}, "eval: data and out are required"),
+                     (dict(data=[{"question": "Who?", "answer": "x"}], out="o"), "eval: data is a file's path, not a list"),
+                     (dict(data=pd.DataFrame({"question": ["Who?"]}), out="o"), "not a DataFrame of questions")):
+        with pytest.raises(PlanError, match=re.escape(said)):
+            EvalPlan(runs=["cot"], **kw).check()
+    assert "eval: --data and --out are required (or set them in --config)" in run_cli("eval", "--out", str(tmp_path / "o")).stderr
+
+
 def test_cpu_0_is_the_cpu_at_every_door(tmp_path):
     """torch names the one CPU ``cpu`` or ``cpu:0``; ``--device cpu:0`` was refused ("expected cpu, cuda, ..."), and
     ``cpu:3`` (which torch takes as the CPU, silently) is told there is one. A run records one spelling."""

@@ -348,8 +348,14 @@ class EvalPlan:
     def check(self, here: bool = True) -> "EvalPlan":
         """Every mistake that can be found without the model or the data's content; returns self. ``here``:
         the model loads on this machine (:meth:`ModelSpec.check`)."""
-        if not self.data or not self.out:
-            raise PlanError("eval: --data and --out are required (or set them in --config)")
+        if isinstance(self.data, (list, tuple, dict)) or hasattr(self.data, "columns"):  # as an index may be given
+            raise PlanError(f"eval: data is a file's path, not a {type(self.data).__name__} of questions: a run "
+                            "records where its questions came from, to resume; write them as JSON lines, one "
+                            '{"id", "question", "answer"} a line')
+        missing = [name for name in ("data", "out") if not getattr(self, name)]
+        if missing:  # the command line says its flags (plan_from_args); a Python caller reads the fields
+            raise PlanError(f"eval: {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required: "
+                            "EvalPlan(data='questions.jsonl', out='runs/name', ...)")
         for name in ("data", "out", "index", "layout", "shard", "prompt_set"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise PlanError(f"eval: {name} must be a path or text, not {type(getattr(self, name)).__name__}")
