@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from seakr.textio import check_escapes, encodable, head, lines, lone_surrogate, shown, warn, write_atomic
+from seakr.textio import check_escapes, did_you_mean, encodable, head, lines, lone_surrogate, shown, warn, write_atomic
 
 
 def test_a_lone_surrogate_escape_is_found_exactly_where_json_decodes_one():
@@ -346,3 +346,21 @@ def test_a_dash_or_url_is_named_where_a_probe_calibration_or_prompt_set_is_read(
     for load, said in ((load_probe, ""), (Calibration.load, ""), (PromptSet.load, "prompt set ")):
         with pytest.raises(ValueError, match=rf"^{said}{re.escape(url)}: {why}"):
             load(url)
+
+
+@pytest.mark.parametrize("value,choices,said", [
+    ("EigenScore", "estimators", " (did you mean 'eigen'?)"),  # letters in common said hidden-score
+    ("MaxEntropy", "estimators", " (did you mean 'max-entropy'?)"),
+    ("INSIDE", "estimators", " (did you mean 'eigen-inside'?)"),
+    ("eig", "estimators", " (did you mean 'eigen'?)"),  # the shortest name it begins
+    ("BM25", "estimators", ""),
+    ("Qwen2.5-Coder-1.5B-Instruct", "models", " (did you mean 'qwen2.5-coder-1.5b'?)"),  # the longest name that begins it
+    ("Gemma-3-270M", "models", " (did you mean 'gemma3-270m'?)"),
+    ("QWEN2.5-CODER-0.5B", "models", " (did you mean 'qwen2.5-coder-0.5b'?)"),
+    ("nope", "models", ""), ("", "models", ""), (None, "models", ""),
+])
+def test_did_you_mean_reads_names_as_their_makers_capitalise_them(value, choices, said):
+    from seakr.models.registry import REGISTRY
+    from seakr.uncertainty import ESTIMATORS
+
+    assert did_you_mean(value, {"estimators": ESTIMATORS, "models": REGISTRY}[choices]) == said

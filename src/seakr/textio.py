@@ -841,6 +841,24 @@ FIELD_KINDS = {"text": (lambda v: isinstance(v, str), "text"),
                "object": (lambda v: isinstance(v, dict), "an object")}
 
 
+def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to ``value`` read in lower case (a model's, an estimator's or
+    a decision's name as its makers capitalise it: "EigenScore", "Probe", "Qwen2.5-Coder-0.5B"), else ``""``."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    flat = lambda text: re.sub(r"[^0-9a-z]", "", text.lower())  # noqa: E731 -- "Max Entropy" is max-entropy
+    key, names = flat(value), {flat(str(c)): str(c) for c in choices}
+    # a name that begins the value (the longest), or that the value begins (the shortest), before letters in
+    # common: "EigenScore" is eigen, not hidden-score
+    longer = [f for f in names if f and key.startswith(f)]
+    shorter = [f for f in names if len(key) >= 3 and f.startswith(key)]
+    close = ([names[max(longer, key=len)]] if longer else [names[min(shorter, key=len)]] if shorter else
+             difflib.get_close_matches(value.lower(), list(names.values()), n=1, cutoff=cutoff))
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def unknown_key(where: str, key: str, allowed) -> str:
     """The line for a key a file's object does not take, with the closest one it does (a grid's, a prompt set's)."""
     import difflib

@@ -244,7 +244,9 @@ def score(name: str, generation, alpha: float = 1e-3) -> float:
         "hidden-score": lambda: hidden_score(generation.greedy.trail, alpha) if _said(generation.greedy) else UNCERTAIN,
     }
     if name not in fn:
-        raise ValueError(f"unknown estimator {name!r}; choose from {', '.join(ESTIMATORS)}")
+        from .textio import did_you_mean
+
+        raise ValueError(f"unknown estimator {name!r}{did_you_mean(name, ESTIMATORS)}; choose from {', '.join(ESTIMATORS)}")
     return fn[name]()
 
 

@@ -245,6 +245,9 @@ def test_hub_id_loads_from_the_local_cache(tiny_lm, tmp_path, monkeypatch):
     assert load_model("tinyllama", dtype="float32", threads=1).info()["source"]["source"] == "hub:tinyllama"
     with pytest.raises(ValueError, match=r"unknown model 'smollm2' \(did you mean 'smollm2-135m'\?\)"):
         load_model("smollm2", dtype="float32", threads=1)  # not cached: a typo, not a hub lookup
+    # as the model's makers spell it (capitals), it had no suggestion
+    with pytest.raises(ValueError, match=r"unknown model 'QWEN2.5-CODER-0.5B' \(did you mean 'qwen2.5-coder-0.5b'\?\)"):
+        load_model("QWEN2.5-CODER-0.5B", dtype="float32", threads=1)
 
 
 def test_an_encoder_is_refused_as_not_causal_and_a_block_without_an_mlp_names_the_residual(tiny_lm):

@@ -16,7 +16,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, PromptBuilder, prompt_set
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import (Range, blank, check_question as check_typed, encodable, json_file, native, said, user_path, warn,
+from ..textio import (Range, blank, check_question as check_typed, did_you_mean, encodable, json_file, native, said, user_path, warn,
                       without_controls)
 from .text import answer_says, extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
@@ -137,7 +137,8 @@ class MethodConfig:
             if hasattr(self, name):
                 object.__setattr__(self, name, user_path(getattr(self, name)))
         if self.estimator not in U.ESTIMATORS:
-            raise ValueError(f"unknown estimator {self.estimator!r}; choose from {', '.join(U.ESTIMATORS)}")
+            raise ValueError(f"unknown estimator {self.estimator!r}{did_you_mean(self.estimator, U.ESTIMATORS)}; "
+                             f"choose from {', '.join(U.ESTIMATORS)}")
         self._check_prompts()
 
     def _check_prompts(self) -> None:

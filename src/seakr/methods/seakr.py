@@ -41,7 +41,7 @@ from ..models.base import STATES, Generator
 from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
-from ..textio import said, warn
+from ..textio import did_you_mean, said, warn
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import (MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index,
                    pick, take_step, warn_unread_tap)
@@ -91,7 +91,7 @@ class SeaKRConfig(MethodConfig):
                                    (self.reasoning, REASONING, "reasoning"), (self.mode, MODES, "mode"),
                                    (self.gate, GATES, "gate"), (self.check_estimator, tuple(U.ESTIMATORS), "check_estimator")):
             if val not in allowed:
-                raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {said(val)}")
+                raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {said(val)}{did_you_mean(val, allowed)}")
         if self.gate not in ("step", "auto") and self.mode == "simple":
             raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
                              "answer already decides (its U against delta)")

@@ -459,12 +459,11 @@ def model_kind(name_or_path: str) -> str:
         return "hub"
     if why := _not_a_model(name_or_path, p):
         raise ValueError(f"model '{name_or_path}': {why}")
-    import difflib
+    from ..textio import did_you_mean
 
-    known = ", ".join(REGISTRY)
-    close = difflib.get_close_matches(name_or_path, list(REGISTRY), n=1)
-    raise ValueError(f"unknown model '{name_or_path}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-                     + f": not a registry name ({known}), a .gguf file, a Hugging Face folder or a hub id (org/name)")
+    # read in lower case: "Qwen2.5-Coder-0.5B", as the model's makers spell it, had no suggestion
+    raise ValueError(f"unknown model '{name_or_path}'{did_you_mean(name_or_path, REGISTRY)}: not a registry name "
+                     f"({', '.join(REGISTRY)}), a .gguf file, a Hugging Face folder or a hub id (org/name)")
 
 
 def _not_a_model(name: str, p: Path) -> str | None:

@@ -150,13 +150,10 @@ class PromptSet:
 def _unknown_set(name: str) -> str:
     """Why a prompt set that names no file is none: a path's file is missing (it was "unknown prompt set", as if
     a family had been misspelled), or a family's name is misspelled (the nearest one suggested)."""
-    import difflib
-
     choices = f"{', '.join(FAMILIES)} or a JSON file"
     if name.lower().endswith(".json") or textio.path_shaped(name):
         return f"prompt set '{name}': no such file (a prompt set is {choices})"
-    close = difflib.get_close_matches(name.lower(), FAMILIES, n=1, cutoff=0.5)
-    return f"unknown prompt set '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "") + f": use {choices}"
+    return f"unknown prompt set '{name}'{textio.did_you_mean(name, FAMILIES, cutoff=0.5)}: use {choices}"
 
 
 def _demo(src: str, i: int, x) -> Demo:
