@@ -199,6 +199,9 @@ class _Once(argparse._StoreAction):
 _GIVEN = "_seakr_flags_given"
 
 
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity)$", re.IGNORECASE)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with the project's error shape: one line naming the command and the problem, exit 2
     (``--help`` still prints the usage); a flag that takes one value takes it once (:class:`_Once`)."""
@@ -207,6 +210,9 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*a, **kw)
         self.register("action", None, _Once)
         self.register("action", "store", _Once)
+        # a value, not a flag: argparse reads only -5 and -5.2 as numbers, so `--delta -inf` (the help's own
+        # example), `--delta -1e-3` and `--delta -5.` were "expected one argument"
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def parse_known_args(self, args=None, namespace=None):
         ns, rest = super().parse_known_args(args, namespace)

@@ -5,6 +5,7 @@ that need the model use the packaged SmolLM2."""
 
 import gzip
 import json
+import math
 import os
 import shlex
 import shutil
@@ -479,6 +480,20 @@ def test_a_stop_string_replaces_the_default_newline():
 
     parse = lambda *a: build_parser().parse_args(["uncertainty", *a, "x"]).stop  # noqa: E731
     assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
+
+
+@pytest.mark.parametrize("value,read", [("-inf", -math.inf), ("-Infinity", -math.inf), ("-1e-3", -0.001),
+                                        ("-5.", -5.0), ("-.5", -0.5), ("-3.958", -3.958)])
+def test_a_negative_threshold_is_a_value_not_a_flag(value, read):
+    """argparse reads only -5 and -5.2 as numbers: ``--delta -inf`` (the help's own example: "inf and -inf
+    allowed") and ``--delta -1e-3`` were "expected one argument"; a question may still be one after --."""
+    from seakr.cliargs import build_parser
+
+    for cmd in (["ask", "--delta", value, "Who?"], ["eval", "--data", "q.jsonl", "--delta", value],
+                ["demo", "--delta", value]):
+        assert build_parser().parse_args(cmd).delta == read
+    assert build_parser().parse_args(["ask", "--", "-inf"]).question == "-inf"
+    assert build_parser().parse_args(["ask", "-1e-3"]).question == "-1e-3"
 
 
 def test_every_path_flag_expands_a_tilde_no_shell_expanded(monkeypatch):
