@@ -174,6 +174,7 @@ def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line,
 @pytest.mark.parametrize("change,match", [
     ({"runs": [RunSpec("seakr", {"k": -1})]}, "option k"),
     ({"runs": [RunSpec("nope")]}, "unknown method"),
+    ({"runs": [RunSpec("IRCoT")]}, re.escape("unknown method 'IRCoT' (did you mean 'ircot'?)")),
     ({"runs": [RunSpec("cot"), RunSpec("cot")]}, "second run"),
     ({"runs": [RunSpec("cot", name="a/b")]}, "file name"),
     ({"shard": "3/2"}, "shard '3/2': need 0 <= I < N"),

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import pytest
 
@@ -137,3 +138,5 @@ def test_unknown_options_are_clear_errors(smol):
         SeaKR(smol, None, delta=0.0, rerank="random")
     with pytest.raises(ValueError, match="unknown method"):
         build_method("selfrag", smol)
+    with pytest.raises(ValueError, match=re.escape("unknown method 'SeaKR' (did you mean 'seakr'?)")):
+        build_method("SeaKR", smol)

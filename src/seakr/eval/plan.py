@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact, seakr_own
-from ..textio import (check_rereadable, is_pattern, missing, native, nearest_existing, no_place, pattern_files,
+from ..textio import (check_rereadable, did_you_mean, is_pattern, missing, native, nearest_existing, no_place, pattern_files,
                       place_refused, said, unknown_key, user_path)
 from .datasets import LAYOUTS, Example
 
@@ -174,7 +174,8 @@ def check_run(where: str, method: str, options: dict, context: int | None = None
     from ..methods import METHODS
 
     if not isinstance(method, str) or method not in METHODS:  # a list or table was "unhashable type"
-        raise PlanError(f"{where}: unknown method {method!r}; choose from {', '.join(METHODS)}")
+        raise PlanError(f"{where}: unknown method {method!r}{did_you_mean(method, METHODS)}; choose from "
+                        f"{', '.join(METHODS)}")
     if not isinstance(options, dict):
         raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
     from ..methods.base import check_lengths

@@ -10,7 +10,9 @@ METHODS: dict[str, type[Method]] = {m.name: m for m in (SeaKR, CoT, SingleRetrie
 
 def build_method(name: str, lm, engine=None, **options) -> Method:
     if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; choose from {', '.join(METHODS)}")
+        from ..textio import did_you_mean
+
+        raise ValueError(f"unknown method {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)}")
     cls = METHODS[name]
     return cls(lm, engine, **options)
 

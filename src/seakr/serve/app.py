@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import hmac
 import json
+import re
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -390,7 +391,14 @@ class _Route(APIRoute):
 def _said(e: dict) -> str:
     """A validation error's words; for malformed JSON, what is wrong ("JSON decode error" alone did not say)."""
     why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
-    return f"invalid JSON ({why})" if why else e.get("msg", "")
+    if why:
+        return f"invalid JSON ({why})"
+    if e.get("type") == "literal_error":  # "method": "SeaKR" as the paper writes it: the choice it is closest to
+        from ..textio import did_you_mean
+
+        expected = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected")))
+        return e.get("msg", "") + did_you_mean(e.get("input"), expected)
+    return e.get("msg", "")
 
 
 def create_app(service: AnswerService) -> FastAPI:
