@@ -223,6 +223,10 @@ class Parser(argparse.ArgumentParser):
         missing = message.partition("arguments are required: ")[2].split(", ")
         if any(m and not m.startswith("-") for m in missing):  # a positional: perhaps given, but read as an option
             message += " (text that starts with '-' is read as an option: put it after --, e.g. -- -1)"
+        if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message):  # --layout HotpotQA
+            from .textio import did_you_mean
+
+            message += did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
         extra = message.partition("unrecognized arguments: ")[2].split()
         if extra and all(os.path.isfile(a) for a in extra):  # `--data rc/validation-*.parquet`, expanded by the shell
             message += " (files after a flag that takes one: quote a glob, e.g. --data 'rc/validation-*.parquet')"

@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -480,6 +481,27 @@ def test_a_stop_string_replaces_the_default_newline():
 
     parse = lambda *a: build_parser().parse_args(["uncertainty", *a, "x"]).stop  # noqa: E731
     assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
+
+
+def test_a_choice_written_as_its_makers_capitalise_it_gets_a_suggestion_at_every_door(tmp_path):
+    """``--layout HotpotQA``, ``--format DPR``, ``--precision BF16``, a grid's ``layout = "2WikiMultihopQA"`` and the
+    Python API's ``layout=``, ``fmt=``, ``precision=`` listed their choices and left the reader to find the one."""
+    from seakr.eval.datasets import load_dataset
+    from seakr.models import load_model
+    from seakr.search import read_corpus
+
+    for argv, mean in ((["eval", "--data", "q.jsonl", "--layout", "HotpotQA"], "hotpotqa"),
+                       (["index", "build", "c.tsv", "--format", "DPR"], "dpr"), (["ask", "--precision", "BF16", "q"], "bf16"),
+                       (["ask", "--method", "SeaKR", "q"], "seakr")):
+        assert one_line_error(seakr(*argv), f"(did you mean '{mean}'?) (see --help)")
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nlayout = "2WikiMultihopQA"\n[[run]]\nmethod = "cot"\n')
+    assert one_line_error(seakr("eval", "--config", str(grid)), "not '2WikiMultihopQA' (did you mean '2wiki'?)")
+    for call, mean in ((lambda: load_dataset(HOTPOT, layout="SQuAD"), "squad"),
+                       (lambda: list(read_corpus(HOTPOT, "FlashRAG")), "flashrag"),
+                       (lambda: load_model("no-such-model", precision="BF16"), "bf16")):
+        with pytest.raises(ValueError, match=re.escape(f"(did you mean '{mean}'?)")):
+            call()
 
 
 @pytest.mark.parametrize("value,read", [("-inf", -math.inf), ("-Infinity", -math.inf), ("-1e-3", -0.001),

@@ -582,7 +582,8 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
     path = textio.user_path(textio.given_path(path, "data", "data file"))  # None was os.stat's words, "" ": no such file"
     if layout not in LOADERS and layout != "auto":
-        raise DatasetError(f"unknown dataset layout {layout!r}; choose from {', '.join(LAYOUTS)}")
+        raise DatasetError(f"unknown dataset layout {layout!r}{textio.did_you_mean(layout, LAYOUTS)}; choose from "
+                           f"{', '.join(LAYOUTS)}")
     if not textio.is_pattern(path):
         _not_seakrs_own(path)
     files = split_files(path, DatasetError)

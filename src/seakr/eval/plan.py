@@ -369,7 +369,8 @@ class EvalPlan:
             if isinstance(v, str) and not v.strip():  # read as "not given": the pooled index, the default set
                 raise PlanError(f"eval: {name} is empty; name it, or leave it out for its default")
         if self.layout not in LAYOUTS:
-            raise PlanError(f"eval: unknown dataset layout {self.layout!r}; choose from {', '.join(LAYOUTS)}")
+            raise PlanError(f"eval: unknown dataset layout {self.layout!r}{did_you_mean(self.layout, LAYOUTS)}; choose "
+                            f"from {', '.join(LAYOUTS)}")
         self._check_filler()
         self._check_numbers()
         if not isinstance(self.runs, list):
@@ -643,7 +644,8 @@ def _grid_top(path: str, conf: dict) -> None:
     if "state_source" in conf and conf["state_source"] not in STATE_SOURCES:
         raise PlanError(f"{path}: key 'state_source' must be {' or '.join(STATE_SOURCES)}, not {conf['state_source']!r}")
     if "layout" in conf and conf["layout"] not in LAYOUTS:
-        raise PlanError(f"{path}: key 'layout' must be one of {', '.join(LAYOUTS)}, not {conf['layout']!r}")
+        raise PlanError(f"{path}: key 'layout' must be one of {', '.join(LAYOUTS)}, not {conf['layout']!r}"
+                        + did_you_mean(conf["layout"], LAYOUTS))
     if isinstance(conf.get("delta"), float) and math.isnan(conf["delta"]):
         raise PlanError(f"{path}: key 'delta' must be a number, not nan")
     _grid_model(path, conf)

@@ -488,5 +488,6 @@ def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt not in READERS:
-        raise CorpusError(f"unknown corpus format {fmt!r}; choose from {', '.join(FORMATS)}")
+        raise CorpusError(f"unknown corpus format {fmt!r}{textio.did_you_mean(fmt, FORMATS)}; choose from "
+                          f"{', '.join(FORMATS)}")
     return READERS[fmt](path)
