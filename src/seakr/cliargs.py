@@ -226,7 +226,7 @@ class Parser(argparse.ArgumentParser):
         if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message):  # --layout HotpotQA
             from .textio import did_you_mean
 
-            message += did_you_mean(choice[1], re.findall(r"'([^']*)'", choice[2]))
+            message += did_you_mean(choice[1], [c.strip(" '") for c in choice[2].split(",")])  # quoted or not, by version
         extra = message.partition("unrecognized arguments: ")[2].split()
         if extra and all(os.path.isfile(a) for a in extra):  # `--data rc/validation-*.parquet`, expanded by the shell
             message += " (files after a flag that takes one: quote a glob, e.g. --data 'rc/validation-*.parquet')"
