@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..search.base import redact, seakr_own
-from ..textio import (check_rereadable, did_you_mean, is_pattern, missing, native, nearest_existing, no_place, pattern_files,
-                      place_refused, said, unknown_key, user_path)
+from ..textio import (check_rereadable, did_you_mean, is_pattern, missing, native, nearest_existing, no_place,
+                      pattern_files, place_refused, said, unknown_key, user_path)
 from .datasets import LAYOUTS, Example
 
 

@@ -16,8 +16,8 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, PromptBuilder, prompt_set
 from ..search.base import Passage, SearchEngine, check_hits
-from ..textio import (Range, blank, check_question as check_typed, did_you_mean, encodable, json_file, native, said, user_path, warn,
-                      without_controls)
+from ..textio import (Range, blank, check_question as check_typed, did_you_mean, encodable, json_file, native, said,
+                      user_path, warn, without_controls)
 from .text import answer_says, extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
