@@ -177,6 +177,21 @@ def test_inf_spells_infinity_for_number_options_only():
     with pytest.raises(ValueError, match=r"unknown prompt set 'inf'|prompt_set.*'inf'"):
         C.from_dict({"prompt_set": "inf"})
     assert C.from_dict({"marker": "-inf"}).marker == "-inf"
+    # as float() reads it on the command line: a request's or a grid's "-Inf" was "expected a number or null"
+    for text, v in (("-Inf", -math.inf), ("Infinity", math.inf), ("+inf", math.inf), (" -INFINITY ", -math.inf)):
+        assert C.from_dict({"delta": text}).delta == v, text
+    with pytest.raises(ValueError, match=re.escape("option delta: expected a number or null, got '--inf'")):
+        C.from_dict({"delta": "--inf"})
+
+
+def test_an_option_in_other_case_is_pointed_to_its_name():
+    """``{"K": 5}`` (a request's, a grid's, ``--option K=5``) listed every option: 'K' is too short for letters in
+    common to find k."""
+    for C in CONFIGS.values():
+        with pytest.raises(ValueError, match=re.escape("unknown option(s) 'K' (did you mean 'k'?)")):
+            C.from_dict({"K": 5})
+        with pytest.raises(ValueError, match=re.escape("unknown option(s) 'Max-Steps' (did you mean 'max_steps'?)")):
+            C.from_dict({"Max-Steps": 2})
 
 
 @pytest.mark.parametrize("given", [None, [], ["k", 5], "k=5", 5])

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,6 +45,9 @@ def _float(name: str, v) -> float:
         return float(v)
     except OverflowError:  # a whole number past a float's range (delta=10**400 from Python): a traceback at use
         raise ValueError(f"option {name}: {said(v)} is past a float's range") from None
+
+
+_INFINITY = re.compile(r"[+-]?inf(inity)?", re.IGNORECASE)  # a number option's infinity as text (JSON has no other)
 
 
 def _typed(f: dataclasses.Field, v, rng: "Range | None"):
@@ -200,6 +204,8 @@ class MethodConfig:
                     owners.setdefault(f.name, []).append(m)
 
             def hint(k: str) -> str:
+                if (plain := k.lower().replace("-", "_")) != k and plain in names:  # "K": k had no suggestion
+                    return f"{k!r} (did you mean {plain!r}?)"
                 near = difflib.get_close_matches(k, MODEL_OPTIONS, n=1, cutoff=0.8) if k not in owners else []
                 if near:  # "threads" was "did you mean 'theta', an option of flare?"
                     flag, grid, py = MODEL_OPTIONS[near[0]]
@@ -220,7 +226,8 @@ class MethodConfig:
         # JSON and TOML have no infinity: "inf" / "-inf" spell it for a number option (delta="-inf"); a text
         # option keeps the text (prompt_set="inf" was "expected str, got inf", not an unknown set)
         numbers = {f.name for f in dataclasses.fields(cls) if "float" in str(f.type)}
-        vals = {k: (float(v) if k in numbers and isinstance(v, str) and v in ("inf", "-inf") else v) for k, v in d.items()}
+        vals = {k: (float(v) if k in numbers and isinstance(v, str) and _INFINITY.fullmatch(v.strip()) else v)
+                for k, v in d.items()}  # "-Inf", "Infinity": as the flags (float()) read them
         return cls(**vals)
 
     def replace(self, **kw):
