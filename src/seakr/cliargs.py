@@ -8,7 +8,7 @@ import math
 import os
 import re
 
-from .textio import user_path
+from .textio import did_you_mean, user_path
 
 
 def _int_at_least(text: str, lo: int, expect: str) -> int:
@@ -214,6 +214,28 @@ class Parser(argparse.ArgumentParser):
         # example), `--delta -1e-3` and `--delta -5.` were "expected one argument"
         self._negative_number_matcher = _NEGATIVE_NUMBER
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown flag is refused by the command it was given to, with the nearest of its
+        flags (``seakr ask --methd cot`` was "seakr: unrecognized arguments", naming neither the command nor
+        --method)."""
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            cmd = self._command_parser(ns)
+            flags = [o for a in cmd._actions for o in a.option_strings if o.startswith("--")]
+            hint = next((h for x in extra if x.startswith("-") and (h := did_you_mean(x.split("=")[0], flags))), "")
+            cmd.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+        return ns
+
+    def _command_parser(self, ns) -> "Parser":
+        """The (sub)command parser ``ns`` was parsed by: ``seakr probe fit``'s, not ``seakr``'s."""
+        parser = self
+        while sub := next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None):
+            chosen = getattr(ns, sub.dest, None)
+            if chosen not in sub.choices:
+                break
+            parser = sub.choices[chosen]
+        return parser
+
     def parse_known_args(self, args=None, namespace=None):
         ns, rest = super().parse_known_args(args, namespace)
         ns.__dict__.pop(_GIVEN, None)  # the record of this parse, not an argument
@@ -224,8 +246,6 @@ class Parser(argparse.ArgumentParser):
         if any(m and not m.startswith("-") for m in missing):  # a positional: perhaps given, but read as an option
             message += " (text that starts with '-' is read as an option: put it after --, e.g. -- -1)"
         if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message):  # --layout HotpotQA
-            from .textio import did_you_mean
-
             message += did_you_mean(choice[1], [c.strip(" '") for c in choice[2].split(",")])  # quoted or not, by version
         extra = message.partition("unrecognized arguments: ")[2].split()
         if extra and all(os.path.isfile(a) for a in extra):  # `--data rc/validation-*.parquet`, expanded by the shell
@@ -465,6 +485,7 @@ def _index_parsers(sub) -> None:
     p = sub.add_parser("search", help="BM25 top-k for one query")
     p.add_argument("index", type=path_arg, help="index directory or http(s)://host:port/INDEX")
     p.add_argument("query")
-    p.add_argument("-k", type=positive_int, default=3)
+    # --k as the other commands spell it ("unrecognized arguments: --k 5", naming no command, before)
+    p.add_argument("-k", "--k", type=positive_int, default=3, help="passages to show (default 3)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(cmd="search")

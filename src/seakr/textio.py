@@ -855,17 +855,13 @@ def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
     longer = [f for f in names if f and key.startswith(f)]
     shorter = [f for f in names if len(key) >= 3 and f.startswith(key)]
     close = ([names[max(longer, key=len)]] if longer else [names[min(shorter, key=len)]] if shorter else
-             difflib.get_close_matches(value.lower(), list(names.values()), n=1, cutoff=cutoff))
+             [names[f] for f in difflib.get_close_matches(key, list(names), n=1, cutoff=cutoff)])  # "--" is no likeness
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def unknown_key(where: str, key: str, allowed) -> str:
     """The line for a key a file's object does not take, with the closest one it does (a grid's, a prompt set's)."""
-    import difflib
-
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else
-                                             f"; allowed: {', '.join(allowed)}")
+    return f"{where}: unknown key {key!r}" + (did_you_mean(key, allowed) or f"; allowed: {', '.join(allowed)}")
 
 
 def check_fields(d: dict, kinds: dict[str, str], where: str, error: type[Exception] = ValueError) -> None:

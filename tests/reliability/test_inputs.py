@@ -212,6 +212,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('[[run]]\nmethod = ["ircot"]\n', ("[[run]] #1", "unknown method ['ircot']")),  # was "unhashable type"
         # the grid itself: misspelled keys, ranges, types, names that are paths, a name used twice
         ('limt = 5\n[[run]]\nmethod = "ircot"\n', ("unknown key 'limt' (did you mean 'limit'?)",)),
+        ('THREADS = 1\n[[run]]\nmethod = "ircot"\n', ("unknown key 'THREADS' (did you mean 'threads'?)",)),  # listed all
         ('[[run]]\nmethod = "ircot"\nopitons = { k = 2 }\n', ("[[run]] #1", "unknown key 'opitons' (did you mean 'options'?)")),
         ('limit = -1\n[[run]]\nmethod = "ircot"\n', ("'limit' must be a positive number",)),
         ('limit = 0\n[[run]]\nmethod = "ircot"\n', ("'limit' must be a positive number",)),
@@ -332,6 +333,11 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["serve", "--queue", "-5"], "expected a whole number >= 0"),
     (["serve", "--token", ""], "--token (or SEAKR_TOKEN) is empty"),
     (["serve", "--workers", "100000"], "of attention cache at once, more than this machine's"),
+    # a misspelled flag was "seakr: unrecognized arguments", naming neither the command nor the flag meant
+    (["ask", "--methd", "cot", "q"], "seakr ask: unrecognized arguments: --methd q (did you mean '--method'?)"),
+    (["probe", "fit", "--tapp", "best", "--out", "x", "r"], "(did you mean '--tap'?)"),
+    (["search", "idx", "q", "--jsn"], "seakr search: unrecognized arguments: --jsn (did you mean '--json'?)"),
+    (["ask", "--foo", "q"], "seakr ask: unrecognized arguments: --foo (see --help)"),  # nothing near: no guess
 ])
 def test_10_11_bad_values_fail_before_the_model_loads(args, needle):
     err = one_line_error(seakr(*args), needle)

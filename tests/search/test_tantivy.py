@@ -516,6 +516,9 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     assert as_engine(corpus).search("Berlin", 1)[0].id == "3"  # the Python API's door: the same cached index
     assert main(["search", str(corpus), "Lyon", "-k", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["id"] == "2"
+    # --k as the other commands spell it: "seakr: unrecognized arguments: --k 1", naming no command
+    assert main(["search", str(corpus), "Lyon", "--k", "1", "--json"]) == 0
+    assert [h["id"] for h in json.loads(capsys.readouterr().out)] == ["2"]
     assert sorted((tmp_path / "cache" / "indexes").iterdir()) == built and manifest.stat().st_mtime_ns == stamp
     import seakr.models.registry as registry
 
