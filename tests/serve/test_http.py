@@ -49,6 +49,10 @@ def test_validation_errors_are_clear_4xx(server):
     assert r.status_code == 422
     r = httpx.post(url + "/v1/answer", json={"question": "q", "method": "SeaKR"}, timeout=60)  # as the paper writes it
     assert r.json()["errors"][0]["error"].endswith("or 'dragin' (did you mean 'seakr'?)"), r.text
+    for body, field in (({"question": "q", "Method": "cot"}, "method"),  # a key in other case: "not permitted" alone
+                        ({"question": "q", "passages": [{"Text": "x"}]}, "text")):
+        r = httpx.post(url + "/v1/answer", json=body, timeout=60)
+        assert f"Extra inputs are not permitted (did you mean '{field}'?)" in r.text, r.text
     for body, why in ((b'{"question": "Caf\xe9?"}', "not UTF-8 text"),  # each was 400 "an error parsing the body"
                       # 30,000 deep: past the parser of Python 3.11 (5,000) and 3.13 (10,000), within the body limit
                       (b'{"question": "q", "options": {"k": ' + b"[" * 30_000 + b"]" * 30_000 + b"}}", "nested too deeply"),

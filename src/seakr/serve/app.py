@@ -393,11 +393,14 @@ def _said(e: dict) -> str:
     why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
     if why:
         return f"invalid JSON ({why})"
-    if e.get("type") == "literal_error":  # "method": "SeaKR" as the paper writes it: the choice it is closest to
-        from ..textio import did_you_mean
+    from ..textio import did_you_mean
 
+    if e.get("type") == "literal_error":  # "method": "SeaKR" as the paper writes it: the choice it is closest to
         expected = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected")))
         return e.get("msg", "") + did_you_mean(e.get("input"), expected)
+    if e.get("type") == "extra_forbidden" and e.get("loc"):  # {"Method": ...}, a passage's {"Text": ...}
+        fields = PassageIn.model_fields if "passages" in e["loc"] else AnswerRequest.model_fields
+        return e.get("msg", "") + did_you_mean(str(e["loc"][-1]), fields)
     return e.get("msg", "")
 
 
