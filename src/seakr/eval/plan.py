@@ -346,9 +346,8 @@ class EvalPlan:
         if self.model is None or isinstance(self.model, (str, os.PathLike)):
             self.model = ModelSpec(user_path(self.model))
 
-    def check(self, here: bool = True) -> "EvalPlan":
-        """Every mistake that can be found without the model or the data's content; returns self. ``here``:
-        the model loads on this machine (:meth:`ModelSpec.check`)."""
+    def _check_fields(self) -> None:
+        """Each field's type and emptiness, and the layout's name: the Python API's mistakes, named by field."""
         if isinstance(self.data, (list, tuple, dict)) or hasattr(self.data, "columns"):  # as an index may be given
             raise PlanError(f"eval: data is a file's path, not a {type(self.data).__name__} of questions: a run "
                             "records where its questions came from, to resume; write them as JSON lines, one "
@@ -371,6 +370,11 @@ class EvalPlan:
         if self.layout not in LAYOUTS:
             raise PlanError(f"eval: unknown dataset layout {self.layout!r}{did_you_mean(self.layout, LAYOUTS)}; choose "
                             f"from {', '.join(LAYOUTS)}")
+
+    def check(self, here: bool = True) -> "EvalPlan":
+        """Every mistake that can be found without the model or the data's content; returns self. ``here``:
+        the model loads on this machine (:meth:`ModelSpec.check`)."""
+        self._check_fields()
         self._check_filler()
         self._check_numbers()
         if not isinstance(self.runs, list):
