@@ -482,6 +482,8 @@ def test_export_writes_a_runs_predictions_as_the_official_scripts_read_them(tmp_
     assert json.loads(export_predictions(tmp_path / "test", "2wiki")) == {"answer": want, "sp": empty, "evidence": empty}
     with pytest.raises(ValueError, match=r"export: format 'csv'; choose from jsonl, squad, hotpotqa, 2wiki"):
         export_predictions(tmp_path / "test", "csv")
+    with pytest.raises(ValueError, match=re.escape("export: format 'HotpotQA' (did you mean 'hotpotqa'?); choose from")):
+        export_predictions(tmp_path / "test", "HotpotQA")
     with pytest.raises(ValueError, match=r"no answered question here .*; it holds the runs test: export one$"):
         export_predictions(tmp_path)
 

@@ -126,6 +126,7 @@ def test_fit_refuses_labels_that_cannot_support_cross_validation():
     (dict(X=[["x"] * 4] * 60), "X must hold numbers"),
     (dict(tap="eleven"), "tap must read LAYER:SOURCE"),  # written, then refused by every reader
     (dict(form="zzz"), "form must be one of"),
+    (dict(form="Final-Knowledge"), "not 'Final-Knowledge' (did you mean 'final-knowledge'?)"),  # the list alone
 ])
 def test_fit_names_bad_states_labels_and_taps_before_fitting(edit, needle):
     X, wrong = synthetic(60, 4)

@@ -29,8 +29,8 @@ from .rows import ResultRow, check_row
 from .states import StateStore, own_tap, tap_name
 from ..locks import FolderLock
 from ..search.base import index_holding
-from ..textio import (ROW_FILES, SCORES, given_path, loads, make_folder, seakr_config, spelled, strict_json, warn,
-                      write_atomic)
+from ..textio import (ROW_FILES, SCORES, did_you_mean, given_path, loads, make_folder, seakr_config, spelled, strict_json,
+                      warn, write_atomic)
 
 
 def versions() -> dict:
@@ -900,7 +900,7 @@ EXPORT_FORMATS = ("jsonl", "squad", "hotpotqa", "2wiki")
 def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
     """A run's predictions, in its questions' order, as a leaderboard or an official script reads them."""
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"export: format {fmt!r}; choose from {', '.join(EXPORT_FORMATS)}")
+        raise ValueError(f"export: format {fmt!r}{did_you_mean(fmt, EXPORT_FORMATS)}; choose from {', '.join(EXPORT_FORMATS)}")
     named_paths("export", run_dir)
     check_folder_is(run_dir)
     p = Path(run_dir)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, given_path, json_file, missing, write_atomic
+from ..textio import check_fields, did_you_mean, given_path, json_file, missing, write_atomic
 from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
@@ -150,4 +150,4 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
             p = c.mean()
             a, b, prov["slope_clipped"] = 0.0, math.log(p / (1 - p)), True
         return Calibration(form, estimator, kind, a=a, b=b, provenance=prov)
-    raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {kind!r}{did_you_mean(kind, KINDS)}")

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import check_fields, given_path, json_file, missing, repeated, said, write_atomic
+from ..textio import check_fields, did_you_mean, given_path, json_file, missing, repeated, said, write_atomic
 from ..uncertainty import as_array
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
@@ -224,7 +224,7 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     any fitting (a NaN state was scikit-learn's "All the 5 fits failed" page; labels 0/1/2 fitted a
     probe of nothing with a traceback per fold)."""
     if form not in FORMS:
-        raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {said(form)}")
+        raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {said(form)}{did_you_mean(form, FORMS)}")
     if not isinstance(tap, str) or not TAP.fullmatch(tap):
         raise ValueError(f"probe fit: tap must read LAYER:SOURCE such as L11:mlp, not {said(tap)}")
     try:  # a torch tensor of any dtype too (bf16 states were "X must hold numbers")
