@@ -358,9 +358,13 @@ def test_a_dash_or_url_is_named_where_a_probe_calibration_or_prompt_set_is_read(
     ("Gemma-3-270M", "models", " (did you mean 'gemma3-270m'?)"),
     ("QWEN2.5-CODER-0.5B", "models", " (did you mean 'qwen2.5-coder-0.5b'?)"),
     ("nope", "models", ""), ("", "models", ""), (None, "models", ""),
+    ("keep", "options", " (did you mean 'keep_p'?)"), ("K", "options", " (did you mean 'k'?)"),  # not k for keep
+    ("--knowledge", "flags", ""),  # --k begins it, and means nothing of it
 ])
 def test_did_you_mean_reads_names_as_their_makers_capitalise_them(value, choices, said):
     from seakr.models.registry import REGISTRY
     from seakr.uncertainty import ESTIMATORS
 
-    assert did_you_mean(value, {"estimators": ESTIMATORS, "models": REGISTRY}[choices]) == said
+    lists = {"estimators": ESTIMATORS, "models": REGISTRY, "options": ("k", "keep_p", "temperature"),
+             "flags": ("--k", "--json", "--model")}
+    assert did_you_mean(value, lists[choices]) == said

@@ -851,8 +851,9 @@ def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
     flat = lambda text: re.sub(r"[^0-9a-z]", "", text.lower())  # noqa: E731 -- "Max Entropy" is max-entropy
     key, names = flat(value), {flat(str(c)): str(c) for c in choices}
     # a name that begins the value (the longest), or that the value begins (the shortest), before letters in
-    # common: "EigenScore" is eigen, not hidden-score
-    longer = [f for f in names if f and key.startswith(f)]
+    # common: "EigenScore" is eigen, not hidden-score; a name of one or two letters begins too much to say ("keep"
+    # is not --k), and is meant only where it is the value
+    longer = [f for f in names if f and key.startswith(f) and (len(f) >= 3 or f == key)]
     shorter = [f for f in names if len(key) >= 3 and f.startswith(key)]
     close = ([names[max(longer, key=len)]] if longer else [names[min(shorter, key=len)]] if shorter else
              [names[f] for f in difflib.get_close_matches(key, list(names), n=1, cutoff=cutoff)])  # "--" is no likeness
