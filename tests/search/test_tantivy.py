@@ -273,6 +273,34 @@ def test_a_disk_that_refuses_a_write_is_named_and_the_index_keeps_what_it_had(tm
                              for i in range(2)), tmp_path / "other")
 
 
+def test_a_failed_build_leaves_no_temporary_folder_when_a_thread_writes_into_it(tmp_path, monkeypatch):
+    """A tantivy thread (the reader's meta-file watcher, a writer's worker) can put a file into the build's
+    temporary folder while it is being removed: the folder's last rmdir then failed "not empty", silently, and
+    a `.new.building-PID` folder stayed beside the index (seen once under load)."""
+    import shutil
+
+    import seakr.search.tantivy_engine as te
+
+    real_rmtree, raced = shutil.rmtree, []
+
+    def racing_rmtree(path, *a, **kw):
+        there = os.path.isdir(path)
+        real_rmtree(path, *a, **kw)
+        if there and ".building-" in str(path) and not raced:  # as the thread would, between the unlinks and the rmdir
+            raced.append(path)
+            os.makedirs(path, exist_ok=True)
+            open(os.path.join(path, ".tantivy-meta.lock"), "wb").close()
+
+    def full_disk(*a, **kw):
+        raise ValueError("Internal error: 'No space left on device (os error 28)'")
+
+    monkeypatch.setattr(te, "_write", full_disk)
+    monkeypatch.setattr(shutil, "rmtree", racing_rmtree)
+    with pytest.raises(SearchError, match="nothing was kept"):
+        TantivyEngine.build([Passage("c", "C", "gamma")], tmp_path / "new")
+    assert raced and not (tmp_path / "new").exists() and list(tmp_path.iterdir()) == []
+
+
 _LIMITED_WRITER = """
 import resource, signal, sys
 from seakr.search import Passage, SearchError

@@ -23,6 +23,7 @@ import os
 import shutil
 import threading
 import time
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -94,6 +95,18 @@ def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
         shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
     for name, data in kept.items():
         (path / name).write_bytes(data)
+
+
+def _remove_dir(path: Path, tries: int = 5) -> None:
+    """Remove a folder tantivy has had open, and make sure it is gone: a reader's meta-file watcher runs in a
+    thread of its own and can take its lock file in the folder while ``rmtree`` empties it, so that the
+    final ``rmdir`` fails "not empty" (silently, under ``ignore_errors``) and a stray ``.building-`` folder
+    stayed beside the index. Each try removes what the last one left."""
+    for i in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.05 * (i + 1))
 
 
 @contextmanager
@@ -370,6 +383,7 @@ class TantivyEngine:
             tmp.mkdir()
         except OSError as e:
             raise folder_error(out, e, "the index folder") from None
+        index = None
         try:
             t = _tantivy()
             index = t.Index(_schema(), path=str(tmp))  # UTF-8 as out is, checked above
@@ -387,11 +401,15 @@ class TantivyEngine:
                 old = out.parent / f".{out.name}.old-{os.getpid()}"
                 os.rename(out, old)
                 os.rename(tmp, out)
-                shutil.rmtree(old, ignore_errors=True)
+                _remove_dir(old)
             else:
                 os.rename(tmp, out)
         except BaseException as e:
-            shutil.rmtree(tmp, ignore_errors=True)
+            # the failed write's frames hold the index and its writer (threads that may still write into tmp):
+            # let them go before the folder is removed
+            index = None  # noqa: F841
+            traceback.clear_frames(e.__traceback__)
+            _remove_dir(tmp)
             _remove_empty(made)  # a refused build left the folders it had made for --out
             if _io_failure(e):  # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
                 raise SearchError(f"{out}: the index could not be written ({_write_failure(out, e)}); nothing was "
