@@ -98,10 +98,10 @@ def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
 
 
 def _remove_dir(path: Path, tries: int = 5) -> None:
-    """Remove a folder tantivy has had open, and make sure it is gone: a reader's meta-file watcher runs in a
-    thread of its own and can take its lock file in the folder while ``rmtree`` empties it, so that the
-    final ``rmdir`` fails "not empty" (silently, under ``ignore_errors``) and a stray ``.building-`` folder
-    stayed beside the index. Each try removes what the last one left."""
+    """Remove a folder tantivy has had open, and make sure it is gone: its threads (a reader's meta-file
+    watcher, a failed writer's workers) can put a file into the folder while ``rmtree`` empties it, so that
+    the final ``rmdir`` fails "not empty" (silently, under ``ignore_errors``) and a stray ``.building-``
+    folder stayed beside the index. Each try removes what the last one left."""
     for i in range(tries):
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):
@@ -379,11 +379,10 @@ class TantivyEngine:
         try:  # the index is built beside its place and moved there: both folders must be makeable
             out.parent.mkdir(parents=True, exist_ok=True)
             remove_orphans(out)
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_dir(tmp)  # one a failed build of this process could not remove
             tmp.mkdir()
         except OSError as e:
             raise folder_error(out, e, "the index folder") from None
-        index = None
         try:
             t = _tantivy()
             index = t.Index(_schema(), path=str(tmp))  # UTF-8 as out is, checked above
