@@ -147,3 +147,20 @@ def write_records(f, kind: str, rec) -> None:
     import json
 
     f.write_text(json.dumps([rec]) if kind == "list" else json.dumps(rec) + "\n" if kind == "lines" else json.dumps(rec))
+
+
+#: Options that keep the packaged test model's answers to seconds (the test server starts with them too), and a
+#: fixture question whose chain retrieves: the doors' answers are compared on it.
+FAST = {"k": 3, "max_new_tokens": 12, "max_steps": 2, "n_shot": 1}
+QUESTION = "Who wrote the novel on which the film Jaws was based?"
+
+
+def same_decisions(a: dict, b: dict) -> bool:
+    """Two answers' decisions (:func:`seakr.methods.trace.decisions`) equal but for the wall-clock seconds."""
+    import json
+
+    def strip(d):
+        d = json.loads(json.dumps(d))
+        d.get("totals", {}).pop("seconds", None)
+        return d
+    return strip(a) == strip(b)

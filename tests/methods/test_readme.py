@@ -25,24 +25,27 @@ def test_the_readme_library_example_runs_as_written(tmp_path, monkeypatch, capsy
     assert printed[printed.index(ans.answer) + 1].startswith("Q: ")  # ans.summary()
 
 
-def test_the_readme_request_is_one_the_service_answers():
-    """The Serving section's curl line, its header and body as written, against the app (a scripted model)."""
-    import json
-    import shlex
-
+def test_the_readme_openai_call_is_one_the_service_answers():
+    """The Serving section's OpenAI call, as written, by the real client against the app (a scripted model): the
+    model id, the extra option and the decisions it names are the service's own."""
     from fastapi.testclient import TestClient
+    from openai import OpenAI
 
     from scripted import Reply, ScriptedLM
+    from seakr.search import passages_engine
     from seakr.serve.app import AnswerService, create_app
 
-    line = re.search(r"## Serving\s+```bash\n(curl .*?)\n```", README.read_text(), re.S).group(1)
-    args = shlex.split(line)
-    header, body, url = args[args.index("-H") + 1], args[args.index("-d") + 1], args[-1]
-    name, _, value = header.partition(": ")
-    svc = AnswerService(ScriptedLM(lambda v: Reply("So the answer is Ridley Scott.")), None, method="cot")
-    r = TestClient(create_app(svc)).post(url.split("localhost:8000", 1)[1], content=body.encode(), headers={name: value})
-    assert r.status_code == 200, r.text
-    assert r.json()["answer"] == "Ridley Scott" and r.json()["question"] == json.loads(body)["question"]
+    block = re.search(r"## Serving, and the tools you already use\s+```python\n(.*?)```", README.read_text(), re.S).group(1)
+    call = block.split("\npipe.", 1)[0]  # the first statement: the OpenAI client's call
+    lm = ScriptedLM(lambda v: Reply("So the answer is Ridley Scott."))
+    lm.info = lambda: {"model": "qwen2.5-coder-0.5b", "state_layer": 0, "state_source": "mlp"}
+    paper = {"gate": "step", "rerank": "self-aware", "reasoning": "self-aware", "k": 3}  # not the 0.5B's fitted files
+    svc = AnswerService(lm, passages_engine(["Alien is a 1979 film directed by Ridley Scott."]), defaults=paper)
+    http = TestClient(create_app(svc), base_url="http://127.0.0.1:8000")
+    scope = {"OpenAI": lambda **kw: OpenAI(**kw, http_client=http), "TOKEN": "unused", "q": "Who directed Alien?"}
+    r = eval(compile(call, "README.md", "eval"), scope)  # noqa: S307 - our own documentation
+    assert r.choices[0].message.content == "Ridley Scott" and r.model == "qwen2.5-coder-0.5b/seakr"
+    assert r.model_extra["seakr"]["final"]["answer"] == "Ridley Scott"
 
 
 @pytest.mark.slow

@@ -37,11 +37,11 @@ from typing import ClassVar
 import numpy as np
 
 from .. import uncertainty as U
-from ..models.base import STATES, Generator
+from ..models.base import STATES, Generator, cancellable
 from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
-from ..textio import did_you_mean, said, warn
+from ..textio import check_question as check_typed, did_you_mean, said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import (MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index,
                    pick, take_step, warn_unread_tap)
@@ -351,6 +351,23 @@ class SeaKR(Method):
         tr.model_call("check", prompt, gen, u, time.perf_counter() - t)
         ans = short_answer(text)
         return FinalAnswer(ans, u, text, False, p=p)
+
+    def knows(self, question: str, cancel=None) -> FinalAnswer:
+        """The knowledge check alone, without the chain: the closed-book answer, its P(correct), the level it is
+        held to (``gate_p``) and whether it is ``sure`` (answer now) -- what a router in front of any pipeline
+        reads. Needs the check (gate=check or probe, or auto where the model has a fitted probe)."""
+        self.require_check()
+        check_typed(question)
+        tr = Tracer(question, self.name, None, cancel)
+        with cancellable(cancel):
+            return self._gate(tr, without_controls(question))
+
+    def require_check(self) -> None:
+        """Refuse where the settled configuration has no knowledge check (its signal is not fitted)."""
+        if self.config.gate not in ("check", "probe"):
+            raise ValueError(f"the knowledge check needs gate=check or gate=probe with files fitted for model "
+                             f"{self.lm.info().get('model')}; here gate settled to {self.config.gate!r} (fit them with "
+                             "seakr probe fit, or give probes=DIR)")
 
     @property
     def check_temperature(self) -> float:

@@ -197,3 +197,32 @@ class Answer:
         lines.append(f"A: {self.answer}   [{t['model_calls']} model calls, {t['retrievals']} retrievals{empty}, "
                      f"{t['seconds'].get('total', 0):.1f} s]")
         return shown("\n".join(lines))  # question, passages' titles and steps as a console should show them
+
+
+def decisions(trace: dict) -> dict:
+    """The decisions of one answer, read from its trace (the JSON form), as every door outside the trace viewer
+    shows them (the chat-completions ``seakr`` object, the Haystack and LangChain ``meta``): the knowledge
+    check, if one ran (its closed-book answer, P(correct), the level it was held to, answered at once or
+    retrieved); each step (its U or probe score against the threshold, whether it retrieved, the query, the
+    passage kept and the candidates' U or P); and the final choice over the candidate answers. One function,
+    so the doors cannot drift apart."""
+    final = trace.get("final") or {}
+    cands = final.get("candidates") or {}
+    check = cands.get("check")
+    gate = None
+    if check is not None and check.get("p") is not None:
+        gate = {"answer": check.get("answer"), "p_correct": check.get("p"), "level": check.get("gate_p"),
+                "decision": "answer" if final.get("choice") == "check" else "retrieve"}
+    steps = [{"index": s["index"], "u": s.get("u"), "threshold": s.get("threshold"), "retrieved": s.get("retrieved"),
+              "query": s.get("query") or None, "kept": s.get("kept"), "text": s.get("text"),
+              "candidates": [{k: c.get(k) for k in ("id", "title", "rank", "u", "p", "chosen") if k in c}
+                             for c in s.get("candidates") or []]}
+             for s in trace.get("steps") or []]
+    answers = {name: {k: c.get(k) for k in ("answer", "u", "p") if k in c} for name, c in cands.items()}
+    totals = trace.get("totals") or {}
+    return {"gate": gate, "steps": steps,
+            "final": {"answer": final.get("answer"), "choice": final.get("choice"), "rule": final.get("rule"),
+                      "stop_reason": final.get("stop_reason"), "candidates": answers,
+                      "passages": final.get("passages") or []},
+            "totals": {k: totals.get(k) for k in ("model_calls", "retrievals", "prompt_tokens", "generated_tokens")}
+            | {"seconds": (totals.get("seconds") or {}).get("total")}}

@@ -17,95 +17,35 @@ that times out (``504``) is cancelled: it stops at its next decode step and free
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import hmac
 import json
 import re
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..methods import METHODS, build_method
 from ..methods.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import Passage, SearchError
-from ..textio import check_question, encodable, loads, said
+from ..textio import loads, said
+from . import openai_api
 from .limits import ServiceLimits
 
-MAX_QUESTION = 2000
-#: Passages a request may bring to be searched instead of the server's index, and their sizes
-MAX_PASSAGES, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE = 64, 4000, 300
-#: Per-request ceilings on the options that scale compute or memory (the service protects itself).
-LIMITS = {"k": 64, "max_new_tokens": 256, "max_steps": 12, "max_passages": 12, "n_candidates": 10, "n_shot": 16,
-          "query_max_words": 256, "keep_top_k": 200, "top_k": 1000}
-MethodName = Literal["seakr", "cot", "single", "ircot", "flare", "dragin"]
-assert set(MethodName.__args__) == set(METHODS)
-
-
-class PassageIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str | None = Field(default=None, min_length=1, max_length=200, description="default: doc-<position>")
-    title: str = Field(default="", max_length=MAX_PASSAGE_TITLE)
-    text: str = Field(min_length=1, max_length=MAX_PASSAGE_TEXT)
-
-    @field_validator("id", "title", "text")
-    @classmethod
-    def _whole_characters(cls, v):
-        return _no_lone_surrogate(v)
-
-
-class AnswerRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=MAX_QUESTION, description="the question (1-2,000 characters)")
-    method: MethodName | None = Field(default=None, description="default: the server's method")
-    options: dict[str, float | int | str | bool | None] | None = Field(
-        default=None, description="method options, e.g. {\"estimator\": \"energy\", \"max_steps\": 4}")
-    passages: list[PassageIn | Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_TEXT)]] | None = Field(
-        default=None, min_length=1, max_length=MAX_PASSAGES,
-        description="passages (texts, or {id, title, text}) searched for this request instead of the server's index")
-
-    @field_validator("question")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        return check_question(v)  # blank or control characters only: "question must be a non-empty string"
-
-    @field_validator("passages")
-    @classmethod
-    def _whole_texts(cls, v):
-        for p in v or []:
-            if isinstance(p, str):
-                _no_lone_surrogate(p)
-        return v
-
-
-def _no_lone_surrogate(v):
-    """JSON's ``\\ud800`` alone decodes into text nothing can encode: the index would fail on it mid-request."""
-    if isinstance(v, str) and not encodable(v):
-        raise ValueError("not valid UTF-8 (half a surrogate pair)")
-    return v
-
-
-class AnswerResponse(BaseModel):
-    question: str
-    answer: str
-    method: str
-    trace: dict[str, Any]
-    config: dict[str, Any]
-
-
-class Busy(Exception):
-    pass
+from .schema import (LIMITS, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE, MAX_PASSAGES, MAX_QUESTION, AnswerRequest,  # noqa: F401
+                     AnswerResponse, MethodName, PassageIn)
+from .work import Busy, answer_once, sse, start_stream, stream_items, too_large  # noqa: F401
 
 
 #: Tokens a retrieved passage adds to a prompt, for the budget: DPR's 100-word passages are 130-150
@@ -176,7 +116,7 @@ class AnswerService:
         check_memory(workers, self.limits.max_kv_mb, str((lm.info() or {}).get("device", "cpu")))
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seakr-model")
         self._lock = threading.Lock()
-        self.inflight = 0
+        self.inflight, self.started = 0, time.time()
         self.served = self.rejected = self.cancelled = 0
 
     def build(self, req: AnswerRequest):
@@ -356,9 +296,6 @@ def _static(name: str) -> str:
     return resources.files("seakr.serve").joinpath("static", name).read_text(encoding="utf-8")
 
 
-BUSY = {"status_code": 429, "detail": "busy: too many requests in flight, try again later", "headers": {"Retry-After": "5"}}
-
-
 def unreadable_body(exc: Exception) -> str | None:
     """What FastAPI's "There was an error parsing the body" (400) was, where the request is at fault: bytes that
     are not UTF-8 (JSON nested past the parser and a number past Python's digits are malformed JSON, said by
@@ -421,11 +358,19 @@ def create_app(service: AnswerService) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         errs = [{"field": ".".join(str(x) for x in e.get("loc", [])), "error": _said(e)} for e in exc.errors()]
+        if openai_api.is_openai_path(request.url.path):  # its clients read {"error": {"message", "param"}}
+            first = errs[0] if errs else {"field": "body", "error": "invalid request"}
+            field = first["field"].removeprefix("body").lstrip(".") or None
+            said = first["error"].removeprefix("Value error, ")
+            return openai_api.error_response(422, f"{field}: {said}" if field else said, param=field)
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         why = unreadable_body(exc)
+        if openai_api.is_openai_path(request.url.path):
+            return openai_api.error_response(422 if why else exc.status_code, why or str(exc.detail),
+                                             headers=getattr(exc, "headers", None))
         if why is None:
             return await http_exception_handler(request, exc)
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": [{"field": "body", "error": why}]})
@@ -440,6 +385,7 @@ def create_app(service: AnswerService) -> FastAPI:
 
     _answer_route(app, service)
     _stream_route(app, service)
+    openai_api.add_routes(app, service)
     _viewer_routes(app)
     return app
 
@@ -450,49 +396,7 @@ def _answer_route(app: FastAPI, service: AnswerService) -> None:
                          503: {"description": "the search index failed"}, 504: {"description": "timed out"}})
     async def answer(req: AnswerRequest, request: Request):
         method = service.searchable(service.build(req))
-        cancel = threading.Event()
-        try:
-            fut = service.submit(method.answer, req.question, None, cancel)
-        except Busy:
-            raise HTTPException(**BUSY) from None
-        afut = asyncio.wrap_future(fut)
-        deadline = asyncio.get_running_loop().time() + service.timeout
-        while not afut.done():  # watch for the client hanging up and for the deadline
-            await asyncio.wait({afut}, timeout=0.5)
-            if afut.done():
-                break
-            if await request.is_disconnected() or asyncio.get_running_loop().time() > deadline:
-                cancel.set()
-                service.cancelled += 1
-                afut.add_done_callback(_log_abandoned)  # its outcome is read, so nothing logs a traceback
-                raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
-        try:
-            return service.public(afut.result(), method)
-        except SearchError as e:
-            raise HTTPException(503, detail=service.search_failure(e)) from None
-        except ValueError as e:
-            raise HTTPException(422, detail=str(e)) from None
-        except MemoryError as e:  # the model's refusal of a call too large for the device, before it starts
-            raise HTTPException(503, detail=too_large(e)) from None
-        except BaseException as e:  # a bug must not take the service down; report it without a traceback
-            raise HTTPException(500, detail=f"internal error: {type(e).__name__}") from None
-
-
-def too_large(e: MemoryError) -> str:
-    """What a client reads when its request needs more memory than the server has free now (it was
-    "internal error: MemoryError"): the model's own measure, and the options that size it."""
-    said = str(e) or "the request needs more memory than the server has free"
-    return f"out of memory: {said}; lower k, max_new_tokens or n_candidates"
-
-
-def _log_abandoned(fut) -> None:
-    """The end of work whose client is gone: one log line, never "Future exception was never retrieved"
-    with its traceback."""
-    err = None if fut.cancelled() else fut.exception()
-    if err is not None and not isinstance(err, Cancelled):
-        print(f"seakr: an abandoned request failed: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
-    elif err is not None:
-        print("seakr: an abandoned request stopped (cancelled)", file=sys.stderr)
+        return await answer_once(service, method, req.question, request)
 
 
 def _stream_route(app: FastAPI, service: AnswerService) -> None:
@@ -502,52 +406,8 @@ def _stream_route(app: FastAPI, service: AnswerService) -> None:
         """Server-sent events: one ``event`` per trace event and step as it happens, then ``answer``
         (or ``error``, at once when the work fails)."""
         method = service.searchable(service.build(req))
-        loop = asyncio.get_running_loop()
-        q: asyncio.Queue = asyncio.Queue(maxsize=10_000)
-        cancel = threading.Event()
-
-        def listener(ev):
-            loop.call_soon_threadsafe(q.put_nowait, ("event", ev))
-
-        def work():
-            try:
-                ans = method.answer(req.question, listener=listener, cancel=cancel)
-                loop.call_soon_threadsafe(q.put_nowait, ("answer", service.public(ans, method)))
-            except Cancelled:
-                raise  # the client is gone (hung up or timed out): the slot's release counts it cancelled, not served
-            except SearchError as e:
-                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": service.search_failure(e)}))
-            except BaseException as e:  # reported to the client as an error event, never a hang
-                detail = (str(e) if isinstance(e, ValueError) else too_large(e) if isinstance(e, MemoryError)
-                          else f"internal error: {type(e).__name__}")
-                loop.call_soon_threadsafe(q.put_nowait, ("error", {"detail": detail}))
-
-        try:
-            service.submit(work)
-        except Busy:
-            raise HTTPException(**BUSY) from None
-        return StreamingResponse(_events(q, loop.time() + service.timeout, cancel, service), media_type="text/event-stream")
-
-
-async def _events(q: asyncio.Queue, deadline: float, cancel: threading.Event, service: AnswerService):
-    """The SSE body; a client that goes away (the generator is closed) cancels the work."""
-    loop = asyncio.get_running_loop()
-    done = False
-    try:
-        while True:
-            try:
-                kind, data = await asyncio.wait_for(q.get(), timeout=max(0.1, deadline - loop.time()))
-            except asyncio.TimeoutError:
-                yield f"event: error\ndata: {json.dumps({'detail': 'timed out'})}\n\n"
-                return
-            yield f"event: {kind}\ndata: {json.dumps(data)}\n\n"
-            if kind in ("answer", "error"):
-                done = True
-                return
-    finally:
-        if not done:
-            cancel.set()
-            service.cancelled += 1
+        q, cancel = start_stream(service, method, req.question)
+        return StreamingResponse(sse(stream_items(service, q, cancel)), media_type="text/event-stream")
 
 
 def _viewer_routes(app: FastAPI) -> None:
@@ -584,13 +444,13 @@ class _Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         token = self.limits.token
         if token and scope.get("path") != "/v1/health" and not _bearer_ok(scope, token):
-            return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"})
+            return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}, path=scope.get("path", ""))
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limits.max_body):
-            return await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
+            return await _reply(send, 413, f"request body over {self.limits.max_body} bytes", path=scope.get("path", ""))
         why = _unread_body(scope, headers)
         if why:
-            return await _reply(send, 415, why)
+            return await _reply(send, 415, why, path=scope.get("path", ""))
         seen = 0
 
         async def limited():
@@ -604,7 +464,7 @@ class _Guard:
         try:
             await self.app(scope, limited, send)
         except _TooLarge:
-            await _reply(send, 413, f"request body over {self.limits.max_body} bytes")
+            await _reply(send, 413, f"request body over {self.limits.max_body} bytes", path=scope.get("path", ""))
 
 
 def _unread_body(scope, headers: dict) -> str | None:
@@ -628,8 +488,9 @@ class _TooLarge(BaseException):  # FastAPI turns any Exception while reading a b
     pass
 
 
-async def _reply(send, status: int, detail: str, extra: dict | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def _reply(send, status: int, detail: str, extra: dict | None = None, path: str = "") -> None:
+    content = openai_api.error_body(status, detail) if openai_api.is_openai_path(path) else {"detail": detail}
+    body = json.dumps(content).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})

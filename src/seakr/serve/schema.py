@@ -1,0 +1,148 @@
+"""The request bodies every HTTP door reads (``/v1/answer`` and ``/v1/chat/completions``): one schema per
+body, so a passage or a question is held to the same bounds whichever route it comes by."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..methods import METHODS
+from ..textio import check_question, encodable
+
+MAX_QUESTION = 2000
+#: Passages a request may bring to be searched instead of the server's index, and their sizes
+MAX_PASSAGES, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE = 64, 4000, 300
+#: Per-request ceilings on the options that scale compute or memory (the service protects itself).
+LIMITS = {"k": 64, "max_new_tokens": 256, "max_steps": 12, "max_passages": 12, "n_candidates": 10, "n_shot": 16,
+          "query_max_words": 256, "keep_top_k": 200, "top_k": 1000}
+MethodName = Literal["seakr", "cot", "single", "ircot", "flare", "dragin"]
+assert set(MethodName.__args__) == set(METHODS)
+
+
+def _no_lone_surrogate(v):
+    """JSON's ``\\ud800`` alone decodes into text nothing can encode: the index would fail on it mid-request."""
+    if isinstance(v, str) and not encodable(v):
+        raise ValueError("not valid UTF-8 (half a surrogate pair)")
+    return v
+
+
+class PassageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str | None = Field(default=None, min_length=1, max_length=200, description="default: doc-<position>")
+    title: str = Field(default="", max_length=MAX_PASSAGE_TITLE)
+    text: str = Field(min_length=1, max_length=MAX_PASSAGE_TEXT)
+
+    @field_validator("id", "title", "text")
+    @classmethod
+    def _whole_characters(cls, v):
+        return _no_lone_surrogate(v)
+
+
+#: A request's own passages, as ``/v1/answer`` and ``/v1/chat/completions`` take them.
+Passages = list[PassageIn | Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_TEXT),
+                                      AfterValidator(_no_lone_surrogate)]]
+
+
+class AnswerRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, max_length=MAX_QUESTION, description="the question (1-2,000 characters)")
+    method: MethodName | None = Field(default=None, description="default: the server's method")
+    options: dict[str, float | int | str | bool | None] | None = Field(
+        default=None, description="method options, e.g. {\"estimator\": \"energy\", \"max_steps\": 4}")
+    passages: Passages | None = Field(
+        default=None, min_length=1, max_length=MAX_PASSAGES,
+        description="passages (texts, or {id, title, text}) searched for this request instead of the server's index")
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        return check_question(v)  # blank or control characters only: "question must be a non-empty string"
+
+
+
+class AnswerResponse(BaseModel):
+    question: str
+    answer: str
+    method: str
+    trace: dict[str, Any]
+    config: dict[str, Any]
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content; only text parts are read."""
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")  # name, tool_call_id ...: carried by clients, never read
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str | None:
+        """The message's text (its text parts joined), or None where it has a part that is not text."""
+        if self.content is None or isinstance(self.content, str):
+            return self.content
+        if any(p.type != "text" or p.text is None for p in self.content):
+            return None
+        return "\n".join(p.text for p in self.content)
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
+#: Chat-completions fields that ask for something a SeaKR answer cannot give, with what to do instead; each is
+#: refused by name where its value asks for it (a client's neutral default, such as a penalty of 0, is read as not
+#: given). The sampling fields temperature, top_p and seed are method options of the same name.
+UNSUPPORTED = {
+    "max_tokens": "a chain's length is set by max_new_tokens (each step) and answer_tokens (the answer)",
+    "max_completion_tokens": "a chain's length is set by max_new_tokens (each step) and answer_tokens (the answer)",
+    "stop": "a step ends at a sentence and the answer after the method's marker",
+    "logprobs": "the decisions' uncertainties are in the reply's seakr object", "top_logprobs": "not returned",
+    "tools": "no tool calls", "tool_choice": "no tool calls", "functions": "no tool calls",
+    "function_call": "no tool calls", "response_format": "the answer is text",
+    "logit_bias": "not applied", "presence_penalty": "not applied", "frequency_penalty": "not applied",
+    "audio": "the answer is text", "prediction": "not applied",
+}
+_NEUTRAL = (None, 0, False, [], {}, {"type": "text"})
+
+
+class ChatRequest(BaseModel):
+    """``POST /v1/chat/completions``: the last user message is the question; a method's options ride as extra
+    fields (as vLLM takes ``top_k``), checked by that method's config schema as every other door's are."""
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1, max_length=300, description="MODEL/METHOD as GET /v1/models lists them")
+    messages: list[ChatMessage] = Field(min_length=1, max_length=256)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: Literal[1] = Field(default=1, description="one answer per request")
+    user: str | None = Field(default=None, description="the client's end-user id; not read")
+    passages: Passages | None = Field(default=None, min_length=1, max_length=MAX_PASSAGES,
+                                      description="passages searched for this request instead of the server's index")
+
+    @model_validator(mode="after")
+    def _supported(self):
+        for name, why in UNSUPPORTED.items():
+            if (self.model_extra or {}).get(name, None) not in _NEUTRAL:
+                raise ValueError(f"{name} is not supported by seakr ({why})")
+        return self
+
+    def options(self) -> dict:
+        """The method options the request gave: its extra fields, less the refused ones at their neutral values."""
+        return {k: v for k, v in (self.model_extra or {}).items() if k not in UNSUPPORTED}
+
+    def question(self) -> tuple[str, list[str]]:
+        """The last user message's text and a note for each message that is not read; ValueError where the last
+        message is not a user's text."""
+        last = self.messages[-1]
+        text = last.text()
+        if last.role != "user" or not text:
+            raise ValueError(f"messages[{len(self.messages) - 1}]: the last message must be the user's question, "
+                             "as text")
+        earlier = len(self.messages) - 1
+        said = f"{earlier} earlier message(s) not read: seakr answers the last user message on its own"
+        return text, [said] if earlier else []
