@@ -76,7 +76,7 @@ def damage(path, offset_frac=0.5, n=64):
 @pytest.mark.parametrize("suffix", [".store", ".term", ".idx"])
 def test_08_verify_checks_every_segment_file(small, suffix):
     assert small.verify()
-    f = next(p for p in small.path.iterdir() if p.name.endswith(suffix))
+    f = next(p for p in small.files.iterdir() if p.name.endswith(suffix))
     damage(f)
     with pytest.raises(SearchError, match=f"differ from the build: .*{suffix}"):
         TantivyEngine.check_files(small.path)  # the index may be too damaged to open: files first
@@ -85,7 +85,7 @@ def test_08_verify_checks_every_segment_file(small, suffix):
 
 
 def test_08_a_panicking_search_is_a_one_line_search_error(small, capfd):
-    f = next(p for p in small.path.iterdir() if p.name.endswith(".store"))
+    f = next(p for p in small.files.iterdir() if p.name.endswith(".store"))
     damage(f, 0.0, n=f.stat().st_size)  # every stored byte
     r = seakr("search", str(small.path), "film director")  # refused when opened: its files differ
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -98,8 +98,9 @@ def test_10_a_search_panic_shows_one_line_not_rusts_panic_text(tmp_path, capfd):
     its postings file is flipped in turn, and every window that panics must come out as the one line."""
     from seakr.search.corpora import read_corpus
 
-    built = TantivyEngine.build(read_corpus(fixture_path("filler.flashrag.jsonl")), tmp_path / "built", threads=1).path
-    idx = next(p.name for p in built.iterdir() if p.name.endswith(".idx"))
+    eng = TantivyEngine.build(read_corpus(fixture_path("filler.flashrag.jsonl")), tmp_path / "built", threads=1)
+    built = eng.path
+    idx = next(p.relative_to(built) for p in eng.files.iterdir() if p.name.endswith(".idx"))
     panics = 0
     for at in range(0, (built / idx).stat().st_size, 8):
         copy = tmp_path / f"at{at}"
@@ -124,7 +125,7 @@ def test_10_a_search_panic_shows_one_line_not_rusts_panic_text(tmp_path, capfd):
 
 @pytest.mark.parametrize("suffix", [".fieldnorm", ".pos", ".store"])
 def test_04_a_damaged_index_is_refused_when_opened_not_searched_with_another_ranking(small, suffix):
-    f = next(p for p in small.path.iterdir() if p.name.endswith(suffix))
+    f = next(p for p in small.files.iterdir() if p.name.endswith(suffix))
     damage(f, 0.3, n=8)
     with pytest.raises(SearchError, match=f"differ from the build: .*{suffix}"):
         TantivyEngine(small.path)
@@ -151,15 +152,16 @@ def test_16_kill_9_during_a_build_leaves_the_old_index_and_the_next_build_cleans
     p = subprocess.Popen([*SEAKR_CLI, "index", "build", str(big), "--format", "jsonl", "--out",
                           str(out), "--overwrite"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while time.time() < deadline and not list(tmp_path.glob(".idx.building-*")):
+    while time.time() < deadline and not (out / "gen-000002").exists():  # the new generation, being written
         time.sleep(0.05)
     time.sleep(0.5)
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
-    assert list(tmp_path.glob(".idx.building-*")), "the build finished before it could be killed"
-    assert TantivyEngine(out).count() == 1  # the old index is intact
-    TantivyEngine.build([Passage("b", "B", "the new index")], out, overwrite=True)
-    assert not list(tmp_path.glob(".idx.*-*")) and TantivyEngine(out).search("new")[0].id == "b"
+    assert (out / "gen-000002").exists(), "the build finished before it could be killed"
+    assert TantivyEngine(out).count() == 1  # the old index is intact: its manifest still points at it
+    new = TantivyEngine.build([Passage("b", "B", "the new index")], out, overwrite=True)
+    assert new.search("new")[0].id == "b" and [p.name for p in out.glob("gen-*")] == [new.files.name]
+    assert not list(tmp_path.glob(".idx.*-*"))
 
 
 def _engine_cfg(path, checksum="c0ffee", k=20, shard=None):
@@ -286,7 +288,8 @@ def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_eithe
     at the row log (after the model) and at the plan's early check (before it), and not with another one."""
     from seakr.eval.plan import EvalPlan, PlanError, RunSpec
 
-    cfg = {"method": {"method": "seakr", "config": {"k": 20, "delta": -float("inf")}, "model": {"model": "m"}}}
+    cfg = {"method": {"method": "seakr", "config": {"k": 20, "delta": -float("inf")},
+                      "model": {"model": "qwen2.5-coder-0.5b"}}}  # the plan's default model
     with RowLog(tmp_path, "results.jsonl", cfg):
         pass
     text = (tmp_path / "config.json").read_text()

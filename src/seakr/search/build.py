@@ -3,6 +3,7 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 
 from __future__ import annotations
 
+import glob
 import itertools
 import os
 import re
@@ -14,6 +15,7 @@ from .base import LONG_PASSAGE, MANIFEST, Passage, SearchError, is_url, redact, 
 from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused,
                       user_path, warn)
 from .corpora import check_passage_words, read_corpus, split_passages
+from .generations import read_manifest
 
 WIKI_OFFLINE = "wiki-offline"
 
@@ -257,10 +259,14 @@ def build_once(out: Path, build) -> None:
 
 
 def is_corpus_folder(path: str) -> bool:
-    """A folder of corpus files (not an index, whole or damaged: no manifest, no tantivy ``meta.json``)."""
+    """A folder of corpus files (not an index, whole or damaged: no manifest, no tantivy ``meta.json``, no
+    generation folder of ours)."""
     from .corpora import corpus_files
+    from .generations import MARK
 
     if not os.path.isdir(path) or any(os.path.exists(os.path.join(path, m)) for m in (MANIFEST, "meta.json")):
+        return False
+    if any(os.path.exists(os.path.join(g, MARK)) for g in glob.glob(os.path.join(glob.escape(path), "gen-*"))):
         return False
     try:
         return any(f.lower().endswith(DATA_SUFFIXES) for f in corpus_files(path))
@@ -294,6 +300,34 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
             warn_long(path, eng.manifest["long_passages"],
                       f"`seakr index build {shlex.quote(path)} --out IDX --passage-words 100` cuts them")
     return str(out)
+
+
+def repair_index(path: str) -> dict:
+    """``seakr index info --repair``: remove what killed writers left (generations the manifest does not point
+    at); then, where the current generation is damaged, rebuild a cached corpus index from its corpus (the same
+    content: its digest names the folder), or say how to rebuild any other from its sources."""
+    from ..models.registry import cache_root
+    from .corpora import corpus_files
+    from .tantivy_engine import TantivyEngine
+
+    out = Path(os.path.abspath(path))
+    removed = [p.name for p in TantivyEngine.sweep_stale(out)]
+    try:
+        TantivyEngine.check_files(out)
+        return {"index": str(out), "removed": removed, "rebuilt": False}
+    except SearchError as e:
+        damage = str(e)
+    sources = list(read_manifest(out).get("sources") or [])
+    cached = out.parent == cache_root() / "indexes" and len(sources) == 1 and os.path.exists(sources[0])
+    if not cached or not out.name.endswith("-" + corpus_digest(sources[0])[:16]):
+        how = (f"`seakr index build {' '.join(map(shlex.quote, sources))} --out {shlex.quote(str(out))} --overwrite`"
+               if sources else "`seakr index build SOURCES --out IDX --overwrite`")
+        raise SearchError(f"{damage.split('; the index is damaged')[0]}; not a cached corpus index seakr can rebuild "
+                          f"(its corpus is gone or changed): rebuild it with {how}")
+    src = sources[0]
+    pairs = [(f, _guess_format(f)) for f in (corpus_files(src) if os.path.isdir(src) else [src])]
+    TantivyEngine.build(_passages(pairs), out, overwrite=True, sources=sources)
+    return {"index": str(out), "removed": removed, "rebuilt": True}
 
 
 def warn_long(where: str, n: int, fix: str) -> None:

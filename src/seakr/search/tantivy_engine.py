@@ -18,22 +18,26 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import os
 import shutil
 import threading
 import time
 import traceback
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..locks import FolderLock, holder
-from ..textio import encodable, first_line, folder_error, given_path, loads, refused_write
+from ..textio import encodable, first_line, folder_error, given_path, refused_write
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, MANIFEST, TIE_BREAKER, Intake, Passage, SearchError,
                    check_many, check_search, iter_batches)
+from .generations import (added, data_folder, file_digests, mark, missing_folders, new_generation, next_generation,
+                          read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep,
+                          writable, write_manifest)
 
-FORMAT = "seakr-tantivy/1"
+FORMAT = "seakr-tantivy/2"  # generations (search/generations.py)
+FORMATS = ("seakr-tantivy/1", FORMAT)  # /1: the index's files at the top of its folder; opened as before
 WRITER = ".seakr-writer.lock"  # held while a process adds to the index (one writer at a time)
 ANALYZER = "seakr_english"
 STOPWORDS = LUCENE_ENGLISH_STOPWORDS + ("s",)
@@ -65,6 +69,7 @@ def _schema():
     sb.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
     sb.add_text_field("title", stored=True, tokenizer_name=ANALYZER, index_option="freq")
     sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER, index_option="freq")
+    sb.add_unsigned_field("ord", stored=True, indexed=False)  # document order: ties in score are broken by it
     return sb.build()
 
 
@@ -86,27 +91,6 @@ def _write_failure(path: Path, e: BaseException) -> str:
     free = shutil.disk_usage(next(p for p in (path, *path.parents) if p.exists())).free
     return (f"tantivy's writer thread stopped on a refused write: a full disk, a quota or a file-size limit; "
             f"{free / 1e6:,.1f} MB free there")
-
-
-def _restore(path: Path, before: set, kept: dict[str, bytes]) -> None:
-    """An index folder as it was: the files a failed write added removed, the rewritten ones put back."""
-    for name in set(os.listdir(path)) - before:
-        f = path / name
-        shutil.rmtree(f, ignore_errors=True) if f.is_dir() else f.unlink(missing_ok=True)
-    for name, data in kept.items():
-        (path / name).write_bytes(data)
-
-
-def _remove_dir(path: Path, tries: int = 5) -> None:
-    """Remove a folder tantivy has had open, and make sure it is gone: its threads (a reader's meta-file
-    watcher, a failed writer's workers) can put a file into the folder while ``rmtree`` empties it, so that
-    the final ``rmdir`` fails "not empty" (silently, under ``ignore_errors``) and a stray ``.building-``
-    folder stayed beside the index. Each try removes what the last one left."""
-    for i in range(tries):
-        shutil.rmtree(path, ignore_errors=True)
-        if not os.path.lexists(path):
-            return
-        time.sleep(0.05 * (i + 1))
 
 
 @contextmanager
@@ -163,113 +147,34 @@ def _held_stderr():
                 os.write(2, _HOLD_FILE.read())
 
 
-def file_digests(path: Path) -> dict[str, str]:
-    """sha256 of every file of an index directory except the manifest (what ``verify`` re-checks)."""
-    out = {}
-    for f in sorted(path.iterdir()):
-        if f.is_file() and f.name != MANIFEST and not f.name.endswith(".lock"):
-            h = hashlib.sha256()
-            with open(f, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            out[f.name] = h.hexdigest()
-    return out
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_orphans(out: Path) -> list[Path]:
-    """Temporary directories of builds into ``out`` whose process is gone (killed mid-build)."""
-    gone = []
-    for d in out.parent.glob(f".{out.name}.*-*"):
-        kind, _, pid = d.name[len(out.name) + 2:].rpartition("-")
-        if kind in ("building", "old") and pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            shutil.rmtree(d, ignore_errors=True)
-            gone.append(d)
-    return gone
-
-
-def check_replaceable(out: Path) -> None:
-    """``--overwrite`` replaces a seakr index and nothing else: the folder must hold a valid manifest, and
-    every entry in it must be a file that manifest records (or a lock); anything else (a user's file, a
-    sub-folder, the corpus itself) is named and the folder left alone."""
-    if out.is_symlink():  # was "exists and is not a directory", said of a link to an index folder
-        raise SearchError(f"{out}: a link (to {os.path.realpath(out)}); an index is built beside its folder and moved "
-                          f"into place, which would replace the link, not what it points to: give --out "
-                          f"{os.path.realpath(out)}")
+def check_replaceable(out: Path) -> dict | None:
+    """What ``--overwrite`` may build a new generation into: nothing there yet or an empty folder (None), or a seakr
+    index (its manifest). Any other folder is refused: an index is not written among files it does not know. A new
+    generation never deletes a file: what the folder holds beside the index stays."""
     if out.exists() and not out.is_dir():
         raise SearchError(f"{out}: exists and is not a directory; refusing to replace it with an index")
     if not out.is_dir() or not any(out.iterdir()):
-        return
+        return None
     mpath = out / MANIFEST
     if not mpath.is_file():
-        raise SearchError(f"{out}: not a seakr index (no {MANIFEST}); refusing to delete it, choose another --out")
+        raise SearchError(f"{out}: not a seakr index (no {MANIFEST}); refusing to write an index among its files, "
+                          "choose another --out")
     try:
         m = read_manifest(out)
     except (OSError, SearchError):
         m = None
-    if not isinstance(m, dict) or m.get("format") != FORMAT or not isinstance(m.get("files"), dict):
-        raise SearchError(f"{mpath}: not a valid {FORMAT} manifest (with its recorded files); refusing to delete {out}")
-    own = set(m["files"]) | {MANIFEST, MANIFEST + ".tmp"}
-    foreign = sorted(f.name for f in out.iterdir() if f.name not in own and not (f.is_file() and f.name.endswith(".lock")))
-    if foreign:
-        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
-        raise SearchError(f"{out}: holds {foreign[0]!r}{more}, not part of the index its manifest records; refusing to "
-                          "delete it (move it out, or choose another --out)")
-
-
-def read_manifest(path: Path) -> dict:
-    """An index's manifest, or one line naming it: not UTF-8, not JSON, or JSON of another shape (a list or a
-    string there was an AttributeError; bytes from another tool a bare codec error naming no file)."""
-    mpath = path / MANIFEST
-    try:
-        m = loads(mpath.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise SearchError(f"{mpath}: corrupt manifest (not UTF-8 text)") from None
-    except json.JSONDecodeError as e:
-        raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
-    if not isinstance(m, dict) or not isinstance(m.get("files", {}), dict):
-        raise SearchError(f"{mpath}: corrupt manifest (expected a JSON object with the index's files)")
-    _check_manifest_fields(mpath, m)
+    if not isinstance(m, dict) or m.get("format") not in FORMATS or not isinstance(m.get("files"), dict):
+        raise SearchError(f"{mpath}: not a valid {FORMAT} manifest (with its recorded files); refusing to replace {out}")
     return m
 
 
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-#: What an add updates in place: checked when the manifest is read, since a field of another shape failed
-#: only after the passages were written (``"checksum": 5`` left new segments the manifest did not list:
-#: the next open called the index damaged).
-MANIFEST_FIELDS = {
-    "checksum": (lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
-                 "64 hex digits"),
-    "doc_count": (_count, "a whole number >= 0"),
-    "duplicates_skipped": (lambda v: v is None or _count(v), "a whole number >= 0"),
-    "empty_skipped": (lambda v: v is None or _count(v), "a whole number >= 0"),
-    "sources": (lambda v: v is None or isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of file names"),
-}
-
-
-def _check_manifest_fields(mpath: Path, m: dict) -> None:
-    for name, (ok, want) in MANIFEST_FIELDS.items():
-        if not ok(m.get(name)):
-            raise SearchError(f"{mpath}: corrupt manifest (field '{name}' should be {want}, got "
-                              f"{json.dumps(m.get(name))[:40]})")
-
-
-def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
-    """What a built index records of itself: engine, analyzer, scoring, counts, sources and its files' digests."""
+def _manifest(t, stats: dict, sources: Sequence[str], gen: Path, uid: str) -> dict:
+    """What a built index records of itself: engine, analyzer, scoring, counts, sources, and its current generation
+    with its files' digests."""
     return {
         "format": FORMAT,
+        "uid": uid,
+        "generation": gen.name,
         "engine": "tantivy",
         "tantivy": getattr(t, "__version__", ""),
         "analyzer": {"tokenizer": "simple", "filters": ["lowercase", "lucene_english_stop+s", "stemmer_english"],
@@ -277,6 +182,7 @@ def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
         "bm25": {"k1": BM25_K1, "b": BM25_B, "scale": "elasticsearch (k1+1 numerator)"},
         "query": {"type": "multi_match best_fields", "fields": ["title", "text"], "tie_breaker": TIE_BREAKER},
         "doc_count": stats["added"],
+        "ordered": True,  # each passage stores its document order (ties in score are broken by it)
         "duplicates_skipped": stats["duplicates"],
         "empty_skipped": stats["empty"],
         "long_passages": stats["long"],
@@ -285,7 +191,7 @@ def _manifest(t, stats: dict, sources: Sequence[str], folder: Path) -> dict:
         "sources": list(sources),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "build_seconds": round(stats["seconds"], 2),
-        "files": file_digests(folder),
+        "files": file_digests(gen),
     }
 
 
@@ -299,22 +205,48 @@ def _utf8(path: Path) -> str:
     return text
 
 
-def _missing_folders(folder: Path) -> list[Path]:
-    """``folder`` and its ancestors that do not exist yet, innermost first."""
-    made = []
-    while not folder.exists() and folder != folder.parent:
-        made.append(folder)
-        folder = folder.parent
-    return made
+def _busy(path: Path):
+    return lambda pid: SearchError(f"{path}: another process (pid {pid}) is writing to this index; run this when it ends")
 
 
-def _remove_empty(folders: list[Path]) -> None:
-    """Remove the folders (innermost first) while they are empty: what a failed build made and left unused."""
-    for f in folders:
-        try:
-            f.rmdir()
-        except OSError:
-            return
+def _refused(out: Path, e: BaseException) -> SearchError:
+    # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
+    return SearchError(f"{out}: the index could not be written ({_write_failure(out, e)}); nothing was kept")
+
+
+def _fill(gen: Path, passages, sources, heap_mb, threads, progress, out: Path, uid: str) -> dict:
+    """The passages written into the generation folder ``gen``; the manifest that records it."""
+    t = _tantivy()
+    index = t.Index(_schema(), path=str(gen))  # UTF-8 as out is, checked by build
+    index.register_tokenizer(ANALYZER, analyzer())
+    stats = _write(index, passages, set(), heap_mb, progress, threads, first=0)
+    if not stats["added"]:  # an index that can find nothing is a mistake (an empty file, a wrong field)
+        raise SearchError(f"{out}: no passage to index ({stats['empty']} with empty text, "
+                          f"{stats['duplicates']} duplicate ids); nothing was written")
+    return _manifest(t, stats, sources, gen, uid)
+
+
+def _adopt(out: Path, gen: Path, manifest: dict) -> None:
+    """A generation built beside ``out`` made ``out``'s next one (another build made ``out`` meanwhile, and this
+    one was asked to overwrite): moved in under the next name and this index's id, then switched to."""
+    with FolderLock(out, WRITER, _busy(out)):
+        old = check_replaceable(out)
+        uid = old.get("uid") or manifest["uid"]
+        moved = next_generation(out, old)
+        os.rename(gen, moved)
+        mark(moved, uid)
+        new = manifest | {"uid": uid, "generation": moved.name}
+        write_manifest(out, new)
+        _retire(out, old, new)
+
+
+def _retire(folder: Path, old: dict, new: dict) -> None:
+    """After a switch: the old data's files that its manifest records as ours (:func:`generations.retire`). Best
+    effort: a file held open elsewhere (Windows) stays, and a generation left behind is the next writer's sweep."""
+    try:
+        retire(data_folder(folder, old), old.get("files") or {}, data_folder(folder, new), new["files"])
+    except OSError:
+        pass
 
 
 def doc_digest(p: Passage) -> int:
@@ -325,9 +257,10 @@ class TantivyEngine:
     """Open an index built by :meth:`build`. ``search`` returns the top-k passages, best first."""
 
     def __init__(self, path: str | os.PathLike, check: bool = True):
-        """``check``: compare every file with the sha256 its build recorded before opening (a damaged
-        index is refused, never searched with another ranking); reading the files costs about what the
-        operating system's cache will read for the first searches anyway."""
+        """``check``: compare every file of the current generation with the sha256 its build recorded before
+        opening (a damaged index is refused, never searched with another ranking); reading the files costs about
+        what the operating system's cache will read for the first searches anyway. Files the manifest does not
+        record are not read."""
         self.path = Path(given_path(path, "index", "index folder"))
         mpath = self.path / MANIFEST
         if not self.path.is_dir():
@@ -337,7 +270,7 @@ class TantivyEngine:
         if not mpath.exists():
             raise SearchError(f"{self.path}: not a seakr index (no {MANIFEST})")
         self.manifest = read_manifest(self.path)
-        if self.manifest.get("format") != FORMAT:
+        if self.manifest.get("format") not in FORMATS:
             raise SearchError(f"{self.path}: foreign index format {self.manifest.get('format')!r} (expected {FORMAT})")
         if check:
             try:
@@ -345,9 +278,15 @@ class TantivyEngine:
             except SearchError:
                 self._being_written()
                 raise
+        self._open(data_folder(self.path, self.manifest))
+
+    def _open(self, files: Path) -> None:
+        """tantivy's index over the generation ``files`` (through a folder of links where it cannot be written:
+        tantivy makes lock files where it opens)."""
         t = _tantivy()
+        self.files = files
         with _guard(self.path, "opening the corrupt tantivy index"):
-            self.index = t.Index.open(str(self.path))  # UTF-8: checked above
+            self.index = t.Index.open(str(files if writable(files) else readable_copy(files)))  # UTF-8: checked
             self.index.register_tokenizer(ANALYZER, analyzer())
             self._an = analyzer()
             self.schema = self.index.schema
@@ -357,7 +296,7 @@ class TantivyEngine:
             self._being_written()
             raise SearchError(
                 f"{self.path}: index holds {n} documents but its manifest says {self.manifest['doc_count']} "
-                "(an interrupted add?); rebuild it"
+                "(an interrupted add of the first index layout?); rebuild it"
             )
 
     # ------------------------------------------------------------------ build
@@ -365,113 +304,127 @@ class TantivyEngine:
     def build(cls, passages: Iterable[Passage], out: str | os.PathLike, *, overwrite: bool = False,
               sources: Sequence[str] = (), heap_mb: int = 512, threads: int | None = None,
               progress=None) -> "TantivyEngine":
-        """Stream ``passages`` into a new index at ``out`` (atomically: tmp dir + rename). ``threads``
-        writers (default: up to 4) share the passages out into as many segments by timing, so the
-        files differ from build to build (the ranking does not); ``threads=1`` writes one segment, the same one every time (under a new name)."""
+        """Stream ``passages`` into a new index at ``out``: a new folder is built beside its place and moved there;
+        over an index (``overwrite``) the passages become a new generation, switched to when whole (the old one is
+        read until then, and nothing but the old generation is removed). ``threads`` writers (default: up to 4)
+        share the passages out into as many segments by timing, so the files differ from build to build (the
+        ranking does not); ``threads=1`` writes one segment, the same one every time (under a new name)."""
         check_many(passages, "build")  # one Passage failed mid-build
         out = Path(os.path.abspath(given_path(out, "out", "index folder")))  # "." or "idx/" name no sibling temp
         _utf8(out)
+        if out.exists() and not out.is_dir():  # a file or a device: --overwrite would not make it a folder
+            raise SearchError(f"{out}: exists and is not a directory; an index is a folder: choose another --out")
         if out.exists() and not overwrite:
             raise SearchError(f"{out}: already exists (pass overwrite / --overwrite to replace it)")
-        check_replaceable(out)
-        made = _missing_folders(out.parent)
+        old = check_replaceable(out)
+        if old is not None:
+            with FolderLock(out, WRITER, _busy(out)):
+                return cls._regenerate(out, passages, sources, heap_mb, threads, progress)
+        return cls._first_build(out, passages, sources, heap_mb, threads, progress, overwrite)
+
+    @classmethod
+    def _first_build(cls, out, passages, sources, heap_mb, threads, progress, overwrite) -> "TantivyEngine":
+        made = missing_folders(out.parent)
         tmp = out.parent / f".{out.name}.building-{os.getpid()}"
         try:  # the index is built beside its place and moved there: both folders must be makeable
             out.parent.mkdir(parents=True, exist_ok=True)
             remove_orphans(out)
-            _remove_dir(tmp)  # one a failed build of this process could not remove
+            remove_tree(tmp)  # one a failed build of this process could not remove
             tmp.mkdir()
         except OSError as e:
             raise folder_error(out, e, "the index folder") from None
         try:
-            t = _tantivy()
-            index = t.Index(_schema(), path=str(tmp))  # UTF-8 as out is, checked above
-            index.register_tokenizer(ANALYZER, analyzer())
-            stats = _write(index, passages, set(), heap_mb, progress, threads)
-            if not stats["added"]:  # an index that can find nothing is a mistake (an empty file, a wrong field)
-                raise SearchError(f"{out}: no passage to index ({stats['empty']} with empty text, "
-                                  f"{stats['duplicates']} duplicate ids); nothing was written")
-            (tmp / MANIFEST).write_text(json.dumps(_manifest(t, stats, sources, tmp), indent=2), encoding="utf-8")
-            if out.exists():  # checked again: two builds to one new folder each replaced the other, both "built"
+            uid = uuid.uuid4().hex
+            gen = new_generation(tmp, None, uid)
+            manifest = _fill(gen, passages, sources, heap_mb, threads, progress, out, uid)
+            write_manifest(tmp, manifest)
+            if out.exists() and any(out.iterdir()):  # two builds to one new folder: each had replaced the other
                 if not overwrite:
                     raise SearchError(f"{out}: another build made it while this one ran; this one was not kept "
-                                      "(pass overwrite / --overwrite to replace it)")
-                check_replaceable(out)
-                old = out.parent / f".{out.name}.old-{os.getpid()}"
-                os.rename(out, old)
-                os.rename(tmp, out)
-                _remove_dir(old)
+                                      "(pass overwrite / --overwrite to build a new generation over it)")
+                _adopt(out, gen, manifest)
+                remove_tree(tmp)
             else:
-                os.rename(tmp, out)
+                os.rename(tmp, out)  # over nothing, or over an empty folder
         except BaseException as e:
-            # the failed write's frames hold the index and its writer (threads that may still write into tmp):
-            # let them go before the folder is removed
-            index = None  # noqa: F841
-            traceback.clear_frames(e.__traceback__)
-            _remove_dir(tmp)
-            _remove_empty(made)  # a refused build left the folders it had made for --out
-            if _io_failure(e):  # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
-                raise SearchError(f"{out}: the index could not be written ({_write_failure(out, e)}); nothing was "
-                                  "kept") from None
+            traceback.clear_frames(e.__traceback__)  # its frames hold the index and its writer's threads
+            remove_tree(tmp)
+            remove_empty(made)  # a refused build left the folders it had made for --out
+            if _io_failure(e):
+                raise _refused(out, e) from None
             raise
         return cls(out)
 
+    @classmethod
+    def _regenerate(cls, out, passages, sources, heap_mb, threads, progress) -> "TantivyEngine":
+        """``--overwrite`` over an index: a new generation from the passages alone, then the switch."""
+        old = check_replaceable(out)  # read again under the writer's lock
+        sweep(out, old)
+        uid = old.get("uid") or uuid.uuid4().hex
+        gen = new_generation(out, old, uid)
+        try:
+            manifest = _fill(gen, passages, sources, heap_mb, threads, progress, out, uid)
+            write_manifest(out, manifest)
+        except BaseException as e:
+            traceback.clear_frames(e.__traceback__)
+            remove_tree(gen)
+            if _io_failure(e):
+                raise _refused(out, e) from None
+            raise
+        _retire(out, old, manifest)
+        return cls(out)
+
+    @staticmethod
+    def sweep_stale(path: str | os.PathLike) -> list[Path]:
+        """Remove the generations killed writers left in the index ``path`` (under the writer's lock)."""
+        path = Path(path)
+        with FolderLock(path, WRITER, _busy(path)):
+            return sweep(path, read_manifest(path))
+
     def _being_written(self) -> None:
-        """An index whose files are mid-add in another process differs from its manifest: say so, rather
-        than call it damaged (the advice to rebuild would throw away a good index)."""
+        """A first-layout index mid-add in another process differs from its manifest: said so, not "damaged"."""
         pid = holder(self.path, WRITER)
         if pid is not None:
             raise SearchError(f"{self.path}: another process (pid {pid}) is adding to this index; open it when "
                               "that add ends")
 
     def add(self, passages: Iterable[Passage], progress=None, sources: Sequence[str] = ()) -> dict:
-        """Incremental add; ids already in the index are skipped (first occurrence wins). One process adds at a
-        time: a second is refused at once (two at once had failed with tantivy's "LockBusy" or left the second
-        reading the first's half-written files as a damaged index)."""
-        def busy(pid: str) -> SearchError:
-            return SearchError(f"{self.path}: another process (pid {pid}) is adding to this index; run this add "
-                               "when that one ends")
-
-        with FolderLock(self.path, WRITER, busy):
+        """Incremental add, as a new generation: the current one's files linked, the new passages written beside
+        them, the manifest switched when the generation is whole. Ids already in the index are skipped (first
+        occurrence wins). One process adds at a time: a second is refused at once."""
+        with FolderLock(self.path, WRITER, _busy(self.path)):
             fresh = read_manifest(self.path)
             if fresh != self.manifest:  # another add ended since this index was opened: add on top of it
                 self.manifest = fresh
-                self.index.reload()
+                self._open(data_folder(self.path, fresh))
+            sweep(self.path, fresh)  # what a killed writer left
             return self._add(passages, progress, sources)
 
     def _add(self, passages: Iterable[Passage], progress, sources: Sequence[str]) -> dict:
-        searcher = self.index.searcher()
-        known = _KnownIds(searcher)
-        # tantivy rewrites only its two small metadata files in place (segments are new files): kept here, a
-        # write the disk refuses is undone whole (its stray segments and rewritten metadata had made the
-        # next open report a damaged index)
-        before = set(os.listdir(self.path))
-        kept = {n: (self.path / n).read_bytes() for n in ("meta.json", ".managed.json") if (self.path / n).is_file()}
-        try:  # the segments and the manifest that lists them, or neither (a manifest write that failed
-            # after the segments had been written left an index the next open called damaged)
-            stats = _write(self.index, passages, known, 256, progress)
-            m = dict(self.manifest)
-            m["doc_count"] += stats["added"]
-            m["duplicates_skipped"] = (m.get("duplicates_skipped") or 0) + stats["duplicates"]
-            if "long_passages" in m:  # an index built before these were recorded keeps them unknown
-                m["long_passages"] += stats["long"]
-            if isinstance(m.get("longest_passage"), dict):
-                m["longest_passage"] = max(m["longest_passage"], stats["longest"], key=lambda x: x["chars"])
-            m["checksum"] = format((int(m["checksum"], 16) + stats["checksum"]) % _MOD, "064x")
-            m["sources"] = list(m.get("sources") or []) + list(sources)
-            m["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-            m["files"] = file_digests(self.path)
-            tmp = self.path / (MANIFEST + ".tmp")
-            tmp.write_text(json.dumps(m, indent=2), encoding="utf-8")
-            os.replace(tmp, self.path / MANIFEST)
+        old = self.manifest
+        uid = old.get("uid") or uuid.uuid4().hex
+        gen = new_generation(self.path, old, uid, base=self.files, names=list(old.get("files") or {}))
+        try:
+            t = _tantivy()
+            index = t.Index.open(str(gen))
+            index.register_tokenizer(ANALYZER, analyzer())
+            index.reload()
+            stats = _write(index, passages, _KnownIds(index.searcher()), 256, progress,
+                           first=old["doc_count"] if old.get("ordered") else None)
+            m = added(old, stats, sources) | {"format": FORMAT, "uid": uid, "generation": gen.name,
+                                               "files": file_digests(gen)}
+            write_manifest(self.path, m)
         except BaseException as e:
-            _restore(self.path, before, kept)
+            index = None  # noqa: F841 - let go of its writer's threads before the folder goes
+            traceback.clear_frames(e.__traceback__)
+            remove_tree(gen)
             if _io_failure(e):
                 raise SearchError(f"{self.path}: adding to the index failed ({_write_failure(self.path, e)}); it holds "
                                   "what it had") from None
             raise
         self.manifest = m
-        self.index.reload()
+        self._open(gen)
+        _retire(self.path, old, m)
         return stats
 
     # ------------------------------------------------------------------ query
@@ -494,12 +447,23 @@ class TantivyEngine:
         q = self._query(query)
         if q is None or k <= 0:
             return []
-        out = []
+        # tantivy picks among equal scores by the segments a build happened to write, which differ from build to
+        # build: every hit tied with the k-th is read, and ties are broken by document order (the id, where the
+        # index predates the stored order)
         with _guard(self.path, "search"):
             searcher = self.index.searcher()
-            for score, addr in searcher.search(q, k, count=False).hits:
-                out.append(_passage_of(searcher.doc(addr), float(score)))
-        return out
+            more = k
+            while True:
+                hits = searcher.search(q, more, count=False).hits
+                if len(hits) < more or more >= self.count() or hits[-1][0] < hits[k - 1][0]:
+                    break
+                more = min(self.count(), 2 * more + 10)
+            ordered, out = self.manifest.get("ordered"), []
+            for s, a in hits:
+                d = searcher.doc(a)
+                out.append((-float(s), d.get_first("ord") if ordered else 0, d["id"][0], d))
+        out.sort(key=lambda x: x[:3])
+        return [_passage_of(d, -s) for s, _, _, d in out[:k]]
 
     def passage(self, pid: str) -> Passage | None:
         """The passage of id ``pid``, or None where the index holds none."""
@@ -550,19 +514,28 @@ class TantivyEngine:
 
     @staticmethod
     def check_files(path: str | os.PathLike) -> None:
-        """Every file of the index against the sha256 its build recorded; works on an index too damaged
-        to open. Indexes built before per-file digests existed pass."""
+        """Every file the current generation records, against the sha256 its build recorded; works on an index too
+        damaged to open. Other files are not the index's and are not read. Indexes built before per-file digests
+        existed pass."""
         path = Path(path)
         try:
-            want = read_manifest(path).get("files")
+            m = read_manifest(path)
         except OSError as e:
             raise SearchError(f"{path}: no readable {MANIFEST} ({e.strerror})") from None
+        want = m.get("files")
         if want is not None:
-            have = file_digests(path)
-            bad = sorted(n for n in set(want) | set(have) if want.get(n) != have.get(n))
+            data = data_folder(path, m)
+            have = {}
+            for name in want:
+                try:
+                    have.update(file_digests(data, [name]))
+                except OSError:  # missing, or not a file
+                    pass
+            bad = sorted(n for n in want if want[n] != have.get(n))
             if bad:
                 raise SearchError(f"{path}: {len(bad)} index file(s) differ from the build: {', '.join(bad[:5])}; "
-                                  "the index is damaged: rebuild it")
+                                  "the index is damaged: rebuild it (or `seakr index info --repair` for a cached "
+                                  "corpus index)")
 
     def verify(self) -> bool:
         """:meth:`check_files`, then recompute the checksum over every stored document (slow on big indexes)."""
@@ -599,7 +572,9 @@ def _passage_of(doc, score: float = 0.0) -> Passage:
     return Passage(doc["id"][0], doc.get_first("title") or "", doc.get_first("text") or "", score)
 
 
-def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
+def _write(index, passages, seen, heap_mb, progress, threads=None, first: int | None = None) -> dict:
+    """``first``: the document order of the first passage taken (stored as ``ord``, which breaks ties between equal
+    scores the same way in every build); None for an index built before it was stored."""
     t = _tantivy()
     t0 = time.time()
     threads = threads or min(4, os.cpu_count() or 1)
@@ -608,7 +583,8 @@ def _write(index, passages, seen, heap_mb, progress, threads=None) -> dict:
     try:
         for batch in iter_batches(passages, 5000):
             for p in filter(took.take, batch):
-                writer.add_document(t.Document(id=p.id, title=p.title, text=p.text))
+                order = {} if first is None else {"ord": first + took.taken - 1}
+                writer.add_document(t.Document(id=p.id, title=p.title, text=p.text, **order))
                 checksum = (checksum + doc_digest(p)) % _MOD
             if progress:
                 progress(len(batch))
