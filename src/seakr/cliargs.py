@@ -174,6 +174,10 @@ def _add_service_limits(p) -> None:
                    help=f"row-tokens of one request's calls in the worst case (time; default {d.max_work})")
     p.add_argument("--max-kv-mb", type=positive_int, default=d.max_kv_mb,
                    help=f"attention cache of one request's largest call, MB (memory; default {d.max_kv_mb})")
+    p.add_argument("--max-prompt-tokens", type=positive_int, default=d.max_prompt_tokens,
+                   help=f"prompt tokens of one model call in the worst case (time; default {d.max_prompt_tokens})")
+    p.add_argument("--body-timeout", type=float, default=d.body_seconds, metavar="SECONDS",
+                   help=f"a request body must arrive within this (default {d.body_seconds:g})")
     p.add_argument("--max-body", type=positive_int, default=d.max_body, help=f"request body bytes (default {d.max_body})")
     p.add_argument("--token", default=None, help="bearer token required on every route but /v1/health "
                                                  "(default: the SEAKR_TOKEN environment variable)")
@@ -290,6 +294,7 @@ def _add_answer_output(p) -> None:
     """How ``ask`` and ``demo`` show the answer (the demo had neither: its trace could not be kept)."""
     p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
     p.add_argument("--html", type=path_arg, default=None, help="also write the trace viewer page for this answer")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --html file seakr did not write")
 
 
 def _answer_parsers(sub) -> None:
@@ -419,6 +424,7 @@ def _eval_parsers(sub) -> None:
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
     p.add_argument("dir", type=path_arg)
     p.add_argument("--out", type=path_arg, default=None, help="page to write (default DIR/report.html; -: stdout)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file seakr did not write")
     p.set_defaults(cmd="report")
 
 
@@ -471,7 +477,7 @@ def _index_parsers(sub) -> None:
     b.add_argument("--out", type=path_arg, required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
     b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default=None,
                    help="default: elasticsearch for an http(s):// --out, else tantivy")
-    b.add_argument("--overwrite", action="store_true", help="replace an existing seakr index (never anything else)")
+    b.add_argument("--overwrite", action="store_true", help="build a new generation over an existing seakr index (its other files are kept)")
     b.add_argument("--add", action="store_true", help="incremental add to an existing index")
     b.add_argument("--passage-words", type=positive_int, default=None, metavar="N",
                    help="cut each document longer than N words into passages of N words (DPR's are 100), each under "
@@ -480,6 +486,8 @@ def _index_parsers(sub) -> None:
     i = isub.add_parser("info", help="manifest of an index (document count, analyzer, checksum)")
     i.add_argument("index", type=path_arg)
     i.add_argument("--verify", action="store_true", help="check every index file and recompute the document checksum")
+    i.add_argument("--repair", action="store_true",
+                   help="clear what a killed build or add left, and rebuild a damaged cached corpus index")
     i.set_defaults(cmd="index_info")
 
     p = sub.add_parser("search", help="BM25 top-k for one query")

@@ -59,7 +59,8 @@ def test_02_work_budget_is_checked_before_admission():
     w = work_of(default, 1)  # paper defaults: k=20, N=3, 100 tokens, 7 steps, 5 passages; a one-token question
     decode = 7 * (21 + 63) * 100 + 21 * (32 + 100 + 32)
     prefill = 7 * (1 + 3) * (1 + 5 * 200) + 1 + 2 * (1 + 5 * 200)  # every prompt: the question and its passages
-    assert w == {"rows": 63, "work": decode + prefill, "kv_mb": 0.0}  # the scripted model declares no cache size
+    # the scripted model declares no cache size; the longest prompt: the question and 5 passages of 200 tokens
+    assert w == {"rows": 63, "work": decode + prefill, "kv_mb": 0.0, "prompt": 1 + 5 * 200}
     # a long question (2,000 emoji are about 6,000 tokens) is paid on every one of the 31 prompts
     assert work_of(default, 6000)["work"] - w["work"] == 5999 * 31
 
@@ -162,7 +163,7 @@ def test_08_a_damaged_index_fails_both_endpoints_at_once(index, tmp_path):
     copy = tmp_path / "idx"
     shutil.copytree(index, copy)
     with serving(str(copy), workers=1, queue=1, timeout=300) as (proc, url):
-        for f in copy.iterdir():  # damage every stored document in place, under the running server
+        for f in next(copy.glob("gen-*")).iterdir():  # damage every stored document in place, under the running server
             if f.name.endswith(".store"):  # r+b, never truncate: the server has the file mapped (SIGBUS)
                 with open(f, "r+b") as h:
                     data = h.read()
@@ -181,6 +182,9 @@ def test_08_a_damaged_index_fails_both_endpoints_at_once(index, tmp_path):
                 if line.startswith("data: ") and kinds and kinds[-1] == "error":
                     assert "search index" in json.loads(line[6:])["detail"] and str(tmp_path) not in line
         assert kinds[-1] == "error" and time.time() - t < 300  # not the 300 s timeout
+        h = httpx.get(url + "/v1/health")  # a monitor sees the index fail, and the failures are not "served"
+        assert h.status_code == 503 and h.json()["status"] == "degraded" and h.json()["index"].startswith("failing: ")
+        assert h.json()["failed"] == 2 and h.json()["served"] == 0 and str(tmp_path) not in h.text
 
 
 def test_11_bearer_scheme_in_any_case_and_a_non_ascii_token():
@@ -195,14 +199,53 @@ def test_11_bearer_scheme_in_any_case_and_a_non_ascii_token():
     assert not _bearer_ok(scope(b"Basic " + token.encode()), token) and not _bearer_ok({"headers": []}, token)
 
 
-def test_token_protects_every_route_but_health(index):
-    with serving(str(index), workers=1, queue=1, extra=("--token", "s3cret", "--no-docs")) as (proc, url):
+def trickled(url, headers):
+    """Five clients that send a body a byte a second get 408 once the server's body timeout (2 s here) passes, not
+    when they choose to finish: their connections and slots are not theirs to hold."""
+    import socket
+    import threading
+
+    host, port = url.removeprefix("http://").split(":")
+    said, started = [], time.time()
+
+    def client():
+        s = socket.create_connection((host, int(port)), timeout=30)
+        head = (f"POST /v1/answer HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                f"Authorization: {headers['authorization']}\r\nContent-Length: 60\r\n\r\n")
+        s.sendall(head.encode())
+        try:
+            for b in b'{"question": "' + b"x" * 40:
+                s.sendall(bytes([b]))
+                time.sleep(1)
+        except OSError:  # the server closed the connection: what it said is read below
+            pass
+        said.append((s.recv(4096).decode(errors="replace"), time.time() - started))
+        s.close()
+
+    threads = [threading.Thread(target=client) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(said) == 5 and all(r.startswith("HTTP/1.1 408") and "within 2 s" in r for r, _ in said), said
+    assert all(took < 10 for _, took in said)  # not the 40 s a byte a second would take
+
+
+def test_token_protects_every_route_but_health_and_the_viewers_page(index):
+    """The viewer's page and files carry no data and a browser's page load cannot send a header: they are served
+    without the token, and the page sends it with its API requests (test_browser)."""
+    with serving(str(index), workers=1, queue=1, extra=("--token", "s3cret", "--no-docs", "--body-timeout", "2")) as (
+            proc, url):
         assert httpx.get(url + "/v1/health").status_code == 200
-        for method, path in (("POST", "/v1/answer"), ("POST", "/v1/answer/stream"), ("GET", "/"), ("GET", "/docs")):
+        for path in ("/", "/static/viewer.js", "/static/viewer.css"):
+            assert httpx.get(url + path).status_code == 200, path
+        for method, path in (("POST", "/v1/answer"), ("POST", "/v1/answer/stream"), ("GET", "/docs"),
+                             ("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("GET", "/static/x.js")):
             r = httpx.request(method, url + path, json={"question": "q"})
             assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", path
         ok = {"authorization": "Bearer s3cret"}
         assert httpx.get(url + "/", headers=ok).status_code == 200
+        trickled(url, ok)
         assert httpx.get(url + "/docs", headers=ok).status_code == 404  # --no-docs
         assert httpx.get(url + "/openapi.json", headers=ok).status_code == 404
         wrong = httpx.post(url + "/v1/answer", json={"question": "q"}, headers={"authorization": "Bearer s3cre"})

@@ -88,3 +88,42 @@ def test_viewer_end_to_end(server):
         assert "retrieve" in head and "no retrieval" not in head and "(no new passage: stop)" in head, head
     finally:
         b.quit()
+
+
+def test_the_viewer_asks_for_a_servers_token_and_sends_it(small_index):
+    """With --token set, a page load cannot send the header: the page comes without it, asks for the token when the
+    API says 401, and sends it with the question."""
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    from helpers import serving
+
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        pytest.fail("chromium and chromium-driver are required (the Makefile installs them with apt-get)")
+    opts = Options()
+    opts.binary_location = chromium
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+              "--disable-background-networking", "--disable-component-update", "--disable-sync",
+              "--disable-dev-shm-usage"):
+        opts.add_argument(a)
+    with serving(small_index, extra=("--token", "s3cret")) as (_, url):
+        b = webdriver.Chrome(service=Service(driver), options=opts)
+        try:
+            b.get(url + "/")
+            assert not b.find_element(By.ID, "token").is_displayed()
+            b.find_element(By.ID, "q").send_keys("Who directed the film Jaws?")
+            Select(b.find_element(By.ID, "method")).select_by_value("cot")
+            b.find_element(By.ID, "go").click()
+            WebDriverWait(b, 60).until(lambda d: d.find_element(By.ID, "token").is_displayed())
+            assert "needs its token" in b.find_element(By.ID, "status").text
+            b.find_element(By.ID, "token").send_keys("s3cret")
+            b.find_element(By.ID, "go").click()
+            WebDriverWait(b, 400).until(lambda d: d.find_element(By.ID, "status").text == "done" or
+                                        d.find_elements(By.CSS_SELECTOR, ".status .error"))
+            assert b.find_element(By.ID, "status").text == "done" and b.find_elements(By.ID, "answer")
+        finally:
+            b.quit()

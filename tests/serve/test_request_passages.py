@@ -126,8 +126,10 @@ def test_the_budget_counts_the_index_s_own_longest_passage(tmp_path):
     long = TantivyEngine.build([Passage("a", "Alien", ALIEN), Passage("b", "Article", article)], tmp_path / "long")
     body = {"question": "Who directed Alien?", "options": {"n_candidates": 3}}
     assert client(short, max_work=10_000).post("/v1/answer", json=body).status_code == 200
-    r = client(long, max_work=10_000).post("/v1/answer", json=body)
+    r = client(long, max_work=10_000, max_prompt_tokens=100_000).post("/v1/answer", json=body)
     assert r.status_code == 422 and "passages of up to 3000 tokens" in r.json()["detail"], r.text
+    r = client(long, max_work=10_000).post("/v1/answer", json=body)  # each prompt holds up to 3 x 3,000 tokens
+    assert r.status_code == 422 and "max_prompt_tokens=4096" in r.json()["detail"], r.text
     svc = AnswerService(ScriptedLM(lambda v: Reply("x")), short)
     assert svc.passage_tokens == PASSAGE_TOKENS
     import json  # an index built before the longest passage was recorded (the demo index on a machine until now)
@@ -170,3 +172,23 @@ def test_a_model_that_shares_each_prompt_s_cache_is_budgeted_one_copy_a_prompt()
     assert per_copy(build_method("seakr", lm(True), None)) == pytest.approx(3 * ctx + 63 * 100, rel=1e-3)
     assert work_of(build_method("seakr", lm(True), None), 30, 466)["kv_mb"] < 2048 < work_of(
         build_method("seakr", lm(False), None), 30, 466)["kv_mb"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method, options", [("single", {}), ("seakr", {"k": 2, "max_steps": 2, "max_new_tokens": 8,
+                                                                         "gate": "step"})])
+def test_passages_counted_by_their_real_tokens_bound_a_calls_prompt(smol, method, options):
+    """64 passages of 3,990 CJK characters (766 KB, under the body limit) were admitted as 200-token passages and
+    held the only worker for 88 s (two 8,087-token prefills); they are counted by the model's tokenizer, and a
+    call's prompt beyond max_prompt_tokens is refused before any work, naming the limit."""
+    svc = AnswerService(smol, None, method=method)
+    c = TestClient(create_app(svc))
+    body = {"question": "日本 東京", "passages": ["東京都" * 1330] * MAX_PASSAGES, "options": options or None}
+    assert len(str(body).encode()) < ServiceLimits().max_body
+    r = c.post("/v1/answer", json=body)
+    assert r.status_code == 422 and "max_prompt_tokens=4096" in r.json()["detail"], r.text
+    said = int(r.json()["detail"].split("holds up to ")[1].split()[0])
+    assert said > 4096
+    short = {"question": "Who directed Alien?", "passages": [ALIEN, ALIEN + " ", ALIEN + "  "],
+             "options": {**options, "max_new_tokens": 4}}
+    assert c.post("/v1/answer", json=short).status_code == 200

@@ -5,6 +5,10 @@ process (:class:`PrefixCache`, least recently used out) and each prompt prefills
 With our attention installed (``in_place``), that suffix attends over the cached prefix's KV where it
 lies (:class:`~seakr.models.attention.CachedPrefixPrefill`) and the prompt's KV stays in two segments
 (prefix, suffix) that the decode state joins in the one float32 copy it makes anyway.
+
+A prompt is prefilled in chunks of :data:`CHUNK` tokens, and a cancelled request (its client gone, its deadline
+passed) stops between two chunks: one long prompt is no longer one call nothing can interrupt. The chunks attend
+over everything before them, so the KV and the logits are those of one pass (up to float rounding).
 """
 
 from __future__ import annotations
@@ -16,6 +20,11 @@ from typing import Any, Callable
 import torch
 
 from .attention import CachedPrefixPrefill
+from .base import check_cancelled
+
+#: Tokens prefilled in one forward pass: a cancelled request stops within one chunk (SmolLM2-135M on a 2-core CPU:
+#: ~0.5 s a chunk at 4k tokens of context; Qwen2.5-0.5B about 3x that: docs/performance.md).
+CHUNK = 512
 
 
 def cache_kwarg(model, cache) -> dict:
@@ -111,9 +120,15 @@ class Prefiller:
         return DynamicCache(config=self.model.config)
 
     def _forward(self, ids: list[int], cache):
-        x = torch.tensor([ids], device=self._device())
-        self.stats["prefill_tokens"] += len(ids)
-        return self.model(input_ids=x, use_cache=True, logits_to_keep=1, **cache_kwarg(self.model, cache))
+        """``ids`` through the model into ``cache``, :data:`CHUNK` tokens a pass; the last pass's output."""
+        out = None
+        for at in range(0, len(ids), CHUNK):
+            check_cancelled()
+            part = ids[at:at + CHUNK]
+            self.stats["prefill_tokens"] += len(part)
+            out = self.model(input_ids=torch.tensor([part], device=self._device()), use_cache=True, logits_to_keep=1,
+                             **cache_kwarg(self.model, cache))
+        return out
 
     def _fits(self, n: int) -> None:
         if self.context and n >= self.context:
@@ -195,13 +210,25 @@ class Prefiller:
         return PrefixEntry(longer, base.ids + rest, kv, part.logits)
 
     def _in_place(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:
+        """The suffix ``rest`` over the cached prefix, :data:`CHUNK` tokens a pass: each chunk attends over the
+        prefix and the chunks before it (their KV joined once a chunk)."""
         P, T = len(entry.ids), len(rest)
-        st = CachedPrefixPrefill(entry.kv)
         dev = self._device()
-        self.stats["prefill_tokens"] += T
-        out = self.model(input_ids=torch.tensor([rest], device=dev), position_ids=torch.arange(P, P + T, device=dev)[None],
-                         use_cache=False, logits_to_keep=1, seakr_state=st)
-        kv = [([pk, k], [pv, v]) for (pk, pv), (k, v) in zip(entry.kv, st.kv)]
+        done: list[tuple[list, list]] = [([], []) for _ in entry.kv]  # per layer, the suffix's KV so far
+        for at in range(0, T, CHUNK):
+            check_cancelled()
+            part = rest[at:at + CHUNK]
+            before = entry.kv if not at else [(torch.cat([pk, *ks], -2), torch.cat([pv, *vs], -2))
+                                              for (pk, pv), (ks, vs) in zip(entry.kv, done)]
+            st = CachedPrefixPrefill(before)
+            self.stats["prefill_tokens"] += len(part)
+            out = self.model(input_ids=torch.tensor([part], device=dev), use_cache=False, logits_to_keep=1,
+                             position_ids=torch.arange(P + at, P + at + len(part), device=dev)[None], seakr_state=st)
+            for (ks, vs), (k, v) in zip(done, st.kv):
+                ks.append(k)
+                vs.append(v)
+        kv = [([pk, ks[0] if len(ks) == 1 else torch.cat(ks, -2)], [pv, vs[0] if len(vs) == 1 else torch.cat(vs, -2)])
+              for (pk, pv), (ks, vs) in zip(entry.kv, done)]
         return Prefilled(P + T, P, out.logits[0, -1].float(), kv=kv)
 
     def _through_cache(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:

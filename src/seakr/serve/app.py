@@ -17,6 +17,7 @@ that times out (``504``) is cancelled: it stops at its next decode step and free
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import json
@@ -82,26 +83,29 @@ def index_passage_tokens(engine, lm) -> int:
     return max(PASSAGE_TOKENS, lm.count_tokens(p.text)) if isinstance(p, Passage) else PASSAGE_TOKENS
 
 
-def work_of(method, question_tokens: int = 0, passage_tokens: int = PASSAGE_TOKENS) -> dict:
+def work_of(method, question_tokens: int = 0, passage_tokens: int | list[int] = PASSAGE_TOKENS) -> dict:
     """Worst-case cost of answering one question with ``method``.
 
+    ``passage_tokens``: what one passage may add to a prompt (the index's longest), or the request's own passages'
+    token counts, a prompt of p passages holding the p longest;
     ``rows``: rows of the largest call (greedy + k samples per prompt, times SeaKR's N re-rank prompts);
     ``work``: token-forwards of every call together, decoding (rows x new tokens) plus prefilling each
     prompt (the question's own tokens and its passages): a long question is paid on every call;
     ``kv_mb``: the attention cache of the largest call times the model's bytes per cached token: rows x (prompt +
     new tokens), or where the model shares each prompt's cache among its rows (``shared_attention``) one copy of
-    each prompt and every row's new tokens."""
+    each prompt and every row's new tokens; ``prompt``: the longest prompt of any call (its prefill time)."""
     info = method.lm.info() or {}
     per_token, shared = int(info.get("kv_bytes_per_token") or 0), bool(info.get("shared_attention"))
     room = method.prompt_budget() if hasattr(method, "prompt_budget") else None  # passages are cut to fit it
-    work = kv = rows = 0
+    own = sorted(passage_tokens, reverse=True) if isinstance(passage_tokens, list) else None
+    work = kv = rows = longest = 0
     for prompts, r, T, passages in _calls(method):
-        ctx = question_tokens + passages * passage_tokens
+        ctx = question_tokens + (sum(own[:passages]) if own is not None else passages * passage_tokens)
         ctx = min(ctx, room) if room else ctx
-        rows = max(rows, prompts * r)
+        rows, longest = max(rows, prompts * r), max(longest, ctx)
         work += prompts * r * T + prompts * ctx
         kv = max(kv, (prompts * ctx + prompts * r * T if shared else prompts * r * (ctx + T)) * per_token)
-    return {"rows": rows, "work": work, "kv_mb": round(kv / 2 ** 20, 1)}
+    return {"rows": rows, "work": work, "kv_mb": round(kv / 2 ** 20, 1), "prompt": longest}
 
 
 class AnswerService:
@@ -117,7 +121,8 @@ class AnswerService:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seakr-model")
         self._lock = threading.Lock()
         self.inflight, self.started = 0, time.time()
-        self.served = self.rejected = self.cancelled = 0
+        self.served = self.rejected = self.cancelled = self.failed = 0
+        self._health = (-self.HEALTH_TTL, "ok")
 
     def build(self, req: AnswerRequest):
         name = req.method or self.method
@@ -146,8 +151,9 @@ class AnswerService:
             method = build_method(name, self.lm, self.request_engine(req.passages), **opts)
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=str(e)) from None
-        longest = max((self.lm.count_tokens(p if isinstance(p, str) else p.text) for p in req.passages or []), default=0)
-        self.check_budget(method, req.question, max(PASSAGE_TOKENS, longest) if req.passages else 0)
+        # the request's own passages as they will be prompted: title and text, each counted
+        own = [self.lm.count_tokens(p if isinstance(p, str) else f"{p.title}\n{p.text}") for p in req.passages or []]
+        self.check_budget(method, req.question, own or 0)
         return method
 
     @staticmethod
@@ -166,7 +172,7 @@ class AnswerService:
         from ..search import passages_engine
 
         try:  # texts and {id, title, text} rows, read as in code (an id left out is doc-<position>)
-            return passages_engine([p if isinstance(p, str) else p.model_dump() for p in passages])
+            return passages_engine([p if isinstance(p, str) else p.model_dump() for p in passages], advise=False)
         except (ValueError, TypeError, SearchError) as e:  # a repeated id, no text at all
             raise HTTPException(422, detail=f"passages: {str(e).removeprefix('index: ')}") from None
 
@@ -181,10 +187,15 @@ class AnswerService:
         """The server's own default request (its method and options): it must fit the limits too."""
         return build_method(self.method, self.lm, self.engine, **self.defaults)
 
-    def check_budget(self, method, question: str = "", passage_tokens: int = 0) -> None:
-        """``passage_tokens``: the longest passage a prompt may hold (the request's own; else the index's)."""
+    def check_budget(self, method, question: str = "", passage_tokens: int | list[int] = 0) -> None:
+        """``passage_tokens``: the request's own passages' token counts; else the index's longest passage."""
         pt = passage_tokens or self.passage_tokens
         w = work_of(method, self.lm.count_tokens(question) if question else 0, pt)
+        if w["prompt"] > self.limits.max_prompt_tokens:
+            raise HTTPException(422, detail=f"request too large: a call's prompt holds up to {w['prompt']} tokens (the "
+                                            "question and its passages); this server allows max_prompt_tokens="
+                                            f"{self.limits.max_prompt_tokens}")
+        pt = max(pt) if isinstance(pt, list) else pt
         if w["rows"] > self.limits.max_rows:
             raise HTTPException(422, detail=f"request too large: its largest model call decodes {w['rows']} rows "
                                             f"(k+1 per prompt x re-rank candidates); this server allows max_rows={self.limits.max_rows}")
@@ -205,11 +216,33 @@ class AnswerService:
             self.inflight += 1
 
     def release(self, fut=None):
-        """The slot frees when the work ends; a request whose work was cancelled was not served."""
-        gave_up = fut is not None and (fut.cancelled() or isinstance(fut.exception(), Cancelled))
+        """The slot frees when the work ends; a request whose work was cancelled was not served, one that failed
+        (its index, the model) is counted as failed."""
+        err = None if fut is None or fut.cancelled() else fut.exception()
+        gave_up = fut is not None and (fut.cancelled() or isinstance(err, Cancelled))
         with self._lock:
             self.inflight -= 1
-            self.served += 0 if gave_up else 1
+            if not gave_up:
+                self.failed += err is not None
+                self.served += err is None
+
+    #: seconds a health probe of the index is taken as still true (monitors may ask every second)
+    HEALTH_TTL = 5.0
+
+    def index_health(self) -> str:
+        """"ok", or "failing: <what the search says>" (one search of the index, at most every HEALTH_TTL s)."""
+        now = time.monotonic()
+        if self.engine is None or now - self._health[0] < self.HEALTH_TTL:
+            return self._health[1]
+        try:  # a query, and one stored passage read back (a search that finds nothing reads none)
+            self.engine.search("health", 1)
+            if callable(getattr(self.engine, "longest_passage", None)):
+                self.engine.longest_passage()
+            said = "ok"
+        except Exception as e:  # noqa: BLE001 - whatever the index says, said as the clients read it
+            return self.search_failure(e) and self._health[1]  # search_failure records it
+        self._health = (now, said)
+        return said
 
     def submit(self, fn, *args):
         self.admit()
@@ -246,6 +279,7 @@ class AnswerService:
             msg = msg.replace(str(place), "<index>")
         msg = re.sub(r"(?:[A-Za-z]:)?(?:[/\\][^\s/\\:'\"]+)+[/\\]?", "<path>", msg)  # any other file path
         print(f"seakr: search index failed: {e}", file=sys.stderr)
+        self._health = (time.monotonic(), f"failing: {msg}")  # what /v1/health says until its next probe
         return f"search index {self.index_name()}: {msg}"
 
 
@@ -375,13 +409,20 @@ def create_app(service: AnswerService) -> FastAPI:
             return await http_exception_handler(request, exc)
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": [{"field": "body", "error": why}]})
 
-    @app.api_route("/v1/health", methods=["GET", "HEAD"])  # HEAD: what many uptime monitors send
-    async def health() -> dict:
-        info = service.lm.info()
-        return {"status": "ok", "model": info.get("model"), "precision": info.get("precision"), "method": service.method,
+    @app.get("/v1/health")
+    def health():  # a thread of FastAPI's pool: the probe may wait on a search cluster
+        """200 while the index answers; 503 ("degraded") when its search fails, so a monitor sees it."""
+        info, index = service.lm.info(), service.index_health()
+        body = {"status": "ok" if index == "ok" else "degraded", "index": index, "model": info.get("model"),
+                "precision": info.get("precision"), "method": service.method,
                 "documents": service.engine.count() if service.engine is not None else 0,
                 "inflight": service.inflight, "capacity": service.capacity, "served": service.served,
-                "rejected": service.rejected, "cancelled": service.cancelled}
+                "failed": service.failed, "rejected": service.rejected, "cancelled": service.cancelled}
+        return JSONResponse(status_code=200 if index == "ok" else 503, content=body)
+
+    # HEAD: what many uptime monitors send; one operation in the schema (two methods on one route gave the
+    # schema a duplicate operation id, and the server log its warning)
+    app.add_api_route("/v1/health", health, methods=["HEAD"], include_in_schema=False)
 
     _answer_route(app, service)
     _stream_route(app, service)
@@ -431,6 +472,11 @@ def _bearer_ok(scope, token: str) -> bool:
     return scheme.lower() == b"bearer" and hmac.compare_digest(cred.strip(), token.encode("utf-8"))
 
 
+#: What is served without the token: the health check, and the viewer's page and files (no data; a browser's page
+#: load cannot send a header, and the page sends the token with its API requests).
+OPEN_PATHS = ("/v1/health", "/", "/static/viewer.js", "/static/viewer.css")
+
+
 class _Guard:
     """ASGI middleware: the bearer token (every route but /v1/health) and the body-size limit, checked
     before the application reads anything."""
@@ -443,7 +489,7 @@ class _Guard:
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         token = self.limits.token
-        if token and scope.get("path") != "/v1/health" and not _bearer_ok(scope, token):
+        if token and scope.get("path") not in OPEN_PATHS and not _bearer_ok(scope, token):
             return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}, path=scope.get("path", ""))
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limits.max_body):
@@ -451,12 +497,19 @@ class _Guard:
         why = _unread_body(scope, headers)
         if why:
             return await _reply(send, 415, why, path=scope.get("path", ""))
-        seen = 0
+        seen, done = 0, False
+        deadline = asyncio.get_running_loop().time() + self.limits.body_seconds
 
         async def limited():
-            nonlocal seen
-            msg = await receive()
+            nonlocal seen, done
+            if done:  # the body is in: what follows is the client hanging up, waited for as long as the work runs
+                return await receive()
+            try:  # a body trickled a byte at a time held its connection (and its slot) for as long as it liked
+                msg = await asyncio.wait_for(receive(), max(0.0, deadline - asyncio.get_running_loop().time()))
+            except asyncio.TimeoutError:
+                raise _TooSlow() from None
             seen += len(msg.get("body", b""))
+            done = msg.get("type") != "http.request" or not msg.get("more_body", False)
             if seen > self.limits.max_body:  # a chunked body without a length: stop reading here
                 raise _TooLarge()
             return msg
@@ -465,6 +518,9 @@ class _Guard:
             await self.app(scope, limited, send)
         except _TooLarge:
             await _reply(send, 413, f"request body over {self.limits.max_body} bytes", path=scope.get("path", ""))
+        except _TooSlow:
+            await _reply(send, 408, f"request body not received within {self.limits.body_seconds:g} s",
+                         {"connection": "close"}, path=scope.get("path", ""))
 
 
 def _unread_body(scope, headers: dict) -> str | None:
@@ -485,6 +541,10 @@ def _unread_body(scope, headers: dict) -> str | None:
 
 
 class _TooLarge(BaseException):  # FastAPI turns any Exception while reading a body into a 400
+    pass
+
+
+class _TooSlow(BaseException):
     pass
 
 

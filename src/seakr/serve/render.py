@@ -17,7 +17,7 @@ def _asset(name: str) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='generator' content='seakr'><title>{html.escape(title)}</title>"
             f"<style>{_asset('viewer.css')}</style></head><body><header><h1>seakr</h1><p>{html.escape(title)}</p></header>"
             f"<main>{body}</main></body></html>")
 

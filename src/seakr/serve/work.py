@@ -98,6 +98,7 @@ def start_stream(service, method, question: str) -> tuple[asyncio.Queue, threadi
         except BaseException as e:  # reported to the client as an error event, never a hang
             status, detail = failure(service, e)
             put("error", {"detail": detail, "status": status})
+            raise  # the slot's release counts it failed
 
     try:
         service.submit(work)

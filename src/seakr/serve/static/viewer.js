@@ -76,6 +76,23 @@ function ownPassages(text) {
   });
 }
 
+// A server started with --token answers the API only with "Authorization: Bearer <token>": a browser's page load
+// cannot send that header, so the page and its files come without it, and the page asks for the token the first
+// time the API says 401, keeps it for this tab (sessionStorage) and sends it with every request.
+function authHeaders() {
+  const field = document.getElementById("token");
+  if (field && field.value) sessionStorage.setItem("seakr-token", field.value);
+  const token = sessionStorage.getItem("seakr-token");
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+
+function askForToken(status) {
+  sessionStorage.removeItem("seakr-token");
+  const field = document.getElementById("token");
+  field.hidden = false; field.value = ""; field.focus();
+  status.innerHTML = '<span class="error">this server needs its token: enter it and ask again</span>';
+}
+
 async function ask(ev) {
   ev.preventDefault();
   const q = document.getElementById("q").value, method = document.getElementById("method").value;
@@ -84,8 +101,10 @@ async function ask(ev) {
   out.innerHTML = ""; status.textContent = "thinking..."; btn.disabled = true;
   const live = [];
   try {
-    const resp = await fetch("/v1/answer/stream", { method: "POST", headers: { "Content-Type": "application/json" },
+    const resp = await fetch("/v1/answer/stream", { method: "POST",
+      headers: Object.assign({ "Content-Type": "application/json" }, authHeaders()),
       body: JSON.stringify(Object.assign({ question: q, method }, passages.length ? { passages } : {})) });
+    if (resp.status === 401) { askForToken(status); return; }
     if (!resp.ok) { const e = await resp.json(); throw new Error(e.detail + (e.errors ? ": " + JSON.stringify(e.errors) : "")); }
     const reader = resp.body.getReader(), dec = new TextDecoder();
     let buf = "";
