@@ -345,6 +345,7 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"runs": None}, "runs must be a list of RunSpec or methods' names, not None"),  # "'NoneType' object is not iterable"
     ({"runs": [RunSpec("cot", name="")]}, "name '' must be a file name"),  # it was named after its method
     ({"runs": [RunSpec("cot", name=0)]}, "name 0 must be a file name"),
+    ({"runs": [RunSpec("cot", name="café")]}, "must be a file name of ASCII letters"),  # é: "letters" misled
     # a folder gr/results.jsonl: `report gr` and `compare gr` then said "[Errno 21] Is a directory"
     ({"runs": [RunSpec("cot", name="results.jsonl"), "single"]}, "name 'results.jsonl' is the name of a file a run"),
     ({"runs": [RunSpec("cot", name="Config.JSON")]}, "name 'Config.JSON' is the name of a file a run keeps"),
@@ -503,9 +504,9 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
     run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("ircot", {"max_steps": 1})], limit=1),
              lm=ScriptedLM(lambda v: Reply("Paris. So the answer is Paris.")), progress=False, say=lambda s: None)
 
-    def resumed(runs, data=HOTPOT, **kw):
+    def resumed(runs, data=HOTPOT, **kw):  # the model given loaded, as run_plan(plan, lm) does
         plan = EvalPlan(data=data, out=str(tmp_path / "o"), runs=runs, resume=True, **kw).check()
-        plan.check_resumed_configs(plan.select())
+        plan.check_resumed_configs(plan.select(), ScriptedLM(lambda v: Reply("x")))
 
     resumed([RunSpec("ircot", {"max_steps": 1, "temperature": 1, "prompt_style": "auto"})])  # the same run
     for runs, data, needle in (([RunSpec("ircot", {"max_steps": 2})], HOTPOT, "method.config.max_steps: 1 recorded, 2 now"),
@@ -514,14 +515,14 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
                                 "--resume with different data")):
         with pytest.raises(PlanError, match=re.escape(needle)):
             resumed(runs, data)
-    with pytest.raises(PlanError, match=re.escape("--resume with shard 1/2 but the run recorded shard None")):
+    with pytest.raises(PlanError, match=re.escape("--resume with shard 1/2 but the run recorded no shard (the whole run)")):
         resumed([RunSpec("ircot", {"max_steps": 1})], shard="1/2")
 
 
 def test_a_finished_run_resumed_is_summarised_without_loading_the_model(tmp_path, monkeypatch):
     """A resume with nothing left to answer (a job resubmitted, a grid run again) loaded the model first, to find
     nothing to do. It now writes each run's summary again from its rows; a run with a question left, or one
-    recorded with another model, loads it as ever."""
+    recorded with another model is refused before it loads."""
     class Named(ScriptedLM):  # the model a ModelSpec names, as its info() says
         def __init__(self, name):
             super().__init__(lambda v: Reply("Paris. So the answer is Paris."))
@@ -549,10 +550,10 @@ def test_a_finished_run_resumed_is_summarised_without_loading_the_model(tmp_path
         f.write_text("".join(f.read_text().splitlines(keepends=True)[:2]))
     run_plan(dataclasses.replace(plan, resume=True), progress=False, say=lambda s: None)
     assert loads == ["smollm2-135m"] and len(rows.read_text().splitlines()) == 3
-    with pytest.raises(ValueError, match="--resume with a different method config"):  # as before: said after the load
+    with pytest.raises(ValueError, match='method.model.model: "smollm2-135m" recorded, "qwen2.5-coder-0.5b" now'):
         run_plan(dataclasses.replace(plan, resume=True, model=ModelSpec("qwen2.5-coder-0.5b")), progress=False,
                  say=lambda s: None)
-    assert loads == ["smollm2-135m", "qwen2.5-coder-0.5b"]
+    assert loads == ["smollm2-135m"]  # refused before the model loads
 
 
 def test_a_grid_nested_past_the_parser_is_one_line(tmp_path):

@@ -95,6 +95,8 @@ def test_a_shard_is_recorded_as_i_over_n(tmp_path):
     check_same_questions({"shard": "00/02"}, {"shard": "0/2"}, "r")
     with pytest.raises(ValueError, match="--resume with shard 1/2 but the run recorded shard 0/2"):
         check_same_questions({"shard": "0/2"}, {"shard": "1/2"}, "r")
+    with pytest.raises(ValueError, match=r"--resume with no shard \(the whole run\) but the run recorded shard 0/2"):
+        check_same_questions({"shard": "0/2"}, {"shard": None}, "r")  # it read "with shard None"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")

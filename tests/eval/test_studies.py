@@ -854,8 +854,8 @@ def test_a_finished_study_resumed_is_summarised_without_loading_the_model(tmp_pa
     assert said.err.startswith("nothing left to do: the study holds a row for each of its 2 question(s)")
     assert (out / summary).read_text() == first and said.out == printed
     assert main(argv(3, "smollm2-135m", "--resume")) == 0 and loads == ["smollm2-135m"] * 2  # one left: loads
-    assert main(argv(3, "qwen2.5-coder-0.5b", "--resume")) != 0  # another model: refused once loaded, as ever
-    assert loads[-1] == "qwen2.5-coder-0.5b"
+    assert main(argv(3, "qwen2.5-coder-0.5b", "--resume")) != 0  # another model: refused before it loads
+    assert loads[-1] == "smollm2-135m"
 
 
 @pytest.mark.parametrize("cmd,option,says", [

@@ -225,7 +225,8 @@ def check_run_name(where: str, name, names: set) -> None:
     """A run's name becomes its folder: a plain file name, unique within the plan (added to ``names``),
     also ignoring case: on macOS and Windows "X" and "x" are one folder, and the two runs' rows would mix."""
     if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
-        raise PlanError(f"{where}: name {name!r} must be a file name (letters, digits, '.', '_', '-'; no '/')")
+        raise PlanError(f"{where}: name {name!r} must be a file name of ASCII letters, digits, '.', '_' and '-' "
+                        "(no '/', no accented letters)")
     from .runner import ROW_FILES
 
     # a run folder named like a run's own files ("results.jsonl") made `report` and `compare` of the grid's
@@ -448,7 +449,7 @@ class EvalPlan:
         if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or math.isnan(d)):
             raise PlanError(f"eval: delta must be a number, not {said(d)}")
 
-    def check_resumed_configs(self, sel: Selection) -> None:
+    def check_resumed_configs(self, sel: Selection, lm=None) -> None:
         """What ``--resume`` compares once the model has loaded (:class:`~seakr.eval.runner.RowLog`), compared
         before, where the plan alone says it: the data file, the method and every option the run sets to a
         value (``auto`` and unset ones settle with the model). A resume with ``max_steps=2`` over a run of
@@ -467,11 +468,39 @@ class EvalPlan:
             diff = [] if recorded.get("method") == r.method else [("method", recorded.get("method"), r.method)]
             diff += [(f"config.{k}", rec[k], now[k]) for k, v in opts.items()
                      if v is not None and v != "auto" and k in rec and _comparable(rec[k]) != _comparable(now[k])]
+            diff += self._setup_diff(recorded, lm)
             try:  # the questions first: another data file changes the family's options too
                 check_same_questions(old, questions, self.out_for(r))
                 check_same_method(diff, self.out_for(r))
             except ValueError as e:
                 raise PlanError(str(e)) from None
+
+    def _setup_diff(self, recorded: dict, lm=None) -> list[tuple[str, Any, Any]]:
+        """How a resume's model and index differ from what the run recorded, where the plan alone says it: the
+        model (``lm``'s, where one is given loaded), an explicit precision, layer or state source, and the index by
+        its checksum (a finished run "resumed" with another --precision, --layer or --index printed the old summary
+        without a word; another model was found only once it had loaded)."""
+        from ..models.machine import precision_name
+        from ..search.base import is_url
+        from ..search.generations import read_manifest
+
+        model = recorded.get("model") if isinstance(recorded.get("model"), dict) else {}
+        m = self.model
+        now = {"model.model": self.model_name() if lm is None else (lm.info() or {}).get("model")}
+        if lm is None:  # a model given loaded computes as it was loaded, whatever the plan's flags say
+            now |= {"model.precision": precision_name(m.precision) if m.precision != "auto" else None,
+                    "model.state_layer": m.layer, "model.state_source": m.state_source}
+        diff = [(k, model.get(k.split(".")[1]), v) for k, v in now.items()
+                if v is not None and k.split(".")[1] in model and model[k.split(".")[1]] != v]
+        engine = recorded.get("engine") if isinstance(recorded.get("engine"), dict) else {}
+        if self.index and engine.get("checksum") and not is_url(self.index):
+            try:
+                checksum = read_manifest(Path(self.index)).get("checksum")
+            except (OSError, ValueError):  # not an index (yet): the open says what it is, as ever
+                checksum = None
+            if checksum and checksum != engine["checksum"]:
+                diff.append(("engine.checksum", engine["checksum"][:16], checksum[:16]))
+        return diff
 
     def questions_record(self) -> dict:
         """What a run records of its questions beside its method (the data file, limit, shard, every): what a
@@ -555,7 +584,7 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
 
     plan.check()
     sel = plan.select()
-    plan.check_resumed_configs(sel)
+    plan.check_resumed_configs(sel, lm)
     if lm is None and plan.resume and (done := _answered_already(plan, sel)) is not None:
         say(f"nothing left to answer: every run holds a row for each of its {len(sel.examples)} question(s); "
             "summaries from the rows, the model not loaded")

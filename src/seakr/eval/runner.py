@@ -151,12 +151,14 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
         except ValueError:
             m = re.search(r'"id":\s*"((?:[^"\\]|\\.)*)"', line)
             tid = _json_string(m.group(1)) if m else None
-            if tid is not None and torn is not None:
+            if torn is not None:  # None: a row lost whose question no one can name (joined_rows)
                 torn.append(tid)
             if n < len(lines) and skipped is not None:
                 skipped.append((n, tid))
             elif n < len(lines) and warn is not None:  # the last element has no newline after it: a torn tail
-                who = ("its row is lost (no question id could be read from it)" if tid is None else
+                who = ("no question id could be read from it: the questions only the committed rows hold will run "
+                       "again" if tid is None and torn is not None else
+                       "its row is lost (no question id could be read from it)" if tid is None else
                        f"question {tid!r} will run again" if torn is not None else f"the row of question {tid!r} is left out")
                 warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); {who}")
             continue
@@ -417,9 +419,13 @@ def check_same_questions(old: dict, new: dict, where) -> None:
     if other_data(old, new):
         raise ValueError(f"{where}: --resume with different data ({new.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
-    for key in ("shard", "every"):
-        if key in old and key in new and (_shard_of(old) != _shard_of(new) if key == "shard" else old[key] != new[key]):
-            raise ValueError(f"{where}: --resume with {key} {new[key]} but the run recorded {key} {old[key]}")
+    if "shard" in old and "shard" in new and _shard_of(old) != _shard_of(new):
+        shard = [f"shard {s}" if s else "no shard (the whole run)" for s in (new["shard"], old["shard"])]
+        raise ValueError(f"{where}: --resume with {shard[0]} but the run recorded {shard[1]}")
+    every = (old.get("every") or 1, new.get("every") or 1)  # a run without it took every question
+    if "data" in old and "data" in new and every[0] != every[1]:
+        raise ValueError(f"{where}: --resume with every {every[1]} but the run recorded every {every[0]} (another "
+                         "selection of the questions); resume it as it was, or choose another --out")
 
 
 def check_same_asking(old: dict, new: dict, where) -> None:
@@ -444,8 +450,12 @@ def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
 def joined_rows(full: list[dict], slim: list[dict], torn=()) -> list[dict]:
     """A run's rows as a resume reads them: results.jsonl's, then scores.jsonl's for the ids it lacks (a run
     resumed elsewhere from the committed rows), but for a question whose full row was torn (it runs again, as
-    the warning says, even if its committed row survived)."""
+    the warning says, even if its committed row survived). A line no id can be read from (``None`` in ``torn``:
+    zeros a crash left, a foreign write) may have been any question's full row: every question only the committed
+    rows hold runs again, so no full row is lost for good."""
     have = {r["id"] for r in full}
+    if None in torn:
+        return list(full)
     return full + [r for r in slim if r["id"] not in have and r["id"] not in torn]
 
 
