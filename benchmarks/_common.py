@@ -1,6 +1,5 @@
 """Shared by the benchmark scripts: median timing, one-JSON-line output, report files."""
 
-import json
 import statistics
 import time
 from pathlib import Path

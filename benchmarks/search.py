@@ -50,7 +50,7 @@ def latency(engine, queries, k=3):
 
 def build(passages, out):
     t = time.perf_counter()
-    e = TantivyEngine.build(passages, out, overwrite=True)
+    TantivyEngine.build(passages, out, overwrite=True)
     dt = time.perf_counter() - t
     t = time.perf_counter()
     e2 = TantivyEngine(out)

@@ -22,9 +22,9 @@ import numpy as np
 
 from seakr import uncertainty as U
 from seakr.eval.datasets import load_dataset
-from seakr.eval.metrics import auroc, f1_score, paired_auroc_difference
+from seakr.eval.metrics import auroc, f1_score
 from seakr.methods.text import extract_answer
-from seakr.prompts import SHORT_INSTRUCTION, SHORT_STOPS, SHORT_TOKENS, ShortWording
+from seakr.prompts import SHORT_STOPS, SHORT_TOKENS, ShortWording
 from seakr.textio import strict_json
 
 SHARED = os.environ.get("SEAKR_SHARED", str(Path(__file__).resolve().parents[2] / "shared" / "data"))

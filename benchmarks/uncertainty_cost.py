@@ -13,7 +13,6 @@ import platform
 import resource
 import statistics
 import sys
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

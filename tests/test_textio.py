@@ -112,7 +112,7 @@ def test_a_whole_write_names_the_place_that_takes_no_file_not_its_hidden_twin(tm
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'file' / 'd'}: cannot create the run folder (")):
         make_folder(tmp_path / "file" / "d", "the run folder")
     (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
-    with pytest.raises(ValueError, match=re.escape(f"(…/gone is a symbolic link to nothing (…/nowhere))".replace(
+    with pytest.raises(ValueError, match=re.escape("(…/gone is a symbolic link to nothing (…/nowhere))".replace(
             "…", str(tmp_path)))):
         make_folder(tmp_path / "gone" / "d")
     assert make_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b" and (tmp_path / "a" / "b").is_dir()

@@ -53,8 +53,11 @@ def cmd_uncertainty(args) -> int:
     from .models import GenerationConfig
 
     prompt = unescape(args.prompt) if args.escapes else args.prompt
-    if not prompt.strip():
-        raise CLIError("uncertainty: the prompt is empty")
+    try:  # the rule every question is held to: visible text, valid UTF-8 (invisible characters alone ran)
+        check_question(prompt, CLIError)
+    except CLIError as e:
+        why = "has no visible text" if "non-empty" in str(e) else "is " + str(e).removeprefix("question: ")
+        raise CLIError(f"uncertainty: the prompt {why}") from None
     if (ctx := model_spec(args).context()) and args.max_new_tokens >= ctx:  # was refused only after the load
         raise CLIError(f"--max-new-tokens {args.max_new_tokens}: leaves no room for the prompt in the model's "
                        f"{ctx}-token context; lower it")
@@ -107,6 +110,11 @@ def cmd_index_build(args) -> int:
 def cmd_index_info(args) -> int:
     from .search import open_engine
 
+    if args.repair:
+        from .search.build import repair_index
+
+        print(json.dumps(repair_index(args.index), indent=2))
+        return 0
     if args.verify and os.path.isdir(args.index):  # before opening: a damaged index may not open at all
         from .search.tantivy_engine import TantivyEngine
 
@@ -204,7 +212,7 @@ def cmd_ask(args) -> int:
         raise CLIError(f"--index: method {args.method!r} never searches; leave it out (or choose a method that "
                        "retrieves)")
     if args.html is not None:
-        output_file(args.html, "--html")
+        output_file(args.html, "--html", args.overwrite)
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     _answer_and_show(m, args.question, args)
@@ -306,12 +314,24 @@ def cmd_merge(args) -> int:
     return 0
 
 
-def output_file(path: str, flag: str) -> None:
-    """An output flag's file, checked before any slow work: writable, and not a run's, study's or index's own."""
+def output_file(path: str, flag: str, overwrite: bool | None = None) -> None:
+    """An output flag's file, checked before any slow work: writable, not a run's, study's or index's own, and (where
+    the command has ``--overwrite``: ``overwrite`` not None) not a file of someone else's that exists: a page seakr
+    wrote is replaced, any other file only with ``--overwrite``."""
     if path == "-":  # was a file named "-"; where "-" means standard output the command says so before this
         raise CLIError(f"{flag} -: this command writes a file here (its own report goes to standard output); name it")
     check_output_file(path, flag)
     check_not_a_record(path, flag)
+    if overwrite is False and os.path.isfile(path) and not _seakr_page(path):
+        raise CLIError(f"{flag} {path}: exists and seakr did not write it; pass --overwrite to replace it")
+
+
+def _seakr_page(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"<meta name='generator' content='seakr'>" in f.read(4096)
+    except OSError:
+        return False
 
 
 def cmd_compare(args) -> int:
@@ -588,7 +608,7 @@ def cmd_demo(args) -> int:
     # a question given is checked now: "" ran the demo's own question without a word (after the model loaded)
     question = DEMO_QUESTION if args.question is None else check_question(args.question)
     if args.html is not None:
-        output_file(args.html, "--html")
+        output_file(args.html, "--html", args.overwrite)
     args.index = args.index or demo_index()
     print(f"index: {redact(args.index)}", file=sys.stderr)
     t = time.perf_counter()
@@ -621,7 +641,8 @@ def cmd_serve(args) -> int:
     if not local and not token:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "
              "--token (or SEAKR_TOKEN) and see README 'Serving'")
-    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body, token=token,
+    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body,
+                           max_prompt_tokens=args.max_prompt_tokens, body_seconds=args.body_timeout, token=token,
                            docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
     from .eval.corpus import demo_index
 
@@ -658,7 +679,7 @@ def cmd_report(args) -> int:
         sys.stdout.write(report_html(args.dir))
         return 0
     out = args.out or os.path.join(args.dir, "report.html")
-    output_file(out, "--out")  # before the run folder is read
+    output_file(out, "--out", args.overwrite)  # before the run folder is read
     write_report(args.dir, out)
     print(f"wrote {out}")
     return 0

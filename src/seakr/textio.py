@@ -586,10 +586,10 @@ def check_question(q: str, error: type[Exception] = ValueError) -> str:
     if not isinstance(q, str):  # b"Who?" or ["Who?"] from Python was "must be a non-empty string"
         raise TypeError(f"question: expected text, got {type(q).__name__}"
                         + (" (decode it: question.decode('utf-8'))" if isinstance(q, bytes) else ""))
+    if not encodable(q):  # first: bytes a shell passed undecoded are no visible text either, and not "empty"
+        raise error("question: not valid UTF-8 (undecodable bytes, or half a surrogate pair)")
     if blank(q):
         raise error("question must be a non-empty string")
-    if not encodable(q):
-        raise error("question: not valid UTF-8 (undecodable bytes, or half a surrogate pair)")
     return q
 
 

@@ -234,3 +234,14 @@ def test_numpy_scalars_from_a_sweep_are_taken_as_python_numbers():
     json.dumps(cfg.to_dict())
     with pytest.raises(ValueError, match="option k: expected int, got 2.5"):  # a numpy value is no looser
         METHODS["seakr"].Config.from_dict({"k": np.float64(2.5)})
+
+
+def test_a_whole_number_option_takes_an_integral_float_from_any_door():
+    """16.0 (a JSON body), 1e3 (--option) and np.float64(2.0) (a sweep) were refused for whole-number options."""
+    import numpy as np
+
+    c = CONFIGS["seakr"].from_dict({"k": 16.0, "max_steps": 1e3, "n_shot": np.float64(2.0)})
+    assert (c.k, c.max_steps, c.n_shot) == (16, 1000, 2) and all(type(v) is int for v in (c.k, c.max_steps, c.n_shot))
+    assert CONFIGS["seakr"].from_dict(parse_options(["k=1e1"])).k == 10
+    with pytest.raises(ValueError, match="option k: expected int, got 2.5"):
+        CONFIGS["seakr"].from_dict({"k": 2.5})

@@ -67,23 +67,21 @@ def test_01_overwrite_never_deletes_what_is_not_an_index(tmp_path):
     (fake / "thesis.txt").write_text("x")
     (fake / "sub" / "data.txt").write_text("y")
     one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(fake), "--overwrite"),
-                   "not a valid seakr-tantivy/1 manifest")
+                   "not a valid seakr-tantivy/2 manifest")
     assert (fake / "thesis.txt").exists() and (fake / "sub" / "data.txt").exists()
-    # a real index with a user's file put inside it: the file is named, nothing is deleted
+    # a real index with a user's file put inside it: a new generation is built beside it, the file kept
     (tmp_path / "i" / "notes.txt").write_text("mine")
-    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--overwrite"),
-                   "'notes.txt'", "not part of the index")
-    assert (tmp_path / "i" / "notes.txt").read_text() == "mine"
-    (tmp_path / "i" / "notes.txt").unlink()
+    again = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--overwrite")
+    assert again.returncode == 0 and (tmp_path / "i" / "notes.txt").read_text() == "mine", again.stderr
     # --out . inside the index replaces it (no traceback); --add with --overwrite is refused
     here = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", ".", "--overwrite", cwd=tmp_path / "i")
     assert here.returncode == 0 and b"Traceback" not in here.stderr, here.stderr
     one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "i"), "--add",
                          "--overwrite"), "choose one")
-    # a link to the index (an index kept on another disk): the build's rename would replace the link itself
+    # a link to the index (an index kept on another disk): the new generation is built where the link points
     (tmp_path / "link").symlink_to(tmp_path / "i")
-    one_line_error(seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "link"),
-                         "--overwrite"), f"a link (to {tmp_path / 'i'})", f"give --out {tmp_path / 'i'}")
+    linked = seakr("index", "build", str(corpus), "--format", "jsonl", "--out", str(tmp_path / "link"), "--overwrite")
+    assert linked.returncode == 0, linked.stderr
     assert (tmp_path / "link").is_symlink() and (tmp_path / "i" / "seakr-index.json").is_file()
 
 
@@ -308,7 +306,10 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--temperature", "-1", "x"], "expected a finite number >= 0"),
     (["uncertainty", "--top-p", "2", "x"], "expected a number in (0, 1]"),
     (["uncertainty", "--top-k", "0", "x"], "expected a positive integer"),
-    (["uncertainty", ""], "the prompt is empty"),
+    (["uncertainty", ""], "the prompt has no visible text"),
+    (["uncertainty", "\u200b\u2060"], "the prompt has no visible text"),  # invisible characters alone, as ask
+    (["uncertainty", "\udcff\udcfe"], "the prompt is not valid UTF-8"),  # a shell's $'\xff\xfe': not "empty"
+    (["ask", "\udcff\udcfe"], "question: not valid UTF-8"),
     (["uncertainty", "--temperature", "0", "x"], "--temperature 0: every sample would be the greedy answer"),
     (["uncertainty", "--show", "-1", "x"], "expected a whole number >= 0"),
     (["uncertainty", "--stop", "", "x"], "--stop: an empty stop string stops nothing"),  # it was ignored
@@ -984,3 +985,24 @@ def test_an_option_with_more_digits_than_python_converts_is_named(value, capsys)
 
     assert main(["ask", "--index", "x", "--option", f"k={value}", "Who?"]) == 2
     assert capsys.readouterr().err == "seakr: error: --option k: a number of over 4,300 digits\n"
+
+
+def test_an_output_page_never_replaces_a_file_seakr_did_not_write(tmp_path):
+    """`ask --html notes.html` and `report --out notes.html` replaced a user's file without a word; a page seakr
+    wrote is replaced as before (a report run again), any other file only with --overwrite."""
+    mine = tmp_path / "notes.html"
+    mine.write_text("my notes")
+    r = seakr("ask", "Who wrote Hamlet?", "--model", "smollm2-135m", "--method", "cot", "--html", str(mine))
+    assert r.returncode == 2 and b"exists and seakr did not write it; pass --overwrite" in r.stderr
+    assert b"loading" not in r.stderr.lower() and mine.read_text() == "my notes"
+    run = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "results", "table-qwen-amx-hotpotqa53")
+    r = seakr("report", str(run), "--out", str(mine))
+    assert r.returncode == 2 and b"pass --overwrite" in r.stderr and mine.read_text() == "my notes"
+    from seakr.serve.render import write_report
+
+    page = tmp_path / "page.html"
+    write_report(str(run), str(page))
+    again = seakr("report", str(run), "--out", str(page))
+    assert again.returncode == 0, again.stderr  # its own page: replaced
+    assert seakr("report", str(run), "--out", str(mine), "--overwrite").returncode == 0
+    assert "seakr" in mine.read_text()

@@ -2,7 +2,6 @@
 against a real cluster when SEAKR_ES_URL is set (e.g. http://localhost:9200/seakr-test)."""
 
 import os
-import shutil
 import socket
 import subprocess
 import time

@@ -58,6 +58,10 @@ def _typed(f: dataclasses.Field, v, rng: "Range | None"):
     v = native(v)  # np.int64(5) from a sweep: Python's 5
     if isinstance(v, float) and math.isnan(v):
         raise ValueError(f"option {f.name}: expected a number, got NaN")
+    whole = (isinstance(default, int) and not isinstance(default, bool)) or (
+        default is None and rng is not None and rng.integer)
+    if whole and isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        v = int(v)  # 16.0 or 1e3 (JSON, a sweep's np.float64(2.0)): the whole number it is
     if default is None and str(f.type).startswith("str"):  # optional text (a folder)
         if v is not None and not isinstance(v, str):
             raise ValueError(f"option {f.name}: expected a string or null, got {said(v)}")

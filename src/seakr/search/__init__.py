@@ -4,7 +4,7 @@ import os
 import urllib.parse
 from collections.abc import Iterable, Mapping
 
-from .base import URL_PREFIXES, Passage, SearchEngine, SearchError, check_many, is_url, redact
+from .base import Passage, SearchEngine, SearchError, check_many, is_url, redact
 from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, row_passage, split_passages
 from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
 
@@ -83,12 +83,13 @@ def _collection(index) -> bool:
     return isinstance(index, (Mapping, Iterable)) or hasattr(index, "columns")
 
 
-def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
+def passages_engine(docs, passage_words: int | None = None, *, advise: bool = True) -> SearchEngine:
     """BM25 over passages given in code: ``Passage``s, plain texts (ids ``doc-<i>``), dicts with ``text`` or
     ``contents`` (and ``id`` or ``_id``, ``title``: rows of a corpus loaded with ``datasets`` or pandas, read as a
     corpus file's lines are; other keys are not read), or a dict of id -> text; indexed into a temporary folder
     that lives as long as the engine (``index=[...]`` needed a folder built first). ``passage_words`` cuts longer
-    documents into passages (:func:`split_passages`)."""
+    documents into passages (:func:`split_passages`). ``advise``: say that long passages could be cut (a service
+    indexing a client's passages does not log advice for Python code at every request)."""
     check_passage_words(passage_words)  # before the documents are read
     import tempfile
     from pathlib import Path
@@ -127,7 +128,7 @@ def passages_engine(docs, passage_words: int | None = None) -> SearchEngine:
     from .build import warn_long
 
     engine = TantivyEngine.build(split_passages(ps, passage_words), Path(tmp.name) / "index", threads=1)
-    if not passage_words:  # taken as given: say what a cut would spare
+    if advise and not passage_words:  # taken as given: say what a cut would spare
         warn_long("index", engine.manifest["long_passages"], "`passages_engine(docs, passage_words=100)` cuts them")
     engine.temporary_folder = tmp  # removed when the engine is collected or the process ends
     return engine
@@ -139,7 +140,10 @@ def _passage(i: int, d) -> Passage:
         return d
     if isinstance(d, str):
         return Passage(f"doc-{i}", "", d)
-    if isinstance(d, tuple) and len(d) == 2 and isinstance(d[1], (str, Passage, Mapping)):  # a dict's item
+    if isinstance(d, tuple) and len(d) == 2 and not isinstance(d[1], (str, Passage, Mapping)):  # a dict's item
+        raise TypeError(f"index: the passage of id {d[0]!r} is {type(d[1]).__name__}; a dict of passages maps each "
+                        "id to its text (or to {'title', 'text'})")
+    if isinstance(d, tuple) and len(d) == 2:
         key, d = d
         if isinstance(d, str):  # id -> text
             return Passage(key, "", d)
