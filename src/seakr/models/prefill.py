@@ -22,8 +22,9 @@ import torch
 from .attention import CachedPrefixPrefill
 from .base import check_cancelled
 
-#: Tokens prefilled in one forward pass: a cancelled request stops within one chunk (SmolLM2-135M on a 2-core CPU:
-#: ~0.5 s a chunk at 4k tokens of context; Qwen2.5-0.5B about 3x that: docs/performance.md).
+#: Tokens prefilled in one forward pass: a cancelled request stops within one chunk. On a 2-core AVX2 CPU (fp32) a
+#: chunk took at most 2.6 s (SmolLM2-135M, 4k tokens of context) and 5.2 s (Qwen2.5-0.5B); chunks cost 1.03-1.13x
+#: one pass (docs/performance.md, benchmarks/prefill_chunks.py).
 CHUNK = 512
 
 

@@ -16,8 +16,8 @@ class ServiceLimits:
     max_rows: int = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
     max_work: int = 200_000  # token-forwards of every call together, worst case (SeaKR, paper defaults: ~97,000)
     max_kv_mb: int = 2048  # attention cache of the largest call, worst case (SeaKR, paper defaults, 0.5B: ~0.9 GB)
-    #: prompt tokens of one call, worst case (time: a prompt is prefilled before its first token; on a 2-core CPU
-    #: 4,096 tokens take ~10 s with SmolLM2-135M, ~30 s with the 0.5B: docs/performance.md)
+    #: prompt tokens of one call, worst case (time: a prompt is prefilled before its first token; on a 2-core AVX2
+    #: CPU in fp32 4,096 tokens took 15 s with SmolLM2-135M and 32 s with the 0.5B: docs/performance.md)
     max_prompt_tokens: int = 4096
     max_body: int = 1 << 20  # bytes of a request body: room for a request's 64 passages of 4,000 characters
     body_seconds: float = 10.0  # a request body must arrive within this (a slow client holds a connection no longer)
