@@ -42,3 +42,15 @@ def smol():
     from seakr.models import load_model
 
     return load_model("smollm2-135m", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def small_index(tmp_path_factory):
+    """A real seakr index over the fixture's passages (tests/fixtures/hotpotqa_mini), shared by the session."""
+    from helpers import HOTPOT
+    from seakr.search.corpora import read_corpus
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    out = tmp_path_factory.mktemp("srv") / "idx"
+    TantivyEngine.build(read_corpus(HOTPOT), out)
+    return str(out)

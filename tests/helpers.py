@@ -164,3 +164,14 @@ def same_decisions(a: dict, b: dict) -> bool:
         d.get("totals", {}).pop("seconds", None)
         return d
     return strip(a) == strip(b)
+
+
+def stalled_adder(index) -> subprocess.Popen:
+    """A process adding to ``index`` that holds the writer's lock for a minute (it has said "adding" once its first
+    line can be read): what a second writer or a reader meets mid-add. Kill it when done."""
+    code = ("import time; from seakr.search import Passage\n"
+            "from seakr.search.tantivy_engine import TantivyEngine\n"
+            "def slow():\n    print('adding', flush=True); time.sleep(60)\n"
+            "    yield Passage('b', 'Danube', 'The Danube flows through Vienna.')\n"
+            f"TantivyEngine({str(index)!r}).add(slow())")
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

@@ -56,13 +56,13 @@ def test_a_pipeline_answers_from_the_stores_documents_and_round_trips_through_ya
 
 
 @pytest.mark.slow
-def test_over_a_seakr_index_it_answers_and_decides_as_seakr_ask(fixture_index, asked):
-    comp = SeaKRAnswerer(SeaKRIndexRetriever(fixture_index), model="smollm2-135m", options=FAST)
+def test_over_a_seakr_index_it_answers_and_decides_as_seakr_ask(small_index, asked):
+    comp = SeaKRAnswerer(SeaKRIndexRetriever(small_index), model="smollm2-135m", options=FAST)
     comp.warm_up()
     out = comp.run(QUESTION)
     assert out["replies"] == [asked["answer"]]
     assert same_decisions(out["meta"][0]["decisions"], decisions(asked["trace"]))
-    assert SeaKRIndexRetriever.from_dict(SeaKRIndexRetriever(fixture_index, top_k=2).to_dict()).run(QUESTION)[
+    assert SeaKRIndexRetriever.from_dict(SeaKRIndexRetriever(small_index, top_k=2).to_dict()).run(QUESTION)[
         "documents"][0].meta["title"]
 
 

@@ -15,24 +15,24 @@ from seakr.integrations.langchain import SeaKRRetriever, SeaKRRunnable  # noqa: 
 from seakr.methods.trace import decisions  # noqa: E402
 
 
-def test_options_and_the_retriever_are_checked_when_the_runnable_is_made(fixture_index):
+def test_options_and_the_retriever_are_checked_when_the_runnable_is_made(small_index):
     with pytest.raises(ValueError, match="max_step.*max_steps"):
-        SeaKRRunnable(SeaKRRetriever(index=fixture_index), options={"max_step": 2})
+        SeaKRRunnable(SeaKRRetriever(index=small_index), options={"max_step": 2})
     with pytest.raises(TypeError, match="BaseRetriever"):
         SeaKRRunnable(object())
     with pytest.raises(ValueError):
-        SeaKRRetriever(index=fixture_index, k=0)
+        SeaKRRetriever(index=small_index, k=0)
 
 
-def test_a_seakr_index_is_a_langchain_retriever(fixture_index):
-    docs = SeaKRRetriever(index=fixture_index, k=2).invoke("Jaws novel author")
+def test_a_seakr_index_is_a_langchain_retriever(small_index):
+    docs = SeaKRRetriever(index=small_index, k=2).invoke("Jaws novel author")
     assert len(docs) == 2 and all(isinstance(d, Document) for d in docs)
     assert docs[0].metadata["title"] == "Jaws (novel)" and docs[0].id == docs[0].metadata["id"]
 
 
 @pytest.mark.slow
-def test_a_chain_answers_and_streams_as_seakr_ask_does(fixture_index, asked):
-    qa = SeaKRRunnable(SeaKRRetriever(index=fixture_index), model="smollm2-135m", options=FAST)
+def test_a_chain_answers_and_streams_as_seakr_ask_does(small_index, asked):
+    qa = SeaKRRunnable(SeaKRRetriever(index=small_index), model="smollm2-135m", options=FAST)
     chain = RunnableLambda(lambda q: {"question": q}) | qa
     out = chain.invoke(QUESTION)
     assert out["answer"] == asked["answer"]

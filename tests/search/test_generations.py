@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import SEAKR_CLI, run_cli
+from helpers import SEAKR_CLI, run_cli, stalled_adder
 from seakr.search import Passage, SearchError
 from seakr.search.base import MANIFEST
 from seakr.search.generations import MARK
@@ -188,11 +188,7 @@ def test_a_file_or_device_as_the_index_folder_is_named_as_such_not_advised_to_ov
 def test_an_overwrite_during_an_add_is_told_another_process_is_writing(tmp_path):
     idx = tmp_path / "idx"
     TantivyEngine.build(passages(10, "old"), idx)
-    adder = subprocess.Popen([sys.executable, "-c", "import time; from seakr.search import Passage\n"
-                              "from seakr.search.tantivy_engine import TantivyEngine\n"
-                              "def slow():\n    print('adding', flush=True); time.sleep(60)\n"
-                              "    yield Passage('b', 'B', 'bee')\n"
-                              f"TantivyEngine({str(idx)!r}).add(slow())"], stdout=subprocess.PIPE, text=True)
+    adder = stalled_adder(idx)
     try:
         assert adder.stdout.readline().strip() == "adding"
         with pytest.raises(SearchError, match=rf"another process \(pid {adder.pid}\) is writing to this index"):

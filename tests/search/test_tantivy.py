@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from helpers import SEAKR_CLI
+from helpers import SEAKR_CLI, stalled_adder
 from seakr.search import Passage, SearchError, open_engine
 from seakr.search.corpora import read_corpus
 from seakr.search.tantivy_engine import MANIFEST, TantivyEngine, analyzer
@@ -392,11 +392,7 @@ def test_one_process_adds_at_a_time_and_a_reader_is_told_it_is_being_written(tmp
     as a damaged index ("rebuild it"); a reader opening mid-add was told the same."""
     path = tmp_path / "idx"
     TantivyEngine.build([Passage("a", "Vienna", "Vienna is the capital of Austria.")], path)
-    adder = subprocess.Popen([sys.executable, "-c", "import time; from seakr.search import Passage\n"
-                              "from seakr.search.tantivy_engine import TantivyEngine\n"
-                              "def slow():\n    print('adding', flush=True); time.sleep(60)\n"
-                              "    yield Passage('b', 'Danube', 'The Danube flows through Vienna.')\n"
-                              f"TantivyEngine({str(path)!r}).add(slow())"], stdout=subprocess.PIPE, text=True)
+    adder = stalled_adder(path)
     try:
         assert adder.stdout.readline().strip() == "adding"
         with pytest.raises(SearchError, match=rf"another process \(pid {adder.pid}\) is writing to this index; run this"):

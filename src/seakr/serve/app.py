@@ -113,7 +113,10 @@ class AnswerService:
 
     def __init__(self, lm, engine, method: str = "seakr", defaults: dict | None = None, workers: int = 1,
                  queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
-        self.lm, self.engine, self.method, self.defaults = lm, engine, method, dict(defaults or {})
+        from ..search import as_engine
+
+        # an engine of one's own with only search() gets the rest of the protocol (health, error messages read it)
+        self.lm, self.engine, self.method, self.defaults = lm, as_engine(engine), method, dict(defaults or {})
         self.capacity, self.timeout = workers + queue, timeout
         self.limits = limits or ServiceLimits()
         self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages

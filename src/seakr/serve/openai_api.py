@@ -31,7 +31,7 @@ from .work import answer_once, start_stream, stream_items
 PATHS = ("/v1/chat/completions", "/v1/models")
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
           413: "invalid_request_error", 415: "invalid_request_error", 422: "invalid_request_error",
-          429: "rate_limit_error", 503: "server_error", 504: "timeout"}
+          408: "timeout", 429: "rate_limit_error", 503: "server_error", 504: "timeout"}
 
 
 def is_openai_path(path: str) -> bool:
