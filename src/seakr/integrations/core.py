@@ -43,11 +43,11 @@ class Asker:
         self._lm = model if isinstance(model, Generator) else None
         self._lock = threading.Lock()
 
-    def model_name(self) -> str:
-        """The model as a component's ``to_dict`` records it (a loaded model by the name it reports)."""
-        if isinstance(self.model, Generator):
-            return str(self.model.info().get("model"))
-        return os.fspath(self.model)
+    def init_parameters(self) -> dict:
+        """What a component's ``to_dict`` records of it: the model (a loaded one by the name it reports), the
+        method, and the options with how the model loads."""
+        model = str(self.model.info().get("model")) if isinstance(self.model, Generator) else os.fspath(self.model)
+        return {"model": model, "method": self.method_name, "options": {**self.options, **self.load_options}}
 
     def lm(self) -> Generator:
         with self._lock:

@@ -75,8 +75,7 @@ class SeaKRAnswerer:
 
     def to_dict(self) -> dict[str, Any]:
         return default_to_dict(self, retriever=self.retriever, text_embedder=self.text_embedder,
-                               model=self.asker.model_name(), method=self.asker.method_name,
-                               options={**self.asker.options, **self.asker.load_options})
+                               **self.asker.init_parameters())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SeaKRAnswerer":
@@ -108,8 +107,8 @@ class SeaKRRouter:
                 "answer": known.answer, "query": query, "level": float(known.gate_p)}
 
     def to_dict(self) -> dict[str, Any]:
-        return default_to_dict(self, model=self.asker.model_name(),
-                               options={**self.asker.options, **self.asker.load_options})
+        params = self.asker.init_parameters()
+        return default_to_dict(self, model=params["model"], options=params["options"])  # always SeaKR: no method
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SeaKRRouter":

@@ -241,11 +241,10 @@ class AnswerService:
             self.engine.search("health", 1)
             if callable(getattr(self.engine, "longest_passage", None)):
                 self.engine.longest_passage()
-            said = "ok"
+            self._health = (now, "ok")
         except Exception as e:  # noqa: BLE001 - whatever the index says, said as the clients read it
-            return self.search_failure(e) and self._health[1]  # search_failure records it
-        self._health = (now, said)
-        return said
+            self.search_failure(e)  # which records it as the health
+        return self._health[1]
 
     def submit(self, fn, *args):
         self.admit()
