@@ -4,7 +4,7 @@ import statistics
 import time
 from pathlib import Path
 
-from seakr.textio import strict_json
+from seakr.common.jsontext import strict_json
 
 
 def median_time(fn, repeat: int) -> float:

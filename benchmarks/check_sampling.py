@@ -38,7 +38,7 @@ from short_wording import ESTIMATORS, TRAIN, _read, ask, questions
 
 from seakr.eval.metrics import auroc, paired_auroc_difference
 from seakr.prompts import ShortWording
-from seakr.textio import strict_json
+from seakr.common.jsontext import strict_json
 
 SAMPLINGS = {
     "reference": {"temperature": 1.0, "top_k": 50, "top_p": 0.9},
@@ -100,7 +100,7 @@ def _paired(rows: list[dict], s: str, data: str) -> dict:
 def replicate(pairs: list[str]) -> dict:
     """The chosen sampling's detect study minus the shipped one's (:func:`_minus`), per data set:
     ``DATA=NEW_RUN,OLD_RUN``."""
-    from seakr.eval.runner import read_results
+    from seakr.eval.rowlog import read_results
 
     out = {}
     for pair in pairs:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from seakr.eval.metrics import auroc, paired_auroc_difference
-from seakr.probes.fitting import check_rows, out_of_fold, stack_probe
+from seakr.eval.fitting import check_rows, out_of_fold, stack_probe
 from seakr.probes.probe import fit_probe
 
 FEATURES = ("eigen", "ln-entropy", "max-entropy", "mean-entropy", "perplexity")

@@ -16,8 +16,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from _common import emit  # noqa: E402
 
 from seakr.eval.corpus import pooled_index  # noqa: E402
-from seakr.eval.datasets import load_dataset  # noqa: E402
-from seakr.eval.runner import run_eval  # noqa: E402
+from seakr.eval.datasets import load_dataset
+from seakr.eval.runner import run_eval
 from seakr.methods import build_method  # noqa: E402
 from seakr.models import load_model  # noqa: E402
 from seakr.models.batching import BatchingModel  # noqa: E402

@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from seakr.eval.metrics import auroc, paired_bootstrap
-from seakr.eval.runner import run_rows
+from seakr.eval.rowlog import run_rows
 from seakr.eval.states import StateStore
 from seakr.methods.base import pick
 from seakr.methods.records import FinalAnswer
-from seakr.probes.fitting import CORRECT_F1, _data_name, out_of_fold
+from seakr.eval.fitting import CORRECT_F1, _data_name, out_of_fold
 from seakr.probes.probe import fit_probe
 
 FORMS = ("rationale", "knowledge")

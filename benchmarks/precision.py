@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 
 from seakr import uncertainty as U  # noqa: E402
-from seakr.eval.datasets import load_dataset  # noqa: E402
+from seakr.eval.datasets import load_dataset
 from seakr.eval.metrics import spearman  # noqa: E402
 from seakr.models import GenerationConfig, load_model  # noqa: E402
 from seakr.prompts import PromptBuilder  # noqa: E402

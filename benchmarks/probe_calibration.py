@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from seakr.eval.metrics import auroc, paired_bootstrap
-from seakr.probes.fitting import load_states
+from seakr.eval.fitting import load_states
 from seakr.probes.probe import fit_probe, packaged_probe
 
 

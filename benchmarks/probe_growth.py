@@ -27,7 +27,7 @@ import numpy as np
 
 from seakr.eval.metrics import auroc, paired_auroc_difference
 from seakr.probes import load_probe
-from seakr.probes.fitting import load_states, out_of_fold
+from seakr.eval.fitting import load_states, out_of_fold
 from seakr.probes.probe import fit_probe, packaged_probe
 
 

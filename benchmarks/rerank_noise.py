@@ -22,9 +22,9 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from seakr.eval.corpus import pooled_index  # noqa: E402
-from seakr.eval.datasets import load_dataset  # noqa: E402
+from seakr.eval.datasets import load_dataset
 from seakr.methods import SeaKR  # noqa: E402
-from seakr.methods.base import min_u_index  # noqa: E402
+from seakr.methods.base import min_u_index
 from seakr.methods.trace import Tracer  # noqa: E402
 from seakr.models import load_model  # noqa: E402
 from seakr.search import open_engine  # noqa: E402

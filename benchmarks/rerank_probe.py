@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from seakr.eval.metrics import paired_bootstrap
-from seakr.eval.runner import read_results
+from seakr.eval.rowlog import read_results
 from seakr.eval.selfknow import rerank_signal
-from seakr.probes.fitting import candidate_rows, fit_candidate_probe
+from seakr.eval.fitting import candidate_rows, fit_candidate_probe
 from seakr.probes.probe import packaged_name
 
 RES = Path(__file__).parent / "results"

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from seakr.eval.metrics import auroc, paired_auroc_difference, paired_bootstrap
-from seakr.eval.runner import read_results, run_rows
+from seakr.eval.rowlog import read_results, run_rows
 from seakr.eval.selfknow import chain_f1, final_choice, gate_sweep
 from seakr.probes.bank import SelfKnowledge
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from seakr.eval.metrics import auroc, bootstrap_ci
 
-CORRECT_F1 = 0.5  # the label the probes were fitted to (seakr.probes.fitting.CORRECT_F1)
+CORRECT_F1 = 0.5  # the label the probes were fitted to (seakr.eval.fitting.CORRECT_F1)
 FORMS = ("check", "rationale", "knowledge")
 
 

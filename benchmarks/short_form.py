@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from selfknow import SETS, short_form  # noqa: E402
 
 from seakr.eval.metrics import auroc  # noqa: E402
-from seakr.eval.runner import read_results  # noqa: E402
+from seakr.eval.rowlog import read_results
 
 
 def auroc_ci(runs: Path, studies: list[str], name: str, n: int = 2000, seed: int = 0) -> list[float]:

@@ -25,7 +25,7 @@ from seakr.eval.datasets import load_dataset
 from seakr.eval.metrics import auroc, f1_score
 from seakr.methods.text import extract_answer
 from seakr.prompts import SHORT_STOPS, SHORT_TOKENS, ShortWording
-from seakr.textio import strict_json
+from seakr.common.jsontext import strict_json
 
 SHARED = os.environ.get("SEAKR_SHARED", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
 TRAIN = {"hotpotqa": "hotpotqa/train_first10000.qa_sftitles.simrag.csv",

@@ -44,14 +44,14 @@ def test_a_log_gets_decisions_a_terminal_gets_one_line_rewritten():
     assert "\n" not in term.getvalue() and term.getvalue().count("\r\033[K") == 7  # 6 lines in place + the clear
 
 
-
 def test_a_plan_draws_no_bar_on_stdout_nor_where_nothing_shows_it(tmp_path, capsys):
     """The pooling's and each run's rich bar went to stdout, drawn even where no terminal could show it:
     ``seakr eval ... > table.md`` wrote two bar lines above the table. A bar is drawn on stderr, on a terminal
     only; elsewhere a plain line every ~10 % goes to stderr."""
     from helpers import HOTPOT
     from scripted import Reply, ScriptedLM
-    from seakr.eval.plan import EvalPlan, RunSpec, run_plan
+    from seakr.eval.plan import EvalPlan, run_plan
+    from seakr.eval.specs import RunSpec
 
     lm = ScriptedLM(lambda v: Reply("Paris. So the answer is Paris."))
     run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("ircot", {"max_steps": 1})], limit=2), lm,

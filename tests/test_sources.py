@@ -19,9 +19,9 @@ def _text_io_without_encoding(tree: ast.AST):
         if name not in ("open", "read_text", "write_text") or any(k.arg == "encoding" for k in n.keywords):
             continue
         if isinstance(f, ast.Name) and name != "open":
-            continue  # textio.read_text, seakr's own reader (it decodes UTF-8 itself)
+            continue  # common.files.read_text, seakr's own reader (it decodes UTF-8 itself)
         base = ast.unparse(f.value) if isinstance(f, ast.Attribute) else ""
-        if base in NOT_TEXT_OPENS or base == "textio":
+        if base in NOT_TEXT_OPENS:
             continue
         if name == "open":
             pos = 1 if isinstance(f, ast.Name) else 0

@@ -16,6 +16,7 @@ The ablation estimators of paper Table 3 take the per-token numbers of a
 """
 
 from __future__ import annotations
+from .common.console import did_you_mean
 
 import functools
 import math
@@ -244,8 +245,6 @@ def score(name: str, generation, alpha: float = 1e-3) -> float:
         "hidden-score": lambda: hidden_score(generation.greedy.trail, alpha) if _said(generation.greedy) else UNCERTAIN,
     }
     if name not in fn:
-        from .textio import did_you_mean
-
         raise ValueError(f"unknown estimator {name!r}{did_you_mean(name, ESTIMATORS)}; choose from {', '.join(ESTIMATORS)}")
     return fn[name]()
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from seakr.eval.rows import ResultRow
-from seakr.eval.runner import SCORES, read_results, summarize
-from seakr.eval.studies import rerank_summary
+from seakr.common.runs import SCORES
+from seakr.eval.rowlog import read_results
+from seakr.eval.summary import summarize
+from seakr.eval.rerankstudy import rerank_summary
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 EVAL_RUNS = sorted(p.parent for p in RESULTS.rglob(SCORES) if (p.parent / "summary.json").exists())

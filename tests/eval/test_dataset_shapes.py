@@ -9,7 +9,8 @@ import json
 import pytest
 
 from helpers import reshaped, write_records
-from seakr.eval.datasets import DatasetError, load_dataset
+from seakr.common.layouts import DatasetError
+from seakr.eval.datasets import load_dataset
 
 VALID = {
     "hotpotqa": ("list", {"_id": "a", "question": "q?", "answer": "x", "type": "bridge", "supporting_facts": [["T", 0]],

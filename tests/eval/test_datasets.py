@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from helpers import HOTPOT, fixture_path, shared_path
-from seakr.eval.datasets import DatasetError, detect_layout, load_dataset
+from seakr.common.layouts import DatasetError
+from seakr.eval.datasets import detect_layout, load_dataset
 
 
 @pytest.mark.parametrize("parts,layout,n", [
@@ -147,9 +148,8 @@ def test_qa_csv_reads_list_strings_and_names_a_bad_line(tmp_path):
 def test_a_csv_field_past_the_line_bound_names_file_and_line(tmp_path, monkeypatch):
     """A quoted field may run over many lines, each under the line bound: csv's own limit then refuses it, once
     a traceback ("_csv.Error: field larger than field limit"), now one line."""
-    from seakr import textio
 
-    monkeypatch.setattr(textio, "MAX_LINE", 1000)
+    monkeypatch.setattr("seakr.eval.qatables.MAX_LINE", 1000)
     f = tmp_path / "many.csv"
     f.write_text("ID,Question,Answers,Documents\n" + 'q1,Who?,[\'a\'],"[\'' + ("t" * 500 + "\n") * 5 + '\']"\n')
     with pytest.raises(DatasetError, match=r"many.csv:\d+: not readable as CSV \(field larger than field limit"):
@@ -426,7 +426,7 @@ def test_a_split_in_shards_reads_whole_from_its_folder_or_a_quoted_glob(tmp_path
     quoted glob (or a folder of one split) reads every shard in order; a folder of several splits, a missing
     shard and shards of two layouts are refused in one line; one shard alone is read with a warning."""
     pa, pq = pytest.importorskip("pyarrow"), pytest.importorskip("pyarrow.parquet")
-    from seakr.eval.runner import data_identity
+    from seakr.eval.resume import data_identity
 
     recs = [_hotpot_as_hugging_face(r) for r in json.loads(open(HOTPOT).read())]
     hub = tmp_path / "distractor"

@@ -11,10 +11,13 @@ import pytest
 
 from helpers import HOTPOT, fixture_path, run_cli
 from scripted import Reply, ScriptedLM
-from seakr.cli import CLIError, plan_from_args
-from seakr.cliargs import build_parser
+from seakr.cli.commands import plan_from_args
+from seakr.cli.flags import CLIError
+from seakr.cli.args import build_parser
 from seakr.eval.datasets import load_dataset
-from seakr.eval.plan import EvalPlan, ModelSpec, PlanError, RunSpec, check_run, method_options, read_grid, run_plan
+from seakr.eval.grid import read_grid
+from seakr.eval.plan import EvalPlan, run_plan
+from seakr.eval.specs import ModelSpec, PlanError, RunSpec, check_run, method_options
 from seakr.methods import build_method
 
 NQ = fixture_path("nq_mini.oracle.jsonl")
@@ -89,7 +92,7 @@ def test_a_grid_path_beside_the_file_but_not_in_the_working_folder_says_where_it
 def test_a_grid_with_runs_refuses_the_method_flags_and_an_empty_run_list(tmp_path):
     """`--method ircot --option max_steps=1` beside a grid's [[run]] tables were dropped without a word (the
     table was the grid's method), and `run = []` ran SeaKR, the flags' default, as if the key were absent."""
-    from seakr.cli import CLIError
+    from seakr.cli.flags import CLIError
 
     grid = tmp_path / "g.toml"
     grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\n[[run]]\nmethod = "cot"\n')
@@ -210,7 +213,7 @@ def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid)
     else:
         assert (r.returncode, r.stderr) == (2, f"seakr: error: {flag[0]} {rest}\n")
     (tmp_path / "g.toml").write_text(f'data = "{HOTPOT}"\n{grid}\n[[run]]\nmethod = "cot"\n')
-    from seakr.cli import CLIError
+    from seakr.cli.flags import CLIError
 
     with pytest.raises((ValueError, CLIError)) as e:
         cli_plan("--config", str(tmp_path / "g.toml"), "--out", str(tmp_path / "o")).check()
@@ -229,7 +232,7 @@ def test_a_folder_the_system_refuses_fails_before_any_model_loads(tmp_path):
 def test_the_python_doors_below_the_plan_name_a_folder_they_cannot_make(tmp_path):
     """``run_eval`` and the studies called from Python (no plan to check first) raised the system's own words:
     "[Errno 2] No such file or directory: '/proc/x'", "[Errno 20] Not a directory: 'a.csv/x'"."""
-    from seakr.eval.runner import RowLog
+    from seakr.eval.rowlog import RowLog
     from seakr.eval.states import StateStore
 
     (tmp_path / "file").write_text("x")
@@ -357,7 +360,7 @@ def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
 
 
 def test_option_pairs_and_the_hint_for_another_methods_option():
-    from seakr.cli import CLIError, parse_options
+    from seakr.cli.flags import CLIError, parse_options
 
     assert parse_options(["k=020", "delta=-inf", "titles=true", "marker=So it is"]) == {
         "k": 20, "delta": "-inf", "titles": True, "marker": "So it is"}
@@ -434,7 +437,8 @@ def test_one_option_given_two_values_is_refused(tmp_path, capsys, argv, said):
 ])
 def test_a_flag_of_one_value_given_two_is_refused(tmp_path, monkeypatch, capsys, argv, said):
     """argparse kept the last: `eval --data a.jsonl --data b.jsonl` ran b alone, and nothing said a was dropped."""
-    from seakr.cli import build_parser, main
+    from seakr.cli import main
+    from seakr.cli.args import build_parser
 
     monkeypatch.chdir(tmp_path)  # the relative --out folders: were the check to fail, its outputs land here
 
@@ -558,7 +562,8 @@ def test_a_finished_run_resumed_is_summarised_without_loading_the_model(tmp_path
 
 def test_a_grid_nested_past_the_parser_is_one_line(tmp_path):
     """`a = [[[[...` thousands deep in a grid was a RecursionError's traceback from inside tomllib."""
-    from seakr.eval.plan import PlanError, read_grid
+    from seakr.eval.grid import read_grid
+    from seakr.eval.specs import PlanError
 
     (tmp_path / "g.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(PlanError, match=rf"^{tmp_path / 'g.toml'}: nested too deeply to read"):
@@ -573,7 +578,8 @@ def test_an_index_or_filler_no_run_searches_is_refused(tmp_path, given):
     """`eval --method cot --index X` printed "index: X" and never read it; `--filler F` was dropped without a
     word: taken and never read, as delta without a SeaKR run (refused) was."""
     from helpers import HOTPOT
-    from seakr.eval.plan import EvalPlan, PlanError, RunSpec
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import PlanError, RunSpec
     from seakr.search import Passage
     from seakr.search.tantivy_engine import TantivyEngine
 
@@ -642,7 +648,8 @@ def test_every_shard_takes_the_file_s_prompt_family_an_empty_one_too(tmp_path):
 def test_a_runs_or_an_indexs_own_file_as_filler_is_refused_before_any_work(tmp_path):
     """`--filler RUN/results.jsonl` failed "missing field 'text'" once pooling began, and `--filler IDX` "IDX/....fast:
     cannot guess the corpus format": the plan's check names what each is, as `index build` does."""
-    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import PlanError
     from seakr.search import Passage
     from seakr.search.tantivy_engine import TantivyEngine
 

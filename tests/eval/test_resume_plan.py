@@ -8,7 +8,7 @@ import time
 import pytest
 
 from helpers import HOTPOT, run_cli
-from seakr.eval.runner import joined_rows, read_results
+from seakr.eval.rowlog import joined_rows, read_results
 
 pytestmark = pytest.mark.slow
 COT = ["eval", "--model", "smollm2-135m", "--data", HOTPOT, "--method", "cot", "--option", "max_new_tokens=8",

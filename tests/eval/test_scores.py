@@ -8,9 +8,13 @@ import time
 
 import pytest
 
-from seakr.eval.datasets import Example
-from seakr.eval.runner import (SCORES, _choice_signal, compare, export_predictions, final_stage_table, merge_runs, run_eval,
-                               run_rows, throughput)
+from seakr.eval.example import Example
+from seakr.common.runs import SCORES
+from seakr.eval.compare import _choice_signal, compare, final_stage_table
+from seakr.eval.merge import export_predictions, merge_runs
+from seakr.eval.rowlog import run_rows
+from seakr.eval.runner import run_eval
+from seakr.eval.summary import throughput
 from seakr.methods.trace import Answer
 
 
@@ -318,7 +322,8 @@ def test_max_new_tokens_as_long_as_the_context_is_named_when_the_method_is_built
 def test_a_row_seakr_did_not_write_is_named_by_file_line_and_field_at_every_reader(tmp_path, edit, field):
     """A hand-edited score row reached the summary as a KeyError traceback (compare, report, merge) or, in a
     resumed run, only after every new question had been answered."""
-    from seakr.eval.runner import RowLog, check_row, score_row
+    from seakr.eval.rows import check_row
+    from seakr.eval.rowlog import RowLog, score_row
     from seakr.serve.render import report_html
 
     run_eval(ScriptedMethod(ANSWERS), EXS[:2], tmp_path / "run")
@@ -368,7 +373,7 @@ def test_a_run_whose_searches_all_found_nothing_says_so(tmp_path, capsys):
         return {"id": f"q{i}", "em": 0.0, "f1": 0.0, "totals": {"retrievals": 2, "empty_retrievals": empty,
                                                                   "model_calls": 2, "sampled_sequences": 2,
                                                                   "generated_tokens": 9}}
-    from seakr.eval.runner import _summary
+    from seakr.eval.summary import _summary
 
     assert _summary(tmp_path, [row(0, 2), row(1, 2)], "ircot", False, 2, 1.0, 1)["empty_retrieval_rate"] == 1.0
     assert capsys.readouterr().err == ("seakr: warning: ircot: none of its 4 searches found a passage: does the index "
@@ -444,7 +449,7 @@ def test_questions_without_gold_answers_are_answered_and_written_without_scores(
     """A test split (no gold answers) was refused whole at load; answered now, its rows carry null EM/F1 and the
     tables a dash, every reader (resume, compare, report's summary, merge) takes them, and what needs F1 (a
     calibration, the gate's tuning) refuses the run in one line."""
-    from seakr.eval.runner import summary_markdown
+    from seakr.eval.summary import summary_markdown
 
     bare = [Example(ex.id, ex.question, []) for ex in EXS]
     s = run_eval(ScriptedMethod(ANSWERS), bare, tmp_path / "test")
@@ -549,7 +554,7 @@ def test_an_output_through_a_link_is_judged_by_what_it_points_to(tmp_path):
     wrote the predictions over them: the write follows the link, the check read the link's own name."""
     from helpers import run_cli
 
-    from seakr.eval.runner import check_not_a_record
+    from seakr.common.runs import check_not_a_record
 
     run_eval(ScriptedMethod(ANSWERS), EXS, tmp_path / "dev")
     before = {f.name: f.read_bytes() for f in (tmp_path / "dev").iterdir()}

@@ -47,8 +47,8 @@ def _fake_run(d, shard, k=20, ids=("a",)):
 
 
 def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
-    from seakr.eval.plan import parse_shard
-    from seakr.eval.runner import merge_runs
+    from seakr.eval.specs import parse_shard
+    from seakr.eval.merge import merge_runs
 
     _fake_run(tmp_path / "a", "0/3", ids=("q1",))
     _fake_run(tmp_path / "b", "1/3", k=10, ids=("q2",))
@@ -85,7 +85,8 @@ def test_a_shard_is_recorded_as_i_over_n(tmp_path):
     """``--shard 00/02`` (a zero-padded array index) was recorded as given, and merge compared the split as
     text: its sibling 1/2 was "of another split than 00/02"; a --resume as 0/2 was "another shard"."""
     from seakr.eval.plan import EvalPlan
-    from seakr.eval.runner import check_same_questions, merge_runs
+    from seakr.eval.merge import merge_runs
+    from seakr.eval.resume import check_same_questions
 
     for given in ("00/02", " 0/2", "0 / 2"):
         assert EvalPlan(data=HOTPOT, out=str(tmp_path / "p"), runs=["cot"], shard=given).check().shard == "0/2"
@@ -128,7 +129,8 @@ def test_processes_started_together_build_a_pooled_index_once(tmp_path, monkeypa
 def test_ray_shards_are_checked_before_ray_starts(tmp_path, kw, needle):
     """Every shard's worker loads the model: 1,000 shards of 12 questions started 1,000 workers on 2 CPUs."""
     from seakr.eval.cluster import run_shards
-    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import PlanError
 
     plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "out"), runs=["cot"], model="smollm2-135m")
     with pytest.raises(PlanError, match=re.escape(needle)):

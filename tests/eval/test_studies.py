@@ -14,8 +14,10 @@ import pytest
 
 from helpers import HOTPOT, fixture_path, run_cli
 from seakr.eval.datasets import load_dataset
-from seakr.eval.runner import RowLog
-from seakr.eval.studies import calibrate, calibration_sweep, detect, gold_lower_u, parse_taps, rerank_study, rerank_summary
+from seakr.eval.rowlog import RowLog
+from seakr.eval.calibrate import calibrate, calibration_sweep
+from seakr.eval.detect import detect, parse_taps
+from seakr.eval.rerankstudy import gold_lower_u, rerank_study, rerank_summary
 
 
 def test_sweep_is_exact_and_prefers_fewer_retrievals():
@@ -70,7 +72,7 @@ def test_rerank_signal_counts_gold_against_non_gold_pairs_within_each_question()
 
 def test_a_re_rank_study_says_when_the_index_held_nothing_the_questions_need(tmp_path, capsys):
     """A study whose searches found nothing (an index of other passages) printed n 0 and nulls, and no reason."""
-    from seakr.eval.studies import _rerank_result
+    from seakr.eval.rerankstudy import _rerank_result
 
     empty = [{"id": f"q{i}", "titles": [], "gold": ["Z"], "u": []} for i in range(3)]
     assert _rerank_result(empty, "m", 3, 1.645, tmp_path)["n"] == 0
@@ -113,11 +115,11 @@ def test_rowlog_needs_resume_drops_torn_tail_and_refuses_other_config(tmp_path):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX only")
 def test_one_run_writes_to_a_folder_at_a_time_and_a_killed_one_frees_it(tmp_path):
-    from seakr.eval.plan import PlanError, check_output_dir
+    from seakr.eval.specs import PlanError, check_output_dir
 
     cfg = {"method": {"config": {"k": 20}}}
     run = tmp_path / "grid" / "seakr"  # a grid's run folder inside --out
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from seakr.eval.runner import RowLog; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from seakr.eval.rowlog import RowLog; "
                                f"log = RowLog({str(run)!r}, 'rows.jsonl', {cfg!r}); print('held', flush=True); "
                                "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
@@ -292,7 +294,7 @@ def test_short_form_keeps_each_answers_state_and_scores_a_fitted_probe(tmp_path,
 def test_a_probe_study_scores_only_the_k_values_it_drew():
     """A study drawing k samples scores k and the usual values below it; its summary names the k it compared
     at, and rows of an older study that scored other k values leave the probe table out, not mislabel it."""
-    from seakr.eval.studies import _probe_summary, probe_ks
+    from seakr.eval.detect import _probe_summary, probe_ks
 
     assert probe_ks(20) == (5, 10, 20) and probe_ks(3) == (3,) and probe_ks(10) == (5, 10) and probe_ks(30) == (5, 10, 20, 30)
     wrong = [True, False, True, False]
@@ -334,8 +336,8 @@ def _score(qid, f1, us):
 
 def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delta(tmp_path, monkeypatch, capsys):
     from seakr.eval.rows import ResultRow
-    from seakr.eval.studies import calibrate_from_runs, largest_step_u
-    from seakr.methods.base import calibration_path, default_delta
+    from seakr.eval.calibrate import calibrate_from_runs, largest_step_u
+    from seakr.methods.deltas import calibration_path, default_delta
 
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
     # q1: confident chain, right without retrieval; q2: one uncertain step (-1.0), retrieval helps;
@@ -363,7 +365,7 @@ def test_multihop_calibration_retrieves_where_the_never_chain_first_exceeds_delt
 
 
 def test_multihop_calibration_refuses_runs_that_are_not_its_two_branches(tmp_path):
-    from seakr.eval.studies import calibrate_from_runs
+    from seakr.eval.calibrate import calibrate_from_runs
 
     rows = [_score("q1", 1.0, [-2.0])]
     never = _branch_run(tmp_path / "never", rows, delta="inf")
@@ -456,7 +458,7 @@ def test_a_state_the_disk_refuses_is_a_refused_write_and_leaves_no_half_file(tmp
 
 _CALIBRATING = """
 import sys
-from seakr.eval.studies import _write_calibration
+from seakr.eval.calibrate import _write_calibration
 
 info = {"model": "m", "state_layer": 3, "state_source": "mlp"}
 for i in range(40):
@@ -468,7 +470,7 @@ for i in range(40):
 def test_two_calibrations_at_once_both_reach_the_models_file(tmp_path):
     """The model's calibration file is read, extended and written back: two calibrations at once (of two
     estimators, by two shards) each wrote back what it had read, and 60 of 120 thresholds were lost."""
-    from seakr.methods.base import calibration_path
+    from seakr.methods.deltas import calibration_path
 
     env = {**os.environ, "SEAKR_CACHE": str(tmp_path)}
     runs = [subprocess.Popen([sys.executable, "-c", _CALIBRATING, tag], env=env) for tag in "ab"]
@@ -518,7 +520,7 @@ def test_a_study_refuses_a_question_beyond_the_context_before_the_first_and_name
     from types import SimpleNamespace
 
     from scripted import Reply, ScriptedLM
-    from seakr.eval.datasets import Example
+    from seakr.eval.example import Example
     from seakr.eval.studies import _each
 
     class Short(ScriptedLM):
@@ -548,8 +550,9 @@ def test_a_resume_with_a_smaller_limit_keeps_the_studys_files_of_every_row(tmp_p
     from types import SimpleNamespace
 
     from scripted import Reply, ScriptedLM
-    from seakr.eval.datasets import Example
-    from seakr.eval.studies import _each, study_of_rows
+    from seakr.eval.example import Example
+    from seakr.eval.finished import study_of_rows
+    from seakr.eval.studies import _each
 
     method = SimpleNamespace(lm=ScriptedLM(lambda v: Reply("x")), describe=lambda: {"method": "seakr"})
     exs = [Example(f"q{i}", f"Question {i}?", ["a"]) for i in range(6)]
@@ -601,7 +604,7 @@ def test_a_resume_reads_the_rows_it_continues_before_the_model_loads(tmp_path, c
 
 
 def test_a_probe_is_not_fitted_on_a_detect_row_another_tool_wrote(tmp_path):
-    from seakr.probes.fitting import fit_from_studies
+    from seakr.eval.fitting import fit_from_studies
 
     (tmp_path / "config.json").write_text(json.dumps({"study": "detect", "form": "short"}))
     (tmp_path / "detect_rows.jsonl").write_text(json.dumps({"id": "a", "answer": "x", "correct": True}) + "\n")
@@ -613,7 +616,7 @@ def test_a_run_and_a_study_never_share_a_folder(tmp_path):
     """A detect study sent to an eval run's folder replaced the run's config.json: `compare` then called the
     run a detect study and its --resume was refused. Each door refuses the other kind's folder, the
     command line before the model loads."""
-    from seakr.eval.runner import SCORES
+    from seakr.common.runs import SCORES
 
     run, study = tmp_path / "run", tmp_path / "study"
     with RowLog(run, "results.jsonl", {"name": "cot", "method": {"method": "cot"}}, companion=(SCORES, dict)) as log:
@@ -674,7 +677,7 @@ def test_open_book_detection_without_gold_passages_is_refused_before_the_model_l
     """A data file without each question's gold passage was refused only once the model had loaded (7 s with
     the test model); the Python API's detect() refuses it the same way."""
     from seakr.cli import main
-    from seakr.eval.studies import check_open_book
+    from seakr.eval.detect import check_open_book
 
     data = tmp_path / "qa.jsonl"
     data.write_text('{"id": "q1", "question": "Where?", "answer": "x"}\n')
@@ -714,7 +717,8 @@ def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_p
     recorded taps begin with the model's own; the same taps again pass on to the load."""
     from types import SimpleNamespace
 
-    from seakr.cli import _detect_asks_as_before, main
+    from seakr.cli import main
+    from seakr.cli.studies import _detect_asks_as_before
 
     out = tmp_path / "study"
     out.mkdir()
@@ -757,7 +761,7 @@ def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_p
 
 def test_a_detect_table_over_one_class_says_why_it_has_no_auroc():
     """Every cell read "nan" when all answers were wrong (a first try on a few questions), saying nothing of why."""
-    from seakr.eval.studies import detect_markdown
+    from seakr.eval.detect import detect_markdown
 
     nan = float("nan")
     r = {"n": 2, "setting": "closed-book", "accuracy_f1>=0.5": 0.0, "state": "L14:mlp",
@@ -773,7 +777,7 @@ def test_a_detect_table_over_one_class_says_why_it_has_no_auroc():
 def test_a_detect_table_says_how_many_answers_were_empty_and_what_to_try():
     """SmolLM2 (an instruct model) given the short form's plain prompt ended every reply at once: 12 empty
     answers, all "wrong", and the table said only that no AUROC could be drawn."""
-    from seakr.eval.studies import detect_markdown
+    from seakr.eval.detect import detect_markdown
 
     r = {"n": 12, "setting": "closed-book", "accuracy_f1>=0.5": 0.0, "state": "L14:mlp", "estimators": {},
          "empty_answers": 12, "prompt_style": "plain"}
@@ -807,7 +811,7 @@ def test_the_rerank_study_prints_strict_json(tmp_path, capsys):
 def test_a_study_refuses_questions_it_cannot_answer_once_each(tmp_path):
     """As run_eval: a generator of questions was len()'s TypeError in a study, or read up by the gold check so that
     nothing was asked; a question given twice was asked and counted twice."""
-    from seakr.eval.datasets import Example
+    from seakr.eval.example import Example
 
     exs = [Example("q0", "Who?", ["a"])]
     for study in (lambda e: detect(None, e, tmp_path / "d"), lambda e: calibrate(None, e, tmp_path / "c"),
@@ -828,7 +832,7 @@ def test_a_finished_study_resumed_is_summarised_without_loading_the_model(tmp_pa
     from scripted import Reply, ScriptedLM
 
     from seakr.cli import main
-    from seakr.eval.plan import ModelSpec
+    from seakr.eval.specs import ModelSpec
 
     class Named(ScriptedLM):  # the model the command names, as its info() says
         def __init__(self, name):
@@ -879,7 +883,7 @@ def test_a_study_refuses_an_option_it_never_reads_before_the_model_loads(tmp_pat
 def test_a_threshold_written_from_few_questions_is_said_to_be_thin(tmp_path, monkeypatch, capsys):
     """`seakr calibrate` on 6 questions wrote a delta that every later SeaKR run of the model read in place of the
     packaged one (taken from 30 to 50), with nothing said but "written to"."""
-    from seakr.eval.studies import FEW_TUNING, _write_calibration
+    from seakr.eval.calibrate import FEW_TUNING, _write_calibration
 
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
     info = {"model": "m", "state_layer": 3, "state_source": "mlp"}

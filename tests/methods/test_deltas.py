@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seakr.methods.base import default_delta
+from seakr.methods.deltas import default_delta
 from seakr.models.registry import REGISTRY
 from seakr.uncertainty import ESTIMATORS
 
@@ -44,7 +44,7 @@ def test_lookup_reads_the_packaged_value_and_never_the_provenance(tmp_path, monk
 
 def test_auto_prompt_style_is_the_packaged_models_measured_one_where_the_model_can_take_it():
     from scripted import ScriptedLM
-    from seakr.methods.base import default_prompt_style
+    from seakr.methods.deltas import default_prompt_style
     from seakr.models.base import CHAT
 
     class Named(ScriptedLM):
@@ -67,14 +67,14 @@ def test_a_threshold_belongs_to_its_prompt_style(tmp_path, monkeypatch):
     info = {"model": "smollm2-135m", "state_layer": 14, "state_source": "mlp"}
     assert default_delta(info, "eigen", "plain")[1] == "packaged:smollm2-135m:L14:mlp"
     assert default_delta(info, "eigen", "chat") == (-6.0, "paper")  # plain's value is not chat's
-    from seakr.methods.base import calibration_path
+    from seakr.methods.deltas import calibration_path
     assert calibration_path(info, "chat").name == "smollm2-135m-L14-mlp-chat.json"
     assert calibration_path(info).name == "smollm2-135m-L14-mlp.json"
 
 
 def test_a_threshold_belongs_to_its_mode_and_multihop_falls_back_to_simple_by_name(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
-    from seakr.methods.base import calibration_path
+    from seakr.methods.deltas import calibration_path
 
     info = {"model": "smollm2-135m", "state_layer": 14, "state_source": "mlp"}
     assert calibration_path(info, "chat", "multihop").name == "smollm2-135m-L14-mlp-chat-multihop.json"
@@ -93,7 +93,7 @@ def test_a_threshold_belongs_to_its_mode_and_multihop_falls_back_to_simple_by_na
 
 def test_a_damaged_threshold_file_of_the_users_is_named_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
-    from seakr.methods.base import calibration_path
+    from seakr.methods.deltas import calibration_path
 
     info = {"model": "smollm2-135m", "state_layer": 14, "state_source": "mlp"}
     p = calibration_path(info)
@@ -109,7 +109,7 @@ def test_a_damaged_threshold_file_of_the_users_is_named_in_one_line(tmp_path, mo
 def test_seakr_reads_the_threshold_of_its_own_mode(tmp_path, monkeypatch):
     from scripted import ScriptedLM
     from seakr.methods import SeaKR
-    from seakr.methods.base import calibration_path
+    from seakr.methods.deltas import calibration_path
 
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path))
     lm = ScriptedLM(lambda v: None)

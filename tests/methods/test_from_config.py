@@ -66,7 +66,7 @@ def test_the_building_blocks_take_paths_and_dicts_and_refuse_other_types(tmp_pat
     from scripted import Reply, ScriptedLM
     from seakr import load_model, open_engine
     from seakr.methods.baselines import IRCoT
-    from seakr.methods.base import MethodConfig
+    from seakr.methods.config import MethodConfig
 
     TantivyEngine.build(PASSAGES, tmp_path / "idx")
     assert open_engine(tmp_path / "idx").count() == 2  # a Path: it was an AttributeError
@@ -185,7 +185,8 @@ def test_a_tap_given_for_a_method_that_reads_no_state_is_said(tmp_path, monkeypa
     import seakr.models
     from helpers import HOTPOT
     from scripted import Reply, ScriptedLM
-    from seakr.eval.plan import EvalPlan, ModelSpec, RunSpec, run_plan
+    from seakr.eval.plan import EvalPlan, run_plan
+    from seakr.eval.specs import ModelSpec, RunSpec
 
     lm = ScriptedLM(lambda v: Reply("So the answer is Paris."))
     monkeypatch.setattr(seakr.models, "load_model", lambda *a, **k: lm)

@@ -120,7 +120,7 @@ def test_every_estimator_and_stage_switch_runs(seakr_answer, opts):
 
 def test_the_reasoning_ablations_return_the_full_runs_candidate(seakr_answer):
     """What lets ``compare`` read the reasoning ablations off a self-aware run's rows
-    (``runner.final_stage_table``): the stages before the final one do not depend on it, so each
+    (``compare.final_stage_table``): the stages before the final one do not depend on it, so each
     ablation returns exactly the candidate of its name that the full run generated (the full run here
     retrieves at every step, so the stages before the final one hold retrievals and re-ranks)."""
     full = seakr_answer(-math.inf).trace["final"]["candidates"]

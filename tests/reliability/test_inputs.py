@@ -110,7 +110,7 @@ def test_a_sample_count_the_machine_cannot_hold_is_one_line(index):
 
 
 def test_out_of_memory_is_told_from_other_faults():
-    from seakr.cli import out_of_memory
+    from seakr.cli.shell import out_of_memory
 
     cpu = RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
                        "you tried to allocate 40400000000000 bytes. Error code 12 (Cannot allocate memory)")
@@ -141,7 +141,7 @@ def test_a_stream_with_no_line_breaks_is_refused_at_its_first_line(tmp_path):
 
 
 def test_an_exception_without_a_message_is_named_by_its_type():
-    from seakr.textio import first_line
+    from seakr.common.console import first_line
 
     assert first_line(KeyError()) == "KeyError" and first_line(EOFError("")) == "EOFError"  # IndexError before
     assert first_line(ValueError("one\ntwo")) == "one" and first_line(ValueError("x" * 500), limit=300) == "x" * 300
@@ -151,7 +151,7 @@ def test_a_full_disk_is_one_line_that_says_what_is_kept():
     """A full disk during eval wrote a traceback from inside the row log's close (found on a 200 KB tmpfs)."""
     import errno
 
-    from seakr.cli import disk_refused
+    from seakr.cli.shell import disk_refused
 
     said = disk_refused(OSError(errno.ENOSPC, "No space left on device", "/runs/x/config.json"))
     assert said.startswith("no space left on the device (writing /runs/x/config.json); what was written before it is kept")
@@ -393,7 +393,8 @@ def test_a_pipe_is_read_where_it_is_read_once_and_named_where_it_would_be_read_t
         one_line_error(bash(cmd), ": a pipe or device, which can be read once, but", needle)
     r = bash(f"index build --format jsonl <(cat {corpus}) --out {out}")
     assert r.returncode == 0 and b"built " in r.stdout and b"1 passages" in r.stdout, r.stderr
-    from seakr.eval.datasets import DatasetError, load_dataset
+    from seakr.common.layouts import DatasetError
+    from seakr.eval.datasets import load_dataset
     from seakr.search.corpora import CorpusError, read_corpus
 
     with pytest.raises(DatasetError, match="^/dev/null: a pipe or device"):
@@ -440,7 +441,8 @@ def test_an_empty_input_path_is_not_read_as_its_default(tmp_path, args):
 
 
 def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
-    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import PlanError
     from seakr.methods import SeaKR
 
     for kw, needle in ((dict(index=""), "index is empty"), (dict(filler=[""]), "filler is empty"),
@@ -484,7 +486,7 @@ def test_index_build_takes_its_engine_from_where_it_builds(tmp_path):
 
 
 def test_a_stop_string_replaces_the_default_newline():
-    from seakr.cliargs import build_parser
+    from seakr.cli.args import build_parser
 
     parse = lambda *a: build_parser().parse_args(["uncertainty", *a, "x"]).stop  # noqa: E731
     assert parse() is None and parse("--stop", ".", "--stop", "?") == [".", "?"]  # appended to ["\n"] before
@@ -516,7 +518,7 @@ def test_a_choice_written_as_its_makers_capitalise_it_gets_a_suggestion_at_every
 def test_a_negative_threshold_is_a_value_not_a_flag(value, read):
     """argparse reads only -5 and -5.2 as numbers: ``--delta -inf`` (the help's own example: "inf and -inf
     allowed") and ``--delta -1e-3`` were "expected one argument"; a question may still be one after --."""
-    from seakr.cliargs import build_parser
+    from seakr.cli.args import build_parser
 
     for cmd in (["ask", "--delta", value, "Who?"], ["eval", "--data", "q.jsonl", "--delta", value],
                 ["demo", "--delta", value]):
@@ -528,7 +530,7 @@ def test_a_negative_threshold_is_a_value_not_a_flag(value, read):
 def test_every_path_flag_expands_a_tilde_no_shell_expanded(monkeypatch):
     """``--index=~/idx`` (bash expands no ``~`` after ``=``) and a quoted ``"~/idx"`` reached the commands as
     written: "no index here", and an output made a folder named "~" in the working folder."""
-    from seakr.cliargs import build_parser
+    from seakr.cli.args import build_parser
 
     monkeypatch.setenv("HOME", "/h")
     parse = lambda *a: vars(build_parser().parse_args(a))  # noqa: E731
@@ -550,7 +552,7 @@ def test_a_question_or_prompt_given_as_a_dash_is_read_from_stdin(monkeypatch, ca
     too quoted for the shell comes on stdin, UTF-8, its closing line end dropped."""
     import io
 
-    from seakr.cliargs import build_parser
+    from seakr.cli.args import build_parser
 
     def parse(argv, data: bytes):
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
@@ -580,7 +582,7 @@ def test_a_corpus_streamed_on_stdin_is_indexed_from_a_dash(tmp_path):
 
 
 def test_a_query_that_starts_with_a_dash_is_explained(capsys):
-    from seakr.cliargs import build_parser
+    from seakr.cli.args import build_parser
 
     with pytest.raises(SystemExit) as e:
         build_parser().parse_args(["search", "idx", "-Planck"])
@@ -604,7 +606,7 @@ def test_10_output_paths_and_run_folders_are_checked(tmp_path):
 
 
 def test_11_non_ascii_prompts_reach_the_model_as_typed():
-    from seakr.cli import unescape
+    from seakr.cli.args import unescape
 
     assert unescape("Question: 日本の首都は?\\nAnswer:") == "Question: 日本の首都は?\nAnswer:"
     assert unescape("tab\\there, a kept \\\\n") == "tab\there, a kept \\n"
@@ -742,10 +744,11 @@ def test_a_run_or_study_folder_that_is_not_there_is_said_so(tmp_path, monkeypatc
 
 
 def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_path):
-    from seakr.eval.runner import compare, merge_runs
+    from seakr.eval.compare import compare
+    from seakr.eval.merge import merge_runs
     from seakr.serve.render import report_html
 
-    from seakr.eval.runner import RowLog
+    from seakr.eval.rowlog import RowLog
 
     for call in (lambda: compare([""]), lambda: report_html(""), lambda: merge_runs("", ["x"]), lambda: merge_runs("m", [" "]),
                  lambda: RowLog("", "results.jsonl", {})):  # run_eval's and every study's log
@@ -787,7 +790,7 @@ def test_uncertainty_json_is_one_strict_json_document(monkeypatch, capsys):
     read it. stdout is now the document alone, +inf is null with its reason under "uncertain"."""
     from scripted import Reply, ScriptedLM
     from seakr.cli import main
-    from seakr.eval.plan import ModelSpec
+    from seakr.eval.specs import ModelSpec
 
     monkeypatch.setattr(ModelSpec, "load", lambda self: ScriptedLM(lambda v: Reply("Paris")))
     assert main(["uncertainty", "Where is the Eiffel Tower?", "--k", "1", "--json"]) == 0
@@ -851,7 +854,7 @@ def test_a_runs_file_made_a_folder_is_named_as_our_lines_name_a_path(tmp_path):
     export and report with "[Errno 21] Is a directory: 'run/results.jsonl'"."""
     from scripted import Reply, ScriptedLM
 
-    from seakr.eval.datasets import Example
+    from seakr.eval.example import Example
     from seakr.eval.runner import run_eval
     from seakr.methods import build_method
 

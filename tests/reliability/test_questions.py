@@ -5,7 +5,8 @@ import pytest
 from pydantic import ValidationError
 
 from scripted import Reply, ScriptedLM
-from seakr.eval.datasets import DatasetError, load_dataset
+from seakr.common.layouts import DatasetError
+from seakr.eval.datasets import load_dataset
 from seakr.methods import build_method
 from seakr.serve.app import AnswerRequest
 
@@ -60,7 +61,7 @@ def test_a_model_refuses_a_thread_count_before_loading(threads):
 
 
 def test_seakr_threads_is_checked_like_the_flag(monkeypatch):
-    from seakr.eval.plan import ModelSpec, PlanError
+    from seakr.eval.specs import ModelSpec, PlanError
     from seakr.models.hf import default_threads
 
     for bad in ("abc", "0", "100000"):

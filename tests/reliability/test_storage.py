@@ -13,7 +13,8 @@ import time
 import pytest
 
 from helpers import HOTPOT, SEAKR_CLI, fixture_path, run_cli as seakr
-from seakr.eval.runner import RowLog, data_identity, read_results
+from seakr.eval.resume import data_identity
+from seakr.eval.rowlog import RowLog, read_results
 from seakr.search.base import Passage, SearchError
 from seakr.search.tantivy_engine import TantivyEngine, remove_orphans
 
@@ -228,7 +229,7 @@ def test_a_row_cut_off_between_the_two_files_reaches_the_committed_file_on_resum
 
 
 def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
-    from seakr.eval.runner import merge_runs
+    from seakr.eval.merge import merge_runs
 
     for i, limit in ((0, 10), (1, 20)):
         d = tmp_path / f"s{i}"
@@ -241,14 +242,15 @@ def test_06_merge_refuses_shards_cut_with_another_limit(tmp_path):
 def test_a_merge_into_a_folder_another_is_writing_is_refused(tmp_path):
     """Two `seakr merge --out M` at once (two shard sets, or a retried job) each found M empty at its start and
     wrote its rows over the other's, both printing a table. A merge now holds M as a run does."""
-    from seakr.eval.runner import merge_runs, run_lock
+    from seakr.eval.folders import run_lock
+    from seakr.eval.merge import merge_runs
 
     for i in range(2):
         with RowLog(tmp_path / f"s{i}", "results.jsonl", _engine_cfg("/i", shard=f"{i}/2")) as log:
             log.append({"id": f"q{i}", "f1": 1.0, "em": 1.0})
     shards = [str(tmp_path / "s0"), str(tmp_path / "s1")]
     (tmp_path / "m").mkdir()  # made by the other merge, which is writing its rows
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from seakr.eval.runner import run_lock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from seakr.eval.folders import run_lock\n"
                                "with run_lock(sys.argv[1]):\n    print('held', flush=True); time.sleep(60)",
                                str(tmp_path / "m")], stdout=subprocess.PIPE, text=True)
     try:
@@ -286,7 +288,8 @@ def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_eithe
     """delta=-inf ("retrieve at every step") was written as the bare token -Infinity, which jq and JSON.parse
     refuse; it is the text "-inf" that options read back. A run written either way resumes with the same delta,
     at the row log (after the model) and at the plan's early check (before it), and not with another one."""
-    from seakr.eval.plan import EvalPlan, PlanError, RunSpec
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import PlanError, RunSpec
 
     cfg = {"method": {"method": "seakr", "config": {"k": 20, "delta": -float("inf")},
                       "model": {"model": "qwen2.5-coder-0.5b"}}}  # the plan's default model
@@ -315,8 +318,10 @@ def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
     of committed runs, with its notes and plots, still takes a new run or a resume."""
     from pathlib import Path
 
-    from seakr.eval.plan import EvalPlan, RunSpec
-    from seakr.eval.runner import RowLog, merge_runs
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import RunSpec
+    from seakr.eval.merge import merge_runs
+    from seakr.eval.rowlog import RowLog
 
     project, home, results = tmp_path / "project", tmp_path / "home", tmp_path / "results"
     (project / "src").mkdir(parents=True)
@@ -353,7 +358,9 @@ def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):
     """``--out`` naming a model folder replaced the model's config.json with the run's (the model no longer
     loaded); naming an index folder left files its manifest does not list ("damaged: rebuild it"). Both are
     refused before anything is written, for runs, studies and merges; a seakr run's own folder still resumes."""
-    from seakr.eval.runner import RowLog, check_not_foreign, check_rows_home, merge_runs
+    from seakr.eval.folders import check_not_foreign, check_rows_home
+    from seakr.eval.merge import merge_runs
+    from seakr.eval.rowlog import RowLog
     from seakr.search import Passage
     from seakr.search.tantivy_engine import TantivyEngine
 
@@ -391,7 +398,7 @@ import json, resource, signal, sys
 from pathlib import Path
 import numpy as np
 from seakr.probes.probe import fit_probe
-from seakr.eval.studies import _write_calibration
+from seakr.eval.calibrate import _write_calibration
 
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
 tmp = Path(sys.argv[1])
@@ -415,7 +422,7 @@ def test_a_write_cut_off_keeps_the_file_it_was_replacing(tmp_path):
     """A fitted probe saved over an earlier one, and the model's calibration file (read, extended, written
     back), were truncated in place: a write cut off by a full disk or a file-size limit left half a JSON file,
     the earlier fit or thresholds lost, and every later SeaKR run refused the file."""
-    from seakr.methods.base import calibration_path
+    from seakr.methods.deltas import calibration_path
 
     cache = tmp_path / "cache"
     old_probe = '{"earlier": "fit"}'
@@ -444,7 +451,7 @@ def test_a_damaged_row_a_table_leaves_out_is_said(tmp_path, capsys):
     still holds is not left out, and then nothing is said."""
     from pathlib import Path
 
-    from seakr.eval.runner import compare
+    from seakr.eval.compare import compare
 
     committed = Path(__file__).parents[2] / "benchmarks/results/speed-qwen-2wiki20-probe-reasoning/ircot"
     run = tmp_path / "ircot"

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import SEAKR_CLI, run_cli, stalled_adder
 from seakr.search import Passage, SearchError
-from seakr.search.base import MANIFEST
+from seakr.common.runs import MANIFEST
 from seakr.search.generations import MARK
 from seakr.search.tantivy_engine import TantivyEngine
 

@@ -60,7 +60,8 @@ def test_a_password_in_an_index_url_is_never_echoed(tmp_path):
     assert "hunter2" not in open_engine("http://u:hunter2@127.0.0.1:9/wiki").url
     data = tmp_path / "q.jsonl"
     data.write_text('{"id": "a", "question": "Who?", "answer": "x"}\n')
-    from seakr.eval.plan import EvalPlan, PlanError, run_plan
+    from seakr.eval.plan import EvalPlan, run_plan
+    from seakr.eval.specs import PlanError
 
     said = []
     plan = EvalPlan(data=str(data), out=str(tmp_path / "o"), index="http://u:hunter2@127.0.0.1:9/wiki", runs=["ircot"])

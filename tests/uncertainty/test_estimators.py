@@ -157,7 +157,7 @@ def test_single_pass_entropies_read_the_greedy_tokens_only():
 
 
 def test_seakr_uncertainty_says_why_an_estimator_reads_inf():
-    from seakr.cli import _why_inf
+    from seakr.cli.flags import why_inf as _why_inf
     from seakr.models.base import Generation, Sample
 
     one = Generation(3, greedy=Sample("", [], [], [], [], "stop"),

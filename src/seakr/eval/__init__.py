@@ -2,6 +2,7 @@
 
 from .datasets import Example, load_dataset
 from .metrics import exact_match, f1_score, normalize
-from .runner import compare, run_eval
+from .compare import compare
+from .runner import run_eval
 
 __all__ = ["Example", "compare", "exact_match", "f1_score", "load_dataset", "normalize", "run_eval"]

@@ -1,6 +1,6 @@
 """Evaluation fanned out over a Ray cluster: one shard of an :class:`~seakr.eval.plan.EvalPlan` per
 task, each calling :func:`~seakr.eval.plan.run_plan` with its own model, then
-:func:`~seakr.eval.runner.merge_runs`.
+:func:`~seakr.eval.merge.merge_runs`.
 
 A shard's rows are fsync'd as they finish and every shard resumes, so when a worker (or its node) dies
 Ray runs the task again in a fresh worker, which continues where the dead one stopped: finished
@@ -15,8 +15,9 @@ import os
 import shutil
 from pathlib import Path
 
-from .plan import EvalPlan, PlanError, run_plan
-from .runner import merge_runs
+from .plan import EvalPlan, run_plan
+from .specs import PlanError
+from .merge import merge_runs
 
 
 def _ray():

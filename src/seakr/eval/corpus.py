@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Sequence
 
 from ..models.registry import cache_root
-from ..search.base import MANIFEST, Passage
+from ..common.runs import MANIFEST
+from ..search.base import Passage
 from ..search.build import build_once, corpus_digest, file_digest
 from ..search.corpora import ctx_id, read_corpus
-from .datasets import Example
+from .example import Example
 from .splits import split_digest
 
 

@@ -7,8 +7,7 @@ IIRC (official JSON; unanswerable questions dropped, as in the paper), MuSiQue (
 FlashRAG generic JSONL (``id, question, golden_answers``), PopQA (``possible_answers``), and a question-answer
 table: CSV or TSV with a header naming its question and answer columns (``TABLE_COLUMNS``).
 Errors name the file, the line (JSONL) or record, and the field; every question needs a unique id and a
-question; every one has a gold answer, or none has (a test split: answered, not scored).
-"""
+question; every one has a gold answer, or none has (a test split: answered, not scored)."""
 
 from __future__ import annotations
 
@@ -17,43 +16,25 @@ import json
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
 
-from .. import textio
+from ..common.checks import blank
+from ..common.console import did_you_mean, misspelled, warn
+from ..common.files import check_rereadable, given_path, is_pattern, user_path
+from ..common.jsontext import json_file
+from ..common.runs import seakr_config
+from ..common.tables import dataset_object, head as file_head, jsonl
+from ..common.layouts import TABLE_COLUMNS, DatasetError, layout_of
 from .metrics import normalize, number_text
 from .splits import split_files
+from .example import Example
+from .qatables import _cell_answers, load_qa_csv, load_table
+
 
 LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "table", "auto")
-#: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
-#: titles as Python-list strings, no paragraph text): enough for closed-book labels, not for retrieval.
-QA_CSV_HEADER = ["ID", "Question", "Answers", "Documents"]
-
-#: The columns a question-answer table (CSV or TSV with a header; PopQA's TSV is one) is read from, matched
-#: without regard to case: the first name present of each; no id column numbers the rows (``row-<line>``)
-TABLE_COLUMNS = {"id": ("id", "qid", "question_id", "_id"), "question": ("question", "query"),
-                 "answers": ("answers", "answer", "possible_answers", "golden_answers", "gold_answers")}
 
 
 #: The keys a plain question record is read by (:func:`load_nq`): another spelling of one is refused, not dropped.
 _NQ_KEYS = frozenset({*TABLE_COLUMNS["id"], "question", "answers", "answer", "possible_answers"})
-
-
-class DatasetError(ValueError):
-    pass
-
-
-@dataclass
-class Example:
-    id: str
-    question: str
-    answers: list[str]  # gold answers + aliases
-    supporting_titles: list[str] = field(default_factory=list)
-    contexts: list[tuple[str, str]] = field(default_factory=list)  # (title, text) paragraphs given with the question
-    type: str = ""
-    dataset: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _records(path):
@@ -78,15 +59,15 @@ def _columns(d: dict) -> bool:
 
 
 def _file_records(path):
-    head = textio.head(path, 2048, DatasetError).lstrip()
-    if head.startswith("[") or textio.dataset_object(head):
-        d = textio.json_file(path, DatasetError)
+    head = file_head(path, 2048, DatasetError).lstrip()
+    if head.startswith("[") or dataset_object(head):
+        d = json_file(path, DatasetError)
         for where, r in ([(f"{path}: record {i}", r) for i, r in enumerate(d)] if isinstance(d, list) else [(path, d)]):
             if not isinstance(r, dict):
                 raise DatasetError(f"{where}: expected a JSON object, got {type(r).__name__}")
             yield where, r
         return
-    for n, r in textio.jsonl(path, DatasetError):
+    for n, r in jsonl(path, DatasetError):
         yield f"{path}:{n}", r
 
 
@@ -164,13 +145,13 @@ def _strs(where, name, values: list) -> list[str]:
 def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
     """What every question needs, whatever its layout: an id that names it alone (rows are written, resumed
     and paired by id) and a question (gold answers: :func:`_check_golds`)."""
-    if textio.blank(ex.id):
+    if blank(ex.id):
         raise DatasetError(f"{where}: the question's id is empty")
     if ex.id in seen:
         raise DatasetError(f"{where}: id {ex.id!r} repeats the question at {seen[ex.id]}; ids must be unique "
                            "(rows are written, resumed and compared by id)")
     seen[ex.id] = where
-    if textio.blank(ex.question):
+    if blank(ex.question):
         raise DatasetError(f"{where}: the question (id {ex.id!r}) is empty")
 
 
@@ -191,7 +172,7 @@ def warn_unlabelled(path: str, examples: list[Example]) -> None:
     if examples and not examples[0].answers:  # every question has one or none has (_check_golds)
         table = examples[0].dataset == "table"
         cols = f" (its header names no {' or '.join(TABLE_COLUMNS['answers'])} column)" if table else ""
-        textio.warn(f"{path}: no question has a gold answer{cols}: answers are written, without EM or F1", once=True)
+        warn(f"{path}: no question has a gold answer{cols}: answers are written, without EM or F1", once=True)
 
 
 def _contexts(where, ctx):
@@ -239,7 +220,7 @@ def _aliases(path: str) -> dict[str, list[str]]:
     if not os.path.exists(side):
         return {}
     out = {}
-    for n, a in textio.jsonl(side, DatasetError):
+    for n, a in jsonl(side, DatasetError):
         where = f"{side}:{n}"
         out[_req(where, a, "Q_id", str)] = _strs(where, "aliases", _opt(where, a, "aliases", list, []))
     return out
@@ -267,7 +248,7 @@ def load_nq(path):
     ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list, and PopQA's
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
-        if isinstance(r, dict) and (why := textio.misspelled(r, _NQ_KEYS)):
+        if isinstance(r, dict) and (why := misspelled(r, _NQ_KEYS)):
             raise DatasetError(f"{where}: {why}")  # "Answer" left the file unscored, "ID" made the id nq-<line>
         name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
         if name is None or r[name] is None or _missing(r[name]):  # no answer: a test split's question
@@ -395,120 +376,6 @@ def load_flashrag(path):
                       _kind(where, _opt(where, r, "metadata", dict, {}).get("type")), "flashrag")
 
 
-def _py_list(where: str, field: str, text: str) -> list[str]:
-    import ast
-
-    try:
-        v = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        v = None
-    if not isinstance(v, list):
-        raise DatasetError(f"{where}: field '{field}' should be a list such as ['a', 'b'], got {text[:40]!r}")
-    return [str(x) for x in v]
-
-
-def load_qa_csv(path):
-    import csv
-
-    csv.field_size_limit(textio.MAX_LINE)  # 128 KB by default: a long Documents field was csv's traceback
-    lines = (line for _, line in textio.lines(path, DatasetError, textio.MAX_LINE))
-    reader = csv.reader(lines)
-    header = next(reader, None)
-    if header != QA_CSV_HEADER:
-        raise DatasetError(f"{path}:1: expected the header {','.join(QA_CSV_HEADER)}, got "
-                           f"{','.join(header or [])[:80]!r}")
-    for n, row in textio.csv_rows(reader, path, DatasetError):
-        where = f"{path}:{n}"
-        if len(row) != 4:
-            raise DatasetError(textio.row_width_refused(path, reader, n, len(row), f"4 fields ({','.join(QA_CSV_HEADER)})"))
-        yield where, Example(row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
-                      [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
-
-
-_QUOTED = r"'(?:[^'\\]|\\.)*'" + r'|"(?:[^"\\]|\\.)*"'  # one quoted string, either quote, escapes kept
-#: a NumPy array of strings as pandas writes it to CSV (a Parquet split's list column): ['Paris' 'Lima'], no commas
-_ARRAY = re.compile(rf"\[\s*(?:(?:{_QUOTED})\s*)+\]")
-
-
-def _cell_answers(text: str) -> list[str]:
-    """A table cell's answers: a JSON or Python list (``["cat", "Felis catus"]``, PopQA's ``possible_answers``),
-    answers split by ``|`` (``Lima | Ciudad de los Reyes``: no factoid answer holds one, and read whole the cell
-    was an answer no prediction could match), or else one answer as written (a cell "[citation needed]" that
-    parses as no list is that answer)."""
-    import ast
-
-    s = text.strip()
-    if _ARRAY.fullmatch(s):  # before Python's parse, which reads 'Paris' 'Lima' as the one string 'ParisLima'
-        return [re.sub(r"\\(.)", r"\1", q[1:-1]) for q in re.findall(_QUOTED, s)]
-    if s.startswith("[") and s.endswith("]"):
-        for parse in (json.loads, ast.literal_eval):
-            try:
-                v = parse(s)
-            except (ValueError, SyntaxError, RecursionError, MemoryError):
-                continue
-            if isinstance(v, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in v):
-                return [x if isinstance(x, str) else number_text(x) for x in v]
-    if "|" in s:
-        return [a.strip() for a in s.split("|") if a.strip()] or [s]
-    return [s]
-
-
-def table_columns(header: list[str], where: str) -> dict[str, int | None]:
-    """Column index of each of ``TABLE_COLUMNS`` in ``header``; a missing question column is named (without an
-    id column the rows are numbered; without an answer column the questions are read alone, unscored)."""
-    low = [h.strip().lower() for h in header]
-    if twice := textio.column_twice(header, [n for names in TABLE_COLUMNS.values() for n in names]):
-        raise DatasetError(f"{where}: {twice}")
-    cols = {k: next((low.index(n) for n in names if n in low), None) for k, names in TABLE_COLUMNS.items()}
-    if cols["question"] is None:
-        names = " or ".join(TABLE_COLUMNS["question"])
-        raise DatasetError(f"{where}: a question-answer table needs a column named {names} (the header has "
-                           f"{', '.join(header)[:120]})")
-    return cols
-
-
-def _names_question(cells: list[str]) -> bool:
-    return any(h.strip().lower() in TABLE_COLUMNS["question"] for h in cells)
-
-
-def _delimiter(line: str) -> str:
-    """The delimiter of a question-answer table: the one its header line gives a question column by."""
-    return textio.table_delimiter(line, TABLE_COLUMNS["question"])
-
-
-def load_table(path):
-    """A CSV or TSV of questions and answers with a header row (``TABLE_COLUMNS``), its delimiter told by the
-    header line (``_delimiter``); an answer cell may hold a list (see ``_cell_answers``)."""
-    import csv
-
-    csv.field_size_limit(textio.MAX_LINE)
-    lines = (line for _, line in textio.lines(path, DatasetError, textio.MAX_LINE))
-    first = next(lines, "")
-    reader = csv.reader(itertools.chain([first], lines), delimiter=_delimiter(first))
-    header = next(reader, None) or []
-    cols = table_columns(header, f"{path}:1")
-    for n, row in textio.csv_rows(reader, path, DatasetError):
-        where = f"{path}:{n}"
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) != len(header):
-            raise DatasetError(textio.row_width_refused(path, reader, n, len(row), f"{len(header)} fields (as the header)"))
-        qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"  # (a run's ids: kept as they were)
-        answers = _cell_answers(row[cols["answers"]]) if cols["answers"] is not None else []
-        yield where, Example(qid, row[cols["question"]], answers, [], [], "", "table")
-
-
-def _table_header(head: str) -> list[str] | None:
-    """The header of a question-answer table opening ``head``: a first line, not JSON, with a question column."""
-    import csv
-
-    first = head.split("\n", 1)[0].rstrip("\r")
-    if first.lstrip().startswith(("{", "[")):
-        return None
-    header = next(csv.reader([first], delimiter=_delimiter(first)), [])
-    return header if _names_question(header) else None
-
-
 LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,
            "triviaqa": load_triviaqa, "iirc": load_iirc, "flashrag": load_flashrag, "qa-csv": load_qa_csv,
            "musique": load_musique, "table": load_table}
@@ -520,47 +387,10 @@ def detect_layout(path: str) -> str:
         return layout
     if hint := _passages_hint(path):
         raise DatasetError(f"{path}: {hint}")
-    head = textio.head(path, 4096, DatasetError)
+    head = file_head(path, 4096, DatasetError)
     if m := re.search(r'"(\s*question\s*)"\s*:', head, re.IGNORECASE):  # "Question": no layout has it
         raise DatasetError(f"{path}: key {m.group(1)!r} is read as no field: name it 'question'")
     raise DatasetError(f"{path}: cannot tell the dataset layout; pass --layout ({', '.join(LAYOUTS[:-1])})")
-
-
-def layout_of(path: str) -> str | None:
-    """The layout a data file's head shows, or None (an empty file is refused)."""
-    name = os.path.basename(path).lower()
-    head = textio.head(path, 4096, DatasetError)
-    if not head.strip() or head.strip() in ("[]", "{}"):
-        raise DatasetError(f"{path}: no questions in this file")
-    if head.startswith(",".join(QA_CSV_HEADER)):
-        return "qa-csv"
-    header = _table_header(head)
-    if header is not None:
-        return "table"
-    if '"Data"' in head and '"QuestionId"' in head or '"question_source"' in head or "trivia" in name:
-        return "triviaqa"
-    if '"questions"' in head and '"links"' in head or "iirc" in name:
-        return "iirc"
-    if '"paragraph_text"' in head or "musique" in name:
-        return "musique"
-    if '"paragraphs"' in head or '"answer_start"' in head or "squad" in name:
-        return "squad"
-    if '"ctxs"' in head or ('"answers"' in head and '"question"' in head and '"context"' not in head):
-        return "nq"
-    if "2wiki" in name or '"evidences"' in head or ('"golden_answers"' in head and '"context"' in head):
-        return "2wiki"
-    if '"golden_answers"' in head:
-        return "flashrag"
-    if '"supporting_facts"' in head or "hotpot" in name:
-        return "hotpotqa"
-    if '"question"' in head and ('"answer"' in head or '"possible_answers"' in head):  # NQ-open's official
-        # release; any plain question/answer file; PopQA's records
-        return "nq"
-    if '"question"' in head and '"context"' in head:  # HotpotQA's test split: no answers, no supporting facts
-        return "hotpotqa"
-    if '"question"' in head:  # questions alone (a test split, one's own): answered, not scored
-        return "nq"
-    return None
 
 
 def _passages_hint(path: str) -> str:
@@ -580,15 +410,15 @@ def _passages_hint(path: str) -> str:
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
     """The questions of a data file, of a folder holding one split, or of a quoted glob of a split's shards
     (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
-    path = textio.user_path(textio.given_path(path, "data", "data file"))  # None was os.stat's words, "" ": no such file"
+    path = user_path(given_path(path, "data", "data file"))  # None was os.stat's words, "" ": no such file"
     if layout not in LOADERS and layout != "auto":
-        raise DatasetError(f"unknown dataset layout {layout!r}{textio.did_you_mean(layout, LAYOUTS)}; choose from "
+        raise DatasetError(f"unknown dataset layout {layout!r}{did_you_mean(layout, LAYOUTS)}; choose from "
                            f"{', '.join(LAYOUTS)}")
-    if not textio.is_pattern(path):
+    if not is_pattern(path):
         _not_seakrs_own(path)
     files = split_files(path, DatasetError)
     for f in files:
-        textio.check_rereadable(f, "a data file is read more than once (its layout, its questions, its checksum "
+        check_rereadable(f, "a data file is read more than once (its layout, its questions, its checksum "
                                 "for --resume)", DatasetError)
     layouts = [detect_layout(f) if layout == "auto" else layout for f in files]
     if len(set(layouts)) > 1:
@@ -616,7 +446,7 @@ def _not_seakrs_own(path: str) -> None:
     kind, what = own
     if kind == "index":
         raise DatasetError(f"{path}: {what}, not questions; an index is given as --index")
-    cfg = textio.seakr_config(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))) or {}
+    cfg = seakr_config(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))) or {}
     raise DatasetError(f"{path}: {what}, not questions" +
                        (f"; the data file it read: {cfg['data']}" if isinstance(cfg.get("data"), str) else ""))
 
@@ -672,5 +502,5 @@ def _warn_unscorable(path: str, examples: list[Example]) -> None:
     are kept (refusing them would refuse the file) but no longer count as wrong without a word."""
     bad = [ex for ex in examples if ex.answers and not any(normalize(a) for a in ex.answers)]
     if bad:
-        textio.warn(f"{path}: {len(bad)} question(s) can never score, every gold answer being empty once normalised "
+        warn(f"{path}: {len(bad)} question(s) can never score, every gold answer being empty once normalised "
                     f"(e.g. {bad[0].id!r}: {bad[0].answers[0]!r}); they count as wrong whatever is answered", once=True)

@@ -10,6 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..common.checks import labels
+
 _PUNCT = set(string.punctuation)
 
 
@@ -71,22 +73,6 @@ def _check_resampling(n, level) -> None:
         raise ValueError(f"n (resamples) must be a whole number >= 1, not {n!r}")
     if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, not {level!r}")
-
-
-def labels(positives, shape: tuple | None, what: str, meaning: str = "") -> np.ndarray:
-    """``positives`` as booleans, one for each score (``shape``, the scores'; None: the caller counts them):
-    True/False or 1/0 (a float 1.0/0.0 too), the one rule for every label a statistic or a fit reads (``meaning``
-    says what True is). Text labels were all True ("no" is a non-empty string: the AUROC was NaN, "one class
-    only"), and a 2 among 0/1 counted as positive without a word."""
-    y = np.asarray(positives)
-    if y.dtype.kind != "b" and (y.dtype.kind not in "iuf" or not np.isin(y, (0, 1)).all()):
-        odd = y.ravel()[0] if y.dtype.kind not in "iuf" else y[~np.isin(y, (0, 1))].ravel()[0]
-        odd = odd.item() if isinstance(odd, np.generic) else odd
-        raise ValueError(f"{what}: labels must be booleans (True/False or 1/0{meaning}), got {odd!r}")
-    y = y.astype(bool)
-    if shape is not None and y.shape != shape:  # numpy's "boolean index did not match" before
-        raise ValueError(f"{what}: {math.prod(shape)} scores but {y.size} labels")
-    return y
 
 
 def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:

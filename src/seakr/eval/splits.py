@@ -12,8 +12,8 @@ import os
 import re
 from pathlib import Path
 
-from .. import textio
-
+from ..common.console import warn
+from ..common.files import data_file_names, is_pattern, pattern_files
 #: ``<split>-<i>-of-<n><ext>``: how the hub and ``datasets`` number a split's shards
 SHARD = re.compile(r"^(?P<split>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\..+)$")
 
@@ -22,8 +22,8 @@ def split_files(path: str, error: type[Exception] = ValueError) -> list[str]:
     """The files ``path`` names, in shard order: itself; a folder's data files when they are one split; the
     files a glob matches. One line for a folder of several splits (naming a glob for each), an empty one, a
     glob matching nothing, or a split with a shard missing."""
-    if textio.is_pattern(path):
-        files = textio.pattern_files(path, error)
+    if is_pattern(path):
+        files = pattern_files(path, error)
     elif os.path.isdir(path):
         files = _folder_split(path, error)
     else:
@@ -34,7 +34,7 @@ def split_files(path: str, error: type[Exception] = ValueError) -> list[str]:
 
 
 def _folder_split(folder: str, error) -> list[str]:
-    names = textio.data_file_names(folder)
+    names = data_file_names(folder)
     if not names:
         subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)) and not d.startswith("."))
         held = f"; it holds the folders {', '.join(subs[:4])}{', ...' if len(subs) > 4 else ''}: name one" if subs else ""
@@ -69,7 +69,7 @@ def _warn_one_shard(path: str) -> None:
     m = SHARD.match(os.path.basename(path))
     if m and int(m["n"]) > 1:
         pattern = os.path.join(os.path.dirname(path), f"{m['split']}-*{m['ext']}")
-        textio.warn(f"{path}: shard {int(m['i']) + 1} of {int(m['n'])} of the split '{m['split']}'; "
+        warn(f"{path}: shard {int(m['i']) + 1} of {int(m['n'])} of the split '{m['split']}'; "
                     f"its questions alone are read (name the split as '{pattern}', quoted, to read it whole)", once=True)
 
 

@@ -11,7 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import first_line, json_file, make_folder, write_atomic
+from ..common.console import first_line
+from ..common.jsontext import json_file
+from ..common.writing import make_folder, write_atomic
 
 
 def tap_name(tap) -> str:

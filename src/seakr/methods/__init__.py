@@ -1,5 +1,6 @@
 """Methods: SeaKR and the paper's baselines over the three protocols (model, engine, estimator)."""
 
+from ..common.console import did_you_mean
 from .base import Method, MethodConfig
 from .baselines import CoT, DRAGIN, FLARE, IRCoT, SingleRetrieval
 from .seakr import SeaKR, SeaKRConfig
@@ -10,8 +11,6 @@ METHODS: dict[str, type[Method]] = {m.name: m for m in (SeaKR, CoT, SingleRetrie
 
 def build_method(name: str, lm, engine=None, **options) -> Method:
     if name not in METHODS:
-        from ..textio import did_you_mean
-
         raise ValueError(f"unknown method {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)}")
     cls = METHODS[name]
     return cls(lm, engine, **options)

@@ -22,7 +22,9 @@ from typing import ClassVar
 import numpy as np
 
 from ..models.base import ATTENTION, CHAT, GENERATE
-from .base import STEP_STOPS, Method, MethodConfig, Range, final_from_steps, take_step
+from ..common.checks import Range
+from .base import Method, STEP_STOPS, final_from_steps, take_step
+from .config import MethodConfig
 from .records import FinalAnswer
 from .text import QUERY_STOPWORDS, align_words, content_words, mask_low_prob
 from .trace import Tracer

@@ -41,10 +41,13 @@ from ..models.base import STATES, Generator, cancellable
 from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
-from ..textio import check_question as check_typed, did_you_mean, said, warn, without_controls
+from ..common.checks import check_question as check_typed
+from ..common.console import did_you_mean, said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
-from .base import (MODES, STEP_STOPS, Method, MethodConfig, Range, Scored, default_delta, estimator_needs, min_u_index,
-                   pick, take_step, warn_unread_tap)
+from ..common.checks import Range
+from .base import Method, STEP_STOPS, Scored, estimator_needs, min_u_index, pick, take_step, warn_unread_tap
+from .config import MODES, MethodConfig
+from .deltas import default_delta
 from .records import Candidate, FinalAnswer
 from .text import align_words, build_query, drop_answer_sentence, is_unknown, short_answer
 from .trace import Tracer
@@ -288,9 +291,9 @@ class SeaKR(Method):
         list of passages or texts (:func:`seakr.search.passages_engine`). ``model`` may also be a model already
         loaded (``load_model(...)``), shared by several methods."""
         from ..models import DEFAULT_MODEL, load_model, model_path
-        from ..models.registry import model_context
+        from ..models.figures import model_context
         from ..search import as_engine
-        from .base import check_lengths
+        from .config import check_lengths
 
         lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
         lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}

@@ -14,12 +14,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
-from ..textio import finite, shown
+from ..common.console import shown
+from ..common.jsontext import finite
 from .records import Candidate, FinalAnswer
 
 
 def clean(x: Any) -> Any:
-    """JSON-safe copy: non-finite floats -> None (:func:`seakr.textio.finite`)."""
+    """JSON-safe copy: non-finite floats -> None (:func:`seakr.common.jsontext.finite`)."""
     return finite(x)
 
 

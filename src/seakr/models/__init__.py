@@ -2,6 +2,8 @@
 
 import os
 
+from ..common.console import unknown_key
+from ..common.jsontext import native
 from .base import (ATTENTION, CAPABILITIES, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig,
                    LanguageModel, MissingCapability, Sample, require)
 from .registry import DEFAULT_MODEL, REGISTRY, TEST_MODEL, ModelNotInstalled, resolve
@@ -19,8 +21,6 @@ def model_path(name: "str | os.PathLike") -> str:
 def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, **kwargs) -> "LanguageModel":
     """Load a registry name, GGUF file or HF folder (a ``pathlib.Path`` too) as a :class:`HFLanguageModel`
     (lazy torch import: the name is checked first)."""
-    from ..textio import native
-
     name = model_path(name)
     from .hf import HFLanguageModel
 
@@ -40,8 +40,6 @@ def _check_load_options(cls, kwargs: dict) -> None:
     """An option ``load_model`` does not take, with the closest it does: ``layer=`` (the command line's ``--layer``)
     was "HFLanguageModel.__init__() got an unexpected keyword argument 'layer'"."""
     import inspect
-
-    from ..textio import unknown_key
 
     allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model") and not p.startswith("_")]
     for key in kwargs:

@@ -16,7 +16,8 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import regex
 
-from ..textio import Range, encodable, said
+from ..common.checks import Range, encodable
+from ..common.console import said
 
 
 @dataclass

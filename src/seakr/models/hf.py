@@ -29,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import did_you_mean, first_line, said
+from ..common.console import did_you_mean, first_line, said
 from . import speedups
 from .attention import has_sliding_window, install, text_config
 from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, check_generate, check_text,
@@ -39,7 +39,7 @@ from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
-from .registry import DEFAULT_MODEL, REGISTRY, ModelError, cache_root, resolve
+from .registry import DEFAULT_MODEL, ModelError, REGISTRY, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
 from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, check_threads, default_threads, free_memory,  # noqa: F401
@@ -256,7 +256,7 @@ class HFLanguageModel:
         if state_source not in STATE_SOURCES:
             raise ValueError(f"state_source must be 'mlp' or 'residual', not {state_source!r}")
         if state_layer is not None:  # its type and sign, and its upper bound where known without the weights
-            from .registry import model_depth
+            from .figures import model_depth
 
             check_layer(state_layer, depth=model_depth(model))
         if attention is None:  # the environment's, named as the variable that set it, or nobody finds it

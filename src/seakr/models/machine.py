@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ..textio import said
+from ..common.console import said
 
 
 def default_threads() -> int:

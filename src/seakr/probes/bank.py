@@ -15,8 +15,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
+from ..common.writing import write_atomic
 from ..prompts import check_wording
-from ..textio import parse_json
+from ..common.jsontext import parse_json
 from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, calibration_name, packaged_name
@@ -197,12 +198,10 @@ class SelfKnowledge:
         return rule, f"{where}:{self.model}"
 
     def save_gate_level(self, res: dict) -> str:
-        """Write the level :func:`~seakr.probes.fitting.gate_from_runs` chose into this folder's ``gates.json``
+        """Write the level :func:`~seakr.eval.fitting.gate_from_runs` chose into this folder's ``gates.json``
         under this model and gate, with its provenance, keeping every other entry; returns the file. Without it a
         model of one's own gated at the default level: the chosen one had to be copied in by hand."""
         import datetime
-
-        from ..textio import write_atomic
 
         if self.folder is None:
             raise ValueError("the chosen gate level is written into a probes folder of your own (--probes DIR); the "

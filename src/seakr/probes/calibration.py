@@ -20,11 +20,16 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from ..textio import check_fields, did_you_mean, given_path, json_file, missing, write_atomic
+from ..common.runs import check_not_a_record
+from ..common.checks import check_fields, labels
+from ..common.console import did_you_mean, warn
+from ..common.files import given_path, missing
+from ..common.jsontext import json_file
+from ..common.writing import write_atomic
 from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
-#: The kind of each field of a calibration file (textio.check_fields), checked before any of it is used.
+#: The kind of each field of a calibration file (common.checks.check_fields), checked before any of it is used.
 CALIBRATION_FIELDS = {"form": "text", "estimator": "text", "kind": "text", "x": "numbers", "y": "numbers",
                       "a": "number", "b": "number", "provenance": "object"}
 
@@ -88,8 +93,6 @@ class Calibration:
             raise ValueError(f"{where}: {e}") from None
 
     def save(self, path: str | Path) -> None:
-        from ..eval.runner import check_not_a_record
-
         check_not_a_record(given_path(path, "calibration"), "calibration")
         write_atomic(Path(path), json.dumps(self.to_dict()))
 
@@ -114,8 +117,6 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
     bad = next((i for i, v in enumerate(scores) if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real))), None)
     if bad is not None:
         raise ValueError(f"{where}: scores must be numbers (None for a failed estimate), got {scores[bad]!r} at row {bad}")
-    from ..eval.metrics import labels  # here: seakr.eval imports the methods, which import the probes
-
     correct = list(labels(correct, None, where, "; True: the answer is right"))
     if len(scores) != len(correct) or len(scores) < 2:
         raise ValueError(f"{where}: need at least two scored rows with one label each, got {len(scores)} scores "
@@ -130,8 +131,6 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
         from sklearn.isotonic import IsotonicRegression
 
         if len(s) < FEW_FOR_ISOTONIC:  # the packaged isotonic maps: 800 answers; the final forms' 50: Platt
-            from ..textio import warn
-
             warn(f"{where}: an isotonic map of {len(s)} answers steps on a few answers each (P(correct) 0 or 1 "
                  f"where one decides): fit it on {FEW_FOR_ISOTONIC} or more, or use --kind platt (two parameters)")
 

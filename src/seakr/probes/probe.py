@@ -27,7 +27,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..textio import check_fields, did_you_mean, given_path, json_file, missing, repeated, said, write_atomic
+from ..common.runs import check_not_a_record
+from ..common.checks import check_fields, labels
+from ..common.console import did_you_mean, repeated, said, warn
+from ..common.files import given_path, missing
+from ..common.jsontext import json_file
+from ..common.writing import write_atomic
 from ..uncertainty import as_array
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
@@ -78,7 +83,7 @@ def score_features(scores: dict, names: Sequence[str]) -> np.ndarray | None:
 
 #: A tap as probes name it: the 0-based layer and the state's source (models.hf probing taps).
 TAP = re.compile(r"L\d+:\w+")
-#: The kind of each field of a probe file (textio.check_fields), checked before any of it is used.
+#: The kind of each field of a probe file (common.checks.check_fields), checked before any of it is used.
 PROBE_FIELDS = {"model": "text", "tap": "text", "form": "text", "coef": "numbers", "intercept": "number",
                 "mean": "numbers", "scale": "numbers", "C": "number", "provenance": "object", "features": "texts"}
 
@@ -189,8 +194,6 @@ class Probe:
         return probe
 
     def save(self, path: str | Path) -> None:
-        from ..eval.runner import check_not_a_record
-
         check_not_a_record(given_path(path, "probe"), "probe")
         write_atomic(Path(path), json.dumps(self.to_dict()))
 
@@ -231,8 +234,6 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
         X = as_array(X, "X")
     except ValueError:
         raise ValueError("probe fit: X must hold numbers (the states, one row an answer)") from None
-    from ..eval.metrics import labels  # here: seakr.eval imports the methods, which import the probes
-
     y = labels(wrong, None, "probe fit", "; True: the answer is wrong").astype(int)
     if X.ndim != 2 or len(X) != len(y):
         raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
@@ -263,8 +264,6 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
 
     X, y = _fit_inputs(X, wrong, folds=folds, tap=tap, form=form)
     if len(y) < FEW_ANSWERS <= X.shape[1]:
-        from ..textio import warn
-
         warn(f"probe fit ({form}, {tap}): {len(y)} answers for {X.shape[1]} features; a probe fitted on so few is "
              f"overconfident (on 60 it gave P(correct) 1.00 to a wrong answer): fit it on {FEW_ANSWERS} or more, "
              "500 as docs/your-model.md does")

@@ -29,8 +29,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
-from .. import textio
-
+from ..common.console import did_you_mean, unknown_key, without_controls
+from ..common.files import check_rereadable, is_url, missing, read_text
+from ..common.jsontext import check_escapes, loads
+from ..common.runs import path_shaped
 MARKER = "So the answer is"
 #: Where a text gives its answer ("... the answer is X", MARKER's words): a chain's step that does ends the chain
 #: (methods/text.py reads the answer after it), so a demonstration's steps never do.
@@ -124,20 +126,20 @@ class PromptSet:
         else:
             p = Path(name_or_path)
             if not p.exists():
-                if name_or_path == "-" or textio.is_url(name_or_path):  # was "unknown prompt set '-'"
-                    raise ValueError(f"prompt set {name_or_path}: {textio.missing(name_or_path)}")
+                if name_or_path == "-" or is_url(name_or_path):  # was "unknown prompt set '-'"
+                    raise ValueError(f"prompt set {name_or_path}: {missing(name_or_path)}")
                 raise ValueError(_unknown_set(name_or_path))
-            textio.check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
-            raw, src = textio.read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
+            check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
+            raw, src = read_text(str(p)), str(p)  # a BOM dropped, bytes that are not UTF-8 named
         try:
-            d = textio.loads(raw)
+            d = loads(raw)
         except json.JSONDecodeError as e:
             raise ValueError(f"{src}: malformed prompt set ({e})") from e
-        textio.check_escapes(raw, src)
+        check_escapes(raw, src)
         if not isinstance(d, dict) or not isinstance(d.get("demos"), list):
             raise ValueError(f"{src}: malformed prompt set (expected an object with a list 'demos')")
         if extra := next((k for k in d if k not in SET_KEYS), None):
-            raise ValueError(textio.unknown_key(src, extra, SET_KEYS))
+            raise ValueError(unknown_key(src, extra, SET_KEYS))
         for key in ("name", "description"):
             if not isinstance(d.get(key, ""), str):
                 raise ValueError(f"{src}: field '{key}' must be text, got {type(d[key]).__name__}")
@@ -151,9 +153,9 @@ def _unknown_set(name: str) -> str:
     """Why a prompt set that names no file is none: a path's file is missing (it was "unknown prompt set", as if
     a family had been misspelled), or a family's name is misspelled (the nearest one suggested)."""
     choices = f"{', '.join(FAMILIES)} or a JSON file"
-    if name.lower().endswith(".json") or textio.path_shaped(name):
+    if name.lower().endswith(".json") or path_shaped(name):
         return f"prompt set '{name}': no such file (a prompt set is {choices})"
-    return f"unknown prompt set '{name}'{textio.did_you_mean(name, FAMILIES, cutoff=0.5)}: use {choices}"
+    return f"unknown prompt set '{name}'{did_you_mean(name, FAMILIES, cutoff=0.5)}: use {choices}"
 
 
 def _demo(src: str, i: int, x) -> Demo:
@@ -163,7 +165,7 @@ def _demo(src: str, i: int, x) -> Demo:
     if not isinstance(x, dict):
         raise ValueError(f"{where}: expected an object with question, steps and answer, got {type(x).__name__}")
     if extra := next((k for k in x if k not in DEMO_KEYS), None):  # "answers" beside "answer" was never read
-        raise ValueError(textio.unknown_key(where, extra, DEMO_KEYS))
+        raise ValueError(unknown_key(where, extra, DEMO_KEYS))
     for key in ("question", "answer"):
         if not isinstance(x.get(key), str) or not x[key].strip():
             raise ValueError(f"{where}: field '{key}' must be non-empty text, got {x.get(key)!r}")
@@ -209,8 +211,8 @@ def clean_question(q: str) -> str:
     """The question on one line, its spaces single, and without a period followed by a space ("St. Louis" -> "St
     Louis") so a copied name cannot end a step. A newline inside ("Who\n\ndirected Alien?", typed in a form)
     broke the prompt's "Question: ..." line: a blank line is what separates one demonstration from the next.
-    Terminal escapes and control characters go (:func:`textio.without_controls`)."""
-    return re.sub(r"\. ", " ", " ".join(textio.without_controls(q).split()))
+    Terminal escapes and control characters go (:func:`without_controls`)."""
+    return re.sub(r"\. ", " ", " ".join(without_controls(q).split()))
 
 
 def clean_step(s: str) -> str:
@@ -247,7 +249,7 @@ class PromptBuilder:
         lines = []
         for i, p in enumerate(passages, 1):
             text = p if isinstance(p, str) else (f"{p.title}: {p.text}" if self.titles and p.title else p.text)
-            lines.append(f"[{i}] {' '.join(textio.without_controls(text).split())}")  # a corpus's stray escapes too
+            lines.append(f"[{i}] {' '.join(without_controls(text).split())}")  # a corpus's stray escapes too
         return f"{CONTEXT_HEADER}\n" + "\n".join(lines) + f"\n{CONTEXT_FOOTER}\n"
 
     def render(self, question: str, steps: Sequence[str] = (), passages: Sequence = (), tail: str = "") -> tuple[str, str]:

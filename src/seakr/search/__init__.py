@@ -4,9 +4,11 @@ import os
 import urllib.parse
 from collections.abc import Iterable, Mapping
 
+from ..common.checks import blank
+from ..common.console import repeated
 from .base import Passage, SearchEngine, SearchError, check_many, is_url, redact
 from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, row_passage, split_passages
-from ..textio import DATA_SUFFIXES, check_rereadable, missing, user_path
+from ..common.files import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 
 def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
@@ -97,8 +99,6 @@ def passages_engine(docs, passage_words: int | None = None, *, advise: bool = Tr
     from .tantivy_engine import TantivyEngine
 
     if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
-        from ..textio import repeated
-
         twice = repeated(str(c) for c in (docs.column_names if hasattr(docs, "column_names") else docs.columns))
         if twice is not None:  # its rows as dicts kept one of the two columns' cells, unsaid
             raise SearchError(f"index: the table names two columns {twice!r}; rename one")
@@ -113,8 +113,6 @@ def passages_engine(docs, passage_words: int | None = None, *, advise: bool = Tr
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
-    from ..textio import blank, repeated
-
     # control characters alone are no text either: a request's passages ["\x00"] were indexed and searched
     if all(blank(p.text) for p in ps if isinstance(p.text, str)):
         raise SearchError("index: every passage's text is empty; nothing to search")

@@ -11,16 +11,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
-from ..textio import blank, encodable, without_controls
-
-#: A tantivy index folder's manifest: the file that makes a folder a seakr index.
-MANIFEST = "seakr-index.json"
-
-
-def index_holding(folder: str | os.PathLike) -> Path | None:
-    """The seakr index that ``folder`` is, or lies inside (its absolute path), or None."""
-    p = Path(os.path.abspath(folder))
-    return next((up for up in (p, *p.parents) if (up / MANIFEST).is_file()), None)
+from ..common.checks import blank, encodable
+from ..common.runs import RUN_FILES, index_holding, seakr_config
+from ..common.console import without_controls
 
 
 def seakr_own(path: str | os.PathLike) -> tuple[str, str] | None:
@@ -28,8 +21,6 @@ def seakr_own(path: str | os.PathLike) -> tuple[str, str] | None:
     of a seakr run or study (its config and rows)" or "a file of the seakr run or study RUN (...)"), ("index", "the
     seakr index IDX" or "a file of the seakr index IDX"); None otherwise (a file of one's own kept in a run's folder
     too). Each door that reads a corpus or questions refuses these in its own words."""
-    from ..textio import RUN_FILES, seakr_config
-
     p = Path(os.path.abspath(path))
     if (p.is_dir() or p.name in RUN_FILES) and seakr_config(p if p.is_dir() else p.parent) is not None:
         return "run", ("the folder of a seakr run or study" if p.is_dir() else f"a file of the seakr run or study "

@@ -11,9 +11,11 @@ import shlex
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .base import LONG_PASSAGE, MANIFEST, Passage, SearchError, is_url, redact, seakr_own
-from ..textio import (DATA_SUFFIXES, first_line, is_pattern, nearest_existing, pattern_files, place_refused,
-                      user_path, warn)
+from ..common.runs import MANIFEST
+from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact, seakr_own
+from ..common.console import first_line, warn
+from ..common.files import DATA_SUFFIXES, is_pattern, pattern_files, user_path
+from ..common.writing import nearest_existing, place_refused, write_atomic
 from .corpora import check_passage_words, read_corpus, split_passages
 from .generations import read_manifest
 
@@ -378,8 +380,6 @@ def file_digest(path: str) -> str:
     import json
 
     from ..models.registry import cache_dir, cache_root, sha256_file
-    from ..textio import write_atomic
-
     st = os.stat(path)
     key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
            "inode": st.st_ino}

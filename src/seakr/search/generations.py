@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from ..textio import loads
-from .base import MANIFEST, SearchError
+from ..common.jsontext import loads
+from ..common.runs import MANIFEST
+from .base import SearchError
 
 #: Checksums are sums modulo 2**256 (order-independent).
 _MOD = 1 << 256

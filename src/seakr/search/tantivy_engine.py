@@ -1,18 +1,15 @@
 """Embedded BM25 over an on-disk tantivy index, built to match the paper's Elasticsearch setup.
 
-Match with ES 7.17 (docs/design-notes.md §2): tantivy's BM25 is Lucene's with the
-``k1+1`` factor ES keeps (k1=1.2, b=0.75 fixed, doc lengths quantised the same way), so scores are the
-numbers ES reports. Fields ``title`` and ``text`` are analysed like ES's ``english`` analyzer:
-split on non-alphanumerics, lower-case, Lucene's 33 English stop words (+ "s", standing in for the
-possessive filter), English stemming. Differences we accept and state: tantivy's stemmer is Snowball
-English (Porter2) where ES uses the original Porter, and its tokenizer splits on every
-non-alphanumeric character ("1,234" -> "1", "234"). The query is ES's ``multi_match`` best_fields:
-a disjunction-max over the two fields' term disjunctions with tie-breaker 0.5.
+Match with ES 7.17 (docs/design-notes.md §2): tantivy's BM25 is Lucene's with the ``k1+1`` factor ES keeps
+(k1=1.2, b=0.75 fixed, doc lengths quantised the same way), so scores are the numbers ES reports. Fields
+``title`` and ``text`` are analysed like ES's ``english`` analyzer: split on non-alphanumerics, lower-case,
+Lucene's 33 English stop words (+ "s", standing in for the possessive filter), English stemming. Differences we
+accept and state: tantivy's stemmer is Snowball English (Porter2) where ES uses the original Porter, and its
+tokenizer splits on every non-alphanumeric character ("1,234" -> "1", "234"). The query is ES's ``multi_match``
+best_fields: a disjunction-max over the two fields' term disjunctions with tie-breaker 0.5.
 
-Integrity: a build writes to a temporary directory and renames it into place (never a half index);
-``seakr-index.json`` records the document count and an order-independent checksum of (id, title,
-text); opening verifies the count against the index, ``verify()`` recomputes the checksum.
-"""
+Integrity: every write makes a new generation and switches to it atomically (search/generations.py); the manifest
+records the document count (checked on opening) and an order-independent checksum (``verify()``)."""
 
 from __future__ import annotations
 
@@ -28,13 +25,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..common.checks import encodable
+from ..common.console import first_line
+from ..common.files import given_path
+from ..common.runs import MANIFEST
+from ..common.writing import folder_error, refused_write
 from ..locks import FolderLock, holder
-from ..textio import encodable, first_line, folder_error, given_path, refused_write
-from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, MANIFEST, TIE_BREAKER, Intake, Passage, SearchError,
-                   check_many, check_search, iter_batches)
+from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_many,
+                   check_search, iter_batches)
 from .generations import (added, data_folder, file_digests, mark, missing_folders, new_generation, next_generation,
-                          read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep,
-                          writable, write_manifest)
+                          read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep, writable,
+                          write_manifest)
 
 FORMAT = "seakr-tantivy/2"  # generations (search/generations.py)
 FORMATS = ("seakr-tantivy/1", FORMAT)  # /1: the index's files at the top of its folder; opened as before
@@ -556,7 +557,6 @@ class TantivyEngine:
 
 class _KnownIds:
     """Membership test against an existing index (for incremental adds), plus ids seen in this add."""
-
     def __init__(self, searcher):
         self.searcher, self.new = searcher, set()
 

@@ -37,10 +37,11 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..methods import METHODS, build_method
-from ..methods.base import Cancelled
+from ..models.base import Cancelled
 from ..prompts import FAMILIES
 from ..search.base import Passage, SearchError
-from ..textio import loads, said
+from ..common.console import did_you_mean, said
+from ..common.jsontext import loads
 from . import openai_api
 from .limits import ServiceLimits
 
@@ -335,13 +336,13 @@ def _static(name: str) -> str:
 def unreadable_body(exc: Exception) -> str | None:
     """What FastAPI's "There was an error parsing the body" (400) was, where the request is at fault: bytes that
     are not UTF-8 (JSON nested past the parser and a number past Python's digits are malformed JSON, said by
-    :func:`textio.loads`). Said as malformed JSON is (422)."""
+    :func:`seakr.common.jsontext.loads`). Said as malformed JSON is (422)."""
     cause = exc.__cause__ if getattr(exc, "status_code", None) == 400 else None
     return "not UTF-8 text (a JSON body is UTF-8)" if isinstance(cause, UnicodeDecodeError) else None
 
 
 class _Request(Request):
-    """A request whose JSON body is read as every file of ours is (:func:`textio.loads`): a key given twice in
+    """A request whose JSON body is read as every file of ours is (:func:`seakr.common.jsontext.loads`): a key given twice in
     one object (``{"question": "a", "question": "b"}``) is refused where ``json.loads`` kept the last unsaid, and
     JSON nested past the parser or a number past Python's digits is malformed JSON, said where it is."""
 
@@ -366,8 +367,6 @@ def _said(e: dict) -> str:
     why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
     if why:
         return f"invalid JSON ({why})"
-    from ..textio import did_you_mean
-
     if e.get("type") == "literal_error":  # "method": "SeaKR" as the paper writes it: the choice it is closest to
         expected = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected")))
         return e.get("msg", "") + did_you_mean(e.get("input"), expected)

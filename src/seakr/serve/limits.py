@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..textio import said
+from ..common.console import said
 
 
 @dataclass

@@ -8,8 +8,12 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..eval.runner import figure, named_paths, read_run_config
-from ..textio import parse_json, write_atomic
+from ..common.runs import check_not_a_record
+from ..eval.folders import named_paths
+from ..eval.rowlog import read_run_config
+from ..eval.summary import figure
+from ..common.jsontext import parse_json
+from ..common.writing import write_atomic
 
 
 def _asset(name: str) -> str:
@@ -93,7 +97,10 @@ STUDY_SECTIONS = {"detect.json": _detect_section, "rerank.json": _rerank_section
 
 
 def _runs_section(root: Path) -> str:
-    from ..eval.runner import SCORES, run_labels, run_rows, summarize, summary_markdown
+    from ..common.runs import SCORES
+    from ..eval.merge import run_labels
+    from ..eval.rowlog import run_rows
+    from ..eval.summary import summarize, summary_markdown
 
     runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
     # runs of one name in several folders (a "seakr" per table) are told apart by their folder, as compare does
@@ -129,7 +136,5 @@ def report_html(run_dir: str) -> str:
 
 
 def write_report(run_dir: str, path: str) -> None:
-    from ..eval.runner import check_not_a_record
-
     check_not_a_record(path, "report")
     write_atomic(Path(path), report_html(run_dir))

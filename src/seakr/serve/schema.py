@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..methods import METHODS
-from ..textio import check_question, encodable
+from ..common.checks import check_question, encodable
 
 MAX_QUESTION = 2000
 #: Passages a request may bring to be searched instead of the server's index, and their sizes
@@ -58,7 +58,6 @@ class AnswerRequest(BaseModel):
     @classmethod
     def _not_blank(cls, v: str) -> str:
         return check_question(v)  # blank or control characters only: "question must be a non-empty string"
-
 
 
 class AnswerResponse(BaseModel):

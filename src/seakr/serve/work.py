@@ -13,7 +13,7 @@ from typing import AsyncIterator
 
 from fastapi import HTTPException, Request
 
-from ..methods.base import Cancelled
+from ..models.base import Cancelled
 from ..search.base import SearchError
 
 

@@ -15,10 +15,17 @@ from typing import Sequence
 
 import numpy as np
 
-from .bank import sampling_record
-from .calibration import Calibration, fit_calibration
-from .probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, out_of_fold, score_features
-from ..textio import warn
+from ..probes.bank import sampling_record
+from ..probes.calibration import Calibration, fit_calibration
+from ..probes.probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, out_of_fold, score_features
+from ..common.console import warn
+from .folders import run_dirs
+from .resume import other_data
+from .rowlog import read_results, read_run_config, run_rows
+from .selfknow import chain_f1, choose_gate_p, gate_sweep
+from .states import StateStore, tap_name
+from .detect import parse_taps
+from .studies import study_row_check
 
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
@@ -41,9 +48,6 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
            form: str | None = None) -> tuple[dict, list[dict]]:
     """A study's config and rows; ``form`` (detect studies): the answers' form the caller fits, which the
     study must have been run in (studies that predate the record are taken as they are)."""
-    from ..eval.runner import read_results, read_run_config
-    from ..eval.studies import study_row_check
-
     d = Path(run)
     if not (d / rows_name).is_file():
         raise ValueError(f"{d}: not a {kind} study (needs config.json and {rows_name})")
@@ -57,15 +61,11 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
 def _folders(runs) -> list:
     """The studies (or runs) a Python caller names: one path alone is one folder (a string was read letter by
     letter, "/: not a detect study"); none, or a path that is not one, is one line."""
-    from ..eval.runner import run_dirs
-
     return run_dirs("studies", runs, "study")
 
 
 def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: str | None = None):
     """(run, config, rows, state store) of each study, in order; every run must share the model and taps."""
-    from ..eval.states import StateStore
-
     runs = _folders(runs)
 
     first, width = None, None
@@ -155,8 +155,6 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
     and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
     e.g. with the candidate-probe re-rank). Every run must share the model and the tap; a question of one
     data file that two runs answered (overlapping subsets) is read from the first only."""
-    from ..eval.states import StateStore
-
     runs = _folders(runs)
     model, taps, xs, ys, data, seen, width = None, None, [], [], [], set(), None
     for run in runs:
@@ -185,9 +183,6 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
 def one_tap(tap: str) -> str:
     """``--tap`` as stored taps are named: ``best``, or one LAYER:SOURCE read as `detect --probe` reads it
     (``11:mlp`` was "the studies stored ... L11:mlp, ...": the study's own flag had taken it)."""
-    from ..eval.states import tap_name
-    from ..eval.studies import parse_taps
-
     if tap is None or tap == "best":  # None: Python's "not given"
         return "best"
     try:
@@ -238,8 +233,6 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
 
 def _final_rows(run: str | Path, form: str) -> tuple[dict, list[dict]]:
     """An eval run's final candidates of one form as study rows: {f1, scores: {estimator: u}}."""
-    from ..eval.runner import read_run_config, run_rows
-
     d = Path(run)
     cfg = read_run_config(d)
     est = ((cfg.get("method") or {}).get("config") or {}).get("estimator", "eigen")
@@ -295,9 +288,6 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     calibrated probabilities. Beside it, every gate level scored on the same questions
     (:func:`seakr.eval.selfknow.gate_sweep`: the trade-off curve) and the level a plain argmax of that
     curve would take, which on a few dozen questions follows their noise."""
-    from ..eval.runner import read_run_config, run_rows
-    from ..eval.selfknow import chain_f1, choose_gate_p, gate_sweep
-
     short, models, cfgs = {}, {}, {}
     for run in (check_runs := _folders(check_runs)):
         cfg, rows = _study(run, form="short")
@@ -334,8 +324,6 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
 def _warn_other_data(cfgs: dict) -> None:
     """Say which runs read another data file than the first: check and chain rows are paired by question id,
     and two files may number their questions alike (``nq-0``, ``row-2``), as ``compare`` says of its runs."""
-    from ..eval.runner import other_data
-
     (first, base), *rest = cfgs.items()
     for run, cfg in rest:
         if other_data(base, cfg):

@@ -15,7 +15,7 @@ from seakr.eval.rows import ResultRow
 from seakr.eval.selfknow import choose_gate_p, final_choice, gate_sweep
 from seakr.eval.states import StateStore
 from seakr.probes import load_probe
-from seakr.probes.fitting import calibrate_from_studies, fit_from_studies, load_states
+from seakr.eval.fitting import calibrate_from_studies, fit_from_studies, load_states
 
 
 def make_study(folder, model="m", n=120, seed=0, taps=("L1:mlp", "L2:mlp"), wording=None, sampling=None, form=None):
@@ -87,7 +87,7 @@ def test_a_fitted_file_names_the_form_its_studies_answered_in(tmp_path):
             call()
     with pytest.raises(ValueError, match="--form candidate: a re-rank candidate is scored by its probe"):
         calibrate_from_studies([short], "eigen", form="candidate")
-    from seakr.probes.fitting import gate_from_runs
+    from seakr.eval.fitting import gate_from_runs
 
     with pytest.raises(ValueError, match="--form cot answers, not short"):  # the gate reads the check's answers
         gate_from_runs([cot], [], "check", bank=None)
@@ -151,7 +151,7 @@ def test_gate_sweep_composes_check_and_chain_by_hand():
 def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path, capsys):
     from seakr.probes import Calibration
     from seakr.probes.bank import SelfKnowledge
-    from seakr.probes.fitting import gate_from_runs
+    from seakr.eval.fitting import gate_from_runs
 
     bank_dir = tmp_path / "bank"
     bank_dir.mkdir()
@@ -215,7 +215,7 @@ def rerank_study(folder, n_q=60, d=12, seed=0):
 
 
 def test_the_candidate_probe_stacks_state_and_engine_into_one_linear_probe(tmp_path):
-    from seakr.probes.fitting import candidate_rows, fit_candidate_probe
+    from seakr.eval.fitting import candidate_rows, fit_candidate_probe
 
     run = rerank_study(tmp_path / "study")
     c = candidate_rows([run])
@@ -237,7 +237,7 @@ def test_the_candidate_probe_stacks_state_and_engine_into_one_linear_probe(tmp_p
 def test_a_question_two_re_rank_studies_of_one_file_asked_counts_once(tmp_path):
     """As in a detect study: the same study named twice, or two overlapping studies of one file, pool each
     question once (a doubled question doubled its weight and the n a fitted file records)."""
-    from seakr.probes.fitting import candidate_rows, fit_candidate_probe
+    from seakr.eval.fitting import candidate_rows, fit_candidate_probe
 
     a, b = rerank_study(tmp_path / "a", n_q=40), rerank_study(tmp_path / "b", n_q=60, seed=1)  # q0..q39 again
     c = candidate_rows([a, a, b])
@@ -285,7 +285,7 @@ def test_fitted_files_record_the_checks_wording_and_seakr_refuses_another(tmp_pa
     for gate in ("probe", "check"):  # both gates read the short form's fitted files through one loader
         with pytest.raises(ValueError, match="another wording.*refit"):
             SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate=gate, probes=str(bank))
-    from seakr.eval.studies import detect
+    from seakr.eval.detect import detect
     with pytest.raises(ValueError, match="--probe-file.*another wording"):  # nor does a study score with it
         detect(SeaKR(ScriptedLM(lambda v: None, dim=8), None, gate="step"), [], str(tmp_path / "d"), form="short",
                probe_model=other)
@@ -335,7 +335,7 @@ def test_an_eval_run_keeps_the_final_answers_states_and_a_final_form_probe_fits_
     ``states/final-<form>/`` beside its row, and ``probe fit --form final-knowledge`` recovers the label
     (the knowledge answer is wrong exactly where feature 0 of its state is positive)."""
     from scripted import Reply, ScriptedLM, engine
-    from seakr.eval.datasets import Example
+    from seakr.eval.example import Example
     from seakr.eval.runner import run_eval
     from seakr.methods import SeaKR
 
@@ -422,7 +422,7 @@ def test_probe_fit_features_refuses_bad_names_in_one_line(tmp_path, features, sa
 def test_the_gate_refuses_chains_and_models_it_cannot_compose(tmp_path):
     """The chain runs are read before any fitted file: a missing folder (read as no rows before), a
     baseline's or a study's run, or a run of another model than the check's is named in one line."""
-    from seakr.probes.fitting import gate_from_runs
+    from seakr.eval.fitting import gate_from_runs
 
     check = make_study(tmp_path / "check", model="m", form="short")
 

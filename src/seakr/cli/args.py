@@ -8,7 +8,8 @@ import math
 import os
 import re
 
-from .textio import did_you_mean, user_path
+from ..common.console import did_you_mean, message as console
+from ..common.files import user_path
 
 
 def _int_at_least(text: str, lo: int, expect: str) -> int:
@@ -140,8 +141,8 @@ def unescape(text: str) -> str:
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    from .models import DEFAULT_MODEL
-    from .models.machine import STATE_SOURCES
+    from ..models import DEFAULT_MODEL
+    from ..models.machine import STATE_SOURCES
 
     p.add_argument("--model", type=given, default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
     p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
@@ -165,7 +166,7 @@ def _add_method_args(p, methods) -> None:
 
 
 def _add_service_limits(p) -> None:
-    from .serve.limits import ServiceLimits
+    from ..serve.limits import ServiceLimits
 
     d = ServiceLimits()
     p.add_argument("--max-rows", type=positive_int, default=d.max_rows,
@@ -254,8 +255,6 @@ class Parser(argparse.ArgumentParser):
         extra = message.partition("unrecognized arguments: ")[2].split()
         if extra and all(os.path.isfile(a) for a in extra):  # `--data rc/validation-*.parquet`, expanded by the shell
             message += " (files after a flag that takes one: quote a glob, e.g. --data 'rc/validation-*.parquet')"
-        from .textio import message as console  # a flag's value may be 5,000 characters, or hold a terminal control
-
         self.exit(2, f"seakr: error: {self.prog}: {console(message)} (see --help)\n")
 
 
@@ -298,7 +297,7 @@ def _add_answer_output(p) -> None:
 
 
 def _answer_parsers(sub) -> None:
-    from .methods import METHODS
+    from ..methods import METHODS
 
     p = sub.add_parser("ask", help="answer one question with SeaKR or a baseline, printing the trace")
     _add_model_args(p)
@@ -330,7 +329,7 @@ def _answer_parsers(sub) -> None:
 
 
 def _data_args(p, out_required=True, data_required=None) -> None:
-    from .eval.datasets import LAYOUTS
+    from ..eval.datasets import LAYOUTS
 
     _add_model_args(p)
     p.add_argument("--data", type=given, required=out_required if data_required is None else data_required,
@@ -373,7 +372,7 @@ def _eval_parser(sub, methods) -> None:
 
 
 def _eval_parsers(sub) -> None:
-    from .methods import METHODS
+    from ..methods import METHODS
 
     def study(name, help, data_required=True):
         p = sub.add_parser(name, help=help)
@@ -429,7 +428,7 @@ def _eval_parsers(sub) -> None:
 
 
 def _probe_parsers(sub) -> None:
-    from .probes.fitting import SOURCES
+    from ..eval.fitting import SOURCES
 
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
@@ -464,7 +463,7 @@ def _probe_parsers(sub) -> None:
 
 
 def _index_parsers(sub) -> None:
-    from .search.corpora import FORMATS
+    from ..search.corpora import FORMATS
 
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)

@@ -11,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from seakr.textio import check_escapes, did_you_mean, encodable, head, lines, lone_surrogate, shown, warn, write_atomic
+from seakr.common.checks import encodable
+from seakr.common.console import did_you_mean, shown, warn
+from seakr.common.files import lines
+from seakr.common.jsontext import check_escapes, lone_surrogate
+from seakr.common.tables import head
+from seakr.common.writing import write_atomic
 
 
 def test_a_lone_surrogate_escape_is_found_exactly_where_json_decodes_one():
@@ -80,9 +85,9 @@ def test_stdout_by_its_name_is_written_through_into_a_pipe(tmp_path):
     import subprocess
     import sys
 
-    from seakr.textio import check_output_file
+    from seakr.common.writing import check_output_file
 
-    code = "from seakr.textio import check_output_file, write_atomic; check_output_file('/dev/stdout', '--out'); " \
+    code = "from seakr.common.writing import check_output_file, write_atomic; check_output_file('/dev/stdout', '--out'); " \
            "write_atomic('/dev/stdout', 'through')"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (0, "through"), r.stderr
@@ -96,7 +101,7 @@ def test_stdout_by_its_name_is_written_through_into_a_pipe(tmp_path):
 def test_a_whole_write_names_the_place_that_takes_no_file_not_its_hidden_twin(tmp_path):
     """From Python (``Probe.save``, ``write_answer_html``: no command to check the place first) the error named the
     hidden file beside the one asked for: "[Errno 2] No such file or directory: 'out/.p.json.123-456.tmp'"."""
-    from seakr.textio import make_folder
+    from seakr.common.writing import make_folder
 
     (tmp_path / "file").write_text("x")
     cases = [(tmp_path / "no" / "p.json", f"no folder {tmp_path / 'no'}"),
@@ -149,8 +154,9 @@ def test_console_text_escapes_controls_and_keeps_the_rest(capsys):
 def test_json_nested_past_the_parser_is_a_decode_error_where_it_goes_too_deep(tmp_path):
     """`[[[[...` a hundred thousand deep as a data line, a prompt set or a model's config.json was a RecursionError's
     traceback (and took model_depth down with it): it is malformed JSON, at the bracket past 500 levels."""
-    from seakr.models.registry import model_context, model_depth
-    from seakr.textio import jsonl, loads, parse_json
+    from seakr.models.figures import model_context, model_depth
+    from seakr.common.jsontext import loads, parse_json
+    from seakr.common.tables import jsonl
 
     deep = "[" * 100_000 + "]" * 100_000
     with pytest.raises(json.JSONDecodeError, match=r"nested too deeply to read") as e:
@@ -173,9 +179,10 @@ def test_a_key_given_twice_in_one_object_is_refused_where_that_object_starts(tmp
     """`{"answer": "Paris", "answer": "Lyon"}` was read as Lyon, the other value dropped unsaid (json.loads keeps
     the last), in a dataset, a corpus, a probe file or a request, as a table's reader had kept one of two columns
     of one name. The error names the key and the line of the object that gives it twice."""
-    from seakr.eval.datasets import DatasetError, load_dataset
+    from seakr.common.layouts import DatasetError
+    from seakr.eval.datasets import load_dataset
     from seakr.search.corpora import CorpusError, read_jsonl
-    from seakr.textio import loads, parse_json
+    from seakr.common.jsontext import loads, parse_json
 
     with pytest.raises(json.JSONDecodeError, match=r"the key 'answer' is given twice in one object"):
         loads('{"question": "q", "answer": "Paris", "answer": "Lyon"}')
@@ -196,7 +203,7 @@ def test_a_key_given_twice_in_one_object_is_refused_where_that_object_starts(tmp
 def test_an_error_line_cuts_a_value_too_long_to_read_and_escapes_controls(capsys):
     """`--layout <5,000 digits>` and `--index <a pasted passage>` echoed the value whole (5 KB on one line)."""
     from seakr.cli import main
-    from seakr.textio import message
+    from seakr.common.console import message
 
     long = "9" * 5000
     run = f"'{long}':"  # the run of characters without a space holds the quotes and the colon
@@ -323,7 +330,8 @@ def test_a_url_given_as_a_file_is_named_as_one():
 def test_a_dash_is_named_as_standard_input_where_a_file_or_index_is_read(tmp_path):
     """`--data -` (a shell's name for standard input) was "-: no such file", and `--index -` "-: no index here";
     only `index build -` reads standard input."""
-    from seakr.eval.plan import EvalPlan, PlanError
+    from seakr.eval.plan import EvalPlan
+    from seakr.eval.specs import PlanError
     from seakr.search import SearchError, open_engine
 
     with pytest.raises(ValueError, match=r"^-: standard input is not read here: save it to a file and name that$"):

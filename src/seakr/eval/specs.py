@@ -1,0 +1,276 @@
+"""The parts of an evaluation plan and the checks each part's settings pass before any model loads: the model,
+the runs and their methods' options, the selection of questions, the shard and the output folder."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..common.console import did_you_mean, said
+from ..common.files import user_path
+from ..common.jsontext import native
+from ..common.writing import nearest_existing, no_place, place_refused
+from .example import Example
+
+
+class PlanError(ValueError):
+    """A plan that cannot run: one line naming the file, the run and the field."""
+
+
+class SettingError(PlanError):
+    """A setting of the plan refused: which one (``field``, as the Python API spells it: ``model.precision``,
+    ``shard``) and what is wrong with its value (``text``). Each door names it as its users write it:
+    :meth:`spelled` with ``--precision`` on the command line, ``key 'precision':`` in a TOML grid; a Python
+    caller reads the field. (One checker served all three and named flags a Python caller does not have.)"""
+
+    def __init__(self, field: str, text: str):
+        self.field, self.text = field, text
+        super().__init__(self.spelled(field))
+
+    @property
+    def name(self) -> str:
+        """The setting's own name, as the flags and a grid's keys are spelled (``model.state_source``: state_source)."""
+        return self.field.rsplit(".", 1)[-1]
+
+    def spelled(self, name: str) -> str:
+        return name + ("" if self.text.startswith(":") else " ") + self.text
+
+    def as_flag(self) -> str:
+        return self.spelled("--" + self.name.replace("_", "-"))
+
+
+def setting(field: str, check: Callable, *args, **kw):
+    """``check(*args, **kw)`` whose refusal begins with the name it was given (``field``'s own): raised again as
+    a :class:`SettingError` of ``field``, so each door can name the setting its own way."""
+    name = field.rsplit(".", 1)[-1]
+    try:
+        return check(*args, **kw)
+    except (TypeError, ValueError) as e:
+        text = str(e)
+        if isinstance(e, SettingError) or not re.match(rf"{re.escape(name)}[ :]", text):
+            raise
+        raise SettingError(field, text[len(name):].lstrip(" ")) from None
+
+
+#: The plan's settings that count something, and the least each may be (the flags' and the grid's rule).
+PLAN_LEAST = {"limit": 1, "every": 1, "concurrency": 1}
+
+
+@dataclass
+class ModelSpec:
+    """Which model, how it computes and where its states are read (the ``--model/--precision/--device/--threads/
+    --layer/--state-source`` flags)."""
+
+    model: str | None = None  # registry name, .gguf file or HF folder; None: the default model
+    precision: str = "auto"
+    device: str = "cpu"
+    threads: int | None = None
+    layer: int | None = None  # 0-based state layer; None: L/2 - 1
+    state_source: str = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream ("residual")
+
+    DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")  # cpu:0 is cpu (device_name); cpu:1 told there is one
+
+    def __post_init__(self):
+        self.model = user_path(self.model)
+        self.threads, self.layer = native(self.threads), native(self.layer)
+        from ..models.machine import device_name
+
+        self.device = device_name(self.device)
+
+    def tap_given(self) -> list[str]:
+        """The tap flags given (``--layer 3``, ``--state-source residual``): what a method that reads no hidden state
+        is told it does not read (:func:`~seakr.methods.base.warn_unread_tap`)."""
+        return [*([f"--layer {self.layer}"] if self.layer is not None else []),
+                *([f"--state-source {self.state_source}"] if self.state_source != "mlp" else [])]
+
+    def check(self, here: bool = True) -> None:
+        """The mistakes that would otherwise surface after a minute of loading, each a :class:`SettingError` of
+        ``model.FIELD``. ``here``: the model loads on this machine (not on a remote Ray cluster's workers, whose
+        CPUs bound the threads there)."""
+        from ..models import DEFAULT_MODEL, model_path
+        from ..models.machine import (PRECISIONS, STATE_SOURCES, check_device, check_layer, check_threads, default_threads,
+                                      precision_name)
+        from ..models.figures import model_depth
+        from ..models.registry import model_kind
+
+        if self.model is not None:  # [] or 0 was the default model, and so was "" (read as not given)
+            setting("model", model_path, self.model)
+        try:
+            model_kind(self.model or DEFAULT_MODEL)
+        except ValueError as e:
+            raise PlanError(str(e)) from None
+        if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
+            raise SettingError("model.precision", f"{self.precision!r}: expected {', '.join(PRECISIONS)} "
+                                                  "(or fp32, bf16, fp16)")
+        if self.threads is not None:  # beyond this machine's CPUs only contends; a remote cluster's bound its own
+            setting("model.threads", check_threads, self.threads, "threads", bounded=here)
+        elif here:  # SEAKR_THREADS, read as the setting is
+            try:
+                default_threads()
+            except ValueError as e:
+                raise PlanError(str(e)) from None
+        if self.state_source not in STATE_SOURCES:
+            raise SettingError("model.state_source", f"{self.state_source!r}: expected {' or '.join(STATE_SOURCES)}")
+        if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
+            raise SettingError("model.device", f"{self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
+        setting("model.device", check_device, self.device)  # one this machine lacks: now, not at the first load
+        if self.layer is not None:  # against the depth where it is known without the weights (any local model)
+            setting("model.layer", check_layer, self.layer, "layer", model_depth(model_path(self.model or DEFAULT_MODEL)))
+
+    def context(self) -> int | None:
+        """The model's context window in tokens where it is known without the weights (a packaged model, a local
+        file or folder, a cached hub id); None otherwise, or for a model name that :meth:`check` refuses."""
+        from ..models import DEFAULT_MODEL, model_path
+        from ..models.figures import model_context
+
+        try:
+            return model_context(DEFAULT_MODEL if self.model is None else model_path(self.model))
+        except (TypeError, ValueError):
+            return None
+
+    def load(self):
+        from ..models import DEFAULT_MODEL, load_model
+
+        return load_model(self.model or DEFAULT_MODEL, precision=self.precision, device=self.device,
+                          threads=self.threads, state_layer=self.layer, state_source=self.state_source)
+
+
+@dataclass
+class RunSpec:
+    """One method run of a plan: the method, its options, and its name (the folder its rows go to;
+    default: the method's name)."""
+
+    method: str = "seakr"
+    options: dict = field(default_factory=dict)
+    name: str | None = None
+
+    def __post_init__(self):
+        if self.name is None:  # only when not given: an empty or false name is refused with the plan, not replaced
+            self.name = self.method
+        self.options = {} if self.options is None else self.options
+
+
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_run(where: str, method: str, options: dict, context: int | None = None) -> None:
+    """A run's method and options, checked before any model loads: a typo in a grid's last run must not
+    surface after the first runs have taken an hour. ``context``: the model's window in tokens, where
+    :meth:`ModelSpec.context` knows it, which a generation must leave room in (the method checks again)."""
+    from ..methods import METHODS
+
+    if not isinstance(method, str) or method not in METHODS:  # a list or table was "unhashable type"
+        raise PlanError(f"{where}: unknown method {method!r}{did_you_mean(method, METHODS)}; choose from "
+                        f"{', '.join(METHODS)}")
+    if not isinstance(options, dict):
+        raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
+    from ..methods.config import check_lengths
+
+    try:
+        check_lengths(METHODS[method].Config.from_dict(options), context)  # was after the load
+    except (TypeError, ValueError) as e:
+        raise PlanError(f"{where}: {e}") from None
+
+
+def method_options(method: str, options: dict, family: str, *, prompt_set: str | None = None,
+                   delta: float | None = None, seed: int = 42) -> dict:
+    """A run's effective options on one dataset family: what the run sets wins; then the plan-wide
+    prompt set and delta; then the family's defaults (its own demonstrations; SeaKR answers simple QA
+    (NQ, TriviaQA, SQuAD) with one retrieval, the paper's simple mode)."""
+    opts = dict(options)
+    opts.setdefault("prompt_set", prompt_set or family)
+    if method == "seakr" and family == "simpleqa":
+        opts.setdefault("mode", "simple")
+    if method == "seakr" and delta is not None:
+        opts.setdefault("delta", delta)
+    opts.setdefault("seed", seed)
+    return opts
+
+
+def select_examples(examples: Sequence[Example], limit: int | None = None, every: int | None = None) -> list[Example]:
+    """Every N-th question (``every``; spreads a subset over a file ordered by topic, as SQuAD's
+    articles are), then the first ``limit`` of those."""
+    return list(examples[:: every or 1][: limit or None])
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list. Digits only
+    (``int`` also took " 0/+2" and Arabic-Indic digits, which runs then recorded as given)."""
+    try:
+        if not re.fullmatch(r"\s*[0-9]+\s*/\s*[0-9]+\s*", text):
+            raise ValueError(text)
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise SettingError("shard", f"{text!r}: expected I/N, e.g. 0/4") from None
+    if n < 1 or not 0 <= i < n:
+        raise SettingError("shard", f"{text!r}: need 0 <= I < N")
+    return i, n
+
+
+def check_run_name(where: str, name, names: set) -> None:
+    """A run's name becomes its folder: a plain file name, unique within the plan (added to ``names``),
+    also ignoring case: on macOS and Windows "X" and "x" are one folder, and the two runs' rows would mix."""
+    if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
+        raise PlanError(f"{where}: name {name!r} must be a file name of ASCII letters, digits, '.', '_' and '-' "
+                        "(no '/', no accented letters)")
+    from ..common.runs import ROW_FILES
+
+    # a run folder named like a run's own files ("results.jsonl") made `report` and `compare` of the grid's
+    # folder read it as a file ("Is a directory")
+    if name.casefold() in {n.casefold() for n in ("config.json", "summary.json", "summary.md", "states", *ROW_FILES)}:
+        raise PlanError(f"{where}: name {name!r} is the name of a file a run keeps its record in; name the run "
+                        "otherwise")
+    same = next((n for n in names if n.casefold() == name.casefold()), None)
+    if same == name:
+        raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
+    if same is not None:
+        raise PlanError(f"{where}: run {name!r} differs from run {same!r} only in case, one folder on macOS and "
+                        "Windows (each run writes to its own folder)")
+    names.add(name)
+
+
+def check_settings(seed: int | None, prompt_set: str | None) -> None:
+    """The seed's range and a prompt-set file (a missing or malformed one: one line naming it)."""
+    if seed is not None and not 0 <= seed < 2 ** 32:
+        raise SettingError("seed", f"{said(seed)}: expected 0..{2 ** 32 - 1}")
+    if prompt_set:
+        from ..prompts import PromptSet
+
+        PromptSet.load(prompt_set)
+
+
+def check_output_dir(path: str, flag: str = "--out") -> None:
+    if not path.strip():
+        raise PlanError(f"{flag}: an empty path; name the folder")
+    if os.path.islink(path) and not os.path.exists(path):
+        raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise PlanError(f"{flag} {path}: exists and is not a directory")
+    if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
+        where = nearest_existing(path)
+        if no_place(where) is None and not os.access(where, os.W_OK | os.X_OK):  # no place: _try_a_folder says why
+            raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
+        _try_a_folder(path, flag, where)
+        return
+    if not os.access(path, os.W_OK):
+        raise PlanError(f"{flag} {path}: not writable")
+    from .folders import check_free, check_not_foreign
+
+    try:
+        check_not_foreign(Path(path))  # another program's folder, a model, an index: now, not after the load
+        check_free(path)
+    except ValueError as e:
+        raise PlanError(str(e)) from None
+    _try_a_folder(path, flag, path)  # last: nothing is made, even for a moment, in a folder refused above
+
+
+def _try_a_folder(path: str, flag: str, where: str) -> None:
+    """``--out /proc/x`` passed the permission bits, loaded the model, then failed with "[Errno 2] No such file
+    or directory: '/proc/x'"."""
+    why = place_refused(where)
+    if why:
+        doing = "cannot write into the folder" if where == path else "cannot create the folder"
+        raise PlanError(f"{flag} {path}: {doing} ({why})")
