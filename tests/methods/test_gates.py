@@ -122,7 +122,8 @@ def test_the_gate_crosses_exactly_at_its_threshold(tmp_path, idx, gate):
     below = run(tmp_path, idx, KNOWN, gate=gate, gate_p=p)[2]  # P(correct) >= gate_p: answers at once
     above = run(tmp_path, idx, KNOWN, gate=gate, gate_p=min(1.0, p + 1e-9))[2]
     assert below.trace["final"]["choice"] == "check" and below.trace["totals"]["retrievals"] == 0
-    assert above.trace["final"]["choice"] != "check" and above.trace["totals"]["retrievals"] >= 1
+    gate = next(e for e in above.trace["events"] if e.get("type") == "decision" and e.get("step") == -1)
+    assert gate["what"] == "retrieve" and above.trace["totals"]["retrievals"] >= 1  # the chain ran past the check
 
 
 def test_calibrated_choice_compares_probabilities_not_raw_u(tmp_path, idx):
@@ -134,6 +135,34 @@ def test_calibrated_choice_compares_probabilities_not_raw_u(tmp_path, idx):
     assert cands["rationale"]["p"] == pytest.approx(0.2) and cands["knowledge"]["p"] == pytest.approx(0.6)
     _, _, flip = run(tmp_path, idx, UNKNOWN, reasoning="calibrated", final_p=(0.7, 0.6), delta=-100.0)
     assert flip.answer == "French"
+
+
+def test_past_a_check_its_answer_joins_the_final_choice_by_its_probability(tmp_path, idx):
+    """A check below gate_p sends the question to the chain, but its closed-book answer is still one the chain
+    holds: with final_check the final choice takes it where its P(correct) beats both chain answers', and never
+    without it or where it is less probable than one of them."""
+    _, _, a = run(tmp_path, idx, UNKNOWN, gate="check", gate_p=0.5, reasoning="calibrated", final_p=(0.05, 0.08),
+                  final_check=True)
+    assert a.trace["totals"]["retrievals"] >= 1 and a.trace["final"]["choice"] == "check" and a.answer == "French"
+    chose = [e for e in a.trace["events"] if e.get("what") == "final-choice"][-1]
+    assert chose["p_check"] == pytest.approx(0.1) and chose["p_knowledge"] == pytest.approx(0.08)
+    _, _, off = run(tmp_path, idx, UNKNOWN, gate="check", gate_p=0.5, reasoning="calibrated", final_p=(0.05, 0.08),
+                    final_check=False)
+    assert off.trace["final"]["choice"] == "knowledge" and "check" in off.trace["final"]["candidates"]
+    _, _, less = run(tmp_path, idx, UNKNOWN, gate="check", gate_p=0.5, reasoning="calibrated", final_p=(0.05, 0.3),
+                     final_check=True)
+    assert less.trace["final"]["choice"] == "knowledge"
+
+
+def test_the_most_probable_answer_wins_and_an_abstention_yields():
+    from seakr.methods.records import FinalAnswer
+    from seakr.methods.decisions import most_probable
+
+    fa = lambda a, p: FinalAnswer(a, p=p)  # noqa: E731
+    assert most_probable({"rationale": fa("x", 0.3), "knowledge": fa("y", 0.3)}) == "knowledge"  # tie: passages
+    assert most_probable({"rationale": fa("x", 0.4), "knowledge": fa("y", 0.3), "check": fa("z", 0.5)}) == "check"
+    assert most_probable({"rationale": fa("x", 0.4), "knowledge": fa("unknown", 0.9), "check": fa("", 0.95)}) == "rationale"
+    assert most_probable({"rationale": fa("", 0.4), "knowledge": fa("unknown", 0.9)}) == "knowledge"  # none real
 
 
 def test_probe_choice_follows_the_probes_on_each_answers_state(tmp_path, idx):

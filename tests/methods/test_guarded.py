@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from seakr import uncertainty as U
-from seakr.methods.seakr import SeaKRConfig, guarded_departs
+from seakr.methods.decisions import guarded_departs
+from seakr.methods.seakr import SeaKRConfig
 
 
 def test_departs_only_beyond_z_standard_errors_of_the_difference():

@@ -86,8 +86,9 @@ def final_stage_table(rows: Sequence[ResultRow]) -> dict | None:
     that the full run generated and scored (the steps before the final stage do not depend on it;
     ``tests/methods/test_methods_e2e.py`` checks this), so their F1 on the same questions needs no
     second run, and the comparison is paired by construction. ``oracle`` is the better of the two per
-    question: the ceiling of any choice rule. None when no row carries both scored candidates."""
-    per = {"self-aware": [], "rationale": [], "knowledge": [], "oracle": []}
+    question: the ceiling of any choice rule (the knowledge check's answer too, where every row holds one scored:
+    ``check`` is then its F1 alone). None when no row carries both scored candidates."""
+    per = {"self-aware": [], "rationale": [], "knowledge": [], "oracle": [], "check": []}
     chose_rationale, scored, rules = 0, [], set()
     for r in rows:
         c = r.final.candidates
@@ -95,17 +96,22 @@ def final_stage_table(rows: Sequence[ResultRow]) -> dict | None:
             continue
         rules.add(r.final.rule)
         a, b = c["rationale"].f1, c["knowledge"].f1
-        for k, v in (("self-aware", r.f1), ("rationale", a), ("knowledge", b), ("oracle", max(a, b))):
-            per[k].append(v)
+        k = c["check"].f1 if "check" in c and c["check"].f1 is not None else None
+        for key, v in (("self-aware", r.f1), ("rationale", a), ("knowledge", b), ("oracle", max(a, b, k or 0.0)),
+                       ("check", k)):
+            if v is not None:
+                per[key].append(v)
         chose_rationale += r.final.choice == "rationale"
         vr, vk = _choice_value(r.final.rule, c["rationale"]), _choice_value(r.final.rule, c["knowledge"])
         if math.isfinite(vr) and math.isfinite(vk):
             scored.append((vr, vk, a, b))
     if not per["self-aware"]:
         return None
+    if len(per["check"]) != len(per["self-aware"]):  # not every row holds a scored check: no paired figure
+        del per["check"]
     out = {"n": len(per["self-aware"]), "chose_rationale": chose_rationale / len(per["self-aware"]),
            "rule": "/".join(sorted(rules)), "f1": {k: statistics.mean(v) for k, v in per.items()}}
-    out["self_aware_minus"] = {k: paired_bootstrap(per["self-aware"], per[k]) for k in ("rationale", "knowledge", "oracle")}
+    out["self_aware_minus"] = {k: paired_bootstrap(per["self-aware"], per[k]) for k in per if k != "self-aware"}
     out["choice_signal"] = _choice_signal(scored)
     return out
 
@@ -133,7 +139,9 @@ def _final_stage_lines(name: str, t: dict) -> str:
     lines = [f"\n{name}: final stage against its ablations, from the same rows (n={t['n']}; "
              f"chose the rationale answer on {100 * t['chose_rationale']:.0f} %):",
              f"- F1 {rule} {100 * f['self-aware']:.1f}, rationales only {100 * f['rationale']:.1f}, "
-             f"knowledge only {100 * f['knowledge']:.1f}, oracle choice {100 * f['oracle']:.1f}"]
+             f"knowledge only {100 * f['knowledge']:.1f}" + (f", the check's answer only {100 * f['check']:.1f}"
+                                                             if "check" in f else "")
+             + f", oracle choice {100 * f['oracle']:.1f}"]
     lines += [f"- {rule} - {k}: {_diff_text(d)}" for k, d in t["self_aware_minus"].items()]
     s = t.get("choice_signal")
     if s and rule == "self-aware":

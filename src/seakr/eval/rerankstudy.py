@@ -12,7 +12,8 @@ import numpy as np
 
 from .. import uncertainty as U
 from ..methods.base import min_u_index
-from ..methods.seakr import SeaKR, guarded_choice
+from ..methods.decisions import guarded_choice
+from ..methods.seakr import SeaKR
 from ..common.console import warn
 from ..common.writing import write_atomic
 from ..methods.trace import Tracer, clean
@@ -41,7 +42,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
         gold = set(ex.supporting_titles)
         if not hits:  # kept in the log (so --resume does not redo it) but outside the recall figures
             return {"id": ex.id, "titles": [], "gold": sorted(gold), "u": []}
-        cand = method.score_candidates(tr, ex.question, [], [], hits)
+        cand = method.score_candidates(tr, ex.question, [], [], hits, scored=True)
         us, ses = [c.u for c in cand], [U.UNCERTAIN if c.u_se is None else c.u_se for c in cand]
         for c in cand:
             store.put(f"{ex.id}#{c.rank}", c.state)

@@ -11,6 +11,10 @@ Final, self-aware reasoning: answer from the rationales R ("... <steps>. So the 
 B.3) and from all of K with a fresh chain of thought; keep the answer with the lower U (tie ->
 knowledge; "unknown"/empty defers to the other).
 
+The gate, the re-rank and the final choice are strategy objects (``decisions.py``) chosen once from the settled
+configuration: whichever signal decides (U against delta, a knowledge check, a probe, a calibration map), the loop
+below is the same. With ``final_check``, the knowledge check's closed-book answer joins the final choice.
+
 Simple-QA mode (NQ/TriviaQA/SQuAD, one retrieval): answer closed-book; if U > delta, retrieve N
 passages for the question and keep the answer whose single-passage context gives the lowest U.
 
@@ -41,15 +45,16 @@ from ..models.base import STATES, Generator, cancellable
 from ..probes.bank import SelfKnowledge, check_folder
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
-from ..common.checks import check_question as check_typed
+from ..common.checks import Range, check_question as check_typed
 from ..common.console import did_you_mean, said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
-from ..common.checks import Range
-from .base import Method, STEP_STOPS, Scored, estimator_needs, min_u_index, pick, take_step, warn_unread_tap
+from .base import Method, STEP_STOPS, Scored, estimator_needs, take_step, warn_unread_tap
 from .config import MODES, MethodConfig
+from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostProbable, OneForm, ProbeRanker,
+                        StepGate)
 from .deltas import default_delta
 from .records import Candidate, FinalAnswer
-from .text import align_words, build_query, drop_answer_sentence, is_unknown, short_answer
+from .text import align_words, build_query, drop_answer_sentence, short_answer
 from .trace import Tracer
 
 RETRIEVAL = ("self-aware", "always")
@@ -77,11 +82,14 @@ class SeaKRConfig(MethodConfig):
     check_temperature: float | None = None  # the check's sampling (gate=check); None: its short-form map's, else temperature
     gate_p: float | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
     probes: str | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
+    # past a knowledge check (gate=check|probe), its closed-book answer joins the final choice by its P(correct)
+    # beside the chain's two answers (reasoning=calibrated|probe), rather than being dropped once the chain runs
+    final_check: bool = False
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
     ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
-                             "check_temperature": None}
+                             "check_temperature": None, "final_check": False}
 
     RANGES: ClassVar[dict[str, Range]] = {
         "delta": Range(finite=False), "keep_p": Range(0, 1), "rerank_z": Range(0, None), "gate_p": Range(0, 1),
@@ -137,27 +145,6 @@ class SeaKRConfig(MethodConfig):
                                  f"{est}, which would see no spread; sample at temperature > 0 (the paper: 1.0)")
 
 
-def guarded_departs(u_top: float | None, u_alt: float | None, se_top: float, se_alt: float, z: float) -> bool:
-    """Whether an alternative beats the engine's top-1 by more than the noise: U_top - U_alt > z x the
-    standard error of the difference (the two estimates' jackknife errors, independent samples).
-    A top-1 that failed (U = +inf or None) yields to any finite alternative; an alternative with no
-    error estimate never displaces a finite top-1."""
-    top = math.inf if u_top is None else u_top
-    alt = math.inf if u_alt is None else u_alt
-    if math.isinf(top):
-        return not math.isinf(alt)
-    if math.isinf(alt) or math.isinf(se_top) or math.isinf(se_alt):
-        return False
-    return top - alt > z * math.hypot(se_top, se_alt)
-
-
-def guarded_choice(us: list[float | None], ses: list[float], z: float) -> int:
-    """The guarded re-rank: the min-U candidate where it departs from the engine's top-1 by more
-    than the noise (:func:`guarded_departs`), else the top-1."""
-    best = min_u_index(us)
-    return best if best == 0 or guarded_departs(us[0], us[best], ses[0], ses[best], z) else 0
-
-
 def _found_nothing(asked: SeaKRConfig, settled: SeaKRConfig) -> bool:
     """Every decision asked to settle ("auto") settled to the paper's rule: the fitted folder had nothing."""
     paper = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware"}
@@ -185,6 +172,23 @@ class SeaKR(Method):
         self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
+        self.gate, self.reranker, self.final = self._decisions()
+
+    def _decisions(self):
+        """The three decisions (:mod:`~seakr.methods.decisions`), chosen once from the settled configuration."""
+        c, bank = self.config, self.knowledge
+        gate = (StepGate(self.delta, c.retrieval == "always") if c.gate == "step" or c.mode == "simple"
+                else CheckGate(c.gate, self.gate_p))
+        rerank = {"self-aware": LowestU(), "engine": EngineOrder(), "guarded": Guarded(c.rerank_z),
+                  "probe": ProbeRanker(lambda x, top: 1.0 - bank.probe("candidate").score(
+                      x.state, engine_features(x.rank, x.score, top)))}[c.rerank]
+        if c.reasoning in ("calibrated", "probe"):
+            p_of = ((lambda form, x: bank.calibration(form, c.estimator)(x.u)) if c.reasoning == "calibrated"
+                    else (lambda form, x: 1.0 - bank.probe(form).score(x.state)))
+            final = MostProbable(c.reasoning, p_of, c.final_check)
+        else:
+            final = LowerU() if c.reasoning == "self-aware" else OneForm(c.reasoning)
+        return gate, rerank, final
 
     def unread(self) -> list[tuple[str, str]]:
         """The options given that the settled configuration never reads, and why: ``delta`` beside a gate
@@ -203,6 +207,9 @@ class SeaKR(Method):
         for name in ("check_estimator", "check_temperature"):
             if c.gate != "check" and getattr(c, name) != getattr(d, name):
                 out.append((name, f"{gate} draws no check samples (gate=check does)"))
+        if c.final_check != d.final_check and not self._final_check_read():
+            out.append(("final_check", f"{gate} with reasoning={c.reasoning} compares no check's P(correct) with the "
+                        "chain's answers (gate=check|probe with reasoning=calibrated|probe does)"))
         if c.rerank != "guarded" and c.rerank_z != d.rerank_z:
             out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in self._auto else "")
                         + " does not weigh the engine's top-1 by noise (rerank=guarded does)"))
@@ -211,6 +218,10 @@ class SeaKR(Method):
     #: what mode=simple never reads (it searches once, with the question, and answers from one passage), and why
     SIMPLE_UNREAD = {"max_steps": "answers in one step", "max_passages": "keeps one passage",
                      "keep_p": "searches with the question itself", "query_max_words": "searches with the question itself"}
+
+    def _final_check_read(self) -> bool:
+        c = self.config
+        return c.gate in ("check", "probe") and c.reasoning in ("calibrated", "probe") and c.mode == "multihop"
 
     def _unread_simple(self) -> list[tuple[str, str]]:
         c, d = self.config, SeaKRConfig
@@ -324,8 +335,7 @@ class SeaKR(Method):
     def should_retrieve(self, u: float | None) -> bool:
         """Self-aware retrieval (paper §3.1): retrieve when the step's U exceeds delta. Past a knowledge
         check (gate=check|probe) that found the model unsure, every step retrieves."""
-        c = self.config
-        return c.retrieval == "always" or c.gate != "step" or (u is not None and u > self.delta)
+        return self.gate.retrieve(u)
 
     # ------------------------------------------------------------------ the knowledge check
     def check(self, tr: Tracer, question: str) -> FinalAnswer:
@@ -388,17 +398,15 @@ class SeaKR(Method):
     def _run(self, question: str, tr: Tracer) -> str:
         if self.config.mode == "simple":
             return self._simple(question, tr)
-        known = self._gate(tr, question) if self.config.gate != "step" else None
+        known = self._gate(tr, question) if self.gate.checks else None  # the knowledge check, where it decides
         if known is not None and known.sure:
             tr.stop("known")
-            return tr.finish(known.answer, "check", {"check": known}, rule=f"gate={self.config.gate}")
+            return tr.finish(known.answer, "check", {"check": known}, rule=f"gate={self.gate.name}")
         steps: list[str] = []  # rationales R
         kept: list = []  # knowledge buffer K
         queries: set[str] = set()
-        # past a knowledge check no threshold decides a step (every step retrieves)
-        threshold = self.delta if self.config.gate == "step" else None
         for i in range(self.config.max_steps):
-            with tr.step(i, threshold) as st:
+            with tr.step(i, self.gate.threshold) as st:
                 reason = self._iteration(tr, question, steps, kept, queries, st)
             if reason:
                 break
@@ -409,8 +417,7 @@ class SeaKR(Method):
     def _gate(self, tr: Tracer, question: str) -> FinalAnswer:
         """The knowledge check and its decision: ``sure`` when P(correct) reaches gate_p with a real answer."""
         known = self.check(tr, question)
-        known.gate_p = self.gate_p
-        known.sure = known.p >= self.gate_p and not is_unknown(known.answer)
+        known.gate_p, known.sure = self.gate_p, self.gate.sure(known)
         tr.decision("no-retrieve" if known.sure else "retrieve", step=-1, rule=f"gate={self.config.gate}",
                     u=known.u, p_correct=known.p, gate_p=self.gate_p)
         return known
@@ -420,14 +427,10 @@ class SeaKR(Method):
         c = self.config
         with tr.timed("pseudo"):
             prompt, prefix = self.render(tr, question, steps, kept)
-            # past a knowledge check every step retrieves: the step's U would decide nothing, so its k samples
-            # are not drawn (the query needs only the greedy step's token probabilities)
-            pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=c.gate == "step")
+            pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=self.gate.scored)
             st.pseudo, st.u = pseudo.text, pseudo.u
-            retrieve = self.should_retrieve(pseudo.u)
-            gated = c.gate != "step"
-            tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u,
-                        delta=None if gated else self.delta, rule=f"gate={c.gate}" if gated else c.retrieval)
+            retrieve = self.gate.retrieve(pseudo.u)
+            tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u, **self.gate.said())
         st.text, st.u_step = pseudo.text, pseudo.u
         if retrieve and len(kept) < c.max_passages:
             st.query = self.query(pseudo, question, steps)
@@ -459,88 +462,45 @@ class SeaKR(Method):
         query, _ = build_query(words, question, steps[-1] if steps else "", self.config.keep_p, self.config.query_max_words)
         return query
 
-    def score_candidates(self, tr, question, steps, kept, hits) -> list[Candidate]:
-        """The next step generated with each candidate added to K, and its U; the N x k samples go
-        through the model in one batched call."""
+    def score_candidates(self, tr, question, steps, kept, hits, scored: bool | None = None) -> list[Candidate]:
+        """The next step generated with each candidate added to K, and (``scored``; default: what the re-ranker
+        reads) its U; the N x k samples go through the model in one batched call."""
+        scored = self.reranker.scored if scored is None else scored
         rendered = [self.render(tr, question, steps, kept + [h]) for h in hits]
-        # the probe reads the greedy step's state: no samples, no U (N x k rows saved per retrieval)
-        res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS, scored=self.config.rerank != "probe")
+        res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS, scored=scored)
         cand = [Candidate(h.id, h.title, r, x.text, U.UNCERTAIN if x.u is None else x.u, score=h.score,
                           state=x.gen.greedy.state if x.gen.greedy is not None else None)
                 for r, (h, x) in enumerate(zip(hits, res))]
-        if self.config.estimator == "eigen" and self.config.rerank != "probe":  # the noise of each U (the guarded rule's input)
+        if self.config.estimator == "eigen" and scored:  # the noise of each U (the guarded rule's input)
             for c, x in zip(cand, res):
                 states = [s.state for s in x.gen.samples if s.state is not None]
                 c.u_se = U.jackknife_se(np.stack(states)) if states else U.UNCERTAIN  # < 3 samples: it says so
         return cand
 
-    def choose(self, us: list[float | None], ses: list[float] | None = None) -> int:
-        """Self-aware re-ranking (paper §3.2): the candidate with the lowest U (ties: the engine's
-        order); the ablation ``rerank=engine`` keeps the engine's top-1; ``rerank=guarded`` (beyond
-        the paper) leaves the top-1 only for a candidate whose U is lower by more than the noise of
-        the difference (:func:`guarded_departs`)."""
-        if self.config.rerank == "engine":
-            return 0
-        if self.config.rerank == "guarded":
-            return guarded_choice(us, ses, self.config.rerank_z)
-        return min_u_index(us)
-
     def rerank(self, tr, question, steps, kept, hits) -> tuple[int, list[Candidate]]:
-        if self.config.rerank == "engine":
-            hits = hits[:1]  # ablation: trust the search engine's order (and spend nothing on the others)
-        cand = self.score_candidates(tr, question, steps, kept, hits)
-        if self.config.rerank == "probe":
-            best = self.probe_choice(cand)
-        else:
-            best = self.choose([c.u for c in cand], [0.0 if c.u_se is None else c.u_se for c in cand])
+        """Self-aware re-ranking (paper §3.2) by the configured re-ranker (:mod:`~seakr.methods.decisions`)."""
+        cand = self.score_candidates(tr, question, steps, kept, hits[:1] if self.reranker.only_top else hits)
+        best = self.reranker.choose(cand)
         cand[best].chosen = True
-        tr.decision("rerank", rule=self.config.rerank, chosen=cand[best].id, us=[c.u for c in cand])
+        tr.decision("rerank", rule=self.reranker.name, chosen=cand[best].id, us=[c.u for c in cand])
         return best, cand
 
-    def probe_choice(self, cand: list[Candidate]) -> int:
-        """``rerank=probe``: the candidate the candidate probe finds most likely to support the answer, from
-        its step's state and the engine's rank and score (ties: the engine's order)."""
-        probe, top = self.knowledge.probe("candidate"), cand[0].score
-        for c in cand:
-            c.p = 1.0 - probe.score(c.state, engine_features(c.rank, c.score, top))
-        return max(range(len(cand)), key=lambda j: (cand[j].p, -j))
-
-    def _reason(self, question, tr, steps, kept, known: dict | None = None) -> str:
-        """Self-aware reasoning (paper §3.3): an answer from the rationales and one from all of K;
-        the lower U wins (see :func:`pick`)."""
-        c = self.config
+    def _reason(self, question, tr, steps, kept, known: FinalAnswer | None = None) -> str:
+        """Self-aware reasoning (paper §3.3): an answer from the rationales and one from all of K, and the
+        configured final choice among them (and the knowledge check's answer, where it takes part)."""
+        rule = self.final
         with tr.timed("final"):
             cands = {}
-            scored = c.reasoning in ("self-aware", "calibrated")  # only these rules read the answers' U: no samples else
-            if c.reasoning != "knowledge":
-                cands["rationale"] = self.from_rationales(tr, question, steps, scored)
-            if c.reasoning != "rationales":
-                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge", scored)
-            if c.reasoning == "self-aware":
-                choice = pick(cands["rationale"], cands["knowledge"])
-            elif c.reasoning in ("calibrated", "probe"):
-                choice = self._pick_calibrated(tr, cands)
-            else:
-                choice = "rationale" if c.reasoning == "rationales" else "knowledge"
-        if known is not None:  # the check that sent the question to the chain, for the record
+            if "rationale" in rule.forms:
+                cands["rationale"] = self.from_rationales(tr, question, steps, rule.scored)
+            if "knowledge" in rule.forms:
+                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge", rule.scored)
+            choice, read = rule.choose(cands, known)
+            if read:
+                tr.decision("final-choice", rule=self.config.reasoning, **read)
+        if known is not None:  # the check that sent the question to the chain: a candidate, or for the record
             cands["check"] = known
-        return tr.finish(cands[choice].answer, choice, cands, rule=c.reasoning, passages=kept)
-
-    def _pick_calibrated(self, tr, cands: dict) -> str:
-        """The final choice on one scale: each answer's P(correct) in its own form, from its U through the
-        form's calibration map (reasoning=calibrated) or from the form's probe on the answer's state
-        (reasoning=probe); the more probable wins (tie -> knowledge; "unknown"/empty defers to the other)."""
-        ps = {}
-        for name, form in (("rationale", "final-rationale"), ("knowledge", "final-knowledge")):
-            x = cands[name]
-            if self.config.reasoning == "calibrated":
-                x.p = self.knowledge.calibration(form, self.config.estimator)(x.u)
-            else:
-                x.p = 1.0 - self.knowledge.probe(form).score(x.state)
-            ps[name] = -x.p  # pick() keeps the lower: the negated probability
-        choice = pick(cands["rationale"].replace(u=ps["rationale"]), cands["knowledge"].replace(u=ps["knowledge"]))
-        tr.decision("final-choice", rule=self.config.reasoning, p_rationale=-ps["rationale"], p_knowledge=-ps["knowledge"])
-        return choice
+        return tr.finish(cands[choice].answer, choice, cands, rule=self.config.reasoning, passages=kept)
 
     def from_rationales(self, tr, question, steps, scored: bool = True) -> FinalAnswer:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""
@@ -551,11 +511,11 @@ class SeaKR(Method):
     # ------------------------------------------------------------------ simple QA
     def answer_with_passages(self, tr, question: str, hits) -> tuple[int, list[FinalAnswer]]:
         """Simple-QA re-rank: an answer with each single passage as context (one batched call), and
-        the one :meth:`choose` keeps."""
-        if self.config.rerank == "engine":
-            hits = hits[:1]
+        the one the re-ranker keeps (by the answers' U)."""
+        hits = hits[:1] if self.reranker.only_top else hits
         res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank")
-        return self.choose([x.u for x in res]), res
+        return self.reranker.choose([Candidate(h.id, h.title, r, x.answer, x.u, score=h.score)
+                                     for r, (h, x) in enumerate(zip(hits, res))]), res
 
     def _simple(self, question: str, tr: Tracer) -> str:
         c = self.config
