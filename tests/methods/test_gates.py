@@ -272,6 +272,25 @@ def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final
     assert "\n" not in str(e.value)
 
 
+def test_auto_rerank_follows_the_rule_chosen_for_the_model_and_decodes_only_the_top_passage(tmp_path, idx):
+    """rerank.json names the re-rank chosen for a model on decision data: "engine" keeps BM25's top-1 and decodes only
+    its step, unsampled; without the file, auto takes the candidate probe where one is fitted; a rule the file names
+    that SeaKR does not know is one line at construction."""
+    bank = write_bank(tmp_path)
+    (tmp_path / "rerank.json").write_text(json.dumps({"scripted": {"rerank": "engine", "n": 62}}))
+    m = SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, gate="probe", gate_p=0.5, probes=bank)
+    assert m.config.rerank == "engine"
+    a = m.answer(UNKNOWN)
+    reranks = [e for e in a.trace["events"] if e["type"] == "model_call" and e["purpose"] == "rerank"]
+    assert reranks and all(e["samples"] == 0 for e in reranks)
+    assert all(len(s["candidates"]) == 1 for s in a.trace["steps"] if s["retrieved"])
+    assert SeaKR(ScriptedLM(script(), dim=DIM), idx, probes=bank, rerank="self-aware").config.rerank == "self-aware"
+    (tmp_path / "rerank.json").write_text(json.dumps({"scripted": {"rerank": "vote"}}))
+    with pytest.raises(ValueError, match="rerank 'vote' is not one of") as e:
+        SeaKR(ScriptedLM(script(), dim=DIM), idx, probes=bank)
+    assert "\n" not in str(e.value)
+
+
 def test_a_stacked_probe_reads_the_scores_of_the_checks_own_samples(tmp_path, idx):
     # state weights 0, one weight on EigenScore: the decision can only come from the check's k samples
     lo, hi = eigen(CERTAIN, k=5, dim=DIM, text="Steven Spielberg"), eigen(UNSURE, k=5, dim=DIM, text="French")

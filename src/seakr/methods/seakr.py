@@ -248,8 +248,9 @@ class SeaKR(Method):
         """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
         paper's step gate; ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
         data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
-        maps are fitted, else the paper's raw U; ``rerank="auto"``: the candidate probe where one is fitted (multi-hop),
-        else the paper's lowest U. The run's configuration records the settled values."""
+        maps are fitted, else the paper's raw U; ``rerank="auto"``: the rule chosen for this model on decision data
+        where there is one (``rerank.json``), else the candidate probe where one is fitted (multi-hop), else the
+        paper's lowest U. The run's configuration records the settled values."""
         self._auto = {k for k in ("gate", "reasoning", "rerank") if getattr(config, k) == "auto"}
         if not self._auto:
             return config
@@ -263,9 +264,11 @@ class SeaKR(Method):
             chosen, self.reasoning_source = bank.reasoning(rules) if config.mode == "multihop" else (None, "auto")
             reasoning = chosen or ("calibrated" if fitted and config.mode == "multihop" else "self-aware")
         rerank = config.rerank
-        if rerank == "auto":
-            rerank = "probe" if (STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate")
-                                 and config.mode == "multihop") else "self-aware"
+        if rerank == "auto":  # the rule chosen for the model on decision data, else its probe, else the paper's
+            multihop = config.mode == "multihop"
+            chosen = bank.rerank([r for r in RERANK if r != "auto"])[0] if multihop else None
+            probe = STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate") and multihop
+            rerank = chosen or ("probe" if probe else "self-aware")
         if config.mode == "simple":
             gate = "step" if config.gate == "auto" else gate
         settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank)

@@ -3,7 +3,8 @@ model, from a folder the user names or, by default, the package's ``probes/data`
 
 File names (in either place): ``<model>-<form>.probe.json``, ``<model>-<form>-<estimator>.calibration.json``,
 ``gates.json`` ({model: {gate: {"gate_p": p, ...provenance}}}, gate ``check`` or ``probe``) and
-``reasoning.json`` ({model: {"reasoning": rule, ...provenance}}: the final choice chosen on tuning data).
+``reasoning.json`` ({model: {"reasoning": rule, ...provenance}}: the final choice chosen on tuning data) and
+``rerank.json`` ({model: {"rerank": rule, ...provenance}}: the re-rank chosen on decision data).
 Each file is read once, on first use, and a missing one is a one-line error that says how to fit it.
 """
 
@@ -87,7 +88,7 @@ def check_folder(folder: str | None, contents: bool = False) -> None:
     _check_files(tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
 
 
-_FITTED, _TABLES = (".probe.json", ".calibration.json"), ("gates.json", "reasoning.json")
+_FITTED, _TABLES = (".probe.json", ".calibration.json"), ("gates.json", "reasoning.json", "rerank.json")
 
 
 @functools.lru_cache(maxsize=16)
@@ -100,7 +101,7 @@ def _check_files(stamped: tuple) -> None:
         elif where.endswith(".calibration.json"):
             Calibration.from_dict(d, where)
         else:
-            _table(d, where, "check" if where.endswith("gates.json") else "reasoning")
+            _table(d, where, "check" if where.endswith("gates.json") else Path(where).name.removesuffix(".json"))
 
 
 def _table(d, where: str, key: str, model: str | None = None) -> None:
@@ -190,11 +191,19 @@ class SelfKnowledge:
         """The final-choice rule chosen for this model on tuning data (``reasoning.json``: {model:
         {"reasoning": rule, ...provenance}}) and where it came from; (None, "auto") where none was chosen.
         A rule outside ``rules`` (those the reading method knows) is refused in one line."""
-        rule, where = self._model_entry("reasoning.json", "reasoning")
+        return self._chosen("reasoning", rules)
+
+    def rerank(self, rules: Sequence[str]) -> tuple[str | None, str]:
+        """The re-rank chosen for this model on decision data (``rerank.json``: {model: {"rerank": rule,
+        ...provenance}}), as :meth:`reasoning` reads its rule."""
+        return self._chosen("rerank", rules)
+
+    def _chosen(self, decision: str, rules: Sequence[str]) -> tuple[str | None, str]:
+        rule, where = self._model_entry(f"{decision}.json", decision)
         if rule is None:
             return None, "auto"
         if rule not in rules:
-            raise ValueError(f"{where}: {self.model}: reasoning {rule!r} is not one of {', '.join(rules)}")
+            raise ValueError(f"{where}: {self.model}: {decision} {rule!r} is not one of {', '.join(rules)}")
         return rule, f"{where}:{self.model}"
 
     def save_gate_level(self, res: dict) -> str:
