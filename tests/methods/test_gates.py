@@ -154,6 +154,22 @@ def test_past_a_check_its_answer_joins_the_final_choice_by_its_probability(tmp_p
     assert less.trace["final"]["choice"] == "knowledge"
 
 
+def test_query_from_step_searches_with_the_last_step_and_decodes_each_step_once(tmp_path, idx):
+    """query_from=step (IRCoT's query): the first search is the question, each later one the step accepted last minus
+    its low-probability words; no pseudo-step is decoded. Beside the step gate, which reads the pseudo-step's U, it
+    is refused in one line."""
+    _, lm, a = run(tmp_path, idx, UNKNOWN, gate="probe", gate_p=0.99, rerank="engine", query_from="step", max_steps=3)
+    purposes = [e["purpose"] for e in a.trace["events"] if e["type"] == "model_call"]
+    assert "pseudo-step" not in purposes and purposes.count("rerank") == a.trace["totals"]["retrievals"] >= 1
+    queries = [s["query"] for s in a.trace["steps"] if s["retrieved"]]
+    assert queries[0] == UNKNOWN and all("Kubrick" in q for q in queries[1:])
+    _, _, paper = run(tmp_path, idx, UNKNOWN, gate="probe", gate_p=0.99, rerank="engine", max_steps=3)
+    assert "pseudo-step" in [e["purpose"] for e in paper.trace["events"] if e["type"] == "model_call"]
+    with pytest.raises(ValueError, match="query_from=step drops the pseudo-step") as e:
+        run(tmp_path, idx, UNKNOWN, gate="step", query_from="step")
+    assert "\n" not in str(e.value)
+
+
 def test_the_most_probable_answer_wins_and_an_abstention_yields():
     from seakr.methods.records import FinalAnswer
     from seakr.methods.decisions import most_probable
@@ -273,11 +289,11 @@ def test_auto_reasoning_follows_the_rule_chosen_for_the_model_and_draws_no_final
 
 
 def test_auto_rerank_follows_the_rule_chosen_for_the_model_and_decodes_only_the_top_passage(tmp_path, idx):
-    """rerank.json names the re-rank chosen for a model on decision data: "engine" keeps BM25's top-1 and decodes only
+    """decisions.json names the re-rank chosen for a model on decision data: "engine" keeps BM25's top-1 and decodes only
     its step, unsampled; without the file, auto takes the candidate probe where one is fitted; a rule the file names
     that SeaKR does not know is one line at construction."""
     bank = write_bank(tmp_path)
-    (tmp_path / "rerank.json").write_text(json.dumps({"scripted": {"rerank": "engine", "n": 62}}))
+    (tmp_path / "decisions.json").write_text(json.dumps({"scripted": {"rerank": "engine", "why": {"rerank": {"n": 42}}}}))
     m = SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, gate="probe", gate_p=0.5, probes=bank)
     assert m.config.rerank == "engine"
     a = m.answer(UNKNOWN)
@@ -285,7 +301,7 @@ def test_auto_rerank_follows_the_rule_chosen_for_the_model_and_decodes_only_the_
     assert reranks and all(e["samples"] == 0 for e in reranks)
     assert all(len(s["candidates"]) == 1 for s in a.trace["steps"] if s["retrieved"])
     assert SeaKR(ScriptedLM(script(), dim=DIM), idx, probes=bank, rerank="self-aware").config.rerank == "self-aware"
-    (tmp_path / "rerank.json").write_text(json.dumps({"scripted": {"rerank": "vote"}}))
+    (tmp_path / "decisions.json").write_text(json.dumps({"scripted": {"rerank": "vote"}}))
     with pytest.raises(ValueError, match="rerank 'vote' is not one of") as e:
         SeaKR(ScriptedLM(script(), dim=DIM), idx, probes=bank)
     assert "\n" not in str(e.value)

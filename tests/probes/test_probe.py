@@ -182,7 +182,7 @@ def test_a_gate_level_that_is_not_a_probability_is_named_with_its_file(tmp_path,
 def test_a_table_that_is_not_an_object_is_refused_with_the_options(tmp_path):
     from seakr.methods.seakr import SeaKRConfig
 
-    for name in ("gates.json", "reasoning.json", "rerank.json"):
+    for name in ("gates.json", "reasoning.json", "decisions.json"):
         (tmp_path / name).write_text("[1]")
         with pytest.raises(ValueError, match=re.escape(f"{tmp_path / name}: expected {{model: {{")):
             SeaKRConfig(probes=str(tmp_path))

@@ -55,6 +55,7 @@ class Candidate:
     u_se: float | None = None  # the jackknife standard error of U (EigenScore only)
     p: float | None = None
     state: Any = field(default=None, repr=False, compare=False)  # the greedy step's state, for the probe
+    scored: Any = field(default=None, repr=False, compare=False)  # the step's generation (memory only: a next query)
 
     def to_dict(self) -> dict:
         d = {"id": self.id, "title": self.title, "rank": self.rank, "step": self.step, "u": u_to_json(self.u),

@@ -66,6 +66,11 @@ REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "au
 #: Either way, P(correct) >= gate_p answers with the short answer at once; below it the chain retrieves at
 #: every step (the pseudo-step's U carries no signal there: docs/design-notes.md).
 GATES = ("step", "check", "probe", "auto")
+#: Where a step's query comes from: ``pseudo`` (the paper: a pseudo-step generated before retrieving, minus its
+#: low-probability words), or ``step`` (IRCoT's: the step accepted last, minus the same words; the question for
+#: the first), which decodes each step once. ``step`` needs a gate that does not read the pseudo-step's U; ``auto``
+#: takes what was chosen for the model on decision data where its gate is a knowledge check, else ``pseudo``.
+QUERY_FROM = ("pseudo", "step", "auto")
 
 
 @dataclass
@@ -85,11 +90,13 @@ class SeaKRConfig(MethodConfig):
     # past a knowledge check (gate=check|probe), its closed-book answer joins the final choice by its P(correct)
     # beside the chain's two answers (reasoning=calibrated|probe), rather than being dropped once the chain runs
     final_check: bool = False
+    query_from: str = "auto"  # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
     ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
-                             "check_temperature": None, "final_check": False}
+                             "check_temperature": None, "final_check": False,
+                             "query_from": "pseudo"}
 
     RANGES: ClassVar[dict[str, Range]] = {
         "delta": Range(finite=False), "keep_p": Range(0, 1), "rerank_z": Range(0, None), "gate_p": Range(0, 1),
@@ -100,12 +107,16 @@ class SeaKRConfig(MethodConfig):
         super().__post_init__()
         for val, allowed, what in ((self.retrieval, RETRIEVAL, "retrieval"), (self.rerank, RERANK, "rerank"),
                                    (self.reasoning, REASONING, "reasoning"), (self.mode, MODES, "mode"),
-                                   (self.gate, GATES, "gate"), (self.check_estimator, tuple(U.ESTIMATORS), "check_estimator")):
+                                   (self.gate, GATES, "gate"), (self.check_estimator, tuple(U.ESTIMATORS), "check_estimator"),
+                                   (self.query_from, QUERY_FROM, "query_from")):
             if val not in allowed:
                 raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {said(val)}{did_you_mean(val, allowed)}")
         if self.gate not in ("step", "auto") and self.mode == "simple":
             raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
                              "answer already decides (its U against delta)")
+        if self.query_from == "step" and self.gate == "step" and self.retrieval == "self-aware" and self.mode == "multihop":
+            raise ValueError("query_from=step drops the pseudo-step, whose U gate=step reads: use a knowledge check "
+                             "(gate=check|probe) or retrieval=always")
         if self.check_estimator == "prompt":
             raise ValueError("check_estimator=prompt is not a check: choose a sample- or greedy-based estimator")
         if self.rerank == "probe" and self.mode == "simple":  # "auto" settles to self-aware there
@@ -179,6 +190,9 @@ class SeaKR(Method):
         c, bank = self.config, self.knowledge
         gate = (StepGate(self.delta, c.retrieval == "always") if c.gate == "step" or c.mode == "simple"
                 else CheckGate(c.gate, self.gate_p))
+        if c.query_from == "step" and gate.scored and not gate.always and c.mode == "multihop":
+            raise ValueError(f"query_from=step drops the pseudo-step, whose U gate=step reads (gate=auto settled to "
+                             f"step for model {self.lm.info().get('model')}): give gate=check|probe or retrieval=always")
         rerank = {"self-aware": LowestU(), "engine": EngineOrder(), "guarded": Guarded(c.rerank_z),
                   "probe": ProbeRanker(lambda x, top: 1.0 - bank.probe("candidate").score(
                       x.state, engine_features(x.rank, x.score, top)))}[c.rerank]
@@ -217,7 +231,8 @@ class SeaKR(Method):
 
     #: what mode=simple never reads (it searches once, with the question, and answers from one passage), and why
     SIMPLE_UNREAD = {"max_steps": "answers in one step", "max_passages": "keeps one passage",
-                     "keep_p": "searches with the question itself", "query_max_words": "searches with the question itself"}
+                     "keep_p": "searches with the question itself", "query_max_words": "searches with the question itself",
+                     "query_from": "searches with the question itself"}
 
     def _final_check_read(self) -> bool:
         c = self.config
@@ -226,7 +241,7 @@ class SeaKR(Method):
     def _unread_simple(self) -> list[tuple[str, str]]:
         c, d = self.config, SeaKRConfig
         out = [(n, f"mode=simple {why} (mode=multihop reads it)") for n, why in self.SIMPLE_UNREAD.items()
-               if getattr(c, n) != getattr(d, n)]
+               if getattr(c, n) != getattr(d, n) and n not in self._auto]
         if c.reasoning != "self-aware":  # what auto settles to there: any other was given
             out.append(("reasoning", "mode=simple answers from the passage it keeps: there is no final choice "
                                      "between rationales and passages (mode=multihop makes one)"))
@@ -249,9 +264,10 @@ class SeaKR(Method):
         paper's step gate; ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
         data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
         maps are fitted, else the paper's raw U; ``rerank="auto"``: the rule chosen for this model on decision data
-        where there is one (``rerank.json``), else the candidate probe where one is fitted (multi-hop), else the
-        paper's lowest U. The run's configuration records the settled values."""
-        self._auto = {k for k in ("gate", "reasoning", "rerank") if getattr(config, k) == "auto"}
+        where there is one (``decisions.json``), else the candidate probe where one is fitted (multi-hop), else the
+        paper's lowest U; ``query_from="auto"``: the model's decided query where its gate is a knowledge check, else
+        the paper's pseudo-step. The run's configuration records the settled values."""
+        self._auto = {k for k in ("gate", "reasoning", "rerank", "query_from") if getattr(config, k) == "auto"}
         if not self._auto:
             return config
         bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
@@ -264,14 +280,18 @@ class SeaKR(Method):
             chosen, self.reasoning_source = bank.reasoning(rules) if config.mode == "multihop" else (None, "auto")
             reasoning = chosen or ("calibrated" if fitted and config.mode == "multihop" else "self-aware")
         rerank = config.rerank
+        query_from = config.query_from
+        if query_from == "auto":  # the model's decided query where a check gates, else the paper's pseudo-step
+            decided = bank.decided("query_from", [q for q in QUERY_FROM if q != "auto"])[0]
+            query_from = decided if decided and gate in ("check", "probe") and config.mode == "multihop" else "pseudo"
         if rerank == "auto":  # the rule chosen for the model on decision data, else its probe, else the paper's
             multihop = config.mode == "multihop"
-            chosen = bank.rerank([r for r in RERANK if r != "auto"])[0] if multihop else None
+            chosen = bank.decided("rerank", [r for r in RERANK if r != "auto"])[0] if multihop else None
             probe = STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate") and multihop
             rerank = chosen or ("probe" if probe else "self-aware")
         if config.mode == "simple":
             gate = "step" if config.gate == "auto" else gate
-        settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank)
+        settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank, query_from=query_from)
         if config.probes and _found_nothing(config, settled):  # a folder fitted for another model, or a typo
             warn(f"probes={config.probes} holds nothing fitted for model {bank.model}: gate, rerank and reasoning "
                  "follow the paper's rules", once=True)
@@ -408,9 +428,10 @@ class SeaKR(Method):
         steps: list[str] = []  # rationales R
         kept: list = []  # knowledge buffer K
         queries: set[str] = set()
+        last = None  # the accepted step's generation: the next query where query_from=step
         for i in range(self.config.max_steps):
             with tr.step(i, self.gate.threshold) as st:
-                reason = self._iteration(tr, question, steps, kept, queries, st)
+                reason, last = self._iteration(tr, question, steps, kept, queries, st, last)
             if reason:
                 break
         else:
@@ -425,38 +446,42 @@ class SeaKR(Method):
                     u=known.u, p_correct=known.p, gate_p=self.gate_p)
         return known
 
-    def _iteration(self, tr, question, steps, kept, queries, st) -> str | None:
-        """One step: pseudo-generate, maybe retrieve and re-rank, accept the step. Returns a stop reason."""
+    def _iteration(self, tr, question, steps, kept, queries, st, last=None) -> tuple[str | None, Scored | None]:
+        """One step: pseudo-generate (or, query_from=step, take the last step), maybe retrieve and re-rank, accept
+        the step. Returns a stop reason and the accepted step's generation."""
         c = self.config
-        with tr.timed("pseudo"):
-            prompt, prefix = self.render(tr, question, steps, kept)
-            pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=self.gate.scored)
-            st.pseudo, st.u = pseudo.text, pseudo.u
-            retrieve = self.gate.retrieve(pseudo.u)
-            tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=pseudo.u, **self.gate.said())
-        st.text, st.u_step = pseudo.text, pseudo.u
+        pseudo = None
+        if c.query_from == "pseudo" or len(kept) >= c.max_passages:
+            with tr.timed("pseudo"):
+                prompt, prefix = self.render(tr, question, steps, kept)
+                pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=self.gate.scored)
+                st.pseudo, st.u = pseudo.text, pseudo.u
+            st.text, st.u_step = pseudo.text, pseudo.u
+        retrieve = self.gate.retrieve(None if pseudo is None else pseudo.u)
+        tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=st.u, **self.gate.said())
         if retrieve and len(kept) < c.max_passages:
-            st.query = self.query(pseudo, question, steps)
+            source = pseudo if pseudo is not None else last
+            st.query = question if source is None else self.query(source, question, steps[:-1] if pseudo is None else steps)
             if st.query in queries:
                 st.note = "repeated query: stop"
-                return tr.stop("repeated_query", query=st.query)
+                return tr.stop("repeated_query", query=st.query), None
             queries.add(st.query)
             known = {p.id for p in kept}
             hits = [h for h in self.search(tr, st.query, c.n_candidates) if h.id not in known]
             if not hits:
                 st.note = "no new passage: stop"
-                return tr.stop("no_new_passage", query=st.query)
+                return tr.stop("no_new_passage", query=st.query), None
             with tr.timed("rerank"):
                 best, st.candidates = self.rerank(tr, question, steps, kept, hits)
             kept.append(hits[best])
             st.retrieved = True
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-            st.text, st.u_step = st.candidates[best].step, st.candidates[best].u
+            st.text, st.u_step, pseudo = st.candidates[best].step, st.candidates[best].u, st.candidates[best].scored
         if stop := take_step(tr, steps, st.text, c.marker):
-            return stop
+            return stop, pseudo
         if len(kept) >= c.max_passages:
-            return tr.stop("max_passages")
-        return None
+            return tr.stop("max_passages"), pseudo
+        return None, pseudo
 
     def query(self, pseudo: Scored, question: str, steps: list[str]) -> str:
         """The pseudo-step minus its low-probability words (paper §3.1; stop words dropped)."""
@@ -472,7 +497,7 @@ class SeaKR(Method):
         rendered = [self.render(tr, question, steps, kept + [h]) for h in hits]
         res = self.call(tr, "rerank", [p for p, _ in rendered], rendered[0][1], STEP_STOPS, scored=scored)
         cand = [Candidate(h.id, h.title, r, x.text, U.UNCERTAIN if x.u is None else x.u, score=h.score,
-                          state=x.gen.greedy.state if x.gen.greedy is not None else None)
+                          state=x.gen.greedy.state if x.gen.greedy is not None else None, scored=x)
                 for r, (h, x) in enumerate(zip(hits, res))]
         if self.config.estimator == "eigen" and scored:  # the noise of each U (the guarded rule's input)
             for c, x in zip(cand, res):

@@ -4,7 +4,8 @@ model, from a folder the user names or, by default, the package's ``probes/data`
 File names (in either place): ``<model>-<form>.probe.json``, ``<model>-<form>-<estimator>.calibration.json``,
 ``gates.json`` ({model: {gate: {"gate_p": p, ...provenance}}}, gate ``check`` or ``probe``) and
 ``reasoning.json`` ({model: {"reasoning": rule, ...provenance}}: the final choice chosen on tuning data) and
-``rerank.json`` ({model: {"rerank": rule, ...provenance}}: the re-rank chosen on decision data).
+``decisions.json`` ({model: {option: value, "why": {option: provenance}}}: what an option's "auto" takes for
+the model, chosen on decision data).
 Each file is read once, on first use, and a missing one is a one-line error that says how to fit it.
 """
 
@@ -88,7 +89,7 @@ def check_folder(folder: str | None, contents: bool = False) -> None:
     _check_files(tuple((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in files))
 
 
-_FITTED, _TABLES = (".probe.json", ".calibration.json"), ("gates.json", "reasoning.json", "rerank.json")
+_FITTED, _TABLES = (".probe.json", ".calibration.json"), ("gates.json", "reasoning.json", "decisions.json")
 
 
 @functools.lru_cache(maxsize=16)
@@ -193,13 +194,13 @@ class SelfKnowledge:
         A rule outside ``rules`` (those the reading method knows) is refused in one line."""
         return self._chosen("reasoning", rules)
 
-    def rerank(self, rules: Sequence[str]) -> tuple[str | None, str]:
-        """The re-rank chosen for this model on decision data (``rerank.json``: {model: {"rerank": rule,
-        ...provenance}}), as :meth:`reasoning` reads its rule."""
-        return self._chosen("rerank", rules)
+    def decided(self, option: str, rules: Sequence[str]) -> tuple[str | None, str]:
+        """The value chosen for ``option`` for this model on decision data (``decisions.json``: {model: {option:
+        value, "why": {...}}}), as :meth:`reasoning` reads its rule."""
+        return self._chosen(option, rules, "decisions.json")
 
-    def _chosen(self, decision: str, rules: Sequence[str]) -> tuple[str | None, str]:
-        rule, where = self._model_entry(f"{decision}.json", decision)
+    def _chosen(self, decision: str, rules: Sequence[str], file: str | None = None) -> tuple[str | None, str]:
+        rule, where = self._model_entry(file or f"{decision}.json", decision)
         if rule is None:
             return None, "auto"
         if rule not in rules:
