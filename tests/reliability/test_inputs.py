@@ -463,13 +463,18 @@ def test_an_index_ask_never_searches_is_refused(index):
                    "--index: method 'cot' never searches; leave it out")
 
 
-def test_delta_without_a_seakr_run_is_refused_not_ignored(index, tmp_path):
+def test_delta_without_a_seakr_run_is_said_not_ignored(index, tmp_path, capsys):
     """--delta is SeaKR's threshold: given to a baseline it was dropped without a word (eval) or named as
-    an unknown --option the user never typed (ask)."""
+    an unknown --option the user never typed (ask). One method asked refuses it; a plan, whose flags may be
+    looped over several methods, says it is unread."""
+    from seakr.common import console
+    from seakr.eval.plan import EvalPlan
+
     one_line_error(seakr("ask", "--index", index, "--method", "ircot", "--delta=-3", "Who?"),
                    "--delta: method 'ircot' has no retrieval threshold")
-    one_line_error(seakr("eval", "--data", HOTPOT, "--method", "cot", "--delta", "-3", "--out", str(tmp_path / "o")),
-                   "delta is SeaKR's threshold, and no run of the plan is SeaKR (cot)")
+    console._WARNED.clear()
+    EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], delta=-3.0).check()
+    assert "eval: delta is not read: it is SeaKR's threshold, and no run of the plan is SeaKR (cot)" in capsys.readouterr().err
 
 
 def test_index_build_takes_its_engine_from_where_it_builds(tmp_path):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..search.base import redact, seakr_own
-from ..common.console import did_you_mean, said
+from ..common.console import did_you_mean, said, warn
 from ..common.files import check_rereadable, is_pattern, missing, pattern_files, user_path
 from ..common.jsontext import native
 from .datasets import LAYOUTS
@@ -136,15 +136,15 @@ class EvalPlan:
                 check_run("run", r.method, r.options)
             check_run_name("run", r.name, names)
             check_run(f"run {r.name!r}", r.method, r.options, context)  # the window, where known without the weights
-        if self.delta is not None and not any(r.method == "seakr" for r in self.runs):  # it was ignored silently
-            raise PlanError(f"eval: delta is SeaKR's threshold, and no run of the plan is SeaKR "
-                            f"({', '.join(sorted({r.method for r in self.runs}))})")
+        # a setting no run reads is said once, not refused: one loop of the same flags over several methods runs
+        methods = ", ".join(sorted({r.method for r in self.runs}))
+        if self.delta is not None and not any(r.method == "seakr" for r in self.runs):
+            warn(f"eval: delta is not read: it is SeaKR's threshold, and no run of the plan is SeaKR ({methods})", once=True)
         from ..methods import METHODS
 
-        if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):  # taken, unread
-            raise PlanError(f"eval: {'index' if self.index else 'filler'} is searched only by methods that retrieve, "
-                            f"and no run of the plan does ({', '.join(sorted({r.method for r in self.runs}))}); "
-                            "leave it out")
+        if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):
+            warn(f"eval: {'index' if self.index else 'filler'} is not read: it is searched only by methods that "
+                 f"retrieve, and no run of the plan does ({methods})", once=True)
         if self.shard is not None:  # recorded as I/N: merge and --resume compare it ("00/02" was "another split")
             self.shard = "{}/{}".format(*parse_shard(self.shard))
         check_settings(self.seed, self.prompt_set)
