@@ -1,5 +1,5 @@
 """SeaKR's three self-aware decisions as small strategy objects, each chosen once from the settled configuration
-(:func:`decisions_for`), so Algorithm 1 (:meth:`~seakr.methods.seakr.SeaKR._run`) reads the same whichever signal
+(:meth:`~seakr.methods.seakr.SeaKR._decisions`), so Algorithm 1 (:meth:`~seakr.methods.seakr.SeaKR._run`) reads the same whichever signal
 decides:
 
 * the **gate** -- whether to retrieve: the paper's step U against delta (:class:`StepGate`), or a knowledge check
@@ -9,8 +9,8 @@ decides:
 * the **final choice** -- which answer to give: the lower U (the paper), one form only, or the most probable by each
   form's fitted P(correct), the knowledge check's answer among them where one ran (``final_check``).
 
-Each says what it needs of the model calls before them (``scored``: k samples for a U; ``states``: the greedy
-state for a probe), so no call draws samples nobody reads.
+Each says whether the model calls before it must draw k samples for a U (``scored``), so no call draws samples
+nobody reads.
 """
 
 from __future__ import annotations
