@@ -157,11 +157,11 @@ def test_cpu_0_is_the_cpu_at_every_door(tmp_path):
 
 
 @pytest.mark.parametrize("line,said", [
-    ('precision = "int4"', "key 'precision': 'int4': expected auto, float32"),
-    ('device = "tpu"', "key 'device': 'tpu': expected cpu, cuda"),
-    ('model = ""', "key 'model': empty; name a model"),
-    ('model = "smollm2-135m"\nlayer = 99', "key 'layer': 99: expected a 0-based decoder layer in 0..29"),
-    ("threads = 4096", "key 'threads': 4096: this process may use"),
+    ('precision = "int4"', "key precision: 'int4': expected auto, float32"),
+    ('device = "tpu"', "key device: 'tpu': expected cpu, cuda"),
+    ('model = ""', "key model: empty; name a model"),
+    ('model = "smollm2-135m"\nlayer = 99', "key layer: 99: expected a 0-based decoder layer in 0..29"),
+    ("threads = 4096", "key threads: 4096: this process may use"),
 ])
 def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line, said):
     """They were refused naming a flag the grid does not have ("--precision 'int4': expected ...")."""
@@ -217,7 +217,7 @@ def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid)
 
     with pytest.raises((ValueError, CLIError)) as e:
         cli_plan("--config", str(tmp_path / "g.toml"), "--out", str(tmp_path / "o")).check()
-    assert str(e.value).startswith(f"{tmp_path / 'g.toml'}: key {name!r}") and "--" not in str(e.value), str(e.value)
+    assert str(e.value).startswith(f"{tmp_path / 'g.toml'}: key {name}: ") and "--" not in str(e.value), str(e.value)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="a Linux /proc")

@@ -24,10 +24,10 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"layer": 3}, ValueError, "'layer' (how the model loads, not a method option: --layer on the command line, layer "
                                "at a grid's top, state_layer= in Python)"),
     ({"marker": ""}, ValueError, "option marker"),
-    ({"gate": "chek"}, ValueError, "gate must be one of"),
+    ({"gate": "chek"}, ValueError, "option gate: one of"),
     # names as the field capitalises them had no suggestion, or a wrong one ("EigenScore": "hidden-score"?)
-    ({"gate": "Probe"}, ValueError, "gate must be one of step, check, probe, auto, not 'Probe' (did you mean 'probe'?)"),
-    ({"estimator": "EigenScore"}, ValueError, "unknown estimator 'EigenScore' (did you mean 'eigen'?); choose from"),
+    ({"gate": "Probe"}, ValueError, "option gate: one of step, check, probe, auto, not 'Probe' (did you mean 'probe'?)"),
+    ({"estimator": "EigenScore"}, ValueError, "option estimator: one of eigen, "),
     ({"check_estimator": "MaxEntropy"}, ValueError, "not 'MaxEntropy' (did you mean 'max-entropy'?)"),
     ({"index": "/nonexistent/idx"}, Exception, "no index here"),
     ({"probes": "/nonexistent/probes"}, ValueError, "probes=/nonexistent/probes: no such directory"),  # after the load

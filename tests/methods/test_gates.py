@@ -197,7 +197,7 @@ def test_missing_fitted_files_fail_at_construction_with_one_line(tmp_path, idx):
         with pytest.raises(ValueError, match=word) as e:
             SeaKR(lm, idx, probes=str(tmp_path / "empty"), **opts)
         assert "\n" not in str(e.value)
-    with pytest.raises(ValueError, match="gate must be one of"):
+    with pytest.raises(ValueError, match="option gate: one of"):
         SeaKR(lm, idx, gate="sometimes")
     with pytest.raises(ValueError, match="gate_p"):
         SeaKR(lm, idx, gate_p=1.5)

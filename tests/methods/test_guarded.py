@@ -36,5 +36,5 @@ def test_jackknife_se_matches_its_definition_and_tracks_the_spread():
 
 def test_guarded_is_a_rerank_choice():
     assert SeaKRConfig(rerank="guarded").rerank == "guarded"
-    with pytest.raises(ValueError, match="rerank must be one of"):
+    with pytest.raises(ValueError, match="option rerank: one of"):
         SeaKRConfig(rerank="sometimes")

@@ -134,7 +134,7 @@ def test_the_reasoning_ablations_return_the_full_runs_candidate(seakr_answer):
 def test_unknown_options_are_clear_errors(smol):
     with pytest.raises(ValueError, match="unknown option"):
         SeaKR(smol, None, delta=0.0, tempature=2)
-    with pytest.raises(ValueError, match="rerank must be one of"):
+    with pytest.raises(ValueError, match="option rerank: one of"):
         SeaKR(smol, None, delta=0.0, rerank="random")
     with pytest.raises(ValueError, match="unknown method"):
         build_method("selfrag", smol)

@@ -200,7 +200,7 @@ def plan_from_args(args) -> EvalPlan:
         from ..models.machine import check_threads  # here, where the run's machine is known, naming the file's key
 
         try:
-            check_threads(top["threads"], f"{args.config}: key 'threads':")
+            check_threads(top["threads"], f"{args.config}: key threads:")
         except ValueError as e:
             raise CLIError(str(e)) from None
     spec = ModelSpec(flag("model"), flag("precision", "auto"), flag("device", "cpu"), flag("threads"), flag("layer"),

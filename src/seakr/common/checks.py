@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from .console import said, without_controls
-from .jsontext import native
+from .console import without_controls
 
 
 def blank(text: str) -> bool:
@@ -44,49 +42,6 @@ def check_question(q: str, error: type[Exception] = ValueError) -> str:
     if blank(q):
         raise error("question must be a non-empty string")
     return q
-
-
-@dataclass(frozen=True)
-class Range:
-    """The values a numeric knob may take: ``lo``..``hi`` (None: unbounded), each end open or closed, whole
-    numbers only when ``integer``. One rule for a method's options and a generation call's knobs."""
-
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-    hi_open: bool = False
-    integer: bool = False
-    finite: bool = True  # False: +-inf are values too (a threshold that never or always fires)
-
-    def contains(self, v) -> bool:
-        if isinstance(v, float) and not math.isfinite(v):
-            return not self.finite
-        lo_ok = self.lo is None or (v > self.lo if self.lo_open else v >= self.lo)
-        hi_ok = self.hi is None or (v < self.hi if self.hi_open else v <= self.hi)
-        return lo_ok and hi_ok
-
-    def describe(self) -> str:
-        # a whole bound as it is written: float(2**64 - 1) rounds up to 2**64
-        num = lambda x: str(x) if isinstance(x, int) else f"{int(x)}" if x.is_integer() else f"{x:g}"  # noqa: E731
-        lo = "-inf" if self.lo is None else num(self.lo)
-        hi = "inf" if self.hi is None else num(self.hi)
-        kind = "a whole number" if self.integer else "a number"
-        return f"{kind} in {'(' if self.lo_open or self.lo is None else '['}{lo}, {hi}{')' if self.hi_open or self.hi is None else ']'}"
-
-    def check(self, name: str, v, label: str = "option") -> None:
-        """``v``, already of its type, in range; else one line naming it (``label name``)."""
-        if not self.contains(v):
-            raise ValueError(f"{label} {name}: expected {self.describe()}, got {said(v)}")
-
-    def value(self, name: str, v, label: str = "option"):
-        """``v`` (a NumPy number too) typed and checked: an int where ``integer``, else a float; a bool, a text,
-        NaN or anything else is refused in the same line as a value out of range."""
-        v = native(v)
-        number = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
-        if not number or (self.integer and not isinstance(v, int)):
-            raise ValueError(f"{label} {name}: expected {self.describe()}, got {said(v)}")
-        self.check(name, v, label)
-        return v if self.integer else float(v)
 
 
 def _number(v) -> bool:

@@ -3,63 +3,71 @@ and its ``[[run]]`` entries into :class:`~seakr.eval.specs.RunSpec`, each refuse
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from ..common.console import did_you_mean, unknown_key
+from pydantic import Field
+
+from ..common.console import did_you_mean
+from ..common.schema import SchemaError, Threshold, Whole, schema
+from ..models.machine import STATE_SOURCES
 from ..common.files import read_text
 from ..common.jsontext import too_many_digits
 from .datasets import LAYOUTS
-from .specs import ModelSpec, PLAN_LEAST, PlanError, RunSpec, SettingError, check_run, check_run_name
+from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_run, check_run_name
 
 
 # ---------------------------------------------------------------------- TOML run grids
-#: What a TOML run grid may hold: top-level keys with their types, and each [[run]]'s keys.
-GRID_KEYS = {"data": str, "out": str, "index": str, "layout": str, "filler": list, "limit": int, "every": int, "seed": int,
-             "prompt_set": str, "delta": (int, float), "concurrency": int, "model": str, "precision": str, "device": str,
-             "threads": int, "layer": int, "state_source": str, "run": list}
+def _unknown_keys(cls: type, names: list[str]) -> str:
+    allowed = list(cls.__pydantic_fields__)
+    return "; ".join(f"unknown key {k!r}" + (did_you_mean(k, allowed) or f"; allowed: {', '.join(allowed)}")
+                     for k in names)
 
 
-#: The grid's keys that count something, and the least each may be (the plan's own, and the model's).
-GRID_LEAST = {**PLAN_LEAST, "threads": 1, "layer": 0}
+Count = Annotated[Whole, Field(ge=1)]
 
 
-RUN_KEYS = ("name", "method", "options")
+@schema("key", _unknown_keys)
+class Grid:
+    """A grid's top-level keys: the plan's settings, named as the flags are (``prompt_set`` for ``--prompt-set``)."""
+
+    data: str | None = None
+    out: str | None = None
+    index: str | None = None
+    layout: Literal[LAYOUTS] | None = None
+    filler: list[str] | None = None
+    limit: Count | None = None
+    every: Count | None = None
+    seed: Annotated[Whole, Field(ge=0, le=2 ** 32 - 1)] | None = None
+    prompt_set: str | None = None
+    delta: Threshold | None = None
+    concurrency: Count | None = None
+    model: str | None = None
+    precision: str | None = None
+    device: str | None = None
+    threads: Count | None = None
+    layer: Annotated[Whole, Field(ge=0)] | None = None
+    state_source: Literal[STATE_SOURCES] | None = None
+    run: list[Any] | None = None
 
 
-def _unknown_key(where: str, key: str, allowed) -> PlanError:
-    return PlanError(unknown_key(where, key, allowed))
+@schema("key", _unknown_keys)
+class GridRun:
+    """One ``[[run]]`` table: a method, the run's name (its folder; the method's by default) and its options."""
+
+    method: str
+    name: str | None = None
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def _grid_top(path: str, conf: dict) -> None:
-    """The grid's top-level keys: the plan's settings, the same names as the flags (``prompt_set`` for
-    ``--prompt-set``), each checked by type and range here so a mistake names the file."""
-    kinds = {list: "a list of [[run]] tables", (int, float): "a number"}
-    for key, val in conf.items():
-        if key not in GRID_KEYS:
-            raise _unknown_key(path, key, GRID_KEYS)
-        kind = GRID_KEYS[key]
-        if not isinstance(val, kind) or isinstance(val, bool):
-            want = "a list of file names" if key == "filler" else kinds.get(kind, getattr(kind, "__name__", kind))
-            raise PlanError(f"{path}: key {key!r} must be {want}, not {type(val).__name__}")
-    if not all(isinstance(f, str) for f in conf.get("filler", [])):
-        raise PlanError(f"{path}: key 'filler' must be a list of file names")
-    for key, least in GRID_LEAST.items():
-        if key in conf and conf[key] < least:
-            raise PlanError(f"{path}: key {key!r} must be {'a positive number' if least else '>= 0'}, not {conf[key]}")
-    if "seed" in conf and not 0 <= conf["seed"] < 2 ** 32:
-        raise PlanError(f"{path}: key 'seed' must be in 0..2**32-1, not {conf['seed']}")
-    from ..models.machine import STATE_SOURCES
-
-    if "state_source" in conf and conf["state_source"] not in STATE_SOURCES:
-        raise PlanError(f"{path}: key 'state_source' must be {' or '.join(STATE_SOURCES)}, not {conf['state_source']!r}")
-    if "layout" in conf and conf["layout"] not in LAYOUTS:
-        raise PlanError(f"{path}: key 'layout' must be one of {', '.join(LAYOUTS)}, not {conf['layout']!r}"
-                        + did_you_mean(conf["layout"], LAYOUTS))
-    if isinstance(conf.get("delta"), float) and math.isnan(conf["delta"]):
-        raise PlanError(f"{path}: key 'delta' must be a number, not nan")
+def _grid_top(path: str, conf: dict) -> Grid:
+    try:
+        grid = Grid(**conf)
+    except SchemaError as e:
+        raise PlanError(f"{path}: {e}") from None
     _grid_model(path, conf)
+    return grid
 
 
 #: The grid's keys that say which model and how it computes (:class:`ModelSpec`'s fields).
@@ -76,7 +84,7 @@ def _grid_model(path: str, conf: dict) -> None:
     try:
         ModelSpec(**keys).check(here=False)
     except SettingError as e:
-        raise PlanError(f"{path}: key {e.name!r}: {e.text.lstrip(': ')}") from None
+        raise PlanError(f"{path}: key {e.name}: {e.text.lstrip(': ')}") from None
     except PlanError as e:
         raise PlanError(f"{path}: {e}") from None
 
@@ -84,19 +92,14 @@ def _grid_model(path: str, conf: dict) -> None:
 def _grid_run(where: str, r: Any, names: set) -> RunSpec:
     if not isinstance(r, dict):
         raise PlanError(f"{where}: expected a table with method (and name, options)")
-    for key in r:
-        if key not in RUN_KEYS:
-            raise _unknown_key(where, key, RUN_KEYS)
-    if "method" not in r:
-        raise PlanError(f"{where}: missing field 'method'")
-    if not isinstance(r["method"], str):  # first: a run's name defaults to its method
-        check_run(where, r["method"], {})
-    name, options = r.get("name", r["method"]), r.get("options", {})
+    try:
+        run = GridRun(**r)
+    except SchemaError as e:
+        raise PlanError(f"{where}: {e}") from None
+    name = run.name if run.name is not None else run.method
     check_run_name(where, name, names)
-    if not isinstance(options, dict):
-        raise PlanError(f"{where}: options must be a table such as {{ estimator = \"energy\" }}")
-    check_run(f"{where} ({name})", r["method"], options)
-    return RunSpec(r["method"], dict(options), name)
+    check_run(f"{where} ({name})", run.method, run.options)
+    return RunSpec(run.method, dict(run.options), name)
 
 
 def check_grid_paths(path: str, conf: dict) -> None:
@@ -114,7 +117,7 @@ def check_grid_paths(path: str, conf: dict) -> None:
 
 
 def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
-    """A TOML run grid: its top-level settings (:data:`GRID_KEYS`: the eval flags' names) and its ``[[run]]``
+    """A TOML run grid: its top-level settings (:class:`Grid`: the eval flags' names) and its ``[[run]]``
     entries. Every key, type, range and run name is checked here, before any model loads."""
     import tomllib
 
@@ -129,9 +132,9 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
         if (why := too_many_digits(e)) is None:
             raise  # the file's own refusal (missing, not UTF-8), already named
         raise PlanError(f"{path}: {why}") from None
-    _grid_top(path, conf)
+    grid = _grid_top(path, conf)
     if "run" in conf and not conf["run"]:  # it ran the flags' method (SeaKR by default) as if no key were there
         raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")
     names: set = set()
     runs = [_grid_run(f"{path}: [[run]] #{i + 1}", r, names) for i, r in enumerate(conf.get("run", []))]
-    return {k: v for k, v in conf.items() if k != "run"}, runs
+    return {k: getattr(grid, k) for k in conf if k != "run"}, runs

@@ -16,15 +16,15 @@ Baselines generate greedily (no samples): their decisions use token probabilitie
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 import numpy as np
+from pydantic import Field
 
 from ..models.base import ATTENTION, CHAT, GENERATE
-from ..common.checks import Range
+from ..common.schema import Real, schema
 from .base import Method, STEP_STOPS, final_from_steps, take_step
-from .config import MethodConfig
+from .config import MethodConfig, Positive, unknown_options
 from .records import FinalAnswer
 from .text import QUERY_STOPWORDS, align_words, content_words, mask_low_prob
 from .trace import Tracer
@@ -162,11 +162,9 @@ class _ActiveRetrieval(_Greedy):
         return hits
 
 
-@dataclass
+@schema("option", unknown_options)
 class FLAREConfig(MethodConfig):
-    theta: float = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
-
-    RANGES: ClassVar[dict[str, Range]] = {"theta": Range(0, 1)}
+    theta: Annotated[Real, Field(ge=0, le=1)] = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
 
 
 class FLARE(_ActiveRetrieval):
@@ -187,12 +185,10 @@ class FLARE(_ActiveRetrieval):
         return mask_low_prob(words, c.theta, question, c.query_max_words)
 
 
-@dataclass
+@schema("option", unknown_options)
 class DRAGINConfig(MethodConfig):
-    tau: float = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
-    keep_top_k: int = 25  # QFS: content words kept in the query
-
-    RANGES: ClassVar[dict[str, Range]] = {"tau": Range(0, None), "keep_top_k": Range(1, None, integer=True)}
+    tau: Annotated[Real, Field(ge=0)] = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
+    keep_top_k: Positive = 25  # QFS: content words kept in the query
 
 
 class DRAGIN(_ActiveRetrieval):

@@ -35,126 +35,25 @@ import dataclasses
 import math
 import os
 import time
-from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
 from .. import uncertainty as U
 from ..models.base import STATES, Generator, cancellable
-from ..probes.bank import SelfKnowledge, check_folder
+from ..probes.bank import SelfKnowledge
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
-from ..common.checks import Range, check_question as check_typed
-from ..common.console import did_you_mean, said, warn, without_controls
+from ..common.checks import check_question as check_typed
+from ..common.console import said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import Method, STEP_STOPS, Scored, estimator_needs, take_step, warn_unread_tap
-from .config import MODES, MethodConfig
 from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostProbable, OneForm, ProbeRanker,
                         StepGate)
 from .deltas import default_delta
 from .records import Candidate, FinalAnswer
+from .seakr_config import QUERY_FROM, REASONING, RERANK, SeaKRConfig
 from .text import align_words, build_query, drop_answer_sentence, short_answer
 from .trace import Tracer
-
-RETRIEVAL = ("self-aware", "always")
-RERANK = ("self-aware", "engine", "guarded", "probe", "auto")
-REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "auto")
-#: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
-#: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
-#: through the short form's calibration map, ``probe`` reads its greedy state through the short-form probe.
-#: Either way, P(correct) >= gate_p answers with the short answer at once; below it the chain retrieves at
-#: every step (the pseudo-step's U carries no signal there: docs/design-notes.md).
-GATES = ("step", "check", "probe", "auto")
-#: Where a step's query comes from: ``pseudo`` (the paper: a pseudo-step generated before retrieving, minus its
-#: low-probability words), or ``step`` (IRCoT's: the step accepted last, minus the same words; the question for
-#: the first), which decodes each step once. ``step`` needs a gate that does not read the pseudo-step's U; ``auto``
-#: takes what was chosen for the model on decision data where its gate is a knowledge check, else ``pseudo``.
-QUERY_FROM = ("pseudo", "step", "auto")
-
-
-@dataclass
-class SeaKRConfig(MethodConfig):
-    delta: float | None = None  # None: calibration file -> packaged measurement -> paper's -6
-    keep_p: float = 0.9  # query: keep words whose tokens all have p >= keep_p
-    retrieval: str = "self-aware"  # | always        (ablation "- S.A. retrieval")
-    rerank: str = "auto"  # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: probe where fitted
-    rerank_z: float = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
-    reasoning: str = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: the model's fitted rule
-    mode: str = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
-    gate: str = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
-    check_estimator: str = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
-    check_temperature: float | None = None  # the check's sampling (gate=check); None: its short-form map's, else temperature
-    gate_p: float | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
-    probes: str | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
-    # past a knowledge check (gate=check|probe), its closed-book answer joins the final choice by its P(correct)
-    # beside the chain's two answers (reasoning=calibrated|probe), rather than being dropped once the chain runs
-    final_check: bool = False
-    query_from: str = "auto"  # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
-
-    #: Options added after runs were recorded, with the value that reproduces a run recorded without them
-    #: (so ``--resume`` of such a run compares like with like).
-    ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
-                             "check_temperature": None, "final_check": False,
-                             "query_from": "pseudo"}
-
-    RANGES: ClassVar[dict[str, Range]] = {
-        "delta": Range(finite=False), "keep_p": Range(0, 1), "rerank_z": Range(0, None), "gate_p": Range(0, 1),
-        "check_temperature": Range(0, None, hi_open=True),
-    }
-
-    def __post_init__(self):
-        super().__post_init__()
-        for val, allowed, what in ((self.retrieval, RETRIEVAL, "retrieval"), (self.rerank, RERANK, "rerank"),
-                                   (self.reasoning, REASONING, "reasoning"), (self.mode, MODES, "mode"),
-                                   (self.gate, GATES, "gate"), (self.check_estimator, tuple(U.ESTIMATORS), "check_estimator"),
-                                   (self.query_from, QUERY_FROM, "query_from")):
-            if val not in allowed:
-                raise ValueError(f"{what} must be one of {', '.join(allowed)}, not {said(val)}{did_you_mean(val, allowed)}")
-        if self.gate not in ("step", "auto") and self.mode == "simple":
-            raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
-                             "answer already decides (its U against delta)")
-        if self.query_from == "step" and self.gate == "step" and self.retrieval == "self-aware" and self.mode == "multihop":
-            raise ValueError("query_from=step drops the pseudo-step, whose U gate=step reads: use a knowledge check "
-                             "(gate=check|probe) or retrieval=always")
-        if self.check_estimator == "prompt":
-            raise ValueError("check_estimator=prompt is not a check: choose a sample- or greedy-based estimator")
-        if self.rerank == "probe" and self.mode == "simple":  # "auto" settles to self-aware there
-            raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
-        if self.rerank == "guarded" and self.estimator != "eigen":  # its noise estimate is EigenScore's jackknife
-            raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
-        check_folder(self.probes, contents=True)  # a missing folder or damaged file fails here, not after the load
-        self._check_sampling()
-
-    def sampled_reads(self) -> list[tuple[str, str, float]]:
-        """(decision, estimator, temperature) of each decision that reads a U computed from k samples; an
-        ``auto`` decision counts once the method has settled it (the model decides what it becomes)."""
-        reads = []
-        if self.retrieval == "self-aware" and (self.gate == "step" or self.mode == "simple"):
-            reads.append((f"retrieval ({'gate=step' if self.mode == 'multihop' else 'simple mode'})", self.estimator,
-                          self.temperature))
-        if self.rerank in ("self-aware", "guarded"):
-            reads.append((f"rerank={self.rerank}", self.estimator, self.temperature))
-        if self.reasoning in ("self-aware", "calibrated") and self.mode == "multihop":
-            reads.append((f"reasoning={self.reasoning}", self.estimator, self.temperature))
-        if self.gate == "check":
-            t = self.temperature if self.check_temperature is None else self.check_temperature
-            reads.append(("gate=check", self.check_estimator, t))
-        return [r for r in reads if U.NEEDS[r[1]] == "samples"]
-
-    def _check_sampling(self) -> None:
-        """Refuse sampling that leaves a sample-based U nothing to measure: fewer than two samples (U would be
-        +inf at every decision: always retrieve, the engine's order) or temperature 0 (k copies of the greedy
-        answer: U would say "certain" of everything)."""
-        for decision, est, temp in self.sampled_reads():
-            if self.k < 2:
-                raise ValueError(f"option k: {self.k} sample(s), but {decision} reads estimator {est}, which compares "
-                                 "k >= 2 samples (the paper: 20); set k, or a decision that reads no samples")
-            if temp == 0:
-                what = "check_temperature" if decision == "gate=check" and self.check_temperature is not None else "temperature"
-                raise ValueError(f"option {what}: 0 draws k copies of the greedy answer, and {decision} reads estimator "
-                                 f"{est}, which would see no spread; sample at temperature > 0 (the paper: 1.0)")
-
 
 def _found_nothing(asked: SeaKRConfig, settled: SeaKRConfig) -> bool:
     """Every decision asked to settle ("auto") settled to the paper's rule: the fitted folder had nothing."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextvars
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Annotated, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import regex
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
-from ..common.checks import Range, encodable
+from ..common.checks import encodable
+from ..common.schema import Real, Whole, schema
 from ..common.console import said
 
 
@@ -70,62 +72,56 @@ class Generation:
         return n + sum(len(s.token_ids) for s in self.samples)
 
 
-#: What each numeric knob of a call may be (a method's options have their own, narrower, ranges).
-_RANGES = {"n": Range(0, integer=True), "top_k": Range(1, integer=True), "max_new_tokens": Range(1, integer=True),
-           "seed": Range(0, 2 ** 64 - 1, integer=True), "temperature": Range(0), "top_p": Range(0, 1, lo_open=True)}
+def _texts(v) -> tuple[str, ...]:
+    """Stop strings (or patterns) as a tuple; one string is one stop (iterated, "\\n\\n" was two stops of "\\n")."""
+    items = (v,) if isinstance(v, str) else tuple(v) if isinstance(v, (list, tuple)) else None
+    if items is None or not all(isinstance(x, str) and x for x in items):
+        raise ValueError(f"expected non-empty strings, got {said(v)}")
+    return items
 
 
-@dataclass
+def _patterns(v: tuple[str, ...]) -> tuple[str, ...]:
+    for p in v:
+        try:
+            regex.compile(p)
+        except regex.error as e:
+            raise ValueError(f"{said(p)} is not a regular expression ({e})") from None
+    return v
+
+
+Stops = Annotated[tuple[str, ...], BeforeValidator(_texts)]
+
+
+@schema("GenerationConfig")
 class GenerationConfig:
     """Sampling knobs of one call (defaults: the reference code's k=20 request: T=1, top-k 50, top-p 0.9)."""
 
-    n: int = 20
+    n: Annotated[Whole, Field(ge=0)] = 20
     greedy: bool = True
-    temperature: float = 1.0
-    top_k: int = 50
-    top_p: float = 0.9
-    max_new_tokens: int = 100
-    stop: tuple[str, ...] = ()
-    stop_patterns: tuple[str, ...] = ()  # regular expressions (`regex`'s: \p{Lu} works); a match ends the text there
-    seed: int | None = 42
+    temperature: Annotated[Real, Field(ge=0)] = 1.0
+    top_k: Annotated[Whole, Field(ge=1)] = 50
+    top_p: Annotated[Real, Field(gt=0, le=1)] = 0.9
+    max_new_tokens: Annotated[Whole, Field(ge=1)] = 100
+    stop: Stops = ()
+    stop_patterns: Annotated[Stops, AfterValidator(_patterns)] = ()  # `regex`'s (\p{Lu} works); a match ends the text
+    seed: Annotated[Whole, Field(ge=0, le=2 ** 64 - 1)] | None = 42
     common_random_numbers: bool = True  # sample q of every prompt draws the same random stream (sampling.py)
     with_states: bool = True
     greedy_state: bool = False  # also read the state at EOS after the greedy row (learned probes read one state)
     greedy_trail: bool = False  # also keep the greedy row's state at every token (the one-response hidden score)
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
 
-    def __post_init__(self):
-        """Each knob checked where it is set, one line naming it: from Python, ``n=-3`` gave no sample and no
-        error, ``max_new_tokens=-1`` an IndexError inside the decode loop, ``seed=2**70`` "Overflow when unpacking
-        long long", a bad stop pattern the regex module's "missing ) at position 1"."""
-        for name, rng in _RANGES.items():
-            if not (name == "seed" and getattr(self, name) is None):
-                setattr(self, name, rng.value(name, getattr(self, name), "GenerationConfig"))
-        for name in ("greedy", "common_random_numbers", "with_states", "greedy_state", "greedy_trail", "ignore_eos"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"GenerationConfig {name}: expected True or False, got {said(getattr(self, name))}")
-        self.stop, self.stop_patterns = _texts("stop", self.stop), _texts("stop_patterns", self.stop_patterns)
-        for p in self.stop_patterns:
-            try:
-                regex.compile(p)
-            except regex.error as e:
-                raise ValueError(f"GenerationConfig stop_patterns: {said(p)} is not a regular expression ({e})") from None
+    @model_validator(mode="after")
+    def _something_to_generate(self):
         if not self.greedy and self.n == 0:
             raise ValueError("GenerationConfig: nothing to generate (greedy=False and n=0)")
+        return self
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["stop"] = list(self.stop)
         d["stop_patterns"] = list(self.stop_patterns)
         return d
-
-
-def _texts(name: str, v) -> tuple[str, ...]:
-    """Stop strings (or patterns) as a tuple; one string is one stop (iterated, "\\n\\n" was two stops of "\\n")."""
-    items = (v,) if isinstance(v, str) else tuple(v) if isinstance(v, (list, tuple)) else None
-    if items is None or not all(isinstance(x, str) and x for x in items):
-        raise ValueError(f"GenerationConfig {name}: expected non-empty strings, got {said(v)}")
-    return items
 
 
 # ---------------------------------------------------------------- a call's arguments

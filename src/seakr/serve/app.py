@@ -140,19 +140,19 @@ class AnswerService:
             # checked before the schema, which looks the folder up (its error would tell whether it exists)
             raise HTTPException(422, detail="option probes: a folder on the server, set when it starts "
                                             "(seakr serve --option probes=DIR), not per request")
-        try:  # the options schema every door shares (types, ranges, unknown names with the closest valid one)
-            METHODS[name].Config.from_dict(opts)
+        try:  # the options schema every door shares; the validated config travels on to the method
+            config = METHODS[name].Config.from_dict(opts)
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=f"method {name}: {e}") from None
         for key, cap in LIMITS.items():
-            v = opts.get(key)
+            v = getattr(config, key, None)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
                 raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
         if req.passages is not None and not METHODS[name].retrieves:  # indexed for the request, and never read
             raise HTTPException(422, detail=f"passages: method {name!r} never searches; leave them out (or choose a "
                                             "method that retrieves)")
         try:
-            method = build_method(name, self.lm, self.request_engine(req.passages), **opts)
+            method = build_method(name, self.lm, self.request_engine(req.passages), config=config)
         except (ValueError, TypeError) as e:
             raise HTTPException(422, detail=str(e)) from None
         # the request's own passages as they will be prompted: title and text, each counted

@@ -1,0 +1,124 @@
+"""SeaKR's options (:class:`SeaKRConfig`): the shared ones, the three decisions (gate, re-rank, final choice) and
+their signals, and the rules between them, each a model validator checked before any model loads."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from ..probes.bank import check_folder
+from ..common.schema import Folder, Real, Threshold, schema
+from .config import MODES, Estimator, MethodConfig, unknown_options
+
+RETRIEVAL = ("self-aware", "always")
+RERANK = ("self-aware", "engine", "guarded", "probe", "auto")
+REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "auto")
+#: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
+#: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
+#: through the short form's calibration map, ``probe`` reads its greedy state through the short-form probe.
+#: Either way, P(correct) >= gate_p answers with the short answer at once; below it the chain retrieves at
+#: every step (the pseudo-step's U carries no signal there: docs/design-notes.md).
+GATES = ("step", "check", "probe", "auto")
+#: Where a step's query comes from: ``pseudo`` (the paper: a pseudo-step generated before retrieving, minus its
+#: low-probability words), or ``step`` (IRCoT's: the step accepted last, minus the same words; the question for
+#: the first), which decodes each step once. ``step`` needs a gate that does not read the pseudo-step's U; ``auto``
+#: takes what was chosen for the model on decision data where its gate is a knowledge check, else ``pseudo``.
+QUERY_FROM = ("pseudo", "step", "auto")
+
+Probability = Annotated[Real, Field(ge=0, le=1)]
+
+
+@schema("option", unknown_options)
+class SeaKRConfig(MethodConfig):
+    delta: Threshold | None = None  # None: calibration file -> packaged measurement -> paper's -6
+    keep_p: Probability = 0.9  # query: keep words whose tokens all have p >= keep_p
+    retrieval: Literal[RETRIEVAL] = "self-aware"  # | always        (ablation "- S.A. retrieval")
+    rerank: Literal[RERANK] = "auto"  # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: probe where fitted
+    rerank_z: Annotated[Real, Field(ge=0)] = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
+    reasoning: Literal[REASONING] = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: the model's fitted rule
+    mode: Literal[MODES] = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
+    gate: Literal[GATES] = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
+    check_estimator: Estimator = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
+    check_temperature: Annotated[Real, Field(ge=0)] | None = None  # the check's sampling (gate=check); None: its short-form map's, else temperature
+    gate_p: Probability | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
+    probes: Folder | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
+    # past a knowledge check (gate=check|probe), its closed-book answer joins the final choice by its P(correct)
+    # beside the chain's two answers (reasoning=calibrated|probe), rather than being dropped once the chain runs
+    final_check: bool = False
+    query_from: Literal[QUERY_FROM] = "auto"  # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
+
+    #: Options added after runs were recorded, with the value that reproduces a run recorded without them
+    #: (so ``--resume`` of such a run compares like with like).
+    ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
+                             "check_temperature": None, "final_check": False,
+                             "query_from": "pseudo"}
+
+    @model_validator(mode="after")
+    def _check_before_chain(self):
+        """A knowledge check gates a multi-hop chain; simple mode's closed-book answer already decides."""
+        if self.gate not in ("step", "auto") and self.mode == "simple":
+            raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
+                             "answer already decides (its U against delta)")
+        return self
+
+    @model_validator(mode="after")
+    def _query_needs_no_pseudo_step(self):
+        """query_from=step decodes no pseudo-step, so the step gate would have no U to read."""
+        if self.query_from == "step" and self.gate == "step" and self.retrieval == "self-aware" and self.mode == "multihop":
+            raise ValueError("query_from=step drops the pseudo-step, whose U gate=step reads: use a knowledge check "
+                             "(gate=check|probe) or retrieval=always")
+        return self
+
+    @model_validator(mode="after")
+    def _check_estimator_samples(self):
+        if self.check_estimator == "prompt":
+            raise ValueError("check_estimator=prompt is not a check: choose a sample- or greedy-based estimator")
+        return self
+
+    @model_validator(mode="after")
+    def _rerank_fits(self):
+        """The probe re-ranks multi-hop step candidates; the guarded re-rank's noise is EigenScore's jackknife."""
+        if self.rerank == "probe" and self.mode == "simple":  # "auto" settles to self-aware there
+            raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
+        if self.rerank == "guarded" and self.estimator != "eigen":
+            raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _fitted_files_readable(self):
+        """A missing folder or a damaged fitted file fails here, not after the model loads."""
+        check_folder(self.probes, contents=True)
+        return self
+
+    @model_validator(mode="after")
+    def _sampling_measures(self):
+        """Sampling that leaves a sample-based U something to measure: k >= 2 samples (else U is +inf at every
+        decision: always retrieve, the engine's order) at temperature > 0 (else k copies of the greedy answer)."""
+        for decision, est, temp in self.sampled_reads():
+            if self.k < 2:
+                raise ValueError(f"option k: {self.k} sample(s), but {decision} reads estimator {est}, which compares "
+                                 "k >= 2 samples (the paper: 20); set k, or a decision that reads no samples")
+            if temp == 0:
+                what = "check_temperature" if decision == "gate=check" and self.check_temperature is not None else "temperature"
+                raise ValueError(f"option {what}: 0 draws k copies of the greedy answer, and {decision} reads estimator "
+                                 f"{est}, which would see no spread; sample at temperature > 0 (the paper: 1.0)")
+        return self
+
+    def sampled_reads(self) -> list[tuple[str, str, float]]:
+        """(decision, estimator, temperature) of each decision that reads a U computed from k samples; an
+        ``auto`` decision counts once the method has settled it (the model decides what it becomes)."""
+        from .. import uncertainty as U
+
+        reads = []
+        if self.retrieval == "self-aware" and (self.gate == "step" or self.mode == "simple"):
+            reads.append((f"retrieval ({'gate=step' if self.mode == 'multihop' else 'simple mode'})", self.estimator,
+                          self.temperature))
+        if self.rerank in ("self-aware", "guarded"):
+            reads.append((f"rerank={self.rerank}", self.estimator, self.temperature))
+        if self.reasoning in ("self-aware", "calibrated") and self.mode == "multihop":
+            reads.append((f"reasoning={self.reasoning}", self.estimator, self.temperature))
+        if self.gate == "check":
+            t = self.temperature if self.check_temperature is None else self.check_temperature
+            reads.append(("gate=check", self.check_estimator, t))
+        return [r for r in reads if U.NEEDS[r[1]] == "samples"]
