@@ -106,7 +106,7 @@ def test_probe_file_round_trips_and_bad_files_are_named(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"model": "m"}))
     with pytest.raises(ValueError, match="bad.json: not a probe file"):
         load_probe(tmp_path / "bad.json")
-    with pytest.raises(ValueError, match="form must be one of"):
+    with pytest.raises(ValueError, match="form: one of short, cot"):
         Probe("m", "L1:mlp", "nope", [1.0], 0.0, [0.0], [1.0])
 
 
@@ -124,8 +124,8 @@ def test_fit_refuses_labels_that_cannot_support_cross_validation():
     (dict(wrong=[0, 1, 2] * 20), "labels must be booleans"),  # a probe of nothing, a traceback per fold
     (dict(wrong=["a", "b"] * 30), "labels must be booleans"),  # int()'s message
     (dict(X=[["x"] * 4] * 60), "X must hold numbers"),
-    (dict(tap="eleven"), "tap must read LAYER:SOURCE"),  # written, then refused by every reader
-    (dict(form="zzz"), "form must be one of"),
+    (dict(tap="eleven"), "probe fit: tap: must read LAYER:SOURCE"),  # written, then refused by every reader
+    (dict(form="zzz"), "form: one of short, cot"),
     (dict(form="Final-Knowledge"), "not 'Final-Knowledge' (did you mean 'final-knowledge'?)"),  # the list alone
 ])
 def test_fit_names_bad_states_labels_and_taps_before_fitting(edit, needle):
@@ -209,19 +209,19 @@ CAL = {"form": "short", "estimator": "eigen", "kind": "isotonic", "x": [-1.0, 1.
 
 
 @pytest.mark.parametrize("name,edit,message", [
-    ("probe", {"coef": "abc"}, "field 'coef' must be a list of finite numbers"),  # numpy's "could not convert" before
-    ("probe", {"intercept": None}, "field 'intercept' must be a finite number, not null"),  # a TypeError before
-    ("probe", {"tap": "eleven"}, "field 'tap' must read LAYER:SOURCE"),
-    ("probe", {"C": 0}, "field 'C' must be positive"),
-    ("probe", {"features": "eigen"}, "field 'features' must be a list of texts"),
-    ("probe", {"mean": [float("nan")]}, "field 'mean' must be a list of finite numbers"),
+    ("probe", {"coef": "abc"}, "field coef: must be a list of finite numbers"),  # numpy's "could not convert" before
+    ("probe", {"intercept": None}, "field intercept: expected a number, got None"),  # a TypeError before
+    ("probe", {"tap": "eleven"}, "field tap: must read LAYER:SOURCE"),
+    ("probe", {"C": 0}, "field C: expected a number in \\(0, inf\\), got 0"),
+    ("probe", {"features": "eigen"}, "field features: expected a list of texts"),
+    ("probe", {"mean": [float("nan")]}, "field mean: must be a list of finite numbers"),
     ("probe", {"form": "cot"}, "holds a cot probe, read here as the short one"),  # was read as the gate's probe
     ("probe", {"coef": [1.0, 2.0]}, "probe L1:mlp: weights, mean and scale must have one equal"),
-    ("cal", {"y": ["a"]}, "field 'y' must be a list of finite numbers"),
+    ("cal", {"y": ["a"]}, "field y: expected a list of numbers, got 'a'"),
     ("cal", {"y": [2.0, 2.0]}, "P\\(correct\\) outside 0..1"),
     ("cal", {"form": "final-knowledge"}, "holds a final-knowledge/eigen calibration, read here as the short/eigen one"),
     ("cal", {"estimator": "max-entropy"}, "holds a short/max-entropy calibration"),
-    ("cal", {"form": "zzz"}, "calibration form must be one of"),
+    ("cal", {"form": "zzz"}, "field form: one of short, cot"),
     ("cal", {"provenance": {"model": "other"}}, "fitted on 'other''s scores, read here for 'some-model'"),
 ])
 def test_a_hand_edited_fitted_file_is_named_with_its_field(tmp_path, name, edit, message):

@@ -3,7 +3,6 @@ is in its range; a record's fields have their kinds."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -42,28 +41,6 @@ def check_question(q: str, error: type[Exception] = ValueError) -> str:
     if blank(q):
         raise error("question must be a non-empty string")
     return q
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-#: What check_fields accepts for each kind of field a fitted file holds.
-FIELD_KINDS = {"text": (lambda v: isinstance(v, str), "text"),
-               "number": (_number, "a finite number"),
-               "numbers": (lambda v: isinstance(v, list) and all(map(_number, v)), "a list of finite numbers"),
-               "texts": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of texts"),
-               "object": (lambda v: isinstance(v, dict), "an object")}
-
-
-def check_fields(d: dict, kinds: dict[str, str], where: str, error: type[Exception] = ValueError) -> None:
-    """One line naming the first field of a JSON object (a fitted file) whose value is not of its kind
-    (:data:`FIELD_KINDS`); absent fields pass (the reader names the ones it needs). Without it a hand-edited
-    file fails deep in numpy ("could not convert string to float") or as a TypeError naming no file."""
-    for key, kind in kinds.items():
-        ok, expect = FIELD_KINDS[kind]
-        if key in d and not ok(d[key]):
-            raise error(f"{where}: field {key!r} must be {expect}, not {json.dumps(d[key])[:40]}")
 
 
 def labels(positives, shape: tuple | None, what: str, meaning: str = "") -> np.ndarray:

@@ -104,14 +104,18 @@ def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | No
 def one_line(e: ValidationError, cls: type, label: str = "option",
              unknown: Callable[[type, list[str]], str] | None = None) -> str:
     """The first problem of ``e`` in one line; every unknown name at once (a typo is seldom alone)."""
-    errors = e.errors(include_url=False)
+    names = list(getattr(cls, "__pydantic_fields__", {}))
+    errors = [{**x, "loc": (names[x["loc"][0]], *x["loc"][1:])} if x["loc"] and isinstance(x["loc"][0], int)
+              and x["loc"][0] < len(names) else x for x in e.errors(include_url=False)]  # a positional argument's name
     extra = [str(x["loc"][0]) for x in errors if x["type"] in ("unexpected_keyword_argument", "extra_forbidden")]
     if extra:
-        return (unknown or _unknown)(cls, extra)
+        return unknown(cls, extra) if unknown else _unknown(cls, extra, label)
+    missing = [str(x["loc"][0]) for x in errors if x["type"] in ("missing", "missing_argument") and x["loc"]]
+    if missing:
+        return f"missing {label}{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}"
     x = errors[0]
-    name = ".".join(str(p) for p in x["loc"]) if x["loc"] else ""
-    if x["type"] in ("missing", "missing_argument"):
-        return f"missing {label} {name!r}"
+    name = str(x["loc"][0]) if x["loc"] else ""
+    at_ = f" (item {'.'.join(map(str, x['loc'][1:]))})" if len(x["loc"]) > 1 else ""  # an item of a list field
     field = getattr(cls, "__pydantic_fields__", {}).get(str(x["loc"][0])) if x["loc"] else None
     if x["type"] == "value_error" and "error" in x.get("ctx", {}):
         why = str(x["ctx"]["error"])  # a validator's own sentence; a field's names the field
@@ -124,13 +128,13 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
                 f"{did_you_mean(x['input'], choices)}")
     if field is None:
         return f"{label} {name}: {x['msg']}"
-    return f"{label} {name}: expected {describe(field)}, got {said(x['input'])}"
+    return f"{label} {name}: expected {describe(field)}, got {said(x['input'])}{at_}"
 
 
-def _unknown(cls: type, names: list[str]) -> str:
+def _unknown(cls: type, names: list[str], label: str = "option") -> str:
     fields = list(getattr(cls, "__pydantic_fields__", {}))
     said_ = ", ".join(f"{n!r}{did_you_mean(n, fields)}" for n in names)
-    return f"{cls.__name__}: unknown option(s) {said_}; its options: {', '.join(fields)}"
+    return f"{cls.__name__}: unknown {label}(s) {said_}; its {label}s: {', '.join(fields)}"
 
 
 def _literals(annotation) -> list:
@@ -156,16 +160,23 @@ def bounds(field) -> tuple[tuple | None, tuple | None]:
     return lo, hi
 
 
+def _kind(t) -> str:
+    t = typing.get_args(t)[0] if typing.get_origin(t) is Annotated else t
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (list, tuple):
+        inner = _kind(args[0]) if args else ""
+        return {"text": "a list of texts", "a number": "a list of numbers", "a whole number": "a list of whole numbers"
+                }.get(inner, "a list")
+    return {int: "a whole number", float: "a number", bool: "true or false", str: "text"}.get(t) or (
+        "a table" if origin is dict or t is dict else str(t))
+
+
 def describe(field) -> str:
     """What a field takes, in words: ``a whole number in [1, inf)``, ``a number (inf and -inf allowed) or null``."""
     args = typing.get_args(field.annotation)
     optional = type(None) in args
     base = next((a for a in args if a is not type(None)), field.annotation) if optional else field.annotation
-    base = typing.get_args(base)[0] if typing.get_origin(base) is Annotated else base
-    kind = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}.get(base) or {
-        list: "a list", tuple: "a list", dict: "a table"}.get(typing.get_origin(base), str(base))
-    if typing.get_origin(base) in (list, tuple) and typing.get_args(base)[:1] == (str,):
-        kind = "a list of texts"
+    kind = _kind(base)
     lo, hi = bounds(field)
     if lo or hi:
         num = lambda x: str(x) if isinstance(x, int) else f"{int(x)}" if x.is_integer() else f"{x:g}"  # noqa: E731
@@ -183,6 +194,24 @@ def numbers(cls: type) -> dict[str, tuple]:
         if describe(f).startswith(("a whole number", "a number")):
             out[name] = bounds(f)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter(cls: type, name: str) -> pydantic.TypeAdapter:
+    f = cls.__pydantic_fields__[name]
+    t = Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation
+    return pydantic.TypeAdapter(t, config=ConfigDict(strict=True, allow_inf_nan=False))
+
+
+def check_value(cls: type, name: str, value, label: str = "option"):
+    """``value`` checked as field ``name`` of schema ``cls`` is, alone (a step that needs one field before the
+    object exists: a fit refuses a bad form before it fits); returns it as the schema would hold it."""
+    try:
+        return _adapter(cls, name).validate_python(value)
+    except ValidationError as e:
+        x = e.errors(include_url=False)[0]
+        raise SchemaError(one_line(ValidationError.from_exception_data(
+            e.title, [{**x, "loc": (name, *x["loc"])}]), cls, label)) from None
 
 
 def validate(cls: type, d: Any, label: str = "option"):

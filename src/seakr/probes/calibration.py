@@ -15,13 +15,16 @@ import math
 import numbers
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
+from pydantic import model_validator
+
 from ..common.runs import check_not_a_record
-from ..common.checks import check_fields, labels
+from ..common.checks import labels
+from ..common.schema import Real, schema
 from ..common.console import did_you_mean, warn
 from ..common.files import given_path, missing
 from ..common.jsontext import json_file
@@ -29,32 +32,22 @@ from ..common.writing import write_atomic
 from .probe import FORMS
 
 KINDS = ("isotonic", "platt")
-#: The kind of each field of a calibration file (common.checks.check_fields), checked before any of it is used.
-CALIBRATION_FIELDS = {"form": "text", "estimator": "text", "kind": "text", "x": "numbers", "y": "numbers",
-                      "a": "number", "b": "number", "provenance": "object"}
 
 
-@dataclass
+@schema("field")
 class Calibration:
-    form: str
+    form: Literal[FORMS]
     estimator: str
-    kind: str
-    x: list[float] = field(default_factory=list)  # isotonic: knots (increasing score)
-    y: list[float] = field(default_factory=list)  # isotonic: P(correct) at the knots (non-increasing)
-    a: float = 0.0  # platt: P(correct) = sigmoid(a * score + b), a <= 0
-    b: float = 0.0
-    provenance: dict = field(default_factory=dict)
+    kind: Literal[KINDS]
+    x: list[Real] = field(default_factory=list)  # isotonic: knots (increasing score)
+    y: list[Real] = field(default_factory=list)  # isotonic: P(correct) at the knots (non-increasing)
+    a: Real = 0.0  # platt: P(correct) = sigmoid(a * score + b), a <= 0
+    b: Real = 0.0
+    provenance: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def scores_read(self) -> list[str]:
-        """The estimator whose values it maps (see :meth:`Probe.scores_read`)."""
-        return [self.estimator]
-
-    def __post_init__(self):
-        if self.form not in FORMS:
-            raise ValueError(f"calibration form must be one of {', '.join(FORMS)}, not {self.form!r}")
-        if self.kind not in KINDS:
-            raise ValueError(f"calibration kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+    @model_validator(mode="after")
+    def _a_map(self):
+        """Isotonic: increasing knots, a non-increasing P(correct) in 0..1; Platt: a slope <= 0."""
         if self.kind == "isotonic":
             if not self.x or len(self.x) != len(self.y) or any(b < a for a, b in zip(self.x, self.x[1:])) \
                     or any(b > a + 1e-12 for a, b in zip(self.y, self.y[1:])):
@@ -62,8 +55,14 @@ class Calibration:
                                  "P(correct) non-increasing, with one value per knot")
             if not all(0.0 <= v <= 1.0 for v in self.y):
                 raise ValueError(f"isotonic calibration {self.form}/{self.estimator}: P(correct) outside 0..1")
-        elif self.a > 0 or not (math.isfinite(self.a) and math.isfinite(self.b)):
+        elif self.a > 0:
             raise ValueError(f"platt calibration {self.form}/{self.estimator}: slope must be finite and <= 0")
+        return self
+
+    @property
+    def scores_read(self) -> list[str]:
+        """The estimator whose values it maps (see :meth:`Probe.scores_read`)."""
+        return [self.estimator]
 
     def __call__(self, score: float | None) -> float:
         """P(correct) for a score; a missing or +inf score (a failed estimate) maps to the least certain end."""
@@ -82,13 +81,12 @@ class Calibration:
     def from_dict(cls, d: dict, where: str = "calibration") -> "Calibration":
         if not isinstance(d, dict) or not {"form", "estimator", "kind"} <= set(d):
             raise ValueError(f"{where}: not a calibration map (needs form, estimator, kind)")
-        check_fields(d, CALIBRATION_FIELDS, where)
         need = {"isotonic": ("x", "y"), "platt": ("a", "b")}.get(d["kind"], ())
         if missing := [k for k in need if k not in d]:  # a Platt file without them was the constant 0.5
             raise ValueError(f"{where}: a {d['kind']} map needs the fields {' and '.join(need)}; "
                              f"{', '.join(missing)} missing")
         try:
-            return cls(**{k: d[k] for k in ("form", "estimator", "kind", "x", "y", "a", "b", "provenance") if k in d})
+            return cls(**d)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
 

@@ -20,16 +20,18 @@ import numbers
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
+from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from ..common.runs import check_not_a_record
-from ..common.checks import check_fields, labels
-from ..common.console import did_you_mean, repeated, said, warn
+from ..common.checks import labels
+from ..common.schema import Real, check_value, schema
+from ..common.console import repeated, said, warn
 from ..common.files import given_path, missing
 from ..common.jsontext import json_file
 from ..common.writing import write_atomic
@@ -83,35 +85,53 @@ def score_features(scores: dict, names: Sequence[str]) -> np.ndarray | None:
 
 #: A tap as probes name it: the 0-based layer and the state's source (models.hf probing taps).
 TAP = re.compile(r"L\d+:\w+")
-#: The kind of each field of a probe file (common.checks.check_fields), checked before any of it is used.
-PROBE_FIELDS = {"model": "text", "tap": "text", "form": "text", "coef": "numbers", "intercept": "number",
-                "mean": "numbers", "scale": "numbers", "C": "number", "provenance": "object", "features": "texts"}
 
 
-@dataclass
+def _tap(v: str) -> str:
+    if not TAP.fullmatch(v):
+        raise ValueError(f"must read LAYER:SOURCE such as L11:mlp, not {v!r}")
+    return v
+
+
+def _vector(v) -> np.ndarray:
+    """A list of finite numbers (a weight vector as a file holds it), as float64."""
+    ok = isinstance(v, (list, tuple, np.ndarray)) and all(
+        isinstance(x, numbers.Real) and not isinstance(x, bool) for x in np.asarray(v, dtype=object).ravel())
+    a = np.asarray(v, dtype=np.float64).ravel() if ok else None
+    if a is None or not np.isfinite(a).all():
+        raise ValueError(f"must be a list of finite numbers, not {json.dumps(v if a is None else a.tolist())[:40]}")
+    return a
+
+
+Vector = Annotated[Any, PlainValidator(_vector)]
+
+
+@schema("field")
 class Probe:
     model: str
-    tap: str  # "L11:mlp": 0-based layer and source of the state (models.hf probing taps)
-    form: str
-    coef: np.ndarray
-    intercept: float
-    mean: np.ndarray
-    scale: np.ndarray
-    C: float = 1.0
-    provenance: dict = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
-    features: list = field(default_factory=list)  # what follows the state: ENGINE_FEATURES (candidates), estimators (short)
+    tap: Annotated[str, AfterValidator(_tap)]  # "L11:mlp": 0-based layer and source of the state (models.hf probing taps)
+    form: Literal[FORMS]
+    coef: Vector
+    intercept: Real
+    mean: Vector
+    scale: Vector
+    C: Annotated[Real, Field(gt=0)] = 1.0
+    provenance: dict[str, Any] = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
+    features: list[str] = field(default_factory=list)  # what follows the state: ENGINE_FEATURES (candidates), estimators (short)
 
-    def __post_init__(self):
-        if self.form not in FORMS:
-            raise ValueError(f"probe form must be one of {', '.join(FORMS)}, not {self.form!r}")
-        self.coef, self.mean, self.scale = (np.asarray(a, dtype=np.float64).ravel() for a in (self.coef, self.mean, self.scale))
+    @model_validator(mode="after")
+    def _one_shape(self):
         if not (len(self.coef) == len(self.mean) == len(self.scale)) or not len(self.coef):
             raise ValueError(f"probe {self.tap}: weights, mean and scale must have one equal, non-zero length")
-        if not (np.isfinite(self.coef).all() and np.isfinite(self.mean).all() and (self.scale > 0).all()
-                and math.isfinite(self.intercept)):
-            raise ValueError(f"probe {self.tap}: non-finite weights or a non-positive scale")
+        if not (self.scale > 0).all():
+            raise ValueError(f"probe {self.tap}: a non-positive scale")
+        return self
+
+    @model_validator(mode="after")
+    def _scores_named(self):
         if self.form == "short" and self.features:
             check_score_names(self.features, f"probe short ({self.tap})")
+        return self
 
     @property
     def scores_read(self) -> list[str]:
@@ -177,19 +197,12 @@ class Probe:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "probe") -> "Probe":
-        need = ("model", "tap", "form", "coef", "intercept", "mean", "scale")
-        if not isinstance(d, dict) or any(k not in d for k in need):
-            missing = [k for k in need if not isinstance(d, dict) or k not in d]
-            raise ValueError(f"{where}: not a probe file (missing {', '.join(missing)})")
-        check_fields(d, PROBE_FIELDS, where)
-        if not TAP.fullmatch(d["tap"]):
-            raise ValueError(f"{where}: field 'tap' must read LAYER:SOURCE such as L11:mlp, not {d['tap']!r}")
-        if "C" in d and d["C"] <= 0:
-            raise ValueError(f"{where}: field 'C' must be positive, not {d['C']}")
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: not a probe file (a JSON object of its fields)")
         try:
-            probe = cls(**{k: d[k] for k in (*need, "C", "provenance", "features") if k in d})
+            probe = cls(**d)
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
+            raise ValueError(f"{where}: {'not a probe file: ' if 'missing' in str(e) else ''}{e}") from None
         probe.source = where  # not a field: where it was read, for check()'s messages
         return probe
 
@@ -226,10 +239,8 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     """The states as (n, d) finite floats and the labels as 0/1, or one line naming what is wrong, before
     any fitting (a NaN state was scikit-learn's "All the 5 fits failed" page; labels 0/1/2 fitted a
     probe of nothing with a traceback per fold)."""
-    if form not in FORMS:
-        raise ValueError(f"probe fit: form must be one of {', '.join(FORMS)}, not {said(form)}{did_you_mean(form, FORMS)}")
-    if not isinstance(tap, str) or not TAP.fullmatch(tap):
-        raise ValueError(f"probe fit: tap must read LAYER:SOURCE such as L11:mlp, not {said(tap)}")
+    for name, v in (("form", form), ("tap", tap)):  # the probe's own schema, before the slow fit
+        check_value(Probe, name, v, "probe fit:")
     try:  # a torch tensor of any dtype too (bf16 states were "X must hold numbers")
         X = as_array(X, "X")
     except ValueError:
