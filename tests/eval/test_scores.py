@@ -304,20 +304,20 @@ def test_max_new_tokens_as_long_as_the_context_is_named_when_the_method_is_built
 
 
 @pytest.mark.parametrize("edit,field", [
-    (lambda r: r.update(em="1"), "field 'em' is '1', not a number from 0 to 1"),
-    (lambda r: r.pop("f1"), "field 'f1' is missing"),
-    (lambda r: r.update(f1=7.0), "field 'f1' is 7.0, not a number from 0 to 1"),
-    (lambda r: r["totals"].update(retrievals="two"), "field 'totals.retrievals' is 'two'"),
-    (lambda r: r.update(steps=["a step"]), "field 'steps' is not a list of objects"),
-    (lambda r: r.update(final={"candidates": {"knowledge": "x"}}), "field 'final' is not an object of candidate objects"),
-    (lambda r: r.update(id=None), "field 'id' is None"),
+    (lambda r: r.update(em="1"), "field em: expected a number from 0 to 1 or null, got '1'"),
+    (lambda r: r.pop("f1"), "field em and f1: both scores, or both null"),
+    (lambda r: r.update(f1=7.0), "field f1: expected a number from 0 to 1 or null, got 7.0"),
+    (lambda r: r["totals"].update(retrievals="two"), "field totals.retrievals: expected a number >= 0 or null, got 'two'"),
+    (lambda r: r.update(steps=["a step"]), "field steps[0]: expected an object, got 'a step'"),
+    (lambda r: r.update(final={"candidates": {"knowledge": "x"}}), "field final.candidates.knowledge: expected an object, got 'x'"),
+    (lambda r: r.update(id=None), "field id: expected a question id (text or a whole number), got None"),
     # each step's and candidate's U and score, and the order, are read as numbers (float([]) / int([5]) failed)
-    (lambda r: r.update(steps=[{"u": -1.0}, {"u": []}]), "field 'steps[1].u' is [], not an uncertainty"),
+    (lambda r: r.update(steps=[{"u": -1.0}, {"u": []}]), "field steps[1].u: expected an uncertainty (a number) or null, got []"),
     (lambda r: r.update(final={"candidates": {"knowledge": {"answer": "x", "u": {}}}}),
-     "field 'final.candidates.knowledge.u' is {}"),
+     "field final.candidates.knowledge.u: expected an uncertainty (a number) or null, got {}"),
     (lambda r: r.update(final={"candidates": {"knowledge": {"answer": "x", "em": [None]}}}),
-     "field 'final.candidates.knowledge.em' is [None]"),
-    (lambda r: r.update(order=[5]), "field 'order' is [5], not a number >= 0"),
+     "field final.candidates.knowledge.em: expected a number from 0 to 1 or null, got [None]"),
+    (lambda r: r.update(order=[5]), "field order: expected a number >= 0 or null, got [5]"),
 ])
 def test_a_row_seakr_did_not_write_is_named_by_file_line_and_field_at_every_reader(tmp_path, edit, field):
     """A hand-edited score row reached the summary as a KeyError traceback (compare, report, merge) or, in a

@@ -575,20 +575,20 @@ def test_a_resume_with_a_smaller_limit_keeps_the_studys_files_of_every_row(tmp_p
 
 
 @pytest.mark.parametrize("cmd,rows_name,row,needle", [
-    ("detect", "detect_rows.jsonl", {"id": "a", "answer": "x", "scores": {}}, "field 'f1' is missing"),
-    ("detect", "detect_rows.jsonl", {"id": "a", "f1": 0.0, "scores": {"eigen": [1]}}, "field 'scores' is {'eigen': [1]}"),
-    ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": "T", "gold": [], "u": []}, "field 'titles' is 'T'"),
-    ("calibrate", "calibration_rows.jsonl", {"id": "a", "u": 1.0, "f1_direct": 1.0}, "field 'f1_rag' is missing"),
+    ("detect", "detect_rows.jsonl", {"id": "a", "answer": "x", "scores": {}}, "missing field 'f1'"),
+    ("detect", "detect_rows.jsonl", {"id": "a", "f1": 0.0, "scores": {"eigen": [1]}}, "field scores.eigen: expected an uncertainty (a number) or null, got [1]"),
+    ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": "T", "gold": [], "u": []}, "field titles: expected a list of texts, got 'T'"),
+    ("calibrate", "calibration_rows.jsonl", {"id": "a", "u": 1.0, "f1_direct": 1.0}, "missing field 'f1_rag'"),
     # each reached the summary's arithmetic after the last question: float("x"), auroc(1 U, 2 titles), 0 + None
     ("calibrate", "calibration_rows.jsonl", {"id": "a", "u": "x", "f1_direct": 1.0, "f1_rag": 0.0},
-     "field 'u' is 'x', not an uncertainty"),
+     "field u: not an uncertainty: 'x'"),
     ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": ["T", "U"], "gold": [], "u": [1.0]},
-     "field 'u' holds 1 values for 2 titles"),
+     "field u holds 1 values for 2 titles"),
     ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": ["T"], "gold": [], "u": [1.0], "u_se": "x"},
-     "field 'u_se' is 'x', not a list of uncertainties"),
+     "field u_se: expected a list of uncertainties, got 'x'"),
     ("rerank-study", "rerank_rows.jsonl", {"id": "a", "titles": ["T"], "gold": [], "u": [1.0], "engine_top1_gold": None},
-     "field 'engine_top1_gold' is None, not true or false"),
-    ("eval", "scores.jsonl", {"id": "a", "em": 2, "f1": 1.0}, "field 'em' is 2, not a number from 0 to 1"),
+     "field engine_top1_gold: expected true or false, got None"),
+    ("eval", "scores.jsonl", {"id": "a", "em": 2, "f1": 1.0}, "field em: expected a number from 0 to 1 or null, got 2"),
 ])
 def test_a_resume_reads_the_rows_it_continues_before_the_model_loads(tmp_path, cmd, rows_name, row, needle):
     """A study resumed over a row it did not write answered every new question, then stopped in its summary
@@ -608,7 +608,7 @@ def test_a_probe_is_not_fitted_on_a_detect_row_another_tool_wrote(tmp_path):
 
     (tmp_path / "config.json").write_text(json.dumps({"study": "detect", "form": "short"}))
     (tmp_path / "detect_rows.jsonl").write_text(json.dumps({"id": "a", "answer": "x", "correct": True}) + "\n")
-    with pytest.raises(ValueError, match=r"detect_rows.jsonl:1: field 'f1' is missing"):
+    with pytest.raises(ValueError, match=r"detect_rows.jsonl:1: missing fields 'f1', 'scores'"):
         fit_from_studies([str(tmp_path)], "short", None, 5)
 
 

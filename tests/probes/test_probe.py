@@ -217,7 +217,7 @@ CAL = {"form": "short", "estimator": "eigen", "kind": "isotonic", "x": [-1.0, 1.
     ("probe", {"mean": [float("nan")]}, "field mean: must be a list of finite numbers"),
     ("probe", {"form": "cot"}, "holds a cot probe, read here as the short one"),  # was read as the gate's probe
     ("probe", {"coef": [1.0, 2.0]}, "probe L1:mlp: weights, mean and scale must have one equal"),
-    ("cal", {"y": ["a"]}, "field y: expected a list of numbers, got 'a'"),
+    ("cal", {"y": ["a"]}, "field y\\[0\\]: expected a number, got 'a'"),
     ("cal", {"y": [2.0, 2.0]}, "P\\(correct\\) outside 0..1"),
     ("cal", {"form": "final-knowledge"}, "holds a final-knowledge/eigen calibration, read here as the short/eigen one"),
     ("cal", {"estimator": "max-entropy"}, "holds a short/max-entropy calibration"),

@@ -216,7 +216,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('limit = 0\n[[run]]\nmethod = "ircot"\n', ("key limit: expected a whole number in [1, inf)", "got 0")),
         ('every = 0\n[[run]]\nmethod = "ircot"\n', ("key every: expected a whole number in [1, inf)",)),
         ('layout = "nqq"\n[[run]]\nmethod = "ircot"\n', ("key layout: one of hotpotqa", "not 'nqq' (did you mean 'nq'?)")),
-        ('filler = "x.jsonl"\n[[run]]\nmethod = "ircot"\n', ("key filler: expected a list of texts",)),
+        ('filler = "x.jsonl"\n[[run]]\nmethod = "ircot"\n', ("key filler: expected a list of texts or null, got 'x.jsonl'",)),
         ('delta = "low"\n[[run]]\nmethod = "ircot"\n', ("key delta: expected a number", "got 'low'")),
         ('delta = nan\n[[run]]\nmethod = "ircot"\n', ("key delta: expected a number", "got nan")),
         ('layer = -1\n[[run]]\nmethod = "ircot"\n', ("key layer: expected a whole number in [0, inf)",)),

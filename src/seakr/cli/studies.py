@@ -31,7 +31,7 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
     from ..eval.datasets import require_golds
-    from ..eval.studies import STUDY_FILES
+    from ..eval.rows import STUDY_FILES
 
     check_rows_home(plan.out, STUDY_FILES[args.cmd.replace("_", "-")])  # now, not once the model has loaded
     sel = plan.select()

@@ -9,10 +9,12 @@ command line, a TOML grid, Python and HTTP reach one verdict: a NumPy scalar is 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import os
 import re
+import types
 import typing
 from typing import Annotated, Any, Callable
 
@@ -80,12 +82,15 @@ class SchemaError(ValueError):
         self.errors = errors or []
 
 
-def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | None = None):
+def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | None = None, extra: str = "forbid",
+           strict: bool = True):
     """Make ``cls`` a strict pydantic dataclass whose construction fails with one :class:`SchemaError` line.
-    ``label`` leads each message; ``unknown(cls, names)`` words the unknown names (the nearest valid one)."""
+    ``label`` leads each message; ``unknown(cls, names)`` words the unknown names (the nearest valid one);
+    ``extra="ignore"``: a record that may hold more than its readers need (a row); ``strict=False``: nested
+    records read from JSON objects (its scalar fields then say ``Strict()`` themselves)."""
 
     def wrap(cls):
-        cls = pydantic.dataclasses.dataclass(cls, config=STRICT)
+        cls = pydantic.dataclasses.dataclass(cls, config=ConfigDict(STRICT, extra=extra, strict=strict))
         init = cls.__init__
 
         @functools.wraps(init)
@@ -114,21 +119,74 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
     if missing:
         return f"missing {label}{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}"
     x = errors[0]
-    name = str(x["loc"][0]) if x["loc"] else ""
-    at_ = f" (item {'.'.join(map(str, x['loc'][1:]))})" if len(x["loc"]) > 1 else ""  # an item of a list field
-    field = getattr(cls, "__pydantic_fields__", {}).get(str(x["loc"][0])) if x["loc"] else None
+    name, t = _leaf(cls, x["loc"])
     if x["type"] == "value_error" and "error" in x.get("ctx", {}):
         why = str(x["ctx"]["error"])  # a validator's own sentence; a field's names the field
-        if field is None:
+        if t is None:
             return why
-        return f"{label} {name}: " + (f"expected {describe(field)}, got nan" if why == "NaN" else why)
-    if x["type"] == "literal_error" and field is not None:
-        choices = [c for c in _literals(field.annotation)]
+        return f"{label} {name}: " + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
+    if t is None:
+        return f"{label} {name}: {x['msg']}"
+    if x["type"] == "literal_error":
+        choices = list(typing.get_args(_parts(t)[0]))
         return (f"{label} {name}: one of {', '.join(map(str, choices))}, not {said(x['input'])}"
                 f"{did_you_mean(x['input'], choices)}")
-    if field is None:
-        return f"{label} {name}: {x['msg']}"
-    return f"{label} {name}: expected {describe(field)}, got {said(x['input'])}{at_}"
+    return f"{label} {name}: expected {describe_type(t)}, got {said(x['input'])}"
+
+
+def _full(field) -> Any:
+    """A field's type with its constraints, as one ``Annotated``."""
+    return Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation
+
+
+def _parts(t) -> tuple[Any, list, bool]:
+    """``t`` unwrapped: the type under its ``Annotated`` layers and ``| None``, every constraint on the way (a
+    ``Field``'s too), and whether null is taken."""
+    meta, optional = [], False
+    while True:
+        if typing.get_origin(t) is Annotated:
+            meta += list(typing.get_args(t)[1:])
+            t = typing.get_args(t)[0]
+        elif typing.get_origin(t) in (typing.Union, types.UnionType) and type(None) in typing.get_args(t):
+            optional, rest = True, [a for a in typing.get_args(t) if a is not type(None)]
+            t = rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]
+        else:
+            break
+    return t, meta + [x for m in meta if isinstance(m, pydantic.fields.FieldInfo) for x in m.metadata], optional
+
+
+def _schema_class(t) -> type | None:
+    base = _parts(t)[0]
+    return base if isinstance(base, type) and hasattr(base, "__pydantic_fields__") else None
+
+
+def _element(t, part) -> Any:
+    """The type of item ``part`` of a list (an index) or a table (a key) of type ``t``; None where ``t`` is
+    neither (``part`` is a union member's tag)."""
+    base = _parts(t)[0]
+    origin, args = typing.get_origin(base), typing.get_args(base)
+    if origin in (list, tuple) and isinstance(part, int) and args:
+        return args[0]
+    if origin is dict and isinstance(part, str) and len(args) == 2:
+        return args[1]
+    return None
+
+
+def _leaf(cls: type, loc: tuple) -> tuple[str, Any]:
+    """The path of an error as a row or a file writes it (``steps[1].u``), and the type it ends at."""
+    path, t, owner = "", None, cls
+    for part in loc:
+        fields = getattr(owner, "__pydantic_fields__", {}) if owner is not None else {}
+        if isinstance(part, str) and part in fields:
+            t = _full(fields[part])
+            path += f".{part}" if path else part
+        elif t is not None and (item := _element(t, part)) is not None:
+            t = item
+            path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        else:
+            continue  # a union member's tag ("float", "str")
+        owner = _schema_class(t)
+    return path, t
 
 
 def _unknown(cls: type, names: list[str], label: str = "option") -> str:
@@ -137,22 +195,7 @@ def _unknown(cls: type, names: list[str], label: str = "option") -> str:
     return f"{cls.__name__}: unknown {label}(s) {said_}; its {label}s: {', '.join(fields)}"
 
 
-def _literals(annotation) -> list:
-    out = []
-    for arg in typing.get_args(annotation) or ():
-        out += list(typing.get_args(arg)) if typing.get_origin(arg) is typing.Literal else []
-    return list(typing.get_args(annotation)) if typing.get_origin(annotation) is typing.Literal else out
-
-
-def _meta(field) -> list:
-    args = typing.get_args(field.annotation)
-    meta = [m for m in field.metadata] + [m for a in args for m in getattr(a, "__metadata__", ())]
-    return meta + [x for m in meta if isinstance(m, pydantic.fields.FieldInfo) for x in m.metadata]
-
-
-def bounds(field) -> tuple[tuple | None, tuple | None]:
-    """A number field's ends, each ``(value, open)`` or None (unbounded)."""
-    meta = _meta(field)
+def _bounds(meta: list) -> tuple[tuple | None, tuple | None]:
     lo = next(((m.ge, False) for m in meta if isinstance(m, at.Ge)), None) or next(
         ((m.gt, True) for m in meta if isinstance(m, at.Gt)), None)
     hi = next(((m.le, False) for m in meta if isinstance(m, at.Le)), None) or next(
@@ -160,40 +203,65 @@ def bounds(field) -> tuple[tuple | None, tuple | None]:
     return lo, hi
 
 
-def _kind(t) -> str:
-    t = typing.get_args(t)[0] if typing.get_origin(t) is Annotated else t
-    origin, args = typing.get_origin(t), typing.get_args(t)
-    if origin in (list, tuple):
-        inner = _kind(args[0]) if args else ""
-        return {"text": "a list of texts", "a number": "a list of numbers", "a whole number": "a list of whole numbers"
-                }.get(inner, "a list")
-    return {int: "a whole number", float: "a number", bool: "true or false", str: "text"}.get(t) or (
-        "a table" if origin is dict or t is dict else str(t))
+def bounds(field) -> tuple[tuple | None, tuple | None]:
+    """A number field's ends, each ``(value, open)`` or None (unbounded)."""
+    return _bounds(_parts(_full(field))[1])
 
 
-def describe(field) -> str:
-    """What a field takes, in words: ``a whole number in [1, inf)``, ``a number (inf and -inf allowed) or null``."""
-    args = typing.get_args(field.annotation)
-    optional = type(None) in args
-    base = next((a for a in args if a is not type(None)), field.annotation) if optional else field.annotation
-    kind = _kind(base)
-    lo, hi = bounds(field)
-    if lo or hi:
+@dataclasses.dataclass(frozen=True)
+class Said:
+    """How a type is said in a refusal, where its Python name says nothing (``an uncertainty``)."""
+
+    one: str
+    many: str
+
+
+_PLURAL = {"text": "texts", "a number": "numbers", "a whole number": "whole numbers", "true or false": "flags"}
+
+
+def _said(t) -> Said:
+    base, meta, optional = _parts(t)
+    if said_ := next((m for m in meta if isinstance(m, Said)), None):
+        return said_
+    origin, args = typing.get_origin(base), typing.get_args(base)
+    if origin in (typing.Union, types.UnionType):
+        one = " or ".join(_said(a).one for a in args)
+    elif origin in (list, tuple):
+        one = f"a list of {_said(args[0]).many}" if args else "a list"
+    elif _schema_class(base) is not None:
+        one = "an object"
+    elif origin is dict or base is dict:
+        one = f"a table of {_said(args[1]).many}" if len(args) == 2 and args[1] is not Any else "a table"
+    else:
+        one = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}.get(base, str(base))
+    return Said(one, _PLURAL.get(one, "lists" if one.startswith("a list") else one))
+
+
+def describe_type(t) -> str:
+    """What a type takes, in words: ``a whole number in [1, inf)``, ``a number (inf and -inf allowed) or null``."""
+    base, meta, optional = _parts(t)
+    kind = _said(t).one
+    lo, hi = _bounds(meta)
+    if any(isinstance(m, Said) for m in meta):
+        pass  # its own words say its range
+    elif lo or hi:
         num = lambda x: str(x) if isinstance(x, int) else f"{int(x)}" if x.is_integer() else f"{x:g}"  # noqa: E731
         kind += (f" in {'(' if lo is None or lo[1] else '['}{'-inf' if lo is None else num(lo[0])}, "
                  f"{'inf' if hi is None else num(hi[0])}{')' if hi is None or hi[1] else ']'}")
-    elif any(getattr(m, "allow_inf_nan", None) for m in _meta(field)):
+    elif any(getattr(m, "allow_inf_nan", None) for m in meta):
         kind += " (inf and -inf allowed)"
     return kind + (" or null" if optional else "")
 
 
+def describe(field) -> str:
+    """What a schema's field takes, in words (:func:`describe_type`)."""
+    return describe_type(_full(field))
+
+
 def numbers(cls: type) -> dict[str, tuple]:
     """Every number field of a schema, with its :func:`bounds`."""
-    out = {}
-    for name, f in cls.__pydantic_fields__.items():
-        if describe(f).startswith(("a whole number", "a number")):
-            out[name] = bounds(f)
-    return out
+    return {name: bounds(f) for name, f in cls.__pydantic_fields__.items()
+            if describe(f).startswith(("a whole number", "a number"))}
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,7 +25,8 @@ from .rows import ResultRow
 from .resume import other_data
 from .rowlog import read_run_config, run_rows
 from .summary import selection_summary
-from .studies import STUDY_FILES, _each
+from .rows import STUDY_FILES
+from .studies import _each
 
 
 def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:

@@ -25,7 +25,8 @@ from .example import Example
 from .metrics import auroc, f1_score, paired_auroc_difference, pearson, roc_curve
 from .summary import figure, selection_summary
 from .states import StateStore, own_tap, tap_name
-from .studies import STUDY_FILES, _each, _finite
+from .rows import STUDY_FILES
+from .studies import _each, _finite
 
 
 SETTINGS = ("closed-book", "open-book")

@@ -25,7 +25,7 @@ from .rowlog import read_results, read_run_config, run_rows
 from .selfknow import chain_f1, choose_gate_p, gate_sweep
 from .states import StateStore, tap_name
 from .detect import parse_taps
-from .studies import study_row_check
+from .rows import study_row_check
 
 CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 

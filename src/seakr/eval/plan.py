@@ -37,7 +37,7 @@ def check_resume_rows(path: str) -> None:
     from ..common.runs import SCORES
     from .rows import check_row
     from .rowlog import read_results
-    from .studies import STUDY_ROWS, study_row_check
+    from .rows import STUDY_ROWS, study_row_check
 
     for name, check in {"results.jsonl": check_row, SCORES: check_row, **{n: study_row_check(n) for n in STUDY_ROWS}}.items():
         if os.path.isfile(os.path.join(path, name)):

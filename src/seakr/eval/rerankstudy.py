@@ -22,7 +22,8 @@ from .example import Example
 from .metrics import auroc, bootstrap_ci, paired_bootstrap
 from .summary import selection_summary
 from .states import StateStore, own_tap, tap_name
-from .studies import STUDY_FILES, _each, _finite
+from .rows import STUDY_FILES
+from .studies import _each, _finite
 
 
 def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,

@@ -11,8 +11,11 @@ missing (:mod:`seakr.methods.records`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator, Field, Strict, model_validator
+
+from ..common.schema import Said, schema
 from ..methods.records import FinalAnswer, u_from_json, u_to_json
 from .metrics import exact_match, f1_score
 
@@ -64,81 +67,149 @@ class FinalChoice:
 TOTALS = ("retrievals", "empty_retrievals", "model_calls", "sampled_sequences", "generated_tokens")
 
 
-def _check_id(d: Any) -> None:
-    """Every row, of a run or a study: a JSON object with a question id."""
-    if not isinstance(d, dict):
-        raise ValueError("a row is not a JSON object")
-    if isinstance(d.get("id"), bool) or not isinstance(d.get("id"), (str, int)):
-        raise ValueError(f"field 'id' is {d.get('id')!r}, not a question id")
+def _u(v):
+    """A U as a row holds it: a number, null (failed or missing) or a string older files hold for an infinity
+    ("inf", "-inf", "Infinity", "nan"; any other string, "x", reached a summary's arithmetic)."""
+    if isinstance(v, str):
+        u_from_json(v)
+    return v
+
+
+#: What the readers of rows take (a row this package did not write is refused by file, line and field).
+Score = Annotated[float, Strict(), Field(ge=0, le=1), Said("a number from 0 to 1", "numbers from 0 to 1")]
+Count = Annotated[float, Strict(), Field(ge=0), Said("a number >= 0", "numbers >= 0")]
+U = Annotated[Annotated[float, Strict(), Field(allow_inf_nan=True)] | Annotated[str, Strict()] | None,
+              AfterValidator(_u), Said("an uncertainty (a number)", "uncertainties")]
+Text = Annotated[str, Strict()]
+Flag = Annotated[bool, Strict()]
+
+
+@schema("field", extra="ignore", strict=False)
+class _Identified:
+    """Every row, of a run or a study: an object with a question id."""
+
+    id: Annotated[Text | Annotated[int, Strict()], Said("a question id (text or a whole number)", "question ids")]
+
+
+@schema("field", extra="ignore", strict=False)
+class _Step:
+    u: U = None
+    threshold: U = None
+
+
+@schema("field", extra="ignore", strict=False)
+class _Candidate:
+    u: U = None
+    p: U = None
+    em: Score | None = None
+    f1: Score | None = None
+
+
+@schema("field", extra="ignore", strict=False)
+class _Final:
+    candidates: dict[str, _Candidate] | None = None
+
+
+@schema("field", extra="ignore", strict=False)
+class _Totals:
+    retrievals: Count | None = None
+    empty_retrievals: Count | None = None
+    model_calls: Count | None = None
+    sampled_sequences: Count | None = None
+    generated_tokens: Count | None = None
+
+
+@schema("field", extra="ignore", strict=False)
+class _Body:
+    """What a score row holds at its top, and a full row inside ``trace``: the readers' costs, steps and final."""
+
+    totals: _Totals | None = None
+    steps: list[_Step] | None = None
+    final: _Final | None = None
+
+
+@schema("field", extra="ignore", strict=False)
+class _Row(_Body, _Identified):
+    prediction: Text | None = None
+    em: Score | None = None  # both null: a question without gold answers
+    f1: Score | None = None
+    seconds: Count | None = None
+    order: Count | None = None
+    trace: _Body | None = None
+
+    @model_validator(mode="after")
+    def _scored_or_not(self):
+        if (self.em is None) != (self.f1 is None):
+            raise ValueError("field em and f1: both scores, or both null (a question without gold answers)")
+        return self
+
+
+@schema("field", extra="ignore", strict=False)
+class CalibrationRow(_Identified):
+    """A row of ``seakr calibrate``: the closed-book answer's U and both answers' F1."""
+
+    u: U
+    f1_direct: Score
+    f1_rag: Score
+
+
+@schema("field", extra="ignore", strict=False)
+class DetectRow(_Identified):
+    """A row of ``seakr detect``: the answer's F1 and every estimator's score of it."""
+
+    f1: Score
+    scores: dict[str, U]
+
+
+@schema("field", extra="ignore", strict=False)
+class RerankRow(_Identified):
+    """A row of ``seakr rerank-study``: the candidates' titles, the gold ones, each candidate's U (and its
+    standard error, and what each rule kept, in rows that have them: older rows lack them, none holds null)."""
+
+    titles: list[Text]
+    gold: list[Text]
+    u: list[U]
+    u_se: list[U] = None
+    engine_top1_gold: Flag = None
+    seakr_top1_gold: Flag = None
+    guarded_top1_gold: Flag = None
+    any_gold_in_top_n: Flag = None
+
+    @model_validator(mode="after")
+    def _one_per_title(self):
+        """auroc() refused 3 Us for 2 titles only after the study's end."""
+        for k in ("u", "u_se"):
+            if getattr(self, k) is not None and len(getattr(self, k)) != len(self.titles):
+                raise ValueError(f"field {k} holds {len(getattr(self, k))} values for {len(self.titles)} titles")
+        return self
+
+
+#: The file each study writes its rows to, by the study's name (its command).
+STUDY_FILES = {"calibrate": "calibration_rows.jsonl", "detect": "detect_rows.jsonl", "rerank-study": "rerank_rows.jsonl"}
+#: The schema of each study's rows, by file: what its summary and the probes fitted on it read.
+STUDY_ROWS = {"calibration_rows.jsonl": CalibrationRow, "detect_rows.jsonl": DetectRow, "rerank_rows.jsonl": RerankRow}
+
+
+def study_row_check(rows_name: str):
+    """The check of a study's rows for ``read_results`` and ``RowLog``; None for rows no summary here reads."""
+    schema_ = STUDY_ROWS.get(rows_name)
+    if schema_ is None:
+        return None
+
+    def check(row) -> None:
+        if not isinstance(row, dict):
+            raise ValueError("a row is not a JSON object")
+        schema_(**row)
+    return check
 
 
 def check_row(d: Any) -> None:
     """Refuse a row this package did not write (a hand-edited, foreign or truncated-by-hand file) with one
     line naming the field, instead of a KeyError deep in a summary or a comparison. Either shape: the
     score row holds totals/steps/final at the top, the full row inside ``trace``."""
-    _check_id(d)
-    if not isinstance(d.get("prediction") or "", str):
-        raise ValueError(f"field 'prediction' is {d['prediction']!r}, not a string")
-    if not ("em" in d and "f1" in d and d["em"] is None and d["f1"] is None):  # both null: a question without gold
-        check_fields(d, {"em": "score", "f1": "score"}, row=False)
-    check_fields(d, {"seconds": "count", "order": "count"}, required=False, row=False)
-    pre, body = ("trace.", d["trace"]) if d.get("trace") is not None else ("", d)
-    if not isinstance(body, dict):
-        raise ValueError("field 'trace' is not an object")
-    totals = body.get("totals") or {}
-    if not isinstance(totals, dict):
-        raise ValueError(f"field '{pre}totals' is not an object")
-    # a cost absent in a hand-made row: the summary then gives no figure for it, never a wrong one
-    check_fields(totals, dict.fromkeys(TOTALS, "count"), prefix=f"{pre}totals.", required=False, row=False)
-    if not isinstance(body.get("steps") or [], list) or not all(isinstance(s, dict) for s in body.get("steps") or []):
-        raise ValueError(f"field '{pre}steps' is not a list of objects")
-    for i, step in enumerate(body.get("steps") or []):  # the selfknow tables read each step's U (float([]) failed)
-        check_fields(step, {"u": "u", "threshold": "u"}, prefix=f"{pre}steps[{i}].", required=False, row=False)
-    final = body.get("final") or {}
-    cands = final.get("candidates") or {} if isinstance(final, dict) else None
-    if not isinstance(cands, dict) or not all(isinstance(c, dict) for c in cands.values()):
-        raise ValueError(f"field '{pre}final' is not an object of candidate objects")
-    for name, c in cands.items():
-        check_fields(c, {"u": "u", "p": "u", "em": "score", "f1": "score"}, prefix=f"{pre}final.candidates.{name}.",
-                     required=False, row=False)
-
-
-def _is_u(v: Any) -> bool:
-    """A U as a row holds it: a number, null (failed or missing) or a string older files hold for an
-    infinity ("inf", "-inf", "Infinity", "nan"; any other string, "x", reached a summary's arithmetic)."""
-    if isinstance(v, str):
-        try:
-            u_from_json(v)
-        except ValueError:
-            return False
-    return v is None or isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool))
-
-
-#: The kinds of field a study row declares (:func:`check_fields`): what the value must be, and how it is said.
-FIELD_KINDS = {
-    "score": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1, "a number from 0 to 1"),
-    "count": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0, "a number >= 0"),
-    "u": (_is_u, "an uncertainty (a number or null)"),
-    "us": (lambda v: isinstance(v, list) and all(_is_u(x) for x in v), "a list of uncertainties"),
-    "scores": (lambda v: isinstance(v, dict) and all(_is_u(x) for x in v.values()), "an object of uncertainties"),
-    "names": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of strings"),
-    "flag": (lambda v: isinstance(v, bool), "true or false"),
-}
-
-
-def check_fields(d: Any, spec: dict[str, str], prefix: str = "", required: bool = True, row: bool = True) -> None:
-    """Refuse a row lacking a field its readers need, naming the field (``spec``: field -> kind of
-    :data:`FIELD_KINDS`; ``prefix`` names where ``d`` sits in the row). ``required=False``: a missing or null
-    field passes; a kind ending in "?" is a field older rows lack (absent passes, null does not). ``row``: ``d``
-    is a whole row, whose id is checked first."""
-    if row:
-        _check_id(d)
-    for k, kind in spec.items():
-        if (not required and d.get(k) is None) or (kind.endswith("?") and k not in d):
-            continue
-        ok, want = FIELD_KINDS[kind.rstrip("?")]
-        if k not in d or not ok(d[k]):
-            raise ValueError(f"field {prefix + k!r} is {'missing' if k not in d else repr(d[k])[:40]}, not {want}")
+    if not isinstance(d, dict):
+        raise ValueError("a row is not a JSON object")
+    _Row(**d)
 
 
 def _slim(c: FinalAnswer) -> dict:
@@ -206,4 +277,5 @@ class ResultRow:
         return {**self._head(), "question": self.question, "golds": self.golds, "trace": self.trace}
 
 
-__all__ = ["TOTALS", "FinalChoice", "ResultRow", "StepScore", "check_fields", "check_row"]
+__all__ = ["STUDY_FILES", "STUDY_ROWS", "TOTALS", "Count", "FinalChoice", "ResultRow", "Score", "StepScore", "U", "check_row",
+           "study_row_check"]

@@ -26,7 +26,7 @@ from typing import Sequence
 from ..methods.seakr import SeaKR
 from ..methods.records import u_from_json
 from .example import Example
-from .rows import check_fields
+from .rows import STUDY_FILES, study_row_check
 from .rowlog import RowLog, read_results, recorded_with
 from .runner import versions
 
@@ -35,35 +35,6 @@ def _finite(x):
     """A U read from a row (a number, null or an older file's "inf" string) for ranking: +inf unless finite."""
     u = u_from_json(x)
     return u if math.isfinite(u) else math.inf
-
-
-#: The file each study writes its rows to, by the study's name (its command).
-STUDY_FILES = {"calibrate": "calibration_rows.jsonl", "detect": "detect_rows.jsonl", "rerank-study": "rerank_rows.jsonl"}
-
-
-#: What each study's rows hold for its summary and for the probes fitted on it: a resumed log or a fit
-#: refuses a row without them by file, line and field (a hand-edited or foreign file), before any work.
-STUDY_ROWS = {
-    "calibration_rows.jsonl": {"u": "u", "f1_direct": "score", "f1_rag": "score"},
-    "detect_rows.jsonl": {"f1": "score", "scores": "scores"},
-    "rerank_rows.jsonl": {"titles": "names", "gold": "names", "u": "us", "u_se": "us?", "engine_top1_gold": "flag?",
-                          "seakr_top1_gold": "flag?", "guarded_top1_gold": "flag?", "any_gold_in_top_n": "flag?"},
-}
-
-
-def study_row_check(rows_name: str):
-    """The check of a study's rows (:data:`STUDY_ROWS`) for ``read_results`` and ``RowLog``; None for a
-    log of rows no summary here reads."""
-    spec = STUDY_ROWS.get(rows_name)
-    if spec is None:
-        return None
-
-    def check(row) -> None:
-        check_fields(row, spec)
-        for k in ("u", "u_se"):  # one per candidate title: auroc() refused 3 Us for 2 titles after the study's end
-            if k in spec and isinstance(row.get(k), list) and len(row[k]) != len(row["titles"]):
-                raise ValueError(f"field {k!r} holds {len(row[k])} values for {len(row['titles'])} titles")
-    return check
 
 
 def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
