@@ -135,7 +135,7 @@ def test_data_and_out_are_asked_for_as_each_door_spells_them(tmp_path):
 
     for kw, said in ((dict(out="o"), "eval: data is required: EvalPlan(data="),
                      (dict(data=HOTPOT), "eval: out is required"), ({}, "eval: data and out are required"),
-                     (dict(data=[{"question": "Who?", "answer": "x"}], out="o"), "eval: data is a file's path, not a list"),
+                     (dict(data=[{"question": "Who?", "answer": "x"}], out="o"), "eval: data: a file's path, not a list"),
                      (dict(data=pd.DataFrame({"question": ["Who?"]}), out="o"), "not a DataFrame of questions")):
         with pytest.raises(PlanError, match=re.escape(said)):
             EvalPlan(runs=["cot"], **kw).check()
@@ -181,7 +181,7 @@ def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line,
     ({"runs": [RunSpec("cot"), RunSpec("cot")]}, "second run"),
     ({"runs": [RunSpec("cot", name="a/b")]}, "file name"),
     ({"shard": "3/2"}, "shard '3/2': need 0 <= I < N"),
-    ({"seed": -1}, "seed -1: expected 0..4294967295"),
+    ({"seed": -1}, re.escape("eval: seed: expected a whole number in [0, 4294967295], got -1")),
     ({"model": ModelSpec(device="gpu")}, "model.device 'gpu'"),
     ({"model": ModelSpec(model="qwen-tiny")}, "unknown model 'qwen-tiny': not a registry name"),  # before any pooling
 ])
@@ -205,13 +205,13 @@ def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid)
     name = flag[0][2:].replace("-", "_")
     with pytest.raises(PlanError) as e:
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **python).check()
-    field, rest = str(e.value).split(" ", 1)
-    assert field == ("" if name == "seed" else "model.") + name, str(e.value)
+    field, rest = str(e.value).removeprefix("eval: ").split(" ", 1)  # the plan's own field, or its model's
+    assert field.rstrip(":") == ("" if name == "seed" else "model.") + name, str(e.value)
     r = run_cli("eval", "--data", HOTPOT, "--out", str(tmp_path / "o"), "--method", "cot", "--model", "smollm2-135m", *flag)
     if name in ("precision", "state_source"):  # the parser's own choices refuse these first
         assert r.returncode == 2 and f"argument {flag[0]}: invalid choice" in r.stderr, r.stderr
     else:
-        assert (r.returncode, r.stderr) == (2, f"seakr: error: {flag[0]} {rest}\n")
+        assert (r.returncode, r.stderr) == (2, f"seakr: error: {flag[0]}{':' * field.endswith(':')} {rest}\n")
     (tmp_path / "g.toml").write_text(f'data = "{HOTPOT}"\n{grid}\n[[run]]\nmethod = "cot"\n')
     from seakr.cli.flags import CLIError
 
@@ -305,7 +305,7 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     one = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs="ircot", filler=Path(HOTPOT))  # not 'i', 'r', ...
     assert [r.method for r in one.runs] == ["ircot"] and one.filler == [HOTPOT]
     assert RunSpec("cot", None).options == {}  # it was "'NoneType' object is not iterable"
-    with pytest.raises(PlanError, match="options must be a dict of option names and values, not list"):
+    with pytest.raises(PlanError, match="field options: expected a table, got \\[1\\]"):
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot", [1])]).check()
 
 
@@ -320,34 +320,34 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     assert (plan.limit, plan.every, plan.seed, plan.delta, plan.model.threads, plan.model.layer) == (5, 2, 3, -3.5, 1, 3)
     assert all(type(v) is int for v in (plan.limit, plan.every, plan.concurrency, plan.seed, plan.model.layer))
     json.dumps(dataclasses.asdict(plan.model))
-    with pytest.raises(PlanError, match="limit must be a positive whole number, not 2.5"):
+    with pytest.raises(PlanError, match=re.escape("eval: limit: expected a whole number in [1, inf) or null, got 2.5")):
         EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], limit=np.float64(2.5)).check()
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"limit": 1.5}, "limit must be a positive whole number, not 1.5"),
-    ({"limit": "5"}, "limit must be a positive whole number, not '5'"),
-    ({"every": 0}, "every must be a positive whole number"),
-    ({"concurrency": 0}, "concurrency must be a positive whole number"),
-    ({"seed": "1"}, "seed must be a whole number, not '1'"),
-    ({"delta": float("nan")}, "delta must be a number, not nan"),
-    ({"layout": "nqq"}, "unknown dataset layout 'nqq'"),
-    ({"runs": [3]}, "runs hold RunSpec (or a method's name), not int"),
-    ({"runs": [RunSpec(["cot"])]}, "unknown method ['cot']"),
-    ({"data": 5}, "data must be a path or text, not int"),
+    ({"limit": 1.5}, "eval: limit: expected a whole number in [1, inf) or null, got 1.5"),
+    ({"limit": "5"}, "eval: limit: expected a whole number in [1, inf) or null, got '5'"),
+    ({"every": 0}, "eval: every: expected a whole number in [1, inf)"),
+    ({"concurrency": 0}, "eval: concurrency: expected a whole number in [1, inf), got 0"),
+    ({"seed": "1"}, "eval: seed: expected a whole number in [0, 4294967295], got '1'"),
+    ({"delta": float("nan")}, "eval: delta: expected a number (inf and -inf allowed) or null, got nan"),
+    ({"layout": "nqq"}, "eval: layout: one of hotpotqa,"),
+    ({"runs": [3]}, "eval: runs[0]: expected a RunSpec (or a method's name), got 3"),
+    ({"runs": [lambda: RunSpec(["cot"])]}, "field method: expected text, got ['cot']"),
+    ({"data": 5}, "eval: data: expected text or null, got 5"),
     ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "model.precision 'fp8'"),
     ({"model": ModelSpec("smollm2-135m", threads=0)}, "model.threads must be a whole number >= 1, not 0"),
     ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "model.layer 2.5"),
     ({"model": ModelSpec("smollm2-135m", state_source="ffn")}, "model.state_source 'ffn': expected mlp or residual"),
-    ({"model": 3}, "model must be a ModelSpec or a model's name, not int"),
+    ({"model": 3}, "eval: model: expected a ModelSpec or a model's name, got 3"),
     ({"model": ModelSpec([])}, "model: expected a registry name, a .gguf file or a model folder, got list"),  # the default
-    ({"resume": "no"}, "resume must be True or False, not 'no'"),  # it resumed
-    ({"grid": 1}, "grid must be True or False, not 1"),
-    ({"filler": 5}, "filler must be a corpus file's path or a list of them, not 5"),  # "'int' object is not iterable"
-    ({"filler": [5]}, "filler must be a corpus file's path or a list of them, not [5]"),  # os.path.isfile(5): a descriptor
-    ({"runs": None}, "runs must be a list of RunSpec or methods' names, not None"),  # "'NoneType' object is not iterable"
+    ({"resume": "no"}, "eval: resume: expected true or false, got 'no'"),  # it resumed
+    ({"grid": 1}, "eval: grid: expected true or false, got 1"),
+    ({"filler": 5}, "eval: filler: expected a list of texts, got 5"),  # "'int' object is not iterable"
+    ({"filler": [5]}, "eval: filler[0]: expected text, got 5"),  # os.path.isfile(5): a descriptor
+    ({"runs": None}, "eval: runs: expected a list of RunSpecs (or methods' names), got None"),  # "'NoneType' object is not iterable"
     ({"runs": [RunSpec("cot", name="")]}, "name '' must be a file name"),  # it was named after its method
-    ({"runs": [RunSpec("cot", name=0)]}, "name 0 must be a file name"),
+    ({"runs": [lambda: RunSpec("cot", name=0)]}, "field name: expected text or null, got 0"),
     ({"runs": [RunSpec("cot", name="café")]}, "must be a file name of ASCII letters"),  # é: "letters" misled
     # a folder gr/results.jsonl: `report gr` and `compare gr` then said "[Errno 21] Is a directory"
     ({"runs": [RunSpec("cot", name="results.jsonl"), "single"]}, "name 'results.jsonl' is the name of a file a run"),
@@ -355,8 +355,10 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
 ])
 def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
     """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""
-    with pytest.raises(PlanError, match=re.escape(needle)):
-        EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kwargs}).check()
+    with pytest.raises(PlanError, match=re.escape(needle)):  # a RunSpec refuses as it is made
+        runs = [r() if callable(r) else r for r in kwargs.get("runs") or []]
+        EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kwargs,
+                    **({"runs": runs} if kwargs.get("runs") else {})}).check()
 
 
 def test_option_pairs_and_the_hint_for_another_methods_option():

@@ -207,7 +207,7 @@ def test_a_grid_run_with_bad_options_fails_before_the_first_run(tmp_path):
         ('[[run]]\nmethod = "seakr"\noptions = { dleta = 1.0 }\n',
          ("[[run]] #1 (seakr)", "unknown option(s) 'dleta' (did you mean 'delta'?)")),
         ('[[run]]\nmethod = "seakr2"\n', ("[[run]] #1 (seakr2)", "unknown method 'seakr2'")),
-        ('[[run]]\nmethod = ["ircot"]\n', ("[[run]] #1", "key method: expected text, got ['ircot']")),  # was "unhashable type"
+        ('[[run]]\nmethod = ["ircot"]\n', ("[[run]] #1", "field method: expected text, got ['ircot']")),  # was "unhashable type"
         # the grid itself: misspelled keys, ranges, types, names that are paths, a name used twice
         ('limt = 5\n[[run]]\nmethod = "ircot"\n', ("unknown key 'limt' (did you mean 'limit'?)",)),
         ('THREADS = 1\n[[run]]\nmethod = "ircot"\n', ("unknown key 'THREADS' (did you mean 'threads'?)",)),  # listed all
@@ -319,7 +319,7 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--device", "meta", "x"], "--device 'meta'"),
     pytest.param(["uncertainty", "--device", "mps", "x"], "--device 'mps': MPS (Apple GPU) is not available",
                  marks=pytest.mark.skipif(sys.platform == "darwin", reason="a Mac may have MPS")),
-    (["uncertainty", "--seed", "99999999999999999999", "x"], "--seed 99999999999999999999: expected 0..4294967295"),
+    (["uncertainty", "--seed", "99999999999999999999", "x"], "--seed: expected a whole number in [0, 4294967295], got 99999999999999999999"),
     (["uncertainty", "--model", "smollm2-135m", "--layer", "30", "x"], "--layer 30: expected a 0-based decoder layer in 0..29"),
     # a probe's tap as `probe fit` writes it was "invalid int value"
     (["uncertainty", "--layer", "L11:mlp", "x"], "a layer's number, not a tap: 'L11:mlp' is --layer 11 --state-source mlp"),
@@ -445,15 +445,15 @@ def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
     from seakr.eval.specs import PlanError
     from seakr.methods import SeaKR
 
-    for kw, needle in ((dict(index=""), "index is empty"), (dict(filler=[""]), "filler is empty"),
-                       (dict(prompt_set=" "), "prompt_set is empty"), (dict(model=""), "^model: empty; name a model")):
+    for kw, needle in ((dict(index=""), "eval: index: is empty"), (dict(filler=[""]), r"eval: filler\[0\]: is empty"),
+                       (dict(prompt_set=" "), "eval: prompt_set: is empty"), (dict(model=""), "^model: empty; name a model")):
         with pytest.raises(PlanError, match=needle):
             EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **kw).check()
     with pytest.raises(ValueError, match="model: empty"):
         SeaKR.from_config(model="", index=None)
     grid = tmp_path / "g.toml"
     grid.write_text('index = ""\n[[run]]\nmethod = "cot"\n')
-    one_line_error(seakr("eval", "--config", str(grid), "--data", HOTPOT, "--out", str(tmp_path / "o")), "index is empty")
+    one_line_error(seakr("eval", "--config", str(grid), "--data", HOTPOT, "--out", str(tmp_path / "o")), "index: is empty")
     one_line_error(seakr("ask", "--option", "probes=", "Who?"), "option probes: an empty path")
 
 

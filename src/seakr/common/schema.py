@@ -68,6 +68,8 @@ Whole = Annotated[int, BeforeValidator(_whole)]
 Real = Annotated[float, BeforeValidator(_real)]
 #: A number where +-inf mean "never" / "always" (a threshold); NaN is none.
 Threshold = Annotated[float, pydantic.Field(allow_inf_nan=True), BeforeValidator(_real), AfterValidator(_not_nan)]
+#: A random seed (torch's generators take 32 bits).
+Seed = Annotated[Whole, pydantic.Field(ge=0, le=2 ** 32 - 1)]
 #: A file or folder named in text or as a ``pathlib.Path``, ``~`` expanded.
 PathText = Annotated[str, BeforeValidator(_path), AfterValidator(user_path)]
 #: A folder that must name something when given.
@@ -83,11 +85,12 @@ class SchemaError(ValueError):
 
 
 def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | None = None, extra: str = "forbid",
-           strict: bool = True):
+           strict: bool = True, error: type[ValueError] | None = None):
     """Make ``cls`` a strict pydantic dataclass whose construction fails with one :class:`SchemaError` line.
     ``label`` leads each message; ``unknown(cls, names)`` words the unknown names (the nearest valid one);
     ``extra="ignore"``: a record that may hold more than its readers need (a row); ``strict=False``: nested
-    records read from JSON objects (its scalar fields then say ``Strict()`` themselves)."""
+    records read from JSON objects (its scalar fields then say ``Strict()`` themselves); ``error``: the
+    exception a refusal raises (a :class:`SchemaError` by default)."""
 
     def wrap(cls):
         cls = pydantic.dataclasses.dataclass(cls, config=ConfigDict(STRICT, extra=extra, strict=strict))
@@ -98,7 +101,10 @@ def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | No
             try:
                 init(self, *args, **kwargs)
             except ValidationError as e:
-                raise SchemaError(one_line(e, type(self), label, unknown), e.errors(include_url=False)) from None
+                msg = one_line(e, type(self), label, unknown)
+                if error is not None:
+                    raise error(msg) from None
+                raise SchemaError(msg, e.errors(include_url=False)) from None
 
         cls.__init__ = __init__
         return cls
@@ -187,6 +193,13 @@ def _leaf(cls: type, loc: tuple) -> tuple[str, Any]:
             continue  # a union member's tag ("float", "str")
         owner = _schema_class(t)
     return path, t
+
+
+def unknown_keys(cls: type, names: list[str]) -> str:
+    """The unknown keys of a file's table (a grid's, a run's), each with the nearest known one, else the list."""
+    allowed = list(cls.__pydantic_fields__)
+    return "; ".join(f"unknown key {k!r}" + (did_you_mean(k, allowed) or f"; allowed: {', '.join(allowed)}")
+                     for k in names)
 
 
 def _unknown(cls: type, names: list[str], label: str = "option") -> str:
@@ -280,6 +293,17 @@ def check_value(cls: type, name: str, value, label: str = "option"):
         x = e.errors(include_url=False)[0]
         raise SchemaError(one_line(ValidationError.from_exception_data(
             e.title, [{**x, "loc": (name, *x["loc"])}]), cls, label)) from None
+
+
+def check_type(t, value, name: str):
+    """``value`` checked as type ``t`` (a setting outside any schema object: a command's ``--seed``), refused in
+    one line beginning with ``name``."""
+    try:
+        return pydantic.TypeAdapter(t, config=ConfigDict(strict=True, allow_inf_nan=False)).validate_python(value)
+    except ValidationError as e:
+        x = e.errors(include_url=False)[0]
+        why = str(x["ctx"]["error"]) if x["type"] == "value_error" else f"expected {describe_type(t)}, got {said(x['input'])}"
+        raise SchemaError(f"{name}: {why}") from None
 
 
 def validate(cls: type, d: Any, label: str = "option"):

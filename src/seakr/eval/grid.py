@@ -3,14 +3,12 @@ and its ``[[run]]`` entries into :class:`~seakr.eval.specs.RunSpec`, each refuse
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..common.console import did_you_mean
-from ..common.schema import SchemaError, Threshold, Whole, schema
+from ..common.schema import SchemaError, Seed, Threshold, Whole, schema, unknown_keys
 from ..models.machine import STATE_SOURCES
 from ..common.files import read_text
 from ..common.jsontext import too_many_digits
@@ -19,16 +17,10 @@ from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_run, check
 
 
 # ---------------------------------------------------------------------- TOML run grids
-def _unknown_keys(cls: type, names: list[str]) -> str:
-    allowed = list(cls.__pydantic_fields__)
-    return "; ".join(f"unknown key {k!r}" + (did_you_mean(k, allowed) or f"; allowed: {', '.join(allowed)}")
-                     for k in names)
-
-
 Count = Annotated[Whole, Field(ge=1)]
 
 
-@schema("key", _unknown_keys)
+@schema("key", unknown_keys)
 class Grid:
     """A grid's top-level keys: the plan's settings, named as the flags are (``prompt_set`` for ``--prompt-set``)."""
 
@@ -39,7 +31,7 @@ class Grid:
     filler: list[str] | None = None
     limit: Count | None = None
     every: Count | None = None
-    seed: Annotated[Whole, Field(ge=0, le=2 ** 32 - 1)] | None = None
+    seed: Seed | None = None
     prompt_set: str | None = None
     delta: Threshold | None = None
     concurrency: Count | None = None
@@ -50,15 +42,6 @@ class Grid:
     layer: Annotated[Whole, Field(ge=0)] | None = None
     state_source: Literal[STATE_SOURCES] | None = None
     run: list[Any] | None = None
-
-
-@schema("key", _unknown_keys)
-class GridRun:
-    """One ``[[run]]`` table: a method, the run's name (its folder; the method's by default) and its options."""
-
-    method: str
-    name: str | None = None
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _grid_top(path: str, conf: dict) -> Grid:
@@ -93,13 +76,14 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
     if not isinstance(r, dict):
         raise PlanError(f"{where}: expected a table with method (and name, options)")
     try:
-        run = GridRun(**r)
-    except SchemaError as e:
+        run = RunSpec(**r)
+    except PlanError as e:
         raise PlanError(f"{where}: {e}") from None
-    name = run.name if run.name is not None else run.method
-    check_run_name(where, name, names)
-    check_run(f"{where} ({name})", run.method, run.options)
-    return RunSpec(run.method, dict(run.options), name)
+    if "method" not in r:
+        raise PlanError(f"{where}: missing key 'method'")
+    check_run_name(where, run.name, names)
+    check_run(f"{where} ({run.name})", run.method, run.options)
+    return run
 
 
 def check_grid_paths(path: str, conf: dict) -> None:

@@ -14,20 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from ..search.base import redact, seakr_own
-from ..common.console import did_you_mean, said, warn
+from ..common.console import warn
 from ..common.files import check_rereadable, is_pattern, missing, pattern_files, user_path
-from ..common.jsontext import native
+from ..common.schema import PathText, Said, Seed, Threshold, Whole, schema
 from .datasets import LAYOUTS
 from .example import Example
-from .specs import ModelSpec, PLAN_LEAST, PlanError, RunSpec, check_output_dir, check_run, check_run_name, check_settings, method_options, parse_shard, select_examples, setting
+from .specs import ModelSpec, PlanError, RunSpec, check_output_dir, check_run, check_run_name, check_settings, method_options, parse_shard, select_examples, setting
 
 
 def check_resume_rows(path: str) -> None:
@@ -57,83 +58,80 @@ class Selection:
     order_of: dict  # id -> place in the unsharded selection (shards keep the run's order)
 
 
-@dataclass
+def _data(v):
+    """Questions are a file's path: a run records where they came from, to resume."""
+    if isinstance(v, (list, tuple, dict)) or hasattr(v, "columns"):  # as an index may be given
+        raise ValueError(f"a file's path, not a {type(v).__name__} of questions: a run records where its "
+                         'questions came from, to resume; write them as JSON lines, one {"id", "question", "answer"} '
+                         "a line")
+    return v
+
+
+def _named(v: str) -> str:
+    if not v.strip():  # read as "not given": the pooled index, the default set
+        raise ValueError("is empty; name it, or leave it out for its default")
+    return v
+
+
+def _filler(v):
+    """One file given alone is a list of one; each quoted glob (a grid's ``"wiki/*.jsonl"``: no shell expands it)
+    the files it matches (one matching none stays, for :meth:`EvalPlan.check` to name)."""
+    v = [] if v is None else [v] if isinstance(v, (str, os.PathLike)) else v
+    return _filler_files([user_path(f) for f in v]) if isinstance(v, (list, tuple)) else v
+
+
+def _runs(v):
+    """A run given as its method's name, or alone, not in a list."""
+    v = [v] if isinstance(v, (str, RunSpec)) else v
+    return [RunSpec(r) if isinstance(r, str) else r for r in v] if isinstance(v, (list, tuple)) else v
+
+
+def _model(v):
+    return ModelSpec(user_path(v)) if v is None or isinstance(v, (str, os.PathLike)) else v
+
+
+Named = Annotated[PathText, AfterValidator(_named)]
+Count = Annotated[Whole, Field(ge=1)]
+
+
+@schema("eval:", error=PlanError)
 class EvalPlan:
-    """Data, questions, index, model and the method runs of one evaluation (constructor-as-config)."""
+    """Data, questions, index, model and the method runs of one evaluation (constructor-as-config). The Python
+    API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its name
+    (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
 
-    data: str | None = None
-    out: str | None = None
-    runs: list[RunSpec] = field(default_factory=lambda: [RunSpec("seakr")])
-    layout: str = "auto"
-    index: str | None = None  # None: pool the dataset's paragraphs (+ filler) into a cached index
-    filler: list[str] = field(default_factory=list)
-    limit: int | None = None
-    every: int | None = None
+    data: Annotated[PathText, BeforeValidator(_data)] | None = None
+    out: PathText | None = None
+    runs: Annotated[list[Annotated[RunSpec, Said("a RunSpec (or a method's name)", "RunSpecs (or methods' names)")]],
+                    BeforeValidator(_runs)] = field(default_factory=lambda: [RunSpec("seakr")])
+    layout: Literal[LAYOUTS] = "auto"
+    index: Named | None = None  # None: pool the dataset's paragraphs (+ filler) into a cached index
+    filler: Annotated[list[Named], BeforeValidator(_filler)] = field(default_factory=list)
+    limit: Count | None = None
+    every: Count | None = None
     shard: str | None = None  # "I/N"
-    seed: int = 42
-    prompt_set: str | None = None  # None: the dataset's family
-    delta: float | None = None  # SeaKR's threshold for every run that does not set its own
+    seed: Seed = 42
+    prompt_set: Named | None = None  # None: the dataset's family
+    delta: Threshold | None = None  # SeaKR's threshold for every run that does not set its own
     resume: bool = False
-    concurrency: int = 1
+    concurrency: Count = 1
     grid: bool = False  # each run writes to out/NAME (always so for several runs)
-    model: ModelSpec = field(default_factory=ModelSpec)
-
-    def __post_init__(self):
-        """The Python API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its
-        name (``EvalPlan(data=Path("dev.jsonl"), out="runs/x", runs=["seakr", "ircot"], model="smollm2-135m")``)."""
-        self.data, self.out, self.index, self.prompt_set = map(user_path, (self.data, self.out, self.index, self.prompt_set))
-        for name in (*PLAN_LEAST, "seed", "delta"):  # np.int64(50) from a sweep: Python's 50
-            setattr(self, name, native(getattr(self, name)))
-        filler, runs = self.filler, self.runs  # one of each given alone, not in a list, is taken as a list of one
-        filler = [] if filler is None else [filler] if isinstance(filler, (str, os.PathLike)) else filler
-        self.filler = _filler_files([user_path(f) for f in filler]) if isinstance(filler, (list, tuple)) else filler  # else check() names it
-        runs = [runs] if isinstance(runs, (str, RunSpec)) else runs
-        self.runs = [RunSpec(r) if isinstance(r, str) else r for r in runs] if isinstance(runs, (list, tuple)) else runs
-        if self.model is None or isinstance(self.model, (str, os.PathLike)):
-            self.model = ModelSpec(user_path(self.model))
-
-    def _check_fields(self) -> None:
-        """Each field's type and emptiness, and the layout's name: the Python API's mistakes, named by field."""
-        if isinstance(self.data, (list, tuple, dict)) or hasattr(self.data, "columns"):  # as an index may be given
-            raise PlanError(f"eval: data is a file's path, not a {type(self.data).__name__} of questions: a run "
-                            "records where its questions came from, to resume; write them as JSON lines, one "
-                            '{"id", "question", "answer"} a line')
-        missing = [name for name in ("data", "out") if not getattr(self, name)]
-        if missing:  # the command line says its flags (plan_from_args); a Python caller reads the fields
-            raise PlanError(f"eval: {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required: "
-                            "EvalPlan(data='questions.jsonl', out='runs/name', ...)")
-        for name in ("data", "out", "index", "layout", "shard", "prompt_set"):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                raise PlanError(f"eval: {name} must be a path or text, not {type(getattr(self, name)).__name__}")
-        if not isinstance(self.filler, list) or not all(isinstance(f, str) for f in self.filler):
-            raise PlanError(f"eval: filler must be a corpus file's path or a list of them, not {self.filler!r}")
-        for name in ("resume", "grid"):  # resume="no" resumed
-            if not isinstance(getattr(self, name), bool):
-                raise PlanError(f"eval: {name} must be True or False, not {getattr(self, name)!r}")
-        for name, v in (("index", self.index), ("prompt_set", self.prompt_set), *(("filler", f) for f in self.filler)):
-            if isinstance(v, str) and not v.strip():  # read as "not given": the pooled index, the default set
-                raise PlanError(f"eval: {name} is empty; name it, or leave it out for its default")
-        if self.layout not in LAYOUTS:
-            raise PlanError(f"eval: unknown dataset layout {self.layout!r}{did_you_mean(self.layout, LAYOUTS)}; choose "
-                            f"from {', '.join(LAYOUTS)}")
+    model: Annotated[ModelSpec, BeforeValidator(_model), Said("a ModelSpec or a model's name", "")] = field(
+        default_factory=ModelSpec)
 
     def check(self, here: bool = True) -> "EvalPlan":
         """Every mistake that can be found without the model or the data's content; returns self. ``here``:
         the model loads on this machine (:meth:`ModelSpec.check`)."""
-        self._check_fields()
+        missing = [name for name in ("data", "out") if not getattr(self, name)]
+        if missing:  # the command line says its flags (plan_from_args); a Python caller reads the fields
+            raise PlanError(f"eval: {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required: "
+                            "EvalPlan(data='questions.jsonl', out='runs/name', ...)")
         self._check_filler()
-        self._check_numbers()
-        if not isinstance(self.runs, list):
-            raise PlanError(f"eval: runs must be a list of RunSpec or methods' names, not {self.runs!r}")
         if not self.runs:
             raise PlanError("eval: the plan has no runs")
         names: set = set()
         context = self.model.context() if isinstance(self.model, ModelSpec) else None  # None: the model check says why
         for r in self.runs:
-            if not isinstance(r, RunSpec):
-                raise PlanError(f"eval: runs hold RunSpec (or a method's name), not {type(r).__name__}")
-            if not isinstance(r.method, str):  # first: a run's name defaults to its method
-                check_run("run", r.method, r.options)
             check_run_name("run", r.name, names)
             check_run(f"run {r.name!r}", r.method, r.options, context)  # the window, where known without the weights
         # a setting no run reads is said once, not refused: one loop of the same flags over several methods runs
@@ -147,9 +145,7 @@ class EvalPlan:
                  f"retrieve, and no run of the plan does ({methods})", once=True)
         if self.shard is not None:  # recorded as I/N: merge and --resume compare it ("00/02" was "another split")
             self.shard = "{}/{}".format(*parse_shard(self.shard))
-        check_settings(self.seed, self.prompt_set)
-        if not isinstance(self.model, ModelSpec):
-            raise PlanError(f"eval: model must be a ModelSpec or a model's name, not {type(self.model).__name__}")
+        check_settings(None, self.prompt_set)  # the seed: its field
         self.model.check(here)
         setting("out", check_output_dir, self.out, "out")
         if self.resume:
@@ -177,22 +173,6 @@ class EvalPlan:
             if own := seakr_own(f):  # a run's rows were "missing field 'text'", an index's file "cannot guess the format"
                 raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (
                     "; give the corpus files it was built from (`seakr index info` lists them)" if own[0] == "index" else ""))
-
-    def _check_numbers(self) -> None:
-        """limit, every, concurrency, seed and delta as the command line's flags take them (the Python API
-        passed 1.5 or "5" through to a slice or a thread pool)."""
-        for name in (*PLAN_LEAST, "seed"):
-            v = getattr(self, name)
-            if v is None and name in ("limit", "every"):  # optional
-                continue
-            if not isinstance(v, int) or isinstance(v, bool) or v < PLAN_LEAST.get(name, v):  # the seed's range: below
-                kind = "a whole number" if name == "seed" else "a positive whole number"
-                raise PlanError(f"eval: {name} must be {kind}, not {said(v)}")
-        d = self.delta
-        if isinstance(d, int) and not isinstance(d, bool) and abs(d) >= 2 ** 1024:  # float(d) overflowed
-            raise PlanError(f"eval: delta {said(d)} is past a float's range")
-        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, float)) or math.isnan(d)):
-            raise PlanError(f"eval: delta must be a number, not {said(d)}")
 
     def check_resumed_configs(self, sel: Selection, lm=None) -> None:
         """What ``--resume`` compares once the model has loaded (:class:`~seakr.eval.rowlog.RowLog`), compared

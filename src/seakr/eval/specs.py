@@ -7,9 +7,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Annotated, Any, Callable, Sequence
 
-from ..common.console import did_you_mean, said
+from pydantic import BeforeValidator, Strict
+
+from ..common.console import did_you_mean
+from ..common.schema import Seed, check_type, schema, unknown_keys
 from ..common.files import user_path
 from ..common.jsontext import native
 from ..common.writing import nearest_existing, no_place, place_refused
@@ -53,10 +56,6 @@ def setting(field: str, check: Callable, *args, **kw):
         if isinstance(e, SettingError) or not re.match(rf"{re.escape(name)}[ :]", text):
             raise
         raise SettingError(field, text[len(name):].lstrip(" ")) from None
-
-
-#: The plan's settings that count something, and the least each may be (the flags' and the grid's rule).
-PLAN_LEAST = {"limit": 1, "every": 1, "concurrency": 1}
 
 
 @dataclass
@@ -138,19 +137,22 @@ class ModelSpec:
                           threads=self.threads, state_layer=self.layer, state_source=self.state_source)
 
 
-@dataclass
+def _options(v):
+    return {} if v is None else v  # RunSpec("cot", None): no options
+
+
+@schema("field", unknown_keys, strict=False, error=PlanError)
 class RunSpec:
     """One method run of a plan: the method, its options, and its name (the folder its rows go to;
-    default: the method's name)."""
+    default: the method's name). A grid's ``[[run]]`` table is one."""
 
-    method: str = "seakr"
-    options: dict = field(default_factory=dict)
-    name: str | None = None
+    method: Annotated[str, Strict()] = "seakr"
+    options: Annotated[dict[str, Any], Strict(), BeforeValidator(_options)] = field(default_factory=dict)
+    name: Annotated[str, Strict()] | None = None
 
     def __post_init__(self):
-        if self.name is None:  # only when not given: an empty or false name is refused with the plan, not replaced
+        if self.name is None:  # only when not given: an empty name is refused with the plan, not replaced
             self.name = self.method
-        self.options = {} if self.options is None else self.options
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -234,8 +236,8 @@ def check_run_name(where: str, name, names: set) -> None:
 
 def check_settings(seed: int | None, prompt_set: str | None) -> None:
     """The seed's range and a prompt-set file (a missing or malformed one: one line naming it)."""
-    if seed is not None and not 0 <= seed < 2 ** 32:
-        raise SettingError("seed", f"{said(seed)}: expected 0..{2 ** 32 - 1}")
+    if seed is not None:
+        setting("seed", check_type, Seed, seed, "seed")
     if prompt_set:
         from ..prompts import PromptSet
 

@@ -15,7 +15,7 @@ from .. import uncertainty as U
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, prompt_set
 from ..common.checks import blank, encodable
 from ..common.console import said
-from ..common.schema import PathText, Real, Whole, schema
+from ..common.schema import PathText, Real, Seed, Whole, schema
 from .text import answer_says
 
 
@@ -71,7 +71,7 @@ class MethodConfig:
     top_k: Positive = 50
     top_p: Annotated[Real, Field(gt=0, le=1)] = 0.9
     max_new_tokens: Positive = 100
-    seed: Annotated[Whole, Field(ge=0, le=2 ** 32 - 1)] = 42
+    seed: Seed = 42
     # uncertainty
     estimator: Estimator = "eigen"  # eigen | eigen-inside | prompt | perplexity | multi-perplexity | ln-entropy | energy
     alpha: Annotated[Real, Field(gt=0)] = 1e-3
