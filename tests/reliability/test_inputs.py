@@ -777,6 +777,12 @@ def test_the_demo_keeps_its_answer_as_json_and_a_page_as_ask_does(tmp_path, inde
     out, err = capsys.readouterr()
     assert json.loads(out)["question"] == "Who wrote Hamlet?" and "model load" in err  # stdout: one JSON document
     assert "Who wrote Hamlet?" in (tmp_path / "d.html").read_text(encoding="utf-8")
+    # no question: both demo questions (one the model knows, one it must look up), one JSON document a line
+    from seakr.eval.corpus import DEMO_QUESTIONS
+
+    assert main(argv[:-1]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["question"] for line in out.splitlines()] == list(DEMO_QUESTIONS) and "answers" in err
 
 
 @pytest.mark.parametrize("question", ["", "   "])

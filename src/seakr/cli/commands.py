@@ -273,10 +273,10 @@ def cmd_export(args) -> int:
 def cmd_demo(args) -> int:
     import time
 
-    from ..eval.corpus import DEMO_QUESTION, demo_index
+    from ..eval.corpus import DEMO_QUESTIONS, demo_index
 
-    # a question given is checked now: "" ran the demo's own question without a word (after the model loaded)
-    question = DEMO_QUESTION if args.question is None else check_question(args.question)
+    # a question given is checked now: "" ran the demo's own questions without a word (after the model loaded)
+    questions = DEMO_QUESTIONS if args.question is None else (check_question(args.question),)
     if args.html is not None:
         output_file(args.html, "--html", args.overwrite)
     args.index = args.index or demo_index()
@@ -286,9 +286,12 @@ def cmd_demo(args) -> int:
     load = time.perf_counter() - t
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
     t = time.perf_counter()
-    _answer_and_show(m, question, args)
-    timing = f"(model load {load:.1f} s, answer {time.perf_counter() - t:.1f} s)"
-    print(timing, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is one JSON document
+    for i, question in enumerate(questions):  # --json: one JSON document a line; --html: the last answer's page
+        if i and not args.json:
+            print()
+        _answer_and_show(m, question, args)
+    timing = f"(model load {load:.1f} s, answer{'s' * (len(questions) > 1)} {time.perf_counter() - t:.1f} s)"
+    print(timing, file=sys.stderr if args.json else sys.stdout)  # --json: stdout holds only the documents
     return 0
 
 

@@ -58,7 +58,12 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
 
 
 #: The demo's question: two hops (the film's director, then his nationality) over the demo corpus.
-DEMO_QUESTION = "What nationality was the director of the film 2001: A Space Odyssey?"
+#: The demo's two questions, one for each behaviour of the default: the first the model knows (its knowledge
+#: check answers it from memory), the second it does not (its closed-book chain answers "Ouagadougou"; the answer,
+#: 2,415,266 in 2019, is in the Ouagadougou lead), so the check sends it to retrieval. The second was the first of
+#: three pre-listed questions over these leads that the model got wrong closed-book (CHANGELOG 2026-12-05).
+DEMO_QUESTIONS = ("What nationality was the director of the film 2001: A Space Odyssey?",
+                  "What is the population of the capital of Burkina Faso?")
 
 
 def demo_index(progress: bool = True) -> str:
