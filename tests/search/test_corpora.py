@@ -435,7 +435,7 @@ def test_long_documents_are_cut_into_passages_of_the_words_asked(tmp_path, capsy
     assert eng.metadata()["sources"] == [f"auto:{tmp_path / 'c.jsonl'}, 100-word passages"]
     with pytest.raises(SystemExit):  # refused by the parser, before any corpus is read
         main(["index", "build", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "idx0"), "--passage-words", "0"])
-    assert "--passage-words: expected a positive integer" in capsys.readouterr().err
+    assert "--passage-words: expected a whole number in [1, inf)" in capsys.readouterr().err
     from seakr.search.build import build_index
     with pytest.raises(ValueError, match="passage words"):
         build_index([(str(tmp_path / "missing.jsonl"), "auto")], str(tmp_path / "idx1"), passage_words=0)

@@ -4,22 +4,15 @@ commands themselves are in :mod:`seakr.cli`; each parser names its command (``cm
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
+from typing import Annotated
+
+from pydantic import Field
 
 from ..common.console import did_you_mean, message as console
 from ..common.files import user_path
-
-
-def _int_at_least(text: str, lo: int, expect: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        v = lo - 1
-    if v < lo:
-        raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
-    return v
+from ..common.schema import Positive, Real, SchemaError, Threshold, Whole, check_type
 
 
 def _names(value: str) -> list[str]:
@@ -65,59 +58,31 @@ def layer_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a layer's number, not a tap: {text!r} is --layer {m.group(1)}{also}") from None
 
 
-def positive_int(text: str) -> int:
-    return _int_at_least(text, 1, "a positive integer")
+def flag(t, parse=int):
+    """An argparse type that reads a flag's text as ``parse`` does and checks it against schema type ``t``, so a
+    flag is refused in the words a grid, Python and HTTP use for the same setting."""
+
+    def convert(text: str):
+        try:
+            v = parse(text)
+        except ValueError:
+            v = text  # refused by the type below, naming what it takes
+        try:
+            return check_type(t, v)
+        except SchemaError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    convert.__name__ = getattr(parse, "__name__", "value")
+    return convert
 
 
-def fold_count(text: str) -> int:
-    """Cross-validation folds: at least two."""
-    return _int_at_least(text, 2, "a whole number >= 2")
-
-
-def count(text: str) -> int:
-    """A whole number >= 0 (a queue length: 0 admits only what the workers take)."""
-    return _int_at_least(text, 0, "a whole number >= 0")
-
-
-def port_number(text: str) -> int:
-    v = positive_int(text)
-    if v > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 1-65535, got {text!r}")
-    return v
-
-
-def _number(text: str, ok, expect: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = math.nan
-    if not ok(v):
-        raise argparse.ArgumentTypeError(f"expected {expect}, got {text!r}")
-    return v
-
-
-def positive_float(text: str) -> float:
-    return _number(text, lambda v: math.isfinite(v) and v > 0, "a positive number")
-
-
-def non_negative(text: str) -> float:
-    return _number(text, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
-
-
-def temperature(text: str) -> float:
-    """A sampling temperature: finite and >= 0 (0 is greedy)."""
-    return non_negative(text)
-
-
-def probability(text: str) -> float:
-    """A nucleus mass top-p: in (0, 1]."""
-    return _number(text, lambda v: 0 < v <= 1, "a number in (0, 1]")
-
-
-def threshold(text: str) -> float:
-    """SeaKR's delta: any number but NaN (``inf`` never retrieves on U, ``-inf`` always does); a NaN was passed on
-    and refused under ``--option``, a flag the user had not typed."""
-    return _number(text, lambda v: not math.isnan(v), "a number (inf and -inf allowed)")
+Port = Annotated[Whole, Field(ge=1, le=65535)]
+positive_int, count, port_number = flag(Positive), flag(Annotated[Whole, Field(ge=0)]), flag(Port)
+fold_count = flag(Annotated[Whole, Field(ge=2)])  # cross-validation folds
+positive_float = flag(Annotated[Real, Field(gt=0)], float)
+non_negative = temperature = flag(Annotated[Real, Field(ge=0)], float)  # a temperature of 0 is greedy
+probability = flag(Annotated[Real, Field(gt=0, le=1)], float)  # a nucleus mass top-p
+threshold = flag(Threshold, float)  # SeaKR's delta: inf never retrieves on U, -inf always does
 
 
 def typed_text(text: str) -> str:

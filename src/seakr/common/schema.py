@@ -68,6 +68,8 @@ Whole = Annotated[int, BeforeValidator(_whole)]
 Real = Annotated[float, BeforeValidator(_real)]
 #: A number where +-inf mean "never" / "always" (a threshold); NaN is none.
 Threshold = Annotated[float, pydantic.Field(allow_inf_nan=True), BeforeValidator(_real), AfterValidator(_not_nan)]
+#: A count of one or more.
+Positive = Annotated[Whole, pydantic.Field(ge=1)]
 #: A random seed (torch's generators take 32 bits).
 Seed = Annotated[Whole, pydantic.Field(ge=0, le=2 ** 32 - 1)]
 #: A file or folder named in text or as a ``pathlib.Path``, ``~`` expanded.
@@ -295,15 +297,16 @@ def check_value(cls: type, name: str, value, label: str = "option"):
             e.title, [{**x, "loc": (name, *x["loc"])}]), cls, label)) from None
 
 
-def check_type(t, value, name: str):
+def check_type(t, value, name: str = ""):
     """``value`` checked as type ``t`` (a setting outside any schema object: a command's ``--seed``), refused in
     one line beginning with ``name``."""
     try:
         return pydantic.TypeAdapter(t, config=ConfigDict(strict=True, allow_inf_nan=False)).validate_python(value)
     except ValidationError as e:
         x = e.errors(include_url=False)[0]
-        why = str(x["ctx"]["error"]) if x["type"] == "value_error" else f"expected {describe_type(t)}, got {said(x['input'])}"
-        raise SchemaError(f"{name}: {why}") from None
+        own = str(x["ctx"]["error"]) if x["type"] == "value_error" else "NaN"
+        why = own if own != "NaN" else f"expected {describe_type(t)}, got {said(x['input'])}"
+        raise SchemaError(f"{name}: {why}" if name else why) from None
 
 
 def validate(cls: type, d: Any, label: str = "option"):

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..common.schema import SchemaError, Seed, Threshold, Whole, schema, unknown_keys
+from ..common.schema import Positive, SchemaError, Seed, Threshold, Whole, schema, unknown_keys
 from ..models.machine import STATE_SOURCES
 from ..common.files import read_text
 from ..common.jsontext import too_many_digits
@@ -17,7 +17,7 @@ from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_run, check
 
 
 # ---------------------------------------------------------------------- TOML run grids
-Count = Annotated[Whole, Field(ge=1)]
+Count = Positive
 
 
 @schema("key", unknown_keys)

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator
 
 from ..search.base import redact, seakr_own
 from ..common.console import warn
 from ..common.files import check_rereadable, is_pattern, missing, pattern_files, user_path
-from ..common.schema import PathText, Said, Seed, Threshold, Whole, schema
+from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
 from .datasets import LAYOUTS
 from .example import Example
 from .specs import ModelSpec, PlanError, RunSpec, check_output_dir, check_run, check_run_name, check_settings, method_options, parse_shard, select_examples, setting
@@ -91,7 +91,7 @@ def _model(v):
 
 
 Named = Annotated[PathText, AfterValidator(_named)]
-Count = Annotated[Whole, Field(ge=1)]
+Count = Positive
 
 
 @schema("eval:", error=PlanError)

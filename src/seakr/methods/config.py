@@ -15,7 +15,7 @@ from .. import uncertainty as U
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, prompt_set
 from ..common.checks import blank, encodable
 from ..common.console import said
-from ..common.schema import PathText, Real, Seed, Whole, schema
+from ..common.schema import PathText, Positive, Real, Seed, Whole, schema
 from .text import answer_says
 
 
@@ -23,7 +23,6 @@ from .text import answer_says
 #: option's hint names the method it belongs to
 PACKAGED: dict[str, type] = {}
 
-Positive = Annotated[Whole, Field(ge=1)]
 Estimator = Literal[tuple(U.ESTIMATORS)]
 
 
