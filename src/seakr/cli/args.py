@@ -24,8 +24,8 @@ def _names(value: str) -> list[str]:
 
 
 def given(text: str) -> str:
-    """A file, folder or name typed for a flag: an empty one read as "not given" (the default model, the
-    demo index, no probe file) and ran without a word."""
+    """A file, folder or name typed for a flag: an empty one is refused (it would read as "not given": the default
+    model, the demo index, no probe file)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("empty; name it, or leave the flag out for its default")
     return user_path(text)  # --index=~/idx: bash expands no ~ after "=" (a registry name or URL has none)
@@ -47,7 +47,7 @@ def _stop(text: str) -> str:
 
 def layer_arg(text: str) -> int:
     """``--layer``: a decoder layer's number. A probe's tap ("L11:mlp", as `probe fit` and the probe files write
-    it) was "invalid int value"; the line says which flags it is."""
+    it) is refused with the flags that say it."""
     try:
         return int(text)
     except ValueError:
@@ -180,14 +180,13 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*a, **kw)
         self.register("action", None, _Once)
         self.register("action", "store", _Once)
-        # a value, not a flag: argparse reads only -5 and -5.2 as numbers, so `--delta -inf` (the help's own
-        # example), `--delta -1e-3` and `--delta -5.` were "expected one argument"
+        # a value, not a flag: argparse reads only -5 and -5.2 as numbers; `--delta -inf` (the help's own
+        # example), `--delta -1e-3` and `--delta -5.` are numbers too
         self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but an unknown flag is refused by the command it was given to, with the nearest of its
-        flags (``seakr ask --methd cot`` was "seakr: unrecognized arguments", naming neither the command nor
-        --method)."""
+        flags (``seakr ask --methd cot``: did you mean --method)."""
         ns, extra = self.parse_known_args(args, namespace)
         if extra:
             cmd = self._command_parser(ns)

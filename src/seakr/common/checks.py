@@ -33,7 +33,7 @@ def encodable(text: str) -> bool:
 def check_question(q: str, error: type[Exception] = ValueError) -> str:
     """A question as typed: a visible character at least, and encodable as UTF-8 (a shell can pass
     undecodable bytes). Every door (the commands, the Python API, HTTP, a data file) asks this."""
-    if not isinstance(q, str):  # b"Who?" or ["Who?"] from Python was "must be a non-empty string"
+    if not isinstance(q, str):  # b"Who?" or ["Who?"] from Python: the kind, and how to decode bytes
         raise TypeError(f"question: expected text, got {type(q).__name__}"
                         + (" (decode it: question.decode('utf-8'))" if isinstance(q, bytes) else ""))
     if not encodable(q):  # first: bytes a shell passed undecoded are no visible text either, and not "empty"

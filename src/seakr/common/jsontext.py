@@ -147,8 +147,8 @@ def _too_deep_at(text: str, depth: int) -> int:
 
 def native(v):
     """A NumPy scalar (a sweep over ``np.arange``, a DataFrame's cell), or a 0-d array or tensor, as Python's own
-    number, bool or text; anything else as given. Python doors check ``isinstance(v, int)``, and ``np.int64(5)``
-    was "expected int, got np.int64(5)"."""
+    number, bool or text; anything else as given: what a config holds stays JSON, and a sweep's values pass the
+    same checks as typed ones."""
     return v.item() if getattr(v, "ndim", None) == 0 and hasattr(v, "item") else v
 
 

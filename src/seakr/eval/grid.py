@@ -89,7 +89,7 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
 def check_grid_paths(path: str, conf: dict) -> None:
     """Refuse a relative file name of grid ``path`` (``conf``: the keys a run takes from it) that is missing
     from the working folder but lies beside the config file: paths in a grid are read from the working folder
-    (as the flags' are), and the refusal was "popqa.tsv: no such file" while the file sat next to the config."""
+    (as the flags' are), and the line says so and how to write the path."""
     folder = os.path.dirname(os.path.abspath(path))
     for key in ("data", "index", "filler", "prompt_set", "model"):
         for v in conf.get(key, []) if key == "filler" else [conf.get(key)]:

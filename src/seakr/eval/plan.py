@@ -143,7 +143,7 @@ class EvalPlan:
         if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):
             warn(f"eval: {'index' if self.index else 'filler'} is not read: it is searched only by methods that "
                  f"retrieve, and no run of the plan does ({methods})", once=True)
-        if self.shard is not None:  # recorded as I/N: merge and --resume compare it ("00/02" was "another split")
+        if self.shard is not None:  # recorded as I/N, the one spelling merge and --resume compare
             self.shard = "{}/{}".format(*parse_shard(self.shard))
         check_settings(None, self.prompt_set)  # the seed: its field
         self.model.check(here)
@@ -158,9 +158,9 @@ class EvalPlan:
         return self
 
     def _check_filler(self) -> None:
-        """Filler joins the pooled index of the dataset's paragraphs; beside a given index it was never read
-        (``--filler /nonexistent --index IDX`` ran without a word), and a missing file failed only once the
-        questions had been read."""
+        """Filler joins the pooled index of the dataset's paragraphs, so beside a given index it could never be read;
+        each file must exist, be a corpus (not a run's rows or an index's own file) and be readable twice (its
+        checksum names the pooled index, then its passages are read)."""
         if self.filler and self.index:
             raise PlanError(f"eval: filler adds passages to the pooled index of the dataset's paragraphs, and index "
                             f"{redact(self.index)} is given: add them to that index (seakr index build FILES --out "
@@ -170,7 +170,7 @@ class EvalPlan:
                 raise PlanError(f"eval: filler {f}: {'no file matches this pattern' if is_pattern(f) else missing(f)}")
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
                              "passages)", PlanError, f"eval: filler {f}")
-            if own := seakr_own(f):  # a run's rows were "missing field 'text'", an index's file "cannot guess the format"
+            if own := seakr_own(f):  # a run's rows or an index's own file: seakr's records, not passages
                 raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (
                     "; give the corpus files it was built from (`seakr index info` lists them)" if own[0] == "index" else ""))
 

@@ -164,7 +164,7 @@ def check_run(where: str, method: str, options: dict, context: int | None = None
     :meth:`ModelSpec.context` knows it, which a generation must leave room in (the method checks again)."""
     from ..methods import METHODS
 
-    if not isinstance(method, str) or method not in METHODS:  # a list or table was "unhashable type"
+    if not isinstance(method, str) or method not in METHODS:  # any value: a list or a table is no name
         raise PlanError(f"{where}: unknown method {method!r}{did_you_mean(method, METHODS)}; choose from "
                         f"{', '.join(METHODS)}")
     if not isinstance(options, dict):

@@ -241,7 +241,7 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     probe of nothing with a traceback per fold)."""
     for name, v in (("form", form), ("tap", tap)):  # the probe's own schema, before the slow fit
         check_value(Probe, name, v, "probe fit:")
-    try:  # a torch tensor of any dtype too (bf16 states were "X must hold numbers")
+    try:  # a torch tensor of any dtype too (bf16 states included)
         X = as_array(X, "X")
     except ValueError:
         raise ValueError("probe fit: X must hold numbers (the states, one row an answer)") from None
