@@ -1,4 +1,4 @@
-"""The typed records a method produces: a re-rank candidate and a final answer.
+"""The typed records a method produces: a re-rank candidate, a final answer, and SeaKR's chain between steps.
 
 Uncertainties are floats in memory and +inf when missing or failed (too few valid samples, an empty
 step, a call that was not scored); JSON has no infinities, so they cross the file boundary through one
@@ -106,4 +106,16 @@ class FinalAnswer:
         return dataclasses.replace(self, **kw)
 
 
-__all__ = ["Candidate", "FinalAnswer", "u_from_json", "u_to_json"]
+
+@dataclass
+class Chain:
+    """The chain's state between steps (Algorithm 1): the rationales R, the knowledge buffer K, the queries asked
+    (a repeated one stops the chain), and the accepted step's generation (the next query, where query_from=step)."""
+
+    steps: list[str] = field(default_factory=list)
+    kept: list = field(default_factory=list)
+    queries: set[str] = field(default_factory=set)
+    last: Any = None
+
+
+__all__ = ["Candidate", "Chain", "FinalAnswer", "u_from_json", "u_to_json"]

@@ -50,7 +50,7 @@ from .base import Method, STEP_STOPS, Scored, estimator_needs, take_step, warn_u
 from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostProbable, OneForm, ProbeRanker,
                         StepGate)
 from .deltas import default_delta
-from .records import Candidate, FinalAnswer
+from .records import Candidate, Chain, FinalAnswer
 from .seakr_config import QUERY_FROM, REASONING, RERANK, SeaKRConfig
 from .text import align_words, build_query, drop_answer_sentence, short_answer
 from .trace import Tracer
@@ -324,18 +324,15 @@ class SeaKR(Method):
         if known is not None and known.sure:
             tr.stop("known")
             return tr.finish(known.answer, "check", {"check": known}, rule=f"gate={self.gate.name}")
-        steps: list[str] = []  # rationales R
-        kept: list = []  # knowledge buffer K
-        queries: set[str] = set()
-        last = None  # the accepted step's generation: the next query where query_from=step
+        chain = Chain()  # R, K, the queries asked, the accepted step's generation
         for i in range(self.config.max_steps):
             with tr.step(i, self.gate.threshold) as st:
-                reason, last = self._iteration(tr, question, steps, kept, queries, st, last)
+                reason = self._iteration(tr, question, chain, st)
             if reason:
                 break
         else:
             tr.stop("max_steps")
-        return self._reason(question, tr, steps, kept, known)
+        return self._reason(question, tr, chain.steps, chain.kept, known)
 
     def _gate(self, tr: Tracer, question: str) -> FinalAnswer:
         """The knowledge check and its decision: ``sure`` when P(correct) reaches gate_p with a real answer."""
@@ -345,42 +342,39 @@ class SeaKR(Method):
                     u=known.u, p_correct=known.p, gate_p=self.gate_p)
         return known
 
-    def _iteration(self, tr, question, steps, kept, queries, st, last=None) -> tuple[str | None, Scored | None]:
+    def _iteration(self, tr, question: str, chain: Chain, st) -> str | None:
         """One step: pseudo-generate (or, query_from=step, take the last step), maybe retrieve and re-rank, accept
-        the step. Returns a stop reason and the accepted step's generation."""
-        c = self.config
-        pseudo = None
+        the step into ``chain``. Returns why the chain stops here, if it does (``st``: the step's trace line)."""
+        c, steps, kept = self.config, chain.steps, chain.kept
+        step, text, u = None, "", None  # the generation of the step this iteration accepts, its text and U
         if c.query_from == "pseudo" or len(kept) >= c.max_passages:
             with tr.timed("pseudo"):
                 prompt, prefix = self.render(tr, question, steps, kept)
-                pseudo, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=self.gate.scored)
-                st.pseudo, st.u = pseudo.text, pseudo.u
-            st.text, st.u_step = pseudo.text, pseudo.u
-        retrieve = self.gate.retrieve(None if pseudo is None else pseudo.u)
+                step, = self.call(tr, "pseudo-step", [prompt], prefix, STEP_STOPS, scored=self.gate.scored)
+            st.pseudo, st.u = text, u = step.text, step.u
+        retrieve = self.gate.retrieve(None if step is None else step.u)
         tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=st.u, **self.gate.said())
         if retrieve and len(kept) < c.max_passages:
-            source = pseudo if pseudo is not None else last
-            st.query = question if source is None else self.query(source, question, steps[:-1] if pseudo is None else steps)
-            if st.query in queries:
+            source = step if step is not None else chain.last
+            st.query = question if source is None else self.query(source, question, steps[:-1] if step is None else steps)
+            if st.query in chain.queries:
                 st.note = "repeated query: stop"
-                return tr.stop("repeated_query", query=st.query), None
-            queries.add(st.query)
-            known = {p.id for p in kept}
-            hits = [h for h in self.search(tr, st.query, c.n_candidates) if h.id not in known]
+                return tr.stop("repeated_query", query=st.query)
+            chain.queries.add(st.query)
+            hits = [h for h in self.search(tr, st.query, c.n_candidates) if h.id not in {p.id for p in kept}]
             if not hits:
                 st.note = "no new passage: stop"
-                return tr.stop("no_new_passage", query=st.query), None
+                return tr.stop("no_new_passage", query=st.query)
             with tr.timed("rerank"):
                 best, st.candidates = self.rerank(tr, question, steps, kept, hits)
             kept.append(hits[best])
             st.retrieved = True
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-            st.text, st.u_step, pseudo = st.candidates[best].step, st.candidates[best].u, st.candidates[best].scored
-        if stop := take_step(tr, steps, st.text, c.marker):
-            return stop, pseudo
-        if len(kept) >= c.max_passages:
-            return tr.stop("max_passages"), pseudo
-        return None, pseudo
+            step, text, u = st.candidates[best].scored, st.candidates[best].step, st.candidates[best].u
+        chain.last, st.text, st.u_step = step, text, u
+        if stop := take_step(tr, steps, text, c.marker):
+            return stop
+        return tr.stop("max_passages") if len(kept) >= c.max_passages else None
 
     def query(self, pseudo: Scored, question: str, steps: list[str]) -> str:
         """The pseudo-step minus its low-probability words (paper §3.1; stop words dropped)."""

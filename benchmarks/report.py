@@ -1,0 +1,78 @@
+"""A report set's figures, read from its committed rows (no model runs): SeaKR with every default beside IRCoT and
+DRAGIN on the same questions, each run one after the other on one quiet machine (benchmarks/configs/report.toml).
+
+    python benchmarks/report.py RUNS_DIR > RUNS_DIR/report.json
+
+It prints, over the questions every run answered: each method's F1 and seconds a question; SeaKR's paired
+difference from IRCoT and from DRAGIN with a 95 % bootstrap CI; the knowledge check's own answer alone (the target
+says SeaKR must not fall below it); SeaKR's seconds over IRCoT's; and the questions split by what SeaKR's gate did
+(answered from memory, or ran the chain), each side with both methods' F1. ``RUNS_DIR/paused.json`` ({run: {id:
+seconds}}) holds the seconds a run was stopped (SIGSTOP, while a test ran on the same cores) with a question in
+flight; they are taken off that question's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from seakr.eval.metrics import paired_bootstrap  # noqa: E402
+
+
+def rows(path: Path, paused: dict | None = None) -> dict[str, dict]:
+    """A run's rows by id (the first of a repeated id), each question's stopped seconds taken off its time."""
+    out: dict[str, dict] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        r["seconds"] -= (paused or {}).get(r["id"], 0.0)
+        out.setdefault(r["id"], r)
+    return out
+
+
+def from_memory(r: dict) -> bool:
+    """SeaKR's gate answered with the knowledge check's answer (no chain ran)."""
+    return (r.get("final") or {}).get("choice") == "check" and not (r.get("totals") or {}).get("retrievals")
+
+
+def figures(runs: dict[str, dict[str, dict]], seakr: str, others: list[str]) -> dict:
+    ids = [i for i in runs[seakr] if all(i in runs[o] for o in others)]
+    if not ids:
+        return {"n": 0}
+    mean = lambda run, key="f1": statistics.mean(runs[run][i][key] for i in ids)  # noqa: E731
+    out: dict = {"n": len(ids), "f1": {r: mean(r) for r in (seakr, *others)},
+                 "seconds": {r: mean(r, "seconds") for r in (seakr, *others)}}
+    s = [runs[seakr][i]["f1"] for i in ids]
+    out["seakr_minus"] = {o: paired_bootstrap(s, [runs[o][i]["f1"] for i in ids]) for o in others}
+    out["seconds_over"] = {o: out["seconds"][seakr] / out["seconds"][o] for o in others}
+    check = [((runs[seakr][i].get("final") or {}).get("candidates") or {}).get("check", {}).get("f1") for i in ids]
+    if all(c is not None for c in check):
+        out["check_alone"] = {"f1": statistics.mean(check), "seakr_minus": paired_bootstrap(s, check)}
+    split = {"from_memory": [i for i in ids if from_memory(runs[seakr][i])]}
+    split["chain"] = [i for i in ids if i not in set(split["from_memory"])]
+    out["split_by_gate"] = {name: {"n": len(sel), **({r: statistics.mean(runs[r][i]["f1"] for i in sel)
+                                                      for r in (seakr, *others)} if sel else {})}
+                            for name, sel in split.items()}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", type=Path)
+    ap.add_argument("--seakr", default="seakr-default")
+    ap.add_argument("--others", default="ircot,dragin")
+    a = ap.parse_args()
+    paused = json.loads((a.runs / "paused.json").read_text()) if (a.runs / "paused.json").is_file() else {}
+    others = [o for o in a.others.split(",") if (a.runs / o / "scores.jsonl").is_file()]
+    runs = {r: rows(a.runs / r / "scores.jsonl", paused.get(r)) for r in (a.seakr, *others)}
+    print(json.dumps(figures(runs, a.seakr, others), indent=1))
+
+
+if __name__ == "__main__":
+    main()
