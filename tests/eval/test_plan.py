@@ -193,7 +193,7 @@ def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, m
 
 @pytest.mark.parametrize("python,flag,grid", [
     (dict(model=ModelSpec("smollm2-135m", precision="int4")), ["--precision", "int4"], 'precision = "int4"'),
-    (dict(model=ModelSpec(state_source="ffn")), ["--state-source", "ffn"], 'state_source = "ffn"'),
+    (lambda: dict(model=ModelSpec(state_source="ffn")), ["--state-source", "ffn"], 'state_source = "ffn"'),
     (dict(model=ModelSpec("smollm2-135m", layer=99)), ["--layer", "99"], "layer = 99"),
     (dict(model=ModelSpec(device="tpu")), ["--device", "tpu"], 'device = "tpu"'),
     (dict(model=ModelSpec("smollm2-135m", threads=4096)), ["--threads", "4096"], "threads = 4096"),
@@ -203,8 +203,8 @@ def test_a_setting_is_named_as_each_door_spells_it(tmp_path, python, flag, grid)
     """One checker served the command line, the grid and the Python API, and named flags in all three: a Python
     caller read "--precision 'int4'" for ``ModelSpec(precision="int4")``. Each door now names its own."""
     name = flag[0][2:].replace("-", "_")
-    with pytest.raises(PlanError) as e:
-        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **python).check()
+    with pytest.raises(PlanError) as e:  # a ModelSpec of a bad type refuses as it is made
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **(python() if callable(python) else python)).check()
     field, rest = str(e.value).removeprefix("eval: ").split(" ", 1)  # the plan's own field, or its model's
     assert field.rstrip(":") == ("" if name == "seed" else "model.") + name, str(e.value)
     r = run_cli("eval", "--data", HOTPOT, "--out", str(tmp_path / "o"), "--method", "cot", "--model", "smollm2-135m", *flag)
@@ -336,11 +336,11 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"runs": [lambda: RunSpec(["cot"])]}, "field method: expected text, got ['cot']"),
     ({"data": 5}, "eval: data: expected text or null, got 5"),
     ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "model.precision 'fp8'"),
-    ({"model": ModelSpec("smollm2-135m", threads=0)}, "model.threads must be a whole number >= 1, not 0"),
-    ({"model": ModelSpec("smollm2-135m", layer=2.5)}, "model.layer 2.5"),
-    ({"model": ModelSpec("smollm2-135m", state_source="ffn")}, "model.state_source 'ffn': expected mlp or residual"),
+    ({"model": lambda: ModelSpec("smollm2-135m", threads=0)}, "model.threads: expected a whole number in [1, inf) or null, got 0"),
+    ({"model": lambda: ModelSpec("smollm2-135m", layer=2.5)}, "model.layer: expected a whole number in [0, inf) or null, got 2.5"),
+    ({"model": lambda: ModelSpec("smollm2-135m", state_source="ffn")}, "model.state_source: one of mlp, residual, not 'ffn'"),
     ({"model": 3}, "eval: model: expected a ModelSpec or a model's name, got 3"),
-    ({"model": ModelSpec([])}, "model: expected a registry name, a .gguf file or a model folder, got list"),  # the default
+    ({"model": lambda: ModelSpec([])}, "model: expected a registry name, a .gguf file or a model folder or null, got []"),
     ({"resume": "no"}, "eval: resume: expected true or false, got 'no'"),  # it resumed
     ({"grid": 1}, "eval: grid: expected true or false, got 1"),
     ({"filler": 5}, "eval: filler: expected a list of texts, got 5"),  # "'int' object is not iterable"
@@ -355,10 +355,10 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
 ])
 def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
     """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""
-    with pytest.raises(PlanError, match=re.escape(needle)):  # a RunSpec refuses as it is made
-        runs = [r() if callable(r) else r for r in kwargs.get("runs") or []]
-        EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kwargs,
-                    **({"runs": runs} if kwargs.get("runs") else {})}).check()
+    with pytest.raises(PlanError, match=re.escape(needle)):  # a RunSpec or a ModelSpec refuses as it is made
+        kw = {k: [r() if callable(r) else r for r in v] if k == "runs" and isinstance(v, list) else v() if callable(v) else v
+              for k, v in kwargs.items()}
+        EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kw}).check()
 
 
 def test_option_pairs_and_the_hint_for_another_methods_option():

@@ -132,14 +132,21 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
         why = str(x["ctx"]["error"])  # a validator's own sentence; a field's names the field
         if t is None:
             return why
-        return f"{label} {name}: " + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
+        return f"{_at(label, name)}: " + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
     if t is None:
-        return f"{label} {name}: {x['msg']}"
+        return f"{_at(label, name)}: {x['msg']}"
     if x["type"] == "literal_error":
         choices = list(typing.get_args(_parts(t)[0]))
-        return (f"{label} {name}: one of {', '.join(map(str, choices))}, not {said(x['input'])}"
+        return (f"{_at(label, name)}: one of {', '.join(map(str, choices))}, not {said(x['input'])}"
                 f"{did_you_mean(x['input'], choices)}")
-    return f"{label} {name}: expected {describe_type(t)}, got {said(x['input'])}"
+    return f"{_at(label, name)}: expected {describe_type(t)}, got {said(x['input'])}"
+
+
+def _at(label: str, name: str) -> str:
+    """Where a field is, as its door names it: ``option k``, ``key limit``, ``model.threads``."""
+    if label.endswith("."):  # a part of an object: model.threads (and model.model is the model)
+        return name if label[:-1] == name else f"{label}{name}"
+    return f"{label} {name}"
 
 
 def _full(field) -> Any:
@@ -307,10 +314,3 @@ def check_type(t, value, name: str = ""):
         own = str(x["ctx"]["error"]) if x["type"] == "value_error" else "NaN"
         why = own if own != "NaN" else f"expected {describe_type(t)}, got {said(x['input'])}"
         raise SchemaError(f"{name}: {why}" if name else why) from None
-
-
-def validate(cls: type, d: Any, label: str = "option"):
-    """``cls`` built from a mapping (a TOML table, a JSON body): a non-mapping is one line too."""
-    if not isinstance(d, dict):
-        raise TypeError(f"{cls.__name__}: expected a table of {label}s, got {type(d).__name__}")
-    return cls(**d)

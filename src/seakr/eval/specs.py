@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Sequence
+from typing import Annotated, Any, Callable, ClassVar, Literal, Sequence
 
-from pydantic import BeforeValidator, Strict
+from pydantic import BeforeValidator, Field, Strict
 
 from ..common.console import did_you_mean
-from ..common.schema import Seed, check_type, schema, unknown_keys
-from ..common.files import user_path
-from ..common.jsontext import native
+from ..common.schema import PathText, Positive, Said, Seed, Whole, check_type, schema, unknown_keys
+from ..models.machine import STATE_SOURCES
 from ..common.writing import nearest_existing, no_place, place_refused
 from .example import Example
 
@@ -58,26 +57,25 @@ def setting(field: str, check: Callable, *args, **kw):
         raise SettingError(field, text[len(name):].lstrip(" ")) from None
 
 
-@dataclass
+def _device(v):
+    from ..models.machine import device_name
+
+    return device_name(v)
+
+
+@schema("model.", error=PlanError)
 class ModelSpec:
     """Which model, how it computes and where its states are read (the ``--model/--precision/--device/--threads/
     --layer/--state-source`` flags)."""
 
-    model: str | None = None  # registry name, .gguf file or HF folder; None: the default model
+    model: Annotated[PathText, Said("a registry name, a .gguf file or a model folder", "")] | None = None  # None: the default
     precision: str = "auto"
-    device: str = "cpu"
-    threads: int | None = None
-    layer: int | None = None  # 0-based state layer; None: L/2 - 1
-    state_source: str = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream ("residual")
+    device: Annotated[str, BeforeValidator(_device)] = "cpu"
+    threads: Positive | None = None
+    layer: Annotated[Whole, Field(ge=0)] | None = None  # 0-based state layer; None: L/2 - 1
+    state_source: Literal[STATE_SOURCES] = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream
 
-    DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")  # cpu:0 is cpu (device_name); cpu:1 told there is one
-
-    def __post_init__(self):
-        self.model = user_path(self.model)
-        self.threads, self.layer = native(self.threads), native(self.layer)
-        from ..models.machine import device_name
-
-        self.device = device_name(self.device)
+    DEVICE: ClassVar = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")  # cpu:0 is cpu (device_name); cpu:1 told there is one
 
     def tap_given(self) -> list[str]:
         """The tap flags given (``--layer 3``, ``--state-source residual``): what a method that reads no hidden state
@@ -90,12 +88,11 @@ class ModelSpec:
         ``model.FIELD``. ``here``: the model loads on this machine (not on a remote Ray cluster's workers, whose
         CPUs bound the threads there)."""
         from ..models import DEFAULT_MODEL, model_path
-        from ..models.machine import (PRECISIONS, STATE_SOURCES, check_device, check_layer, check_threads, default_threads,
-                                      precision_name)
+        from ..models.machine import PRECISIONS, check_device, check_layer, check_threads, default_threads, precision_name
         from ..models.figures import model_depth
         from ..models.registry import model_kind
 
-        if self.model is not None:  # [] or 0 was the default model, and so was "" (read as not given)
+        if self.model is not None:  # "" is no model, not the default one
             setting("model", model_path, self.model)
         try:
             model_kind(self.model or DEFAULT_MODEL)
@@ -111,8 +108,6 @@ class ModelSpec:
                 default_threads()
             except ValueError as e:
                 raise PlanError(str(e)) from None
-        if self.state_source not in STATE_SOURCES:
-            raise SettingError("model.state_source", f"{self.state_source!r}: expected {' or '.join(STATE_SOURCES)}")
         if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
             raise SettingError("model.device", f"{self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
         setting("model.device", check_device, self.device)  # one this machine lacks: now, not at the first load
