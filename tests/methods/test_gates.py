@@ -345,3 +345,15 @@ def test_the_check_samples_at_the_temperature_its_map_was_fitted_at(tmp_path, id
     assert SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, gate="step").config.check_temperature is None
     f.write_text(json.dumps({**json.loads(f.read_text()), "provenance": {}}))  # a map without the record
     assert SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, gate="check").config.check_temperature == 1.0
+
+
+def test_the_settled_decisions_are_said_with_the_ones_that_read_sampled_u(tmp_path, idx):
+    """``decisions()`` names the rule that makes each of Algorithm 1's decisions, and which of them read a U of k
+    sampled continuations: the paper's configuration reads it at all three, a probe gate with BM25's top-1 and
+    one answer (the 0.5B's defaults) at none."""
+    paper, _, _ = run(tmp_path, idx, KNOWN, gate="step", rerank="self-aware", reasoning="self-aware")
+    assert paper.decisions() == {"gate": "U > delta (100)", "rerank": "self-aware", "final": "self-aware",
+                                 "sampled_u": ["gate", "rerank", "final"]}
+    small, _, _ = run(tmp_path, idx, KNOWN, gate="probe", gate_p=0.3, rerank="engine", reasoning="knowledge")
+    assert small.decisions() == {"gate": "knowledge check (probe) at P(correct) >= 0.3", "rerank": "engine",
+                                 "final": "knowledge", "sampled_u": []}

@@ -149,6 +149,8 @@ def cmd_ask(args) -> int:
         output_file(args.html, "--html", args.overwrite)
     m = _method_from_args(args)
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    if callable(getattr(m, "decisions", None)):  # SeaKR: which rule makes each decision, said once
+        print("decisions: " + json.dumps(m.decisions()), file=sys.stderr)
     _answer_and_show(m, args.question, args)
     return 0
 
@@ -285,6 +287,8 @@ def cmd_demo(args) -> int:
     m = _method_from_args(args)
     load = time.perf_counter() - t
     print("config: " + json.dumps(m.describe()), file=sys.stderr)
+    if callable(getattr(m, "decisions", None)):  # SeaKR: which rule makes each decision, said once
+        print("decisions: " + json.dumps(m.decisions()), file=sys.stderr)
     t = time.perf_counter()
     for i, question in enumerate(questions):  # --json: one JSON document a line; --html: the last answer's page
         if i and not args.json:

@@ -254,6 +254,17 @@ class SeaKR(Method):
             d["reasoning_source"] = self.reasoning_source
         return d
 
+    def decisions(self) -> dict:
+        """Which rule makes each of Algorithm 1's three decisions once the configuration has settled, and which of
+        them read a U of k sampled continuations (the paper's EigenScore decisions; with the 0.5B's defaults,
+        none: its probe gate reads one greedy state, the top-1 and the knowledge answer read nothing)."""
+        c = self.config
+        gate = (f"knowledge check ({c.gate}) at P(correct) >= {self.gate_p:g}" if self.gate.checks else
+                "every step" if c.retrieval == "always" else f"U > delta ({self.delta:g})")
+        said = {"gate": gate, "rerank": self.reranker.name, "final": self.final.name}
+        return {**said, "sampled_u": [k for k, rule in (("gate", self.gate), ("rerank", self.reranker),
+                                                          ("final", self.final)) if rule.scored]}
+
     def should_retrieve(self, u: float | None) -> bool:
         """Self-aware retrieval (paper §3.1): retrieve when the step's U exceeds delta. Past a knowledge
         check (gate=check|probe) that found the model unsure, every step retrieves."""
