@@ -13,7 +13,7 @@ from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Genera
                            cancellable, require)
 from ..prompts import PromptBuilder
 from ..search.base import Passage, SearchEngine, check_hits
-from ..common.checks import check_question as check_typed
+from ..common.checks import check_question
 from ..common.console import said, warn, without_controls
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
@@ -267,7 +267,7 @@ class Method:
     def answer(self, question: str, listener=None, cancel=None) -> Answer:
         """Answer one question; ``listener(event)`` sees every trace event as it happens; setting the
         ``cancel`` event (a ``threading.Event``) stops the work at its next decode step (:class:`Cancelled`)."""
-        check_typed(question)  # the one rule of every door (common.checks)
+        check_question(question)  # the one rule of every door (common.checks)
         if listener is not None and not callable(listener):
             raise TypeError(f"listener: expected a callable that takes each trace event, got {type(listener).__name__}")
         if cancel is not None and not callable(getattr(cancel, "is_set", None)):

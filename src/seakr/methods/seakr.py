@@ -43,7 +43,7 @@ from ..models.base import STATES, Generator, cancellable
 from ..probes.bank import SelfKnowledge
 from ..probes.probe import engine_features
 from ..search.base import SearchEngine
-from ..common.checks import check_question as check_typed
+from ..common.checks import check_question
 from ..common.console import said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
 from .base import Method, STEP_STOPS, Scored, estimator_needs, take_step, warn_unread_tap
@@ -303,7 +303,7 @@ class SeaKR(Method):
         held to (``gate_p``) and whether it is ``sure`` (answer now) -- what a router in front of any pipeline
         reads. Needs the check (gate=check or probe, or auto where the model has a fitted probe)."""
         self.require_check()
-        check_typed(question)
+        check_question(question)
         tr = Tracer(question, self.name, None, cancel)
         with cancellable(cancel):
             return self._gate(tr, without_controls(question))
