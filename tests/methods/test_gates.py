@@ -357,3 +357,26 @@ def test_the_settled_decisions_are_said_with_the_ones_that_read_sampled_u(tmp_pa
     small, _, _ = run(tmp_path, idx, KNOWN, gate="probe", gate_p=0.3, rerank="engine", reasoning="knowledge")
     assert small.decisions() == {"gate": "knowledge check (probe) at P(correct) >= 0.3", "rerank": "engine",
                                  "final": "knowledge", "sampled_u": []}
+
+
+def test_ircot_stopping_and_answer_reading_in_seakrs_chain(tmp_path, idx):
+    """The attribution against IRCoT swaps its parts in one at a time: ``stopping="ircot"`` ends the chain only at
+    an answer, an empty step or max_steps (SeaKR's also ends at a repeated query, no new passage, max_passages);
+    ``reasoning="steps"`` reads the answer a step says, else forces one after the steps with the kept passages."""
+    def never_answers(v):  # every step says the same sentence; a forced answer says French
+        if SHORT_INSTRUCTION in v.prompt:
+            return Reply("French", UNSURE, state=state(True))
+        return Reply("French" if v.forced else "The film was directed by Stanley Kubrick", CERTAIN)
+
+    def answer(**kw):
+        m = SeaKR(ScriptedLM(never_answers, dim=DIM), idx, k=5, probes=write_bank(tmp_path), gate="probe", gate_p=0.99,
+                  rerank="engine", query_from="step", max_steps=4, reasoning="steps", **kw)
+        return m.answer(UNKNOWN)
+
+    seakr = answer()
+    assert seakr.trace["final"]["stop_reason"] in ("repeated_query", "no_new_passage") and len(seakr.trace["steps"]) < 4
+    ircot = answer(stopping="ircot")
+    assert ircot.trace["final"]["stop_reason"] == "max_steps" and len(ircot.trace["steps"]) == 4
+    assert ircot.trace["final"]["choice"] == "steps" and ircot.answer == "French"  # forced: no step said it
+    calls = [e["purpose"] for e in ircot.trace["events"] if e["type"] == "model_call"]
+    assert "final/steps" in calls and "final/knowledge" not in calls and "step" in calls  # no new passage: decoded anyway

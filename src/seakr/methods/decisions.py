@@ -181,13 +181,14 @@ class LowerU:
 
 @dataclass(frozen=True)
 class OneForm:
-    """The ablations ``reasoning=rationales`` / ``knowledge``: one answer, generated alone, unsampled."""
+    """The ablations ``reasoning=rationales`` / ``knowledge``, and IRCoT's reading (``steps``): one answer, generated
+    alone, unsampled."""
 
     name: str
 
     @property
     def forms(self) -> tuple[str, ...]:
-        return ("rationale",) if self.name == "rationales" else ("knowledge",)
+        return ({"rationales": "rationale", "steps": "steps"}.get(self.name, "knowledge"),)
 
     scored = False
 

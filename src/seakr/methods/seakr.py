@@ -46,7 +46,7 @@ from ..search.base import SearchEngine
 from ..common.checks import check_question
 from ..common.console import said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
-from .base import Method, STEP_STOPS, Scored, estimator_needs, take_step, warn_unread_tap
+from .base import Method, STEP_STOPS, Scored, estimator_needs, final_from_steps, take_step, warn_unread_tap
 from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostProbable, OneForm, ProbeRanker,
                         StepGate)
 from .deltas import default_delta
@@ -365,27 +365,33 @@ class SeaKR(Method):
             st.pseudo, st.u = text, u = step.text, step.u
         retrieve = self.gate.retrieve(None if step is None else step.u)
         tr.decision("retrieve" if retrieve else "no-retrieve", step=st.index, u=st.u, **self.gate.said())
+        goes_on = c.stopping == "ircot"  # IRCoT's chain ends only at an answer, an empty step or max_steps
         if retrieve and len(kept) < c.max_passages:
             source = step if step is not None else chain.last
             st.query = question if source is None else self.query(source, question, steps[:-1] if step is None else steps)
-            if st.query in chain.queries:
+            if st.query in chain.queries and not goes_on:
                 st.note = "repeated query: stop"
                 return tr.stop("repeated_query", query=st.query)
             chain.queries.add(st.query)
             hits = [h for h in self.search(tr, st.query, c.n_candidates) if h.id not in {p.id for p in kept}]
-            if not hits:
+            if not hits and not goes_on:
                 st.note = "no new passage: stop"
                 return tr.stop("no_new_passage", query=st.query)
-            with tr.timed("rerank"):
-                best, st.candidates = self.rerank(tr, question, steps, kept, hits)
-            kept.append(hits[best])
-            st.retrieved = True
-            st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
-            step, text, u = st.candidates[best].scored, st.candidates[best].step, st.candidates[best].u
+            if hits:
+                with tr.timed("rerank"):
+                    best, st.candidates = self.rerank(tr, question, steps, kept, hits)
+                kept.append(hits[best])
+                st.retrieved = True
+                st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
+                step, text, u = st.candidates[best].scored, st.candidates[best].step, st.candidates[best].u
+            elif step is None:  # nothing new to read, and the chain goes on: the step with the passages kept
+                prompt, prefix = self.render(tr, question, steps, kept)
+                step, = self.call(tr, "step", [prompt], prefix, STEP_STOPS, scored=False)
+                text, u = step.text, step.u
         chain.last, st.text, st.u_step = step, text, u
         if stop := take_step(tr, steps, text, c.marker):
             return stop
-        return tr.stop("max_passages") if len(kept) >= c.max_passages else None
+        return tr.stop("max_passages") if len(kept) >= c.max_passages and not goes_on else None
 
     def query(self, pseudo: Scored, question: str, steps: list[str]) -> str:
         """The pseudo-step minus its low-probability words (paper §3.1; stop words dropped)."""
@@ -427,6 +433,8 @@ class SeaKR(Method):
                 cands["rationale"] = self.from_rationales(tr, question, steps, rule.scored)
             if "knowledge" in rule.forms:
                 cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge", rule.scored)
+            if "steps" in rule.forms:
+                cands["steps"] = self.from_steps(tr, question, steps, kept)
             choice, read = rule.choose(cands, known)
             if read:
                 tr.decision("final-choice", rule=self.config.reasoning, **read)
@@ -439,6 +447,14 @@ class SeaKR(Method):
         body = steps[:-1] + ([drop_answer_sentence(steps[-1], self.config.marker)] if steps else [])
         body = [s for s in body if s.strip()]
         return self.forced_answers(tr, question, [(body, [])], "final/rationale", scored)[0]
+
+    def from_steps(self, tr, question, steps, kept) -> FinalAnswer:
+        """IRCoT's answer reading: the answer a step says, else one forced after the steps, the kept passages
+        as context."""
+        said = final_from_steps(steps, self.config.marker)
+        if said is not None:
+            return FinalAnswer(said, text=steps[-1])
+        return self.forced_answers(tr, question, [([s for s in steps if s.strip()], kept)], "final/steps", False)[0]
 
     # ------------------------------------------------------------------ simple QA
     def answer_with_passages(self, tr, question: str, hits) -> tuple[int, list[FinalAnswer]]:

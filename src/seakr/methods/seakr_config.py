@@ -13,7 +13,10 @@ from .config import MODES, Estimator, MethodConfig, unknown_options
 
 RETRIEVAL = ("self-aware", "always")
 RERANK = ("self-aware", "engine", "guarded", "probe", "auto")
-REASONING = ("self-aware", "rationales", "knowledge", "calibrated", "probe", "auto")
+REASONING = ("self-aware", "rationales", "knowledge", "steps", "calibrated", "probe", "auto")
+#: When the chain ends: ``seakr`` also at a repeated query, a search with no new passage and ``max_passages``;
+#: ``ircot`` (IRCoT's) only where a step says the answer, is empty, or ``max_steps`` is reached.
+STOPPING = ("seakr", "ircot")
 #: What decides retrieval: ``step`` (the paper: the pseudo-step's U against delta, at every step), or a
 #: knowledge check before the chain (a short closed-book answer): ``check`` reads its U (``check_estimator``)
 #: through the short form's calibration map, ``probe`` reads its greedy state through the short-form probe.
@@ -36,7 +39,7 @@ class SeaKRConfig(MethodConfig):
     retrieval: Literal[RETRIEVAL] = "self-aware"  # | always        (ablation "- S.A. retrieval")
     rerank: Literal[RERANK] = "auto"  # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: probe where fitted
     rerank_z: Annotated[Real, Field(ge=0)] = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
-    reasoning: Literal[REASONING] = "auto"  # self-aware (paper) | rationales | knowledge | calibrated | probe; auto: the model's fitted rule
+    reasoning: Literal[REASONING] = "auto"  # self-aware (paper) | rationales | knowledge | steps (IRCoT's) | calibrated | probe; auto: fitted
     mode: Literal[MODES] = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
     gate: Literal[GATES] = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
     check_estimator: Estimator = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
@@ -47,12 +50,13 @@ class SeaKRConfig(MethodConfig):
     # beside the chain's two answers (reasoning=calibrated|probe), rather than being dropped once the chain runs
     final_check: bool = False
     query_from: Literal[QUERY_FROM] = "auto"  # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
+    stopping: Literal[STOPPING] = "seakr"  # seakr | ircot (STOPPING)
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
     ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
                              "check_temperature": None, "final_check": False,
-                             "query_from": "pseudo"}
+                             "query_from": "pseudo", "stopping": "seakr"}
 
     @model_validator(mode="after")
     def _check_before_chain(self):
