@@ -229,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     _answer_parsers(sub)
     _eval_parsers(sub)
     _probe_parsers(sub)
+    _fit_parser(sub)
     _index_parsers(sub)
     return ap
 
@@ -424,6 +425,33 @@ def _probe_parsers(sub) -> None:
     g.add_argument("--save-level", action="store_true",
                    help="also write the chosen level into --probes DIR's gates.json, where a run with probes=DIR reads it")
     g.set_defaults(cmd="probe_gate")
+
+
+def _fit_parser(sub) -> None:
+    p = sub.add_parser("fit", help="fit every signal SeaKR's defaults read for a model, on train files, in one "
+                                   "resumable run (probe, maps, gate levels, a one-page report)")
+    _add_model_args(p)
+    p.add_argument("--train", nargs="+", type=given, required=True, metavar="FILE",
+                   help="train files (never the questions you report); those with paragraphs also run the chain")
+    p.add_argument("--out", type=path_arg, required=True, help="the folder of fitted files (a run's probes=DIR)")
+    p.add_argument("--limit", type=positive_int, default=400, help="the first N questions of each file, halved "
+                   "into A (the probe and maps) and B (the gate level)")
+    p.add_argument("--every", type=positive_int, default=None, metavar="N")
+    p.add_argument("--index", type=given, default=None, help="the chain's corpus (default: each file's paragraphs pooled)")
+    p.add_argument("--filler", type=given, action="append", default=[])
+    p.add_argument("--taps", default="own", choices=("own", "all"),
+                   help="the probe's states: the model's own layer, or every layer's (the best by cross-validation; slower)")
+    p.add_argument("--folds", type=fold_count, default=5)
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="how the model samples and asks (k, temperature, ...), for every stage")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--budget", type=positive_float, default=None, metavar="MINUTES",
+                   help="stop after the first questions if the projected time is longer")
+    p.add_argument("--dev-ids", type=given, action="append", default=[], metavar="FILE",
+                   help="lists of dev ids (or questions), one a line, a train file must not hold (default: "
+                        "$SEAKR_DEV_IDS, paths joined by the path separator)")
+    p.add_argument("--resume", action="store_true", help="continue a killed fit")
+    p.set_defaults(cmd="fit")
 
 
 def _index_parsers(sub) -> None:

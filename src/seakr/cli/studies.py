@@ -261,3 +261,15 @@ def cmd_rerank_study(args) -> int:
         r = rerank_study(m, sel.examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))
     print(strict_json(r))
     return 0
+
+
+def cmd_fit(args) -> int:
+    from ..eval.fit import fit, report_markdown
+    from ..eval.fitplan import FitPlan
+
+    plan = FitPlan(train=args.train, out=args.out, model=model_spec(args), limit=args.limit, every=args.every,
+                   index=args.index, filler=list(args.filler), taps=args.taps, folds=args.folds,
+                   options=parse_options(args.option), seed=args.seed, budget_minutes=args.budget,
+                   dev_ids=list(args.dev_ids), resume=args.resume)
+    print(report_markdown(fit(plan)))
+    return 0

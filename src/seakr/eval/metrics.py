@@ -117,6 +117,19 @@ def paired_auroc_difference(a: Sequence[float], b: Sequence[float], positives: S
     return {"difference": auroc(a, y) - auroc(b, y), "ci95": [float(lo), float(hi)]}
 
 
+def auroc_ci(scores: Sequence[float], positives: Sequence[bool], n: int = 1000, seed: int = 0,
+             level: float = 0.95) -> tuple[float, float]:
+    """A bootstrap CI of :func:`auroc` (items resampled; a resample of one class only has none and is skipped)."""
+    _check_resampling(n, level)
+    s, rng = _ranked(scores), np.random.default_rng(seed)
+    y = labels(positives, s.shape, "auroc_ci")
+    vals = [v for v in (auroc(s[i], y[i]) for i in rng.integers(0, len(y), size=(n, len(y)))) if math.isfinite(v)]
+    if not vals:
+        return (float("nan"), float("nan"))
+    lo, hi = np.quantile(vals, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return float(lo), float(hi)
+
+
 def _ranked(scores) -> np.ndarray:
     """Scores with +inf ("uncertain") just above every finite score and -inf just below. NaN (an estimator's
     failure) ranks as +inf, as the estimators read it (uncertainty.UNCERTAIN): it compared as neither above nor

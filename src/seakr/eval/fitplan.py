@@ -1,0 +1,159 @@
+"""The plan of ``seakr fit`` (:mod:`seakr.eval.fit`), checked before any model loads: its settings (one schema,
+:class:`FitPlan`), the model stages over each train file's two halves, and the dev questions it refuses.
+
+Half A and half B are the even and odd questions of each file's first ``limit`` (shards 0/2 and 1/2 of a plan), so
+the gate level is chosen on questions no file was fitted on. Each stage is an :class:`~seakr.eval.plan.EvalPlan` of
+its own, checked as ``seakr eval`` checks one, writing to ``OUT/runs/STAGE-I-NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from ..common.schema import Folder, PathText, Positive, Real, Seed, Whole, schema
+from .plan import EvalPlan, Selection
+from .specs import ModelSpec, PlanError, RunSpec
+from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
+
+#: The chain the final maps and the gate level are fitted on: every step retrieves, and both final answers are
+#: kept with their U (the paper's rules; the fitted rules are what this run makes).
+CHAIN_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-aware", "retrieval": "always"}
+#: The options a fit passes to every stage: how the model samples and asks (a fitted file records them, and a
+#: run that samples otherwise refuses it).
+FIT_OPTIONS = STUDY_READS["detect"]
+ESTIMATOR = "eigen"
+GATES = ("probe", "check")
+
+
+def _model(v):
+    return ModelSpec(v) if v is None or isinstance(v, (str, os.PathLike)) else v
+
+
+def _listed(v):
+    return [v] if isinstance(v, (str, os.PathLike)) else v
+
+
+@schema("fit:", error=PlanError)
+class FitPlan:
+    """What ``seakr fit`` fits and on which questions (constructor-as-config)."""
+
+    train: Annotated[list[PathText], BeforeValidator(_listed), Field(min_length=1)]
+    out: Folder
+    model: Annotated[ModelSpec, BeforeValidator(_model)] = field(default_factory=ModelSpec)
+    limit: Positive = 400  # the first questions of each file (after every), split into halves A and B
+    every: Positive | None = None
+    index: PathText | None = None  # the chain's corpus; None: each file's paragraphs pooled (+ filler)
+    filler: Annotated[list[PathText], BeforeValidator(_listed)] = field(default_factory=list)
+    taps: Literal["own", "all"] = "own"  # the probe's states: the model's own tap, or every layer's (slower)
+    folds: Annotated[Whole, Field(ge=2, le=20)] = 5
+    options: dict[str, Any] = field(default_factory=dict)  # sampling and wording (FIT_OPTIONS), for every stage
+    seed: Seed = 42
+    budget_minutes: Annotated[Real, Field(gt=0)] | None = None
+    dev_ids: Annotated[list[PathText], BeforeValidator(_listed)] = field(default_factory=list)
+    resume: bool = False
+
+    @model_validator(mode="after")
+    def _options_read(self):
+        if unread := sorted(set(self.options) - FIT_OPTIONS):
+            raise ValueError(f"option {', '.join(unread)}: a fit passes only how the model samples and asks to its "
+                             f"stages ({', '.join(sorted(FIT_OPTIONS))})")
+        return self
+
+    def stage_plan(self, stage: str, i: int, half: int, chain: bool) -> EvalPlan:
+        """The plan of one model stage over half ``half`` of train file ``i``, writing to its own folder."""
+        f = self.train[i]
+        opts = {**(CHAIN_OPTIONS if chain else STUDY_OPTIONS), **self.options}
+        if not chain:
+            opts = {k: v for k, v in opts.items() if k not in SHORT_UNREAD}
+        return EvalPlan(data=f, out=str(self.folder(stage, i)), runs=[RunSpec("seakr", opts)], limit=self.limit,
+                        every=self.every, shard=f"{half}/2", index=self.index if chain else None,
+                        filler=self.filler if chain and not self.index else [], seed=self.seed, resume=True,
+                        model=self.model)
+
+    def folder(self, stage: str, i: int) -> Path:
+        stem = Path(self.train[i]).name.split(".")[0][:40] or "data"
+        return Path(self.out) / "runs" / f"{stage}-{i}-{stem}"
+
+
+@dataclass
+class Stage:
+    """One model stage over one file's half: its plan and its questions."""
+
+    name: str  # check | chain | check2 | chain2
+    plan: EvalPlan
+    sel: Selection
+
+    @property
+    def out(self) -> str:
+        return self.plan.out
+
+
+def dev_ids(files) -> dict[str, str]:
+    """Every id (or question) of the dev id lists, with the list that names it (one a line)."""
+    from ..common.files import read_text
+
+    found: dict[str, str] = {}
+    for f in files:
+        for line in read_text(f, PlanError).splitlines():
+            if line.strip():
+                found.setdefault(line.strip(), os.fspath(f))
+    return found
+
+
+def _refuse_dev(stage: Stage, listed: dict[str, str]) -> None:
+    for ex in stage.sel.examples:
+        hit = listed.get(ex.id) or listed.get(ex.question.strip())
+        if hit:
+            raise PlanError(f"{stage.plan.data}: question {ex.id!r} is a dev question (listed in {hit}); fit on "
+                            "train files only, never on the questions you report")
+
+
+def plan_stages(fp: FitPlan, lm=None) -> dict[str, list[Stage]]:
+    """Every model stage, checked before any model loads (``lm``: one given loaded, whose name a resume compares):
+    each file and half (selected, refused if a dev id list names a question, compared with its rows on a resume),
+    and which files the chain can search (their paragraphs pooled, or the given index)."""
+    if not fp.resume and Path(fp.out).is_dir() and any(Path(fp.out).iterdir()):
+        raise PlanError(f"fit: {fp.out} holds an earlier fit; pass --resume to continue it, or choose a new --out")
+    listed = dev_ids(fp.dev_ids or [f for f in os.environ.get("SEAKR_DEV_IDS", "").split(os.pathsep) if f])
+    stages: dict[str, list[Stage]] = {"check": [], "chain": [], "check2": [], "chain2": []}
+    for i in range(len(fp.train)):
+        for name, half, chain in (("check", 0, False), ("check2", 1, False), ("chain", 0, True), ("chain2", 1, True)):
+            plan = fp.stage_plan(name, i, half, chain).check()
+            sel = plan.select()
+            if chain and not fp.index and not any(ex.contexts for ex in sel.full):
+                continue  # a question-answer table: the check's questions only
+            stage = Stage(name, plan, sel)
+            _refuse_dev(stage, listed)
+            plan.check_resumed_configs(sel, lm)
+            stages[name].append(stage)
+    if not stages["chain"]:
+        raise PlanError("fit: no train file carries paragraphs for the chain (the final maps and the gate level "
+                        "are fitted on its answers); add one that does (HotpotQA, 2Wiki, MuSiQue), or give --index")
+    return stages
+
+
+def describe(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
+    """What the fit will run, before it runs it."""
+    lines = [f"fit: {len(fp.train)} train file(s), the first {fp.limit} questions of each in halves A and B -> {fp.out}"]
+    for name, what in (("check", "the knowledge check, half A"), ("chain", "the chain retrieving every step, half A"),
+                       ("check2", "the check with the new probe, half B"), ("chain2", "the chain, half B")):
+        n = sum(len(s.sel.examples) for s in stages[name])
+        lines.append(f"  {name:<7} {n:>5} questions  {what}")
+    lines.append("  then: the probe, 3 calibration maps, 2 gate levels, fit-report.md")
+    return "\n".join(lines)
+
+
+def stage_seconds(folder: str | Path) -> list[float]:
+    """The seconds of each row a stage holds (a detect study's or an eval run's); none before its first."""
+    for name in ("detect_rows.jsonl", "scores.jsonl"):
+        f = Path(folder) / name
+        if f.is_file():
+            rows = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+            return [r["seconds"] for r in rows if isinstance(r.get("seconds"), (int, float))]
+    return []

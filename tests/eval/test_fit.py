@@ -1,0 +1,174 @@
+"""``seakr fit`` end to end on a scripted model (given texts and states, the real studies, fitting, index and
+files): every fitted file a run reads, the report, the resume after a stop, and the refusals before any model
+loads (a dev question, a folder of an earlier fit, an option no stage passes on, a budget too small)."""
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from helpers import run_cli, shared_path
+from scripted import Reply, ScriptedLM
+from seakr.eval.fit import fit
+from seakr.eval.fitplan import FitPlan
+from seakr.eval.specs import PlanError
+from seakr.prompts import SHORT_INSTRUCTION
+
+N = 40  # questions: half A the even ones, half B the odd ones, each half right and wrong alike
+
+
+def right(n: int) -> bool:
+    return n % 4 in (0, 1)
+
+
+def answer(n: int) -> str:
+    return f"Town{n}" if right(n) else "Nowhere"
+
+
+def script(v):
+    """Right where ``right(n)``: a certain answer (agreeing samples, a state on one side); else a wrong, unsure one."""
+    n = int(re.search(r"country (\d+)", v.question).group(1))
+    spread = 0.05 if right(n) else 2.0
+    state = [1.0 if right(n) else -1.0, *np.random.default_rng(n).normal(size=15) * 0.3]
+    if v.forced or SHORT_INSTRUCTION in v.prompt:
+        return Reply(answer(n), spread, state=state)
+    if v.answer:
+        return Reply(f"So the answer is {answer(n)}", spread, state=state)
+    return Reply(f"The capital of country {n} is {answer(n)}", spread, state=state)
+
+
+def train_file(tmp_path, n=N, prefix="tr"):
+    rows = [{"_id": f"{prefix}-{i}", "question": f"What is the capital of country {i}?", "answer": f"Town{i}",
+             "supporting_facts": [[f"Country {i}", 0]],
+             "context": [[f"Country {i}", [f"The capital of country {i} is Town{i}."]],
+                         [f"Other {i}", [f"Country {i} has rivers and hills."]]]} for i in range(n)]
+    f = tmp_path / f"{prefix}.official.json"
+    f.write_text(json.dumps(rows))
+    return f
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SEAKR_DEV_IDS", raising=False)
+
+
+def plan(tmp_path, **kw):
+    return FitPlan(**{"train": [str(train_file(tmp_path))], "out": str(tmp_path / "fitted"), "limit": N, "folds": 3,
+                      "options": {"k": 4}, **kw})
+
+
+def test_a_fit_writes_every_file_a_run_reads_and_a_report(tmp_path, cache):
+    lm, said = ScriptedLM(script), []
+    report = fit(plan(tmp_path), lm, progress=False, say=said.append)
+    out = tmp_path / "fitted"
+    names = {p.name for p in out.iterdir()}
+    assert {"scripted-short.probe.json", "scripted-short-eigen.calibration.json", "gates.json", "fit-report.md",
+            "scripted-final-rationale-eigen.calibration.json", "scripted-final-knowledge-eigen.calibration.json",
+            "gate-probe.json", "gate-check.json"} <= names
+    gates = json.loads((out / "gates.json").read_text())["scripted"]
+    assert set(gates) == {"probe", "check"} and all(0 <= g["gate_p"] <= 1 for g in gates.values())
+    # the probe separates the scripted right and wrong answers, on half A out of fold and on half B unseen
+    sig = report["signals"]
+    b = sig["check probe (half B, unseen)"]
+    assert b["auroc"] > 0.9 and report["probe"]["cv_auroc"] > 0.9 and b["n"] == N // 2 and b["wrong"] == N // 4
+    lo, hi = sig["check eigen (half A)"]["ci95"]
+    assert lo <= sig["check eigen (half A)"]["auroc"] <= hi
+    assert set(report["seconds_per_question"]) == {"check", "chain", "check2", "chain2"}
+    assert any(s.startswith("fit: about") for s in said)  # projected from the first questions, before the rest
+    page = (out / "fit-report.md").read_text()
+    assert "check probe (half B, unseen)" in page and "gate=probe" in page
+    # the halves are disjoint: the gate's questions are the odd ones, the probe's the even ones
+    a = {json.loads(x)["id"] for x in next((out / "runs").glob("check-0-*")).joinpath("detect_rows.jsonl").read_text().splitlines()}
+    b = {json.loads(x)["id"] for x in next((out / "runs").glob("check2-0-*")).joinpath("detect_rows.jsonl").read_text().splitlines()}
+    assert not a & b and len(a) == len(b) == N // 2
+    # a SeaKR run with probes=OUT settles its automatic rules on these files
+    from seakr.methods import SeaKR
+
+    m = SeaKR(lm, None, probes=str(out), k=4)
+    assert m.config.gate == "probe" and m.config.reasoning == "calibrated"
+
+
+def test_a_stopped_fit_resumes_without_asking_again(tmp_path, cache):
+    class Stop(Exception):
+        pass
+
+    lm, asked, first = ScriptedLM(script), [], set()
+
+    def stopping(v):
+        asked.append(v)
+        if len(asked) == 30:  # a kill in the middle: the rows so far are on disk
+            raise Stop
+        if SHORT_INSTRUCTION in v.prompt:
+            first.add(v.question)
+        return script(v)
+
+    with pytest.raises(Stop):
+        fit(plan(tmp_path), ScriptedLM(stopping), progress=False, say=lambda s: None)
+    with pytest.raises(PlanError, match="--resume"):  # an earlier fit's folder is not overwritten
+        fit(plan(tmp_path), lm, progress=False, say=lambda s: None)
+    fit(plan(tmp_path, resume=True), lm, progress=False, say=lambda s: None)
+    rows = next((tmp_path / "fitted" / "runs").glob("check-0-*")).joinpath("detect_rows.jsonl").read_text().splitlines()
+    ids = [json.loads(x)["id"] for x in rows]
+    assert len(ids) == len(set(ids)) == N // 2
+    again = {v.question for v in lm.calls if SHORT_INSTRUCTION in v.prompt}
+    half_a = {f"What is the capital of country {i}?" for i in range(0, N, 2)}
+    assert first & half_a and not first & again & half_a  # what was checked before the stop is not asked again
+    assert (first | again) >= half_a
+
+
+def test_bad_plans_are_refused_before_any_model_loads(tmp_path, cache):
+    with pytest.raises(PlanError, match="option max_step"):
+        plan(tmp_path, options={"max_step": 2})
+    with pytest.raises(PlanError, match="folds"):
+        plan(tmp_path, folds=1)
+    ids = tmp_path / "dev_ids.txt"
+    ids.write_text("x-1\ntr-7\n")
+    with pytest.raises(PlanError, match=r"question 'tr-7' is a dev question \(listed in .*dev_ids.txt\)"):
+        fit(plan(tmp_path, dev_ids=[str(ids)]), ScriptedLM(script), progress=False)
+    qa = tmp_path / "qa.csv"
+    qa.write_text("question,answer\n" + "".join(f"What is the capital of country {i}?,Town{i}\n" for i in range(8)))
+    with pytest.raises(PlanError, match="no train file carries paragraphs"):
+        fit(plan(tmp_path, train=[str(qa)]), ScriptedLM(script), progress=False)
+    with pytest.raises(PlanError, match="over the budget"):
+        fit(plan(tmp_path, budget_minutes=1e-9), ScriptedLM(script), progress=False, say=lambda s: None)
+
+
+def test_the_command_refuses_a_shared_dev_file_by_id_in_one_line(tmp_path):
+    dev, ids = shared_path("hotpotqa/dev_hard100.hf.jsonl"), shared_path("exclusion_lists/hotpotqa_dev_ids.txt")
+    r = run_cli("fit", "--train", str(dev), "--out", str(tmp_path / "f"), "--dev-ids", str(ids))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "is a dev question" in r.stderr and "hotpotqa_dev_ids.txt" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_command_projects_its_time_from_the_first_questions_and_keeps_to_a_budget(tmp_path):
+    from helpers import HOTPOT
+
+    out = tmp_path / "f"
+    args = ("fit", "--model", "smollm2-135m", "--train", HOTPOT, "--out", str(out), "--limit", "8", "--option", "k=3",
+            "--option", "max_new_tokens=16")
+    r = run_cli(*args, "--budget", "0.001")
+    assert r.returncode == 2, r.stderr
+    said = r.stderr.strip().splitlines()
+    assert said[0].startswith("fit: 1 train file(s), the first 8 questions")
+    assert "seakr: error: fit: about" in said[-1] and "over the budget of 0.001 min" in said[-1]
+    # the first question of the check and of the chain are kept; the rest waits for --resume
+    check = next((out / "runs").glob("check-0-*")) / "detect_rows.jsonl"
+    chain = next((out / "runs").glob("chain-0-*")) / "scores.jsonl"
+    assert len(check.read_text().splitlines()) == 1 and len(chain.read_text().splitlines()) == 1
+
+
+def test_the_documented_fit_commands_are_the_commands_flags():
+    import shlex
+    from pathlib import Path
+
+    from seakr.cli.args import build_parser
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "your-model.md").read_text().replace("\\\n", " ")
+    commands = [ln.split("#")[0] for ln in doc.splitlines() if ln.startswith("seakr fit ")]
+    assert len(commands) >= 2
+    for c in commands:
+        args = build_parser().parse_args(shlex.split(c)[1:])
+        assert args.cmd == "fit" and args.train and args.out
