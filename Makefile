@@ -35,9 +35,10 @@ lint: $(VENV)/.installed
 test: $(VENV)/.installed browser lint
 	$(PY) -m pytest -q -rs
 
-# The fast loop for contributors: everything that needs no model load, no browser, no search cluster.
+# The fast loop for contributors: everything in process that needs no model load, no browser, no search cluster
+# (the tests that start seakr in a fresh process, one interpreter start each, run with `make test`).
 check: $(VENV)/.installed lint
-	$(PY) -m pytest -q -m "not slow and not browser and not es and not gpu"
+	$(PY) -m pytest -q -m "not slow and not browser and not es and not gpu and not process"
 
 clean:
 	rm -rf $(VENV)

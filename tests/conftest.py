@@ -7,6 +7,43 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from helpers import shared_path  # noqa: F401  (re-exported for older imports)
 
+#: Names a test's code uses to start seakr in a fresh process.
+_PROCESS_NAMES = {"run_cli", "subprocess"}
+
+
+def _names(code) -> set:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):  # a function or lambda inside the test
+            names |= _names(c)
+    return names
+
+
+def _starters(module) -> frozenset:
+    """The names that start seakr in a fresh process in a test module: run_cli and subprocess, and the module's
+    own functions (or those it imports) whose code names one of them."""
+    out = set(_PROCESS_NAMES)
+    for name, f in vars(module).items():
+        code = getattr(f, "__code__", None)
+        if code is not None and _PROCESS_NAMES & _names(code):
+            out.add(name)
+    return frozenset(out)
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``process`` each test whose own code starts seakr in a fresh process (:func:`_starters`): each start
+    costs the interpreter and seakr's imports, so ``make check`` leaves them to ``make test``."""
+    starters = {}
+    for item in items:
+        code = getattr(getattr(item, "function", None), "__code__", None)
+        module = getattr(item, "module", None)
+        if code is None or module is None:
+            continue
+        if module not in starters:
+            starters[module] = _starters(module)
+        if starters[module] & _names(code):
+            item.add_marker(pytest.mark.process)
+
 
 @pytest.fixture(scope="session")
 def tiny_lm():

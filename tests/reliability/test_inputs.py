@@ -763,6 +763,7 @@ def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_pa
         merge_runs("/dev/null", [str(tmp_path)])
 
 
+@pytest.mark.slow  # loads the packaged model
 def test_the_demo_keeps_its_answer_as_json_and_a_page_as_ask_does(tmp_path, index, capsys):
     """`seakr demo` had neither --json nor --html: the first answer a user sees could not be kept. A page that
     cannot be written is refused before the model loads, as for `ask`."""
