@@ -126,20 +126,24 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
     missing = [str(x["loc"][0]) for x in errors if x["type"] in ("missing", "missing_argument") and x["loc"]]
     if missing:
         return f"missing {label}{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}"
-    x = errors[0]
-    name, t = _leaf(cls, x["loc"])
+    name, t = _leaf(cls, errors[0]["loc"])
+    return _problem(errors[0], _at(label, name), t)
+
+
+def _problem(x: dict, at: str, t) -> str:
+    """One pydantic error ``x`` of a value of type ``t`` (None: not a field's) in words, led by where it is."""
+    lead = f"{at}: " if at else ""
     if x["type"] == "value_error" and "error" in x.get("ctx", {}):
         why = str(x["ctx"]["error"])  # a validator's own sentence; a field's names the field
         if t is None:
             return why
-        return f"{_at(label, name)}: " + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
+        return lead + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
     if t is None:
-        return f"{_at(label, name)}: {x['msg']}"
+        return f"{lead}{x['msg']}"
     if x["type"] == "literal_error":
         choices = list(typing.get_args(_parts(t)[0]))
-        return (f"{_at(label, name)}: one of {', '.join(map(str, choices))}, not {said(x['input'])}"
-                f"{did_you_mean(x['input'], choices)}")
-    return f"{_at(label, name)}: expected {describe_type(t)}, got {said(x['input'])}"
+        return f"{lead}one of {', '.join(map(str, choices))}, not {said(x['input'])}{did_you_mean(x['input'], choices)}"
+    return f"{lead}expected {describe_type(t)}, got {said(x['input'])}"
 
 
 def _at(label: str, name: str) -> str:
@@ -286,31 +290,25 @@ def numbers(cls: type) -> dict[str, tuple]:
             if describe(f).startswith(("a whole number", "a number"))}
 
 
-@functools.lru_cache(maxsize=None)
-def _adapter(cls: type, name: str) -> pydantic.TypeAdapter:
-    f = cls.__pydantic_fields__[name]
-    t = Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation
+@functools.lru_cache(maxsize=256)
+def _adapter(t) -> pydantic.TypeAdapter:
     return pydantic.TypeAdapter(t, config=ConfigDict(strict=True, allow_inf_nan=False))
+
+
+def check_type(t, value, name: str = ""):
+    """``value`` checked as type ``t`` (a setting outside any schema object: a command's ``--seed``), refused in
+    one line beginning with ``name``; returns it as the type holds it."""
+    try:
+        adapter = _adapter(t)
+    except TypeError:  # a type whose constraints do not hash: made for this call
+        adapter = _adapter.__wrapped__(t)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as e:
+        raise SchemaError(_problem(e.errors(include_url=False)[0], name, t)) from None
 
 
 def check_value(cls: type, name: str, value, label: str = "option"):
     """``value`` checked as field ``name`` of schema ``cls`` is, alone (a step that needs one field before the
     object exists: a fit refuses a bad form before it fits); returns it as the schema would hold it."""
-    try:
-        return _adapter(cls, name).validate_python(value)
-    except ValidationError as e:
-        x = e.errors(include_url=False)[0]
-        raise SchemaError(one_line(ValidationError.from_exception_data(
-            e.title, [{**x, "loc": (name, *x["loc"])}]), cls, label)) from None
-
-
-def check_type(t, value, name: str = ""):
-    """``value`` checked as type ``t`` (a setting outside any schema object: a command's ``--seed``), refused in
-    one line beginning with ``name``."""
-    try:
-        return pydantic.TypeAdapter(t, config=ConfigDict(strict=True, allow_inf_nan=False)).validate_python(value)
-    except ValidationError as e:
-        x = e.errors(include_url=False)[0]
-        own = str(x["ctx"]["error"]) if x["type"] == "value_error" else "NaN"
-        why = own if own != "NaN" else f"expected {describe_type(t)}, got {said(x['input'])}"
-        raise SchemaError(f"{name}: {why}" if name else why) from None
+    return check_type(_full(cls.__pydantic_fields__[name]), value, _at(label, name))
