@@ -32,8 +32,11 @@ RULES = ("knowledge", "rationale", "check", "probe-pair", "probe-all", "oracle")
 
 
 def rows(path: Path, paused: dict | None = None) -> dict[str, dict]:
-    """A run's rows by id, each question's stopped seconds (``paused``) taken off its time."""
-    out = {}
+    """A run's rows by id (the first of a repeated id), each question's stopped seconds (``paused``) taken off its
+    time; none for a run not started."""
+    out: dict[str, dict] = {}
+    if not path.is_file():  # a run not started yet
+        return out
     for line in path.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         r["seconds"] -= (paused or {}).get(r["id"], 0.0)

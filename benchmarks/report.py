@@ -21,19 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from decide import rows  # noqa: E402  (its sibling: a run's rows, stopped seconds taken off)
 from seakr.eval.metrics import paired_bootstrap  # noqa: E402
-
-
-def rows(path: Path, paused: dict | None = None) -> dict[str, dict]:
-    """A run's rows by id (the first of a repeated id), each question's stopped seconds taken off its time."""
-    out: dict[str, dict] = {}
-    if not path.is_file():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        r["seconds"] -= (paused or {}).get(r["id"], 0.0)
-        out.setdefault(r["id"], r)
-    return out
 
 
 def from_memory(r: dict) -> bool:
