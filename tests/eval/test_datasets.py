@@ -159,8 +159,8 @@ def test_a_csv_field_past_the_line_bound_names_file_and_line(tmp_path, monkeypat
 @pytest.mark.parametrize("lines,needle", [
     (['{"id": "a", "question": "q1", "golden_answers": ["x"]}', '{"id": "a", "question": "q2", "golden_answers": ["y"]}'],
      r"data.jsonl:2: id 'a' repeats the question at .*data.jsonl:1; ids must be unique"),
-    (['{"id": "", "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is empty"),
-    (['{"id": "a", "question": "  ", "golden_answers": ["x"]}'], r"data.jsonl:1: the question \(id 'a'\) is empty"),
+    (['{"id": "", "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: example id: empty \(no visible text\)"),
+    (['{"id": "a", "question": "  ", "golden_answers": ["x"]}'], r"data.jsonl:1: example question: empty \(no visible text\)"),
     (['{"id": "b", "question": "q", "golden_answers": ["x"]}', '{"id": "a", "question": "q", "golden_answers": []}'],
      r"data.jsonl:2: question 'a' has no gold answer, but 1 other\(s\) have"),
     (['{"id": "a", "question": "q", "golden_answers": [""]}', '{"id": "b", "question": "q", "golden_answers": ["x"]}'],

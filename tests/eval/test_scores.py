@@ -575,12 +575,7 @@ def test_an_output_through_a_link_is_judged_by_what_it_points_to(tmp_path):
     ("What is it?", TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), got str"),
     ((ex for ex in EXS), TypeError, "examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
                                     "got generator"),
-    ([EXS[0], EXS[0]], ValueError, "examples[1]: question id 'q0' is given twice"),
-    # held to what the files' readers give: these went into the rows as given, or failed at their turn
-    ([Example(1, "Q?", ["a"])], ValueError, "examples[0]: id must be visible text (a str), got 1"),
-    ([Example(" ", "Q?", ["a"])], ValueError, "examples[0]: id must be visible text (a str), got ' '"),
-    ([Example("q", "", ["a"])], ValueError, "examples[0] (id 'q'): question must be non-empty text, got ''"),
-    ([Example("q", "Q?", "a")], ValueError, "examples[0] (id 'q'): answers must be a list of texts ([] for none), got 'a'"),
+    ([EXS[0], EXS[0]], ValueError, "examples[1]: id 'q0' repeats the question at examples[0]"),
     ([EXS[0], Example("q9", "Q?", [])], ValueError, "examples[1]: question 'q9' has no gold answer, but 1 other(s) have"),
 ])
 def test_run_eval_refuses_questions_it_cannot_answer_once_each(tmp_path, examples, error, said):
@@ -591,6 +586,20 @@ def test_run_eval_refuses_questions_it_cannot_answer_once_each(tmp_path, example
     assert not (tmp_path / "r").exists()
     with pytest.raises(TypeError, match=r"^method: expected a seakr method \(seakr.methods.build_method\), got NoneType$"):
         run_eval(None, EXS, tmp_path / "r")
+
+
+@pytest.mark.parametrize("args,said", [
+    ((1, "Q?", ["a"]), "example id: expected text, got 1"),
+    ((" ", "Q?", ["a"]), "example id: empty (no visible text)"),
+    (("q", "\u200b", ["a"]), "example question: empty (no visible text)"),
+    (("q", "Q?", "a"), "example answers: expected a list of texts, got 'a'"),
+    (("q", "Q?", [1]), "example answers[0]: expected text, got 1"),
+])
+def test_an_example_is_held_to_what_the_files_readers_give_when_it_is_made(args, said):
+    """An int id, an empty one or a string of answers went into the rows as given; an empty question failed at its
+    turn, naming no example: now the Example is refused as it is made, in the words the loaders use."""
+    with pytest.raises(ValueError, match="^" + re.escape(said)):
+        Example(*args)
 
 
 def test_the_run_folder_functions_take_one_path_alone_and_name_a_wrong_one(tmp_path):

@@ -818,7 +818,7 @@ def test_a_study_refuses_questions_it_cannot_answer_once_each(tmp_path):
                   lambda e: rerank_study(None, e, tmp_path / "r")):
         with pytest.raises(TypeError, match=r"^examples: a list of seakr Examples .*, got generator$"):
             study(ex for ex in exs)
-        with pytest.raises(ValueError, match=r"^examples\[1\]: question id 'q0' is given twice"):
+        with pytest.raises(ValueError, match=r"^examples\[1\]: id 'q0' repeats the question at examples\[0\]"):
             study(exs * 2)
     assert not any(tmp_path.iterdir())
 

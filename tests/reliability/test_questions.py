@@ -24,7 +24,7 @@ def test_a_blank_or_control_only_question_is_refused_at_every_door(tmp_path, q):
     f = tmp_path / "qa.jsonl"
     f.write_text('{"id": "a", "question": "Who?", "golden_answers": ["x"]}\n'
                  + '{"id": "b", "question": %s, "golden_answers": ["x"]}\n' % __import__("json").dumps(q))
-    with pytest.raises(DatasetError, match=r"qa.jsonl:2: the question \(id 'b'\) is empty"):
+    with pytest.raises(DatasetError, match=r"qa.jsonl:2: example question: empty \(no visible text\)"):
         load_dataset(str(f), "flashrag")
 
 

@@ -17,7 +17,6 @@ import math
 import os
 import re
 
-from ..common.checks import blank
 from ..common.console import did_you_mean, misspelled, warn
 from ..common.files import check_rereadable, given_path, is_pattern, user_path
 from ..common.jsontext import json_file
@@ -26,7 +25,7 @@ from ..common.tables import dataset_object, head as file_head, jsonl
 from ..common.layouts import TABLE_COLUMNS, DatasetError, layout_of
 from .metrics import normalize, number_text
 from .splits import split_files
-from .example import Example
+from .example import Example, check_questions, example_at
 from .qatables import _cell_answers, load_qa_csv, load_table
 
 
@@ -142,34 +141,9 @@ def _strs(where, name, values: list) -> list[str]:
     return [v if isinstance(v, str) else ("yes" if v else "no") if isinstance(v, bool) else number_text(v) for v in values]
 
 
-def _check(where: str, ex: Example, seen: dict[str, str]) -> None:
-    """What every question needs, whatever its layout: an id that names it alone (rows are written, resumed
-    and paired by id) and a question (gold answers: :func:`_check_golds`)."""
-    if blank(ex.id):
-        raise DatasetError(f"{where}: the question's id is empty")
-    if ex.id in seen:
-        raise DatasetError(f"{where}: id {ex.id!r} repeats the question at {seen[ex.id]}; ids must be unique "
-                           "(rows are written, resumed and compared by id)")
-    seen[ex.id] = where
-    if blank(ex.question):
-        raise DatasetError(f"{where}: the question (id {ex.id!r}) is empty")
-
-
-def _check_golds(examples: list[Example], where: dict[str, str]) -> None:
-    """Every question has a gold answer, or none has: a test split (HotpotQA's, TriviaQA's "without answers"), a
-    file of questions alone, answered and not scored. One without among others with would score 0 silently."""
-    bare = [ex for ex in examples if not any(a.strip() for a in ex.answers)]
-    if bare and len(bare) < len(examples):
-        ex = bare[0]
-        raise DatasetError(f"{where[ex.id]}: question {ex.id!r} has no gold answer, but {len(examples) - len(bare)} "
-                           "other(s) have; give it one, or leave out every answer to run the questions unscored")
-    for ex in bare:
-        ex.answers = []
-
-
 def warn_unlabelled(path: str, examples: list[Example]) -> None:
     """Say, before a run answers them, that its questions have no gold answers (a table: nor an answer column)."""
-    if examples and not examples[0].answers:  # every question has one or none has (_check_golds)
+    if examples and not examples[0].answers:  # every question has one or none has (check_questions)
         table = examples[0].dataset == "table"
         cols = f" (its header names no {' or '.join(TABLE_COLUMNS['answers'])} column)" if table else ""
         warn(f"{path}: no question has a gold answer{cols}: answers are written, without EM or F1", once=True)
@@ -207,7 +181,7 @@ def _titles(where, sf) -> list[str]:
 
 def load_hotpotqa(path):
     for where, r in _records(path):
-        yield where, Example(_ident(where, _req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
+        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
                       _answer(where, r, "answer"), _titles(where, r.get("supporting_facts")),
                       _contexts(where, r["context"]) if "context" in r else [], _kind(where, r.get("type")), "hotpotqa")
 
@@ -232,13 +206,13 @@ def load_2wiki(path):
         if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
             answers = _req(where, r, "golden_answers", list)
             meta = _opt(where, r, "metadata", dict, {})
-            yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
+            yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
                           _titles(where, meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
                           _kind(where, meta.get("type")), "2wikimultihopqa")
         else:
             answers = _answer(where, r, "answer") + aliases.get(_opt(where, r, "answer_id", str, None), [])
             qid = _req(where, r, "_id") if "_id" in r or "id" not in r else r["id"]  # "id": the hub's copies, as HotpotQA's
-            yield where, Example(_ident(where, qid), _req(where, r, "question", str), answers,
+            yield where, example_at(where, DatasetError, _ident(where, qid), _req(where, r, "question", str), answers,
                           _titles(where, r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
                           _kind(where, r.get("type")), "2wikimultihopqa")
 
@@ -264,7 +238,7 @@ def load_nq(path):
                 ((f"{where} ctxs[{k}]", _obj(f"{where} ctxs[{k}]", c, "a context")) for k, c in
                  enumerate(_opt(where, r, "ctxs", list, []))) if c.get("isgold", True)]
         qid = next((r[k] for k in TABLE_COLUMNS["id"] if k in r), f"nq-{i}")  # StrategyQA's qid, PopQA's id
-        yield where, Example(_ident(where, qid), _req(where, r, "question", str), _strs(where, name or "answers", ans),
+        yield where, example_at(where, DatasetError, _ident(where, qid), _req(where, r, "question", str), _strs(where, name or "answers", ans),
                       [t for t, _ in ctxs], ctxs, "", "nq")
 
 
@@ -285,7 +259,7 @@ def _squad_hf(recs):
         if not texts:
             continue
         title = _opt(where, r, "title", str, "").replace("_", " ")
-        yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(texts)),
+        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(texts)),
                              [title], [(title, _req(where, r, "context", str))], "", "squad")
 
 
@@ -306,7 +280,7 @@ def load_squad(path):
                 w = f"{wp}.qas[{qa.get('id', k)}]"
                 answers = list(dict.fromkeys(_req(f"{w}.answers[{n}]", _obj(f"{w}.answers[{n}]", a, "an answer"), "text", str)
                                              for n, a in enumerate(_req(w, qa, "answers", list))))
-                yield w, Example(_ident(w, _req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
+                yield w, example_at(w, DatasetError, _ident(w, _req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
 
 
 def _triviaqa_hf(recs):
@@ -315,7 +289,7 @@ def _triviaqa_hf(recs):
         a = _opt(where, r, "answer", dict, None)  # none: the test split
         answers = [] if a is None else [_req(where + ".answer", a, "value", str)] + [
             x for x in _opt(where + ".answer", a, "aliases", list, []) if isinstance(x, str)]
-        yield where, Example(_ident(where, _req(where, r, "question_id")), _req(where, r, "question", str),
+        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "question_id")), _req(where, r, "question", str),
                              list(dict.fromkeys(answers)), [], [], "", "triviaqa")
 
 
@@ -330,7 +304,7 @@ def load_triviaqa(path):
         a = _opt(w, _obj(w, r, "a question"), "Answer", dict, None)  # none: the test split "without answers"
         answers = [] if a is None else [_req(w + ".Answer", a, "Value", str)] + [
             x for x in _opt(w + ".Answer", a, "Aliases", list, []) if isinstance(x, str)]
-        yield w, Example(_ident(w, _req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
+        yield w, example_at(w, DatasetError, _ident(w, _req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
                       [], [], "", "triviaqa")
 
 
@@ -349,7 +323,7 @@ def load_iirc(path):
                 answers = [str(_req(w + ".answer", a, "answer_value"))]
             else:
                 raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
-            yield w, Example(_ident(w, q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
+            yield w, example_at(w, DatasetError, _ident(w, q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
                           [_opt(where, passage, "title", str, "")], [], kind, "iirc")
 
 
@@ -364,14 +338,14 @@ def load_musique(path):
                 raise DatasetError(f"{where}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
             _opt(f"{where} paragraphs[{i}]", p, "title", str, "")  # a null title was the title "None"
         answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", _opt(where, r, "answer_aliases", list, []))
-        yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
+        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
                              list(dict.fromkeys(p.get("title") or "" for p in paras if p.get("is_supporting"))),
                              [(p.get("title") or "", p["paragraph_text"]) for p in paras], "", "musique")
 
 
 def load_flashrag(path):
     for where, r in _records(path):
-        yield where, Example(_ident(where, _req(where, r, "id")), _req(where, r, "question", str),
+        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str),
                       _strs(where, "golden_answers", _req(where, r, "golden_answers", list)), [], [],
                       _kind(where, _opt(where, r, "metadata", dict, {}).get("type")), "flashrag")
 
@@ -424,13 +398,16 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     if len(set(layouts)) > 1:
         i = next(i for i, lay in enumerate(layouts) if lay != layouts[0])
         raise DatasetError(f"{files[i]}: layout {layouts[i]}, but {files[0]} is {layouts[0]}; one run reads one dataset")
-    out, seen = [], {}
+    out, wheres = [], []
     for where, ex in itertools.chain.from_iterable(LOADERS[layouts[0]](f) for f in files):
-        _check(where, ex, seen)
         out.append(ex)
+        wheres.append(where)
         if limit and len(out) >= limit:
             break
-    _check_golds(out, seen)
+    check_questions(out, wheres.__getitem__, DatasetError)
+    for ex in out:
+        if not any(a.strip() for a in ex.answers):  # answers of spaces only: none, as a test split has
+            ex.answers = []
     _warn_unscorable(path, out)
     return out
 
@@ -454,38 +431,16 @@ def _not_seakrs_own(path: str) -> None:
 def check_examples(examples) -> list[Example]:
     """The questions a run or a study answers, refused in one line before any is answered: dicts or a string
     were an AttributeError at the first, a generator was read up by the resume check (nothing answered), and
-    an id given twice was answered and counted twice."""
+    an id given twice was answered and counted twice. Each Example held its own fields to the schema when made."""
     if isinstance(examples, (str, Example)) or not isinstance(examples, (list, tuple)):
         raise TypeError(f"examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
                         f"got {type(examples).__name__}")
-    seen = set()
     for i, ex in enumerate(examples):
         if not isinstance(ex, Example):
             raise TypeError(f"examples[{i}]: expected a seakr Example (seakr.eval.datasets.load_dataset reads them), "
                             f"got {type(ex).__name__}")
-        _check_example(i, ex)
-        if ex.id in seen:
-            raise ValueError(f"examples[{i}]: question id {ex.id!r} is given twice; an id keys its row (and --resume)")
-        seen.add(ex.id)
-    bare = [i for i, ex in enumerate(examples) if not any(a.strip() for a in ex.answers)]
-    if bare and len(bare) < len(examples):  # as the files' readers refuse it (_check_golds): it scored 0 silently
-        raise ValueError(f"examples[{bare[0]}]: question {examples[bare[0]].id!r} has no gold answer, but "
-                         f"{len(examples) - len(bare)} other(s) have; give it one, or leave out every answer to "
-                         "answer the questions unscored")
+    check_questions(examples, lambda i: f"examples[{i}]")
     return list(examples)
-
-
-def _check_example(i: int, ex: Example) -> None:
-    """One Example built in code, held to what the files' readers give: an id of visible text, a question, a
-    list of gold texts (an int id, an empty one or a string of answers went into the rows as given; an empty
-    question failed at its turn, naming no example)."""
-    if not isinstance(ex.id, str) or not ex.id.strip():
-        raise ValueError(f"examples[{i}]: id must be visible text (a str), got {ex.id!r}")
-    if not isinstance(ex.question, str) or not ex.question.strip():
-        raise ValueError(f"examples[{i}] (id {ex.id!r}): question must be non-empty text, got {ex.question!r}"[:300])
-    if not isinstance(ex.answers, (list, tuple)) or not all(isinstance(a, str) for a in ex.answers):
-        raise ValueError(f"examples[{i}] (id {ex.id!r}): answers must be a list of texts ([] for none), got "
-                         f"{ex.answers!r}"[:300])
 
 
 def require_golds(examples, what: str) -> None:

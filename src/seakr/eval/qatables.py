@@ -11,7 +11,7 @@ from ..common.files import MAX_LINE, lines as file_lines
 from ..common.tables import column_twice, csv_rows, row_width_refused
 from ..common.layouts import QA_CSV_HEADER, TABLE_COLUMNS, DatasetError, question_delimiter
 from .metrics import number_text
-from .example import Example
+from .example import example_at
 
 
 def _py_list(where: str, field: str, text: str) -> list[str]:
@@ -40,7 +40,7 @@ def load_qa_csv(path):
         where = f"{path}:{n}"
         if len(row) != 4:
             raise DatasetError(row_width_refused(path, reader, n, len(row), f"4 fields ({','.join(QA_CSV_HEADER)})"))
-        yield where, Example(row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
+        yield where, example_at(where, DatasetError, row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
                       [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
 
 
@@ -107,4 +107,4 @@ def load_table(path):
             raise DatasetError(row_width_refused(path, reader, n, len(row), f"{len(header)} fields (as the header)"))
         qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"  # (a run's ids: kept as they were)
         answers = _cell_answers(row[cols["answers"]]) if cols["answers"] is not None else []
-        yield where, Example(qid, row[cols["question"]], answers, [], [], "", "table")
+        yield where, example_at(where, DatasetError, qid, row[cols["question"]], answers, [], [], "", "table")
