@@ -172,3 +172,25 @@ def test_the_documented_fit_commands_are_the_commands_flags():
     for c in commands:
         args = build_parser().parse_args(shlex.split(c)[1:])
         assert args.cmd == "fit" and args.train and args.out
+
+
+@pytest.mark.slow  # a whole fit under a real (random) model: ~20 s
+def test_a_fit_runs_end_to_end_on_a_tiny_random_model(tmp_path, cache, tiny_lm):
+    """The real generation, states, index and fitting under one model: a random Llama whose own greedy short answers
+    are made the gold answers of half the questions, so both labels occur."""
+    from seakr.eval.detect import _detect_answer
+    from seakr.eval.studies import StudiedSeaKR
+
+    m = StudiedSeaKR(tiny_lm, None, k=3)
+    said = {i: _detect_answer(m, f"What is the capital of country {i}?", [], "short", [])[1] for i in range(N)}
+    assert sum(bool(a.strip()) for a in said.values()) >= N // 2  # answers to be right with
+    f = train_file(tmp_path)
+    rows = json.loads(f.read_text())
+    for i, r in enumerate(rows):
+        r["answer"] = said[i] if right(i) and said[i].strip() else "Zanzibar Quux"
+    f.write_text(json.dumps(rows))
+    fp = FitPlan(train=[str(f)], out=str(tmp_path / "fitted"), limit=N, folds=3,
+                 options={"k": 3, "max_new_tokens": 12, "n_shot": 0})
+    report = fit(fp, tiny_lm, progress=False, say=lambda s: None)
+    assert report["model"] == tiny_lm.info()["model"] and set(report["gates"]) == {"probe", "check"}
+    assert (tmp_path / "fitted" / "gates.json").is_file() and report["seconds_per_question"]["chain"] > 0
