@@ -27,6 +27,15 @@ import numpy as np
 from ..common.jsontext import strict_json
 from ..common.writing import write_atomic
 from ..progress import progress_bar
+from ..methods import build_method
+from ..probes.bank import SelfKnowledge
+from ..probes.probe import calibration_name, packaged_name
+from ..search import open_engine
+from .detect import detect, parse_taps
+from .fitting import calibrate_from_studies, fit_from_studies, gate_from_runs
+from .rowlog import read_results, read_run_config, run_rows
+from .runner import run_eval
+from .studies import StudiedSeaKR
 from .fitplan import ESTIMATOR, GATES, FitPlan, Stage, describe, plan_stages, stage_seconds
 from .metrics import auroc, auroc_ci
 from .specs import PlanError
@@ -64,9 +73,6 @@ def fit(fp: FitPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any
 def run_check(stage: Stage, lm, fp: FitPlan, progress: bool = True, pilot: bool = False, probe=None) -> str:
     """The knowledge check over a stage's questions (``pilot``: the first only), its rows and states in its
     folder; ``probe`` (half B) adds the new probe's P(wrong) as the score ``probe``."""
-    from .detect import detect, parse_taps
-    from .studies import StudiedSeaKR
-
     plan, sel = stage.plan, stage.sel
     m = StudiedSeaKR(lm, None, **plan.options_for(plan.runs[0], sel.family))
     taps = parse_taps("all", lm.info()["layers"]) if fp.taps == "all" else []
@@ -79,10 +85,6 @@ def run_check(stage: Stage, lm, fp: FitPlan, progress: bool = True, pilot: bool 
 
 def run_chain(stage: Stage, lm, progress: bool = True, pilot: bool = False) -> str:
     """SeaKR's chain, retrieving at every step, over a stage's questions (``pilot``: the first only)."""
-    from ..methods import build_method
-    from ..search import open_engine
-    from .runner import run_eval
-
     plan, sel = stage.plan, stage.sel
     index = plan.ensure_index(sel, progress)
     m = build_method("seakr", lm, open_engine(index), **plan.options_for(plan.runs[0], sel.family))
@@ -112,9 +114,6 @@ def project(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
 # ---------------------------------------------------------------------- the fitted files
 def fit_files(fp: FitPlan, checks: list[str], chains: list[str], say=_say) -> dict:
     """The check's probe and the three maps, written into ``fp.out`` under their packaged names."""
-    from ..probes.probe import calibration_name, packaged_name
-    from .fitting import calibrate_from_studies, fit_from_studies
-
     probe, taps = fit_from_studies(checks, "short", "best", fp.folds)
     out, model = Path(fp.out), probe.model
     probe.save(out / packaged_name(model, "short"))
@@ -129,10 +128,6 @@ def fit_files(fp: FitPlan, checks: list[str], chains: list[str], say=_say) -> di
 
 def fit_gates(fp: FitPlan, model: str, checks2: list[str], chains2: list[str], say=_say) -> dict:
     """Both gate levels on half B, each curve in ``gate-GATE.json`` and the level in ``gates.json``."""
-    from ..probes.bank import SelfKnowledge
-    from .fitting import gate_from_runs
-    from .rowlog import read_run_config
-
     sampling = (read_run_config(checks2[0]).get("method") or {}).get("config")
     bank = SelfKnowledge(model, fp.out, sampling=sampling)
     out = {}
@@ -155,13 +150,11 @@ def _signal(scores, wrong) -> dict:
 
 
 def _check_rows(runs: list[str]) -> list[dict]:
-    from .rowlog import read_results
 
     return [r for run in runs for r in read_results(Path(run) / "detect_rows.jsonl")]
 
 
 def _final_signals(chains: list[str]) -> dict:
-    from .rowlog import run_rows
 
     out = {}
     for form in ("rationale", "knowledge"):
