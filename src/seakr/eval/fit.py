@@ -1,8 +1,9 @@
 """``seakr fit``: every file SeaKR's defaults read for one model, fitted on train files in one resumable run.
 
     check    the knowledge check on half A: short closed-book answers, k samples, the answer's state
+    probe    the check's probe (its tap by cross-validation) and EigenScore map: before the chain's hours
     chain    SeaKR's chain retrieving at every step on half A (the files whose questions carry paragraphs)
-    fit      the check's probe (its tap by cross-validation), its EigenScore map, both final answers' maps
+    maps     both final answers' EigenScore maps, from the chain
     check2   the check on half B, scored by the new probe
     chain2   the chain on half B
     gate     the levels (gate=probe, gate=check) at which the check's answer is expected to beat the chain, on B
@@ -57,8 +58,9 @@ def fit(fp: FitPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any
     run_chain(stages["chain"][0], lm, progress, pilot=True)
     say(project(fp, stages))
     checks = [run_check(s, lm, fp, progress) for s in stages["check"]]
+    files = fit_check_files(fp, checks, say)  # before the chain's hours: too few right or wrong answers say so now
     chains = [run_chain(s, lm, progress) for s in stages["chain"]]
-    files = fit_files(fp, checks, chains, say)
+    files["maps"] |= fit_chain_maps(fp, files["model"], chains)
     checks2 = [run_check(s, lm, fp, progress, probe=files["probe"]) for s in stages["check2"]]
     chains2 = [run_chain(s, lm, progress) for s in stages["chain2"]]
     gates = fit_gates(fp, files["model"], checks2, chains2, say)
@@ -112,18 +114,25 @@ def project(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
 
 
 # ---------------------------------------------------------------------- the fitted files
-def fit_files(fp: FitPlan, checks: list[str], chains: list[str], say=_say) -> dict:
-    """The check's probe and the three maps, written into ``fp.out`` under their packaged names."""
+def fit_check_files(fp: FitPlan, checks: list[str], say=_say) -> dict:
+    """The check's probe and its EigenScore map, written into ``fp.out`` under their packaged names."""
     probe, taps = fit_from_studies(checks, "short", "best", fp.folds)
     out, model = Path(fp.out), probe.model
     probe.save(out / packaged_name(model, "short"))
     say(f"probe short at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
         f"on {probe.provenance['n']} answers")
+    short = calibrate_from_studies(checks, ESTIMATOR, "short")
+    short.save(out / calibration_name(model, "short", ESTIMATOR))
+    return {"model": model, "probe": probe, "taps": taps, "maps": {"short": short}}
+
+
+def fit_chain_maps(fp: FitPlan, model: str, chains: list[str]) -> dict:
+    """Both final answers' EigenScore maps, from the chains' rows."""
     maps = {}
-    for form, runs in (("short", checks), ("final-rationale", chains), ("final-knowledge", chains)):
-        maps[form] = calibrate_from_studies(runs, ESTIMATOR, form)
-        maps[form].save(out / calibration_name(model, form, ESTIMATOR))
-    return {"model": model, "probe": probe, "taps": taps, "maps": maps}
+    for form in ("final-rationale", "final-knowledge"):
+        maps[form] = calibrate_from_studies(chains, ESTIMATOR, form)
+        maps[form].save(Path(fp.out) / calibration_name(model, form, ESTIMATOR))
+    return maps
 
 
 def fit_gates(fp: FitPlan, model: str, checks2: list[str], chains2: list[str], say=_say) -> dict:

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, Real, Seed, Whole, schema
 from .plan import EvalPlan, Selection
 from .specs import ModelSpec, PlanError, RunSpec
@@ -96,8 +97,6 @@ class Stage:
 
 def dev_ids(files) -> dict[str, str]:
     """Every id (or question) of the dev id lists, with the list that names it (one a line)."""
-    from ..common.files import read_text
-
     found: dict[str, str] = {}
     for f in files:
         for line in read_text(f, PlanError).splitlines():
