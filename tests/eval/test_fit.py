@@ -194,3 +194,11 @@ def test_a_fit_runs_end_to_end_on_a_tiny_random_model(tmp_path, cache, tiny_lm):
     report = fit(fp, tiny_lm, progress=False, say=lambda s: None)
     assert report["model"] == tiny_lm.info()["model"] and set(report["gates"]) == {"probe", "check"}
     assert (tmp_path / "fitted" / "gates.json").is_file() and report["seconds_per_question"]["chain"] > 0
+
+
+def test_a_stage_killed_mid_write_is_timed_from_its_whole_rows(tmp_path):
+    """The projection of a resumed fit reads a stage's rows as a resume does: a last line torn by a kill is skipped."""
+    from seakr.eval.fitplan import stage_seconds
+
+    (tmp_path / "detect_rows.jsonl").write_text('{"id": "a", "seconds": 2.0}\n{"id": "b", "seconds": 4.0}\n{"id": "c", "sec')
+    assert stage_seconds(tmp_path) == [2.0, 4.0] and stage_seconds(tmp_path / "none") == []

@@ -8,7 +8,6 @@ its own, checked as ``seakr eval`` checks one, writing to ``OUT/runs/STAGE-I-NAM
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, Real, Seed, Whole, schema
 from .plan import EvalPlan, Selection
+from .rowlog import read_results
 from .specs import ModelSpec, PlanError, RunSpec
 from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
 
@@ -149,10 +149,10 @@ def describe(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
 
 
 def stage_seconds(folder: str | Path) -> list[float]:
-    """The seconds of each row a stage holds (a detect study's or an eval run's); none before its first."""
+    """The seconds of each row a stage holds (a detect study's or an eval run's), read as a resume reads them (a
+    line torn by a kill is skipped); none before its first."""
     for name in ("detect_rows.jsonl", "scores.jsonl"):
         f = Path(folder) / name
         if f.is_file():
-            rows = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
-            return [r["seconds"] for r in rows if isinstance(r.get("seconds"), (int, float))]
+            return [r["seconds"] for r in read_results(f) if isinstance(r.get("seconds"), (int, float))]
     return []
