@@ -17,7 +17,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, Real, Seed, Whole, schema
-from .plan import EvalPlan, Selection
+from .plan import EvalPlan, Selection, as_model_spec
 from .rowlog import read_results
 from .specs import ModelSpec, PlanError, RunSpec
 from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
@@ -32,10 +32,6 @@ ESTIMATOR = "eigen"
 GATES = ("probe", "check")
 
 
-def _model(v):
-    return ModelSpec(v) if v is None or isinstance(v, (str, os.PathLike)) else v
-
-
 def _listed(v):
     return [v] if isinstance(v, (str, os.PathLike)) else v
 
@@ -46,7 +42,7 @@ class FitPlan:
 
     train: Annotated[list[PathText], BeforeValidator(_listed), Field(min_length=1)]
     out: Folder
-    model: Annotated[ModelSpec, BeforeValidator(_model)] = field(default_factory=ModelSpec)
+    model: Annotated[ModelSpec, BeforeValidator(as_model_spec)] = field(default_factory=ModelSpec)
     limit: Positive = 400  # the first questions of each file (after every), split into halves A and B
     every: Positive | None = None
     index: PathText | None = None  # the chain's corpus; None: each file's paragraphs pooled (+ filler)

@@ -86,7 +86,8 @@ def _runs(v):
     return [RunSpec(r) if isinstance(r, str) else r for r in v] if isinstance(v, (list, tuple)) else v
 
 
-def _model(v):
+def as_model_spec(v):
+    """A model given by its name or path (or none: the default) as a :class:`ModelSpec`; a spec as it is."""
     return ModelSpec(user_path(v)) if v is None or isinstance(v, (str, os.PathLike)) else v
 
 
@@ -116,7 +117,7 @@ class EvalPlan:
     resume: bool = False
     concurrency: Count = 1
     grid: bool = False  # each run writes to out/NAME (always so for several runs)
-    model: Annotated[ModelSpec, BeforeValidator(_model), Said("a ModelSpec or a model's name", "")] = field(
+    model: Annotated[ModelSpec, BeforeValidator(as_model_spec), Said("a ModelSpec or a model's name", "")] = field(
         default_factory=ModelSpec)
 
     def check(self, here: bool = True) -> "EvalPlan":
