@@ -33,16 +33,13 @@ from ..probes.bank import SelfKnowledge
 from ..probes.probe import calibration_name, packaged_name
 from ..search import open_engine
 from .detect import detect, parse_taps
-from .fitting import calibrate_from_studies, fit_from_studies, gate_from_runs
+from .fitting import CORRECT_F1, calibrate_from_studies, fit_from_studies, gate_from_runs
 from .rowlog import read_results, read_run_config, run_rows
 from .runner import run_eval
 from .studies import StudiedSeaKR
 from .fitplan import ESTIMATOR, GATES, FitPlan, Stage, describe, plan_stages, stage_seconds
 from .metrics import auroc, auroc_ci
 from .specs import PlanError
-
-CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the label every fitted file reads)
-
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr)
