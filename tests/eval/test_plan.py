@@ -525,6 +525,31 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
         resumed([RunSpec("ircot", {"max_steps": 1})], shard="1/2")
 
 
+@pytest.mark.parametrize("change, runs, kw", [
+    ({"method": {"config": {"max_steps": 2}}}, [RunSpec("ircot", {"max_steps": 2})], {}),
+    ({"method": {"method": "cot"}}, [RunSpec("cot", name="ircot")], {}),
+    ({"shard": "1/2"}, [RunSpec("ircot", {"max_steps": 1})], {"shard": "1/2"}),
+    ({"every": 2}, [RunSpec("ircot", {"max_steps": 1})], {"every": 2})])
+def test_the_plan_and_the_row_log_refuse_a_resume_by_one_rule(tmp_path, change, runs, kw):
+    """Before the model loads the plan compares the part of the run's record it knows; the row log compares the
+    whole record after. Both are the one rule (resume.check_same_run), so both say the same."""
+    from seakr.eval.rowlog import RowLog
+
+    out = tmp_path / "o"
+    run_plan(EvalPlan(data=HOTPOT, out=str(out), runs=[RunSpec("ircot", {"max_steps": 1})], limit=1),
+             lm=ScriptedLM(lambda v: Reply("Paris. So the answer is Paris.")), progress=False, say=lambda s: None)
+    recorded = json.loads((out / "config.json").read_text())
+    now = {**recorded, **{k: v for k, v in change.items() if k != "method"},
+           "method": {**recorded["method"], **{k: v for k, v in change.get("method", {}).items() if k != "config"},
+                      "config": {**recorded["method"]["config"], **change.get("method", {}).get("config", {})}}}
+    plan = EvalPlan(data=HOTPOT, out=str(out), runs=runs, resume=True, **kw).check()
+    with pytest.raises(PlanError) as before:
+        plan.check_resumed_configs(plan.select(), ScriptedLM(lambda v: Reply("x")))
+    with pytest.raises(ValueError) as after:
+        RowLog(out, "results.jsonl", now, resume=True)
+    assert str(before.value) == str(after.value)
+
+
 def test_a_finished_run_resumed_is_summarised_without_loading_the_model(tmp_path, monkeypatch):
     """A resume with nothing left to answer (a job resubmitted, a grid run again) loaded the model first, to find
     nothing to do. It now writes each run's summary again from its rows; a run with a question left, or one

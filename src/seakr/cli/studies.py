@@ -115,26 +115,24 @@ def _model_depth(args) -> int | None:
 
 
 def _detect_asks_as_before(args, probe) -> None:
-    """``detect --resume``: what the study recorded of how it asks, compared where it is known before the model
-    loads (as RowLog compares it after): the form, setting, wording, probe file and taps (another probe file
-    or --probe was refused once the model had loaded). The taps it records begin with the model's own, known
-    once loaded: taken as the recorded one, a difference in the rest is one the row log would refuse too."""
+    """``detect --resume``: the resume rule (``check_same_run``) on what the study's record is known to be before
+    the model loads: its form, setting, wording and probe file, and its taps where the model's depth is known
+    without weights. The taps it records begin with the model's own, known once loaded: taken as the recorded
+    one, a difference in the rest is one the row log would refuse too."""
     if not (args.resume and os.path.isfile(os.path.join(args.out, "config.json"))):
         return
-    from ..eval.resume import check_same_asking
+    from ..eval.resume import check_same_run
     from ..eval.rowlog import read_run_config
     from ..eval.states import tap_name
     from ..eval.detect import TAP_KEYWORDS, detect_asking, parse_taps, study_taps
 
     old = read_run_config(args.out)
-    check_same_asking(old, json.loads(json.dumps(detect_asking(args.form, args.setting, probe))), args.out)
-    recorded = old.get("states")
-    depth = _model_depth(args)  # every layer: known here for a local model (or a cached hub one)
-    if not (isinstance(recorded, list) and recorded) or (args.probe in TAP_KEYWORDS and not depth):
-        return  # the taps settle with the model's depth
-    given = [tap_name(t) for t in parse_taps(args.probe, depth)]
-    now = study_taps(recorded[0], given, tap_name(probe.layer_source) if probe else None)
-    check_same_asking({"states": recorded}, {"states": now}, args.out)
+    known = detect_asking(args.form, args.setting, probe)
+    recorded, depth = old.get("states"), _model_depth(args)  # every layer: known for a local (or cached) model
+    if isinstance(recorded, list) and recorded and (args.probe not in TAP_KEYWORDS or depth):
+        given = [tap_name(t) for t in parse_taps(args.probe, depth)]
+        known["states"] = study_taps(recorded[0], given, tap_name(probe.layer_source) if probe else None)
+    check_same_run(old, known, args.out, partial=True)
 
 
 def cmd_detect(args) -> int:

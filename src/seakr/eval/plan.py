@@ -176,58 +176,45 @@ class EvalPlan:
                     "; give the corpus files it was built from (`seakr index info` lists them)" if own[0] == "index" else ""))
 
     def check_resumed_configs(self, sel: Selection, lm=None) -> None:
-        """What ``--resume`` compares once the model has loaded (:class:`~seakr.eval.rowlog.RowLog`), compared
-        before, where the plan alone says it: the data file, the method and every option the run sets to a
-        value (``auto`` and unset ones settle with the model). A resume with ``max_steps=2`` over a run of
-        ``max_steps=1`` loaded the model first (10.8 s with the 1.5B)."""
-        from ..methods import METHODS
-        from .resume import _comparable, _with_added_options, check_same_method, check_same_questions
+        """``--resume``'s rule (:func:`~seakr.eval.resume.check_same_run`) applied before the model loads, to the
+        part of each run's record the plan already knows (:meth:`known_record`); the row log applies it to the
+        whole record once the model has settled the rest."""
+        from .resume import check_same_run
         from .rowlog import read_run_config
 
-        questions = self.questions_record()
         for r in self.runs if self.resume else ():
-            old = read_run_config(self.out_for(r), required=False)
-            if not isinstance(old.get("method"), dict):
-                continue
-            recorded, opts = _with_added_options(old["method"]), self.options_for(r, sel.family)
-            rec = recorded.get("config") if isinstance(recorded.get("config"), dict) else {}
-            now = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))  # typed as the method will
-            diff = [] if recorded.get("method") == r.method else [("method", recorded.get("method"), r.method)]
-            diff += [(f"config.{k}", rec[k], now[k]) for k, v in opts.items()
-                     if v is not None and v != "auto" and k in rec and _comparable(rec[k]) != _comparable(now[k])]
-            diff += self._setup_diff(recorded, lm)
-            try:  # the questions first: another data file changes the family's options too
-                check_same_questions(old, questions, self.out_for(r))
-                check_same_method(diff, self.out_for(r))
-            except ValueError as e:
-                raise PlanError(str(e)) from None
+            if old := read_run_config(self.out_for(r), required=False):
+                try:
+                    check_same_run(old, self.known_record(r, sel, lm), self.out_for(r), partial=True)
+                except ValueError as e:
+                    raise PlanError(str(e)) from None
 
-    def _setup_diff(self, recorded: dict, lm=None) -> list[tuple[str, Any, Any]]:
-        """How a resume's model and index differ from what the run recorded, where the plan alone says it: the
-        model (``lm``'s, where one is given loaded), an explicit precision, layer or state source, and the index by
-        its checksum (a finished run "resumed" with another --precision, --layer or --index printed the old summary
-        without a word; another model was found only once it had loaded)."""
+    def known_record(self, r: RunSpec, sel: Selection, lm=None) -> dict:
+        """A run's ``config.json`` as far as the plan says it without the model's weights: the questions, the
+        method with every option set to a value (typed as the method reads it; ``auto`` and unset ones settle
+        with the model), the model (``lm``'s where one is given loaded; else the plan's name and any explicit
+        precision, layer and state source) and the index by its checksum."""
+        from ..methods import METHODS
         from ..models.machine import precision_name
         from ..search.base import is_url
         from ..search.generations import read_manifest
 
-        model = recorded.get("model") if isinstance(recorded.get("model"), dict) else {}
+        opts = self.options_for(r, sel.family)
+        typed = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))
         m = self.model
-        now = {"model.model": self.model_name() if lm is None else (lm.info() or {}).get("model")}
+        model = {"model": self.model_name() if lm is None else (lm.info() or {}).get("model")}
         if lm is None:  # a model given loaded computes as it was loaded, whatever the plan's flags say
-            now |= {"model.precision": precision_name(m.precision) if m.precision != "auto" else None,
-                    "model.state_layer": m.layer, "model.state_source": m.state_source}
-        diff = [(k, model.get(k.split(".")[1]), v) for k, v in now.items()
-                if v is not None and k.split(".")[1] in model and model[k.split(".")[1]] != v]
-        engine = recorded.get("engine") if isinstance(recorded.get("engine"), dict) else {}
-        if self.index and engine.get("checksum") and not is_url(self.index):
+            model |= {"precision": precision_name(m.precision) if m.precision != "auto" else None,
+                      "state_layer": m.layer, "state_source": m.state_source}
+        method = {"method": r.method, "config": {k: typed[k] for k, v in opts.items() if v is not None and v != "auto"},
+                  "model": {k: v for k, v in model.items() if v is not None}}
+        if self.index and not is_url(self.index):
             try:
                 checksum = read_manifest(Path(self.index)).get("checksum")
             except (OSError, ValueError):  # not an index (yet): the open says what it is, as ever
                 checksum = None
-            if checksum and checksum != engine["checksum"]:
-                diff.append(("engine.checksum", engine["checksum"][:16], checksum[:16]))
-        return diff
+            method |= {"engine": {"checksum": checksum}} if checksum else {}
+        return {**self.questions_record(), "method": method}
 
     def questions_record(self) -> dict:
         """What a run records of its questions beside its method (the data file, limit, shard, every): what a

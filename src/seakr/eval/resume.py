@@ -11,19 +11,27 @@ from pathlib import Path
 from ..common.jsontext import spelled, strict_json
 
 
-def differences(a, b, prefix: str = "") -> list[tuple[str, object, object]]:
-    """Every field where two JSON-like values differ: (dotted name, a's value, b's value; None where absent)."""
+def differences(a, b, prefix: str = "", partial: bool = False) -> list[tuple[str, object, object]]:
+    """Every field where two JSON-like values differ: (dotted name, a's value, b's value; None where absent).
+    ``partial``: ``b`` says only what is known of it, so only its fields that ``a`` has too are compared (a
+    plan's record before the model loads against the record a run wrote)."""
     if isinstance(a, dict) and isinstance(b, dict):
+        keys = [k for k in b if k in a] if partial else list(a) + [k for k in b if k not in a]
         out = []
-        for k in list(a) + [k for k in b if k not in a]:
-            out += differences(a.get(k), b.get(k), f"{prefix}{k}.") if k in a and k in b else [(f"{prefix}{k}", a.get(k), b.get(k))]
+        for k in keys:
+            out += (differences(a.get(k), b.get(k), f"{prefix}{k}.", partial) if k in a and k in b
+                    else [(f"{prefix}{k}", a.get(k), b.get(k))])
         return out
     return [] if a == b else [(prefix.rstrip(".") or "value", a, b)]
 
 
-def method_differences(old: dict, new: dict) -> list[tuple[str, object, object]]:
-    """Where two run configs' methods differ (options added since ``old`` was recorded at their old values)."""
-    return differences(_comparable(_with_added_options(old.get("method"))), _comparable(_with_added_options(new.get("method"))))
+def method_differences(old: dict, new: dict, partial: bool = False) -> list[tuple[str, object, object]]:
+    """Where two run configs' methods differ (options added since ``old`` was recorded at their old values; a
+    ``partial`` ``new`` names only the options it knows, so none are added to it)."""
+    if partial and new.get("method") is None:  # a record that knows nothing of the method yet
+        return []
+    now = new.get("method") if partial else _with_added_options(new.get("method"))
+    return differences(_comparable(_with_added_options(old.get("method"))), _comparable(now), partial=partial)
 
 
 def said_differences(diff: list, first: str, second: str, most: int = 4) -> str:
@@ -50,9 +58,13 @@ def _with_added_options(method: dict | None) -> dict | None:
 STUDY_KEYS = ("setting", "form", "states", "probe", "wording", "probe_model")
 
 
-def _check_same_run(old: dict, config: dict, where: Path) -> None:
-    check_same_method(method_differences(old, json.loads(json.dumps(config))), where)
-    check_same_questions(old, config, where)
+def check_same_run(old: dict, config: dict, where: Path, partial: bool = False) -> None:
+    """The one resume rule: ``config`` (a run's record, or with ``partial`` the part of it known before the model
+    loads) must answer the same questions with the same method and asking as the ``old`` record. The plan calls
+    it before the model loads, the row log once the run's whole record is known."""
+    config = json.loads(json.dumps(config))  # as config.json spells it
+    check_same_questions(old, config, where)  # first: another data file changes the family's options too
+    check_same_method(method_differences(old, config, partial), where)
     check_same_asking(old, config, where)
 
 

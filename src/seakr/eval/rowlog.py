@@ -17,7 +17,7 @@ from ..common.jsontext import loads, strict_json
 from ..common.runs import SCORES
 from ..common.writing import make_folder, write_atomic
 from .folders import _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
-from .resume import _check_same_run
+from .resume import check_same_run
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
@@ -140,7 +140,7 @@ class RowLog:
         if any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)) and not resume:
             raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
         if resume and cfg_path.exists():
-            _check_same_run(read_run_config(self.dir), config, self.dir)
+            check_same_run(read_run_config(self.dir), config, self.dir)
         elif resume and any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)):
             raise ValueError(f"{self.dir}: holds rows but no config.json, so nothing says which run they belong to; "
                              "refusing to resume into it (choose another --out)")
