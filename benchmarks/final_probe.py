@@ -37,7 +37,8 @@ from seakr.eval.rowlog import run_rows
 from seakr.eval.states import StateStore
 from seakr.methods.base import pick
 from seakr.methods.records import FinalAnswer
-from seakr.eval.fitting import CORRECT_F1, _data_name, out_of_fold
+from seakr.eval.fitting import _data_name, out_of_fold
+from seakr.eval.metrics import CORRECT_F1
 from seakr.probes.probe import fit_probe
 
 FORMS = ("rationale", "knowledge")

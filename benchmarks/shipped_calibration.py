@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from seakr.eval.metrics import auroc, bootstrap_ci
+from seakr.eval.metrics import CORRECT_F1, auroc, bootstrap_ci
 
-CORRECT_F1 = 0.5  # the label the probes were fitted to (seakr.eval.fitting.CORRECT_F1)
 FORMS = ("check", "rationale", "knowledge")
 
 

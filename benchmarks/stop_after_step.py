@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from seakr.eval.metrics import auroc, paired_bootstrap
-from seakr.eval.fitting import CORRECT_F1
+from seakr.eval.metrics import CORRECT_F1
 
 LEVELS = [round(x, 2) for x in np.arange(0.05, 0.96, 0.05)]
 

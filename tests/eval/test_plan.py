@@ -37,7 +37,7 @@ def test_the_command_and_python_build_the_same_plan_and_effective_config(tmp_pat
     assert cli.to_dict() == py.to_dict()
     fam_cli, fam_py = cli.select().family, py.select().family
     assert fam_cli == fam_py
-    assert cli.run_config(cli.runs[0], fam_cli) == py.run_config(py.runs[0], fam_py)
+    assert cli.options_for(cli.runs[0], fam_cli) == py.options_for(py.runs[0], fam_py)
     # the method each builds, described as a run records it (config.json), is the same too
     lm = ScriptedLM(lambda v: Reply("x"))
     a = build_method("seakr", lm, None, **cli.options_for(cli.runs[0], fam_cli)).describe()

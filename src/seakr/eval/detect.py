@@ -22,7 +22,7 @@ from ..methods.text import short_answer
 from ..methods.trace import clean
 from .datasets import require_golds
 from .example import Example
-from .metrics import auroc, f1_score, paired_auroc_difference, pearson, roc_curve
+from .metrics import CORRECT_F1, auroc, f1_score, paired_auroc_difference, pearson, roc_curve
 from .summary import figure, selection_summary
 from .states import StateStore, own_tap, tap_name
 from .rows import STUDY_FILES
@@ -161,7 +161,7 @@ def _detect_result(rows: list[dict], info: dict, setting: str, form: str, style:
     if not files:
         return result
     write_atomic(out / "detect.json", json.dumps(clean(result), indent=2))
-    _plot_roc(rows, [r["f1"] < 0.5 for r in rows], result["estimators"], out / "roc.png")
+    _plot_roc(rows, [r["f1"] < CORRECT_F1 for r in rows], result["estimators"], out / "roc.png")
     return result
 
 
@@ -212,7 +212,7 @@ def _detect_summary(rows: list[dict], info: dict, setting: str) -> dict:
     # clean() wrote +inf ("too few valid samples") as null; it ranks as most uncertain
     for r in rows:
         r["scores"] = {k: _finite(v) for k, v in r["scores"].items()}
-    wrong = [r["f1"] < 0.5 for r in rows]
+    wrong = [r["f1"] < CORRECT_F1 for r in rows]
     table = {}
     for name in rows[0]["scores"] if rows else []:
         s = [r["scores"][name] for r in rows]

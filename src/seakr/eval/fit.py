@@ -33,7 +33,8 @@ from ..probes.bank import SelfKnowledge
 from ..probes.probe import calibration_name, packaged_name
 from ..search import open_engine
 from .detect import detect, parse_taps
-from .fitting import CORRECT_F1, calibrate_from_studies, fit_from_studies, gate_from_runs
+from .metrics import CORRECT_F1
+from .fitting import calibrate_from_studies, fit_from_studies, gate_from_runs
 from .rowlog import read_results, read_run_config, run_rows
 from .runner import run_eval
 from .studies import StudiedSeaKR

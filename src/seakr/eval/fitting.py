@@ -22,12 +22,12 @@ from ..common.console import warn
 from .folders import run_dirs
 from .resume import other_data
 from .rowlog import read_results, read_run_config, run_rows
+from .metrics import CORRECT_F1
 from .selfknow import chain_f1, choose_gate_p, gate_sweep
 from .states import StateStore, tap_name
 from .detect import parse_taps
 from .rows import study_row_check
 
-CORRECT_F1 = 0.5  # an answer with F1 >= 0.5 counts as right (the detect study's label)
 
 
 #: Where each decision form's answers come from: a fitted file is only as true as the form its rows were

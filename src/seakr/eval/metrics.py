@@ -15,6 +15,9 @@ from ..common.checks import labels
 _PUNCT = set(string.punctuation)
 
 
+#: An answer with F1 >= 0.5 counts as right: the label every self-knowledge signal is fitted and scored on.
+CORRECT_F1 = 0.5
+
 def number_text(v: int | float) -> str:
     """A number as the answer it writes: 1990.0 is "1990" (str() gave "1990.0", normalised to "19900")."""
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
@@ -175,15 +178,7 @@ def pearson(x, y) -> float:
 
 
 def spearman(x, y) -> float:
-    """Spearman's rank correlation (Pearson over average ranks; ties share their mean rank)."""
-    def ranks(v):
-        v = _ranked(v)
-        order = np.argsort(v, kind="stable")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v), dtype=float)
-        for val in np.unique(v):  # ties: their mean rank
-            tie = v == val
-            r[tie] = r[tie].mean()
-        return r
+    """Spearman's rank correlation: Pearson over average ranks (ties share their mean rank)."""
+    from scipy.stats import rankdata
 
-    return pearson(ranks(x), ranks(y))
+    return pearson(rankdata(_ranked(x)), rankdata(_ranked(y)))

@@ -269,10 +269,6 @@ class EvalPlan:
             self.index = pooled_index(self.data, sel.full, self.filler, progress=adv)
         return self.index
 
-    def run_config(self, run: RunSpec, family: str) -> dict:
-        """What a run's method is built from: the name, the method and its effective options."""
-        return {"name": run.name, "method": run.method, "options": self.options_for(run, family)}
-
     def for_shard(self, i: int, n: int) -> "EvalPlan":
         """This plan's shard ``i`` of ``n``, writing to ``out/shard-i`` and resuming whatever is there."""
         return dataclasses.replace(self, shard=f"{i}/{n}", out=os.path.join(self.out, f"shard-{i}"), resume=True,

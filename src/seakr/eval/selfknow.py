@@ -18,10 +18,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .metrics import auroc, paired_bootstrap
+from .metrics import CORRECT_F1, auroc, paired_bootstrap
 from .rows import ResultRow
 
-CORRECT_F1 = 0.5
 
 
 def final_choice(rows: Sequence[ResultRow], p_rationale: Callable, p_knowledge: Callable) -> dict:
