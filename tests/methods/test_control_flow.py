@@ -150,7 +150,7 @@ def test_a_question_pasted_from_a_console_is_asked_and_searched_without_its_esca
     a = IRCoT(ScriptedLM(script), eng).answer("\x1b[1mWhich\x1b[0m city is the capital\x07 of France?")
     assert a.trace["steps"][0]["query"] == "Which city is the capital of France?"
     assert set(seen) == {"Which city is the capital of France?"} and a.answer == "Paris"
-    with pytest.raises(ValueError, match="^question must be a non-empty string$"):  # as at every door
+    with pytest.raises(ValueError, match=r"^question: empty \(no visible text\)$"):  # as at every door
         IRCoT(ScriptedLM(script), eng).answer("\x1b[1m\x1b[0m")
 
 

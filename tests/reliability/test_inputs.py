@@ -281,7 +281,7 @@ def test_12_the_answer_is_printed_even_when_the_page_cannot_be_written(tmp_path)
 
 
 def test_15_input_checks_run_before_the_model_loads(tmp_path, index):
-    one_line_error(seakr("ask", "--index", index, "   "), "non-empty")
+    one_line_error(seakr("ask", "--index", index, "   "), "question: empty (no visible text)")
     one_line_error(seakr("ask", "--index", str(tmp_path / "nothing"), "Who?"), "no index here")
     one_line_error(seakr("ask", "--index", index, "--option", "rerank=random", "Who?"), "--option: option rerank: one of")
     port = str(free_port())  # free now, so the option check is what fails
@@ -306,9 +306,9 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["uncertainty", "--temperature", "-1", "x"], "expected a number in [0, inf), got -1.0"),
     (["uncertainty", "--top-p", "2", "x"], "expected a number in (0, 1]"),
     (["uncertainty", "--top-k", "0", "x"], "expected a whole number in [1, inf), got 0"),
-    (["uncertainty", ""], "the prompt has no visible text"),
-    (["uncertainty", "\u200b\u2060"], "the prompt has no visible text"),  # invisible characters alone, as ask
-    (["uncertainty", "\udcff\udcfe"], "the prompt is not valid UTF-8"),  # a shell's $'\xff\xfe': not "empty"
+    (["uncertainty", ""], "the prompt: empty (no visible text)"),
+    (["uncertainty", "\u200b\u2060"], "the prompt: empty (no visible text)"),  # invisible characters alone, as ask
+    (["uncertainty", "\udcff\udcfe"], "the prompt: not valid UTF-8"),  # a shell's $'\xff\xfe': not "empty"
     (["ask", "\udcff\udcfe"], "question: not valid UTF-8"),
     (["uncertainty", "--temperature", "0", "x"], "--temperature 0: every sample would be the greedy answer"),
     (["uncertainty", "--show", "-1", "x"], "expected a whole number in [0, inf), got -1"),
@@ -793,7 +793,7 @@ def test_the_demo_refuses_an_empty_question_before_the_model_loads(question, cap
 
     assert main(["demo", question, "--model", "smollm2-135m"]) == 2
     err = capsys.readouterr().err
-    assert "question must be a non-empty string" in err and "config:" not in err and "index:" not in err
+    assert "question: empty (no visible text)" in err and "config:" not in err and "index:" not in err
 
 
 def test_uncertainty_json_is_one_strict_json_document(monkeypatch, capsys):

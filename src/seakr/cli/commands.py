@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..search.base import redact
-from ..common.checks import check_question
+from ..common.checks import check_question, question_text
 from ..common.console import shown, warn
 from ..common.writing import write_atomic
 from ..eval.grid import check_grid_paths, read_grid
@@ -28,10 +28,9 @@ def cmd_uncertainty(args) -> int:
 
     prompt = unescape(args.prompt) if args.escapes else args.prompt
     try:  # the rule every question is held to: visible text, valid UTF-8 (invisible characters alone ran)
-        check_question(prompt, CLIError)
-    except CLIError as e:
-        why = "has no visible text" if "non-empty" in str(e) else "is " + str(e).removeprefix("question: ")
-        raise CLIError(f"uncertainty: the prompt {why}") from None
+        question_text(prompt)
+    except ValueError as e:
+        raise CLIError(f"uncertainty: the prompt: {e}") from None
     if (ctx := model_spec(args).context()) and args.max_new_tokens >= ctx:  # was refused only after the load
         raise CLIError(f"--max-new-tokens {args.max_new_tokens}: leaves no room for the prompt in the model's "
                        f"{ctx}-token context; lower it")

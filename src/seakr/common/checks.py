@@ -30,17 +30,25 @@ def encodable(text: str) -> bool:
     return True
 
 
+def question_text(q: str) -> str:
+    """The rule of a question, at every door (the commands, the Python API, HTTP, a data file's rows through
+    ``Example``): encodable as UTF-8 (a shell can pass undecodable bytes) and a visible character at least."""
+    if not encodable(q):  # first: bytes a shell passed undecoded are no visible text either, and not "empty"
+        raise ValueError("not valid UTF-8 (undecodable bytes, or half a surrogate pair)")
+    if blank(q):
+        raise ValueError("empty (no visible text)")
+    return q
+
+
 def check_question(q: str, error: type[Exception] = ValueError) -> str:
-    """A question as typed: a visible character at least, and encodable as UTF-8 (a shell can pass
-    undecodable bytes). Every door (the commands, the Python API, HTTP, a data file) asks this."""
+    """:func:`question_text` for a door that takes the question alone, named ``question``."""
     if not isinstance(q, str):  # b"Who?" or ["Who?"] from Python: the kind, and how to decode bytes
         raise TypeError(f"question: expected text, got {type(q).__name__}"
                         + (" (decode it: question.decode('utf-8'))" if isinstance(q, bytes) else ""))
-    if not encodable(q):  # first: bytes a shell passed undecoded are no visible text either, and not "empty"
-        raise error("question: not valid UTF-8 (undecodable bytes, or half a surrogate pair)")
-    if blank(q):
-        raise error("question must be a non-empty string")
-    return q
+    try:
+        return question_text(q)
+    except ValueError as e:
+        raise error(f"question: {e}") from None
 
 
 def labels(positives, shape: tuple | None, what: str, meaning: str = "") -> np.ndarray:

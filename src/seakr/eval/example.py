@@ -10,7 +10,7 @@ from typing import Annotated, Callable, Sequence
 
 from pydantic import AfterValidator, Strict
 
-from ..common.checks import blank
+from ..common.checks import blank, question_text
 from ..common.schema import SchemaError, schema
 
 
@@ -27,7 +27,7 @@ Visible = Annotated[str, Strict(), AfterValidator(_visible)]
 @schema("example", strict=False)
 class Example:
     id: Visible
-    question: Visible
+    question: Annotated[str, Strict(), AfterValidator(question_text)]
     answers: list[Annotated[str, Strict()]]  # gold answers + aliases; [] for none (answered, not scored)
     supporting_titles: list[str] = field(default_factory=list)
     contexts: list[tuple[str, str]] = field(default_factory=list)  # (title, text) paragraphs given with the question

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..methods import METHODS
-from ..common.checks import check_question, encodable
+from ..common.checks import encodable, question_text
 
 MAX_QUESTION = 2000
 #: Passages a request may bring to be searched instead of the server's index, and their sizes
@@ -46,7 +46,7 @@ Passages = list[PassageIn | Annotated[str, Field(min_length=1, max_length=MAX_PA
 
 class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=MAX_QUESTION, description="the question (1-2,000 characters)")
+    question: str = Field(max_length=MAX_QUESTION, description="the question (visible text, at most 2,000 characters)")
     method: MethodName | None = Field(default=None, description="default: the server's method")
     options: dict[str, float | int | str | bool | None] | None = Field(
         default=None, description="method options, e.g. {\"estimator\": \"energy\", \"max_steps\": 4}")
@@ -57,7 +57,7 @@ class AnswerRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _not_blank(cls, v: str) -> str:
-        return check_question(v)  # blank or control characters only: "question must be a non-empty string"
+        return question_text(v)  # the question's one rule (common.checks)
 
 
 class AnswerResponse(BaseModel):
