@@ -10,24 +10,19 @@ from typing import Annotated, Callable, Sequence
 
 from pydantic import AfterValidator, Strict
 
-from ..common.checks import blank, question_text
+from ..common.checks import question_text
 from ..common.schema import SchemaError, schema
 
 
-def _visible(v: str) -> str:
-    if blank(v):
-        raise ValueError("empty (no visible text)")
-    return v
-
-
-#: Text with a visible character: an id keys its row (written, resumed and paired by id); a question is asked.
-Visible = Annotated[str, Strict(), AfterValidator(_visible)]
+#: Visible, encodable text (the question's rule): an id keys its row (written, resumed and paired by id); a
+#: question is asked.
+Visible = Annotated[str, Strict(), AfterValidator(question_text)]
 
 
 @schema("example", strict=False)
 class Example:
     id: Visible
-    question: Annotated[str, Strict(), AfterValidator(question_text)]
+    question: Visible
     answers: list[Annotated[str, Strict()]]  # gold answers + aliases; [] for none (answered, not scored)
     supporting_titles: list[str] = field(default_factory=list)
     contexts: list[tuple[str, str]] = field(default_factory=list)  # (title, text) paragraphs given with the question
