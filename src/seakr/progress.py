@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 
 
 @contextlib.contextmanager
@@ -56,8 +57,6 @@ class LiveLine:
     of seconds on a CPU; this is what moves meanwhile."""
 
     def __init__(self, stream=None):
-        import time
-
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
         self.clock, self.t0 = time.perf_counter, time.perf_counter()

@@ -653,10 +653,10 @@ def test_a_path_with_a_tilde_is_the_home_folders_in_a_grid_and_the_python_api(tm
 
 def test_the_model_is_loaded_with_the_spec_s_tap(monkeypatch):
     """``--state-source`` reaches the model: a spec's every setting is a load_model argument."""
-    import seakr.models
+    import seakr.eval.specs
 
     seen = {}
-    monkeypatch.setattr(seakr.models, "load_model", lambda name, **kw: seen.update(kw, name=name))
+    monkeypatch.setattr(seakr.eval.specs, "load_model", lambda name, **kw: seen.update(kw, name=name))
     ModelSpec("smollm2-135m", threads=1, layer=2, state_source="residual").load()
     assert seen == {"name": "smollm2-135m", "precision": "auto", "device": "cpu", "threads": 1, "state_layer": 2,
                     "state_source": "residual"}

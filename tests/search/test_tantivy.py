@@ -542,11 +542,11 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
     assert main(["search", str(corpus), "Lyon", "--k", "1", "--json"]) == 0
     assert [h["id"] for h in json.loads(capsys.readouterr().out)] == ["2"]
     assert sorted((tmp_path / "cache" / "indexes").iterdir()) == built and manifest.stat().st_mtime_ns == stamp
-    import seakr.models.registry as registry
+    import seakr.search.build as build
 
     hashed = []
-    real = registry.sha256_file
-    monkeypatch.setattr(registry, "sha256_file", lambda p, *a: hashed.append(p) or real(p, *a))
+    real = build.sha256_file
+    monkeypatch.setattr(build, "sha256_file", lambda p, *a: hashed.append(p) or real(p, *a))
     open_engine(str(corpus))  # the file's digest is remembered under its size and time: 13 GB were read each time
     assert hashed == []
     with corpus.open("a") as f:  # a changed file makes another index: the old one would answer from stale passages

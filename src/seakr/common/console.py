@@ -7,6 +7,7 @@ import math
 import re
 import sys
 from typing import Iterable
+import difflib
 
 
 #: control characters other than newline and tab, as escapes: a terminal acts on them (ESC starts a colour, a
@@ -71,8 +72,6 @@ def message(text) -> str:
 def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
     """`` (did you mean 'x'?)`` for the choice closest to ``value`` read in lower case (a model's, an estimator's or
     a decision's name as its makers capitalise it: "EigenScore", "Probe", "Qwen2.5-Coder-0.5B"), else ``""``."""
-    import difflib
-
     if not isinstance(value, str):
         return ""
     flat = lambda text: re.sub(r"[^0-9a-z]", "", text.lower())  # noqa: E731 -- "Max Entropy" is max-entropy

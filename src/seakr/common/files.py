@@ -14,6 +14,8 @@ import zlib
 from typing import Iterator
 
 from .console import first_line
+import zipfile
+import glob
 
 
 #: The longest line a one-record-per-line file may hold: no passage or question comes near it, and a stream
@@ -191,7 +193,6 @@ def _members(path: str, kind: str) -> str:
     """`` of N files (a, b, ...)`` naming a zip archive's first files, or nothing (7z; a pipe, not seekable)."""
     if kind != "zip" or not stat.S_ISREG(os.stat(path).st_mode):
         return ""
-    import zipfile
 
     try:
         with zipfile.ZipFile(path) as z:
@@ -231,8 +232,6 @@ def is_pattern(path: str) -> bool:
 
 def pattern_files(pattern: str, error: type[Exception] = ValueError) -> list[str]:
     """The files a quoted glob matches, in name order (no shell expanded it: a script's, a config's), or one line."""
-    import glob
-
     files = sorted(f for f in glob.glob(pattern) if os.path.isfile(f))
     if not files:
         raise error(f"{pattern}: no file matches this pattern")

@@ -10,6 +10,7 @@ import sys
 
 from .console import repeated, said
 from .files import read_text
+from json import decoder, scanner
 
 
 #: A JSON \u escape of a UTF-16 surrogate (D800-DFFF) whose backslash is not itself escaped. JSON spells a
@@ -92,8 +93,6 @@ def _once(pairs: list) -> dict:
 def _twice_at(text: str) -> int:
     """Where the first object that gives a key twice starts in ``text`` (read again by the pure-Python
     scanner, whose objects know where they start: only on this path, which ends in an error)."""
-    from json import decoder, scanner
-
     class Finder(json.JSONDecoder):
         def __init__(self):
             super().__init__(object_pairs_hook=_once)
@@ -154,8 +153,6 @@ def native(v):
 
 def parse_json(text: str, where: str, error: type[Exception] = ValueError):
     """``text`` (the content of file ``where``) as JSON; bad JSON raises ``error`` naming ``where:line``."""
-    import json
-
     try:
         value = loads(text)
     except json.JSONDecodeError as e:

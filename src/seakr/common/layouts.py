@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from .tables import head as file_head, table_delimiter
+import csv
 
 
 #: The header of the question-answer CSV layout (HotpotQA / 2Wiki train subsets: answers and supporting
@@ -34,8 +35,6 @@ def question_delimiter(line: str) -> str:
 
 def _table_header(head: str) -> list[str] | None:
     """The header of a question-answer table opening ``head``: a first line, not JSON, with a question column."""
-    import csv
-
     first = head.split("\n", 1)[0].rstrip("\r")
     if first.lstrip().startswith(("{", "[")):
         return None

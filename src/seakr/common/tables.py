@@ -11,6 +11,7 @@ from typing import Iterable, Iterator
 from .console import first_line, repeated
 from .files import MAX_LINE, _RECORD_MAGIC, _a, lines
 from .jsontext import check_escapes, loads
+import csv
 
 
 def dataset_object(head: str) -> bool:
@@ -115,8 +116,6 @@ def jsonl(path: str, error: type[Exception] = ValueError) -> Iterator[tuple[int,
 def jsonl_records(numbered: Iterable[tuple[int, str]], path: str,
                   error: type[Exception] = ValueError) -> Iterator[tuple[int, dict]]:
     """:func:`jsonl` of (line number, line) pairs already read (a pipe's, whose head told its layout)."""
-    import json
-
     for n, line in numbered:
         if not line.strip():
             continue
@@ -134,8 +133,6 @@ def csv_rows(reader, path: str, error: type[Exception] = ValueError) -> Iterator
     """A ``csv.reader``'s rows, each with the line it starts on (a quoted field may hold line breaks), its refusals
     (a field past the size limit, a quote left open) one line naming the file and line instead of a ``_csv.Error``
     traceback."""
-    import csv
-
     while True:
         start = reader.line_num + 1
         try:
@@ -162,8 +159,6 @@ def row_width_refused(path: str, reader, start: int, got: int, expected: str) ->
 def table_delimiter(line: str, names) -> str:
     """The delimiter a table's header line is split by: the first of tab, semicolon (a spreadsheet's CSV where
     the decimal mark is a comma) and comma that gives a column named one of ``names`` (lower case); else comma."""
-    import csv
-
     for d in ("\t", ";", ","):
         if d in line and any(c.strip().lower() in names for c in next(csv.reader([line], delimiter=d))):
             return d

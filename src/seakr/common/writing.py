@@ -8,6 +8,7 @@ import os
 import stat
 import threading
 from pathlib import Path
+import tempfile
 
 
 def write_atomic(path, content: str | bytes) -> None:
@@ -80,8 +81,6 @@ def folder_refused(where: str, file: bool = False) -> str | None:
     """Why the folder ``where`` takes no new folder (or ``file``), None where it does, learnt by making one and
     removing it: permission bits do not say all (root passes every access check, yet /proc, /sys and a
     read-only mount refuse)."""
-    import tempfile
-
     try:
         if file:
             fd, name = tempfile.mkstemp(prefix=".seakr-try-", dir=where)

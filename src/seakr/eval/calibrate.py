@@ -27,6 +27,8 @@ from .rowlog import read_run_config, run_rows
 from .summary import selection_summary
 from .rows import STUDY_FILES
 from .studies import _each
+from .specs import check_output_dir
+from ..common.runs import ROW_FILES
 
 
 def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
@@ -155,9 +157,6 @@ def _check_own_folder(out: Path) -> None:
     """Where a calibration from runs may write: its rows are recomputed from the runs, so its own earlier
     output is rewritten, but a folder where a run or a study keeps rows is not (``--out`` naming a simple-QA
     calibration study replaced that study's rows, hours of model time; naming the never-run mixed the two)."""
-    from .specs import check_output_dir
-    from ..common.runs import ROW_FILES
-
     check_output_dir(str(out))  # a file, a dangling link, an unwritable place or a live run's folder: one line
     kept = [n for n in ("config.json", *ROW_FILES) if (out / n).exists()]
     if "config.json" in kept or len(kept) > ("calibration_rows.jsonl" in kept):

@@ -18,6 +18,8 @@ from pathlib import Path
 from .plan import EvalPlan, run_plan
 from .specs import PlanError
 from .merge import merge_runs
+import socket
+from ..models.machine import available_cpus
 
 
 def _ray():
@@ -45,8 +47,6 @@ def check_address(address: str, timeout: float = 5.0) -> None:
     """A cluster address (``host:port`` or ``ray://host:port``) answers before Ray is asked to join it: with a
     mistyped host or a stopped head, ``ray.init`` retried without end, logging a timeout every 40 s. ``auto``
     (the cluster ``RAY_ADDRESS`` or ``ray start`` names) is left to Ray."""
-    import socket
-
     if address == "auto":
         return
     hostport = address.removeprefix("ray://")
@@ -96,7 +96,6 @@ def run_shards(plan: EvalPlan, n_shards: int, *, address: str | None = None, num
         raise PlanError(f"eval --ray: --shards {n_shards}, but the plan selects {len(selection.examples)} questions; "
                         f"at most {len(selection.examples)} shards")
     plan.ensure_index(selection)  # bad data fails here, not in every worker; one index build, not n racing
-    from ..models.machine import available_cpus
 
     if plan.model.threads is None:  # each task computes on its share of the node, not on every core
         # a local cluster's tasks load here, where threads beyond the CPUs are refused (and would only contend)

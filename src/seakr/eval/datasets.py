@@ -27,6 +27,8 @@ from .metrics import normalize, number_text
 from .splits import split_files
 from .example import Example, check_questions, example_at
 from .qatables import _cell_answers, load_qa_csv, load_table
+from ..search.corpora import CorpusError, context_pairs, detect_format
+from ..search.base import seakr_own
 
 
 LAYOUTS = ("hotpotqa", "2wiki", "musique", "nq", "squad", "triviaqa", "iirc", "flashrag", "qa-csv", "table", "auto")
@@ -150,8 +152,6 @@ def warn_unlabelled(path: str, examples: list[Example]) -> None:
 
 
 def _contexts(where, ctx):
-    from ..search.corpora import CorpusError, context_pairs
-
     try:
         return context_pairs(where, ctx)
     except CorpusError as e:
@@ -369,8 +369,6 @@ def detect_layout(path: str) -> str:
 
 def _passages_hint(path: str) -> str:
     """What to do with a corpus given where questions go (a DPR TSV, JSON lines of id/title/text), or nothing."""
-    from ..search.corpora import detect_format
-
     try:
         fmt = detect_format(path)
     except ValueError:
@@ -416,8 +414,6 @@ def _not_seakrs_own(path: str) -> None:
     """A run's, study's or index's own file or folder given as the questions, refused naming what it is (an index's
     ``meta.json`` was "passages ...: index them", a run's ``scores.jsonl`` "cannot tell the dataset layout"), as
     ``index build`` refuses them as a corpus; a run's names the data file it read."""
-    from ..search.base import seakr_own
-
     if not (own := seakr_own(path)):
         return
     kind, what = own

@@ -14,6 +14,7 @@ from ..common.files import read_text
 from ..common.jsontext import too_many_digits
 from .datasets import LAYOUTS
 from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_run, check_run_name
+import tomllib
 
 
 # ---------------------------------------------------------------------- TOML run grids
@@ -103,8 +104,6 @@ def check_grid_paths(path: str, conf: dict) -> None:
 def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
     """A TOML run grid: its top-level settings (:class:`Grid`: the eval flags' names) and its ``[[run]]``
     entries. Every key, type, range and run name is checked here, before any model loads."""
-    import tomllib
-
     try:
         conf = tomllib.loads(read_text(path, PlanError))
     except tomllib.TOMLDecodeError as e:

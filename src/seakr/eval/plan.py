@@ -22,24 +22,34 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import AfterValidator, BeforeValidator
 
-from ..search.base import redact, seakr_own
+from ..search.base import is_url, redact, seakr_own
 from ..common.console import warn
 from ..common.files import check_rereadable, is_pattern, missing, pattern_files, user_path
 from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
-from .datasets import LAYOUTS
+from .datasets import LAYOUTS, load_dataset, warn_unlabelled
 from .example import Example
 from .specs import ModelSpec, PlanError, RunSpec, check_output_dir, check_run, check_run_name, check_settings, method_options, parse_shard, select_examples, setting
+from ..common.runs import SCORES
+from .rows import STUDY_ROWS, check_row, study_row_check
+from .rowlog import finished_rows, read_results, read_run_config, recorded_with
+from ..methods import METHODS, build_method
+from ..methods.base import warn_unread_tap
+from ..progress import progress_bar
+from ..search import open_engine
+from .runner import run_eval
+from .summary import summary_of_rows
+from .resume import check_same_run, data_identity
+from ..models.machine import precision_name
+from ..search.generations import read_manifest
+from ..models import DEFAULT_MODEL, model_path
+from ..prompts import family_for
+from .corpus import check_poolable, pooled_index
 
 
 def check_resume_rows(path: str) -> None:
     """The rows a ``--resume`` continues, read now: a row seakr did not write (a hand edit, another tool's
     file) is named by file, line and field before the model loads, not after it (eval) or after the last
     question (a study's summary)."""
-    from ..common.runs import SCORES
-    from .rows import check_row
-    from .rowlog import read_results
-    from .rows import STUDY_ROWS, study_row_check
-
     for name, check in {"results.jsonl": check_row, SCORES: check_row, **{n: study_row_check(n) for n in STUDY_ROWS}}.items():
         if os.path.isfile(os.path.join(path, name)):
             try:
@@ -139,7 +149,6 @@ class EvalPlan:
         methods = ", ".join(sorted({r.method for r in self.runs}))
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):
             warn(f"eval: delta is not read: it is SeaKR's threshold, and no run of the plan is SeaKR ({methods})", once=True)
-        from ..methods import METHODS
 
         if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):
             warn(f"eval: {'index' if self.index else 'filler'} is not read: it is searched only by methods that "
@@ -179,9 +188,6 @@ class EvalPlan:
         """``--resume``'s rule (:func:`~seakr.eval.resume.check_same_run`) applied before the model loads, to the
         part of each run's record the plan already knows (:meth:`known_record`); the row log applies it to the
         whole record once the model has settled the rest."""
-        from .resume import check_same_run
-        from .rowlog import read_run_config
-
         for r in self.runs if self.resume else ():
             if old := read_run_config(self.out_for(r), required=False):
                 try:
@@ -194,11 +200,6 @@ class EvalPlan:
         method with every option set to a value (typed as the method reads it; ``auto`` and unset ones settle
         with the model), the model (``lm``'s where one is given loaded; else the plan's name and any explicit
         precision, layer and state source) and the index by its checksum."""
-        from ..methods import METHODS
-        from ..models.machine import precision_name
-        from ..search.base import is_url
-        from ..search.generations import read_manifest
-
         opts = self.options_for(r, sel.family)
         typed = dataclasses.asdict(METHODS[r.method].Config.from_dict(opts))
         m = self.model
@@ -219,15 +220,11 @@ class EvalPlan:
     def questions_record(self) -> dict:
         """What a run records of its questions beside its method (the data file, limit, shard, every): what a
         ``--resume`` must match."""
-        from .resume import data_identity
-
         return {**data_identity(self.data), "limit": self.limit, "shard": self.shard,
                 **({"every": self.every} if self.every else {})}
 
     def model_name(self) -> str:
         """The model as a run records it (``config.json``'s ``method.model.model``): a registry name resolved."""
-        from ..models import DEFAULT_MODEL, model_path
-
         return model_path(self.model.model or DEFAULT_MODEL)
 
     def out_for(self, run: RunSpec) -> str:
@@ -238,9 +235,6 @@ class EvalPlan:
 
     def select(self) -> Selection:
         """Load the data file and pick this plan's questions."""
-        from ..prompts import family_for
-        from .datasets import load_dataset
-
         full = load_dataset(self.data, self.layout)
         if not full:
             raise PlanError(f"{self.data}: no questions in this file")
@@ -257,12 +251,8 @@ class EvalPlan:
         """The plan's index: the one given, else the dataset's paragraphs (+ filler) pooled once and cached
         (over the whole file, not only the selection: the other questions' distractors stay in). A plan whose
         methods never search (CoT) needs none: None, and its data need carry no paragraphs."""
-        from ..methods import METHODS
-
         if self.index or not any(METHODS[r.method].retrieves for r in self.runs):
             return self.index
-        from ..progress import progress_bar
-        from .corpus import check_poolable, pooled_index
 
         check_poolable(self.data, sel.full)
         with progress_bar("pooling the dataset's paragraphs into an index", enabled=progress) as adv:
@@ -285,14 +275,6 @@ def _say(msg: str) -> None:
 def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any] = _say) -> list[dict]:
     """Run every method of ``plan`` over its questions (one loaded model shared by the runs); returns
     their summaries. ``say`` receives the effective config of each run before it starts."""
-    from ..methods import build_method
-    from ..methods.base import warn_unread_tap
-    from ..progress import progress_bar
-    from ..search import open_engine
-    from .datasets import warn_unlabelled
-    from .runner import run_eval
-    from .summary import summary_of_rows
-
     plan.check()
     sel = plan.select()
     plan.check_resumed_configs(sel, lm)
@@ -326,8 +308,6 @@ def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], 
     """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its
     method, options and questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`);
     a run recorded with another model goes the usual way (the model loads, and the resume says what differs)."""
-    from .rowlog import finished_rows, recorded_with
-
     done = []
     for r in plan.runs:
         cfg = recorded_with(plan.out_for(r), plan.model_name())

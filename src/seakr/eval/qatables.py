@@ -12,11 +12,11 @@ from ..common.tables import column_twice, csv_rows, row_width_refused
 from ..common.layouts import QA_CSV_HEADER, TABLE_COLUMNS, DatasetError, question_delimiter
 from .metrics import number_text
 from .example import example_at
+import csv
+import ast
 
 
 def _py_list(where: str, field: str, text: str) -> list[str]:
-    import ast
-
     try:
         v = ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -27,8 +27,6 @@ def _py_list(where: str, field: str, text: str) -> list[str]:
 
 
 def load_qa_csv(path):
-    import csv
-
     csv.field_size_limit(MAX_LINE)  # 128 KB by default: a long Documents field was csv's traceback
     lines = (line for _, line in file_lines(path, DatasetError, MAX_LINE))
     reader = csv.reader(lines)
@@ -56,8 +54,6 @@ def _cell_answers(text: str) -> list[str]:
     answers split by ``|`` (``Lima | Ciudad de los Reyes``: no factoid answer holds one, and read whole the cell
     was an answer no prediction could match), or else one answer as written (a cell "[citation needed]" that
     parses as no list is that answer)."""
-    import ast
-
     s = text.strip()
     if _ARRAY.fullmatch(s):  # before Python's parse, which reads 'Paris' 'Lima' as the one string 'ParisLima'
         return [re.sub(r"\\(.)", r"\1", q[1:-1]) for q in re.findall(_QUOTED, s)]
@@ -91,8 +87,6 @@ def table_columns(header: list[str], where: str) -> dict[str, int | None]:
 def load_table(path):
     """A CSV or TSV of questions and answers with a header row (``TABLE_COLUMNS``), its delimiter told by the
     header line (``question_delimiter``); an answer cell may hold a list (see ``_cell_answers``)."""
-    import csv
-
     csv.field_size_limit(MAX_LINE)
     lines = (line for _, line in file_lines(path, DatasetError, MAX_LINE))
     first = next(lines, "")

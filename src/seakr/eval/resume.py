@@ -9,6 +9,9 @@ import os
 from pathlib import Path
 
 from ..common.jsontext import spelled, strict_json
+from ..methods import METHODS
+from .splits import split_digest
+from .specs import parse_shard
 
 
 def differences(a, b, prefix: str = "", partial: bool = False) -> list[tuple[str, object, object]]:
@@ -45,8 +48,6 @@ def said_differences(diff: list, first: str, second: str, most: int = 4) -> str:
 def _with_added_options(method: dict | None) -> dict | None:
     """A recorded method description with the options added since it was recorded, at the values that
     reproduce it (``Config.ADDED``)."""
-    from ..methods import METHODS
-
     if not isinstance(method, dict) or not isinstance(method.get("config"), dict) or method.get("method") not in METHODS:
         return method
     added = getattr(METHODS[method["method"]].Config, "ADDED", {})
@@ -112,8 +113,6 @@ def other_data(old: dict, new: dict) -> bool:
 
 def data_identity(path: str) -> dict:
     """What a run records of its data file, so ``--resume`` can refuse another one."""
-    from .splits import split_digest
-
     return {"data": os.path.abspath(path), "data_sha256": split_digest(path)}
 
 
@@ -140,6 +139,4 @@ def _comparable(cfg):
 
 def _shard_of(cfg: dict) -> tuple[int, int]:
     """A run's shard as numbers, (0, 1) for a whole run: runs before the plan wrote I/N recorded "00/02" as given."""
-    from .specs import parse_shard
-
     return parse_shard(cfg["shard"]) if cfg.get("shard") else (0, 1)

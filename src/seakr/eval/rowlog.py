@@ -18,6 +18,7 @@ from ..common.runs import SCORES
 from ..common.writing import make_folder, write_atomic
 from .folders import _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
 from .resume import check_same_run
+from .specs import PlanError, parse_shard
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
@@ -85,8 +86,6 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
 def _check_config_shape(p: Path, cfg: dict) -> None:
     """The fields compare, report and merge read: ``method`` and its ``engine`` objects, ``shard`` "I/N"
     (a ``method: 5`` or ``shard: 5`` was an AttributeError naming no file)."""
-    from .specs import PlanError, parse_shard
-
     method = cfg.get("method")
     for name, v in (("method", method), ("method.engine", method.get("engine") if isinstance(method, dict) else None)):
         if v is not None and not isinstance(v, dict):

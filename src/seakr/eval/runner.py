@@ -19,11 +19,11 @@ from .states import StateStore, own_tap, tap_name
 from ..common.runs import SCORES
 from .rowlog import RowLog, score_row
 from .summary import _percent, _summary
+import inspect
+import importlib.metadata as md
 
 
 def versions() -> dict:
-    import importlib.metadata as md
-
     out = {"python": platform.python_version()}
     for pkg in ("seakr", "torch", "transformers", "tantivy", "numpy"):
         try:
@@ -64,8 +64,6 @@ def check_lengths(method, examples: Sequence[Example]) -> None:
 def takes_cancel(method) -> bool:
     """Whether ``method.answer`` takes a ``cancel`` event (every packaged method does; one of a user's own may
     not)."""
-    import inspect
-
     try:
         return "cancel" in inspect.signature(method.answer).parameters
     except (TypeError, ValueError):

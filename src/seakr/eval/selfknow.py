@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .metrics import CORRECT_F1, auroc, paired_bootstrap
+from .metrics import CORRECT_F1, auroc, bootstrap_ci, paired_bootstrap
 from .rows import ResultRow
 
 
@@ -95,8 +95,6 @@ def rerank_signal(questions: Sequence[tuple[Sequence[float], Sequence[bool]]]) -
     """How well a re-rank score (higher: more likely a supporting passage) orders each question's
     candidates: the within-question AUROC (gold against non-gold pairs; ties 1/2; each question that has
     both counts once, CI over questions) and recall@1 of its top candidate (ties: the engine's order)."""
-    from .metrics import bootstrap_ci
-
     per_q, top1 = [], []
     for scores, gold in questions:
         a = auroc(list(scores), list(gold))

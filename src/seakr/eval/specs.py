@@ -13,9 +13,16 @@ from pydantic import BeforeValidator, Field, Strict
 
 from ..common.console import did_you_mean
 from ..common.schema import PathText, Positive, Said, Seed, Whole, check_type, schema, unknown_keys
-from ..models.machine import STATE_SOURCES
+from ..models.machine import PRECISIONS, STATE_SOURCES, check_device, check_layer, check_threads, default_threads, device_name, precision_name
 from ..common.writing import nearest_existing, no_place, place_refused
 from .example import Example
+from ..methods import METHODS
+from ..methods.config import check_lengths
+from ..common.runs import ROW_FILES
+from .folders import check_free, check_not_foreign
+from ..models import DEFAULT_MODEL, load_model, model_path
+from ..models.figures import model_context, model_depth
+from ..models.registry import model_kind
 
 
 class PlanError(ValueError):
@@ -58,8 +65,6 @@ def setting(field: str, check: Callable, *args, **kw):
 
 
 def _device(v):
-    from ..models.machine import device_name
-
     return device_name(v)
 
 
@@ -87,11 +92,6 @@ class ModelSpec:
         """The mistakes that would otherwise surface after a minute of loading, each a :class:`SettingError` of
         ``model.FIELD``. ``here``: the model loads on this machine (not on a remote Ray cluster's workers, whose
         CPUs bound the threads there)."""
-        from ..models import DEFAULT_MODEL, model_path
-        from ..models.machine import PRECISIONS, check_device, check_layer, check_threads, default_threads, precision_name
-        from ..models.figures import model_depth
-        from ..models.registry import model_kind
-
         if self.model is not None:  # "" is no model, not the default one
             setting("model", model_path, self.model)
         try:
@@ -117,17 +117,12 @@ class ModelSpec:
     def context(self) -> int | None:
         """The model's context window in tokens where it is known without the weights (a packaged model, a local
         file or folder, a cached hub id); None otherwise, or for a model name that :meth:`check` refuses."""
-        from ..models import DEFAULT_MODEL, model_path
-        from ..models.figures import model_context
-
         try:
             return model_context(DEFAULT_MODEL if self.model is None else model_path(self.model))
         except (TypeError, ValueError):
             return None
 
     def load(self):
-        from ..models import DEFAULT_MODEL, load_model
-
         return load_model(self.model or DEFAULT_MODEL, precision=self.precision, device=self.device,
                           threads=self.threads, state_layer=self.layer, state_source=self.state_source)
 
@@ -157,14 +152,11 @@ def check_run(where: str, method: str, options: dict, context: int | None = None
     """A run's method and options, checked before any model loads: a typo in a grid's last run must not
     surface after the first runs have taken an hour. ``context``: the model's window in tokens, where
     :meth:`ModelSpec.context` knows it, which a generation must leave room in (the method checks again)."""
-    from ..methods import METHODS
-
     if not isinstance(method, str) or method not in METHODS:  # any value: a list or a table is no name
         raise PlanError(f"{where}: unknown method {method!r}{did_you_mean(method, METHODS)}; choose from "
                         f"{', '.join(METHODS)}")
     if not isinstance(options, dict):
         raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
-    from ..methods.config import check_lengths
 
     try:
         check_lengths(METHODS[method].Config.from_dict(options), context)  # was after the load
@@ -213,7 +205,6 @@ def check_run_name(where: str, name, names: set) -> None:
     if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
         raise PlanError(f"{where}: name {name!r} must be a file name of ASCII letters, digits, '.', '_' and '-' "
                         "(no '/', no accented letters)")
-    from ..common.runs import ROW_FILES
 
     # a run folder named like a run's own files ("results.jsonl") made `report` and `compare` of the grid's
     # folder read it as a file ("Is a directory")
@@ -254,7 +245,6 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
         return
     if not os.access(path, os.W_OK):
         raise PlanError(f"{flag} {path}: not writable")
-    from .folders import check_free, check_not_foreign
 
     try:
         check_not_foreign(Path(path))  # another program's folder, a model, an index: now, not after the load

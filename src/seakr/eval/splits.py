@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..common.console import warn
 from ..common.files import data_file_names, is_pattern, pattern_files
+from ..models.registry import sha256_file
 #: ``<split>-<i>-of-<n><ext>``: how the hub and ``datasets`` number a split's shards
 SHARD = re.compile(r"^(?P<split>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\..+)$")
 
@@ -76,8 +77,6 @@ def _warn_one_shard(path: str) -> None:
 def split_digest(path: str) -> str:
     """sha256 of what ``path`` names: a file's own digest (what runs recorded before splits were read); several
     files, the digest of their digests in order."""
-    from ..models.registry import sha256_file
-
     files = split_files(path)
     if len(files) == 1:
         return sha256_file(Path(files[0]))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 
-from ..methods.seakr import SeaKR
+from ..methods.seakr import SeaKR, SeaKRConfig
 from ..methods.records import u_from_json
 from .example import Example
 from .rows import STUDY_FILES, study_row_check
@@ -119,8 +119,6 @@ SHORT_UNREAD = frozenset({"prompt_set", "n_shot", "marker", "answer_tokens", "ma
 def check_study_options(study: str, options: dict, form: str | None = None) -> None:
     """Refuse a SeaKR option that ``study`` (asking in ``form``, for detect) never reads (an unknown name is left to
     the options schema, which names the closest one)."""
-    from ..methods.seakr import SeaKRConfig
-
     short = study == "detect" and form == "short"
     reads = STUDY_READS[study] - SHORT_UNREAD if short else STUDY_READS[study]
     known = {f.name for f in dataclasses.fields(SeaKRConfig)}

@@ -23,6 +23,7 @@ from .core import Asker, ForeignEngine, passage, require, result
 haystack = require("haystack", "haystack")
 from haystack import Document, component, default_from_dict, default_to_dict  # noqa: E402
 from haystack.core.serialization import allow_deserialization_module  # noqa: E402
+from ..search import open_engine
 
 allow_deserialization_module(__name__)
 
@@ -121,8 +122,6 @@ class SeaKRIndexRetriever:
     text, each passage a ``Document`` with its id, ``meta["title"]`` and score."""
 
     def __init__(self, index: str, top_k: int = 3):
-        from ..search import open_engine
-
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k: a whole number >= 1, got {top_k!r}")
         self.index, self.top_k = os.fspath(index), top_k

@@ -22,6 +22,7 @@ from langchain_core.documents import Document  # noqa: E402
 from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.runnables import Runnable, RunnableConfig  # noqa: E402
 from pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
+from ..search import open_engine
 
 #: The keys a dict input may give its question under, in the order they are looked for.
 QUESTION_KEYS = ("question", "query", "input")
@@ -103,8 +104,6 @@ class SeaKRRetriever(BaseRetriever):
     _engine: Any = PrivateAttr(default=None)
 
     def model_post_init(self, context: Any) -> None:
-        from ..search import open_engine
-
         self._engine = open_engine(self.index)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:

@@ -20,6 +20,7 @@ from .records import FinalAnswer
 from .trace import Answer, Tracer
 from .config import PACKAGED, MethodConfig, check_lengths
 from .deltas import default_prompt_style
+from ..search import as_engine
 
 
 #: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
@@ -97,8 +98,6 @@ class Method:
                  **overrides):
         """``engine``: a search engine, or an index folder / URL to open; ``config``: the method's config or a
         dict of its options; ``overrides``: options over either."""
-        from ..search import as_engine
-
         if not callable(getattr(lm, "generate", None)):  # else an AttributeError deep in the first use of it
             hint = f"; load one by name with seakr.models.load_model({lm!r})" if isinstance(lm, str) else ""
             raise TypeError(f"lm: expected a language model (seakr.models.load_model), got {type(lm).__name__}{hint}")

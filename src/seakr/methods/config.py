@@ -17,6 +17,8 @@ from ..common.checks import blank, encodable
 from ..common.console import said
 from ..common.schema import PathText, Positive, Real, Seed, Whole, schema
 from .text import answer_says
+import difflib
+from ..models import MODEL_OPTIONS
 
 
 #: every method seakr ships, by name, as each class is defined (:class:`~seakr.methods.base.Method`): an
@@ -29,10 +31,6 @@ Estimator = Literal[tuple(U.ESTIMATORS)]
 def unknown_options(cls: type, unknown: list[str]) -> str:
     """The unknown option names, each with its nearest valid name: the option's spelling in this method, another
     method's option, or a model's loading knob given as a method option."""
-    import difflib
-
-    from ..models import MODEL_OPTIONS
-
     names = [f.name for f in dataclasses.fields(cls)]
     owners: dict[str, list[str]] = {}  # every method's options: "gate" given to cot is SeaKR's
     for m, klass in PACKAGED.items():

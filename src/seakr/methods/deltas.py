@@ -10,6 +10,7 @@ from pathlib import Path
 from ..common.console import said
 from ..common.jsontext import json_file
 from .config import MODES
+from ..models.registry import REGISTRY, cache_root
 
 
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.
@@ -18,8 +19,6 @@ PAPER_DELTA = -6.0
 
 def default_prompt_style(lm) -> str:
     """The packaged model's measured better prompt style (registry), where the model can take it."""
-    from ..models.registry import REGISTRY
-
     style = getattr(REGISTRY.get(str(lm.info().get("model"))), "prompt_style", "plain")
     return style if style == "plain" or style in lm.capabilities else "plain"
 
@@ -36,8 +35,6 @@ def _mode_tag(mode: str) -> str:
 
 
 def calibration_path(model_info: dict, style: str = "plain", mode: str = "simple") -> Path:
-    from ..models.registry import cache_root
-
     name = str(model_info.get("model", "model")).replace("/", "_")
     return cache_root() / "calibration" / (f"{name}-L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}"
                                            f"{_style_tag(style)}{_mode_tag(mode)}.json")

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from ..probes.bank import check_folder
 from ..common.schema import Folder, Real, Threshold, schema
 from .config import MODES, Estimator, MethodConfig, unknown_options
+from .. import uncertainty as U
 
 RETRIEVAL = ("self-aware", "always")
 RERANK = ("self-aware", "engine", "guarded", "probe", "auto")
@@ -112,8 +113,6 @@ class SeaKRConfig(MethodConfig):
     def sampled_reads(self) -> list[tuple[str, str, float]]:
         """(decision, estimator, temperature) of each decision that reads a U computed from k samples; an
         ``auto`` decision counts once the method has settled it (the model decides what it becomes)."""
-        from .. import uncertainty as U
-
         reads = []
         if self.retrieval == "self-aware" and (self.gate == "step" or self.mode == "simple"):
             reads.append((f"retrieval ({'gate=step' if self.mode == 'multihop' else 'simple mode'})", self.estimator,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..common.jsontext import loads
 from .registry import REGISTRY, model_kind
+import struct
 
 
 def model_depth(name_or_path: str) -> int | None:
@@ -65,8 +66,6 @@ def _gguf_figure(path: Path, key: str, max_keys: int = 256) -> int | None:
     pairs precede the tensors and the architecture's keys the tokenizer's vocabulary, so this reads a few hundred
     bytes, where the gguf package's reader parses every one (2.3 s for the test model). None for anything
     unexpected: the load decides."""
-    import struct
-
     def read(f, code: str):
         size = struct.calcsize(code)
         data = f.read(size)

@@ -21,6 +21,7 @@ import torch
 
 from .attention import CachedPrefixPrefill
 from .base import check_cancelled
+import inspect
 
 #: Tokens prefilled in one forward pass: a cancelled request stops within one chunk. On a 2-core AVX2 CPU (fp32) a
 #: chunk took at most 2.6 s (SmolLM2-135M, 4k tokens of context) and 5.2 s (Qwen2.5-0.5B); chunks cost 1.03-1.13x
@@ -38,8 +39,6 @@ _CACHE_KW: dict[type, str] = {}
 
 
 def _cache_name(cls: type) -> str:
-    import inspect
-
     _CACHE_KW[cls] = "cache" if "cache" in inspect.signature(cls.forward).parameters else "past_key_values"
     return _CACHE_KW[cls]
 

@@ -30,6 +30,10 @@ from ..common.console import did_you_mean, first_line
 from ..common.jsontext import json_file
 from ..common.runs import path_shaped
 from ..common.writing import refused_write
+import sys
+import struct
+import functools
+from ..locks import flock
 
 
 class ModelError(RuntimeError):
@@ -209,8 +213,6 @@ def cache_lock(name: str):
 def _lock(path: Path):
     """Inter-process lock so two processes never convert the same model at once (its folder made by
     :func:`cache_dir`, which names a cache that cannot be written)."""
-    from ..locks import flock
-
     with open(path, "w", encoding="utf-8") as fh:
         flock(fh, wait=True)  # where there are no advisory locks (Windows, some mounts): unlocked
         yield  # closing the file releases the lock
@@ -255,8 +257,6 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
     """Dequantise a GGUF into a transformers folder stored in ``dtype``, written atomically (tmp dir +
     rename). Loading with ``dtype`` directly casts tensor by tensor, so the conversion never holds an
     fp32 copy of a bf16-stored model (the 1.5B: 3.5 GB written instead of 6.7 GB)."""
-    import sys
-
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -294,8 +294,6 @@ def _read_gguf(gguf: Path, dtype) -> tuple:
     """The tokenizer and dequantised model a GGUF file holds, or one line naming the file: a truncated one was
     "cannot reshape array of size 3214336 into shape (49152,612)", an empty one "cannot mmap an empty file", a
     header cut short a bare struct.error from the gguf package's reader."""
-    import struct
-
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -317,7 +315,6 @@ def _quiet_gguf_bar():
     real = getattr(gguf_utils, "tqdm", None)
     if real is None:
         return lambda: None
-    import functools
 
     gguf_utils.tqdm = functools.partial(real, disable=True)
     return lambda: setattr(gguf_utils, "tqdm", real)
@@ -334,7 +331,6 @@ def _gguf_parsed_once():
     except ImportError:
         yield
         return
-    import functools
 
     real_reader, real_names = gguf.GGUFReader, gguf.get_tensor_name_map
     readers: dict = {}

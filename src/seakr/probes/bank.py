@@ -23,6 +23,7 @@ from ..common.jsontext import parse_json
 from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, calibration_name, packaged_name
+import datetime
 
 #: The gate level when neither the user nor the package gives one: retrieve unless the model is more
 #: likely right than wrong.
@@ -211,8 +212,6 @@ class SelfKnowledge:
         """Write the level :func:`~seakr.eval.fitting.gate_from_runs` chose into this folder's ``gates.json``
         under this model and gate, with its provenance, keeping every other entry; returns the file. Without it a
         model of one's own gated at the default level: the chosen one had to be copied in by hand."""
-        import datetime
-
         if self.folder is None:
             raise ValueError("the chosen gate level is written into a probes folder of your own (--probes DIR); the "
                              "package's folder holds the packaged models' levels")

@@ -35,7 +35,7 @@ from ..common.console import repeated, said, warn
 from ..common.files import given_path, missing
 from ..common.jsontext import json_file
 from ..common.writing import write_atomic
-from ..uncertainty import as_array
+from ..uncertainty import ESTIMATORS, as_array
 
 #: Decision forms a probe or calibration can belong to (where SeaKR decides, in its own prompt form).
 FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledge")
@@ -60,8 +60,6 @@ LOG_SCALE = frozenset({"perplexity", "multi-perplexity"})
 
 def check_score_names(names: Sequence[str], where: str) -> None:
     """One line naming any of ``names`` that is not an estimator of the check's samples."""
-    from ..uncertainty import ESTIMATORS
-
     bad = [str(n) for n in names if n not in ESTIMATORS or n == "prompt"]
     if bad:
         raise ValueError(f"{where}: {', '.join(bad)} is not an estimator of the check's samples "

@@ -16,8 +16,18 @@ from .base import LONG_PASSAGE, Passage, SearchError, is_url, redact, seakr_own
 from ..common.console import first_line, warn
 from ..common.files import DATA_SUFFIXES, is_pattern, pattern_files, user_path
 from ..common.writing import nearest_existing, place_refused, write_atomic
-from .corpora import check_passage_words, read_corpus, split_passages
-from .generations import read_manifest
+from .corpora import CorpusError, FORMATS, check_passage_words, corpus_files, detect_format, read_corpus, split_passages
+from .generations import MARK, read_manifest
+import tempfile
+import sys
+import shutil
+import json
+import hashlib
+import atexit
+from .elastic import ElasticEngine
+from ..models.registry import cache_dir, cache_lock, cache_root, sha256_file
+from ..progress import progress_bar
+from .tantivy_engine import TantivyEngine
 
 WIKI_OFFLINE = "wiki-offline"
 
@@ -49,10 +59,6 @@ def _stdin() -> str:
     file") a temporary copy of the stream, removed when the process ends."""
     if os.path.exists(STDIN_DEVICE):
         return STDIN_DEVICE
-    import atexit
-    import shutil
-    import sys
-    import tempfile
 
     with tempfile.NamedTemporaryFile(prefix="seakr-stdin-", delete=False) as f:
         shutil.copyfileobj(sys.stdin.buffer, f)
@@ -218,7 +224,6 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
                 f"{m.get('empty_skipped', 0)} empty passages skipped, {m.get('build_seconds')} s"), m["long_passages"]
     if engine != "elasticsearch":
         raise SearchError(f"unknown engine {engine!r}; choose tantivy or elasticsearch")
-    from .elastic import ElasticEngine
 
     eng = ElasticEngine.from_url(out)
     try:
@@ -253,8 +258,6 @@ def _with_text_ahead(passages) -> tuple[Iterator | None, int]:
 def build_once(out: Path, build) -> None:
     """``build()`` unless another process built ``out`` meanwhile: shards started together each built the
     same pooled index and swapped it under the others' open readers ("index files differ from the build")."""
-    from ..models.registry import cache_lock
-
     with cache_lock(f"index-{out.name}"):
         if not (out / MANIFEST).exists():
             build()
@@ -263,9 +266,6 @@ def build_once(out: Path, build) -> None:
 def is_corpus_folder(path: str) -> bool:
     """A folder of corpus files (not an index, whole or damaged: no manifest, no tantivy ``meta.json``, no
     generation folder of ours)."""
-    from .corpora import corpus_files
-    from .generations import MARK
-
     if not os.path.isdir(path) or any(os.path.exists(os.path.join(path, m)) for m in (MANIFEST, "meta.json")):
         return False
     if any(os.path.exists(os.path.join(g, MARK)) for g in glob.glob(os.path.join(glob.escape(path), "gen-*"))):
@@ -282,11 +282,6 @@ def corpus_index(path: str, progress: bool | None = None) -> str:
     index); it was "no index here", and a handful of documents needed ``index build`` first. Each file's format
     is guessed first, so a file of questions or an index's own file is refused in one line before anything is
     built."""
-    from ..models.registry import cache_root
-    from ..progress import progress_bar
-    from .corpora import corpus_files
-    from .tantivy_engine import TantivyEngine
-
     pairs = [(f, _guess_format(f)) for f in (corpus_files(path) if os.path.isdir(path) else [path])]
     # "." names no folder; a name of spaces, quotes or bytes that are not UTF-8 (which tantivy cannot take) is
     # spelled plainly: the digest, not the name, tells two corpora apart
@@ -308,10 +303,6 @@ def repair_index(path: str) -> dict:
     """``seakr index info --repair``: remove what killed writers left (generations the manifest does not point
     at); then, where the current generation is damaged, rebuild a cached corpus index from its corpus (the same
     content: its digest names the folder), or say how to rebuild any other from its sources."""
-    from ..models.registry import cache_root
-    from .corpora import corpus_files
-    from .tantivy_engine import TantivyEngine
-
     out = Path(os.path.abspath(path))
     removed = [p.name for p in TantivyEngine.sweep_stale(out)]
     try:
@@ -341,8 +332,6 @@ def warn_long(where: str, n: int, fix: str) -> None:
 
 
 def _guess_format(path: str) -> str:
-    from .corpora import FORMATS, CorpusError, detect_format
-
     # an index's file was read as a corpus ("invalid JSON"); a run's config.json "neither an index folder nor ..."
     if own := seakr_own(path):
         kind, what = own
@@ -359,10 +348,6 @@ def _guess_format(path: str) -> str:
 
 def corpus_digest(path: str) -> str:
     """sha256 of a corpus file, or of a folder's files (their names under it and digests, in reading order)."""
-    import hashlib
-
-    from .corpora import corpus_files
-
     if not os.path.isdir(path):
         return file_digest(path)
     h = hashlib.sha256()
@@ -376,10 +361,6 @@ def file_digest(path: str) -> str:
     --index psgs_w100.tsv`` read all 13 GB again (a minute) before opening the index it had built the first time.
     The change time (which a write moves and nothing sets back) tells an edit of the same size whose modification
     time was restored (``cp -p``, ``rsync -t``); a file's copy or move is read once more."""
-    import hashlib
-    import json
-
-    from ..models.registry import cache_dir, cache_root, sha256_file
     st = os.stat(path)
     key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
            "inode": st.st_ino}

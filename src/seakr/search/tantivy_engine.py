@@ -36,6 +36,7 @@ from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intak
 from .generations import (added, data_folder, file_digests, mark, missing_folders, new_generation, next_generation,
                           read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep, writable,
                           write_manifest)
+from types import SimpleNamespace
 
 FORMAT = "seakr-tantivy/2"  # generations (search/generations.py)
 FORMATS = ("seakr-tantivy/1", FORMAT)  # /1: the index's files at the top of its folder; opened as before
@@ -121,7 +122,6 @@ def _held_stderr():
     descriptor afterwards unless ``drop`` was set. Cheap (two dup2 calls on a file opened once); other
     threads' stderr lines of that moment come out a little later, not lost."""
     global _HOLD_FILE
-    from types import SimpleNamespace
 
     state = SimpleNamespace(drop=False)
     with _HOLD_LOCK:

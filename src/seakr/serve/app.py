@@ -48,6 +48,11 @@ from .limits import ServiceLimits
 from .schema import (LIMITS, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE, MAX_PASSAGES, MAX_QUESTION, AnswerRequest,  # noqa: F401
                      AnswerResponse, MethodName, PassageIn)
 from .work import Busy, answer_once, sse, start_stream, stream_items, too_large  # noqa: F401
+import socket
+import os
+import ipaddress
+from ..models.machine import device_name
+from ..search import as_engine, passages_engine
 
 
 #: Tokens a retrieved passage adds to a prompt, for the budget: DPR's 100-word passages are 130-150
@@ -114,8 +119,6 @@ class AnswerService:
 
     def __init__(self, lm, engine, method: str = "seakr", defaults: dict | None = None, workers: int = 1,
                  queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
-        from ..search import as_engine
-
         # an engine of one's own with only search() gets the rest of the protocol (health, error messages read it)
         self.lm, self.engine, self.method, self.defaults = lm, as_engine(engine), method, dict(defaults or {})
         self.capacity, self.timeout = workers + queue, timeout
@@ -173,7 +176,6 @@ class AnswerService:
         """The server's index, or the request's own passages indexed for it (removed with the request)."""
         if passages is None:
             return self.engine
-        from ..search import passages_engine
 
         try:  # texts and {id, title, text} rows, read as in code (an id left out is doc-<position>)
             return passages_engine([p if isinstance(p, str) else p.model_dump() for p in passages], advise=False)
@@ -274,8 +276,6 @@ class AnswerService:
     def search_failure(self, e: Exception) -> str:
         """What a client is told when the index fails: what went wrong, never where the index lives (the
         server's log keeps the whole message)."""
-        import re
-
         msg = str(e)
         m = self.engine.metadata() if self.engine is not None else {}
         for place in filter(None, (m.get("path"), m.get("url"))):
@@ -287,8 +287,6 @@ class AnswerService:
 
 
 def is_loopback(host: str) -> bool:
-    import ipaddress
-
     if host == "localhost":
         return True
     try:
@@ -299,8 +297,6 @@ def is_loopback(host: str) -> bool:
 
 def check_port(host: str, port: int) -> None:
     """Fail before the model loads when the address cannot be bound (taken, or not this machine's)."""
-    import socket
-
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(fam, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -313,10 +309,6 @@ def check_port(host: str, port: int) -> None:
 def check_memory(workers: int, max_kv_mb: int, device: str) -> None:
     """Every worker may hold a request's largest attention cache at once: on a CPU the machine's memory must
     hold them all (``--workers 1000`` was admitted, and would be killed by the system under load)."""
-    import os
-
-    from ..models.machine import device_name
-
     if device_name(device) != "cpu" or not hasattr(os, "sysconf"):
         return
     try:

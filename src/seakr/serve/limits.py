@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..common.console import said
+import re
 
 
 @dataclass
@@ -51,8 +52,6 @@ class ServiceLimits:
 def check_origin(origin) -> str:
     """A web origin a browser sends (``scheme://host[:port]``, no path, no trailing slash: it is compared as a
     string, and ``http://localhost:3000/`` never matched the page's ``http://localhost:3000``), or ``*``."""
-    import re
-
     if origin == "*":
         return origin
     if not isinstance(origin, str) or not re.fullmatch(r"https?://[^/\s?#]+", origin, re.IGNORECASE):

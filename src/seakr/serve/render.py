@@ -8,12 +8,13 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from ..common.runs import check_not_a_record
+from ..common.runs import SCORES, check_not_a_record
 from ..eval.folders import named_paths
-from ..eval.rowlog import read_run_config
-from ..eval.summary import figure
+from ..eval.rowlog import read_run_config, run_rows
+from ..eval.summary import figure, summarize, summary_markdown
 from ..common.jsontext import parse_json
 from ..common.writing import write_atomic
+from ..eval.merge import run_labels
 
 
 def _asset(name: str) -> str:
@@ -97,11 +98,6 @@ STUDY_SECTIONS = {"detect.json": _detect_section, "rerank.json": _rerank_section
 
 
 def _runs_section(root: Path) -> str:
-    from ..common.runs import SCORES
-    from ..eval.merge import run_labels
-    from ..eval.rowlog import run_rows
-    from ..eval.summary import summarize, summary_markdown
-
     runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
     # runs of one name in several folders (a "seakr" per table) are told apart by their folder, as compare does
     labels = run_labels([str(r.relative_to(root)) for r in runs], [read_run_config(r, required=False).get("name", r.name) for r in runs])
