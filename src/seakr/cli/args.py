@@ -13,6 +13,14 @@ from pydantic import Field
 from ..common.console import did_you_mean, message as console
 from ..common.files import user_path
 from ..common.schema import Positive, Real, SchemaError, Threshold, Whole, check_type
+import sys
+from ..models import DEFAULT_MODEL
+from ..models.machine import STATE_SOURCES
+from ..serve.limits import ServiceLimits
+from ..methods import METHODS
+from ..eval.datasets import LAYOUTS
+from ..eval.fitting import SOURCES
+from ..search.corpora import FORMATS
 
 
 def _names(value: str) -> list[str]:
@@ -90,7 +98,6 @@ def typed_text(text: str) -> str:
     too quoted for the shell), its closing line end dropped. A closed stdin reads as nothing."""
     if text != "-":
         return text
-    import sys
 
     data = sys.stdin.buffer.read() if sys.stdin is not None else b""
     try:
@@ -106,9 +113,6 @@ def unescape(text: str) -> str:
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    from ..models import DEFAULT_MODEL
-    from ..models.machine import STATE_SOURCES
-
     p.add_argument("--model", type=given, default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
     p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
                    help="how the model computes (default auto: the packaged model's fastest precision that passed "
@@ -131,8 +135,6 @@ def _add_method_args(p, methods) -> None:
 
 
 def _add_service_limits(p) -> None:
-    from ..serve.limits import ServiceLimits
-
     d = ServiceLimits()
     p.add_argument("--max-rows", type=positive_int, default=d.max_rows,
                    help=f"rows of one request's largest model call (memory; default {d.max_rows})")
@@ -262,8 +264,6 @@ def _add_answer_output(p) -> None:
 
 
 def _answer_parsers(sub) -> None:
-    from ..methods import METHODS
-
     p = sub.add_parser("ask", help="answer one question with SeaKR or a baseline, printing the trace")
     _add_model_args(p)
     _add_method_args(p, METHODS)
@@ -294,8 +294,6 @@ def _answer_parsers(sub) -> None:
 
 
 def _data_args(p, out_required=True, data_required=None) -> None:
-    from ..eval.datasets import LAYOUTS
-
     _add_model_args(p)
     p.add_argument("--data", type=given, required=out_required if data_required is None else data_required,
                    help="dataset file (HotpotQA, 2Wiki, MuSiQue, NQ, SQuAD, TriviaQA, IIRC, PopQA, FlashRAG; a CSV/TSV "
@@ -337,8 +335,6 @@ def _eval_parser(sub, methods) -> None:
 
 
 def _eval_parsers(sub) -> None:
-    from ..methods import METHODS
-
     def study(name, help, data_required=True):
         p = sub.add_parser(name, help=help)
         _data_args(p, data_required=data_required)
@@ -393,8 +389,6 @@ def _eval_parsers(sub) -> None:
 
 
 def _probe_parsers(sub) -> None:
-    from ..eval.fitting import SOURCES
-
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
     f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
@@ -455,8 +449,6 @@ def _fit_parser(sub) -> None:
 
 
 def _index_parsers(sub) -> None:
-    from ..search.corpora import FORMATS
-
     p = sub.add_parser("index", help="build or inspect a search index")
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")

@@ -14,18 +14,28 @@ from ..common.checks import check_question, question_text
 from ..common.console import shown, warn
 from ..common.writing import write_atomic
 from ..eval.grid import check_grid_paths, read_grid
-from ..eval.plan import EvalPlan
+from ..eval.plan import EvalPlan, run_plan
 from ..eval.specs import ModelSpec, RunSpec, check_output_dir, check_run
 from ..common.runs import MANIFEST
 from ..eval.folders import check_rows_home
 from .args import unescape
 from .flags import CLIError, fmt, why_inf, flag_or_option, model_spec, one_value, output_file, parse_options
+import time
+from .. import uncertainty as U
+from ..models import GenerationConfig
+from ..progress import LiveLine, progress_bar
+from ..search.build import build_index, check_index_out, pair_sources
+from ..search import open_engine
+from ..methods import METHODS, build_method
+from ..methods.base import warn_unread_tap
+from ..eval.summary import summary_markdown
+from ..eval.merge import export_predictions, merge_runs
+from ..eval.compare import compare
+from ..eval.corpus import DEMO_QUESTIONS, demo_index
+from ..serve.render import report_html, write_report
 
 
 def cmd_uncertainty(args) -> int:
-    from .. import uncertainty as U
-    from ..models import GenerationConfig
-
     prompt = unescape(args.prompt) if args.escapes else args.prompt
     try:  # the rule every question is held to: visible text, valid UTF-8 (invisible characters alone ran)
         question_text(prompt)
@@ -69,9 +79,6 @@ def cmd_uncertainty(args) -> int:
 
 
 def cmd_index_build(args) -> int:
-    from ..progress import progress_bar
-    from ..search.build import build_index, check_index_out, pair_sources
-
     pairs = pair_sources(args.sources, args.format)
     args.engine = check_index_out(args.out, [s for s, _ in pairs], args.engine, args.add)
     with progress_bar(f"indexing into {args.out}") as adv:
@@ -81,8 +88,6 @@ def cmd_index_build(args) -> int:
 
 
 def cmd_index_info(args) -> int:
-    from ..search import open_engine
-
     if args.repair:
         from ..search.build import repair_index
 
@@ -102,8 +107,6 @@ def cmd_index_info(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from ..search import open_engine
-
     hits = open_engine(args.index).search(args.query, args.k)
     if args.json:
         print(json.dumps([h.to_dict() for h in hits]))
@@ -117,10 +120,6 @@ def cmd_search(args) -> int:
 
 def _method_from_args(args):
     """The method of ``ask``/``demo``: options and index are checked before the model loads (seconds)."""
-    from ..methods import METHODS, build_method
-    from ..methods.base import warn_unread_tap
-    from ..search import open_engine
-
     opts = parse_options(args.option)
     if args.delta is not None:
         if "delta" not in {f.name for f in dataclasses.fields(METHODS[args.method].Config)}:
@@ -139,7 +138,6 @@ def _method_from_args(args):
 
 def cmd_ask(args) -> int:
     check_question(args.question)
-    from ..methods import METHODS
 
     if args.index and not METHODS[args.method].retrieves:  # opened, and never searched
         raise CLIError(f"--index: method {args.method!r} never searches; leave it out (or choose a method that "
@@ -156,8 +154,6 @@ def cmd_ask(args) -> int:
 
 def _answer_and_show(m, question: str, args):
     """Answer with the live line, then print the answer (``--json``: with its trace) and write ``--html``."""
-    from ..progress import LiveLine
-
     live = LiveLine()
     try:
         ans = m.answer(question, listener=live)
@@ -217,9 +213,6 @@ RAY_DEFAULTS = {"shards": 2, "cpus_per_shard": 1.0, "gpus_per_shard": 0.0}
 
 
 def cmd_eval(args) -> int:
-    from ..eval.plan import run_plan
-    from ..eval.summary import summary_markdown
-
     given = [f"--{k.replace('_', '-')}" for k in RAY_DEFAULTS if getattr(args, k) is not None]
     if args.ray is None and given:  # they were dropped: the whole file ran unsharded in this one process
         raise CLIError(f"{', '.join(given)}: with --ray only (a Ray launch of N shards); one shard by hand is --shard I/N")
@@ -242,23 +235,17 @@ def cmd_eval(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from ..eval.merge import merge_runs
-    from ..eval.summary import summary_markdown
-
     check_output_dir(args.out)
     print(summary_markdown([merge_runs(args.out, args.dirs)]))
     return 0
 
 
 def cmd_compare(args) -> int:
-    from ..eval.compare import compare
-
     print(compare(args.dirs))
     return 0
 
 
 def cmd_export(args) -> int:
-    from ..eval.merge import export_predictions
     to_file = args.out not in (None, "-")
     if to_file:
         output_file(args.out, "--out")
@@ -272,10 +259,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    import time
-
-    from ..eval.corpus import DEMO_QUESTIONS, demo_index
-
     # a question given is checked now: "" ran the demo's own questions without a word (after the model loaded)
     questions = DEMO_QUESTIONS if args.question is None else (check_question(args.question),)
     if args.html is not None:
@@ -301,7 +284,6 @@ def cmd_demo(args) -> int:
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from ..search import open_engine
     from ..serve.app import AnswerService, ServiceLimits, create_app
 
     token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
@@ -320,7 +302,6 @@ def cmd_serve(args) -> int:
     limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body,
                            max_prompt_tokens=args.max_prompt_tokens, body_seconds=args.body_timeout, token=token,
                            docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
-    from ..eval.corpus import demo_index
 
     index = args.index or demo_index()
     engine = open_engine(index)
@@ -333,7 +314,6 @@ def cmd_serve(args) -> int:
         svc.check_budget(default)
     except HTTPException as e:
         raise CLIError(f"the server's own defaults exceed its limits: {e.detail}") from None
-    from ..methods.base import warn_unread_tap
 
     warn_unread_tap(default, model_spec(args).tap_given())  # the server's own method; a request may choose another
     print(f"seakr serving {svc.lm.info()['model']} over {redact(index)} on http://{args.host}:{args.port}"
@@ -343,8 +323,6 @@ def cmd_serve(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from ..serve.render import report_html, write_report
-
     if not os.path.isdir(args.dir):  # else the default --out inside it is what the error would name
         raise CLIError(f"{args.dir}: " + ("not a directory (a run or study folder)" if os.path.exists(args.dir)
                                           else "no such directory"))

@@ -13,6 +13,7 @@ from ..common.jsontext import KeyTwice, check_escapes, loads as textio_loads, to
 from ..common.writing import check_output_file
 from ..eval.specs import ModelSpec
 from ..common.runs import check_not_a_record
+from .. import uncertainty as U
 
 
 class CLIError(Exception):
@@ -25,8 +26,6 @@ def fmt(x: float) -> str:
 
 def why_inf(name: str, g) -> str:
     """Why an estimator read +inf on a generation ("uncertain": nothing to measure), in a few words."""
-    from .. import uncertainty as U
-
     need, rows = U.NEEDS.get(name), int(g.states.shape[0])  # states: the samples with content (never None)
     if need == "samples" and name.startswith("eigen") and rows < 2:
         return f"  (compares >= 2 samples with content; {rows} here)"

@@ -14,6 +14,8 @@ from ..eval.specs import SettingError, check_settings
 from .shell import OutputRefused, Stopped, NamedOutput, warnings_as_notes, printable_output, stdout_to_null, stop_on_sigterm, disk_refused, interrupted, os_said, out_of_memory, path_refused
 from . import commands, studies
 from .flags import CLIError, model_spec
+from ..models.registry import ModelError
+from ..search.base import SearchError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,9 +80,6 @@ def precheck(args) -> None:
 def user_errors() -> tuple[type[BaseException], ...]:
     """The errors that mean "the input is wrong", as opposed to a fault in seakr or the machine.
     ``ValueError`` covers our validation (options, datasets, corpora, missing model capabilities)."""
-    from ..models.registry import ModelError
-    from ..search.base import SearchError
-
     return (CLIError, ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError,
             ModelError, SearchError)
 

@@ -12,6 +12,8 @@ import sys
 
 from ..common.console import first_line, warn
 from ..common.writing import REFUSED_WRITES
+import warnings
+import signal
 
 
 class Stopped(KeyboardInterrupt):
@@ -24,8 +26,6 @@ class Stopped(KeyboardInterrupt):
 def stop_on_sigterm(wanted: bool):
     """SIGTERM raises :class:`Stopped` while a command runs; the handler before it is put back after (main()
     is called in-process by tests and by users' scripts)."""
-    import signal
-
     def stop(signum, frame):
         raise Stopped()
 
@@ -110,8 +110,6 @@ class NamedOutput:
 def warnings_as_notes() -> None:
     """seakr's own warnings (an emulated precision) printed as the command's other notes are: one
     ``seakr: warning:`` line, not Python's file:line form with a source line under it. Others keep theirs."""
-    import warnings
-
     python_show = warnings.showwarning
     if getattr(python_show, "seakr_notes", False):  # main() called again in one process (tests, a notebook)
         return

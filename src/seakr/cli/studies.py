@@ -14,6 +14,25 @@ from ..eval.specs import RunSpec
 from ..eval.folders import check_rows_home
 from .args import build_parser
 from .flags import CLIError, flag_or_option, model_spec, output_file, parse_options
+from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, check_study_options, finished_study
+from ..eval.datasets import require_golds
+from ..eval.rows import STUDY_FILES
+from ..eval.resume import check_same_run, data_identity
+from ..eval.calibrate import calibrate, calibrate_from_runs, calibration_lines
+from ..eval.finished import study_of_rows
+from ..progress import progress_bar
+from ..search import open_engine
+from ..models import DEFAULT_MODEL
+from ..models.figures import model_depth
+from ..eval.rowlog import read_run_config
+from ..eval.states import tap_name
+from ..eval.detect import TAP_KEYWORDS, check_open_book, detect, detect_asking, detect_markdown, parse_taps, study_taps
+from ..eval.fitting import calibrate_from_studies, fit_from_studies, gate_from_runs, gate_markdown
+from ..probes.probe import calibration_name, packaged_name
+from ..probes.bank import SelfKnowledge
+from ..eval.rerankstudy import rerank_study
+from ..eval.fit import fit, report_markdown
+from ..eval.fitplan import FitPlan
 
 
 def study_setup(args, options: dict | None = None, index: bool = True, check=None, done=None):
@@ -21,8 +40,6 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads.
     A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)``
     (every row it holds, the ids of these questions), the model not loaded, and None is returned."""
-    from ..eval.studies import STUDY_OPTIONS, check_study_options, finished_study
-
     try:
         check_study_options(args.cmd.replace("_", "-"), options or {}, getattr(args, "form", None))
     except ValueError as e:
@@ -30,8 +47,6 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
-    from ..eval.datasets import require_golds
-    from ..eval.rows import STUDY_FILES
 
     check_rows_home(plan.out, STUDY_FILES[args.cmd.replace("_", "-")])  # now, not once the model has loaded
     sel = plan.select()
@@ -62,8 +77,6 @@ def cmd_calibrate(args) -> int:
 
         cache_dir("calibration")
     if args.from_runs:
-        from ..eval.calibrate import calibrate_from_runs, calibration_lines
-
         if args.data:
             raise CLIError("calibrate: --from-runs reads two eval runs; it takes no --data")
         plain = vars(build_parser().parse_args(["calibrate", "--from-runs", "N", "A", "--out", "O"]))
@@ -76,12 +89,6 @@ def cmd_calibrate(args) -> int:
         return 0
     if not args.data:
         raise CLIError("calibrate: give --data (simple QA), or --from-runs NEVER ALWAYS (multi-hop)")
-    from ..eval.resume import data_identity
-    from ..eval.calibrate import calibrate, calibration_lines
-    from ..eval.finished import study_of_rows
-    from ..eval.studies import StudiedSeaKR as SeaKR
-    from ..progress import progress_bar
-    from ..search import open_engine
 
     def simple_qa(sel) -> None:
         if sel.family != "simpleqa":
@@ -108,9 +115,6 @@ def cmd_calibrate(args) -> int:
 
 def _model_depth(args) -> int | None:
     """The decoder layers of the model a command names, where they are known without its weights."""
-    from ..models import DEFAULT_MODEL
-    from ..models.figures import model_depth
-
     return model_depth(args.model or DEFAULT_MODEL)
 
 
@@ -121,10 +125,6 @@ def _detect_asks_as_before(args, probe) -> None:
     one, a difference in the rest is one the row log would refuse too."""
     if not (args.resume and os.path.isfile(os.path.join(args.out, "config.json"))):
         return
-    from ..eval.resume import check_same_run
-    from ..eval.rowlog import read_run_config
-    from ..eval.states import tap_name
-    from ..eval.detect import TAP_KEYWORDS, detect_asking, parse_taps, study_taps
 
     old = read_run_config(args.out)
     known = detect_asking(args.form, args.setting, probe)
@@ -136,12 +136,6 @@ def _detect_asks_as_before(args, probe) -> None:
 
 
 def cmd_detect(args) -> int:
-    from ..eval.resume import data_identity
-    from ..eval.detect import TAP_KEYWORDS, check_open_book, detect, detect_markdown, parse_taps
-    from ..eval.finished import study_of_rows
-    from ..eval.studies import StudiedSeaKR as SeaKR
-    from ..progress import progress_bar
-
     if args.index or args.filler:  # taken and never read: the study searches nothing
         raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
                        "or each question's gold passages with --setting open-book); leave it out")
@@ -178,9 +172,6 @@ def cmd_detect(args) -> int:
 
 
 def cmd_probe_fit(args) -> int:
-    from ..eval.fitting import fit_from_studies
-    from ..probes.probe import packaged_name
-
     output_file(args.out, "--out")
     probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds,
                                     report=lambda t, p: print(f"{t}: cross-validated AUROC {p.provenance['cv_auroc']:.3f} "
@@ -202,9 +193,6 @@ def _tell_folder_name(out: str, model: str | None, name_of) -> None:
 
 
 def cmd_probe_calibrate(args) -> int:
-    from ..eval.fitting import calibrate_from_studies
-    from ..probes.probe import calibration_name
-
     output_file(args.out, "--out")
     cal = calibrate_from_studies(args.runs, args.estimator, args.form, args.kind)
     cal.save(args.out)
@@ -215,10 +203,6 @@ def cmd_probe_calibrate(args) -> int:
 
 
 def cmd_probe_gate(args) -> int:
-    from ..eval.rowlog import read_run_config
-    from ..probes.bank import SelfKnowledge
-    from ..eval.fitting import gate_from_runs, gate_markdown
-
     output_file(args.out, "--out")
     if args.save_level and args.probes is None:  # before the runs are read
         raise CLIError("--save-level writes into a probes folder of your own: give it with --probes DIR (the "
@@ -236,13 +220,6 @@ def cmd_probe_gate(args) -> int:
 
 
 def cmd_rerank_study(args) -> int:
-    from ..eval.resume import data_identity
-    from ..eval.finished import study_of_rows
-    from ..eval.rerankstudy import rerank_study
-    from ..eval.studies import StudiedSeaKR as SeaKR
-    from ..progress import progress_bar
-    from ..search import open_engine
-
     def has_gold(sel) -> None:  # without gold titles every recall would read 0, after hours of sampling
         if not any(ex.supporting_titles for ex in sel.examples):
             raise CLIError(f"{args.data}: no question names its supporting passages (gold titles) to score the re-rank "
@@ -262,9 +239,6 @@ def cmd_rerank_study(args) -> int:
 
 
 def cmd_fit(args) -> int:
-    from ..eval.fit import fit, report_markdown
-    from ..eval.fitplan import FitPlan
-
     plan = FitPlan(train=args.train, out=args.out, model=model_spec(args), limit=args.limit, every=args.every,
                    index=args.index, filler=list(args.filler), taps=args.taps, folds=args.folds,
                    options=parse_options(args.option), seed=args.seed, budget_minutes=args.budget,

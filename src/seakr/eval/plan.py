@@ -162,8 +162,6 @@ class EvalPlan:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))
         if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
-            from ..search import open_engine
-
             open_engine(self.index)  # (a cluster's client connects at its first request; a corpus file is indexed)
         return self
 

@@ -141,8 +141,6 @@ def _source_file(label: str) -> tuple[str, tuple[str, str | None]]:
     m = re.fullmatch(r"([^:]*):(.*?)(?:, (\d+)-word passages)?", label, re.S)
     fmt, path, words = m.groups() if m else ("", label, None)
     if fmt == "auto" and os.path.isfile(path):  # read as the format it is guessed to be
-        from .corpora import CorpusError, detect_format
-
         try:
             fmt = detect_format(path)
         except (CorpusError, OSError):
@@ -188,11 +186,7 @@ def _held_sources(out: str, engine: str) -> list[str]:
     what is wrong)."""
     try:
         if engine == "elasticsearch":
-            from .elastic import ElasticEngine
-
             return ElasticEngine.from_url(out).sources()
-        from .tantivy_engine import read_manifest
-
         return list(read_manifest(Path(out)).get("sources") or [])
     except (SearchError, OSError):
         return []
@@ -211,8 +205,6 @@ def _into_engine(engine: str, out: str, passages, labels: list[str], *, add: boo
     """The passages written into the index ``out`` of ``engine``: the line that says what was built or added, and
     how many of the passages written are long (counted as written: a skipped duplicate is not in the index)."""
     if engine == "tantivy":
-        from .tantivy_engine import TantivyEngine
-
         if add:
             eng = TantivyEngine(out)
             st = eng.add(passages, progress=progress, sources=labels)
