@@ -40,8 +40,8 @@ def given(text: str) -> str:
 
 
 def path_arg(text: str) -> str:
-    """A file or folder a command reads or writes: an empty one was read as the current folder (``seakr
-    compare ""`` compared ".") or as "not given" (``report --out ""`` wrote the default file)."""
+    """A file or folder a command reads or writes: an empty one is refused, neither the current folder nor
+    "not given"."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path; name the file or folder")
     return user_path(text)  # --out=~/runs made a folder named "~" in the working folder
@@ -157,8 +157,8 @@ def _add_service_limits(p) -> None:
 
 
 class _Once(argparse._StoreAction):
-    """A flag's one value: `--data a.jsonl --data b.jsonl` ran b alone (argparse keeps the last), as `--option k=3
-    --option k=5` had run k 5 before it was refused; two values are refused now (the same one twice is taken)."""
+    """A flag's one value: two different values are refused (argparse would keep the last without a word); the
+    same one twice is taken."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         given = namespace.__dict__.setdefault(_GIVEN, {})

@@ -18,8 +18,7 @@ import signal
 
 class Stopped(KeyboardInterrupt):
     """SIGTERM (a scheduler preempting a job, ``kill``, ``timeout``) taken as Ctrl-C is: the row files close and
-    the run's lock is released on the way out, and one line says what was kept (it ended the process at once,
-    silently, its lock left for the next run to find stale)."""
+    the run's lock is released on the way out, and one line says what was kept."""
 
 
 @contextlib.contextmanager

@@ -92,8 +92,8 @@ def _req(where, rec, name, kind=None):
 
 
 def _ident(where, v) -> str:
-    """A question's id as text: a string or a whole number (2Wiki and IIRC ids are numbers in some copies);
-    null or an object was the id "None" or "{...}", and two nulls collided as one id."""
+    """A question's id as text: a string or a whole number (2Wiki and IIRC ids are numbers in some copies). Rows
+    are written, resumed and paired by id, so anything else is refused."""
     if isinstance(v, bool) or not isinstance(v, (str, int)):
         raise DatasetError(f"{where}: the question's id is {json.dumps(v)[:40]}; ids are text or whole numbers")
     return str(v)
@@ -106,8 +106,8 @@ def _obj(where, v, what: str) -> dict:
 
 
 def _opt(where, rec: dict, name: str, kind: type, default):
-    """An optional field: absent or null reads as ``default``; another type is named (a number as NQ's
-    ``ctxs`` or MuSiQue's ``answer_aliases`` was a TypeError naming no file)."""
+    """An optional field: absent or null reads as ``default``; a value of another type is refused, naming the
+    file, line and field."""
     v = rec.get(name)
     if v is None:
         return default
@@ -159,7 +159,7 @@ def _contexts(where, ctx):
 
 
 def _kind(where, v) -> str:
-    """A question's type (comparison, bridge, ...): text or absent; a number was kept as a number."""
+    """A question's type (comparison, bridge, ...): text or absent."""
     if v is not None and not isinstance(v, str):
         raise DatasetError(f"{where}: field 'type' should be text, got {json.dumps(v)[:40]}")
     return v or ""
@@ -167,8 +167,7 @@ def _kind(where, v) -> str:
 
 def _titles(where, sf) -> list[str]:
     """The supporting titles of ``supporting_facts``: official ``[[title, sentence], ...]`` or HF's
-    ``{"title": [...], "sent_id": [...]}``. Another shape was a TypeError naming no file (``[5]``), or
-    its letters taken as titles (a string)."""
+    ``{"title": [...], "sent_id": [...]}``; another shape is refused (a string's letters are not titles)."""
     if sf is None:
         return []
     rows = sf.get("title") if isinstance(sf, dict) else [r[0] if isinstance(r, list) and r else None for r in sf] \
@@ -188,8 +187,7 @@ def load_hotpotqa(path):
 
 def _aliases(path: str) -> dict[str, list[str]]:
     """2Wiki's ``id_aliases.json`` beside a question file (JSON lines of an answer's Wikidata id and its other
-    names), read as strictly as the questions: it was read unchecked (a damaged line was a bare JSONDecodeError,
-    KeyError or TypeError naming no file, and an alias 5 became an answer)."""
+    names), read as strictly as the questions: a damaged line is named by file and line, an alias must be text."""
     side = os.path.join(os.path.dirname(path), "id_aliases.json")
     if not os.path.exists(side):
         return {}
@@ -336,7 +334,7 @@ def load_musique(path):
         for i, p in enumerate(paras):
             if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
                 raise DatasetError(f"{where}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
-            _opt(f"{where} paragraphs[{i}]", p, "title", str, "")  # a null title was the title "None"
+            _opt(f"{where} paragraphs[{i}]", p, "title", str, "")  # null reads as no title
         answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", _opt(where, r, "answer_aliases", list, []))
         yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
                              list(dict.fromkeys(p.get("title") or "" for p in paras if p.get("is_supporting"))),
@@ -425,9 +423,9 @@ def _not_seakrs_own(path: str) -> None:
 
 
 def check_examples(examples) -> list[Example]:
-    """The questions a run or a study answers, refused in one line before any is answered: dicts or a string
-    were an AttributeError at the first, a generator was read up by the resume check (nothing answered), and
-    an id given twice was answered and counted twice. Each Example held its own fields to the schema when made."""
+    """The questions a run or a study answers, refused in one line before any is answered: a list or tuple of
+    Examples (a generator would be used up by the resume check), their ids unique. Each Example held its own
+    fields to the schema when made."""
     if isinstance(examples, (str, Example)) or not isinstance(examples, (list, tuple)):
         raise TypeError(f"examples: a list of seakr Examples (seakr.eval.datasets.load_dataset reads them), "
                         f"got {type(examples).__name__}")

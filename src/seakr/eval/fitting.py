@@ -59,8 +59,8 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
 
 
 def _folders(runs) -> list:
-    """The studies (or runs) a Python caller names: one path alone is one folder (a string was read letter by
-    letter, "/: not a detect study"); none, or a path that is not one, is one line."""
+    """The studies (or runs) a Python caller names: one path alone is one folder, not its letters; none, or a
+    path that is not one, is one line."""
     return run_dirs("studies", runs, "study")
 
 
@@ -181,8 +181,8 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
 
 
 def one_tap(tap: str) -> str:
-    """``--tap`` as stored taps are named: ``best``, or one LAYER:SOURCE read as `detect --probe` reads it
-    (``11:mlp`` was "the studies stored ... L11:mlp, ...": the study's own flag had taken it)."""
+    """``--tap`` as stored taps are named: ``best``, or one LAYER:SOURCE read as `detect --probe` reads it (so
+    ``11:mlp`` is the stored ``L11:mlp``)."""
     if tap is None or tap == "best":  # None: Python's "not given"
         return "best"
     try:

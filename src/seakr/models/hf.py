@@ -405,8 +405,7 @@ class HFLanguageModel:
         The answer is asked for without a thinking block: a step, a short answer and their states are the
         answer's own text. Qwen3's and SmolLM3's templates take ``enable_thinking=False`` (others ignore it);
         one that opens a block regardless (DeepSeek-R1's distills end the prompt in ``<think>``) gets it closed
-        empty, the block Qwen3's template writes. Thinking on, the model began every step and short answer with
-        "<think>", and a one-line answer was read as that tag."""
+        empty, the block Qwen3's template writes (thinking on, every step and short answer would open with the tag)."""
         from jinja2.exceptions import TemplateError
 
         try:

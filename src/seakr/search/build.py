@@ -67,9 +67,8 @@ def _stdin() -> str:
 
 
 def check_index_folder(out: str) -> None:
-    """Where a tantivy build makes its folder (beside ``out``, then moved into place) can take one: a file on the
-    way was a traceback ("FileExistsError: [Errno 17] File exists"), /proc or /sys "[Errno 2] No such file or
-    directory: '/proc/.idx.building-9610'"."""
+    """Where a tantivy build makes its folder (beside ``out``, then moved into place) can take one: no file on
+    the way, not a system folder such as /proc; said in one line before any passage is read."""
     why = place_refused(nearest_existing(os.path.dirname(os.path.abspath(out))))
     if why:  # worded as make_folder words it, where the build would have failed
         raise ValueError(f"--out {out}: cannot create the index folder ({why})")
@@ -77,9 +76,8 @@ def check_index_folder(out: str) -> None:
 
 def check_index_out(out: str, sources: Sequence[str | None], engine: str | None = None, add: bool = False) -> str:
     """The engine that builds ``out`` (None: Elasticsearch for a URL, else tantivy), refusing a URL for a
-    folder engine and a folder for Elasticsearch (a tantivy index was written into a folder named
-    "http:", and a folder given to Elasticsearch was a TypeError); a folder may not be (or hold) one of the
-    corpus files it is built from."""
+    folder engine and a folder for Elasticsearch; a folder may not be (or hold) one of the corpus files it is
+    built from."""
     if not out.strip():
         raise ValueError("--out: an empty path; name the index folder")
     url = is_url(out)

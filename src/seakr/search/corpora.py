@@ -94,13 +94,13 @@ def _title(where, n, rec: dict) -> str:
 
 
 def _title_at(where: str, rec) -> str:
-    """A passage's optional title: absent or null is none; a list or an object was kept as one (a title
-    ``5`` as a number); NaN, a missing value as Python's json writes one, is none (it was the title "nan")."""
+    """A passage's optional title: absent, null or NaN (a missing value as Python's json writes one) is none;
+    otherwise text, as every field is read."""
     v = rec.get("title")
     return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field_at(where, rec, "title")
 
 
-#: The fields a corpus row is read by: another spelling of one ("Title", " text") was read as no field at all.
+#: The fields a corpus row is read by; another spelling of one ("Title", " text") is named, not read as no field.
 _FIELDS = frozenset({"id", "_id", "title", "text", "contents"})
 
 

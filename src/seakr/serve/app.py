@@ -184,8 +184,7 @@ class AnswerService:
 
     def defaults_for(self, name: str) -> dict:
         """The server's ``--option`` defaults that method ``name`` has: k or max_new_tokens for every method,
-        SeaKR's gate for SeaKR only (``--option gate=step`` once made every request for another method a
-        422 "unknown option 'gate'", which its client had not sent and could not take back)."""
+        SeaKR's gate for SeaKR only: a client asking another method is not refused for an option it never sent."""
         own = {f.name for f in dataclasses.fields(METHODS[name].Config)}
         return {k: v for k, v in self.defaults.items() if k in own}
 
@@ -257,8 +256,7 @@ class AnswerService:
 
     def public(self, ans, method=None) -> dict:
         """The answer as clients see it: no server-side path or URL of the index (it may hold credentials);
-        the options ``method`` took and never read, and why, in ``config.unread_options`` (the server's log
-        alone said so, and a client's ``k`` for IRCoT was taken without a word)."""
+        the options ``method`` took and never read, and why, in ``config.unread_options``, so the client sees it."""
         d = ans.to_dict()
         eng = (d.get("config") or {}).get("engine")
         if isinstance(eng, dict):
