@@ -693,3 +693,32 @@ def test_a_runs_or_an_indexs_own_file_as_filler_is_refused_before_any_work(tmp_p
                           "corpus"), (idx, f"the seakr index {idx}, not a corpus; give the corpus files it was built from")):
         with pytest.raises(PlanError, match="^" + re.escape(f"eval: filler {filler}: {said}")):
             EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["single"], filler=[str(filler)]).check()
+
+
+@pytest.mark.parametrize("key, value, text", [
+    ("layer", -1, ": expected a whole number in [0, inf) or null, got -1"),
+    ("threads", 0, ": expected a whole number in [1, inf) or null, got 0"),
+    ("state_source", "x", ": one of mlp, residual, not 'x'"),
+    ("precision", "int4", " 'int4': expected auto, float32, bfloat16, float16, int8 (or fp32, bf16, fp16)"),
+    ("device", "gpu", " 'gpu': expected cpu, cuda, cuda:N (N a GPU number), mps or auto")])
+def test_a_model_setting_is_refused_by_one_schema_named_as_each_door_spells_it(tmp_path, capsys, key, value, text):
+    """ModelSpec is the one schema of the model settings: Python names the field ``model.KEY`` and a grid its key,
+    with the same words after it; the command line refuses the same value naming its flag."""
+    from seakr.cli.main import main
+
+    with pytest.raises(PlanError) as py:
+        ModelSpec(**{key: value}).check(here=False)
+    grid = tmp_path / "g.toml"
+    grid.write_text(f"{key} = {json.dumps(value)}\n[[run]]\nmethod = \"cot\"\n")
+    with pytest.raises(PlanError) as toml:
+        read_grid(str(grid))
+    assert str(py.value) == f"model.{key}{text}"
+    assert str(toml.value) == f"{grid}: key {key}: {text.lstrip(': ')}"
+    argv = ["eval", "--data", HOTPOT, "--method", "cot", "--out", str(tmp_path / "o"), f"--{key.replace('_', '-')}"]
+    try:
+        rc = main([*argv, str(value)])
+    except SystemExit as e:  # argparse's own refusal of a value its flag parses
+        rc = e.code
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, err
+    assert len(err.splitlines()) == 1 and f"--{key.replace('_', '-')}" in err, err

@@ -87,12 +87,14 @@ class SchemaError(ValueError):
 
 
 def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | None = None, extra: str = "forbid",
-           strict: bool = True, error: type[ValueError] | None = None):
+           strict: bool = True, error: type[ValueError] | None = None,
+           field_error: Callable[[str, str], ValueError] | None = None):
     """Make ``cls`` a strict pydantic dataclass whose construction fails with one :class:`SchemaError` line.
     ``label`` leads each message; ``unknown(cls, names)`` words the unknown names (the nearest valid one);
     ``extra="ignore"``: a record that may hold more than its readers need (a row); ``strict=False``: nested
     records read from JSON objects (its scalar fields then say ``Strict()`` themselves); ``error``: the
-    exception a refusal raises (a :class:`SchemaError` by default)."""
+    exception a refusal raises (a :class:`SchemaError` by default); ``field_error(field, text)``: the one a refusal
+    of one field's value raises instead, so each door can name the field as its users spell it (a flag, a key)."""
 
     def wrap(cls):
         cls = pydantic.dataclasses.dataclass(cls, config=ConfigDict(STRICT, extra=extra, strict=strict))
@@ -104,6 +106,9 @@ def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | No
                 init(self, *args, **kwargs)
             except ValidationError as e:
                 msg = one_line(e, type(self), label, unknown)
+                field = _field_at(e, type(self), label) if field_error is not None else None
+                if field and msg.startswith(field + ":"):
+                    raise field_error(field, msg[len(field):]) from None
                 if error is not None:
                     raise error(msg) from None
                 raise SchemaError(msg, e.errors(include_url=False)) from None
@@ -128,6 +133,16 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
         return f"missing {label}{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}"
     name, t = _leaf(cls, errors[0]["loc"])
     return _problem(errors[0], _at(label, name), t)
+
+
+def _field_at(e: ValidationError, cls: type, label: str) -> str | None:
+    """The field a refusal is about, as :func:`one_line` names it (``model.layer``), where it is one known field."""
+    x = e.errors(include_url=False)[0]
+    names = list(getattr(cls, "__pydantic_fields__", {}))
+    loc = x["loc"][:1]
+    if loc and isinstance(loc[0], int) and loc[0] < len(names):  # a positional argument
+        loc = (names[loc[0]],)
+    return _at(label, loc[0]) if loc and loc[0] in names else None
 
 
 def _problem(x: dict, at: str, t) -> str:

@@ -4,12 +4,10 @@ and its ``[[run]]`` entries into :class:`~seakr.eval.specs.RunSpec`, each refuse
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field
 
-from ..common.schema import Positive, SchemaError, Seed, Threshold, Whole, schema, unknown_keys
-from ..models.machine import STATE_SOURCES
+from ..common.schema import Positive, SchemaError, Seed, Threshold, schema, unknown_keys
 from ..common.files import read_text
 from ..common.jsontext import too_many_digits
 from .datasets import LAYOUTS
@@ -36,12 +34,12 @@ class Grid:
     prompt_set: str | None = None
     delta: Threshold | None = None
     concurrency: Count | None = None
-    model: str | None = None
-    precision: str | None = None
-    device: str | None = None
-    threads: Count | None = None
-    layer: Annotated[Whole, Field(ge=0)] | None = None
-    state_source: Literal[STATE_SOURCES] | None = None
+    model: Any = None  # the model keys (MODEL_KEYS): ModelSpec's fields, held to its schema by _grid_model
+    precision: Any = None
+    device: Any = None
+    threads: Any = None
+    layer: Any = None
+    state_source: Any = None
     run: list[Any] | None = None
 
 

@@ -68,7 +68,7 @@ def _device(v):
     return device_name(v)
 
 
-@schema("model.", error=PlanError)
+@schema("model.", error=PlanError, field_error=SettingError)
 class ModelSpec:
     """Which model, how it computes and where its states are read (the ``--model/--precision/--device/--threads/
     --layer/--state-source`` flags)."""
