@@ -182,7 +182,6 @@ def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line,
     ({"runs": [RunSpec("cot", name="a/b")]}, "file name"),
     ({"shard": "3/2"}, "shard '3/2': need 0 <= I < N"),
     ({"seed": -1}, re.escape("eval: seed: expected a whole number in [0, 4294967295], got -1")),
-    ({"model": ModelSpec(device="gpu")}, "model.device 'gpu'"),
     ({"model": ModelSpec(model="qwen-tiny")}, "unknown model 'qwen-tiny': not a registry name"),  # before any pooling
 ])
 def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, match):
@@ -192,10 +191,10 @@ def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, m
 
 
 @pytest.mark.parametrize("python,flag,grid", [
-    (dict(model=ModelSpec("smollm2-135m", precision="int4")), ["--precision", "int4"], 'precision = "int4"'),
+    (lambda: dict(model=ModelSpec("smollm2-135m", precision="int4")), ["--precision", "int4"], 'precision = "int4"'),
     (lambda: dict(model=ModelSpec(state_source="ffn")), ["--state-source", "ffn"], 'state_source = "ffn"'),
     (dict(model=ModelSpec("smollm2-135m", layer=99)), ["--layer", "99"], "layer = 99"),
-    (dict(model=ModelSpec(device="tpu")), ["--device", "tpu"], 'device = "tpu"'),
+    (lambda: dict(model=ModelSpec(device="tpu")), ["--device", "tpu"], 'device = "tpu"'),
     (dict(model=ModelSpec("smollm2-135m", threads=4096)), ["--threads", "4096"], "threads = 4096"),
     (dict(seed=2 ** 40), ["--seed", str(2 ** 40)], f"seed = {2 ** 40}"),
 ])
@@ -335,7 +334,8 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"runs": [3]}, "eval: runs[0]: expected a RunSpec (or a method's name), got 3"),
     ({"runs": [lambda: RunSpec(["cot"])]}, "field method: expected text, got ['cot']"),
     ({"data": 5}, "eval: data: expected text or null, got 5"),
-    ({"model": ModelSpec("smollm2-135m", precision="fp8")}, "model.precision 'fp8'"),
+    ({"model": lambda: ModelSpec("smollm2-135m", precision="fp8")}, "model.precision 'fp8': expected auto"),
+    ({"model": lambda: ModelSpec(device="gpu")}, "model.device 'gpu': expected cpu, cuda"),
     ({"model": lambda: ModelSpec("smollm2-135m", threads=0)}, "model.threads: expected a whole number in [1, inf) or null, got 0"),
     ({"model": lambda: ModelSpec("smollm2-135m", layer=2.5)}, "model.layer: expected a whole number in [0, inf) or null, got 2.5"),
     ({"model": lambda: ModelSpec("smollm2-135m", state_source="ffn")}, "model.state_source: one of mlp, residual, not 'ffn'"),

@@ -7,9 +7,9 @@ import os
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, Callable, ClassVar, Literal, Sequence
+from typing import Annotated, Any, Callable, Literal, Sequence
 
-from pydantic import BeforeValidator, Field, Strict
+from pydantic import AfterValidator, BeforeValidator, Field, Strict
 
 from ..common.console import did_you_mean
 from ..common.schema import PathText, Positive, Said, Seed, Whole, check_type, schema, unknown_keys
@@ -33,10 +33,11 @@ class SettingError(PlanError):
     """A setting of the plan refused: which one (``field``, as the Python API spells it: ``model.precision``,
     ``shard``) and what is wrong with its value (``text``). Each door names it as its users write it:
     :meth:`spelled` with ``--precision`` on the command line, ``key 'precision':`` in a TOML grid; a Python
-    caller reads the field. (One checker served all three and named flags a Python caller does not have.)"""
+    caller reads the field. The value quoted follows the name without a colon (``--device 'gpu': expected ...``),
+    words do after one (``--layer: expected ...``), whichever check refused it."""
 
     def __init__(self, field: str, text: str):
-        self.field, self.text = field, text
+        self.field, self.text = field, text.removeprefix(": ") if text.startswith(": '") else text
         super().__init__(self.spelled(field))
 
     @property
@@ -64,8 +65,20 @@ def setting(field: str, check: Callable, *args, **kw):
         raise SettingError(field, text[len(name):].lstrip(" ")) from None
 
 
-def _device(v):
+#: A device as the settings spell it (cpu:0 is cpu; whether this machine has it is :meth:`ModelSpec.check`'s).
+DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")
+
+
+def _device(v: str) -> str:
+    if not DEVICE.fullmatch(v):
+        raise ValueError(f"{v!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
     return device_name(v)
+
+
+def _precision(v: str) -> str:
+    if precision_name(v) not in PRECISIONS:
+        raise ValueError(f"{v!r}: expected {', '.join(PRECISIONS)} (or fp32, bf16, fp16)")
+    return v
 
 
 @schema("model.", error=PlanError, field_error=SettingError)
@@ -74,13 +87,11 @@ class ModelSpec:
     --layer/--state-source`` flags)."""
 
     model: Annotated[PathText, Said("a registry name, a .gguf file or a model folder", "")] | None = None  # None: the default
-    precision: str = "auto"
-    device: Annotated[str, BeforeValidator(_device)] = "cpu"
+    precision: Annotated[str, AfterValidator(_precision)] = "auto"
+    device: Annotated[str, AfterValidator(_device)] = "cpu"
     threads: Positive | None = None
     layer: Annotated[Whole, Field(ge=0)] | None = None  # 0-based state layer; None: L/2 - 1
     state_source: Literal[STATE_SOURCES] = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream
-
-    DEVICE: ClassVar = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")  # cpu:0 is cpu (device_name); cpu:1 told there is one
 
     def tap_given(self) -> list[str]:
         """The tap flags given (``--layer 3``, ``--state-source residual``): what a method that reads no hidden state
@@ -98,9 +109,6 @@ class ModelSpec:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
             raise PlanError(str(e)) from None
-        if not isinstance(self.precision, str) or precision_name(self.precision) not in PRECISIONS:
-            raise SettingError("model.precision", f"{self.precision!r}: expected {', '.join(PRECISIONS)} "
-                                                  "(or fp32, bf16, fp16)")
         if self.threads is not None:  # beyond this machine's CPUs only contends; a remote cluster's bound its own
             setting("model.threads", check_threads, self.threads, "threads", bounded=here)
         elif here:  # SEAKR_THREADS, read as the setting is
@@ -108,8 +116,6 @@ class ModelSpec:
                 default_threads()
             except ValueError as e:
                 raise PlanError(str(e)) from None
-        if not isinstance(self.device, str) or not self.DEVICE.fullmatch(self.device):
-            raise SettingError("model.device", f"{self.device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
         setting("model.device", check_device, self.device)  # one this machine lacks: now, not at the first load
         if self.layer is not None:  # against the depth where it is known without the weights (any local model)
             setting("model.layer", check_layer, self.layer, "layer", model_depth(model_path(self.model or DEFAULT_MODEL)))
