@@ -41,7 +41,7 @@ _NQ_KEYS = frozenset({*TABLE_COLUMNS["id"], "question", "answers", "answer", "po
 def _records(path):
     """(location label, record) from a JSON list or JSONL file; every record must be a JSON object. A file of
     one object of columns (pandas' ``DataFrame.to_json()`` by default: ``{"question": {"0": ...}, "answer":
-    {"0": ...}}``) is read row by row (it was "field 'answer' should be a string")."""
+    {"0": ...}}``) is read row by row."""
     recs = _file_records(path)
     first = next(recs, None)
     second = next(recs, None) if first is not None else None

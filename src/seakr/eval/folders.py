@@ -85,8 +85,7 @@ def check_folder_is(d, kind: str = "run") -> None:
 
 
 def run_dirs(what: str, dirs, kind: str = "run") -> list:
-    """The run (or study) folders a Python caller gives: one path alone is one folder (a string was read letter
-    by letter: "/: not an eval run directory")."""
+    """The run (or study) folders a Python caller gives: one path alone is one folder, not its letters."""
     dirs = [dirs] if isinstance(dirs, (str, os.PathLike)) else dirs
     if not isinstance(dirs, (list, tuple)):
         raise TypeError(f"{what}: expected {kind} folders (a list of paths), got {type(dirs).__name__}")

@@ -467,8 +467,8 @@ def model_kind(name_or_path: str) -> str:
 
 
 def _not_a_model(name: str, p: Path) -> str | None:
-    """Why a path given as the model is none (it was "unknown model ... not a registry name", as if a name had been
-    misspelled), or None where the name reads as no path."""
+    """Why a path given as the model is none (a missing file is not a misspelled registry name), or None where the
+    name reads as no path."""
     if p.is_dir():
         ggufs = sorted(f.name for f in p.iterdir() if f.suffix.lower() == ".gguf")
         hint = f"; name one of its GGUF files ({', '.join(ggufs[:3])})" if ggufs else ""

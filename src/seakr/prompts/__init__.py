@@ -150,8 +150,8 @@ class PromptSet:
 
 
 def _unknown_set(name: str) -> str:
-    """Why a prompt set that names no file is none: a path's file is missing (it was "unknown prompt set", as if
-    a family had been misspelled), or a family's name is misspelled (the nearest one suggested)."""
+    """Why a prompt set that names no file is none: a path's file is missing, or a family's name is misspelled
+    (the nearest one suggested)."""
     choices = f"{', '.join(FAMILIES)} or a JSON file"
     if name.lower().endswith(".json") or path_shaped(name):
         return f"prompt set '{name}': no such file (a prompt set is {choices})"

@@ -206,10 +206,9 @@ def read_jsonl(path: str) -> Iterator[Passage]:
 
 
 class _Pipe:
-    """A pipe's (``index build - --format hotpotqa``) numbered lines, its head kept as it is peeked at: where a
-    layout is told from the head and the file then read again, a pipe's second read found nothing ("/dev/stdin:1:
-    invalid JSON"). Iterated once, the head and then the rest as it comes (it had been read whole into memory:
-    a JSON-lines training set piped from ``zcat`` held whole)."""
+    """A pipe's (``index build - --format hotpotqa``) numbered lines, its head kept as it is peeked at: a layout
+    is told from the head, and a pipe cannot be read a second time. Iterated once, the head and then the rest as
+    it comes, so a training set piped from ``zcat`` is never held whole in memory."""
 
     def __init__(self, path: str):
         self._rest, self._head = file_lines(path, CorpusError), []
