@@ -41,7 +41,7 @@ def cmd_uncertainty(args) -> int:
         question_text(prompt)
     except ValueError as e:
         raise CLIError(f"uncertainty: the prompt: {e}") from None
-    if (ctx := model_spec(args).context()) and args.max_new_tokens >= ctx:  # was refused only after the load
+    if (ctx := model_spec(args).context()) and args.max_new_tokens >= ctx:  # before the load
         raise CLIError(f"--max-new-tokens {args.max_new_tokens}: leaves no room for the prompt in the model's "
                        f"{ctx}-token context; lower it")
     if args.temperature == 0:  # as a method refuses it where a decision reads samples
@@ -180,7 +180,7 @@ def plan_from_args(args) -> EvalPlan:
         v = getattr(args, key)
         return top[key] if key in top and v in (None, default) else v
 
-    if runs and (args.method is not None or options):  # they were dropped without a word: the table was another method's
+    if runs and (args.method is not None or options):  # a grid's [[run]] tables name the methods: a flag's method would be dropped
         given = " and ".join(f for f, v in (("--method", args.method), ("--option", options)) if v)
         raise CLIError(f"{given}: {args.config} names its runs in [[run]] tables; put the method and its options "
                        "there (or leave [[run]] out to run the flags' method)")
@@ -214,7 +214,7 @@ RAY_DEFAULTS = {"shards": 2, "cpus_per_shard": 1.0, "gpus_per_shard": 0.0}
 
 def cmd_eval(args) -> int:
     given = [f"--{k.replace('_', '-')}" for k in RAY_DEFAULTS if getattr(args, k) is not None]
-    if args.ray is None and given:  # they were dropped: the whole file ran unsharded in this one process
+    if args.ray is None and given:  # without --ray they would be dropped and the whole file run unsharded
         raise CLIError(f"{', '.join(given)}: with --ray only (a Ray launch of N shards); one shard by hand is --shard I/N")
     for k, v in RAY_DEFAULTS.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))

@@ -84,7 +84,7 @@ def output_file(path: str, flag: str, overwrite: bool | None = None) -> None:
     """An output flag's file, checked before any slow work: writable, not a run's, study's or index's own, and (where
     the command has ``--overwrite``: ``overwrite`` not None) not a file of someone else's that exists: a page seakr
     wrote is replaced, any other file only with ``--overwrite``."""
-    if path == "-":  # was a file named "-"; where "-" means standard output the command says so before this
+    if path == "-":  # not a file named "-"; where "-" means standard output the command says so before this
         raise CLIError(f"{flag} -: this command writes a file here (its own report goes to standard output); name it")
     check_output_file(path, flag)
     check_not_a_record(path, flag)

@@ -385,7 +385,7 @@ def fit_candidate_probe(runs: Sequence[str | Path], folds: int = 5, with_state: 
     penalty over ~900 state weights and 5 engine features would shrink the engine's few strong weights
     with the state's many weak ones."""
     c = candidate_rows(runs)
-    if tap not in ("best", c["tap"]):  # a re-rank study stores the model's own tap only: it was taken, unread
+    if tap not in ("best", c["tap"]):  # a re-rank study stores the model's own tap only: another is refused, not taken unread
         raise ValueError(f"--tap {tap}: the re-rank studies stored {c['tap']} only")
     kw = dict(model=str(c["model"]), tap=c["tap"], form="candidate", folds=folds, data="+".join(c["data"]), groups=c["groups"])
     if with_state and with_engine:

@@ -25,7 +25,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     named_paths("merge", out_dir)
     dirs = run_dirs("merge", dirs)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():  # from Python it was mkdir's FileExistsError, once the shards were read
+    if out.exists() and not out.is_dir():  # said before the shards are read
         raise ValueError(f"{out}: exists and is not a directory")
     for d in dirs:  # the merged run became a run inside a shard: `report` and `compare` of the shard found both
         if Path(os.path.realpath(d)) in Path(os.path.realpath(out)).parents:

@@ -165,7 +165,7 @@ def check_run(where: str, method: str, options: dict, context: int | None = None
         raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
 
     try:
-        check_lengths(METHODS[method].Config.from_dict(options), context)  # was after the load
+        check_lengths(METHODS[method].Config.from_dict(options), context)  # before the load
     except (TypeError, ValueError) as e:
         raise PlanError(f"{where}: {e}") from None
 

@@ -543,7 +543,7 @@ class HFLanguageModel:
         """A call the model's context or the device cannot hold, refused before any decoding (``batch``: the most
         prompts decoded side by side)."""
         longest, ctx = max(p.tokens for p in prefilled), self.prefill.context
-        if ctx and longest + cfg.max_new_tokens > ctx:  # was an out-of-memory line naming k (or GPT-2's IndexError)
+        if ctx and longest + cfg.max_new_tokens > ctx:  # said before the k samples would run out of memory
             raise ValueError(f"max_new_tokens {said(cfg.max_new_tokens)} after a prompt of {longest} tokens runs past "
                              f"the model's {ctx}-token context; lower it (at most {ctx - longest} here)")
         self._check_room(batch * (int(cfg.greedy) + cfg.n), cfg.max_new_tokens)

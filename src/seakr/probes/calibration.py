@@ -82,7 +82,7 @@ class Calibration:
         if not isinstance(d, dict) or not {"form", "estimator", "kind"} <= set(d):
             raise ValueError(f"{where}: not a calibration map (needs form, estimator, kind)")
         need = {"isotonic": ("x", "y"), "platt": ("a", "b")}.get(d["kind"], ())
-        if missing := [k for k in need if k not in d]:  # a Platt file without them was the constant 0.5
+        if missing := [k for k in need if k not in d]:  # a Platt map without them would be the constant 0.5
             raise ValueError(f"{where}: a {d['kind']} map needs the fields {' and '.join(need)}; "
                              f"{', '.join(missing)} missing")
         try:

@@ -118,7 +118,7 @@ class PromptSet:
     @classmethod
     def load(cls, name_or_path: str) -> "PromptSet":
         """A packaged family (hotpotqa, 2wikimultihopqa, simpleqa) or a JSON file of the same shape."""
-        if isinstance(name_or_path, str) and not name_or_path.strip():  # "" was the current folder: ".: is a directory"
+        if isinstance(name_or_path, str) and not name_or_path.strip():  # "" names no file (not the current folder)
             raise ValueError(f"an empty prompt set name; give {', '.join(FAMILIES)} or a JSON file, or leave it out")
         if name_or_path in FAMILIES:
             raw = resources.files("seakr.prompts").joinpath("data", f"{name_or_path}.json").read_text(encoding="utf-8")
@@ -143,7 +143,7 @@ class PromptSet:
         for key in ("name", "description"):
             if not isinstance(d.get(key, ""), str):
                 raise ValueError(f"{src}: field '{key}' must be text, got {type(d[key]).__name__}")
-        if not d["demos"]:  # every prompt was the question alone, with no example of the steps or the marker
+        if not d["demos"]:  # a set of no demonstration would prompt the question alone, with no example of the steps or the marker
             raise ValueError(f"{src}: no demonstrations in 'demos'; a set shows at least one (n_shot=0 asks without "
                              "them)")
         return cls(d.get("name", src), [_demo(src, i, x) for i, x in enumerate(d["demos"])], d.get("description", ""))

@@ -105,7 +105,7 @@ def check_search(query, k) -> tuple[str, int]:
     escapes: "\x1b[1mParis" looked for "1mparis") and k as an int."""
     if not isinstance(query, str):
         raise TypeError(f"search: the query must be text, got {type(query).__name__}")
-    if not encodable(query):  # was the engine's UnicodeEncodeError
+    if not encodable(query):  # said here, in words, not as the engine's UnicodeEncodeError
         raise ValueError("search: the query is not valid UTF-8 text (undecodable bytes, or half a surrogate pair)")
     try:
         if isinstance(k, bool):  # an int to Python: True was k = 1

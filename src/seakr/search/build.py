@@ -322,7 +322,7 @@ def warn_long(where: str, n: int, fix: str) -> None:
 
 
 def _guess_format(path: str) -> str:
-    # an index's file was read as a corpus ("invalid JSON"); a run's config.json "neither an index folder nor ..."
+    # an index's own file or a run's config.json is seakr's record, not a corpus: named as what it is
     if own := seakr_own(path):
         kind, what = own
         raise SearchError(f"{path}: {what}; name the folder" if kind == "index" else

@@ -274,7 +274,7 @@ def context_pairs(where: str, ctx) -> list[tuple[str, str]]:
     (file and line or record) starts every error message."""
     if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
         if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and _sentences(it[1])
-                   for it in ctx):  # a null title was the title "None", a null sentence the text "None"
+                   for it in ctx):  # null reads as no title / no text, never "None"
             raise CorpusError(f"{where}: field 'context' entries should be [title, [sentences]], the title text")
         return [(t, join_sentences(ss)) for t, ss in ctx]
     if isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}

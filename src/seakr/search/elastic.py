@@ -59,7 +59,7 @@ def _url_parts(url: str):
         parts.port  # noqa: B018  (raises on a port that is not a number in range)
     except ValueError as e:
         raise SearchError(f"{said}: not a URL ({e})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:  # a hostname of None was a TypeError
+    if parts.scheme not in ("http", "https") or not parts.hostname:  # a URL with no host names none
         raise SearchError(f"{said}: expected http(s)://host:port/INDEX")
     if not re.fullmatch(r"[\w.\-:%]+", parts.hostname):
         raise SearchError(f"{said}: host {parts.hostname!r} is not a host name or address")
