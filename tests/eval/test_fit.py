@@ -76,7 +76,9 @@ def test_a_fit_writes_every_file_a_run_reads_and_a_report(tmp_path, cache):
     lo, hi = sig["check eigen (half A)"]["ci95"]
     assert lo <= sig["check eigen (half A)"]["auroc"] <= hi
     assert set(report["seconds_per_question"]) == {"check", "chain", "check2", "chain2"}
-    assert any(s.startswith("fit: about") for s in said)  # projected from the first questions, before the rest
+    # projected from the first questions before the rest, and again from every question timed after each stage
+    assert [s for s in said if s.startswith("fit: about")] == [s for s in said if "s a question for the check" in s]
+    assert len([s for s in said if s.startswith("fit: about")]) == 4
     page = (out / "fit-report.md").read_text()
     assert "check probe (half B, unseen)" in page and "gate=probe" in page
     # the halves are disjoint: the gate's questions are the odd ones, the probe's the even ones
@@ -154,10 +156,13 @@ def test_the_command_projects_its_time_from_the_first_questions_and_keeps_to_a_b
     said = r.stderr.strip().splitlines()
     assert said[0].startswith("fit: 1 train file(s), the first 8 questions")
     assert "seakr: error: fit: about" in said[-1] and "over the budget of 0.001 min" in said[-1]
-    # the first question of the check and of the chain are kept; the rest waits for --resume
+    # the pilots (the first questions of the check, the first of the chain) are kept; the rest waits for --resume
+    from seakr.eval.fit import PILOT
+
     check = next((out / "runs").glob("check-0-*")) / "detect_rows.jsonl"
     chain = next((out / "runs").glob("chain-0-*")) / "scores.jsonl"
-    assert len(check.read_text().splitlines()) == 1 and len(chain.read_text().splitlines()) == 1
+    assert len(check.read_text().splitlines()) == min(PILOT["check"], 4) > 1
+    assert len(chain.read_text().splitlines()) == PILOT["chain"]
 
 
 def test_the_documented_fit_commands_are_the_commands_flags():
@@ -202,3 +207,25 @@ def test_a_stage_killed_mid_write_is_timed_from_its_whole_rows(tmp_path):
 
     (tmp_path / "detect_rows.jsonl").write_text('{"id": "a", "seconds": 2.0}\n{"id": "b", "seconds": 4.0}\n{"id": "c", "sec')
     assert stage_seconds(tmp_path) == [2.0, 4.0] and stage_seconds(tmp_path / "none") == []
+
+
+def test_the_projection_pools_every_question_timed_and_holds_the_budget_at_each_stage(tmp_path):
+    """The pace is the mean over every timed question of the check (both halves) and of the chain, so a stage that
+    runs slower than its pilots re-projects the rest, and a budget the rest no longer fits stops the fit there."""
+    from types import SimpleNamespace
+
+    from seakr.eval.fit import project
+
+    def stage(name, n, seconds):
+        out = tmp_path / name
+        out.mkdir()
+        (out / "detect_rows.jsonl").write_text("".join(f'{{"id": "{i}", "seconds": {t}}}\n' for i, t in enumerate(seconds)))
+        return SimpleNamespace(out=str(out), sel=SimpleNamespace(examples=[None] * n))
+
+    stages = {"check": [stage("c", 10, [1.0] * 10)], "chain": [stage("h", 4, [60.0])],
+              "check2": [stage("c2", 10, [5.0] * 2)], "chain2": [stage("h2", 4, [])]}
+    fp = SimpleNamespace(budget_minutes=None, limit=10)
+    # check: (10 * 1 + 2 * 5) / 12 s; left: 8 check questions, 3 + 4 chain questions at 60 s
+    assert project(fp, stages) == "fit: about 7 min left on this machine (1.7 s a question for the check, 60.0 s for the chain)"
+    with pytest.raises(PlanError, match="over the budget of 5 min: a limit of about 6 fits it"):
+        project(SimpleNamespace(budget_minutes=5, limit=10), stages)

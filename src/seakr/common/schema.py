@@ -122,9 +122,7 @@ def schema(label: str = "option", unknown: Callable[[type, list[str]], str] | No
 def one_line(e: ValidationError, cls: type, label: str = "option",
              unknown: Callable[[type, list[str]], str] | None = None) -> str:
     """The first problem of ``e`` in one line; every unknown name at once (a typo is seldom alone)."""
-    names = list(getattr(cls, "__pydantic_fields__", {}))
-    errors = [{**x, "loc": (names[x["loc"][0]], *x["loc"][1:])} if x["loc"] and isinstance(x["loc"][0], int)
-              and x["loc"][0] < len(names) else x for x in e.errors(include_url=False)]  # a positional argument's name
+    errors = _named(e, cls)
     extra = [str(x["loc"][0]) for x in errors if x["type"] in ("unexpected_keyword_argument", "extra_forbidden")]
     if extra:
         return unknown(cls, extra) if unknown else _unknown(cls, extra, label)
@@ -135,14 +133,17 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
     return _problem(errors[0], _at(label, name), t)
 
 
+def _named(e: ValidationError, cls: type) -> list[dict]:
+    """``e``'s errors with a positional argument's index replaced by its field's name."""
+    names = list(getattr(cls, "__pydantic_fields__", {}))
+    return [{**x, "loc": (names[x["loc"][0]], *x["loc"][1:])} if x["loc"] and isinstance(x["loc"][0], int)
+            and x["loc"][0] < len(names) else x for x in e.errors(include_url=False)]
+
+
 def _field_at(e: ValidationError, cls: type, label: str) -> str | None:
     """The field a refusal is about, as :func:`one_line` names it (``model.layer``), where it is one known field."""
-    x = e.errors(include_url=False)[0]
-    names = list(getattr(cls, "__pydantic_fields__", {}))
-    loc = x["loc"][:1]
-    if loc and isinstance(loc[0], int) and loc[0] < len(names):  # a positional argument
-        loc = (names[loc[0]],)
-    return _at(label, loc[0]) if loc and loc[0] in names else None
+    loc = _named(e, cls)[0]["loc"][:1]
+    return _at(label, loc[0]) if loc and loc[0] in getattr(cls, "__pydantic_fields__", {}) else None
 
 
 def _problem(x: dict, at: str, t) -> str:

@@ -11,8 +11,9 @@
 
 The plan (:mod:`seakr.eval.fitplan`) is checked whole before the model loads. The model loads once for every
 stage; each stage writes a row as each question is answered, so a killed fit resumes where it stood. The first
-question of the check and of the chain is timed before the rest, and the run is projected from them (and refused
-past ``budget_minutes``, its rows kept) before the long work starts. The fitted files are recomputed from the rows
+questions of the check and of the chain (:data:`PILOT`) are timed before the rest, and the run is projected from
+them (and refused past ``budget_minutes``, its rows kept) before the long work starts; each finished stage
+re-projects the rest from every question timed so far, and the budget holds there too. The fitted files are recomputed from the rows
 and written atomically, under the names a run with ``probes=OUT`` reads, so ``gate``, ``reasoning`` and
 ``rerank`` = ``"auto"`` pick them up.
 """
@@ -42,6 +43,11 @@ from .fitplan import ESTIMATOR, GATES, FitPlan, Stage, describe, plan_stages, st
 from .metrics import auroc, auroc_ci
 from .specs import PlanError
 
+#: Questions timed before the long work: a check question's seconds follow its answer's length (one pilot
+#: projected 2.8 s a question for a stage that ran at 5.5), a chain question costs minutes.
+PILOT = {"check": 5, "chain": 1}
+
+
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr)
 
@@ -52,14 +58,17 @@ def fit(fp: FitPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any
     stages = plan_stages(fp, lm)
     say(describe(fp, stages))
     lm = lm or fp.model.load()
-    run_check(stages["check"][0], lm, fp, progress, pilot=True)
-    run_chain(stages["chain"][0], lm, progress, pilot=True)
+    run_check(stages["check"][0], lm, fp, progress, first=PILOT["check"])
+    run_chain(stages["chain"][0], lm, progress, first=PILOT["chain"])
     say(project(fp, stages))
     checks = [run_check(s, lm, fp, progress) for s in stages["check"]]
+    say(project(fp, stages))  # each stage's measured pace re-projects the rest and keeps to the budget
     files = fit_check_files(fp, checks, say)  # before the chain's hours: too few right or wrong answers say so now
     chains = [run_chain(s, lm, progress) for s in stages["chain"]]
+    say(project(fp, stages))
     files["maps"] |= fit_chain_maps(fp, files["model"], chains)
     checks2 = [run_check(s, lm, fp, progress, probe=files["probe"]) for s in stages["check2"]]
+    say(project(fp, stages))
     chains2 = [run_chain(s, lm, progress) for s in stages["chain2"]]
     gates = fit_gates(fp, files["model"], checks2, chains2, say)
     report = fit_report(fp, files, gates, {"check": checks, "chain": chains, "check2": checks2, "chain2": chains2})
@@ -70,25 +79,25 @@ def fit(fp: FitPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any
 
 
 # ---------------------------------------------------------------------- the model stages
-def run_check(stage: Stage, lm, fp: FitPlan, progress: bool = True, pilot: bool = False, probe=None) -> str:
-    """The knowledge check over a stage's questions (``pilot``: the first only), its rows and states in its
-    folder; ``probe`` (half B) adds the new probe's P(wrong) as the score ``probe``."""
+def run_check(stage: Stage, lm, fp: FitPlan, progress: bool = True, first: int | None = None, probe=None) -> str:
+    """The knowledge check over a stage's questions (``first``: only that many, a pilot), its rows and states in
+    its folder; ``probe`` (half B) adds the new probe's P(wrong) as the score ``probe``."""
     plan, sel = stage.plan, stage.sel
     m = StudiedSeaKR(lm, None, **plan.options_for(plan.runs[0], sel.family))
     taps = parse_taps("all", lm.info()["layers"]) if fp.taps == "all" else []
-    examples = sel.examples[:1] if pilot else sel.examples
+    examples = sel.examples[:first]
     with progress_bar(f"{stage.name} {Path(stage.out).name}", total=len(examples), enabled=progress) as adv:
         detect(m, examples, stage.out, progress=adv, resume=True, data=plan.questions_record(), form="short",
                probe=taps, probe_model=probe)
     return stage.out
 
 
-def run_chain(stage: Stage, lm, progress: bool = True, pilot: bool = False) -> str:
-    """SeaKR's chain, retrieving at every step, over a stage's questions (``pilot``: the first only)."""
+def run_chain(stage: Stage, lm, progress: bool = True, first: int | None = None) -> str:
+    """SeaKR's chain, retrieving at every step, over a stage's questions (``first``: only that many, a pilot)."""
     plan, sel = stage.plan, stage.sel
     index = plan.ensure_index(sel, progress)
     m = build_method("seakr", lm, open_engine(index), **plan.options_for(plan.runs[0], sel.family))
-    examples = sel.examples[:1] if pilot else sel.examples
+    examples = sel.examples[:first]
     with progress_bar(f"{stage.name} {Path(stage.out).name}", total=len(examples), enabled=progress) as adv:
         run_eval(m, examples, stage.out, resume=True, name="seakr", progress=adv,
                  extra_config=plan.questions_record(), order_of=sel.order_of)
@@ -96,9 +105,11 @@ def run_chain(stage: Stage, lm, progress: bool = True, pilot: bool = False) -> s
 
 
 def project(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
-    """The rest of the run's time from the seconds a question of the check and the chain so far (the pilots');
-    refused past the budget, with the limit that would fit."""
-    pace = {k: float(np.mean(stage_seconds(stages[k][0].out) or [0.0])) for k in ("check", "chain")}
+    """The rest of the run's time from the mean seconds of every question of the check and of the chain measured
+    so far (the pilots' at first, then each finished stage's too, both halves pooled); refused past the budget,
+    with the limit that would fit."""
+    pace = {k: float(np.mean([t for name in (k, k + "2") for s in stages[name] for t in stage_seconds(s.out)] or [0.0]))
+            for k in ("check", "chain")}
     left = {name: sum(len(s.sel.examples) - len(stage_seconds(s.out)) for s in stages[name]) for name in stages}
     minutes = sum(n * pace[name.rstrip("2")] for name, n in left.items()) / 60
     said = (f"fit: about {minutes:.0f} min left on this machine ({pace['check']:.1f} s a question for the check, "
