@@ -77,3 +77,18 @@ def test_every_committed_json_file_is_strict_json():
                 bad.append(f"{p.relative_to(root)}: {e}")
                 break
     assert len(files) > 50 and not bad, bad
+
+
+def test_the_final_check_decision_replays_from_its_committed_rows():
+    """``final-check-qwen.json`` (the decision to keep the check's answer dropped) is what the benchmark computes
+    from the committed rows today."""
+    import subprocess
+    import sys
+
+    script = RESULTS.parents[0] / "final_check.py"
+    committed = json.loads((RESULTS / "final-check-qwen.json").read_text())
+    runs = [str(RESULTS.parents[1] / r) for r in committed["runs"]]
+    out = subprocess.run([sys.executable, str(script), *runs], capture_output=True, text=True, check=True).stdout
+    now = json.loads(out)
+    assert now["adopt"] is committed["adopt"] is False
+    assert [v["margins"] for v in now["runs"].values()] == [v["margins"] for v in committed["runs"].values()]
