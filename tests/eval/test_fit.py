@@ -137,6 +137,21 @@ def test_bad_plans_are_refused_before_any_model_loads(tmp_path, cache):
         fit(plan(tmp_path, budget_minutes=1e-9), ScriptedLM(script), progress=False, say=lambda s: None)
 
 
+@pytest.mark.parametrize("n, half, count", [(39, "B", 19), (10, "A", 5)])
+def test_a_chain_too_small_for_its_maps_and_gate_level_is_refused_before_the_model_loads(tmp_path, cache, n, half,
+                                                                                         count):
+    """Half A's chain fits the final maps and half B's the gate level: each needs MIN_CHAIN questions, and the plan
+    says so, with the count of each file, before any question is asked."""
+    from seakr.eval.fitplan import MIN_CHAIN
+
+    lm = ScriptedLM(script)
+    fp = FitPlan(train=[str(train_file(tmp_path, n=n))], out=str(tmp_path / "fitted"), limit=n, options={"k": 4})
+    with pytest.raises(PlanError, match=rf"chain has {count} question\(s\) in half {half} "
+                                        rf"\(tr.official.json: {count}\).* at least {MIN_CHAIN} a half"):
+        fit(fp, lm, progress=False, say=lambda s: None)
+    assert not lm.calls
+
+
 def test_the_command_refuses_a_shared_dev_file_by_id_in_one_line(tmp_path):
     dev, ids = shared_path("hotpotqa/dev_hard100.hf.jsonl"), shared_path("exclusion_lists/hotpotqa_dev_ids.txt")
     r = run_cli("fit", "--train", str(dev), "--out", str(tmp_path / "f"), "--dev-ids", str(ids))
@@ -146,22 +161,20 @@ def test_the_command_refuses_a_shared_dev_file_by_id_in_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_the_command_projects_its_time_from_the_first_questions_and_keeps_to_a_budget(tmp_path):
-    from helpers import HOTPOT
-
     out = tmp_path / "f"
-    args = ("fit", "--model", "smollm2-135m", "--train", HOTPOT, "--out", str(out), "--limit", "8", "--option", "k=3",
-            "--option", "max_new_tokens=16")
+    args = ("fit", "--model", "smollm2-135m", "--train", str(train_file(tmp_path)), "--out", str(out), "--limit",
+            str(N), "--option", "k=3", "--option", "max_new_tokens=16")
     r = run_cli(*args, "--budget", "0.001")
     assert r.returncode == 2, r.stderr
     said = r.stderr.strip().splitlines()
-    assert said[0].startswith("fit: 1 train file(s), the first 8 questions")
+    assert said[0].startswith(f"fit: 1 train file(s), the first {N} questions")
     assert "seakr: error: fit: about" in said[-1] and "over the budget of 0.001 min" in said[-1]
     # the pilots (the first questions of the check, the first of the chain) are kept; the rest waits for --resume
     from seakr.eval.fit import PILOT
 
     check = next((out / "runs").glob("check-0-*")) / "detect_rows.jsonl"
     chain = next((out / "runs").glob("chain-0-*")) / "scores.jsonl"
-    assert len(check.read_text().splitlines()) == min(PILOT["check"], 4) > 1
+    assert len(check.read_text().splitlines()) == PILOT["check"] > 1
     assert len(chain.read_text().splitlines()) == PILOT["chain"]
 
 

@@ -30,6 +30,9 @@ CHAIN_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-awar
 FIT_OPTIONS = STUDY_READS["detect"]
 ESTIMATOR = "eigen"
 GATES = ("probe", "check")
+#: Chain questions a half needs at least: half A's answers fit the final-form maps, half B's choose the gate level;
+#: on fewer, a map or a level follows a handful of answers (the packaged ones were fitted on 50).
+MIN_CHAIN = 20
 
 
 def _listed(v):
@@ -130,7 +133,20 @@ def plan_stages(fp: FitPlan, lm=None) -> dict[str, list[Stage]]:
     if not stages["chain"]:
         raise PlanError("fit: no train file carries paragraphs for the chain (the final maps and the gate level "
                         "are fitted on its answers); add one that does (HotpotQA, 2Wiki, MuSiQue), or give --index")
+    _enough_chains(stages)
     return stages
+
+
+def _enough_chains(stages: dict[str, list[Stage]]) -> None:
+    """Each half's chain questions reach :data:`MIN_CHAIN`, before hours of checks are spent on a fit whose maps
+    and gate level would rest on a few answers."""
+    for name, half in (("chain", "A"), ("chain2", "B")):
+        n = sum(len(s.sel.examples) for s in stages[name])
+        if n < MIN_CHAIN:
+            files = ", ".join(f"{Path(s.plan.data).name}: {len(s.sel.examples)}" for s in stages[name])
+            raise PlanError(f"fit: the chain has {n} question(s) in half {half} ({files}), and its final maps and "
+                            f"gate level need at least {MIN_CHAIN} a half: select more questions with paragraphs "
+                            "(a higher --limit or a lower --every, or another such file), or give --index")
 
 
 def describe(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
