@@ -31,6 +31,7 @@ from ..common.writing import write_atomic
 from ..progress import progress_bar
 from ..methods import build_method
 from ..probes.bank import SelfKnowledge
+from ..probes.calibration import FEW_FOR_ISOTONIC
 from ..probes.probe import calibration_name, packaged_name
 from ..search import open_engine
 from .detect import detect, parse_taps
@@ -130,7 +131,7 @@ def fit_check_files(fp: FitPlan, checks: list[str], say=_say) -> dict:
     probe.save(out / packaged_name(model, "short"))
     say(f"probe short at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
         f"on {probe.provenance['n']} answers")
-    short = calibrate_from_studies(checks, ESTIMATOR, "short")
+    short = calibrate_from_studies(checks, ESTIMATOR, "short", _map_kind(checks))
     short.save(out / calibration_name(model, "short", ESTIMATOR))
     return {"model": model, "probe": probe, "taps": taps, "maps": {"short": short}}
 
@@ -139,9 +140,15 @@ def fit_chain_maps(fp: FitPlan, model: str, chains: list[str]) -> dict:
     """Both final answers' EigenScore maps, from the chains' rows."""
     maps = {}
     for form in ("final-rationale", "final-knowledge"):
-        maps[form] = calibrate_from_studies(chains, ESTIMATOR, form)
+        maps[form] = calibrate_from_studies(chains, ESTIMATOR, form, _map_kind(chains))
         maps[form].save(Path(fp.out) / calibration_name(model, form, ESTIMATOR))
     return maps
+
+
+def _map_kind(runs: list[str]) -> str:
+    """Isotonic on enough answers to shape its steps, else Platt's two parameters (as the packaged maps: the check's
+    on 800 answers isotonic, the final forms' on 50 Platt)."""
+    return "isotonic" if sum(len(stage_seconds(r)) for r in runs) >= FEW_FOR_ISOTONIC else "platt"
 
 
 def fit_gates(fp: FitPlan, model: str, checks2: list[str], chains2: list[str], say=_say) -> dict:
