@@ -94,7 +94,7 @@ def test_a_fit_writes_every_file_a_run_reads_and_a_report(tmp_path, cache):
     assert m.config.gate == "probe" and m.config.reasoning == "calibrated"
 
 
-def test_a_stopped_fit_resumes_without_asking_again(tmp_path, cache):
+def test_a_stopped_fit_resumes_without_asking_again(tmp_path, cache, capsys):
     class Stop(Exception):
         pass
 
@@ -112,7 +112,9 @@ def test_a_stopped_fit_resumes_without_asking_again(tmp_path, cache):
         fit(plan(tmp_path), ScriptedLM(stopping), progress=False, say=lambda s: None)
     with pytest.raises(PlanError, match="--resume"):  # an earlier fit's folder is not overwritten
         fit(plan(tmp_path), lm, progress=False, say=lambda s: None)
+    capsys.readouterr()
     fit(plan(tmp_path, resume=True), lm, progress=False, say=lambda s: None)
+    assert "warning" not in capsys.readouterr().err  # its own pilots and its several files are no earlier run's
     rows = next((tmp_path / "fitted" / "runs").glob("check-0-*")).joinpath("detect_rows.jsonl").read_text().splitlines()
     ids = [json.loads(x)["id"] for x in rows]
     assert len(ids) == len(set(ids)) == N // 2

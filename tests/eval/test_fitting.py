@@ -5,6 +5,7 @@ the final choice measured from rows, checked by hand."""
 import json
 import math
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -180,6 +181,12 @@ def test_gate_level_is_the_chains_expected_f1_on_tuning_runs(tmp_path, capsys):
     assert gate_from_runs([check], [chain], "check", SelfKnowledge("m", str(bank_dir)))["n"] == 4
     err = capsys.readouterr().err  # two files may number their questions alike (nq-0, row-2): paired by id, said
     assert f"{chain} read another data file than {check}: check and chain rows are paired by question id" in err
+    # a check run of the chain's own file beside it (a fit's several train files): each chain run has its check
+    own = tmp_path / "own"
+    shutil.copytree(check, own)
+    (own / "config.json").write_text(json.dumps({"data": "/elsewhere/u.json"}))
+    gate_from_runs([check, own], [chain], "check", SelfKnowledge("m", str(bank_dir)))
+    assert "another data file" not in capsys.readouterr().err
 
 
 def test_the_probe_commands_write_files_that_load(tmp_path):

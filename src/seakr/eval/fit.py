@@ -83,10 +83,11 @@ def fit(fp: FitPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any
 def run_check(stage: Stage, lm, fp: FitPlan, progress: bool = True, first: int | None = None, probe=None) -> str:
     """The knowledge check over a stage's questions (``first``: only that many, a pilot), its rows and states in
     its folder; ``probe`` (half B) adds the new probe's P(wrong) as the score ``probe``."""
+    if (examples := _to_ask(stage, first)) is None:
+        return stage.out
     plan, sel = stage.plan, stage.sel
     m = StudiedSeaKR(lm, None, **plan.options_for(plan.runs[0], sel.family))
     taps = parse_taps("all", lm.info()["layers"]) if fp.taps == "all" else []
-    examples = sel.examples[:first]
     with progress_bar(f"{stage.name} {Path(stage.out).name}", total=len(examples), enabled=progress) as adv:
         detect(m, examples, stage.out, progress=adv, resume=True, data=plan.questions_record(), form="short",
                probe=taps, probe_model=probe)
@@ -95,14 +96,22 @@ def run_check(stage: Stage, lm, fp: FitPlan, progress: bool = True, first: int |
 
 def run_chain(stage: Stage, lm, progress: bool = True, first: int | None = None) -> str:
     """SeaKR's chain, retrieving at every step, over a stage's questions (``first``: only that many, a pilot)."""
+    if (examples := _to_ask(stage, first)) is None:
+        return stage.out
     plan, sel = stage.plan, stage.sel
     index = plan.ensure_index(sel, progress)
     m = build_method("seakr", lm, open_engine(index), **plan.options_for(plan.runs[0], sel.family))
-    examples = sel.examples[:first]
     with progress_bar(f"{stage.name} {Path(stage.out).name}", total=len(examples), enabled=progress) as adv:
         run_eval(m, examples, stage.out, resume=True, name="seakr", progress=adv,
                  extra_config=plan.questions_record(), order_of=sel.order_of)
     return stage.out
+
+
+def _to_ask(stage: Stage, first: int | None) -> list | None:
+    """The stage's questions (``first``: a pilot's); none to ask where a resumed stage already holds the pilot's
+    rows (a run over fewer questions than its rows would take them for an earlier, larger limit)."""
+    examples = stage.sel.examples[:first]
+    return None if first and len(stage_seconds(stage.out)) >= len(examples) else examples
 
 
 def project(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:

@@ -288,18 +288,18 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
     calibrated probabilities. Beside it, every gate level scored on the same questions
     (:func:`seakr.eval.selfknow.gate_sweep`: the trade-off curve) and the level a plain argmax of that
     curve would take, which on a few dozen questions follows their noise."""
-    short, models, cfgs = {}, {}, {}
+    short, models, checks, chains = {}, {}, {}, {}
     for run in (check_runs := _folders(check_runs)):
         cfg, rows = _study(run, form="short")
-        models[run], cfgs[run] = _run_model(cfg), cfg
+        models[run], checks[run] = _run_model(cfg), cfg
         short.update((r["id"], r) for r in rows)
     for run in (chain_runs := _folders(chain_runs)):
         cfg = read_run_config(run)
         name = cfg.get("study") or (cfg.get("method") or {}).get("method", "seakr")
         if name != "seakr":
             raise ValueError(f"{run}: a run of {name}; the chain is a SeaKR eval run retrieving at every step")
-        models[run], cfgs[run] = _run_model(cfg), cfg
-    _warn_other_data(cfgs)
+        models[run], chains[run] = _run_model(cfg), cfg
+    _warn_other_data(checks, chains)
     if bank is not None:
         models["--model"] = bank.model
     if len(set(m for m in models.values() if m)) > 1:
@@ -321,14 +321,14 @@ def gate_from_runs(check_runs: Sequence[str | Path], chain_runs: Sequence[str | 
             "data": {"check": [Path(r).name for r in check_runs], "chain": [str(r) for r in chain_runs]}}
 
 
-def _warn_other_data(cfgs: dict) -> None:
-    """Say which runs read another data file than the first: check and chain rows are paired by question id,
-    and two files may number their questions alike (``nq-0``, ``row-2``), as ``compare`` says of its runs."""
-    (first, base), *rest = cfgs.items()
-    for run, cfg in rest:
-        if other_data(base, cfg):
-            warn(f"{run} read another data file than {first}: check and chain rows are paired by question id, "
-                 "which may not name the same questions")
+def _warn_other_data(checks: dict, chains: dict) -> None:
+    """Say which chain runs read a data file that no check run read: check and chain rows are paired by question
+    id, and two files may number their questions alike (``nq-0``, ``row-2``), as ``compare`` says of its runs.
+    Check runs of other files beside (a fit's question-answer tables) pair with nothing and need no word."""
+    for run, cfg in chains.items():
+        if all(other_data(c, cfg) for c in checks.values()):
+            warn(f"{run} read another data file than {', '.join(map(str, checks))}: check and chain rows are paired "
+                 "by question id, which may not name the same questions")
 
 
 def gate_markdown(res: dict) -> str:
