@@ -246,17 +246,3 @@ def test_the_projection_pools_every_question_timed_and_holds_the_budget_at_each_
     assert project(fp, stages) == "fit: about 7 min left on this machine (1.7 s a question for the check, 60.0 s for the chain)"
     with pytest.raises(PlanError, match="over the budget of 5 min: a limit of about 6 fits it"):
         project(SimpleNamespace(budget_minutes=5, limit=10), stages)
-
-
-def test_a_map_is_isotonic_only_on_enough_answers(tmp_path):
-    from seakr.eval.fit import _map_kind
-    from seakr.probes.calibration import FEW_FOR_ISOTONIC
-
-    def rows(name, n):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "scores.jsonl").write_text("".join(f'{{"id": "{i}", "seconds": 1.0}}\n' for i in range(n)))
-        return str(tmp_path / name)
-
-    few, more = rows("a", FEW_FOR_ISOTONIC // 2), rows("b", FEW_FOR_ISOTONIC // 2 - 1)
-    assert _map_kind([few]) == _map_kind([few, more]) == "platt"
-    assert _map_kind([few, more, rows("c", 1)]) == "isotonic"

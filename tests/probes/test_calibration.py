@@ -86,3 +86,16 @@ def test_an_isotonic_map_of_few_answers_is_called_unreliable(capsys):
     fit_calibration(u[:12], c[:12], form="short", estimator="eigen", kind="platt")
     fit_calibration(u, c, form="short", estimator="eigen")
     assert capsys.readouterr().err == ""
+
+
+def test_a_map_left_to_its_count_is_isotonic_only_on_enough_answers():
+    """``kind=None`` (what ``seakr fit`` asks): Platt's two parameters below FEW_FOR_ISOTONIC answers, isotonic
+    steps from there on."""
+    from seakr.probes.calibration import FEW_FOR_ISOTONIC
+
+    def kind(n):
+        return fit_calibration([float(i) for i in range(n)], [i % 3 == 0 for i in range(n)], form="short",
+                               estimator="eigen", kind=None).kind
+
+    assert kind(FEW_FOR_ISOTONIC // 2) == kind(FEW_FOR_ISOTONIC - 1) == "platt"
+    assert kind(FEW_FOR_ISOTONIC) == "isotonic"

@@ -31,7 +31,6 @@ from ..common.writing import write_atomic
 from ..progress import progress_bar
 from ..methods import build_method
 from ..probes.bank import SelfKnowledge
-from ..probes.calibration import FEW_FOR_ISOTONIC
 from ..probes.probe import calibration_name, packaged_name
 from ..search import open_engine
 from .detect import detect, parse_taps
@@ -118,9 +117,10 @@ def project(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
     """The rest of the run's time from the mean seconds of every question of the check and of the chain measured
     so far (the pilots' at first, then each finished stage's too, both halves pooled); refused past the budget,
     with the limit that would fit."""
-    pace = {k: float(np.mean([t for name in (k, k + "2") for s in stages[name] for t in stage_seconds(s.out)] or [0.0]))
+    timed = {name: [stage_seconds(s.out) for s in stages[name]] for name in stages}  # each stage's rows, read once
+    pace = {k: float(np.mean([t for name in (k, k + "2") for secs in timed[name] for t in secs] or [0.0]))
             for k in ("check", "chain")}
-    left = {name: sum(len(s.sel.examples) - len(stage_seconds(s.out)) for s in stages[name]) for name in stages}
+    left = {name: sum(len(s.sel.examples) - len(secs) for s, secs in zip(stages[name], timed[name])) for name in stages}
     minutes = sum(n * pace[name.rstrip("2")] for name, n in left.items()) / 60
     said = (f"fit: about {minutes:.0f} min left on this machine ({pace['check']:.1f} s a question for the check, "
             f"{pace['chain']:.1f} s for the chain)")
@@ -140,7 +140,7 @@ def fit_check_files(fp: FitPlan, checks: list[str], say=_say) -> dict:
     probe.save(out / packaged_name(model, "short"))
     say(f"probe short at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
         f"on {probe.provenance['n']} answers")
-    short = calibrate_from_studies(checks, ESTIMATOR, "short", _map_kind(checks))
+    short = calibrate_from_studies(checks, ESTIMATOR, "short", kind=None)  # by its count
     short.save(out / calibration_name(model, "short", ESTIMATOR))
     return {"model": model, "probe": probe, "taps": taps, "maps": {"short": short}}
 
@@ -149,15 +149,9 @@ def fit_chain_maps(fp: FitPlan, model: str, chains: list[str]) -> dict:
     """Both final answers' EigenScore maps, from the chains' rows."""
     maps = {}
     for form in ("final-rationale", "final-knowledge"):
-        maps[form] = calibrate_from_studies(chains, ESTIMATOR, form, _map_kind(chains))
+        maps[form] = calibrate_from_studies(chains, ESTIMATOR, form, kind=None)
         maps[form].save(Path(fp.out) / calibration_name(model, form, ESTIMATOR))
     return maps
-
-
-def _map_kind(runs: list[str]) -> str:
-    """Isotonic on enough answers to shape its steps, else Platt's two parameters (as the packaged maps: the check's
-    on 800 answers isotonic, the final forms' on 50 Platt)."""
-    return "isotonic" if sum(len(stage_seconds(r)) for r in runs) >= FEW_FOR_ISOTONIC else "platt"
 
 
 def fit_gates(fp: FitPlan, model: str, checks2: list[str], chains2: list[str], say=_say) -> dict:

@@ -248,7 +248,7 @@ def _final_rows(run: str | Path, form: str) -> tuple[dict, list[dict]]:
 
 
 def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str = "short",
-                           kind: str = "isotonic") -> Calibration:
+                           kind: str | None = "isotonic") -> Calibration:
     """A calibration map for one estimator of one form, from detect studies (form ``short`` or ``cot``
     answers) or, for the final forms, from SeaKR eval runs (each row's rationale or knowledge answer)."""
     check_form(form, "calibrate")
