@@ -10,8 +10,8 @@ import time
 @contextlib.contextmanager
 def progress_bar(description: str, total: int | None = None, enabled: bool | None = None):
     """Yield ``advance(n=1, **fields)``: a rich bar on stderr where one can be drawn (a terminal, a notebook),
-    else a plain line every ~10 %; ``enabled=False`` asks for the plain lines. The bar went to stdout, and was
-    drawn where nothing could show it: `seakr eval ... > table.md` wrote it above the table."""
+    else a plain line every ~10 %; ``enabled=False`` asks for the plain lines. Never on stdout, which holds
+    a command's output (``seakr eval ... > table.md``)."""
     console = _console() if enabled is not False else None
     if console is None:
         # Not a terminal (CI, nohup, a pipe): a plain line every ~10 % so long runs stay visible in logs.

@@ -44,9 +44,8 @@ def _never_nan(fn: Callable[..., float]) -> Callable[..., float]:
 
 
 def as_array(x, what: str = "states") -> np.ndarray:
-    """``x`` as float64 numbers: a NumPy array, a list, or a torch tensor on any device and of any dtype
-    (a bfloat16 tensor, as a model computing in bf16 gives its hidden states, was "unsupported ScalarType"
-    and a tensor of log-probabilities "mean() got an unexpected keyword argument 'axis'")."""
+    """``x`` as float64 numbers: a NumPy array, a list, or a torch tensor on any device and of any dtype (a
+    bfloat16 tensor, as a model computing in bf16 gives its hidden states)."""
     if hasattr(x, "detach") and hasattr(x, "float"):  # torch, imported only by whoever made the tensor
         x = x.detach().float().cpu().numpy()
     elif isinstance(x, Iterator):  # a generator: read once, here

@@ -257,7 +257,7 @@ def _uncertainty_parser(sub) -> None:
 
 
 def _add_answer_output(p) -> None:
-    """How ``ask`` and ``demo`` show the answer (the demo had neither: its trace could not be kept)."""
+    """How ``ask`` and ``demo`` show the answer: as text or JSON, and its trace as a page."""
     p.add_argument("--json", action="store_true", help="the answer and its full trace as JSON")
     p.add_argument("--html", type=path_arg, default=None, help="also write the trace viewer page for this answer")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --html file seakr did not write")

@@ -67,8 +67,8 @@ def parse_options(pairs: list[str]) -> dict:
 
 
 def one_value(options: dict, key: str, flag: str, value) -> None:
-    """A flag that is also an option (``--delta`` and ``--option delta=``) holds one value, or one line says
-    both were given (``ask`` took the flag's, ``eval`` the option's)."""
+    """A flag that is also an option (``--delta`` and ``--option delta=``) holds one value; two different ones
+    are refused, since no door could say which one it took."""
     if value is not None and key in options and options[key] != value:
         raise CLIError(f"{flag} {value} and --option {key}={json.dumps(options[key])}: give one")
 

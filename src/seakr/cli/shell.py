@@ -49,13 +49,10 @@ def interrupted(args, e: KeyboardInterrupt) -> str:
 
 
 def printable_output() -> None:
-    """Answers, titles and passages printed to a console whose encoding cannot spell them (a Windows code page,
-    ``PYTHONIOENCODING=ascii``) failed the command after its work ("'ascii' codec can't encode character");
-    they print with backslash escapes instead, as Python's own stderr does. A stream closed when the command
-    started (``2>&-``, a supervisor that closes them) is Python's None: every command with a progress bar
-    ended in an AttributeError before its work, its errors went to stdout, and the next file opened would have
-    taken the free descriptor, where a library's own messages to fd 2 would have been written into it. It is
-    given /dev/null: the work runs, the exit status tells how it went."""
+    """Print what a console's encoding cannot spell (a Windows code page, ``PYTHONIOENCODING=ascii``) with
+    backslash escapes, as Python's own stderr does, so an answer never fails the command after its work. A
+    standard stream closed at start (``2>&-``) gets /dev/null: the work runs, the exit status tells how it went,
+    and no file opened later takes its descriptor."""
     for fd, name in ((1, "stdout"), (2, "stderr")):
         if getattr(sys, name) is None:
             null = os.open(os.devnull, os.O_WRONLY)
@@ -81,9 +78,8 @@ class OutputRefused(OSError):
 
 
 class NamedOutput:
-    """stdout, whose refused writes say they were stdout's: a print to ``> /dev/full`` was "no space left on the
-    device ... a run goes on with --resume", as if a run's rows had failed, and ``1<file`` a traceback.
-    A reader gone away stays a BrokenPipeError (exit 141, quietly)."""
+    """stdout, whose refused writes say they were stdout's (``> /dev/full``), not a run's rows. A reader gone
+    away stays a BrokenPipeError (exit 141, quietly)."""
 
     def __init__(self, stream):
         self._stream = stream
@@ -132,8 +128,7 @@ _BAD_PATHS = {errno.ENAMETOOLONG: "a name longer than this file system takes (25
 
 
 def os_said(e: OSError) -> str | OSError:
-    """A refused path as our lines name one, ``PATH: why`` ("[Errno 21] Is a directory: 'run/results.jsonl'" where
-    a run's own file had been made a folder); the error as it is where it names no path."""
+    """A refused path as our lines name one, ``PATH: why``; the error as it is where it names no path."""
     if (said := path_refused(e)) is not None:
         return said
     return f"{e.filename}: {e.strerror[:1].lower()}{e.strerror[1:]}" if e.filename and e.strerror else e
@@ -162,10 +157,9 @@ _NO_MODEL = ("index", "search", "merge", "compare", "export", "report", "probe")
 
 
 def out_of_memory(e: BaseException, command: str | None = None) -> str | None:
-    """One line for an allocation the machine cannot give (k = 10**11 samples asked 40 TB of CPU memory
-    and printed torch's traceback), naming the knobs that size it; None for any other error (a fault in
-    seakr keeps its traceback). An index build out of memory was told to lower k and load the model in a
-    smaller precision: a command that runs no model is told what it read instead."""
+    """One line for an allocation the machine cannot give (k = 10**11 samples), naming the knobs that size it,
+    or, for a command that runs no model, what it read; None for any other error (a fault in seakr keeps its
+    traceback)."""
     text = first_line(e, limit=1000)
     if not (isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
             or "can't allocate memory" in text or "out of memory" in text.lower()):

@@ -24,7 +24,7 @@ def repeated(items: Iterable):
 def misspelled(rec, names) -> str | None:
     """Why a record's key is read as no field: it spells one of ``names`` (lower case) in other case or spacing
     ("key 'Title' is read as no field: name it 'title'"); None where no key does. A table's header is read in
-    any case; a record's keys are read as they are spelled, and "Title" or "Answer" had gone unread unsaid."""
+    any case; a record's keys are read as they are spelled."""
     for k in rec:
         if isinstance(k, str) and k not in names and (low := k.strip().lower()) in names:
             if low in rec:  # both: which is meant? ("answer" read, "ANSWER" dropped unsaid)
@@ -48,8 +48,8 @@ _TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\
 
 
 def without_controls(text: str) -> str:
-    """Text without terminal escapes and control characters (whitespace stays): a question pasted from a console
-    reached the prompt and the search as it was ("\x1b[1mWho\x1b[0m directed Alien?" searched for "1mWho")."""
+    """Text without terminal escapes and control characters (whitespace stays), so a question pasted from a
+    console reaches the prompt and the search as the words it shows."""
     return _TERMINAL.sub("", text)
 
 
@@ -64,8 +64,8 @@ _LONG_RUN = re.compile(r"\S{241,}")
 
 def message(text) -> str:
     """An error or warning line as a console should show it: :func:`shown`, and any run of over 240 characters
-    without a space (a flag's value of 5,000 digits, a pasted passage as a path) cut in its middle, saying
-    how long it was: such a value was echoed whole, 5 KB on one line."""
+    without a space (a value of 5,000 digits, a passage given as a path) cut in its middle, saying how long
+    it was."""
     return _LONG_RUN.sub(lambda m: f"{m[0][:160]}...({len(m[0]):,} characters)...{m[0][-40:]}", shown(text))
 
 

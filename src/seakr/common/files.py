@@ -101,10 +101,9 @@ def _damaged(path: str, kind: str | None, n: int, e: BaseException, error) -> No
 @contextlib.contextmanager
 def open_bytes(path: str, error: type[Exception] = ValueError):
     """(binary file, compression or None) of a data file, gzip, bzip2, xz or (Python 3.14+) zstd compressed
-    ones decompressed as they are read, told by their first bytes, not their names: a ``.bz2`` or ``.xz``
-    download, or a gzip one saved without its ``.gz``, was "not UTF-8 text (byte 0x8b at column 2)". Peeking
-    reads nothing away, so a pipe's one reading is whole. An archive (zip, 7z, tar) is refused naming it, and a
-    Parquet or Arrow file (read as records: :func:`record_rows`) as one."""
+    ones decompressed as they are read, told by their first bytes, not their names (a download saved without
+    its suffix reads the same). Peeking reads nothing away, so a pipe's one reading is whole. An archive (zip,
+    7z, tar) is refused naming it, and a Parquet or Arrow file (read as records: :func:`record_rows`) as one."""
     with open(path, "rb") as raw:
         magic = raw.peek(16)[:16]
         if records := next((k for m, k in _RECORD_MAGIC if magic.startswith(m)), None):  # read as text it was
@@ -239,9 +238,9 @@ def pattern_files(pattern: str, error: type[Exception] = ValueError) -> list[str
 
 
 def user_path(p):
-    """A path as text (a ``pathlib.Path`` too), a leading ``~`` expanded: a TOML grid's ``data = "~/dev.json"``,
-    ``--out=~/idx`` (bash expands no ``~`` after ``=``) and a Python string pass through no shell, and were "no
-    such file" (an output made a folder named "~" in the working folder). Anything else is returned as given."""
+    """A path as text (a ``pathlib.Path`` too), a leading ``~`` expanded: a TOML grid's value, ``--out=~/idx``
+    (bash expands no ``~`` after ``=``) and a Python string pass through no shell. Anything else is returned
+    as given."""
     p = os.fspath(p) if isinstance(p, os.PathLike) else p
     return os.path.expanduser(p) if isinstance(p, str) and p.startswith("~") else p
 
@@ -252,7 +251,7 @@ def is_url(path: str) -> bool:
 
 def missing(path: str, noun: str = "file") -> str:
     """Why a file named is not there: "no such file" (``noun``), or, for a URL, that files are read from this
-    machine ("no such file" read as if the name were mistyped), for ``-``, that standard input is not read."""
+    machine, or, for ``-``, that standard input is not read."""
     if is_url(path):
         return f"a URL, and files are read from this machine: download it first (curl -LO {path})"
     if path == "-":  # the shell's name for standard input, which only `index build` reads ("-: no such file")
@@ -270,9 +269,8 @@ def read_once(path) -> bool:
 
 
 def check_rereadable(path, why: str, error: type[Exception] = ValueError, name: str | None = None) -> None:
-    """Refuse a pipe or device where ``why`` says the file is read more than once: its second read found
-    nothing, and the user was told the file held no questions, or a "malformed" prompt set. ``name``: how the
-    message names it (the path)."""
+    """Refuse a pipe or device where ``why`` says the file is read more than once: its second read would find
+    nothing. ``name``: how the message names it (the path)."""
     if read_once(path):
         raise error(f"{name or path}: a pipe or device, which can be read once, but {why}; save it to a file and name that")
 
@@ -286,8 +284,8 @@ def _a(kind: str) -> str:
 
 
 def given_path(path, what: str, noun: str = "file") -> str:
-    """A path a Python caller gives (text or ``os.PathLike``, not blank) as text; anything else is one line naming
-    ``what`` (None or a number was pathlib's "expected str, bytes or os.PathLike object", "" the current folder)."""
+    """A path a Python caller gives (text or ``os.PathLike``, not blank) as text; anything else is one line
+    naming ``what`` (an empty text would be the current folder)."""
     if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
         raise TypeError(f"{what}: expected {'an' if noun[0] in 'aeiou' else 'a'} {noun}'s path, got {type(path).__name__}")
     if not os.fspath(path).strip():

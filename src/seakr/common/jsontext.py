@@ -81,9 +81,8 @@ class _KeyTwice(Exception):
 
 
 def _once(pairs: list) -> dict:
-    """An object's (key, value) pairs as a dict, where each key is given once: ``json.loads`` kept the last of
-    two values (``"answer": "Paris", "answer": "Lyon"`` was Lyon, the other dropped unsaid), as a table's
-    reader had kept one of two columns of one name."""
+    """An object's (key, value) pairs as a dict, where each key is given once: of ``"answer": "Paris",
+    "answer": "Lyon"`` no reader can say which is meant."""
     d = dict(pairs)
     if len(d) != len(pairs):
         raise _KeyTwice(repeated(k for k, _ in pairs))

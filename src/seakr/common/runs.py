@@ -54,9 +54,8 @@ def is_run_folder(d: Path) -> bool:
 
 def check_not_a_record(path: str | os.PathLike, what: str | None = None) -> None:
     """An output file (an export, a report, a probe, a page) is not one of the files a run, a study or an index
-    keeps its record in: ``seakr export RUN --out RUN/results.jsonl`` replaced the run's rows with its
-    predictions, and the run was lost. ``what`` names the flag in the message. A link is judged by what it
-    points to, which the write replaces (``--out link.jsonl``, a link to a run's scores, wrote over them)."""
+    keeps its record in, which writing it would replace. ``what`` names the flag in the message. A link is
+    judged by what it points to, which the write replaces."""
     p = Path(path)
     if os.path.islink(p) or (str(p.parent) and os.path.realpath(p.parent) != os.path.abspath(p.parent)):
         p = Path(os.path.realpath(p))

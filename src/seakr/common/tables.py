@@ -21,9 +21,9 @@ def dataset_object(head: str) -> bool:
 
 
 def head(path: str, nchars: int, error: type[Exception] = ValueError) -> str:
-    """The first ``nchars`` characters (or a little more: whole lines, but no more than a MB of one: a JSON
-    file written on one line, 500 MB of it, was read whole to guess its layout); of a Parquet file, its first
-    records as JSON lines (what its layout is told from)."""
+    """The first ``nchars`` characters (or a little more: whole lines, but no more than a MB of one, so a JSON
+    file written on one line is not read whole to guess its layout); of a Parquet file, its first records as
+    JSON lines (what its layout is told from)."""
     if record_file(path):
         return _records_head(path, nchars, error)
     return head_of(lines(path, error, max_line=max(nchars, 1 << 20), cut=True), nchars)
@@ -145,9 +145,9 @@ def csv_rows(reader, path: str, error: type[Exception] = ValueError) -> Iterator
 
 
 def row_width_refused(path: str, reader, start: int, got: int, expected: str) -> str:
-    """The one line for a table row of the wrong width (``expected``: "3 fields (as the header)"). A row that ran
-    over several lines was made so by a quote opened in it and closed lines later, or never: the error named the
-    line where it ended (a whole file's last line for a DPR TSV with one stray quote), not where it began."""
+    """The one line for a table row of the wrong width (``expected``: "3 fields (as the header)"), naming the
+    line where the row began: a quote opened in a row and closed lines later, or never, makes it run over
+    several lines."""
     end = reader.line_num
     if end > start:
         return (f"{path}:{start}: a quote opened in this row closes only on line {end}, so lines {start}-{end} read as "
@@ -167,8 +167,7 @@ def table_delimiter(line: str, names) -> str:
 
 def column_twice(header: list[str], names) -> str | None:
     """Why a table's header cannot be read: one of ``names`` (lower case) named by two columns (case and
-    spaces aside), e.g. "'answer' names columns 2 and 3"; None where each names at most one. The readers took
-    the first column and dropped the other's cells unsaid."""
+    spaces aside), e.g. "'answer' names columns 2 and 3"; None where each names at most one."""
     low = [h.strip().lower() for h in header]
     for n in names:
         at = [i + 1 for i, h in enumerate(low) if h == n]

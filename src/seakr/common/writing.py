@@ -13,12 +13,12 @@ import tempfile
 
 def write_atomic(path, content: str | bytes) -> None:
     """Write a file whole or not at all: the content (text as UTF-8) goes to a hidden file beside it, then
-    replaces it. A write cut off (disk full, a file-size limit, kill -9) had left a fitted probe, a run's
-    config.json or the model's calibration file truncated, the earlier content lost with it. A link is
-    followed (its target is replaced, the link stays); a device or pipe (/dev/stdout) is written through."""
+    replaces it, so a write cut off (disk full, a file-size limit, kill -9) leaves the earlier content. A
+    link is followed (its target is replaced, the link stays); a device or pipe (/dev/stdout) is written
+    through."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     target = os.path.realpath(path)
-    if os.path.isdir(path):  # was IsADirectoryError, from Python
+    if os.path.isdir(path):
         raise ValueError(f"{path}: is a directory, expected a file name")
     # stat the name given, not the link's target: /dev/stdout into a pipe resolves to "/proc/PID/fd/pipe:[N]",
     # which names nothing, and the write went to a hidden file in /proc ("[Errno 2] No such file or directory")
@@ -100,9 +100,8 @@ _PASSED_ON = (errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG, errno.ELOOP)
 
 def folder_error(path, e: OSError, what: str = "the folder") -> OSError | ValueError:
     """What to raise for the folder ``path`` that could not be made (``e``): one line naming it and why, as a
-    ValueError (the Python API's callers read "[Errno 2] No such file or directory: '/proc/x'" for /proc, "[Errno 17]
-    File exists: 'a.csv'" for a file on the way); ``e`` itself where the disk lacks room or the path is one the
-    system cannot follow (a name too long, a link loop), which the commands name on their own line."""
+    ValueError; ``e`` itself where the disk lacks room or the path is one the system cannot follow (a name too
+    long, a link loop), which the commands name on their own line."""
     if e.errno in _PASSED_ON:
         return e
     where = nearest_existing(str(path))
@@ -127,7 +126,7 @@ def place_refused(where: str, file: bool = False) -> str | None:
 
 def file_error(path, e: OSError) -> OSError | ValueError:
     """As :func:`folder_error`, for the file ``path`` whose hidden twin (:func:`write_atomic`) could not be made
-    beside it: the error named that twin ("[Errno 2] No such file or directory: 'out/.p.json.123-456.tmp'")."""
+    beside it, named by the file asked for, not the twin."""
     if e.errno in _PASSED_ON:
         return e
     parent = os.path.dirname(os.path.realpath(path))

@@ -380,7 +380,7 @@ def _passages_hint(path: str) -> str:
 def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | None = None) -> list[Example]:
     """The questions of a data file, of a folder holding one split, or of a quoted glob of a split's shards
     (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
-    path = user_path(given_path(path, "data", "data file"))  # None was os.stat's words, "" ": no such file"
+    path = user_path(given_path(path, "data", "data file"))
     if layout not in LOADERS and layout != "auto":
         raise DatasetError(f"unknown dataset layout {layout!r}{did_you_mean(layout, LAYOUTS)}; choose from "
                            f"{', '.join(LAYOUTS)}")
@@ -409,8 +409,7 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
 
 
 def _not_seakrs_own(path: str) -> None:
-    """A run's, study's or index's own file or folder given as the questions, refused naming what it is (an index's
-    ``meta.json`` was "passages ...: index them", a run's ``scores.jsonl`` "cannot tell the dataset layout"), as
+    """A run's, study's or index's own file or folder given as the questions, refused naming what it is, as
     ``index build`` refuses them as a corpus; a run's names the data file it read."""
     if not (own := seakr_own(path)):
         return

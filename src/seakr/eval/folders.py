@@ -70,14 +70,15 @@ def _ours(e: Path, depth: int = 2) -> bool:
 
 
 def named_paths(what: str, *paths) -> None:
-    """Folders the Python API is given, as the command line takes them: an empty one was the current folder."""
+    """Folders the Python API is given, as the command line takes them: an empty one is refused, not the
+    current folder."""
     for x in paths:
         given_path(x, what, "folder")
 
 
 def check_folder_is(d, kind: str = "run") -> None:
-    """A run's or study's folder that is none on disk, in one line: no such folder, or a file (each read "not a run
-    directory (no config.json)", as if a folder lacked its files, where the path itself was mistyped)."""
+    """A run's or study's folder that is none on disk, in one line: no such folder, or a file, so a mistyped
+    path is not read as a folder that lacks its files."""
     if not os.path.exists(d):
         raise ValueError(f"{d}: no such folder")
     if not os.path.isdir(d):

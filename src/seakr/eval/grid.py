@@ -114,7 +114,7 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
             raise  # the file's own refusal (missing, not UTF-8), already named
         raise PlanError(f"{path}: {why}") from None
     grid = _grid_top(path, conf)
-    if "run" in conf and not conf["run"]:  # it ran the flags' method (SeaKR by default) as if no key were there
+    if "run" in conf and not conf["run"]:  # not the flags' method, as if no key were there
         raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")
     names: set = set()
     runs = [_grid_run(f"{path}: [[run]] #{i + 1}", r, names) for i, r in enumerate(conf.get("run", []))]

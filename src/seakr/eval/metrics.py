@@ -70,8 +70,8 @@ def f1_score(pred, golds: Sequence[str]) -> float:
 
 
 def _check_resampling(n, level) -> None:
-    """A bootstrap's ``n`` resamples and its CI ``level`` (n=0 was "index -1 is out of bounds", level 1.5 numpy's
-    "Quantiles must be in the range [0, 1]")."""
+    """A bootstrap's ``n`` resamples (one or more) and its CI ``level`` (between 0 and 1), named as the
+    options they are."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n (resamples) must be a whole number >= 1, not {n!r}")
     if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
@@ -169,7 +169,7 @@ def roc_curve(scores, positives):
 
 def pearson(x, y) -> float:
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.shape != y.shape:  # broadcast: a length-1 y was paired with every x, or "boolean index did not match"
+    if x.shape != y.shape:  # not broadcast: one y per x
         raise ValueError(f"a correlation pairs equal lengths, got {x.size} and {y.size} values")
     ok = np.isfinite(x) & np.isfinite(y)
     if ok.sum() < 3 or np.std(x[ok]) == 0 or np.std(y[ok]) == 0:

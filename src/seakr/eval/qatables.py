@@ -27,7 +27,7 @@ def _py_list(where: str, field: str, text: str) -> list[str]:
 
 
 def load_qa_csv(path):
-    csv.field_size_limit(MAX_LINE)  # 128 KB by default: a long Documents field was csv's traceback
+    csv.field_size_limit(MAX_LINE)  # 128 KB by default: too small for a long Documents field
     lines = (line for _, line in file_lines(path, DatasetError, MAX_LINE))
     reader = csv.reader(lines)
     header = next(reader, None)
@@ -51,9 +51,8 @@ _ARRAY = re.compile(rf"\[\s*(?:(?:{_QUOTED})\s*)+\]")
 
 def _cell_answers(text: str) -> list[str]:
     """A table cell's answers: a JSON or Python list (``["cat", "Felis catus"]``, PopQA's ``possible_answers``),
-    answers split by ``|`` (``Lima | Ciudad de los Reyes``: no factoid answer holds one, and read whole the cell
-    was an answer no prediction could match), or else one answer as written (a cell "[citation needed]" that
-    parses as no list is that answer)."""
+    answers split by ``|`` (``Lima | Ciudad de los Reyes``: no factoid answer holds one), or else one answer
+    as written (a cell that parses as no list is that answer)."""
     s = text.strip()
     if _ARRAY.fullmatch(s):  # before Python's parse, which reads 'Paris' 'Lima' as the one string 'ParisLima'
         return [re.sub(r"\\(.)", r"\1", q[1:-1]) for q in re.findall(_QUOTED, s)]

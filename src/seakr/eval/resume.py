@@ -38,8 +38,8 @@ def method_differences(old: dict, new: dict, partial: bool = False) -> list[tupl
 
 
 def said_differences(diff: list, first: str, second: str, most: int = 4) -> str:
-    """Every field that differs with both values, for one line (a changed model was once reported as its
-    prompt style alone, the first of the fields it changes)."""
+    """Every field that differs with both values, for one line (a changed model changes several fields, and
+    each is named)."""
     said = "; ".join(f"method.{k}: {strict_json(a, spell=True)} {first}, {strict_json(b, spell=True)} {second}"
                      for k, a, b in diff[:most])
     return said + (f"; {len(diff) - most} more" if len(diff) > most else "")

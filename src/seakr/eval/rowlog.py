@@ -84,8 +84,8 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
 
 
 def _check_config_shape(p: Path, cfg: dict) -> None:
-    """The fields compare, report and merge read: ``method`` and its ``engine`` objects, ``shard`` "I/N"
-    (a ``method: 5`` or ``shard: 5`` was an AttributeError naming no file)."""
+    """The fields compare, report and merge read: ``method`` and its ``engine`` objects, ``shard`` "I/N", so a
+    foreign config is named by its file, not found by the reader that trips on it."""
     method = cfg.get("method")
     for name, v in (("method", method), ("method.engine", method.get("engine") if isinstance(method, dict) else None)):
         if v is not None and not isinstance(v, dict):

@@ -69,7 +69,7 @@ TOTALS = ("retrievals", "empty_retrievals", "model_calls", "sampled_sequences", 
 
 def _u(v):
     """A U as a row holds it: a number, null (failed or missing) or a string older files hold for an infinity
-    ("inf", "-inf", "Infinity", "nan"; any other string, "x", reached a summary's arithmetic)."""
+    ("inf", "-inf", "Infinity", "nan"); any other string is refused before a summary's arithmetic."""
     if isinstance(v, str):
         u_from_json(v)
     return v

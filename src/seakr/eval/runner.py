@@ -51,8 +51,8 @@ class FinalStates:
 
 
 def check_lengths(method, examples: Sequence[Example]) -> None:
-    """Every question's bare prompt fits the model's context, checked before the first is answered: one that
-    does not had ended the run where it stood, and every ``--resume`` again at the same question."""
+    """Every question's bare prompt fits the model's context, checked before the first is answered, so a run
+    never stops at one question (and every ``--resume`` again at the same one)."""
     check = getattr(method, "check_question", None)
     for ex in examples if check is not None else ():
         try:
@@ -72,9 +72,8 @@ def takes_cancel(method) -> bool:
 
 def answer_concurrently(one: Callable, todo: Sequence[Example], concurrency: int, cancel: bool) -> None:
     """``one(example[, cancel])`` over ``todo``, ``concurrency`` at a time. Ctrl-C, SIGTERM or a question's error
-    stops the questions in flight at their next decode step and drops the queued ones: the pool's exit had
-    waited for every question, so Ctrl-C on a 6-question run took 122 s to act (100 questions: an hour); the
-    rows finished are on disk already."""
+    stops the questions in flight at their next decode step and drops the queued ones, so a stop acts at
+    once; the rows finished are on disk already."""
     stop = threading.Event() if cancel else None
     pool = ThreadPoolExecutor(concurrency)
     try:

@@ -192,8 +192,8 @@ def select_examples(examples: Sequence[Example], limit: int | None = None, every
 
 
 def parse_shard(text: str) -> tuple[int, int]:
-    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list. Digits only
-    (``int`` also took " 0/+2" and Arabic-Indic digits, which runs then recorded as given)."""
+    """``I/N`` (0 <= I < N): this process runs questions I, I+N, I+2N, ... of the (limited) list. ASCII digits
+    only, so a run records the one spelling that merge and --resume compare."""
     try:
         if not re.fullmatch(r"\s*[0-9]+\s*/\s*[0-9]+\s*", text):
             raise ValueError(text)
@@ -261,8 +261,8 @@ def check_output_dir(path: str, flag: str = "--out") -> None:
 
 
 def _try_a_folder(path: str, flag: str, where: str) -> None:
-    """``--out /proc/x`` passed the permission bits, loaded the model, then failed with "[Errno 2] No such file
-    or directory: '/proc/x'"."""
+    """Refuse an output folder the system will not make or write into (``/proc/x`` passes the permission bits),
+    learnt by trying, before the model loads."""
     why = place_refused(where)
     if why:
         doing = "cannot write into the folder" if where == path else "cannot create the folder"

@@ -73,7 +73,7 @@ class StateStore:
         if not np.isfinite(z).all():  # the fit named only "row 5" of the pooled states (rows without one left out)
             raise ValueError(f"{p}: the stored state of question {qid!r} holds non-finite values (the model's "
                              "activations overflowed there); delete it to leave the question out")
-        if self.width is not None and z.shape[1] != self.width:  # was numpy's "all input arrays must have the same shape"
+        if self.width is not None and z.shape[1] != self.width:  # named with the question
             raise ValueError(f"{p}: the stored state of question {qid!r} is {z.shape[1]} wide, the states read before "
                              f"it {self.width}: another model's (pool studies of one model)")
         self.width = z.shape[1]

@@ -60,11 +60,9 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
 
 def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict, set] | None:
     """Every row (a larger --limit's too), the recorded configuration and the ids of ``examples``, of a study that
-    has nothing left to do for them, where it was run with ``model`` (:func:`~seakr.eval.rowlog.recorded_with`);
-    None where a resume would ask a
-    question, mend a torn or unreadable line or refuse another model, which a resume does as ever. (A finished
-    study resumed loaded the model, and pooled the index, to find nothing to do.) Its options and questions are
-    what the plan's own check compared."""
+    has nothing left to do for them, where it was run with ``model`` (:func:`~seakr.eval.rowlog.recorded_with`),
+    so a finished study loads no model and pools no index; None where a resume would ask a question, mend a torn
+    or unreadable line or refuse another model. Its options and questions are what the plan's own check compared."""
     cfg = recorded_with(out_dir, model)
     if cfg is None:
         return None
@@ -105,8 +103,7 @@ STUDY_READS = {"detect": _STUDY_READS, "calibrate": _STUDY_READS | {"estimator",
 
 class StudiedSeaKR(SeaKR):
     """SeaKR as a study runs it: the study reads its own options (:data:`STUDY_READS`, refused otherwise before the
-    model loads), not the chain's, so the chain's unread-option notes do not apply (``rerank-study --option
-    rerank_z=2`` was said to be unread beside rerank=self-aware, while the study's guarded rule reads it)."""
+    model loads), not the chain's, so the chain's unread-option notes do not apply."""
 
     def unread(self) -> list[tuple[str, str]]:
         return []

@@ -115,7 +115,7 @@ def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered:
         return s
 
     s = selection_summary(result_of, rows, rows if held is None else held, name, out)
-    if s.get("empty_retrieval_rate") == 1:  # "retrieval rate 1.00" read as if passages had been read
+    if s.get("empty_retrieval_rate") == 1:  # every search found nothing: said as such
         warn(f"{name}: none of its {round(s['retrievals_per_question'] * s['n'])} searches found a passage: does the "
              "index hold these questions' passages? (leave --index out for the pooled index of the data file's own "
              "paragraphs)")

@@ -63,9 +63,9 @@ def sufficiency(lm, prompt: str, question: str) -> float:
 
 
 def warn_unread_tap(method, given: Sequence[str]) -> None:
-    """Say once that the model's tap (``given``, as its door spells it: ``--layer 3``, ``state_layer=3``) was set
-    for a method that reads no hidden state (a baseline decodes greedily; SeaKR with token-level estimators and no
-    probe): it was taken, recorded in the run's config and never read."""
+    """Say once that the model's tap (``given``, as its door spells it: ``--layer 3``, ``state_layer=3``) is set
+    for a method that reads no hidden state (a baseline decodes greedily; SeaKR with token-level estimators and
+    no probe): it is recorded in the run's config and never read."""
     if given and STATES not in method.requires():
         warn(f"{' and '.join(given)} {'are' if len(given) > 1 else 'is'} not read: {method.name} reads no hidden "
              "state here", once=True)

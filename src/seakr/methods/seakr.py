@@ -108,10 +108,10 @@ class SeaKR(Method):
         return gate, rerank, final
 
     def unread(self) -> list[tuple[str, str]]:
-        """The options given that the settled configuration never reads, and why: ``delta`` beside a gate
-        ``auto`` settled to the model's fitted probe was taken, recorded and unread (the chain past a check
-        retrieves at every step), as were ``gate_p`` under the step gate and ``rerank_z`` beside another
-        re-rank. Said once each, not refused: a grid or a server's defaults may set them for several runs."""
+        """The options given that the settled configuration never reads, and why: ``delta`` beside a gate ``auto``
+        settled to the model's fitted probe (the chain past a check retrieves at every step), ``gate_p`` under the
+        step gate, ``rerank_z`` beside another re-rank. Said once each, not refused: a grid or a server's defaults
+        may set them for several runs."""
         c, d = self.config, SeaKRConfig
         gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in self._auto else "")
         out = []

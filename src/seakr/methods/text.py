@@ -68,8 +68,7 @@ _LEAD_IN = re.compile(r"[\s,;]*\b(?:and\s+)?(?:so|thus|therefore|hence|then)?[\s
 
 def _before_the_marker_again(rest: str, says: re.Pattern = _ANSWER) -> str:
     """The text after a marker up to where the marker comes again: a model that writes no period after its answer
-    (SmolLM2 without demonstrations) repeats "X So the answer is X So the answer is ..." until its budget ends, and
-    all of it was read as the answer."""
+    (SmolLM2 without demonstrations) repeats "X So the answer is X So the answer is ..." until its budget ends."""
     again = says.search(rest)
     if again is None:
         return rest
@@ -84,8 +83,8 @@ _LABEL = re.compile(r"^[*_#\s]*(?:(?:(?:final|short)\s+)?answer[*_]*(?:\s*:|\s+[
 
 
 def short_answer(text: str) -> str:
-    """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself without
-    a label before it ("Answer: Paris" was scored, and shown, as that whole line)."""
+    """A short-form reply read as its answer: "the answer is" when it says so, else the reply itself without a
+    label before it ("Answer: Paris" is Paris)."""
     text = unthought(text)
     return extract_answer(text) or tidy_answer(_LABEL.sub("", text.strip()).rstrip("\u3002\uff0e"))
 

@@ -37,8 +37,8 @@ MODEL_OPTIONS = {"precision": ("--precision", "precision", "precision"), "device
 
 
 def _check_load_options(cls, kwargs: dict) -> None:
-    """An option ``load_model`` does not take, with the closest it does: ``layer=`` (the command line's ``--layer``)
-    was "HFLanguageModel.__init__() got an unexpected keyword argument 'layer'"."""
+    """An option ``load_model`` does not take, with the closest it does (``layer=``, the command line's
+    ``--layer``, is ``state_layer=``)."""
     import inspect
 
     allowed = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "model") and not p.startswith("_")]

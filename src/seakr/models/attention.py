@@ -198,7 +198,7 @@ class CachedPrefixPrefill:
 def text_config(model):
     """The config of the model's text decoder: the model's own, or a multimodal checkpoint's text part (Gemma-3
     from 4B up and Gemma-3n load as image-text models through ``AutoModelForCausalLM``, their depth and widths
-    in ``text_config``: they failed at load with "'Gemma3Config' object has no attribute 'num_hidden_layers'")."""
+    in ``text_config``)."""
     return model.config.get_text_config(decoder=True)
 
 
@@ -227,8 +227,8 @@ class _Reached:
 def reaches_every_layer(model) -> bool:
     """Whether the state passed to the model's forward reaches our attention in every layer. A model whose
     attention is its own (XGLM: a ``q_proj`` and a ``layer_idx`` per layer, its own product) or whose blocks drop
-    the forward's extra arguments (Nemotron's) never ran ours, and the first prefix reuse failed on the KV it had
-    not kept ("cannot unpack non-iterable NoneType object"). Asked of the model itself: one forward of two tokens."""
+    the forward's extra arguments (Nemotron's) never runs ours, and its prefix could not be reused. Asked of the
+    model itself: one forward of two tokens."""
     reached = _Reached()
     with torch.inference_mode():
         model(input_ids=torch.zeros(1, 2, dtype=torch.long, device=model.device), use_cache=False,

@@ -73,7 +73,7 @@ class Generation:
 
 
 def _texts(v) -> tuple[str, ...]:
-    """Stop strings (or patterns) as a tuple; one string is one stop (iterated, "\\n\\n" was two stops of "\\n")."""
+    """Stop strings (or patterns) as a tuple; one string is one stop, not its characters."""
     items = (v,) if isinstance(v, str) else tuple(v) if isinstance(v, (list, tuple)) else None
     if items is None or not all(isinstance(x, str) and x for x in items):
         raise ValueError(f"expected non-empty strings, got {said(v)}")
@@ -126,9 +126,8 @@ class GenerationConfig:
 
 # ---------------------------------------------------------------- a call's arguments
 def check_texts(texts, what: str = "prompts") -> list[str]:
-    """A call's texts (prompts, or next-token options), refused in one line before any work: one string was read
-    as a list of its characters (a prompt per letter), an empty one crashed the embedding with a dtype error,
-    None or half a surrogate pair reached the tokenizer's own words."""
+    """A call's texts (prompts, or next-token options), refused in one line before any work: a list of visible,
+    encodable strings (one string is not a list of its characters)."""
     if isinstance(texts, str):
         raise TypeError(f"{what}: a list of texts, got one string; pass [{what[:-1]}]")
     if not isinstance(texts, (list, tuple)):

@@ -83,8 +83,8 @@ def _first_caller_outside_seakr() -> int:
 
 
 def _env_choice(name: str, choices: tuple[str, ...], default: str | None = None) -> str | None:
-    """An environment variable that takes one of ``choices``, refused naming the variable ("yes" or "off"
-    turned CUDA graphs on without a word, "" was "attention must be 'shared' or 'hf', not ''")."""
+    """An environment variable that takes one of ``choices``, refused naming the variable (a "yes" or an empty
+    value is not silently read as one of them)."""
     v = os.environ.get(name, default)
     if v not in choices:
         raise ValueError(f"{name}={said(v)}: expected {' or '.join(choices)}")
@@ -121,8 +121,7 @@ FFN_OUT_NAMES = ("fc2",)
 
 def decoder_blocks(model, depth: int, name: str) -> list:
     """The ``depth`` decoder blocks of a causal LM, found where its family keeps them (``model.layers`` in
-    Llama-style models, ``transformer.h`` in GPT-2-style ones: only the first was looked for, and a GPT-2 folder
-    failed with "'GPT2Model' object has no attribute 'layers'")."""
+    Llama-style models, ``transformer.h`` in GPT-2-style ones)."""
     import torch
 
     inner = model.get_decoder() if hasattr(model, "get_decoder") else model
@@ -154,9 +153,9 @@ def tap_module(blocks: list, layer: int, source: str, name: str):
 
 def check_vocabulary(model, tokenizer, name: str) -> None:
     """Every token the tokenizer can produce has a row in the model's embedding (a model may hold more, padded;
-    fewer was "IndexError: index out of range in self" at the first question: a folder pairing a tokenizer with
-    another model's weights). The base vocabulary is compared: a tokenizer's added tokens past the rows (an image
-    placeholder) are ones text does not produce."""
+    fewer means a folder pairing a tokenizer with another model's weights, which would fail at the first
+    question). The base vocabulary is compared: a tokenizer's added tokens past the rows (an image placeholder)
+    are ones text does not produce."""
     rows = model.get_input_embeddings().num_embeddings
     n = getattr(tokenizer, "vocab_size", None)
     if isinstance(n, int) and n > rows:
@@ -190,12 +189,10 @@ def end_tokens(eos_id: int, model) -> tuple[int, ...]:
 
 
 def check_attention(model, name: str) -> None:
-    """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba) loads
-    as a causal LM all the same and failed at its first question ("'MambaConfig' object has no attribute
-    'num_attention_heads'"); a hybrid (Jamba: Mamba layers between attention layers, told by their ``A_log``
-    parameter) failed inside its first forward ("size mismatch, got input (520), mat (520x4), vec (0)"); LFM2's
-    convolution layers and Qwen3-Next's linear attention, told by the cache layers transformers gives them, failed
-    at the first prefill ("'LinearAttentionLayer' object has no attribute 'keys'")."""
+    """A transformer: seakr decodes with a key-value cache per attention layer. A state-space model (Mamba), a
+    hybrid (Jamba: Mamba layers between attention layers, told by their ``A_log`` parameter), LFM2's
+    convolution layers and Qwen3-Next's linear attention (told by the cache layers transformers gives them) all
+    load as causal LMs, and are refused at load rather than inside the first forward."""
     if getattr(text_config(model), "num_attention_heads", None) is None:
         raise ModelError(f"{name}: {type(model).__name__} has no attention layers (a state-space or recurrent model); "
                          "seakr decodes with a key-value cache per attention layer, so it runs transformer decoders")
@@ -329,7 +326,7 @@ class HFLanguageModel:
         eos = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else cfg.eos_token_id
         if isinstance(eos, (list, tuple)):
             eos = eos[0] if eos else None
-        if eos is None:  # was "int() argument must be ... not 'NoneType'"
+        if eos is None:  # a tokenizer without one: said here
             raise ModelError(f"{self.name}: neither its tokenizer nor its config names an end-of-sequence token, which "
                              "ends every answer and marks where each sample's state is read; set eos_token in the "
                              "tokenizer's files")
@@ -448,11 +445,11 @@ class HFLanguageModel:
     SCORE_BYTES = 12
 
     def _check_room(self, rows: int, new_tokens: int) -> None:
-        """Refuse a call the device cannot hold before it starts: k = 100,000 samples grew the process until
-        the system killed it (24 GB, no message; only a single allocation past the machine's was caught).
-        Counted: each row's new tokens' attention cache, twice (a growing cache is copied: old and new at
-        once), and one step's scores over the vocabulary. Measured with the test model (bf16, k = 1,000, peak RSS
-        above the loaded model): 5.05 MB a row at 100 new tokens (5.20 counted), 1.34 MB at 20 (1.51 counted)."""
+        """Refuse a call the device cannot hold before it starts (a huge k would grow the process until the system
+        killed it, with no message). Counted: each row's new tokens' attention cache, twice (a growing cache is
+        copied: old and new at once), and one step's scores over the vocabulary. Measured with the test model
+        (bf16, k = 1,000, peak RSS above the loaded model): 5.05 MB a row at 100 new tokens (5.20 counted), 1.34 MB
+        at 20 (1.51 counted)."""
         need = rows * (2 * new_tokens * self._kv_bytes_per_token() + text_config(self.model).vocab_size * self.SCORE_BYTES)
         free = free_memory(self.device)
         if free is not None and need > free:  # (k = 10**5000 from Python: no float, no digits to print)
@@ -485,12 +482,12 @@ class HFLanguageModel:
         return out
 
     def _exclusive(self):
-        """One call at a time on this model: its packed CPU projections hold a call's fused output until the
-        sibling projections read it, the prefix cache is one dict, and ``attention`` switches the shared config's
-        implementation; two threads at once (``serve --workers 2``, a web app's request threads) failed with an
-        IndexError or read each other's projections. A CPU gains nothing from two calls at once; concurrent
-        callers that want throughput batch (``BatchingModel``). Where decode steps are captured as CUDA
-        graphs, one call at a time in the process: a capture fails if another thread synchronises the device."""
+        """One call at a time on this model: its packed CPU projections hold a call's fused output until the sibling
+        projections read it, the prefix cache is one dict, and ``attention`` switches the shared config's
+        implementation, so two threads at once (``serve --workers 2``, a web app's request threads) would read each
+        other's work. A CPU gains nothing from two calls at once; concurrent callers that want throughput batch
+        (``BatchingModel``). Where decode steps are captured as CUDA graphs, one call at a time in the process: a
+        capture fails if another thread synchronises the device."""
         return graphs.DEVICE_LOCK if self.cuda_graphs else self._lock
 
     def attention(self, text: str) -> tuple[list[int], "np.ndarray"]:

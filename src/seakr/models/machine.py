@@ -48,8 +48,8 @@ def free_memory(device) -> int | None:
 
 def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
     """A whole number of torch threads from 1 to the CPUs this process may use (``bounded=False``: no upper
-    bound, for threads that run on another machine): beyond them the threads only contend (1000 threads
-    on 2 CPUs printed nothing in two minutes where 2 took two seconds)."""
+    bound, for threads that run on another machine): beyond them the threads only contend (1000 threads on 2
+    CPUs ran a hundred times slower than 2)."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"{name} must be a whole number >= 1, not {said(threads)}")
     if bounded and threads > available_cpus():
@@ -59,8 +59,8 @@ def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
 
 
 def check_layer(layer, name: str = "state_layer", depth: int | None = None) -> int:
-    """A 0-based decoder layer: a whole number >= 0 (before any weights load: 1.5 and True were taken), and
-    below ``depth`` where it is known (a registry model's, or the loaded model's)."""
+    """A 0-based decoder layer: a whole number >= 0, and below ``depth`` where it is known (a registry model's,
+    or the loaded model's), checked before any weights load."""
     if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0 or (depth and layer >= depth):
         raise ValueError(f"{name} {said(layer)}: expected a 0-based decoder layer " + (f"in 0..{depth - 1}" if depth else ">= 0"))
     return layer

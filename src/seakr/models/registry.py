@@ -154,7 +154,7 @@ TEST_MODEL = "smollm2-135m"
 
 def cache_root() -> Path:
     """Where converted models, pooled indexes and calibrations live (``SEAKR_CACHE``, else the XDG cache). A
-    path through a file is named with the variable ("[Errno 20] Not a directory: '.../locks'" named neither)."""
+    path through a file is refused naming the variable."""
     env = os.environ.get("SEAKR_CACHE")
     if env is not None and env and not env.strip():  # a folder named " " in whatever folder the command ran from
         raise ValueError(f"SEAKR_CACHE={env!r}: blank; point it at a folder, or unset it for the default")
@@ -179,8 +179,8 @@ def cache_root() -> Path:
 
 
 def cache_dir(*parts: str) -> Path:
-    """A folder inside the cache, made if need be. A cache seakr cannot write (a read-only mount, another
-    user's folder, /proc) was a bare "[Errno 2] No such file or directory: '/proc/x'" naming no variable."""
+    """A folder inside the cache, made if need be; a cache seakr cannot write (a read-only mount, another user's
+    folder, /proc) is named with the variable that chose it."""
     root = cache_root()
     d = root.joinpath(*parts)
     try:
@@ -291,9 +291,8 @@ def _convert_gguf(gguf: Path, out: Path, meta: dict, dtype: str) -> None:
 
 
 def _read_gguf(gguf: Path, dtype) -> tuple:
-    """The tokenizer and dequantised model a GGUF file holds, or one line naming the file: a truncated one was
-    "cannot reshape array of size 3214336 into shape (49152,612)", an empty one "cannot mmap an empty file", a
-    header cut short a bare struct.error from the gguf package's reader."""
+    """The tokenizer and dequantised model a GGUF file holds, or one line naming the file (truncated, empty, or a
+    header cut short), where the gguf package's reader raises numpy's or struct's words."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -409,8 +408,8 @@ def _converted(base: Path, dtype: str, lock_name: str, gguf_of, meta: dict) -> t
 
 
 def source_meta(folder: Path, advice: str) -> dict:
-    """A model folder's provenance (``seakr-source.json``: name, sha256, source ...), or one line naming the
-    file and what to do (a damaged file was a bare JSON error, or an AttributeError where it held a list)."""
+    """A model folder's provenance (``seakr-source.json``: name, sha256, source ...), or one line naming the file
+    and what to do."""
     f = folder / "seakr-source.json"
     try:
         meta = json_file(str(f))
@@ -461,7 +460,7 @@ def model_kind(name_or_path: str) -> str:
         return "hub"
     if why := _not_a_model(name_or_path, p):
         raise ValueError(f"model '{name_or_path}': {why}")
-    # read in lower case: "Qwen2.5-Coder-0.5B", as the model's makers spell it, had no suggestion
+    # read in lower case: "Qwen2.5-Coder-0.5B", as the model's makers spell it
     raise ValueError(f"unknown model '{name_or_path}'{did_you_mean(name_or_path, REGISTRY)}: not a registry name "
                      f"({', '.join(REGISTRY)}), a .gguf file, a Hugging Face folder or a hub id (org/name)")
 

@@ -77,9 +77,9 @@ def check_sampling(fitted, config: dict | None, where: str):
 
 def check_folder(folder: str | None, contents: bool = False) -> None:
     """A ``probes=`` folder must be one; with ``contents``, every fitted file in it readable as what its name
-    says (a method's options check it before any model loads: a damaged probe was refused only once the model
-    had loaded, and which files a run reads settles with the model). Whether a file fits the model, and
-    another model's entries are valid, is checked when the model reads it."""
+    says, so a method's options can refuse a damaged file before any model loads (which files a run reads
+    settles with the model). Whether a file fits the model, and another model's entries are valid, is checked
+    when the model reads it."""
     if folder is None:
         return
     if not Path(folder).is_dir():
@@ -142,7 +142,7 @@ class SelfKnowledge:
 
     def _missing(self, what: str, where: str, command: str) -> str:
         """A missing fitted file, and how to make one that this lookup finds: the folder reads files by their
-        packaged names only, which ``--out`` must spell (a probe fitted to ``p.json`` was never found)."""
+        packaged names only, which ``--out`` must spell."""
         name, folder = Path(where).name, self.folder or "FOLDER"
         return (f"no {what} for model {self.model!r} at {where}: fit one on tuning data with "
                 f"`seakr {command} --out {Path(folder) / name}` and give {folder} as the probes option")
@@ -181,8 +181,7 @@ class SelfKnowledge:
 
     def _model_entry(self, name: str, key: str) -> tuple[dict | None, str]:
         """This model's entry under ``key`` in a table file (``gates.json``, ``reasoning.json``: {model:
-        {key: ...}}), or None; a file of another shape is refused naming it (a list or a number there was
-        an AttributeError or TypeError with no file named)."""
+        {key: ...}}), or None; a file of another shape is refused naming it."""
         d, where = self._read(name)
         if d is None:
             return None, where
@@ -209,9 +208,9 @@ class SelfKnowledge:
         return rule, f"{where}:{self.model}"
 
     def save_gate_level(self, res: dict) -> str:
-        """Write the level :func:`~seakr.eval.fitting.gate_from_runs` chose into this folder's ``gates.json``
-        under this model and gate, with its provenance, keeping every other entry; returns the file. Without it a
-        model of one's own gated at the default level: the chosen one had to be copied in by hand."""
+        """Write the level :func:`~seakr.eval.fitting.gate_from_runs` chose into this folder's ``gates.json`` under
+        this model and gate, with its provenance, keeping every other entry; returns the file, which
+        ``probes=DIR`` then reads."""
         if self.folder is None:
             raise ValueError("the chosen gate level is written into a probes folder of your own (--probes DIR); the "
                              "package's folder holds the packaged models' levels")
@@ -227,9 +226,8 @@ class SelfKnowledge:
         return where
 
     def gate_p(self, gate: str) -> tuple[float, str]:
-        """The probability of being right below which ``gate`` retrieves, and where it came from. A level
-        that is not a probability is refused naming the file (7 retrieved on every question; "high" or NaN
-        were tracebacks)."""
+        """The probability of being right below which ``gate`` retrieves, and where it came from. A level that is
+        not a probability (7, "high", NaN) is refused naming the file."""
         entry, where = self._model_entry("gates.json", gate)
         if entry is None:
             return DEFAULT_GATE_P, "default"

@@ -234,9 +234,8 @@ def packaged_probe(model: str, form: str) -> Probe:
 
 
 def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np.ndarray]:
-    """The states as (n, d) finite floats and the labels as 0/1, or one line naming what is wrong, before
-    any fitting (a NaN state was scikit-learn's "All the 5 fits failed" page; labels 0/1/2 fitted a
-    probe of nothing with a traceback per fold)."""
+    """The states as (n, d) finite floats and the labels as 0/1, or one line naming what is wrong, before any
+    fitting (scikit-learn's own words come per fold, as a page)."""
     for name, v in (("form", form), ("tap", tap)):  # the probe's own schema, before the slow fit
         check_value(Probe, name, v, "probe fit:")
     try:  # a torch tensor of any dtype too (bf16 states included)

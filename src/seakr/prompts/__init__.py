@@ -126,7 +126,7 @@ class PromptSet:
         else:
             p = Path(name_or_path)
             if not p.exists():
-                if name_or_path == "-" or is_url(name_or_path):  # was "unknown prompt set '-'"
+                if name_or_path == "-" or is_url(name_or_path):
                     raise ValueError(f"prompt set {name_or_path}: {missing(name_or_path)}")
                 raise ValueError(_unknown_set(name_or_path))
             check_rereadable(p, "a prompt set is read when the options are checked and again by the method")
@@ -160,11 +160,11 @@ def _unknown_set(name: str) -> str:
 
 def _demo(src: str, i: int, x) -> Demo:
     """One demonstration, checked field by field: a hand-written set is read as the model will see it (steps
-    given as one string were split into letters; a null question was rendered as "None")."""
+    are a list of strings, the question text)."""
     where = f"{src}: demo {i}"
     if not isinstance(x, dict):
         raise ValueError(f"{where}: expected an object with question, steps and answer, got {type(x).__name__}")
-    if extra := next((k for k in x if k not in DEMO_KEYS), None):  # "answers" beside "answer" was never read
+    if extra := next((k for k in x if k not in DEMO_KEYS), None):  # a key no demonstration reads
         raise ValueError(unknown_key(where, extra, DEMO_KEYS))
     for key in ("question", "answer"):
         if not isinstance(x.get(key), str) or not x[key].strip():
@@ -209,9 +209,9 @@ def family_for(dataset: str) -> str:
 
 def clean_question(q: str) -> str:
     """The question on one line, its spaces single, and without a period followed by a space ("St. Louis" -> "St
-    Louis") so a copied name cannot end a step. A newline inside ("Who\n\ndirected Alien?", typed in a form)
-    broke the prompt's "Question: ..." line: a blank line is what separates one demonstration from the next.
-    Terminal escapes and control characters go (:func:`without_controls`)."""
+    Louis") so a copied name cannot end a step; a newline inside would break the prompt's "Question: ..."
+    line (a blank line separates one demonstration from the next). Terminal escapes and control characters go
+    (:func:`without_controls`)."""
     return re.sub(r"\. ", " ", " ".join(without_controls(q).split()))
 
 

@@ -64,8 +64,8 @@ def as_engine(index) -> "SearchEngine | None":
 
 
 def _check_search_call(engine) -> None:
-    """An engine's ``search`` takes ``(query, k)`` as seakr calls it: ``search(self, query)`` failed at the first
-    retrieval, after the model had loaded, as "search() takes 2 positional arguments but 3 were given"."""
+    """An engine's ``search`` takes ``(query, k)`` as seakr calls it, checked when the engine is given, not at
+    the first retrieval after the model has loaded."""
     import inspect
 
     try:
@@ -113,7 +113,7 @@ def passages_engine(docs, passage_words: int | None = None, *, advise: bool = Tr
     ps = [_passage(i, d) for i, d in enumerate(docs.items() if isinstance(docs, Mapping) else docs)]
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
-    # control characters alone are no text either: a request's passages ["\x00"] were indexed and searched
+    # control characters alone are no text either
     if all(blank(p.text) for p in ps if isinstance(p.text, str)):
         raise SearchError("index: every passage's text is empty; nothing to search")
     no_id = next((p for p in ps if not isinstance(p.id, str) or blank(p.id)), None)

@@ -55,8 +55,8 @@ def redact(text: str) -> str:
 
 
 def is_url(spec: str) -> bool:
-    """Whether an index argument names a search cluster rather than a folder, in any case (``HTTP://host/x``
-    was read as a folder named "HTTP:"); another scheme (``ftp://``, ``file://``) is refused in one line."""
+    """Whether an index argument names a search cluster rather than a folder, in any case (``HTTP://host/x``);
+    another scheme (``ftp://``, ``file://``) is refused in one line."""
     low = spec.lower()
     if low.startswith(URL_PREFIXES):
         return True
@@ -100,15 +100,14 @@ class SearchEngine(Protocol):
 
 
 def check_search(query, k) -> tuple[str, int]:
-    """One rule for a search call, whatever the engine: a text query and a whole k >= 0 (a float k reached
-    tantivy and came back as "the index looks damaged"). Returns the query as it is searched (without a console's
-    escapes: "\x1b[1mParis" looked for "1mparis") and k as an int."""
+    """One rule for a search call, whatever the engine: a text query and a whole k >= 0. Returns the query as it
+    is searched (without a console's escapes) and k as an int."""
     if not isinstance(query, str):
         raise TypeError(f"search: the query must be text, got {type(query).__name__}")
     if not encodable(query):  # said here, in words, not as the engine's UnicodeEncodeError
         raise ValueError("search: the query is not valid UTF-8 text (undecodable bytes, or half a surrogate pair)")
     try:
-        if isinstance(k, bool):  # an int to Python: True was k = 1
+        if isinstance(k, bool):  # an int to Python, but not a count
             raise TypeError
         k = operator.index(k)
     except TypeError:
@@ -128,7 +127,7 @@ def check_passage(n: int, p) -> None:
         v = getattr(p, name)
         if not isinstance(v, str):
             raise TypeError(f"passage {n} (id {p.id!r}): {name} must be text, got {type(v).__name__}")
-        if not encodable(v):  # was tantivy's "Value unsupported", naming no passage
+        if not encodable(v):  # refused here, naming the passage
             raise ValueError(f"passage {n} (id {p.id!r}): {name} is not valid UTF-8 text (half a surrogate pair)")
     if blank(p.id):  # an id names the passage in traces, rows and the duplicate check (the readers refuse it too)
         raise ValueError(f"passage {n}: its id {p.id!r} has no visible character; ids are visible text")
@@ -158,7 +157,7 @@ class Intake:
 
     def take(self, p) -> bool:
         check_passage(self.taken + self.duplicates + self.empty, p)
-        if blank(p.text):  # as a question's: control or zero-width characters alone (a NUL, a BOM) were indexed
+        if blank(p.text):  # as a question's: control or zero-width characters alone are no text
             self.empty += 1
             return False
         if p.id in self.seen:
@@ -177,8 +176,8 @@ class Intake:
 
 
 def check_many(items, what: str) -> None:
-    """``items`` hold passages (any collection of them), not one passage or one text: a string was indexed letter
-    by letter, one ``Passage`` failed mid-build ("object is not iterable")."""
+    """``items`` hold passages (any collection of them), not one passage or one text (a string would be indexed
+    letter by letter)."""
     if isinstance(items, (str, bytes, Passage)) or not isinstance(items, Iterable):
         one = "text" if isinstance(items, (str, bytes)) else "passage"
         raise TypeError(f"{what}: passages come as a list (or any collection) of them, not one "
@@ -187,8 +186,7 @@ def check_many(items, what: str) -> None:
 
 def check_hits(hits, k: int, engine) -> list[Passage]:
     """What an engine's ``search`` returned, checked: a list (or a generator) of :class:`Passage`, each id once
-    (the first; a repeated passage would be re-ranked against itself), cut to ``k`` (an engine of one's own
-    returning tuples failed later as "'tuple' object has no attribute 'id'")."""
+    (the first; a repeated passage would be re-ranked against itself), cut to ``k``."""
     name = type(getattr(engine, "engine", engine)).__name__  # a SearchOnly wrapper: the user's class
     if isinstance(hits, Iterator):  # a generator (``yield`` in one's own search()) is a list to come
         hits = list(hits)

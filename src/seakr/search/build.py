@@ -116,7 +116,7 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     out = user_path(out)  # a Python string passes through no shell: "~/idx" made a folder named "~"
     engine = check_index_out(out, [s for s, _ in pairs], engine, add)
     for src in (s for s, _ in pairs if s and s != "-"):  # "cannot guess the format", or its rows failed mid-build
-        if own := seakr_own(src):  # an index's file was "ia/7ccd...fast: cannot guess the corpus format"
+        if own := seakr_own(src):  # an index's own file, named as one
             kind, what = own
             raise ValueError(f"{src}: {what}, not a corpus" + ("; build from the corpus files it was built from (`seakr "
                                                               "index info` lists them)" if kind == "index" else ""))
@@ -269,9 +269,8 @@ def is_corpus_folder(path: str) -> bool:
 def corpus_index(path: str, progress: bool | None = None) -> str:
     """A corpus file, or a folder of them, given where an index is expected (``ask --index docs.jsonl``,
     ``index="wiki/"``), indexed once into the cache under its content's digest (a changed file makes another
-    index); it was "no index here", and a handful of documents needed ``index build`` first. Each file's format
-    is guessed first, so a file of questions or an index's own file is refused in one line before anything is
-    built."""
+    index), so a handful of documents needs no ``index build`` first. Each file's format is guessed first, so
+    a file of questions or an index's own file is refused in one line before anything is built."""
     pairs = [(f, _guess_format(f)) for f in (corpus_files(path) if os.path.isdir(path) else [path])]
     # "." names no folder; a name of spaces, quotes or bytes that are not UTF-8 (which tantivy cannot take) is
     # spelled plainly: the digest, not the name, tells two corpora apart
@@ -347,10 +346,10 @@ def corpus_digest(path: str) -> str:
 
 
 def file_digest(path: str) -> str:
-    """sha256 of a file, remembered in the cache under its path, size, modification and change times: each ``ask
-    --index psgs_w100.tsv`` read all 13 GB again (a minute) before opening the index it had built the first time.
-    The change time (which a write moves and nothing sets back) tells an edit of the same size whose modification
-    time was restored (``cp -p``, ``rsync -t``); a file's copy or move is read once more."""
+    """sha256 of a file, remembered in the cache under its path, size, modification and change times, so a
+    13 GB corpus given as an index is read once, not at each open. The change time (which a write moves and
+    nothing sets back) tells an edit of the same size whose modification time was restored (``cp -p``,
+    ``rsync -t``); a file's copy or move is read once more."""
     st = os.stat(path)
     key = {"path": os.path.abspath(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns,
            "inode": st.st_ino}

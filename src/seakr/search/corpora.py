@@ -484,7 +484,7 @@ def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
     of a folder (each guessed on its own under ``auto``); ``wiki-offline`` needs no path (the packaged leads)."""
     if fmt == "wiki-offline" and path is None:
         return read_wiki_offline()
-    path = user_path(given_path(path, "corpus", "corpus file"))  # None was posixpath's words
+    path = user_path(given_path(path, "corpus", "corpus file"))
     if path and os.path.isdir(path):
         return itertools.chain.from_iterable(read_corpus(f, fmt) for f in corpus_files(path))
     if fmt == "auto":

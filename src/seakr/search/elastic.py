@@ -50,9 +50,8 @@ _INDEX_NAME = re.compile(r"[^A-Z\s\x00-\x1f]+")
 
 
 def _url_parts(url: str):
-    """``http(s)://host:port/INDEX`` split, or one line naming the URL: urllib's "Port out of range
-    0-65535", "Invalid IPv6 URL" or urllib3's LocationParseError named nothing; a query or fragment was
-    dropped without a word, and an index name the cluster refuses was sent to it."""
+    """``http(s)://host:port/INDEX`` split, or one line naming the URL: a bad port or host, a query or fragment
+    (which would be dropped), or an index name the cluster refuses."""
     said = redact(url)  # as every refusal below names it: without its password
     try:
         parts = urlsplit(url)
@@ -84,9 +83,8 @@ class ElasticEngine:
         self._fields: tuple[str, str | None] | None = None  # (text, title) of an existing index, read once
 
     def fields(self) -> tuple[str, str | None]:
-        """(text field, title field or None) of the index, from its mapping (read at the first search). An
-        index built by the reference code keeps its text in ``txt``: queried as ours, its passages matched
-        on titles alone and came back empty, without a word."""
+        """(text field, title field or None) of the index, from its mapping (read at the first search). An index
+        built by the reference code keeps its text in ``txt``, which is then the field queried and read."""
         if self._fields is None:
             try:
                 m = self.client.indices.get_mapping(index=self.index)
@@ -139,10 +137,10 @@ class ElasticEngine:
 
     def build(self, passages: Iterable[Passage], overwrite: bool = False, progress=None,
               sources: Sequence[str] = ()) -> dict:
-        """A whole index of ``passages`` under the name, or none: an overwrite that failed halfway (a bad line deep
-        in a corpus, a full disk, Ctrl-C) deleted the old index and left a partial one. A new name is filled in
-        place and deleted if the build fails; an existing one is filled as a staged index and switched over in one
-        alias update once whole (the old stays searchable until then, and is kept if the build fails)."""
+        """A whole index of ``passages`` under the name, or none. A new name is filled in place and deleted if the
+        build fails; an existing one is filled as a staged index and switched over in one alias update once whole
+        (the old stays searchable until then, and is kept if the build fails: a bad line deep in a corpus, a full
+        disk, Ctrl-C)."""
         exists = self._exists(overwrite)
         target = f"{self.index}{_STAGED}{uuid.uuid4().hex[:12]}" if exists else self.index
         self._make(target)

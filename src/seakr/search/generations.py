@@ -41,8 +41,7 @@ _GEN = re.compile(r"gen-(\d{6,})")
 
 
 def read_manifest(path: Path) -> dict:
-    """An index's manifest, or one line naming it: not UTF-8, not JSON, or JSON of another shape (a list or a
-    string there was an AttributeError; bytes from another tool a bare codec error naming no file)."""
+    """An index's manifest, or one line naming it: not UTF-8, not JSON, or JSON of another shape."""
     mpath = path / MANIFEST
     try:
         m = loads(mpath.read_text(encoding="utf-8"))

@@ -86,8 +86,8 @@ def _io_failure(e: BaseException) -> bool:
 
 
 def _write_failure(path: Path, e: BaseException) -> str:
-    """What a refused index write says: tantivy's text, and where its worker thread hid the cause
-    ("An index writer was killed ... (io::Error most likely)": a full disk named neither), the disk's room."""
+    """What a refused index write says: tantivy's text and, since its worker thread hides the cause ("An index
+    writer was killed ... (io::Error most likely)"), the disk's room."""
     if _WORKER_DIED not in str(e):
         return first_line(e)
     free = shutil.disk_usage(next(p for p in (path, *path.parents) if p.exists())).free
@@ -339,7 +339,7 @@ class TantivyEngine:
             gen = new_generation(tmp, None, uid)
             manifest = _fill(gen, passages, sources, heap_mb, threads, progress, out, uid)
             write_manifest(tmp, manifest)
-            if out.exists() and any(out.iterdir()):  # two builds to one new folder: each had replaced the other
+            if out.exists() and any(out.iterdir()):  # two builds to one new folder: the first keeps it
                 if not overwrite:
                     raise SearchError(f"{out}: another build made it while this one ran; this one was not kept "
                                       "(pass overwrite / --overwrite to build a new generation over it)")
@@ -350,7 +350,7 @@ class TantivyEngine:
         except BaseException as e:
             traceback.clear_frames(e.__traceback__)  # its frames hold the index and its writer's threads
             remove_tree(tmp)
-            remove_empty(made)  # a refused build left the folders it had made for --out
+            remove_empty(made)  # a refused build leaves no folder it made for --out
             if _io_failure(e):
                 raise _refused(out, e) from None
             raise

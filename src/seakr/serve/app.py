@@ -165,8 +165,8 @@ class AnswerService:
 
     @staticmethod
     def searchable(method):
-        """The method, when it has something to search or searches nothing; else refused before admission (in the
-        worker it was, in words meant for Python: "from_config(index=...)")."""
+        """The method, when it has something to search or searches nothing; else refused before admission, in the
+        words of the HTTP request."""
         if method.retrieves and method.engine is None:
             raise HTTPException(422, detail=f"method {method.name!r} searches, and this server has no index: send "
                                             "the passages to search with the request ('passages')")
@@ -306,7 +306,7 @@ def check_port(host: str, port: int) -> None:
 
 def check_memory(workers: int, max_kv_mb: int, device: str) -> None:
     """Every worker may hold a request's largest attention cache at once: on a CPU the machine's memory must
-    hold them all (``--workers 1000`` was admitted, and would be killed by the system under load)."""
+    hold them all, or the system would kill the server under load."""
     if device_name(device) != "cpu" or not hasattr(os, "sysconf"):
         return
     try:
@@ -324,17 +324,16 @@ def _static(name: str) -> str:
 
 
 def unreadable_body(exc: Exception) -> str | None:
-    """What FastAPI's "There was an error parsing the body" (400) was, where the request is at fault: bytes that
-    are not UTF-8 (JSON nested past the parser and a number past Python's digits are malformed JSON, said by
-    :func:`seakr.common.jsontext.loads`). Said as malformed JSON is (422)."""
+    """What FastAPI's "There was an error parsing the body" (400) means where the request is at fault: bytes
+    that are not UTF-8. Said as malformed JSON is (422)."""
     cause = exc.__cause__ if getattr(exc, "status_code", None) == 400 else None
     return "not UTF-8 text (a JSON body is UTF-8)" if isinstance(cause, UnicodeDecodeError) else None
 
 
 class _Request(Request):
-    """A request whose JSON body is read as every file of ours is (:func:`seakr.common.jsontext.loads`): a key given twice in
-    one object (``{"question": "a", "question": "b"}``) is refused where ``json.loads`` kept the last unsaid, and
-    JSON nested past the parser or a number past Python's digits is malformed JSON, said where it is."""
+    """A request whose JSON body is read as every file of ours is (:func:`seakr.common.jsontext.loads`): a key
+    given twice in one object (``{"question": "a", "question": "b"}``) is refused, and JSON nested past the
+    parser or a number past Python's digits is malformed JSON, said where it is."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
@@ -515,10 +514,8 @@ class _Guard:
 
 
 def _unread_body(scope, headers: dict) -> str | None:
-    """Why a POST body to the API would not be read as JSON, said before reading it: FastAPI reads a body as
-    JSON only when it is declared so (a form post, ``curl -d`` without a header or ``requests.post(data=...)``
-    got "Input should be a valid dictionary or object"), and never decompresses one (a gzip body was "not
-    UTF-8 text")."""
+    """Why a POST body to the API would not be read as JSON, said before reading it: FastAPI reads a body as JSON
+    only when it is declared so (a form post, ``curl -d`` without a header), and never decompresses one."""
     if scope.get("method") != "POST" or not scope.get("path", "").startswith("/v1/"):
         return None
     enc = headers.get("content-encoding", "").strip().lower()
