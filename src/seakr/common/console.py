@@ -69,11 +69,12 @@ def message(text) -> str:
     return _LONG_RUN.sub(lambda m: f"{m[0][:160]}...({len(m[0]):,} characters)...{m[0][-40:]}", shown(text))
 
 
-def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
-    """`` (did you mean 'x'?)`` for the choice closest to ``value`` read in lower case (a model's, an estimator's or
-    a decision's name as its makers capitalise it: "EigenScore", "Probe", "Qwen2.5-Coder-0.5B"), else ``""``."""
+def nearest(value, choices, cutoff: float = 0.6) -> str | None:
+    """The choice closest to ``value`` read in lower case without punctuation (a model's, an estimator's or a
+    decision's name as its makers capitalise it: "EigenScore", "Probe", "Qwen2.5-Coder-0.5B"), else None: the one
+    likeness every did-you-mean of seakr reads."""
     if not isinstance(value, str):
-        return ""
+        return None
     flat = lambda text: re.sub(r"[^0-9a-z]", "", text.lower())  # noqa: E731 -- "Max Entropy" is max-entropy
     key, names = flat(value), {flat(str(c)): str(c) for c in choices}
     # a name that begins the value (the longest), or that the value begins (the shortest), before letters in
@@ -81,9 +82,16 @@ def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
     # is not --k), and is meant only where it is the value
     longer = [f for f in names if f and key.startswith(f) and (len(f) >= 3 or f == key)]
     shorter = [f for f in names if len(key) >= 3 and f.startswith(key)]
-    close = ([names[max(longer, key=len)]] if longer else [names[min(shorter, key=len)]] if shorter else
-             [names[f] for f in difflib.get_close_matches(key, list(names), n=1, cutoff=cutoff)])  # "--" is no likeness
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    if longer or shorter:
+        return names[max(longer, key=len)] if longer else names[min(shorter, key=len)]
+    close = difflib.get_close_matches(key, list(names), n=1, cutoff=cutoff)  # "--" is no likeness
+    return names[close[0]] if close else None
+
+
+def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
+    """`` (did you mean 'x'?)`` for :func:`nearest` choice, else ``""``."""
+    close = nearest(value, choices, cutoff)
+    return f" (did you mean {close!r}?)" if close is not None else ""
 
 
 def unknown_key(where: str, key: str, allowed) -> str:

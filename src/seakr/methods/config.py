@@ -14,10 +14,9 @@ from pydantic import Field, model_validator
 from .. import uncertainty as U
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, prompt_set
 from ..common.checks import blank, encodable
-from ..common.console import said
+from ..common.console import nearest, said
 from ..common.schema import PathText, Positive, Real, Seed, Whole, schema
 from .text import answer_says
-import difflib
 from ..models import MODEL_OPTIONS
 
 
@@ -38,19 +37,17 @@ def unknown_options(cls: type, unknown: list[str]) -> str:
             owners.setdefault(f.name, []).append(m)
 
     def hint(k: str) -> str:
-        if (plain := k.lower().replace("-", "_")) != k and plain in names:  # "K": k
-            return f"{k!r} (did you mean {plain!r}?)"
-        near = difflib.get_close_matches(k, MODEL_OPTIONS, n=1, cutoff=0.8) if k not in owners else []
-        if near:  # "threads" is how the model loads, not flare's "theta"
-            flag, grid, py = MODEL_OPTIONS[near[0]]
-            return (f"{k!r} ({'' if near[0] == k else f'did you mean {near[0]!r}? '}how the model loads, not a "
+        near = nearest(k, MODEL_OPTIONS, 0.8) if k not in owners else None
+        if near is not None and near not in names:  # "threads" is how the model loads, not flare's "theta"
+            flag, grid, py = MODEL_OPTIONS[near]
+            return (f"{k!r} ({'' if near == k else f'did you mean {near!r}? '}how the model loads, not a "
                     f"method option: {flag} on the command line, {grid} at a grid's top, {py}= in Python)")
         if k in owners:
             return f"{k!r} (an option of {', '.join(owners[k])})"
-        if close := difflib.get_close_matches(k, sorted(names), n=1):
-            return f"{k!r} (did you mean {close[0]!r}?)"
-        if close := difflib.get_close_matches(k, sorted(owners), n=1):
-            return f"{k!r} (did you mean {close[0]!r}, an option of {', '.join(owners[close[0]])}?)"
+        if (close := nearest(k, names)) is not None:
+            return f"{k!r} (did you mean {close!r}?)"
+        if (close := nearest(k, owners)) is not None:
+            return f"{k!r} (did you mean {close!r}, an option of {', '.join(owners[close])}?)"
         return repr(k)
 
     hints = [hint(k) for k in unknown]
