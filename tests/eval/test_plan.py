@@ -5,6 +5,7 @@ import dataclasses
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,10 @@ NQ = fixture_path("nq_mini.oracle.jsonl")
 
 
 def cli_plan(*argv):
-    return plan_from_args(build_parser().parse_args(["eval", *argv]))
+    """The checked plan ``seakr eval ARGV`` runs (an output folder of its own where neither a flag nor a grid names
+    one)."""
+    out = [] if "--out" in argv or "--config" in argv else ["--out", tempfile.mkdtemp()]
+    return plan_from_args(build_parser().parse_args(["eval", *argv, *out]))
 
 
 @pytest.mark.parametrize("data", [HOTPOT, NQ])
@@ -121,10 +125,11 @@ def test_a_grid_holds_every_setting_a_flag_gives(tmp_path):
         "hotpotqa", [HOTPOT], 2, "2wikimultihopqa", -4, 2)
     assert (p.model.precision, p.model.device, p.model.threads, p.model.layer, p.model.state_source) == (
         "fp32", "cpu", 1, 3, "residual")
-    flags = cli_plan("--config", str(grid), "--every", "3", "--precision", "bf16", "--filler", "x.jsonl")
-    assert (flags.every, flags.model.precision, flags.filler) == (3, "bf16", ["x.jsonl"])  # a flag given wins
+    (tmp_path / "x.jsonl").write_text('{"id": "1", "title": "T", "text": "some text"}\n')
+    flags = cli_plan("--config", str(grid), "--every", "3", "--precision", "bf16", "--filler", str(tmp_path / "x.jsonl"))
+    assert (flags.every, flags.model.precision, flags.filler) == (3, "bf16", [str(tmp_path / "x.jsonl")])  # a flag wins
     # the tap was the Python API's only (state_source=): a model without an mlp module had no way out elsewhere
-    assert cli_plan("--data", HOTPOT, "--state-source", "residual").model.state_source == "residual"
+    assert cli_plan("--data", HOTPOT, "--out", str(tmp_path / "o"), "--state-source", "residual").model.state_source == "residual"
 
 
 def test_data_and_out_are_asked_for_as_each_door_spells_them(tmp_path):
@@ -146,7 +151,7 @@ def test_cpu_0_is_the_cpu_at_every_door(tmp_path):
     """torch names the one CPU ``cpu`` or ``cpu:0``; ``--device cpu:0`` was refused ("expected cpu, cuda, ..."), and
     ``cpu:3`` (which torch takes as the CPU, silently) is told there is one. A run records one spelling."""
     grid = tmp_path / "g.toml"
-    grid.write_text(f'data = "{HOTPOT}"\ndevice = "cpu:0"\n[[run]]\nmethod = "cot"\n')
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\ndevice = "cpu:0"\n[[run]]\nmethod = "cot"\n')
     assert cli_plan("--config", str(grid)).model.device == "cpu"
     assert cli_plan("--data", HOTPOT, "--device", "cpu:0").model.device == "cpu"
     plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], model=ModelSpec(device="cpu:0"))
@@ -166,7 +171,7 @@ def test_cpu_0_is_the_cpu_at_every_door(tmp_path):
 def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line, said):
     """They were refused naming a flag the grid does not have ("--precision 'int4': expected ...")."""
     grid = tmp_path / "g.toml"
-    grid.write_text(f'data = "{HOTPOT}"\n{line}\n[[run]]\nmethod = "cot"\n')
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\n{line}\n[[run]]\nmethod = "cot"\n')
     with pytest.raises((PlanError, CLIError)) as e:
         cli_plan("--config", str(grid))
     assert str(e.value).startswith(f"{grid}: {said}"), str(e.value)
@@ -292,7 +297,7 @@ def test_a_plan_that_never_searches_needs_no_index_nor_paragraphs(tmp_path):
 def test_a_grid_saved_with_a_byte_order_mark_and_crlf_reads(tmp_path):
     g = tmp_path / "grid.toml"
     g.write_bytes(b'\xef\xbb\xbflimit = 1\r\n[[run]]\r\nmethod = "cot"\r\n')
-    top, runs = read_grid(str(g))
+    top, runs, _ = read_grid(str(g))
     assert top == {"limit": 1} and [r.method for r in runs] == ["cot"]
 
 
@@ -639,7 +644,7 @@ def test_a_path_with_a_tilde_is_the_home_folders_in_a_grid_and_the_python_api(tm
     assert ModelSpec("~/m.gguf").model == str(tmp_path / "m.gguf") and ModelSpec("smollm2-135m").model == "smollm2-135m"
     grid = tmp_path / "g.toml"
     grid.write_text('data = "~/dev.json"\nout = "~/g"\n[[run]]\nmethod = "cot"\n')
-    top, runs = read_grid(str(grid))
+    top, runs, _ = read_grid(str(grid))
     assert EvalPlan(**top, runs=runs).data == str(tmp_path / "dev.json")
     from importlib import resources
 
@@ -709,9 +714,9 @@ def test_a_model_setting_is_refused_by_one_schema_named_as_each_door_spells_it(t
     with pytest.raises(PlanError) as py:
         ModelSpec(**{key: value}).check(here=False)
     grid = tmp_path / "g.toml"
-    grid.write_text(f"{key} = {json.dumps(value)}\n[[run]]\nmethod = \"cot\"\n")
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\n{key} = {json.dumps(value)}\n[[run]]\nmethod = "cot"\n')
     with pytest.raises(PlanError) as toml:
-        read_grid(str(grid))
+        cli_plan("--config", str(grid))
     assert str(py.value) == f"model.{key}{text}"
     assert str(toml.value) == f"{grid}: key {key}: {text.lstrip(': ')}"
     argv = ["eval", "--data", HOTPOT, "--method", "cot", "--out", str(tmp_path / "o"), f"--{key.replace('_', '-')}"]

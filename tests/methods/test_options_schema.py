@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from scripted import Reply, ScriptedLM, engine
 from seakr.cli.flags import parse_options
-from seakr.eval.grid import read_grid
+from helpers import HOTPOT
+from seakr.cli.args import build_parser
+from seakr.cli.commands import plan_from_args
 from seakr.eval.specs import PlanError, check_run
 from seakr.methods import METHODS
 from seakr.common.schema import numbers
@@ -44,9 +46,10 @@ def through_a_grid(tmp_path, method, name, v):
     toml = tmp_path / "grid.toml"
     lit = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else \
         ("nan" if math.isnan(v) else "inf" if v > 0 else "-inf")  # TOML's spellings (NaN is not "-inf")
-    toml.write_text(f'[[run]]\nmethod = "{method}"\noptions = {{ {name} = {lit} }}\n')
+    toml.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\n'
+                    f'[[run]]\nmethod = "{method}"\noptions = {{ {name} = {lit} }}\n')
     try:
-        read_grid(str(toml))
+        plan_from_args(build_parser().parse_args(["eval", "--config", str(toml)]))
         return None
     except PlanError as e:
         return str(e)

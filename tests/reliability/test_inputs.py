@@ -988,7 +988,7 @@ def test_max_new_tokens_the_context_cannot_hold_is_refused_before_the_model(tmp_
     r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "torch not imported", (r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and "leaves no room for" in r.stderr and "8192-token context; lower it" in r.stderr, r.stderr
-    assert ("run 'long'" in r.stderr) == ("GRID" in argv or str(grid) in argv)
+    assert (f"{grid}: [[run]] #2 (long)" in r.stderr) == ("GRID" in argv or str(grid) in argv)  # named as given
     assert not (tmp_path / "out").exists()
 
 

@@ -15,7 +15,7 @@ from ..common.console import shown, warn
 from ..common.writing import write_atomic
 from ..eval.grid import check_grid_paths, read_grid
 from ..eval.plan import EvalPlan, run_plan
-from ..eval.specs import ModelSpec, RunSpec, check_output_dir, check_run
+from ..eval.specs import ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_run
 from ..common.runs import MANIFEST
 from ..eval.folders import check_rows_home
 from .args import unescape
@@ -170,15 +170,20 @@ def _answer_and_show(m, question: str, args):
         print(f"wrote {args.html}", file=sys.stderr)
 
 
-def plan_from_args(args) -> EvalPlan:
-    """``seakr eval``'s flags as a plan; with ``--config``, the grid's runs, and its top-level keys fill
-    the flags left at their defaults. (The flags are read first, then the plan's layer takes over.)"""
-    options = parse_options(args.option)
-    top, runs = read_grid(args.config) if args.config else ({}, [])
+#: The eval flags' defaults, told apart from a value given: a grid's key fills a flag left at its default.
+FLAG_DEFAULTS = {"layout": "auto", "seed": 42, "concurrency": 1, "precision": "auto", "device": "cpu", "state_source": "mlp"}
 
-    def flag(key, default=None):
+
+def plan_from_args(args) -> EvalPlan:
+    """``seakr eval``'s flags as a checked plan; with ``--config``, the grid's runs, and its top-level keys fill
+    the flags left at their defaults. The plan's one check names each setting as it was given: a flag, or the
+    grid's file and key (``g.toml: key threads``, ``g.toml: [[run]] #2 (b)``)."""
+    options = parse_options(args.option)
+    top, runs, labels = read_grid(args.config) if args.config else ({}, [], [])
+
+    def flag(key):  # a flag left at its default takes the grid's value
         v = getattr(args, key)
-        return top[key] if key in top and v in (None, default) else v
+        return top[key] if key in top and v in (None, FLAG_DEFAULTS.get(key)) else v
 
     if runs and (args.method is not None or options):  # a grid's [[run]] tables name the methods: a flag's method would be dropped
         given = " and ".join(f for f, v in (("--method", args.method), ("--option", options)) if v)
@@ -187,25 +192,27 @@ def plan_from_args(args) -> EvalPlan:
     if not runs:  # the flags' run: a value both as a flag and as an option is one value
         one_value(options, "delta", "--delta", args.delta)  # the plan takes the flags; the run the options
         one_value(options, "prompt_set", "--prompt-set", args.prompt_set)
-        args.method = args.method or "seakr"
-        check_run("--option", args.method, options)
-        runs = [RunSpec(args.method, options)]
-    if args.config:  # the paths the run takes from the grid, not from a flag
-        taken = {k: top[k] for k in ("data", "index", "prompt_set", "model") if k in top and flag(k) is top[k]}
-        check_grid_paths(args.config, taken | ({"filler": top["filler"]} if "filler" in top and not args.filler else {}))
-    if args.config and "threads" in top and flag("threads") is top["threads"] and getattr(args, "ray", None) is None:
-        from ..models.machine import check_threads  # here, where the run's machine is known, naming the file's key
-
-        try:
-            check_threads(top["threads"], f"{args.config}: key threads:")
-        except ValueError as e:
-            raise CLIError(str(e)) from None
-    spec = ModelSpec(flag("model"), flag("precision", "auto"), flag("device", "cpu"), flag("threads"), flag("layer"),
-                     flag("state_source", "mlp"))  # made again, not set field by field: the grid's values read as the flags'
-    return EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout", "auto"), index=flag("index"),
-                    filler=list(args.filler) or list(top.get("filler", [])), limit=flag("limit"), every=flag("every"),
-                    shard=args.shard, seed=flag("seed", 42), prompt_set=flag("prompt_set"), delta=flag("delta"),
-                    resume=args.resume, concurrency=flag("concurrency", 1), grid=bool(args.config), model=spec)
+        runs, labels = [RunSpec(args.method or "seakr", options)], ["--option"]
+    # the settings the run takes from the grid, not a flag (filler: the flags' files replace the grid's)
+    from_grid = {k for k in top if (not args.filler if k == "filler" else flag(k) is top[k])}
+    if args.config:
+        check_grid_paths(args.config, {k: top[k] for k in ("data", "index", "prompt_set", "model", "filler")
+                                       if k in from_grid})
+    try:
+        plan = EvalPlan(data=flag("data"), out=flag("out"), runs=runs, layout=flag("layout"),
+                        index=flag("index"), filler=list(args.filler) or list(top.get("filler", [])),
+                        limit=flag("limit"), every=flag("every"), shard=args.shard, seed=flag("seed"),
+                        prompt_set=flag("prompt_set"), delta=flag("delta"), resume=args.resume,
+                        concurrency=flag("concurrency"), grid=bool(args.config),
+                        model=ModelSpec(flag("model"), flag("precision"), flag("device"),
+                                        flag("threads"), flag("layer"), flag("state_source")))
+        if not plan.data or not plan.out:  # said in flags; the plan's check names its fields
+            raise CLIError("eval: --data and --out are required (or set them in --config)")
+        return plan.check(here=getattr(args, "ray", None) in (None, "local"), run_labels=labels)
+    except SettingError as e:  # a remote cluster's workers bound --threads by their own CPUs
+        if e.name in from_grid:
+            raise PlanError(f"{args.config}: key {e.name}: {e.text.lstrip(': ')}") from None
+        raise
 
 
 #: The Ray launch's flags and their values when --ray is given without them.
@@ -218,9 +225,7 @@ def cmd_eval(args) -> int:
         raise CLIError(f"{', '.join(given)}: with --ray only (a Ray launch of N shards); one shard by hand is --shard I/N")
     for k, v in RAY_DEFAULTS.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
-    plan = plan_from_args(args)  # run_plan / run_shards check it before anything slow
-    if not plan.data or not plan.out:  # said here in flags; the plan's check names its fields
-        raise CLIError("eval: --data and --out are required (or set them in --config)")
+    plan = plan_from_args(args)
     for r in plan.runs if isinstance(plan.out, str) and plan.out else ():  # a grid's runs: a folder each under --out
         check_rows_home(plan.out_for(r), "results.jsonl")  # a ValueError: main's one line, as a CLIError
     if args.ray is not None:

@@ -11,7 +11,7 @@ from ..common.schema import Positive, SchemaError, Seed, Threshold, schema, unkn
 from ..common.files import read_text
 from ..common.jsontext import too_many_digits
 from .datasets import LAYOUTS
-from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_run, check_run_name
+from .specs import PlanError, RunSpec
 import tomllib
 
 
@@ -34,7 +34,7 @@ class Grid:
     prompt_set: str | None = None
     delta: Threshold | None = None
     concurrency: Count | None = None
-    model: Any = None  # the model keys (MODEL_KEYS): ModelSpec's fields, held to its schema by _grid_model
+    model: Any = None  # the model keys (MODEL_KEYS): ModelSpec's fields, held to its schema by the plan
     precision: Any = None
     device: Any = None
     threads: Any = None
@@ -45,33 +45,18 @@ class Grid:
 
 def _grid_top(path: str, conf: dict) -> Grid:
     try:
-        grid = Grid(**conf)
+        return Grid(**conf)
     except SchemaError as e:
         raise PlanError(f"{path}: {e}") from None
-    _grid_model(path, conf)
-    return grid
 
 
 #: The grid's keys that say which model and how it computes (:class:`ModelSpec`'s fields).
 MODEL_KEYS = ("model", "precision", "device", "threads", "layer", "state_source")
 
 
-def _grid_model(path: str, conf: dict) -> None:
-    """The grid's model keys checked as the flags are, the refusal naming the file and the key: it named a flag the
-    grid does not have ("--precision 'int4': expected ..."). Threads are checked against this machine's CPUs
-    later, where it is known whether the run stays here (a Ray launch's workers have their own)."""
-    keys = {k: conf[k] for k in MODEL_KEYS if k in conf}
-    if not keys:
-        return
-    try:
-        ModelSpec(**keys).check(here=False)
-    except SettingError as e:
-        raise PlanError(f"{path}: key {e.name}: {e.text.lstrip(': ')}") from None
-    except PlanError as e:
-        raise PlanError(f"{path}: {e}") from None
-
-
-def _grid_run(where: str, r: Any, names: set) -> RunSpec:
+def _grid_run(where: str, r: Any) -> RunSpec:
+    """One ``[[run]]`` table as a :class:`RunSpec`; its method, options and name are the plan's to check, which
+    names it by ``where`` (:meth:`~seakr.eval.plan.EvalPlan.check`)."""
     if not isinstance(r, dict):
         raise PlanError(f"{where}: expected a table with method (and name, options)")
     try:
@@ -80,8 +65,6 @@ def _grid_run(where: str, r: Any, names: set) -> RunSpec:
         raise PlanError(f"{where}: {e}") from None
     if "method" not in r:
         raise PlanError(f"{where}: missing key 'method'")
-    check_run_name(where, run.name, names)
-    check_run(f"{where} ({run.name})", run.method, run.options)
     return run
 
 
@@ -99,9 +82,10 @@ def check_grid_paths(path: str, conf: dict) -> None:
                                 f"{os.path.relpath(os.path.join(folder, v))!r} or run from {folder}")
 
 
-def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
-    """A TOML run grid: its top-level settings (:class:`Grid`: the eval flags' names) and its ``[[run]]``
-    entries. Every key, type, range and run name is checked here, before any model loads."""
+def read_grid(path: str) -> tuple[dict, list[RunSpec], list[str]]:
+    """A TOML run grid: its top-level settings (:class:`Grid`: the eval flags' names), its ``[[run]]`` entries and
+    how a refusal names each of them (``FILE: [[run]] #2 (name)``). Keys, types and ranges are checked here; what
+    the plan checks of its settings and runs, the plan's check says naming the file and key."""
     try:
         conf = tomllib.loads(read_text(path, PlanError))
     except tomllib.TOMLDecodeError as e:
@@ -116,6 +100,6 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec]]:
     grid = _grid_top(path, conf)
     if "run" in conf and not conf["run"]:  # not the flags' method, as if no key were there
         raise PlanError(f"{path}: 'run' lists no runs; add a [[run]] table with a method, or leave the key out")
-    names: set = set()
-    runs = [_grid_run(f"{path}: [[run]] #{i + 1}", r, names) for i, r in enumerate(conf.get("run", []))]
-    return {k: getattr(grid, k) for k in conf if k != "run"}, runs
+    runs = [_grid_run(f"{path}: [[run]] #{i + 1}", r) for i, r in enumerate(conf.get("run", []))]
+    labels = [f"{path}: [[run]] #{i + 1} ({r.name})" for i, r in enumerate(runs)]
+    return {k: getattr(grid, k) for k in conf if k != "run"}, runs, labels

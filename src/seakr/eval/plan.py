@@ -18,7 +18,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal, Sequence
 
 from pydantic import AfterValidator, BeforeValidator
 
@@ -28,7 +28,7 @@ from ..common.files import check_rereadable, is_pattern, missing, pattern_files,
 from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
 from .datasets import LAYOUTS, load_dataset, warn_unlabelled
 from .example import Example
-from .specs import ModelSpec, PlanError, RunSpec, check_output_dir, check_run, check_run_name, check_settings, method_options, parse_shard, select_examples, setting
+from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_run, check_run_name, check_settings, method_options, parse_shard, select_examples, setting
 from ..common.runs import SCORES
 from .rows import STUDY_ROWS, check_row, study_row_check
 from .rowlog import finished_rows, read_results, read_run_config, recorded_with
@@ -105,7 +105,11 @@ Named = Annotated[PathText, AfterValidator(_named)]
 Count = Positive
 
 
-@schema("eval:", error=PlanError)
+def _setting(field: str, text: str) -> SettingError:
+    return SettingError(field.removeprefix("eval: "), text, lead="eval: ")
+
+
+@schema("eval:", error=PlanError, field_error=_setting)
 class EvalPlan:
     """Data, questions, index, model and the method runs of one evaluation (constructor-as-config). The Python
     API's shorthands: paths as ``pathlib.Path``, a run as its method's name, the model as its name
@@ -130,9 +134,10 @@ class EvalPlan:
     model: Annotated[ModelSpec, BeforeValidator(as_model_spec), Said("a ModelSpec or a model's name", "")] = field(
         default_factory=ModelSpec)
 
-    def check(self, here: bool = True) -> "EvalPlan":
+    def check(self, here: bool = True, run_labels: Sequence[str] = ()) -> "EvalPlan":
         """Every mistake that can be found without the model or the data's content; returns self. ``here``:
-        the model loads on this machine (:meth:`ModelSpec.check`)."""
+        the model loads on this machine (:meth:`ModelSpec.check`); ``run_labels``: how a refusal names each run
+        (a grid's ``FILE: [[run]] #2 (name)``; default ``run 'name'``)."""
         missing = [name for name in ("data", "out") if not getattr(self, name)]
         if missing:  # the command line says its flags (plan_from_args); a Python caller reads the fields
             raise PlanError(f"eval: {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required: "
@@ -142,9 +147,10 @@ class EvalPlan:
             raise PlanError("eval: the plan has no runs")
         names: set = set()
         context = self.model.context() if isinstance(self.model, ModelSpec) else None  # None: the model check says why
-        for r in self.runs:
-            check_run_name("run", r.name, names)
-            check_run(f"run {r.name!r}", r.method, r.options, context)  # the window, where known without the weights
+        for i, r in enumerate(self.runs):
+            where = run_labels[i] if i < len(run_labels) else f"run {r.name!r}"
+            check_run_name(where, r.name, names)
+            check_run(where, r.method, r.options, context)  # the window, where known without the weights
         # a setting no run reads is said once, not refused: one loop of the same flags over several methods runs
         methods = ", ".join(sorted({r.method for r in self.runs}))
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):

@@ -36,9 +36,9 @@ class SettingError(PlanError):
     caller reads the field. The value quoted follows the name without a colon (``--device 'gpu': expected ...``),
     words do after one (``--layer: expected ...``), whichever check refused it."""
 
-    def __init__(self, field: str, text: str):
+    def __init__(self, field: str, text: str, lead: str = ""):
         self.field, self.text = field, text.removeprefix(": ") if text.startswith(": '") else text
-        super().__init__(self.spelled(field))
+        super().__init__(lead + self.spelled(field))  # lead: the object it belongs to (``eval: ``), for Python
 
     @property
     def name(self) -> str:
