@@ -727,3 +727,19 @@ def test_a_model_setting_is_refused_by_one_schema_named_as_each_door_spells_it(t
     err = capsys.readouterr().err.strip()
     assert rc == 2, err
     assert len(err.splitlines()) == 1 and f"--{key.replace('_', '-')}" in err, err
+
+
+def test_settings_are_checked_together_wherever_each_was_given(tmp_path):
+    """The plan's one check reads every setting with the others it depends on: a flag's layer against the grid's
+    model (the default model's depth refused a layer the grid's model has), and --threads against the CPUs of the
+    machine that loads the model (a remote Ray cluster's, not this one's)."""
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "o"}"\nmodel = "smollm2-135m"\n[[run]]\nmethod = "cot"\n')
+    plan = cli_plan("--config", str(grid), "--layer", "26")  # SmolLM2-135M has 30 layers, the default model 24
+    assert (plan.model.model, plan.model.layer) == ("smollm2-135m", 26)
+    with pytest.raises(PlanError, match=r"^model.layer 30: expected a 0-based decoder layer in 0\.\.29"):
+        cli_plan("--config", str(grid), "--layer", "30")
+    many = str(os.cpu_count() * 8)
+    assert cli_plan("--data", HOTPOT, "--method", "cot", "--threads", many, "--ray", "10.0.0.1:6379").model.threads == int(many)
+    with pytest.raises(PlanError, match=f"^model.threads {many}: this process may use"):
+        cli_plan("--data", HOTPOT, "--method", "cot", "--threads", many)
