@@ -51,10 +51,10 @@ class StateStore:
             return None
         z = np.asarray(state, dtype=np.float32).reshape(len(self.taps), -1)
         # float16 halves the files, but tops out at 65,504: a residual stream's massive activations (thousands to
-        # tens of thousands in larger models) were stored as inf, and the probe fit then refused the study's states
+        # tens of thousands in larger models) stay float32
         small = z.astype(np.float16) if np.all(np.abs(z[np.isfinite(z)]) <= np.finfo(np.float16).max) else z
-        buf = io.BytesIO()  # numpy's own write to a full disk was "34560 requested and 18368 written", no errno,
-        np.save(buf, small)  # and left half a file: written whole through Python's file I/O
+        buf = io.BytesIO()  # numpy's own write leaves half a file on a full disk, without an errno:
+        np.save(buf, small)  # written whole through Python's file I/O
         write_atomic(self.path(qid), buf.getvalue())
         return z
 
@@ -62,7 +62,7 @@ class StateStore:
         p = self.path(qid)
         if not p.exists():
             return None
-        try:  # a truncated file was numpy's "EOF: reading array header", naming neither file nor question
+        try:  # numpy's words name neither the file nor the question
             z = np.load(p)
         except (ValueError, OSError, EOFError) as e:
             raise ValueError(f"{p}: the stored state of question {qid!r} is damaged ({first_line(e, limit=1000)}); "

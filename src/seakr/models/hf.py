@@ -318,7 +318,7 @@ class HFLanguageModel:
     def _setup_state(self, state_layer: int | None, state_source: str) -> None:
         cfg = text_config(self.model)
         self.num_layers = cfg.num_hidden_layers
-        # the paper's middle layer, L/2 (1-based); a one-layer model's only layer (it was "state_layer -1")
+        # the paper's middle layer, L/2 (1-based); a one-layer model's only layer
         self.state_layer = max(self.num_layers // 2 - 1, 0) if state_layer is None else state_layer
         check_layer(self.state_layer, depth=self.num_layers)
         self.state_source = state_source

@@ -59,9 +59,8 @@ def _count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-#: What an add updates in place: checked when the manifest is read, since a field of another shape failed
-#: only after the passages were written (``"checksum": 5`` left new segments the manifest did not list:
-#: the next open called the index damaged).
+#: What an add updates in place: checked when the manifest is read, before any passage is written, so a field
+#: of another shape cannot leave segments the manifest does not list.
 MANIFEST_FIELDS = {
     "checksum": (lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
                  "64 hex digits"),
