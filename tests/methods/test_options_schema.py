@@ -51,8 +51,8 @@ def through_a_grid(tmp_path, method, name, v):
     try:
         plan_from_args(build_parser().parse_args(["eval", "--config", str(toml)]))
         return None
-    except PlanError as e:
-        return str(e)
+    except PlanError as e:  # the plan knows its model's window; a config alone does not
+        return "window" if "leaves no room for a prompt in the model's" in str(e) else str(e)
 
 
 def through_the_flag(method, name, v):
@@ -91,8 +91,8 @@ def test_every_door_gives_the_same_verdict_naming_the_field(tmp_path, data):
     doors = {"grid": through_a_grid(tmp_path, method, name, v), "flag": through_the_flag(method, name, v),
              "service": through_the_service(method, name, v)}
     for door, verdict in doors.items():
-        if verdict == "server cap":  # a server may cap what the schema allows, never allow what it refuses
-            assert api is None
+        if verdict in ("server cap", "window"):  # a server's cap or a model's window may refuse what the schema
+            assert api is None  # allows, never allow what it refuses
             continue
         if door == "service" and api is None and verdict is not None and "reads estimator" in verdict:
             # the server's model settles the "auto" decisions (this one has no probes: the paper's U), and k or
@@ -104,6 +104,13 @@ def test_every_door_gives_the_same_verdict_naming_the_field(tmp_path, data):
         assert (verdict is None) == (api is None), (door, name, v, api, verdict)
         if verdict is not None:
             assert f"option {name}" in verdict and "\n" not in verdict, (door, verdict)
+
+
+def test_a_grid_door_holds_a_length_to_its_model_s_window(tmp_path):
+    """The grid door checks the plan, which knows the model's window; the options alone do not."""
+    assert through_a_grid(tmp_path, "dragin", "answer_tokens", 32768) == "window"
+    assert through_a_grid(tmp_path, "dragin", "answer_tokens", 64) is None
+    assert through_the_api("dragin", "answer_tokens", 32768) is None
 
 
 @pytest.mark.parametrize("method,name", FIELDS)
