@@ -208,8 +208,9 @@ def plan_from_args(args) -> EvalPlan:
                                         flag("threads"), flag("layer"), flag("state_source")))
         if not plan.data or not plan.out:  # said in flags; the plan's check names its fields
             raise CLIError("eval: --data and --out are required (or set them in --config)")
+        # a remote cluster's workers bound --threads by their own CPUs
         return plan.check(here=getattr(args, "ray", None) in (None, "local"), run_labels=labels)
-    except SettingError as e:  # a remote cluster's workers bound --threads by their own CPUs
+    except SettingError as e:
         if e.name in from_grid:
             raise PlanError(f"{args.config}: key {e.name}: {e.text.lstrip(': ')}") from None
         raise
@@ -226,7 +227,7 @@ def cmd_eval(args) -> int:
     for k, v in RAY_DEFAULTS.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)
-    for r in plan.runs if isinstance(plan.out, str) and plan.out else ():  # a grid's runs: a folder each under --out
+    for r in plan.runs:  # a grid's runs: a folder each under --out
         check_rows_home(plan.out_for(r), "results.jsonl")  # a ValueError: main's one line, as a CLIError
     if args.ray is not None:
         from ..eval.cluster import run_shards
@@ -234,7 +235,7 @@ def cmd_eval(args) -> int:
         sums = [run_shards(plan, args.shards, address=None if args.ray == "local" else args.ray,
                            num_cpus=args.cpus_per_shard, num_gpus=args.gpus_per_shard)]
     else:
-        sums = run_plan(plan)
+        sums = run_plan(plan, checked=True)
     print(summary_markdown(sums))
     return 0
 

@@ -34,7 +34,7 @@ class Grid:
     prompt_set: str | None = None
     delta: Threshold | None = None
     concurrency: Count | None = None
-    model: Any = None  # the model keys (MODEL_KEYS): ModelSpec's fields, held to its schema by the plan
+    model: Any = None  # the model keys: ModelSpec's fields, held to its schema by the plan
     precision: Any = None
     device: Any = None
     threads: Any = None
@@ -48,10 +48,6 @@ def _grid_top(path: str, conf: dict) -> Grid:
         return Grid(**conf)
     except SchemaError as e:
         raise PlanError(f"{path}: {e}") from None
-
-
-#: The grid's keys that say which model and how it computes (:class:`ModelSpec`'s fields).
-MODEL_KEYS = ("model", "precision", "device", "threads", "layer", "state_source")
 
 
 def _grid_run(where: str, r: Any) -> RunSpec:

@@ -276,10 +276,13 @@ def _say(msg: str) -> None:
     print(msg, file=sys.stderr)
 
 
-def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any] = _say) -> list[dict]:
+def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[str], Any] = _say,
+             checked: bool = False) -> list[dict]:
     """Run every method of ``plan`` over its questions (one loaded model shared by the runs); returns
-    their summaries. ``say`` receives the effective config of each run before it starts."""
-    plan.check()
+    their summaries. ``say`` receives the effective config of each run before it starts. ``checked``: the door
+    has just run :meth:`EvalPlan.check` (``seakr eval``), which is not done twice."""
+    if not checked:
+        plan.check()
     sel = plan.select()
     plan.check_resumed_configs(sel, lm)
     if lm is None and plan.resume and (done := _answered_already(plan, sel)) is not None:
