@@ -23,7 +23,7 @@ def test_chunks_give_the_logits_and_kv_of_one_pass(tiny_lm, small_chunks, prefix
     ids = tiny_lm.encode(PROMPT)
     with torch.inference_mode():
         ref = tiny_lm.model(torch.tensor([ids]), use_cache=True)
-        tiny_lm.prefill.prefixes = P.PrefixCache(4)  # the prefix, too, prefilled in chunks here
+        tiny_lm.prefill.clear()  # the prefix, too, prefilled in chunks here
         pf = tiny_lm.prefill(PROMPT, prefix)
     assert pf.tokens == len(ids) > 3 * P.CHUNK
     assert torch.allclose(pf.logits, ref.logits[0, -1], atol=1e-4)
@@ -34,7 +34,7 @@ def test_chunks_give_the_logits_and_kv_of_one_pass(tiny_lm, small_chunks, prefix
 
 @pytest.mark.parametrize("prefix", [None, PREFIX], ids=["whole", "after-a-cached-prefix"])
 def test_a_cancel_during_a_prefill_stops_it_within_one_chunk(tiny_lm, small_chunks, prefix):
-    tiny_lm.prefill.prefixes = P.PrefixCache(4)
+    tiny_lm.prefill.clear()  # no earlier prompt serves this one
     if prefix:
         tiny_lm.prefill.prefix(prefix)  # cached: the suffix alone is prefilled below
     cancel, calls = threading.Event(), []

@@ -234,6 +234,8 @@ class HFLanguageModel:
         state_source: ``"mlp"`` (FFN sub-layer output, as the reference) or ``"residual"`` (the
             decoder layer's residual-stream output, an ablation).
         prefix_cache_size: how many demonstration prefixes keep their KV cache in memory.
+        prompt_cache_size: how many recent prompts keep theirs, for the next prompt that begins as one of them
+            does (a chain's next step, its final answer); 0 keeps none.
         packed_linear: pre-pack bf16 weights into oneDNN's blocked layout (speedups.py): ``None``
             (default) packs where the CPU runs bf16 natively, ``False`` keeps ``F.linear``.
         fast_step: decode Llama/Qwen2 steps outside transformers' modules (speedups.py).
@@ -246,8 +248,8 @@ class HFLanguageModel:
 
     def __init__(self, model: str = DEFAULT_MODEL, *, precision: str = "auto", dtype: str = "auto", device: str = "cpu",
                  threads: int | None = None, state_layer: int | None = None, state_source: str = "mlp",
-                 prefix_cache_size: int = 4, packed_linear: bool | None = None, fast_step: bool = True,
-                 attention: str | None = None, cuda_graphs: bool | None = None, _modules=None):
+                 prefix_cache_size: int = 4, prompt_cache_size: int = 4, packed_linear: bool | None = None,
+                 fast_step: bool = True, attention: str | None = None, cuda_graphs: bool | None = None, _modules=None):
         import torch
 
         if state_source not in STATE_SOURCES:
@@ -282,11 +284,11 @@ class HFLanguageModel:
                                 and self.device.type == "cuda")
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
-        self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "decode_steps": 0, "generated_tokens": 0, "calls": 0,
-                      "prefill_seconds": 0.0, "seconds": 0.0}
+        self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "prompt_hits": 0, "decode_steps": 0, "generated_tokens": 0,
+                      "calls": 0, "prefill_seconds": 0.0, "seconds": 0.0}
         self._lock = threading.RLock()  # see _exclusive
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
-                                 cache_size=prefix_cache_size, stats=self.stats,
+                                 cache_size=prefix_cache_size, recent=prompt_cache_size, stats=self.stats,
                                  context=getattr(text_config(self.model), "max_position_embeddings", None))
 
     def _load(self, model: str, modules) -> None:

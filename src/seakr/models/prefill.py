@@ -2,6 +2,9 @@
 
 Methods send the same long demonstration prefix with every prompt, so its KV is computed once per
 process (:class:`PrefixCache`, least recently used out) and each prompt prefills only what follows.
+The last few prompts' KV is kept too (:class:`RecentPrompts`): a chain's next prompt repeats the last one's
+demonstrations, kept passages and question, and its final answer's prompt is the last step's up to
+"Answer:", so a prompt prefills only what no recent prompt began with.
 With our attention installed (``in_place``), that suffix attends over the cached prefix's KV where it
 lies (:class:`~seakr.models.attention.CachedPrefixPrefill`) and the prompt's KV stays in two segments
 (prefix, suffix) that the decode state joins in the one float32 copy it makes anyway.
@@ -90,6 +93,69 @@ class PrefixCache:
             self._entries.popitem(last=False)
 
 
+class RecentPrompts:
+    """The KV of the last ``size`` prompts prefilled after a prefix, least recently used out: the entry whose
+    tokens a new prompt begins with longest serves those tokens (a causal KV is the same for any text that
+    follows it). It holds references to the prompts' own tensors (the decode copies them, never writes them),
+    and joins an entry's segments only when it serves."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._entries: OrderedDict[str, tuple[list[int], Prefilled]] = OrderedDict()
+
+    def put(self, prompt: str, ids: list[int], done: Prefilled) -> None:
+        if self.size < 1 or done.kv is None:
+            return
+        self._entries[prompt] = (ids, done)
+        self._entries.move_to_end(prompt)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def serve(self, ids: list[int], than: int) -> PrefixEntry | None:
+        """The longest run of ``ids``' first tokens that a recent prompt holds, where it is longer than ``than``
+        (what the prefix cache serves), as a prefix entry; at most all but the last token unless the prompt is
+        one of them whole (its last logits are then known)."""
+        best, ids_b, done_b = than, None, None
+        for r_ids, done in self._entries.values() if self.size > 0 else ():
+            n = common_length(r_ids, ids)
+            if n > best:
+                best, ids_b, done_b = n, r_ids, done
+        if done_b is None:
+            return None
+        whole = best == len(ids) == len(ids_b)
+        n = best if whole else min(best, len(ids) - 1)
+        if n <= than:
+            return None
+        kv = [(_first(ks, n), _first(vs, n)) for ks, vs in done_b.kv]
+        return PrefixEntry("", ids[:n], kv, done_b.logits if whole else None)
+
+
+def common_length(a: list[int], b: list[int]) -> int:
+    """How many first tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]: halve on slices compared in C
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
+
+
+def _first(segments: list[torch.Tensor], n: int) -> torch.Tensor:
+    """The first ``n`` positions of a KV held in segments along L, as one tensor (a view where one segment holds
+    them)."""
+    if segments[0].shape[-2] >= n:
+        return segments[0][:, :, :n]
+    parts, left = [], n
+    for s in segments:
+        parts.append(s[:, :, :left])
+        left -= parts[-1].shape[-2]
+        if not left:
+            break
+    return torch.cat(parts, -2)
+
+
 def _kv_of(cache) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(layer.keys, layer.values) for layer in cache.layers]
 
@@ -105,11 +171,17 @@ class Prefiller:
     """
 
     def __init__(self, model, encode: Callable[[str, bool], list[int]], *, in_place: bool, keep_cache: bool,
-                 cache_size: int, stats: dict, context: int | None = None):
+                 cache_size: int, stats: dict, context: int | None = None, recent: int = 4):
         self.model, self.encode, self.in_place, self.keep_cache = model, encode, in_place, keep_cache
         self.context = context  # the model's context window: longer prompts are refused before any work
         self.prefixes = PrefixCache(cache_size)
+        self.recent = RecentPrompts(recent if in_place else 0)  # the in-place suffix attends over any entry
         self.stats = stats
+
+    def clear(self) -> None:
+        """Forget every cached prefix and recent prompt (a measurement that starts cold)."""
+        self.prefixes = PrefixCache(self.prefixes.size)
+        self.recent = RecentPrompts(self.recent.size)
 
     def _device(self):
         return self.model.device
@@ -144,14 +216,25 @@ class Prefiller:
         entry = shared if shared is not None and prompt.startswith(shared.text) else self.prefix(prefix)
         ids = self.encode(prompt, True)
         self._fits(len(ids))
-        entry, rest = self._split(entry, ids)
+        entry, rest = self._best(entry, ids)
         P = len(entry.ids)
         if not P or (not rest and entry.logits is None):
             return self.whole(ids)
         if not rest:
             return Prefilled(P, P, entry.logits, kv=[([k], [v]) for k, v in entry.kv])
         suffix = self._in_place if self.in_place else self._through_cache
-        return suffix(entry, rest)
+        done = suffix(entry, rest)
+        self.recent.put(prompt, ids, done)
+        return done
+
+    def _best(self, entry: PrefixEntry, ids: list[int]) -> tuple[PrefixEntry, list[int]]:
+        """(the cached tokens that serve the prompt ``ids`` longest: ``entry``'s or a recent prompt's, the rest)."""
+        entry, rest = self._split(entry, ids)
+        recent = self.recent.serve(ids, len(entry.ids))
+        if recent is None:
+            return entry, rest
+        self.stats["prompt_hits"] = self.stats.get("prompt_hits", 0) + 1
+        return recent, ids[len(recent.ids):]
 
     @staticmethod
     def _split(entry: PrefixEntry, ids: list[int]) -> tuple[PrefixEntry, list[int]]:
@@ -202,7 +285,7 @@ class Prefiller:
             return None
         ids = self.encode(longer, True)
         self._fits(len(ids))
-        base, rest = self._split(self.prefix(prefix), ids)
+        base, rest = self._best(self.prefix(prefix), ids)
         if not base.ids or not rest:
             return None
         part = self._in_place(base, rest)
