@@ -339,8 +339,11 @@ def test_common_random_numbers_reduce_the_noise_of_a_difference(tiny_lm):
     assert np.std(diffs[True]) < 0.6 * np.std(diffs[False]), diffs
 
 
-def test_a_longer_shared_prefix_is_prefilled_once_with_the_same_results(tiny_lm):
+def test_a_longer_shared_prefix_is_prefilled_once_with_the_same_results(tiny_lm, monkeypatch):
+    from seakr.models import prefill
     from seakr.models.hf import shared_prefix
+
+    monkeypatch.setattr(prefill, "GRID", 8)  # the shared part spans several grid cells
 
     demos = "Question: Who wrote Hamlet? Answer: William Shakespeare wrote Hamlet.\n\n"
     kept = "Paris is the capital of France. The Seine flows through Paris. Berlin is in Germany.\n" * 2

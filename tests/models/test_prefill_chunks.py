@@ -16,6 +16,7 @@ PROMPT = PREFIX + "Paris is the capital of France. The Seine flows through Paris
 @pytest.fixture
 def small_chunks(monkeypatch):
     monkeypatch.setattr(P, "CHUNK", 7)  # a prompt of dozens of tokens spans several chunks
+    monkeypatch.setattr(P, "GRID", 7)  # and a suffix after a cached prefix several passes
 
 
 @pytest.mark.parametrize("prefix", [None, PREFIX], ids=["whole", "after-a-cached-prefix"])
@@ -51,4 +52,4 @@ def test_a_cancel_during_a_prefill_stops_it_within_one_chunk(tiny_lm, small_chun
             tiny_lm.generate([PROMPT], GenerationConfig(n=0, max_new_tokens=4), prefix=prefix)
     finally:
         del tiny_lm.model.forward
-    assert calls == [P.CHUNK]  # one chunk ran; none after the cancel
+    assert len(calls) == 1 and calls[0] <= P.CHUNK  # one chunk ran; none after the cancel

@@ -1,6 +1,7 @@
 """A prompt that begins as a recent one did is served from that prompt's KV (the recent-prompt cache): a chain's
 next step repeats the last one's demonstrations, passages and question, its final answer's prompt is the last
-step's up to "Answer:". What the cache serves must be what one forward over the whole prompt gives."""
+step's up to "Answer:". What the cache serves must be what one forward over the whole prompt gives, and bit for bit
+what the prompt gives with nothing cached before it: an answer must not depend on what was asked before."""
 
 import pytest
 import torch
@@ -14,6 +15,12 @@ P1 = "Paris is the capital of France. The Seine flows through Paris.\n"
 P2 = "Berlin is in Germany. The quick brown fox jumps over the lazy dog.\n"
 Q = "Question: Which river flows through the capital of France?\nAnswer:"
 STEP = Q + " The capital of France is Paris."
+
+
+@pytest.fixture(autouse=True)
+def grid(monkeypatch):
+    monkeypatch.setattr(P, "GRID", 8)  # the tiny prompts span several grid cells
+    return 8
 
 
 def _whole(lm, prompt: str):
@@ -33,10 +40,10 @@ def _same_as_one_forward(lm, pf, prompt: str) -> None:
 
 @pytest.mark.parametrize("second, served", [
     (DEMOS + P1 + P2 + Q, "the first prompt up to its passages' end"),  # the next step: a passage more
-    (DEMOS + P1 + Q, "all but the last token"),  # the final answer's prompt: the step's up to "Answer:"
+    (DEMOS + P1 + Q, "up to the grid before its last token"),  # the final answer's prompt: the step's up to "Answer:"
     (DEMOS + P1 + STEP, "the whole prompt"),  # the same prompt again
 ])
-def test_a_prompt_begun_as_a_recent_one_is_served_from_it_as_one_forward_would_be(tiny_lm, second, served):
+def test_a_prompt_begun_as_a_recent_one_is_served_from_it_as_one_forward_would_be(tiny_lm, grid, second, served):
     tiny_lm.prefill.clear()
     demo_tokens = len(tiny_lm.encode(DEMOS))
     with torch.inference_mode():
@@ -45,10 +52,15 @@ def test_a_prompt_begun_as_a_recent_one_is_served_from_it_as_one_forward_would_b
         pf = tiny_lm.prefill(second, DEMOS)
     assert tiny_lm.stats["prompt_hits"] == hits + 1
     ids, first = tiny_lm.encode(second), tiny_lm.encode(DEMOS + P1 + STEP)
-    shared = P.common_length(ids, first)
-    assert pf.cached == {"the whole prompt": len(ids), "all but the last token": len(ids) - 1}.get(served, shared)
-    assert pf.cached > demo_tokens
+    shared = min(P.common_length(ids, first), len(ids) - 1) // grid * grid
+    assert pf.cached == (len(ids) if served == "the whole prompt" else shared) > demo_tokens
     _same_as_one_forward(tiny_lm, pf, second)
+    tiny_lm.prefill.clear()
+    with torch.inference_mode():
+        fresh = tiny_lm.prefill(second, DEMOS)  # nothing asked before it
+    assert fresh.cached < pf.cached and torch.equal(fresh.logits, pf.logits)
+    for (ks, vs), (fk, fv) in zip(pf.kv, fresh.kv):
+        assert torch.equal(torch.cat(ks, 2), torch.cat(fk, 2)) and torch.equal(torch.cat(vs, 2), torch.cat(fv, 2))
 
 
 def test_a_chain_s_generations_are_the_same_with_the_recent_prompts_served_or_not(tiny_lm):
@@ -67,13 +79,11 @@ def test_a_chain_s_generations_are_the_same_with_the_recent_prompts_served_or_no
     assert cold[0].cached_prefix_tokens == warm[0].cached_prefix_tokens  # nothing recent yet
     assert all(a.cached_prefix_tokens < b.cached_prefix_tokens for a, b in zip(cold[1:], warm[1:]))
     assert warm[3].cached_prefix_tokens == warm[3].prompt_tokens  # the second prompt again: served whole
-    for a, b in zip(cold, warm):
+    for a, b in zip(cold, warm):  # the same, bit for bit
         assert a.prompt_tokens == b.prompt_tokens
-        assert a.greedy.token_ids == b.greedy.token_ids
-        assert [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
-        assert torch.allclose(torch.as_tensor(a.greedy.logprobs), torch.as_tensor(b.greedy.logprobs), atol=1e-4)
+        assert a.greedy.token_ids == b.greedy.token_ids and list(a.greedy.logprobs) == list(b.greedy.logprobs)
         for x, y in zip(a.samples, b.samples):
-            assert torch.allclose(torch.as_tensor(x.state), torch.as_tensor(y.state), atol=1e-4)
+            assert x.token_ids == y.token_ids and torch.equal(torch.as_tensor(x.state), torch.as_tensor(y.state))
 
 
 def test_the_cache_keeps_its_last_prompts_only(tiny_lm):

@@ -30,6 +30,11 @@ import inspect
 #: chunk took at most 2.6 s (SmolLM2-135M, 4k tokens of context) and 5.2 s (Qwen2.5-0.5B); chunks cost 1.03-1.13x
 #: one pass (docs/performance.md, benchmarks/prefill_chunks.py).
 CHUNK = 512
+#: A suffix after a cached prefix is prefilled in passes that end at multiples of GRID tokens (absolute
+#: positions), and a recent prompt serves a new one only up to such a multiple: the KV below it is then computed by
+#: the same passes over the same tokens whichever prompt it was first computed for, so an answer does not depend
+#: on what was asked before (served and fresh agree bit for bit, not only up to rounding).
+GRID = 64
 
 
 def cache_kwarg(model, cache) -> dict:
@@ -113,8 +118,8 @@ class RecentPrompts:
 
     def serve(self, ids: list[int], than: int) -> PrefixEntry | None:
         """The longest run of ``ids``' first tokens that a recent prompt holds, where it is longer than ``than``
-        (what the prefix cache serves), as a prefix entry; at most all but the last token unless the prompt is
-        one of them whole (its last logits are then known)."""
+        (what the prefix cache serves), as a prefix entry: the whole prompt where it is one of them (its last
+        logits are then known), else up to the last multiple of :data:`GRID` before the prompt's last token."""
         best, ids_b, done_b = than, None, None
         for r_ids, done in self._entries.values() if self.size > 0 else ():
             n = common_length(r_ids, ids)
@@ -123,7 +128,7 @@ class RecentPrompts:
         if done_b is None:
             return None
         whole = best == len(ids) == len(ids_b)
-        n = best if whole else min(best, len(ids) - 1)
+        n = best if whole else min(best, len(ids) - 1) // GRID * GRID
         if n <= than:
             return None
         kv = [(_first(ks, n), _first(vs, n)) for ks, vs in done_b.kv]
@@ -286,6 +291,7 @@ class Prefiller:
         ids = self.encode(longer, True)
         self._fits(len(ids))
         base, rest = self._best(self.prefix(prefix), ids)
+        rest = rest[:max(0, (len(base.ids) + len(rest)) // GRID * GRID - len(base.ids))]  # ends on the grid
         if not base.ids or not rest:
             return None
         part = self._in_place(base, rest)
@@ -293,14 +299,15 @@ class Prefiller:
         return PrefixEntry(longer, base.ids + rest, kv, part.logits)
 
     def _in_place(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:
-        """The suffix ``rest`` over the cached prefix, :data:`CHUNK` tokens a pass: each chunk attends over the
-        prefix and the chunks before it (their KV joined once a chunk)."""
+        """The suffix ``rest`` over the cached prefix, in passes that end at multiples of :data:`GRID`: each
+        attends over the prefix and the passes before it (their KV joined once a pass)."""
         P, T = len(entry.ids), len(rest)
         dev = self._device()
         done: list[tuple[list, list]] = [([], []) for _ in entry.kv]  # per layer, the suffix's KV so far
-        for at in range(0, T, CHUNK):
+        cuts = [0, *range(GRID - P % GRID, T, GRID), T]  # the first pass ends at the grid; every later one on it
+        for at, end in zip(cuts, cuts[1:]):
             check_cancelled()
-            part = rest[at:at + CHUNK]
+            part = rest[at:end]
             before = entry.kv if not at else [(torch.cat([pk, *ks], -2), torch.cat([pv, *vs], -2))
                                               for (pk, pv), (ks, vs) in zip(entry.kv, done)]
             st = CachedPrefixPrefill(before)
