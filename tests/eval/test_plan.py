@@ -18,7 +18,7 @@ from seakr.cli.args import build_parser
 from seakr.eval.datasets import load_dataset
 from seakr.eval.grid import read_grid
 from seakr.eval.plan import EvalPlan, run_plan
-from seakr.eval.specs import ModelSpec, PlanError, RunSpec, check_run, method_options
+from seakr.eval.specs import ModelSpec, PlanError, RunSpec, run_spec, method_options
 from seakr.methods import build_method
 
 NQ = fixture_path("nq_mini.oracle.jsonl")
@@ -180,18 +180,19 @@ def test_a_grid_s_model_keys_are_refused_naming_the_file_and_key(tmp_path, line,
 
 
 @pytest.mark.parametrize("change,match", [
-    ({"runs": [RunSpec("seakr", {"k": -1})]}, "option k"),
-    ({"runs": [RunSpec("nope")]}, "unknown method"),
-    ({"runs": [RunSpec("IRCoT")]}, re.escape("unknown method 'IRCoT' (did you mean 'ircot'?)")),
+    ({"runs": [lambda: RunSpec("seakr", {"k": -1})]}, "option k"),
+    ({"runs": [lambda: RunSpec("nope")]}, "field method: unknown method"),
+    ({"runs": [lambda: RunSpec("IRCoT")]}, re.escape("unknown method 'IRCoT' (did you mean 'ircot'?)")),
     ({"runs": [RunSpec("cot"), RunSpec("cot")]}, "second run"),
-    ({"runs": [RunSpec("cot", name="a/b")]}, "file name"),
+    ({"runs": [lambda: RunSpec("cot", name="a/b")]}, "field name: 'a/b' must be a file name"),
     ({"shard": "3/2"}, "shard '3/2': need 0 <= I < N"),
     ({"seed": -1}, re.escape("eval: seed: expected a whole number in [0, 4294967295], got -1")),
     ({"model": ModelSpec(model="qwen-tiny")}, "unknown model 'qwen-tiny': not a registry name"),  # before any pooling
 ])
 def test_a_bad_plan_fails_in_one_line_before_any_model_loads(tmp_path, change, match):
-    kw = {"data": HOTPOT, "out": str(tmp_path / "o"), **change}
-    with pytest.raises(PlanError, match=match):
+    with pytest.raises(PlanError, match=match):  # a RunSpec refuses as it is made, the plan in its check
+        runs = [r() if callable(r) else r for r in change.get("runs", [])]
+        kw = {"data": HOTPOT, "out": str(tmp_path / "o"), **change, **({"runs": runs} if runs else {})}
         EvalPlan(**kw).check()
 
 
@@ -310,7 +311,7 @@ def test_the_python_api_takes_paths_method_names_and_a_model_name(tmp_path):
     assert [r.method for r in one.runs] == ["ircot"] and one.filler == [HOTPOT]
     assert RunSpec("cot", None).options == {}  # it was "'NoneType' object is not iterable"
     with pytest.raises(PlanError, match="field options: expected a table, got \\[1\\]"):
-        EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot", [1])]).check()
+        RunSpec("cot", [1])
 
 
 def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
@@ -351,12 +352,13 @@ def test_the_python_api_takes_numpy_numbers_from_a_sweep(tmp_path):
     ({"filler": 5}, "eval: filler: expected a list of texts, got 5"),  # "'int' object is not iterable"
     ({"filler": [5]}, "eval: filler[0]: expected text, got 5"),  # os.path.isfile(5): a descriptor
     ({"runs": None}, "eval: runs: expected a list of RunSpecs (or methods' names), got None"),  # "'NoneType' object is not iterable"
-    ({"runs": [RunSpec("cot", name="")]}, "name '' must be a file name"),  # it was named after its method
+    ({"runs": [lambda: RunSpec("cot", name="")]}, "field name: '' must be a file name"),  # not named after its method
     ({"runs": [lambda: RunSpec("cot", name=0)]}, "field name: expected text or null, got 0"),
-    ({"runs": [RunSpec("cot", name="café")]}, "must be a file name of ASCII letters"),  # é: "letters" misled
+    ({"runs": [lambda: RunSpec("cot", name="café")]}, "must be a file name of ASCII letters"),  # é: "letters" misled
     # a folder gr/results.jsonl: `report gr` and `compare gr` then said "[Errno 21] Is a directory"
-    ({"runs": [RunSpec("cot", name="results.jsonl"), "single"]}, "name 'results.jsonl' is the name of a file a run"),
-    ({"runs": [RunSpec("cot", name="Config.JSON")]}, "name 'Config.JSON' is the name of a file a run keeps"),
+    ({"runs": [lambda: RunSpec("cot", name="results.jsonl"), "single"]},
+     "field name: 'results.jsonl' is the name of a file a run"),
+    ({"runs": [lambda: RunSpec("cot", name="Config.JSON")]}, "field name: 'Config.JSON' is the name of a file a run keeps"),
 ])
 def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
     """The command line's flags check their types; the Python API passed 1.5 to a slice, "5" onwards, 0 to a pool."""
@@ -379,7 +381,7 @@ def test_option_pairs_and_the_hint_for_another_methods_option():
                          ({"dleta": 1}, "'dleta' (did you mean 'delta', an option of seakr?)"),
                          ({"kk": 1}, "'kk' (did you mean 'k'?)")):
         with pytest.raises(PlanError, match=re.escape(needle)):
-            check_run("--option", "cot", opts)
+            run_spec("--option", "cot", opts)
 
 
 def test_ray_flags_without_ray_are_refused_not_dropped(tmp_path, capsys):

@@ -14,7 +14,7 @@ from seakr.cli.flags import parse_options
 from helpers import HOTPOT
 from seakr.cli.args import build_parser
 from seakr.cli.commands import plan_from_args
-from seakr.eval.specs import PlanError, check_run
+from seakr.eval.specs import PlanError, run_spec
 from seakr.methods import METHODS
 from seakr.common.schema import numbers
 
@@ -61,7 +61,7 @@ def through_the_flag(method, name, v):
     text = json.dumps(v) if not isinstance(v, float) or math.isfinite(v) else \
         ("NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity")
     try:
-        check_run("--option", method, parse_options([f"{name}={text}"]))
+        run_spec("--option", method, parse_options([f"{name}={text}"]))
         return None
     except PlanError as e:
         return str(e)
@@ -223,9 +223,9 @@ def test_a_path_option_takes_a_pathlib_path_and_keeps_text(tmp_path):
     cfg = METHODS["seakr"].Config.from_dict({"prompt_set": demos, "probes": tmp_path})
     assert (cfg.prompt_set, cfg.probes) == (str(demos), str(tmp_path)) and {"prompt_set", "probes"} <= set(cfg.to_dict())
     json.dumps(cfg.to_dict())  # a run's config.json
-    check_run("run 1", "ircot", {"prompt_set": demos})
+    run_spec("run 1", "ircot", {"prompt_set": demos})
     with pytest.raises(PlanError, match="option k: expected"):  # only the path options: a Path is no number
-        check_run("run 1", "seakr", {"k": Path("5")})
+        run_spec("run 1", "seakr", {"k": Path("5")})
 
 
 def test_numpy_scalars_from_a_sweep_are_taken_as_python_numbers():

@@ -8,7 +8,7 @@ import pytest
 
 from scripted import Reply, ScriptedLM, engine
 from seakr.cli.flags import parse_options
-from seakr.eval.specs import PlanError, check_run
+from seakr.eval.specs import PlanError, run_spec
 from seakr.methods import SeaKR, SeaKRConfig
 
 
@@ -31,7 +31,7 @@ def test_explicit_decisions_are_refused_before_the_model_loads(opts, needle):
     assert needle in str(e.value) and "\n" not in str(e.value)
     flag = [f"{k}={v}" for k, v in opts.items()]  # the same through --option and a grid's check
     with pytest.raises(PlanError, match="option"):
-        check_run("--option", "seakr", parse_options(flag))
+        run_spec("--option", "seakr", parse_options(flag))
 
 
 def test_decisions_that_read_no_samples_take_k_zero(tmp_path):

@@ -15,7 +15,7 @@ from ..common.console import shown, warn
 from ..common.writing import write_atomic
 from ..eval.grid import check_grid_paths, read_grid
 from ..eval.plan import EvalPlan, run_plan
-from ..eval.specs import ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_run
+from ..eval.specs import ModelSpec, PlanError, SettingError, check_output_dir, run_spec
 from ..common.runs import MANIFEST
 from ..eval.folders import check_rows_home
 from .args import unescape
@@ -126,7 +126,7 @@ def _method_from_args(args):
             raise CLIError(f"--delta: method {args.method!r} has no retrieval threshold (SeaKR's delta)")
         flag_or_option(opts, "delta", "--delta", args.delta)
     flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
-    check_run("--option", args.method, opts, model_spec(args).context())  # bad options fail here, not after the load
+    run_spec("--option", args.method, opts, context=model_spec(args).context())  # bad options fail here, not after the load
     if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
         raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder, an "
                        "http(s)://host:9200/INDEX URL or a corpus file; `seakr index build` makes a folder)")
@@ -192,7 +192,7 @@ def plan_from_args(args) -> EvalPlan:
     if not runs:  # the flags' run: a value both as a flag and as an option is one value
         one_value(options, "delta", "--delta", args.delta)  # the plan takes the flags; the run the options
         one_value(options, "prompt_set", "--prompt-set", args.prompt_set)
-        runs, labels = [RunSpec(args.method or "seakr", options)], ["--option"]
+        runs, labels = [run_spec("--option", args.method or "seakr", options)], ["--option"]
     # the settings the run takes from the grid, not a flag (filler: the flags' files replace the grid's)
     from_grid = {k for k in top if (not args.filler if k == "filler" else flag(k) is top[k])}
     if args.config:
@@ -300,7 +300,7 @@ def cmd_serve(args) -> int:
     check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
     opts = parse_options(args.option)
-    check_run("--option", args.method, opts, model_spec(args).context())
+    run_spec("--option", args.method, opts, context=model_spec(args).context())
     local = is_loopback(args.host)
     if not local and not token:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "

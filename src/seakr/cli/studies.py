@@ -10,7 +10,7 @@ import sys
 from ..common.jsontext import strict_json
 from ..common.writing import write_atomic
 from ..eval.plan import EvalPlan
-from ..eval.specs import RunSpec
+from ..eval.specs import run_spec
 from ..eval.folders import check_rows_home
 from .args import build_parser
 from .flags import CLIError, flag_or_option, model_spec, output_file, parse_options
@@ -44,7 +44,7 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
         check_study_options(args.cmd.replace("_", "-"), options or {}, getattr(args, "form", None))
     except ValueError as e:
         raise CLIError(str(e)) from None
-    plan = EvalPlan(data=args.data, out=args.out, runs=[RunSpec("seakr", {**STUDY_OPTIONS, **(options or {})})],
+    plan = EvalPlan(data=args.data, out=args.out, runs=[run_spec("--option", "seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
 

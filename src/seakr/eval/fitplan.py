@@ -19,7 +19,7 @@ from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, Real, Seed, Whole, schema
 from .plan import EvalPlan, Selection, as_model_spec
 from .rowlog import read_results
-from .specs import ModelSpec, PlanError, RunSpec
+from .specs import ModelSpec, PlanError, run_spec
 from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
 
 #: The chain the final maps and the gate level are fitted on: every step retrieves, and both final answers are
@@ -71,7 +71,7 @@ class FitPlan:
         opts = {**(CHAIN_OPTIONS if chain else STUDY_OPTIONS), **self.options}
         if not chain:
             opts = {k: v for k, v in opts.items() if k not in SHORT_UNREAD}
-        return EvalPlan(data=f, out=str(self.folder(stage, i)), runs=[RunSpec("seakr", opts)], limit=self.limit,
+        return EvalPlan(data=f, out=str(self.folder(stage, i)), runs=[run_spec("fit", "seakr", opts)], limit=self.limit,
                         every=self.every, shard=f"{half}/2", index=self.index if chain else None,
                         filler=self.filler if chain and not self.index else [], seed=self.seed, resume=True,
                         model=self.model)

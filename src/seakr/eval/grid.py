@@ -11,7 +11,7 @@ from ..common.schema import Positive, SchemaError, Seed, Threshold, schema, unkn
 from ..common.files import read_text
 from ..common.jsontext import too_many_digits
 from .datasets import LAYOUTS
-from .specs import PlanError, RunSpec
+from .specs import PlanError, RunSpec, run_spec
 import tomllib
 
 
@@ -51,17 +51,14 @@ def _grid_top(path: str, conf: dict) -> Grid:
 
 
 def _grid_run(where: str, r: Any) -> RunSpec:
-    """One ``[[run]]`` table as a :class:`RunSpec`; its method, options and name are the plan's to check, which
-    names it by ``where`` (:meth:`~seakr.eval.plan.EvalPlan.check`)."""
+    """One ``[[run]]`` table as a :class:`RunSpec`, refused by ``where`` and the run's name (its method's where it
+    has none)."""
     if not isinstance(r, dict):
         raise PlanError(f"{where}: expected a table with method (and name, options)")
-    try:
-        run = RunSpec(**r)
-    except PlanError as e:
-        raise PlanError(f"{where}: {e}") from None
-    if "method" not in r:
+    if "method" not in r:  # not the default method's options checked, as if one were named
         raise PlanError(f"{where}: missing key 'method'")
-    return run
+    name = r.get("name", r["method"])
+    return run_spec(f"{where} ({name})" if isinstance(name, str) else where, **r)
 
 
 def check_grid_paths(path: str, conf: dict) -> None:

@@ -9,7 +9,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Sequence
 
-from pydantic import AfterValidator, BeforeValidator, Field, Strict
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, model_validator
 
 from ..common.console import did_you_mean
 from ..common.schema import PathText, Positive, Said, Seed, Whole, check_type, schema, unknown_keys
@@ -137,37 +137,56 @@ def _options(v):
     return {} if v is None else v  # RunSpec("cot", None): no options
 
 
-@schema("field", unknown_keys, strict=False, error=PlanError)
-class RunSpec:
-    """One method run of a plan: the method, its options, and its name (the folder its rows go to;
-    default: the method's name). A grid's ``[[run]]`` table is one."""
-
-    method: Annotated[str, Strict()] = "seakr"
-    options: Annotated[dict[str, Any], Strict(), BeforeValidator(_options)] = field(default_factory=dict)
-    name: Annotated[str, Strict()] | None = None
-
-    def __post_init__(self):
-        if self.name is None:  # only when not given: an empty name is refused with the plan, not replaced
-            self.name = self.method
+def _method(v: str) -> str:
+    if v not in METHODS:
+        raise ValueError(f"unknown method {v!r}{did_you_mean(v, METHODS)}; choose from {', '.join(METHODS)}")
+    return v
 
 
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: The names of the files a run keeps its record in, as a case-blind file system sees them: a run folder so named
+#: would be read as the file by ``report`` and ``compare``.
+RECORD_FILES = frozenset(n.casefold() for n in ("config.json", "summary.json", "summary.md", "states", *ROW_FILES))
 
 
-def check_run(where: str, method: str, options: dict, context: int | None = None) -> None:
-    """A run's method and options, checked before any model loads: a typo in a grid's last run must not
-    surface after the first runs have taken an hour. ``context``: the model's window in tokens, where
-    :meth:`ModelSpec.context` knows it, which a generation must leave room in (the method checks again)."""
-    if not isinstance(method, str) or method not in METHODS:  # any value: a list or a table is no name
-        raise PlanError(f"{where}: unknown method {method!r}{did_you_mean(method, METHODS)}; choose from "
-                        f"{', '.join(METHODS)}")
-    if not isinstance(options, dict):
-        raise PlanError(f"{where}: options must be a dict of option names and values, not {type(options).__name__}")
+def _run_name(v: str) -> str:
+    """A run's name is its folder: a plain file name, not one of a run's own files."""
+    if not RUN_NAME.fullmatch(v) or v in (".", ".."):
+        raise ValueError(f"{v!r} must be a file name of ASCII letters, digits, '.', '_' and '-' (no '/', no "
+                         "accented letters)")
+    if v.casefold() in RECORD_FILES:
+        raise ValueError(f"{v!r} is the name of a file a run keeps its record in; name the run otherwise")
+    return v
 
+
+@schema("field", unknown_keys, strict=False, error=PlanError)
+class RunSpec:
+    """One method run of a plan: the method, its options, and its name (the folder its rows go to;
+    default: the method's name). A grid's ``[[run]]`` table is one. The options are held to the method's own
+    schema as the run is made; :attr:`config` is that validated configuration."""
+
+    method: Annotated[str, Strict(), AfterValidator(_method)] = "seakr"
+    options: Annotated[dict[str, Any], Strict(), BeforeValidator(_options)] = field(default_factory=dict)
+    name: Annotated[str, Strict(), AfterValidator(_run_name)] | None = None
+
+    @model_validator(mode="after")
+    def _options_of_the_method(self):
+        self.config = METHODS[self.method].Config.from_dict(self.options)
+        if self.name is None:  # only when not given: an empty name is refused, not replaced
+            self.name = self.method
+        return self
+
+
+def run_spec(where: str, method: Any = "seakr", options: Any = None, *, context: int | None = None, **kw) -> RunSpec:
+    """A :class:`RunSpec` made at a door before any model loads, its refusal led by where it was given (``--option``,
+    a grid's ``g.toml: [[run]] #2 (b)``); ``context``: the model's window, where :meth:`ModelSpec.context` knows it,
+    which each generation length the run sets must leave room in (the method checks again with its prompt)."""
     try:
-        check_lengths(METHODS[method].Config.from_dict(options), context)  # before the load
-    except (TypeError, ValueError) as e:
+        run = RunSpec(method, options, **kw)
+        check_lengths(run.config, context)
+    except ValueError as e:  # a PlanError too
         raise PlanError(f"{where}: {e}") from None
+    return run
 
 
 def method_options(method: str, options: dict, family: str, *, prompt_set: str | None = None,
@@ -205,18 +224,9 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def check_run_name(where: str, name, names: set) -> None:
-    """A run's name becomes its folder: a plain file name, unique within the plan (added to ``names``),
-    also ignoring case: on macOS and Windows "X" and "x" are one folder, and the two runs' rows would mix."""
-    if not isinstance(name, str) or not RUN_NAME.fullmatch(name) or name in (".", ".."):
-        raise PlanError(f"{where}: name {name!r} must be a file name of ASCII letters, digits, '.', '_' and '-' "
-                        "(no '/', no accented letters)")
-
-    # a run folder named like a run's own files ("results.jsonl") made `report` and `compare` of the grid's
-    # folder read it as a file ("Is a directory")
-    if name.casefold() in {n.casefold() for n in ("config.json", "summary.json", "summary.md", "states", *ROW_FILES)}:
-        raise PlanError(f"{where}: name {name!r} is the name of a file a run keeps its record in; name the run "
-                        "otherwise")
+def check_unique(where: str, name: str, names: set) -> None:
+    """A run's name, unique within the plan (added to ``names``), also ignoring case: on macOS and Windows "X" and
+    "x" are one folder, and the two runs' rows would mix."""
     same = next((n for n in names if n.casefold() == name.casefold()), None)
     if same == name:
         raise PlanError(f"{where}: a second run named {name!r} (each run writes to its own folder)")
