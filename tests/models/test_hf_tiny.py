@@ -105,21 +105,18 @@ def test_per_token_numbers_are_consistent(tiny_lm):
 
 def test_prefix_cache_is_prefilled_once_and_matches_plain_prefill(tiny_lm):
     prefix = "The quick brown fox jumps over the lazy dog. " * 5
-    q, q2 = "Question: Who wrote Hamlet? Answer:", "Question: Who wrote Faust? Answer:"
-    tiny_lm.prefill.clear()
+    q = "Question: Who wrote Hamlet? Answer:"
     before = dict(tiny_lm.stats)
     cfg = GenerationConfig(n=0, max_new_tokens=8)
     a = tiny_lm.generate([prefix + q], cfg, prefix=prefix)[0]
     mid = dict(tiny_lm.stats)
-    b = tiny_lm.generate([prefix + q2], cfg, prefix=prefix)[0]
+    b = tiny_lm.generate([prefix + q], cfg, prefix=prefix)[0]
     after = dict(tiny_lm.stats)
-    assert a.cached_prefix_tokens > 0 and b.cached_prefix_tokens >= a.cached_prefix_tokens
+    assert a.cached_prefix_tokens > 0 and a.greedy.token_ids == b.greedy.token_ids
     assert after["prefix_hits"] == mid["prefix_hits"] + 1
-    suffix_tokens = len(tiny_lm.encode(q2, special=False))
-    assert after["prefill_tokens"] - mid["prefill_tokens"] <= suffix_tokens  # prefix not prefilled again
+    suffix_tokens = len(tiny_lm.encode(q, special=False))
+    assert after["prefill_tokens"] - mid["prefill_tokens"] == suffix_tokens  # prefix not prefilled again
     assert mid["prefill_tokens"] - before["prefill_tokens"] > suffix_tokens  # ... as the first call did
-    again = tiny_lm.generate([prefix + q], cfg, prefix=prefix)[0]  # the same prompt: served whole
-    assert again.cached_prefix_tokens == again.prompt_tokens and again.greedy.token_ids == a.greedy.token_ids
     ids = tiny_lm.encode(prefix) + tiny_lm.encode(q, special=False)
     assert a.greedy.token_ids == hf_greedy(tiny_lm, ids, 8)[: len(a.greedy.token_ids)]
 
@@ -339,11 +336,8 @@ def test_common_random_numbers_reduce_the_noise_of_a_difference(tiny_lm):
     assert np.std(diffs[True]) < 0.6 * np.std(diffs[False]), diffs
 
 
-def test_a_longer_shared_prefix_is_prefilled_once_with_the_same_results(tiny_lm, monkeypatch):
-    from seakr.models import prefill
+def test_a_longer_shared_prefix_is_prefilled_once_with_the_same_results(tiny_lm):
     from seakr.models.hf import shared_prefix
-
-    monkeypatch.setattr(prefill, "GRID", 8)  # the shared part spans several grid cells
 
     demos = "Question: Who wrote Hamlet? Answer: William Shakespeare wrote Hamlet.\n\n"
     kept = "Paris is the capital of France. The Seine flows through Paris. Berlin is in Germany.\n" * 2

@@ -10,7 +10,7 @@ from typing import Sequence
 
 from .. import uncertainty as U
 from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Generation, GenerationConfig, Generator,
-                           cancellable, require)
+                           cancellable, prompt_session, require)
 from ..prompts import PromptBuilder
 from ..search.base import Passage, SearchEngine, check_hits
 from ..common.checks import check_question
@@ -277,7 +277,7 @@ class Method:
         asked = without_controls(question)  # the prompts and the searches read it without a console's escapes
         self.check_question(asked)
         tr = Tracer(question, self.name, listener, cancel)
-        with cancellable(cancel):
+        with cancellable(cancel), prompt_session():  # this answer's calls reuse each other's prompts, no others
             ans = self._run(asked, tr)
         return Answer(question, ans, self.name, tr.to_dict(), self.describe(), states=tr.final_states())
 

@@ -187,6 +187,24 @@ def cancellable(event):
         _CANCEL.reset(token)
 
 
+_SESSION: contextvars.ContextVar = contextvars.ContextVar("seakr_prompt_session", default=None)
+
+
+@contextmanager
+def prompt_session():
+    """The model calls of one answer, made in this context: only they reuse each other's prompts' KV (the
+    recent-prompt cache), so an answer never depends on what was asked before it. Outside one nothing is reused."""
+    token = _SESSION.set(object())
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+def current_session() -> object | None:
+    return _SESSION.get()
+
+
 def check_cancelled() -> None:
     ev = _CANCEL.get()
     if ev is not None and ev.is_set():

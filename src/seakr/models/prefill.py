@@ -23,18 +23,13 @@ from typing import Any, Callable
 import torch
 
 from .attention import CachedPrefixPrefill
-from .base import check_cancelled
+from .base import check_cancelled, current_session
 import inspect
 
 #: Tokens prefilled in one forward pass: a cancelled request stops within one chunk. On a 2-core AVX2 CPU (fp32) a
 #: chunk took at most 2.6 s (SmolLM2-135M, 4k tokens of context) and 5.2 s (Qwen2.5-0.5B); chunks cost 1.03-1.13x
 #: one pass (docs/performance.md, benchmarks/prefill_chunks.py).
 CHUNK = 512
-#: A suffix after a cached prefix is prefilled in passes that end at multiples of GRID tokens (absolute
-#: positions), and a recent prompt serves a new one only up to such a multiple: the KV below it is then computed by
-#: the same passes over the same tokens whichever prompt it was first computed for, so an answer does not depend
-#: on what was asked before (served and fresh agree bit for bit, not only up to rounding).
-GRID = 64
 
 
 def cache_kwarg(model, cache) -> dict:
@@ -101,34 +96,39 @@ class PrefixCache:
 class RecentPrompts:
     """The KV of the last ``size`` prompts prefilled after a prefix, least recently used out: the entry whose
     tokens a new prompt begins with longest serves those tokens (a causal KV is the same for any text that
-    follows it). It holds references to the prompts' own tensors (the decode copies them, never writes them),
-    and joins an entry's segments only when it serves."""
+    follows it, up to the rounding of where the prefill was split). Only the prompts of the same answer serve
+    each other (:func:`~seakr.models.base.prompt_session`): an answer's calls come in the same order each time it
+    is asked, so what is served, and every rounding, is the same whatever was asked before or beside it. It holds
+    references to the prompts' own tensors (the decode copies them, never writes them), and joins an entry's
+    segments only when it serves."""
 
     def __init__(self, size: int):
         self.size = size
-        self._entries: OrderedDict[str, tuple[list[int], Prefilled]] = OrderedDict()
+        self._entries: OrderedDict[tuple, tuple[list[int], Prefilled]] = OrderedDict()
 
     def put(self, prompt: str, ids: list[int], done: Prefilled) -> None:
-        if self.size < 1 or done.kv is None:
+        session = current_session()
+        if self.size < 1 or done.kv is None or session is None:
             return
-        self._entries[prompt] = (ids, done)
-        self._entries.move_to_end(prompt)
+        self._entries[session, prompt] = (ids, done)
+        self._entries.move_to_end((session, prompt))
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
 
     def serve(self, ids: list[int], than: int) -> PrefixEntry | None:
         """The longest run of ``ids``' first tokens that a recent prompt holds, where it is longer than ``than``
-        (what the prefix cache serves), as a prefix entry: the whole prompt where it is one of them (its last
-        logits are then known), else up to the last multiple of :data:`GRID` before the prompt's last token."""
+        (what the prefix cache serves), as a prefix entry; at most all but the last token unless the prompt is
+        one of them whole (its last logits are then known)."""
         best, ids_b, done_b = than, None, None
-        for r_ids, done in self._entries.values() if self.size > 0 else ():
-            n = common_length(r_ids, ids)
+        session = current_session()
+        for (owner, _), (r_ids, done) in self._entries.items() if session is not None else ():
+            n = common_length(r_ids, ids) if owner is session else 0
             if n > best:
                 best, ids_b, done_b = n, r_ids, done
         if done_b is None:
             return None
         whole = best == len(ids) == len(ids_b)
-        n = best if whole else min(best, len(ids) - 1) // GRID * GRID
+        n = best if whole else min(best, len(ids) - 1)
         if n <= than:
             return None
         kv = [(_first(ks, n), _first(vs, n)) for ks, vs in done_b.kv]
@@ -291,7 +291,6 @@ class Prefiller:
         ids = self.encode(longer, True)
         self._fits(len(ids))
         base, rest = self._best(self.prefix(prefix), ids)
-        rest = rest[:max(0, (len(base.ids) + len(rest)) // GRID * GRID - len(base.ids))]  # ends on the grid
         if not base.ids or not rest:
             return None
         part = self._in_place(base, rest)
@@ -299,15 +298,14 @@ class Prefiller:
         return PrefixEntry(longer, base.ids + rest, kv, part.logits)
 
     def _in_place(self, entry: PrefixEntry, rest: list[int]) -> Prefilled:
-        """The suffix ``rest`` over the cached prefix, in passes that end at multiples of :data:`GRID`: each
-        attends over the prefix and the passes before it (their KV joined once a pass)."""
+        """The suffix ``rest`` over the cached prefix, :data:`CHUNK` tokens a pass: each chunk attends over the
+        prefix and the chunks before it (their KV joined once a chunk)."""
         P, T = len(entry.ids), len(rest)
         dev = self._device()
         done: list[tuple[list, list]] = [([], []) for _ in entry.kv]  # per layer, the suffix's KV so far
-        cuts = [0, *range(GRID - P % GRID, T, GRID), T]  # the first pass ends at the grid; every later one on it
-        for at, end in zip(cuts, cuts[1:]):
+        for at in range(0, T, CHUNK):
             check_cancelled()
-            part = rest[at:end]
+            part = rest[at:at + CHUNK]
             before = entry.kv if not at else [(torch.cat([pk, *ks], -2), torch.cat([pv, *vs], -2))
                                               for (pk, pv), (ks, vs) in zip(entry.kv, done)]
             st = CachedPrefixPrefill(before)
