@@ -119,6 +119,25 @@ def test_only_the_prompts_of_one_answer_serve_each_other(tiny_lm):
         assert all(torch.equal(torch.cat(k1, 2), torch.cat(k2, 2)) for (k1, _), (k2, _) in zip(x.kv, y.kv))
 
 
+def test_answers_side_by_side_keep_their_own_prompts_and_drop_them_when_done(tiny_lm):
+    """Another worker's answer, interleaved, neither serves this one nor pushes its prompts out; an answer's
+    prompts go with it."""
+    import gc
+
+    tiny_lm.prefill.clear()
+    tiny_lm.prefill.recent = P.RecentPrompts(1)
+    try:
+        with torch.inference_mode(), prompt_session():
+            tiny_lm.prefill(DEMOS + P1 + STEP, DEMOS)
+            with prompt_session():  # another answer's call between two of this one's
+                other = tiny_lm.prefill(DEMOS + P1 + P2 + Q, DEMOS)
+            served = tiny_lm.prefill(DEMOS + P1 + P2 + Q, DEMOS)
+        gc.collect()
+        assert served.cached > other.cached and not tiny_lm.prefill.recent._sessions
+    finally:
+        tiny_lm.prefill.recent = P.RecentPrompts(4)
+
+
 @given(st.lists(st.integers(0, 3), max_size=40), st.lists(st.integers(0, 3), max_size=40))
 def test_common_length_is_the_length_of_the_shared_start(a, b):
     n = 0

@@ -190,18 +190,23 @@ def cancellable(event):
 _SESSION: contextvars.ContextVar = contextvars.ContextVar("seakr_prompt_session", default=None)
 
 
+class PromptSession:
+    """One answer's model calls (a weak reference keys what the model keeps for them: it goes with the answer)."""
+
+
 @contextmanager
 def prompt_session():
     """The model calls of one answer, made in this context: only they reuse each other's prompts' KV (the
-    recent-prompt cache), so an answer never depends on what was asked before it. Outside one nothing is reused."""
-    token = _SESSION.set(object())
+    recent-prompt cache), so an answer never depends on what was asked before it or beside it. Outside one nothing
+    is reused."""
+    token = _SESSION.set(PromptSession())
     try:
         yield
     finally:
         _SESSION.reset(token)
 
 
-def current_session() -> object | None:
+def current_session() -> PromptSession | None:
     return _SESSION.get()
 
 

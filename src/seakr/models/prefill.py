@@ -25,6 +25,7 @@ import torch
 from .attention import CachedPrefixPrefill
 from .base import check_cancelled, current_session
 import inspect
+import weakref
 
 #: Tokens prefilled in one forward pass: a cancelled request stops within one chunk. On a 2-core AVX2 CPU (fp32) a
 #: chunk took at most 2.6 s (SmolLM2-135M, 4k tokens of context) and 5.2 s (Qwen2.5-0.5B); chunks cost 1.03-1.13x
@@ -94,26 +95,27 @@ class PrefixCache:
 
 
 class RecentPrompts:
-    """The KV of the last ``size`` prompts prefilled after a prefix, least recently used out: the entry whose
-    tokens a new prompt begins with longest serves those tokens (a causal KV is the same for any text that
-    follows it, up to the rounding of where the prefill was split). Only the prompts of the same answer serve
-    each other (:func:`~seakr.models.base.prompt_session`): an answer's calls come in the same order each time it
-    is asked, so what is served, and every rounding, is the same whatever was asked before or beside it. It holds
-    references to the prompts' own tensors (the decode copies them, never writes them), and joins an entry's
-    segments only when it serves."""
+    """The KV of each answer's last ``size`` prompts prefilled after a prefix, least recently used out: the entry
+    whose tokens a new prompt begins with longest serves those tokens (a causal KV is the same for any text that
+    follows it, up to the rounding of where the prefill was split). Only the prompts of the same answer serve each
+    other, and each answer keeps its own (:func:`~seakr.models.base.prompt_session`): an answer's calls come in the
+    same order each time it is asked, so what is served, and every rounding, is the same whatever was asked before
+    or beside it; an answer's entries go with it. It holds references to the prompts' own tensors (the decode
+    copies them, never writes them), and joins an entry's segments only when it serves."""
 
     def __init__(self, size: int):
         self.size = size
-        self._entries: OrderedDict[tuple, tuple[list[int], Prefilled]] = OrderedDict()
+        self._sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # session -> {prompt: (ids, done)}
 
     def put(self, prompt: str, ids: list[int], done: Prefilled) -> None:
         session = current_session()
         if self.size < 1 or done.kv is None or session is None:
             return
-        self._entries[session, prompt] = (ids, done)
-        self._entries.move_to_end((session, prompt))
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+        entries = self._sessions.setdefault(session, OrderedDict())
+        entries[prompt] = (ids, done)
+        entries.move_to_end(prompt)
+        while len(entries) > self.size:
+            entries.popitem(last=False)
 
     def serve(self, ids: list[int], than: int) -> PrefixEntry | None:
         """The longest run of ``ids``' first tokens that a recent prompt holds, where it is longer than ``than``
@@ -121,8 +123,8 @@ class RecentPrompts:
         one of them whole (its last logits are then known)."""
         best, ids_b, done_b = than, None, None
         session = current_session()
-        for (owner, _), (r_ids, done) in self._entries.items() if session is not None else ():
-            n = common_length(r_ids, ids) if owner is session else 0
+        for r_ids, done in self._sessions.get(session, {}).values() if session is not None else ():
+            n = common_length(r_ids, ids)
             if n > best:
                 best, ids_b, done_b = n, r_ids, done
         if done_b is None:
