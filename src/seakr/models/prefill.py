@@ -2,9 +2,9 @@
 
 Methods send the same long demonstration prefix with every prompt, so its KV is computed once per
 process (:class:`PrefixCache`, least recently used out) and each prompt prefills only what follows.
-The last few prompts' KV is kept too (:class:`RecentPrompts`): a chain's next prompt repeats the last one's
-demonstrations, kept passages and question, and its final answer's prompt is the last step's up to
-"Answer:", so a prompt prefills only what no recent prompt began with.
+Each answer's last few prompts' KV is kept too (:class:`RecentPrompts`): a chain's next prompt repeats the last
+one's demonstrations, kept passages and question, and its final answer's prompt is the last step's up to
+"Answer:", so a prompt prefills only what no recent prompt of its answer began with.
 With our attention installed (``in_place``), that suffix attends over the cached prefix's KV where it
 lies (:class:`~seakr.models.attention.CachedPrefixPrefill`) and the prompt's KV stays in two segments
 (prefix, suffix) that the decode state joins in the one float32 copy it makes anyway.
