@@ -28,13 +28,12 @@ from ..common.files import check_rereadable, is_pattern, missing, pattern_files,
 from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
 from .datasets import LAYOUTS, load_dataset, warn_unlabelled
 from .example import Example
-from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique, method_options, parse_shard, select_examples, setting
+from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique, check_window, method_options, parse_shard, select_examples, setting
 from ..common.runs import SCORES
 from .rows import STUDY_ROWS, check_row, study_row_check
 from .rowlog import finished_rows, read_results, read_run_config, recorded_with
 from ..methods import METHODS, build_method
 from ..methods.base import warn_unread_tap
-from ..methods.config import check_lengths
 from ..progress import progress_bar
 from ..search import open_engine
 from .runner import run_eval
@@ -151,10 +150,7 @@ class EvalPlan:
         for i, r in enumerate(self.runs):  # each run was held to its schema as it was made
             where = run_labels[i] if i < len(run_labels) else f"run {r.name!r}"
             check_unique(where, r.name, names)
-            try:  # each generation length leaves room in the window, where it is known without the weights
-                check_lengths(r.config, context)
-            except ValueError as e:
-                raise PlanError(f"{where}: {e}") from None
+            check_window(where, r, context)
         # a setting no run reads is said once, not refused: one loop of the same flags over several methods runs
         methods = ", ".join(sorted({r.method for r in self.runs}))
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):

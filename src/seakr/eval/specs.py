@@ -183,10 +183,19 @@ def run_spec(where: str, method: Any = "seakr", options: Any = None, *, context:
     which each generation length the run sets must leave room in (the method checks again with its prompt)."""
     try:
         run = RunSpec(method, options, **kw)
-        check_lengths(run.config, context)
-    except ValueError as e:  # a PlanError too
+    except PlanError as e:
         raise PlanError(f"{where}: {e}") from None
+    check_window(where, run, context)
     return run
+
+
+def check_window(where: str, run: RunSpec, context: int | None) -> None:
+    """Each generation length ``run`` sets leaves room for a prompt in the model's window (``context``: None where
+    it is not known without the weights), refused led by ``where``."""
+    try:
+        check_lengths(run.config, context)
+    except ValueError as e:
+        raise PlanError(f"{where}: {e}") from None
 
 
 def method_options(method: str, options: dict, family: str, *, prompt_set: str | None = None,

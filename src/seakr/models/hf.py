@@ -234,8 +234,8 @@ class HFLanguageModel:
         state_source: ``"mlp"`` (FFN sub-layer output, as the reference) or ``"residual"`` (the
             decoder layer's residual-stream output, an ablation).
         prefix_cache_size: how many demonstration prefixes keep their KV cache in memory.
-        prompt_cache_size: how many recent prompts keep theirs, for the next prompt that begins as one of them
-            does (a chain's next step, its final answer); 0 keeps none.
+        prompt_cache_size: how many of each answer's recent prompts keep theirs, for its next prompt that begins
+            as one of them does (a chain's next step, its final answer); 0 keeps none.
         packed_linear: pre-pack bf16 weights into oneDNN's blocked layout (speedups.py): ``None``
             (default) packs where the CPU runs bf16 natively, ``False`` keeps ``F.linear``.
         fast_step: decode Llama/Qwen2 steps outside transformers' modules (speedups.py).
