@@ -1,4 +1,4 @@
-"""Shared by the benchmark scripts: median timing, one-JSON-line output, report files."""
+"""Shared by the benchmark scripts: median timing, one-JSON-line output, report files, a pooled-index set-up."""
 
 import statistics
 import time
@@ -37,3 +37,27 @@ def write_report(out: str, stem: str, res: dict, text: str) -> None:
     (folder / f"{stem}.json").write_text(strict_json(res, indent=2))
     (folder / f"{stem}.md").write_text(text)
     print(text)
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pooled_args(ap, data: str, precision: str = "auto") -> None:
+    """The flags of a benchmark over one dataset's pooled paragraphs + filler: ``--model``, ``--precision``,
+    ``--data`` (``data`` under ../shared/data by default) and ``--filler``."""
+    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--precision", default=precision)
+    ap.add_argument("--data", default=str(SHARED / data))
+    ap.add_argument("--filler", default=str(SHARED / "corpus" / "wiki_filler1000.flashrag.jsonl"))
+
+
+def pooled_setup(a):
+    """(every question of ``a.data``, a search engine over its pooled paragraphs + ``a.filler``, the model): the
+    index is built once into the cache."""
+    from seakr.eval.corpus import pooled_index
+    from seakr.eval.datasets import load_dataset
+    from seakr.models import load_model
+    from seakr.search import open_engine
+
+    full = load_dataset(a.data)
+    return full, open_engine(pooled_index(a.data, full, [a.filler])), load_model(a.model, precision=a.precision)

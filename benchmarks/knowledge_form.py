@@ -19,20 +19,14 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import emit  # noqa: E402
+from _common import emit, pooled_args, pooled_setup  # noqa: E402
 
 from seakr.common.jsontext import strict_json  # noqa: E402
-from seakr.eval.corpus import pooled_index  # noqa: E402
-from seakr.eval.datasets import load_dataset  # noqa: E402
 from seakr.eval.metrics import f1_score, paired_bootstrap  # noqa: E402
 from seakr.eval.specs import method_options  # noqa: E402
 from seakr.methods import METHODS, build_method  # noqa: E402
 from seakr.methods.text import is_unknown  # noqa: E402
-from seakr.models import load_model  # noqa: E402
-from seakr.search import open_engine  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.abspath(os.path.join(HERE, "..", "..", "shared", "data"))
 #: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
 CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
 
@@ -85,19 +79,14 @@ def summary(rows: list[dict]) -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
-    ap.add_argument("--precision", default="fp32")
-    ap.add_argument("--data", default=os.path.join(DATA, "hotpotqa", "dev_decide246.hf.jsonl"))
-    ap.add_argument("--filler", default=os.path.join(DATA, "corpus", "wiki_filler1000.flashrag.jsonl"))
+    pooled_args(ap, "hotpotqa/dev_decide246.hf.jsonl", precision="fp32")
     ap.add_argument("--every", type=int, default=4)
     ap.add_argument("--limit", type=int, default=42)
     ap.add_argument("--family", default="hotpotqa")
     ap.add_argument("--out", default=None, help="the per-question rows and the summary, as one JSON file")
     a = ap.parse_args()
-    full = load_dataset(a.data)
+    full, engine, lm = pooled_setup(a)
     questions = full[:: a.every][: a.limit]
-    engine = open_engine(pooled_index(a.data, full, [a.filler]))
-    lm = load_model(a.model, precision=a.precision)
     level = build_method("seakr", lm, engine, **method_options("seakr", {}, a.family)).gate_p  # the shipped gate
     m = BothForms(lm, engine, **method_options("seakr", CHAIN, a.family))
     rows = []

@@ -16,18 +16,12 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import emit  # noqa: E402
+from _common import emit, pooled_args, pooled_setup  # noqa: E402
 
-from seakr.eval.corpus import pooled_index  # noqa: E402
-from seakr.eval.datasets import load_dataset  # noqa: E402
 from seakr.eval.specs import method_options  # noqa: E402
 from seakr.methods import build_method  # noqa: E402
-from seakr.models import load_model  # noqa: E402
 from seakr.models.prefill import RecentPrompts  # noqa: E402
-from seakr.search import open_engine  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.abspath(os.path.join(HERE, "..", "..", "shared", "data"))
 SIZES = (0, 4)  # off, on (the default)
 
 
@@ -67,19 +61,14 @@ def measure(lm, method, questions, order) -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="qwen2.5-coder-0.5b")
-    ap.add_argument("--precision", default="auto")
-    ap.add_argument("--data", default=os.path.join(DATA, "hotpotqa", "train_hipporag100.official.jsonl"))
-    ap.add_argument("--filler", default=os.path.join(DATA, "corpus", "wiki_filler1000.flashrag.jsonl"))
+    pooled_args(ap, "hotpotqa/train_hipporag100.official.jsonl", precision="auto")
     ap.add_argument("--questions", type=int, default=12)
     ap.add_argument("--every", type=int, default=8)
     ap.add_argument("--methods", default="ircot,seakr")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    full = load_dataset(a.data)
+    full, engine, lm = pooled_setup(a)
     questions = full[:: a.every][: a.questions]
-    engine = open_engine(pooled_index(a.data, full, [a.filler]))
-    lm = load_model(a.model, precision=a.precision)
     res = {"benchmark": "prompt_cache", "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
            "every": a.every, "threads": __import__("torch").get_num_threads()}
     for name in a.methods.split(","):
