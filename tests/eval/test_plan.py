@@ -706,7 +706,8 @@ def test_a_runs_or_an_indexs_own_file_as_filler_is_refused_before_any_work(tmp_p
     ("layer", -1, ": expected a whole number in [0, inf) or null, got -1"),
     ("threads", 0, ": expected a whole number in [1, inf) or null, got 0"),
     ("state_source", "x", ": one of mlp, residual, not 'x'"),
-    ("precision", "int4", " 'int4': expected auto, float32, bfloat16, float16, int8 (or fp32, bf16, fp16)"),
+    ("precision", "int4", " 'int4': expected auto, float32, bfloat16, float16, int8 (or fp32, bf16, fp16) (did you "
+                          "mean 'int8'?)"),
     ("device", "gpu", " 'gpu': expected cpu, cuda, cuda:N (N a GPU number), mps or auto")])
 def test_a_model_setting_is_refused_by_one_schema_named_as_each_door_spells_it(tmp_path, capsys, key, value, text):
     """ModelSpec is the one schema of the model settings: Python names the field ``model.KEY`` and a grid its key,

@@ -187,12 +187,15 @@ def test_cpu_0_is_the_cpu_and_cpu_1_is_told_there_is_one():
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"device": None}, "device: expected cpu, cuda, cuda:N, mps or auto as text, got NoneType"),  # torch's 10-line listing
-    ({"device": 1.5}, "device: expected cpu, cuda, cuda:N, mps or auto as text, got float"),
-    ({"precision": []}, "precision must be one of auto, float32"),  # "unhashable type: 'list'"
-    ({"state_layer": 1.5}, "state_layer 1.5: expected a 0-based decoder layer >= 0"),  # was taken
-    ({"state_layer": True}, "state_layer True: expected a 0-based decoder layer >= 0"),  # was layer 1
-    ({"state_layer": "3"}, "state_layer '3': expected a 0-based decoder layer >= 0"),  # "'<=' not supported"
+    ({"device": None}, "device: expected a device (cpu, cuda, cuda:N, mps or auto), got None"),  # torch's listing
+    ({"device": 1.5}, "device: expected a device (cpu, cuda, cuda:N, mps or auto), got 1.5"),
+    ({"precision": []}, "precision: expected a precision, got []"),  # "unhashable type: 'list'"
+    ({"state_layer": 1.5}, "state_layer: expected a whole number in [0, inf) or null, got 1.5"),  # was taken
+    ({"state_layer": True}, "state_layer: expected a whole number in [0, inf) or null, got True"),  # was layer 1
+    ({"state_layer": "3"}, "state_layer: expected a whole number in [0, inf) or null, got '3'"),  # "'<=' not supported"
+    ({"state_source": "ffn"}, "state_source: one of mlp, residual, not 'ffn'"),
+    ({"attention": "fast"}, "attention: one of shared, hf, not 'fast'"),
+    ({"prompt_cache_size": -1}, "prompt_cache_size: expected a whole number in [0, inf), got -1"),
 ])
 def test_a_model_option_of_another_type_is_named_before_the_weights(kwargs, needle):
     """The Python API's model options (``load_model``, ``SeaKR.from_config``): each is refused in one line naming

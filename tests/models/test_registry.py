@@ -218,7 +218,7 @@ def test_load_model_names_an_option_it_does_not_take(kw, said):
     keyword argument 'layer'", naming neither load_model nor the option it takes."""
     import seakr.models
 
-    with pytest.raises(TypeError, match="^load_model: " + re.escape(said)):
+    with pytest.raises(ValueError, match="^load_model: " + re.escape(said)):
         seakr.models.load_model("smollm2-135m", **kw)
 
 

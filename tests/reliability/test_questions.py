@@ -56,7 +56,8 @@ def test_a_model_refuses_a_thread_count_before_loading(threads):
     """Beyond the CPUs the process may use, threads only contend (1000 on 2 CPUs: no output in 2 minutes)."""
     from seakr.models.hf import HFLanguageModel
 
-    with pytest.raises(ValueError, match="threads must be a whole number >= 1|threads 100000: this process may use"):
+    with pytest.raises(ValueError, match="^option threads: (expected a whole number in \\[1, inf\\) or null|100000: this "
+                                         "process may use)"):
         HFLanguageModel("no-such-model", threads=threads)
 
 

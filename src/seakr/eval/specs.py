@@ -7,13 +7,14 @@ import os
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Sequence
+from typing import Annotated, Any, Callable, Sequence
 
-from pydantic import AfterValidator, BeforeValidator, Field, Strict, model_validator
+from pydantic import AfterValidator, BeforeValidator, Strict, model_validator
 
 from ..common.console import did_you_mean
-from ..common.schema import PathText, Positive, Said, Seed, Whole, check_type, schema, unknown_keys
-from ..models.machine import PRECISIONS, STATE_SOURCES, check_device, check_layer, check_threads, default_threads, device_name, precision_name
+from ..common.schema import PathText, Positive, Said, Seed, check_type, schema, unknown_keys
+from ..models.machine import check_device, check_layer, check_threads, default_threads
+from ..models.options import Device, Layer, Precision, StateSource
 from ..common.writing import nearest_existing, no_place, place_refused
 from .example import Example
 from ..methods import METHODS
@@ -65,33 +66,17 @@ def setting(field: str, check: Callable, *args, **kw):
         raise SettingError(field, text[len(name):].lstrip(" ")) from None
 
 
-#: A device as the settings spell it (cpu:0 is cpu; whether this machine has it is :meth:`ModelSpec.check`'s).
-DEVICE = re.compile(r"(cpu|cuda|mps)(:\d+)?|auto")
-
-
-def _device(v: str) -> str:
-    if not DEVICE.fullmatch(v):
-        raise ValueError(f"{v!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto")
-    return device_name(v)
-
-
-def _precision(v: str) -> str:
-    if precision_name(v) not in PRECISIONS:
-        raise ValueError(f"{v!r}: expected {', '.join(PRECISIONS)} (or fp32, bf16, fp16)")
-    return v
-
-
 @schema("model.", error=PlanError, field_error=SettingError)
 class ModelSpec:
     """Which model, how it computes and where its states are read (the ``--model/--precision/--device/--threads/
     --layer/--state-source`` flags)."""
 
     model: Annotated[PathText, Said("a registry name, a .gguf file or a model folder", "")] | None = None  # None: the default
-    precision: Annotated[str, AfterValidator(_precision)] = "auto"
-    device: Annotated[str, AfterValidator(_device)] = "cpu"
-    threads: Positive | None = None
-    layer: Annotated[Whole, Field(ge=0)] | None = None  # 0-based state layer; None: L/2 - 1
-    state_source: Literal[STATE_SOURCES] = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream
+    precision: Precision = "auto"
+    device: Device = "cpu"
+    threads: Positive | None = None  # bounded by this machine's CPUs where the model loads here (check)
+    layer: Layer | None = None  # 0-based state layer; None: L/2 - 1
+    state_source: StateSource = "mlp"  # the layer's feed-forward output (the paper's), or its residual stream
 
     def tap_given(self) -> list[str]:
         """The tap flags given (``--layer 3``, ``--state-source residual``): what a method that reads no hidden state

@@ -11,12 +11,9 @@ from typing import Any, Callable
 
 from ..methods import METHODS, Method, build_method
 from ..methods.trace import Answer, decisions
-from ..models import DEFAULT_MODEL, MODEL_OPTIONS
+from ..models import DEFAULT_MODEL, LOAD_KEYS
 from ..models.base import Generator
 from ..search.base import Passage
-
-#: How a model loads (not a method option): taken beside the method's options, as ``SeaKR.from_config`` takes them.
-LOAD_KEYS = {MODEL_OPTIONS[k][2] for k in MODEL_OPTIONS}
 
 
 def require(module: str, extra: str):

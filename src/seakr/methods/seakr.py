@@ -54,7 +54,7 @@ from .records import Candidate, Chain, FinalAnswer
 from .seakr_config import QUERY_FROM, REASONING, RERANK, SeaKRConfig
 from .text import align_words, build_query, drop_answer_sentence, short_answer
 from .trace import Tracer
-from ..models import DEFAULT_MODEL, load_model, model_path
+from ..models import DEFAULT_MODEL, LOAD_KEYS, load_model, model_path
 from ..models.figures import model_context
 from ..search import as_engine
 from .config import check_lengths
@@ -227,8 +227,7 @@ class SeaKR(Method):
         are checked (and the index opened) before the model loads; ``index`` may also be any search engine or a
         list of passages or texts (:func:`seakr.search.passages_engine`). ``model`` may also be a model already
         loaded (``load_model(...)``), shared by several methods."""
-        lm_keys = {"precision", "dtype", "device", "threads", "state_layer", "state_source"}
-        lm_opts = {k: options.pop(k) for k in list(options) if k in lm_keys}
+        lm_opts = {k: options.pop(k) for k in list(options) if k in LOAD_KEYS}
         config = cls.Config.from_dict(options)  # a bad option fails here, not after the load
         loaded = isinstance(model, Generator)
         if loaded and lm_opts:

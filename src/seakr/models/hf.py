@@ -17,6 +17,7 @@ CPU-only speed-ups sit behind one seam (``speedups.py``). Greedy rows are token-
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -39,10 +40,11 @@ from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
+from .options import LoadOptions
 from .registry import DEFAULT_MODEL, ModelError, REGISTRY, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
-from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, check_threads, default_threads, free_memory,  # noqa: F401
+from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, default_threads, free_memory,  # noqa: F401
                       precision_name, resolve_device)
 
 
@@ -244,40 +246,35 @@ class HFLanguageModel:
             Default: ``SEAKR_ATTENTION`` or ``"shared"``.
         cuda_graphs: replay each decode call's step from a CUDA graph (graphs.py): ``None`` (default) does
             where the device is CUDA and the fast step applies, unless ``SEAKR_CUDA_GRAPHS=0``; ``False`` never.
+        options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
+            keywords, held to the same schema, are read where it is not given and override it where it is.
     """
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, precision: str = "auto", dtype: str = "auto", device: str = "cpu",
-                 threads: int | None = None, state_layer: int | None = None, state_source: str = "mlp",
-                 prefix_cache_size: int = 4, prompt_cache_size: int = 4, packed_linear: bool | None = None,
-                 fast_step: bool = True, attention: str | None = None, cuda_graphs: bool | None = None, _modules=None):
-        import torch
-
-        if state_source not in STATE_SOURCES:
-            raise ValueError(f"state_source must be 'mlp' or 'residual', not {state_source!r}")
-        if state_layer is not None:  # its type and sign, and its upper bound where known without the weights
+    def __init__(self, model: str = DEFAULT_MODEL, *, options: LoadOptions | None = None, _modules=None, **kwargs):
+        o = LoadOptions(**kwargs) if options is None else dataclasses.replace(options, **kwargs) if kwargs else options
+        if o.state_layer is not None:  # its upper bound where known without the weights
             from .figures import model_depth
 
-            check_layer(state_layer, depth=model_depth(model))
-        if attention is None:  # the environment's, named as the variable that set it, or nobody finds it
-            attention = _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
-        elif attention not in ("shared", "hf"):
-            raise ValueError(f"attention must be 'shared' or 'hf', not {attention!r}")
-        if cuda_graphs is None:  # before the weights load, as every other setting is checked
-            cuda_graphs = _env_choice("SEAKR_CUDA_GRAPHS", ("1", "0"), default="1") == "1"
-        threads = default_threads() if threads is None else check_threads(threads)
+            check_layer(o.state_layer, depth=model_depth(model))
+        # the environment's, named as the variable that set it, or nobody finds it; before the weights load
+        attention = o.attention or _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
+        cuda_graphs = o.cuda_graphs if o.cuda_graphs is not None else \
+            _env_choice("SEAKR_CUDA_GRAPHS", ("1", "0"), default="1") == "1"
+        import torch
+
         self._torch = torch
-        torch.set_num_threads(threads)
-        self.device = resolve_device(device)
-        self.precision = choose_precision(precision if precision != "auto" else dtype, model if _modules is None else None,
-                                          self.device)
+        torch.set_num_threads(default_threads() if o.threads is None else o.threads)
+        self.device = resolve_device(o.device)
+        self.precision = choose_precision(o.precision if o.precision != "auto" else o.dtype,
+                                          model if _modules is None else None, self.device)
         # int8 runs its linears in int8 and everything else in the native float
         self.dtype = native_float(self.device) if self.precision == "int8" else self.precision
         t0 = time.time()
         self._load(model, _modules)
-        self._setup_state(state_layer, state_source)
+        self._setup_state(o.state_layer, o.state_source)
         shared = attention == "shared" and install(self.model)
-        self.speedups = speedups.apply(self.model, state_layer=self.state_layer, state_source=state_source,
-                                       shared_attention=shared, packed_linear=packed_linear, fast_step=fast_step,
+        self.speedups = speedups.apply(self.model, state_layer=self.state_layer, state_source=o.state_source,
+                                       shared_attention=shared, packed_linear=o.packed_linear, fast_step=o.fast_step,
                                        int8=self.precision == "int8")
         self.shared_attention = shared
         self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
@@ -288,7 +285,7 @@ class HFLanguageModel:
                       "calls": 0, "prefill_seconds": 0.0, "seconds": 0.0}
         self._lock = threading.RLock()  # see _exclusive
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
-                                 cache_size=prefix_cache_size, recent=prompt_cache_size, stats=self.stats,
+                                 cache_size=o.prefix_cache_size, recent=o.prompt_cache_size, stats=self.stats,
                                  context=getattr(text_config(self.model), "max_position_embeddings", None))
 
     def _load(self, model: str, modules) -> None:
