@@ -119,11 +119,13 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
     assert [h["id"] for h in [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]] == ["p1", "p2"]
     for bad, needle in (([("p1", "text")], "search engine Mine: search() returned passage 0: expected a seakr.search.Passage, got tuple"),
                         ({"p1": PASSAGES[0]}, "search engine Mine: search() returned dict, expected a list"),
-                        ([Passage("p1", "t", "x", None)], "passage 0 (id 'p1') with score None; expected a finite number"),
-                        # an id of no visible text (it names the passage in traces and rows) was taken
-                        ([Passage("\u200b", "t", "x", 1.0)], "passage 0: its id '\\u200b' has no visible character")):
+                        ([_scored(None)], "passage score: expected a number, got None"),  # set after it was made
+                        ([_scored(float("inf"))], "passage score: expected a number, got inf")):
         with pytest.raises((TypeError, ValueError), match=re.escape(needle)):
             IRCoT(lm, Mine(bad), config={"max_steps": 1}).answer("What nationality was Kubrick?")
+    # an id of no visible text (it names the passage in traces and rows) is no passage's, wherever it is made
+    with pytest.raises(ValueError, match=re.escape("passage id: '\\u200b' has no visible character")):
+        Passage("\u200b", "t", "x", 1.0)
     # FAISS's scores are float32 ("expected a finite number"), taken as floats; a passage of no visible text is
     # none (it was kept and put into the prompt empty), as an index's intake skips it
     import numpy as np
@@ -132,7 +134,14 @@ def test_an_engine_of_ones_own_needs_only_search_and_what_it_returns_is_checked(
     ans = IRCoT(lm, mixed, config={"max_steps": 1, "n_candidates": 2}).answer("What nationality was Kubrick?")
     (hit,) = [e for e in ans.trace["events"] if e["type"] == "retrieval"][0]["hits"]
     assert hit == {"id": "p1", "title": PASSAGES[0].title, "score": 2.5} and type(ans.trace["steps"][0]["kept"]["score"]) is float
-    assert type(mixed.hits[1].score) is np.float32  # the engine's own passages are left as they are
+    assert type(mixed.hits[1].score) is float  # the schema holds a NumPy score as Python's float
+
+
+def _scored(score) -> Passage:
+    """A passage whose score an engine of one's own set after making it (which the schema did not see)."""
+    p = Passage("p1", "t", "x")
+    p.score = score
+    return p
 
 
 def test_an_engine_whose_search_cannot_take_query_and_k_is_refused_before_the_model_loads(monkeypatch):

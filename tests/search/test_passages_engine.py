@@ -36,10 +36,11 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     ([Passage("a", "", "x"), Passage("a", "", "y")], SearchError, r"^index: passage id 'a' is given twice"),
     (["", "  "], SearchError, r"^index: every passage's text is empty; nothing to search$"),
     (["\x00", "\x1b[0m", " \x07"], SearchError, r"^index: every passage's text is empty; nothing to search$"),  # control characters only
-    ([Passage(" ", "", "x")], SearchError, r"^index: a passage's id is ' '; ids are visible text$"),
+    ({" ": "x"}, SearchError, r"^index: passage id: ' ' has no visible character; ids are visible text$"),
+    ({1: "x"}, SearchError, r"^index: passage id: expected text, got 1$"),
     # zero-width characters and a byte-order mark were text, and ids, as a question's are not
     (["\u200b", "\ufeff\u2060"], SearchError, r"^index: every passage's text is empty; nothing to search$"),
-    ([Passage("\u200b", "", "x")], SearchError, r"^index: a passage's id is '\\u200b'; ids are visible text$"),
+    ({"\u200b": "x"}, SearchError, r"^index: passage id: '\\u200b' has no visible character; ids are visible text$"),
     ([{"id": "\x00", "text": "x"}], SearchError, r"^index: passage 0: empty field 'id'$"),
     # one text was indexed letter by letter ("Paris is big": ten one-letter passages, none of them "Paris")
     ("Paris is big", TypeError, r"^index: passages come as a list \(or any collection\) of them, not one str; give \[text\]$"),
@@ -154,11 +155,9 @@ def test_a_passage_without_a_title_is_one_whose_title_is_none():
     assert [h.id for h in passages_engine([p, {"id": "q", "title": None, "text": "a dog"}]).search("Alien", 3)] == ["p"]
 
 
-def test_an_engine_built_from_passages_refuses_an_id_of_no_visible_text(tmp_path):
-    """`passages_engine` and the corpus readers refused such an id; `TantivyEngine.build` from Python took it."""
-    from seakr.search.tantivy_engine import TantivyEngine
-
+def test_a_passage_refuses_an_id_of_no_visible_text_wherever_it_is_made():
+    """`passages_engine` and the corpus readers refused such an id; `TantivyEngine.build` from Python took it. The
+    passage's own schema refuses it now, so no door can take it."""
     for pid in (" ", "\x00", "\u200b"):
-        with pytest.raises(ValueError, match=r"^passage 1: its id .* has no visible character; ids are visible text$"):
-            TantivyEngine.build([Passage("a", "", "x"), Passage(pid, "T", "dog")], tmp_path / "idx")
-        assert not (tmp_path / "idx").exists()
+        with pytest.raises(ValueError, match=r"^passage id: .* has no visible character; ids are visible text$"):
+            Passage(pid, "T", "dog")

@@ -214,12 +214,16 @@ def test_pooled_corpus_recall(tmp_path, where):
 def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
     """The corpus readers make right passages; a Python caller may hand anything: one line naming it,
     and no index folder left behind (a None text was an AttributeError, a float k 'the index looks damaged')."""
-    for items, needle in (([Passage("a", "T", "ok"), Passage("b", "T", None)], "passage 1 (id 'b'): text must be text"),
-                          ([{"id": "a", "title": "T", "text": "x"}], "passage 0: expected a seakr.search.Passage, got dict"),
-                          ([Passage(1, "T", "x")], "passage 0 (id 1): id must be text")):
+    for items, needle in (([Passage("a", "T", "ok"), {"id": "b", "title": "T", "text": "x"}],
+                           "passage 1: expected a seakr.search.Passage, got dict (Passage(**record) makes one"),
+                          ([("a", "x")], "passage 0: expected a seakr.search.Passage, got tuple")):
         with pytest.raises(TypeError, match=re.escape(needle)):
             TantivyEngine.build(items, tmp_path / "bad")
         assert not (tmp_path / "bad").exists()
+    for make, needle in ((lambda: Passage("b", "T", None), "passage text: expected text, got None"),  # was AttributeError
+                         (lambda: Passage(1, "T", "x"), "passage id: expected text, got 1")):
+        with pytest.raises(ValueError, match=re.escape(needle)):  # the passage's own schema, where it is made
+            make()
     eng = TantivyEngine.build([Passage("a", "Alpha", "alpha beta")], tmp_path / "ok")
     assert [p.id for p in eng.search("alpha", np.int64(2))] == ["a"] and eng.search("alpha", 0) == []
     # tantivy takes k as a u32: k >= 2**32 aborted the whole process (SIGABRT, from the CLI's -k, a method's

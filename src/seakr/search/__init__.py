@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from ..common.checks import blank
 from ..common.console import repeated
+from ..common.schema import SchemaError
 from .base import Passage, SearchEngine, SearchError, check_many, is_url, redact
 from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, row_passage, split_passages
 from ..common.files import DATA_SUFFIXES, check_rereadable, missing, user_path
@@ -114,11 +115,8 @@ def passages_engine(docs, passage_words: int | None = None, *, advise: bool = Tr
     if not ps:
         raise SearchError("index: an empty list of passages; give at least one")
     # control characters alone are no text either
-    if all(blank(p.text) for p in ps if isinstance(p.text, str)):
+    if all(blank(p.text) for p in ps):
         raise SearchError("index: every passage's text is empty; nothing to search")
-    no_id = next((p for p in ps if not isinstance(p.id, str) or blank(p.id)), None)
-    if no_id is not None:  # the corpus readers refuse it too: an id names the passage in traces and rows
-        raise SearchError(f"index: a passage's id is {no_id.id!r}; ids are visible text")
     twice = repeated(p.id for p in ps)
     if twice is not None:  # the build keeps the first and drops the rest without a word
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
@@ -144,7 +142,10 @@ def _passage(i: int, d) -> Passage:
     if isinstance(d, tuple) and len(d) == 2:
         key, d = d
         if isinstance(d, str):  # id -> text
-            return Passage(key, "", d)
+            try:
+                return Passage(key, "", d)
+            except SchemaError as e:
+                raise SearchError(f"index: {e}") from None
         if isinstance(d, Passage):
             return d
         d = {"id": key, **d}  # id -> {title, text}: the key names it unless the row does

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import math
-import numbers
 import operator
 import os
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Annotated, Iterable, Iterator, Protocol, Sequence, runtime_checkable
+
+from pydantic import AfterValidator, BeforeValidator
 
 from ..common.checks import blank, encodable
 from ..common.runs import RUN_FILES, index_holding, seakr_config
+from ..common.schema import Real, schema
 from ..common.console import without_controls
 
 
@@ -69,16 +70,36 @@ class SearchError(RuntimeError):
     """A missing, corrupt, partial or foreign index, or an unreachable cluster."""
 
 
-@dataclass
-class Passage:
-    id: str
-    title: str
-    text: str
-    score: float = 0.0
+def whole_characters(v: str) -> str:
+    if not encodable(v):  # said here, naming the field, not as the index's UnicodeEncodeError
+        raise ValueError("not valid UTF-8 text (half a surrogate pair)")
+    return v
 
-    def __post_init__(self):
-        if self.title is None:  # no title, as a row's null title is ("title must be text, got NoneType" here only)
-            self.title = ""
+
+def _visible_id(v: str) -> str:
+    if blank(v):  # an id names the passage in traces, rows and the duplicate check
+        raise ValueError(f"{v!r} has no visible character; ids are visible text")
+    return v
+
+
+def _no_title(v):
+    return "" if v is None else v  # a row's null title, a table's missing one: a passage without a title
+
+
+#: Text that every file and index can hold: valid UTF-8 (no half of a surrogate pair).
+Text = Annotated[str, AfterValidator(whole_characters)]
+
+
+@schema("passage")
+class Passage:
+    """One passage, held to one schema wherever it is made (a corpus reader, an index, a search engine or a
+    retriever of one's own, Python code): an id of visible text, a title (None is none) and a text, a finite score
+    (a NumPy one as Python's float)."""
+
+    id: Annotated[Text, AfterValidator(_visible_id)]
+    title: Annotated[Text, BeforeValidator(_no_title)]
+    text: Text
+    score: Real = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,19 +139,11 @@ def check_search(query, k) -> tuple[str, int]:
 
 
 def check_passage(n: int, p) -> None:
-    """A passage handed to an index build (the Python API; the corpus readers make them right): a
-    :class:`Passage` whose id, title and text are text. ``n`` is its 0-based place in the input."""
+    """What an index build or a search engine hands on is a :class:`Passage` (whose schema holds its fields); ``n``
+    is its 0-based place in the input."""
     if not isinstance(p, Passage):
         hint = " (Passage(**record) makes one from a dict)" if isinstance(p, dict) else ""
         raise TypeError(f"passage {n}: expected a seakr.search.Passage, got {type(p).__name__}{hint}")
-    for name in ("id", "title", "text"):
-        v = getattr(p, name)
-        if not isinstance(v, str):
-            raise TypeError(f"passage {n} (id {p.id!r}): {name} must be text, got {type(v).__name__}")
-        if not encodable(v):  # refused here, naming the passage
-            raise ValueError(f"passage {n} (id {p.id!r}): {name} is not valid UTF-8 text (half a surrogate pair)")
-    if blank(p.id):  # an id names the passage in traces, rows and the duplicate check (the readers refuse it too)
-        raise ValueError(f"passage {n}: its id {p.id!r} has no visible character; ids are visible text")
 
 
 #: Words past which a passage given in a corpus file is called long (DPR's passages are 100, a Wikipedia lead ~300).
@@ -144,8 +157,8 @@ def is_long(text: str) -> bool:
 
 
 class Intake:
-    """What an index takes of a stream of passages, and what a build reports of it. Each passage is checked
-    (:func:`check_passage` names a malformed one by its place); one without text (nothing to put in a prompt) or
+    """What an index takes of a stream of passages, and what a build reports of it. Each item must be a
+    :class:`Passage` (:func:`check_passage` names another by its place); one without text (nothing to put in a prompt) or
     with an id already taken (``seen``: this build's, or an existing index's for an add) is skipped and counted;
     of those taken, how many are long and which is the longest (the service budgets prompts by it). Both
     engines build through it, so an index of either takes and counts alike."""
@@ -196,17 +209,12 @@ def check_hits(hits, k: int, engine) -> list[Passage]:
     for n, p in enumerate(hits):
         try:
             check_passage(n, p)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"search engine {name}: search() returned {e}") from None
-        if isinstance(p.score, bool) or not isinstance(p.score, numbers.Real) or not math.isfinite(p.score):
-            # the candidate probe reads the engine's score as a feature
-            raise TypeError(f"search engine {name}: search() returned passage {n} (id {p.id!r}) with score "
-                            f"{p.score!r}; expected a finite number")
+        except TypeError as e:
+            raise TypeError(f"search engine {name}: search() returned {e}") from None
     seen: set = set()
-    # a NumPy score (FAISS's and most dense retrievers' are float32) as the float the traces and rows write;
-    # a passage of no visible text is none, as an index's intake skips it (it was put into the prompt empty)
-    return [p if type(p.score) in (int, float) else replace(p, score=float(p.score)) for p in hits
-            if not blank(p.text) and not (p.id in seen or seen.add(p.id))][:k]
+    # each held to the schema again: a field an engine set after making the passage was not (the candidate probe
+    # reads the score as a feature); a passage of no visible text is none, as an index's intake skips it
+    return [replace(p) for p in hits if not blank(p.text) and not (p.id in seen or seen.add(p.id))][:k]
 
 
 def iter_batches(items: Iterable, size: int):

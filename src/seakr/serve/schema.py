@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..methods import METHODS
-from ..common.checks import encodable, question_text
+from ..common.checks import question_text
+from ..search.base import whole_characters
 
 MAX_QUESTION = 2000
 #: Passages a request may bring to be searched instead of the server's index, and their sizes
@@ -20,28 +21,22 @@ MethodName = Literal["seakr", "cot", "single", "ircot", "flare", "dragin"]
 assert set(MethodName.__args__) == set(METHODS)
 
 
-def _no_lone_surrogate(v):
-    """JSON's ``\\ud800`` alone decodes into text nothing can encode: the index would fail on it mid-request."""
-    if isinstance(v, str) and not encodable(v):
-        raise ValueError("not valid UTF-8 (half a surrogate pair)")
-    return v
+def _text(**sizes):
+    """Text as a passage's schema holds it (:func:`~seakr.search.base.whole_characters`), within the service's sizes."""
+    return Annotated[str, Field(**sizes), AfterValidator(whole_characters)]
 
 
 class PassageIn(BaseModel):
+    """A request's own passage: its fields as the passage schema takes them, within the service's sizes; an id, or
+    none (``doc-<position>``)."""
     model_config = ConfigDict(extra="forbid")
-    id: str | None = Field(default=None, min_length=1, max_length=200, description="default: doc-<position>")
-    title: str = Field(default="", max_length=MAX_PASSAGE_TITLE)
-    text: str = Field(min_length=1, max_length=MAX_PASSAGE_TEXT)
-
-    @field_validator("id", "title", "text")
-    @classmethod
-    def _whole_characters(cls, v):
-        return _no_lone_surrogate(v)
+    id: _text(min_length=1, max_length=200) | None = Field(default=None, description="default: doc-<position>")
+    title: _text(max_length=MAX_PASSAGE_TITLE) = ""
+    text: _text(min_length=1, max_length=MAX_PASSAGE_TEXT)
 
 
 #: A request's own passages, as ``/v1/answer`` and ``/v1/chat/completions`` take them.
-Passages = list[PassageIn | Annotated[str, Field(min_length=1, max_length=MAX_PASSAGE_TEXT),
-                                      AfterValidator(_no_lone_surrogate)]]
+Passages = list[PassageIn | _text(min_length=1, max_length=MAX_PASSAGE_TEXT)]
 
 
 class AnswerRequest(BaseModel):
