@@ -95,6 +95,33 @@ def test_every_baseline_runs(smol, engine, question, name):
         assert a.trace["totals"]["retrievals"] == 0
 
 
+def test_a_chain_reads_its_own_last_prompts_and_answers_as_without_them(smol, engine, question):
+    """The recent-prompt cache through whole answers: each chain call after the first is served more of its
+    prompt than the demonstrations, and the answer, its steps and its calls are those of the cache off; the same
+    question asked again gives the same trace, whatever came before it."""
+    from seakr.models.prefill import RecentPrompts
+
+    def calls(a):
+        return [e for e in a.trace["events"] if e["type"] == "model_call"]
+
+    def run(size):
+        smol.prefill.clear()
+        smol.prefill.recent = RecentPrompts(size)
+        try:
+            return build_method("ircot", smol, engine, **FAST).answer(question)
+        finally:
+            smol.prefill.recent = RecentPrompts(4)
+
+    off, on = run(0), run(4)
+    again = build_method("ircot", smol, engine, **FAST).answer(question)
+    assert len(calls(on)) >= 2
+    assert all(b["cached_prefix_tokens"] > a["cached_prefix_tokens"] for a, b in zip(calls(off)[1:], calls(on)[1:]))
+    for a in (on, again):
+        assert (a.answer, a.trace["steps"]) == (off.answer, off.trace["steps"])
+        assert [(c["greedy"], c["prompt_tokens"]) for c in calls(a)] == [(c["greedy"], c["prompt_tokens"]) for c in calls(off)]
+    assert [c["cached_prefix_tokens"] for c in calls(again)] == [c["cached_prefix_tokens"] for c in calls(on)]
+
+
 #: Each estimator once on the real model, each with one of the stage switches (the switches' control flow is
 #: pinned exactly by the scripted model in test_control_flow.py; here they meet real samples and states). At
 #: delta = -inf every step retrieves, so each estimator also scores real re-rank candidates, which at delta 0
