@@ -61,3 +61,53 @@ def pooled_setup(a):
 
     full = load_dataset(a.data)
     return full, open_engine(pooled_index(a.data, full, [a.filler])), load_model(a.model, precision=a.precision)
+
+
+def decision_args(ap, limit: int) -> None:
+    """The flags of a decision benchmark over the decision sample (every 4th of ``dev_decide246``, the first
+    ``limit``; fp32 by default, as the decisions before were made): the pooled set-up's, ``--every``, ``--limit``,
+    ``--family`` (whose demonstrations) and ``--out`` (the rows and the summary, as one JSON file)."""
+    pooled_args(ap, "hotpotqa/dev_decide246.hf.jsonl", precision="fp32")
+    ap.add_argument("--every", type=int, default=4)
+    ap.add_argument("--limit", type=int, default=limit)
+    ap.add_argument("--family", default="hotpotqa")
+    ap.add_argument("--out", default=None, help="the per-question rows and the summary, as one JSON file")
+
+
+def decision_run(a, benchmark: str, method_class, options: dict, row, said, summary) -> None:
+    """Each chosen question answered once by ``method_class`` with ``options`` (the family's defaults under them);
+    ``row(example, answer, level)`` makes its row, ``level`` the shipped gate's level (to replay it); ``said(row)``
+    is its progress line; ``summary(rows)`` the figures printed as one JSON line and, with ``--out``, kept with
+    the rows (ids, answers, scores, seconds; no question text)."""
+    import os
+    import sys
+
+    from seakr.eval.specs import method_options
+    from seakr.methods import build_method
+
+    full, engine, lm = pooled_setup(a)
+    questions = full[:: a.every][: a.limit]
+    level = build_method("seakr", lm, engine, **method_options("seakr", {}, a.family)).gate_p  # the shipped gate
+    m = method_class(lm, engine, **method_options("seakr", options, a.family))
+    rows = []
+    for i, ex in enumerate(questions):
+        rows.append(row(ex, m.answer(ex.question), level))
+        print(f"{i + 1}/{len(questions)} {said(rows[-1])}", file=sys.stderr, flush=True)
+    res = {"benchmark": benchmark, "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
+           "every": a.every, "limit": a.limit, "gate_level": level, **summary(rows), "date": time.strftime("%Y-%m-%d")}
+    emit(res, None)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(strict_json({**res, "rows": rows}, indent=1) + "\n")
+
+
+def replayed_pair(rows: list[dict], new: str, old: str) -> dict:
+    """Two final answers' F1 (row keys ``f1_<name>``) with the shipped gate replayed (a sure check answers from
+    memory with either), in percent, and ``new`` - ``old`` paired, with its 95 % bootstrap CI."""
+    from seakr.eval.metrics import paired_bootstrap
+
+    f1 = {k: [r["f1_check"] if r["gate_sure"] else r[f"f1_{k}"] for r in rows] for k in (old, new)}
+    paired = paired_bootstrap(f1[new], f1[old])
+    lo, hi = paired["ci95"]
+    return {**{f"f1_{k}": round(100 * statistics.mean(v), 1) for k, v in f1.items()},
+            f"{new}_minus_{old}": round(100 * paired["mean_difference"], 1), "ci": [round(100 * lo, 1), round(100 * hi, 1)]}

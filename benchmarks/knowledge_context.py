@@ -25,12 +25,10 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import emit, pooled_args, pooled_setup  # noqa: E402
+from _common import decision_args, decision_run, replayed_pair  # noqa: E402
 
-from seakr.common.jsontext import strict_json  # noqa: E402
-from seakr.eval.metrics import f1_score, paired_bootstrap  # noqa: E402
-from seakr.eval.specs import method_options  # noqa: E402
-from seakr.methods import METHODS, build_method  # noqa: E402
+from seakr.eval.metrics import f1_score  # noqa: E402
+from seakr.methods import METHODS  # noqa: E402
 from seakr.methods.text import is_unknown  # noqa: E402
 
 #: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
@@ -84,55 +82,28 @@ def row(ex, ans, level: float) -> dict:
 
 
 def summary(rows: list[dict]) -> dict:
-    def f1(ctx):  # the shipped gate replayed: a sure check answers from memory with either context
-        return [r["f1_check"] if r["gate_sure"] else r[f"f1_{ctx}"] for r in rows]
-
     chain = [r for r in rows if not r["gate_sure"]]
 
     def mean(key):
         xs = [r[key] for r in chain if r[key] is not None]
         return round(statistics.mean(xs), 3) if xs else None
 
-    kept, found = f1("kept"), f1("found")
-    paired = paired_bootstrap(found, kept)
-    diff, (lo, hi) = paired["mean_difference"], paired["ci95"]
+    pair = replayed_pair(rows, "found", "kept")
     ratio = mean("seconds_found") / mean("seconds_kept") if chain else None
-    return {"questions": len(rows), "chain_questions": len(chain),
-            "f1_kept": round(100 * statistics.mean(kept), 1), "f1_found": round(100 * statistics.mean(found), 1),
-            "found_minus_kept": round(100 * diff, 1), "ci": [round(100 * lo, 1), round(100 * hi, 1)],
+    return {"questions": len(rows), "chain_questions": len(chain), **pair,
             "chain_seconds_kept": mean("seconds_kept"), "chain_seconds_found": mean("seconds_found"),
             "seconds_ratio": None if ratio is None else round(ratio, 3),
             "passages_kept": mean("passages_kept"), "passages_found": mean("passages_found"),
             "recall_kept": mean("recall_kept"), "recall_found": mean("recall_found"),
-            "passes_bar": 100 * diff >= 1.0 and ratio is not None and ratio <= 1.15}
+            "passes_bar": pair["found_minus_kept"] >= 1.0 and ratio is not None and ratio <= 1.15}
 
 
 def main():
     ap = argparse.ArgumentParser()
-    pooled_args(ap, "hotpotqa/dev_decide246.hf.jsonl", precision="fp32")
-    ap.add_argument("--every", type=int, default=4)
-    ap.add_argument("--limit", type=int, default=62)
-    ap.add_argument("--family", default="hotpotqa")
-    ap.add_argument("--out", default=None, help="the per-question rows and the summary, as one JSON file")
-    a = ap.parse_args()
-    full, engine, lm = pooled_setup(a)
-    questions = full[:: a.every][: a.limit]
-    level = build_method("seakr", lm, engine, **method_options("seakr", {}, a.family)).gate_p  # the shipped gate
-    m = BothContexts(lm, engine, **method_options("seakr", CHAIN, a.family))
-    rows = []
-    for i, ex in enumerate(questions):
-        rows.append(row(ex, m.answer(ex.question), level))
-        r = rows[-1]
-        print(f"{i + 1}/{len(questions)} sure={r['gate_sure']} kept {r['f1_kept']:.2f} found {r['f1_found']:.2f} "
-              f"({r['passages_kept']} / {r['passages_found']} passages; {r['seconds_kept']:.1f} / "
-              f"{r['seconds_found']:.1f} s)", file=sys.stderr, flush=True)
-    res = {"benchmark": "knowledge_context", "model": a.model, "precision": lm.precision,
-           "data": os.path.basename(a.data), "every": a.every, "limit": a.limit, "gate_level": level,
-           **summary(rows), "date": time.strftime("%Y-%m-%d")}
-    emit(res, None)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(strict_json({**res, "rows": rows}, indent=1) + "\n")
+    decision_args(ap, limit=62)
+    decision_run(ap.parse_args(), "knowledge_context", BothContexts, CHAIN, row, summary=summary, said=lambda r: (
+        f"sure={r['gate_sure']} kept {r['f1_kept']:.2f} found {r['f1_found']:.2f} ({r['passages_kept']} / "
+        f"{r['passages_found']} passages; {r['seconds_kept']:.1f} / {r['seconds_found']:.1f} s)"))
 
 
 if __name__ == "__main__":

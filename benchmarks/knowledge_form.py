@@ -19,12 +19,10 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import emit, pooled_args, pooled_setup  # noqa: E402
+from _common import decision_args, decision_run, replayed_pair  # noqa: E402
 
-from seakr.common.jsontext import strict_json  # noqa: E402
-from seakr.eval.metrics import f1_score, paired_bootstrap  # noqa: E402
-from seakr.eval.specs import method_options  # noqa: E402
-from seakr.methods import METHODS, build_method  # noqa: E402
+from seakr.eval.metrics import f1_score  # noqa: E402
+from seakr.methods import METHODS  # noqa: E402
 from seakr.methods.text import is_unknown  # noqa: E402
 
 #: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
@@ -60,47 +58,21 @@ def row(ex, ans, level: float) -> dict:
 
 
 def summary(rows: list[dict]) -> dict:
-    def f1(form):  # the shipped gate replayed: a sure check answers from memory in both forms
-        return [r["f1_check"] if r["gate_sure"] else r[f"f1_{form}"] for r in rows]
-
     def secs(form):  # a sure check ends the question after the check (about a second): its seconds are alike
         return statistics.mean(r[f"seconds_{form}"] for r in rows if not r["gate_sure"])
 
-    whole, direct = f1("whole"), f1("direct")
-    paired = paired_bootstrap(direct, whole)
-    diff, (lo, hi) = paired["mean_difference"], paired["ci95"]
-    chain = [r for r in rows if not r["gate_sure"]]
-    return {"questions": len(rows), "chain_questions": len(chain),
-            "f1_whole": round(100 * statistics.mean(whole), 1), "f1_direct": round(100 * statistics.mean(direct), 1),
-            "direct_minus_whole": round(100 * diff, 1), "ci": [round(100 * lo, 1), round(100 * hi, 1)],
+    pair = replayed_pair(rows, "direct", "whole")
+    return {"questions": len(rows), "chain_questions": sum(not r["gate_sure"] for r in rows), **pair,
             "chain_seconds_whole": round(secs("whole"), 2), "chain_seconds_direct": round(secs("direct"), 2),
-            "adopt_direct": 100 * diff >= -1.0 and secs("direct") < secs("whole")}
+            "adopt_direct": pair["direct_minus_whole"] >= -1.0 and secs("direct") < secs("whole")}
 
 
 def main():
     ap = argparse.ArgumentParser()
-    pooled_args(ap, "hotpotqa/dev_decide246.hf.jsonl", precision="fp32")
-    ap.add_argument("--every", type=int, default=4)
-    ap.add_argument("--limit", type=int, default=42)
-    ap.add_argument("--family", default="hotpotqa")
-    ap.add_argument("--out", default=None, help="the per-question rows and the summary, as one JSON file")
-    a = ap.parse_args()
-    full, engine, lm = pooled_setup(a)
-    questions = full[:: a.every][: a.limit]
-    level = build_method("seakr", lm, engine, **method_options("seakr", {}, a.family)).gate_p  # the shipped gate
-    m = BothForms(lm, engine, **method_options("seakr", CHAIN, a.family))
-    rows = []
-    for i, ex in enumerate(questions):
-        rows.append(row(ex, m.answer(ex.question), level))
-        r = rows[-1]
-        print(f"{i + 1}/{len(questions)} sure={r['gate_sure']} whole {r['f1_whole']:.2f} direct {r['f1_direct']:.2f} "
-              f"({r['seconds_whole']:.1f} / {r['seconds_direct']:.1f} s)", file=sys.stderr, flush=True)
-    res = {"benchmark": "knowledge_form", "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
-           "every": a.every, "limit": a.limit, "gate_level": level, **summary(rows), "date": time.strftime("%Y-%m-%d")}
-    emit(res, None)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(strict_json({**res, "rows": rows}, indent=1) + "\n")
+    decision_args(ap, limit=42)
+    decision_run(ap.parse_args(), "knowledge_form", BothForms, CHAIN, row, summary=summary, said=lambda r: (
+        f"sure={r['gate_sure']} whole {r['f1_whole']:.2f} direct {r['f1_direct']:.2f} ({r['seconds_whole']:.1f} / "
+        f"{r['seconds_direct']:.1f} s)"))
 
 
 if __name__ == "__main__":
