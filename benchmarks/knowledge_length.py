@@ -1,0 +1,86 @@
+"""The knowledge answer's length, decided on decision data: SeaKR's final answer from the kept passages is a whole
+answer (a sentence of reasoning of up to ``max_new_tokens``, then "So the answer is", forced where the sentence lacks
+it), or the same answer with its sentence cut at 16 tokens before the marker is forced. Traces of the chain show the
+sentence at about 30 tokens and the marker forced after it on most questions, so the sentence is the largest cost
+SeaKR has beyond IRCoT's loop; forcing the marker at once (no sentence) lost 2.4 F1 (``knowledge_form.py``). Both are
+read from one run of the chain per question, so only the final answer differs.
+
+The rule, fixed before this ran: the cut sentence becomes the default only if, on the decision sample's 62
+questions (every 4th of ``dev_decide246``), with the shipped gate replayed, its F1 is at least the whole answer's
+minus 1.0 and its seconds a chain question are lower. Otherwise the whole answer stays.
+
+Usage: python benchmarks/knowledge_length.py [--data FILE] [--every 4] [--limit 62] [--precision fp32] [--out FILE]
+Prints a JSON summary; ``--out`` keeps the per-question rows (ids, answers, scores, seconds; no question text).
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _common import decision_args, decision_run, replayed_pair  # noqa: E402
+
+from seakr.eval.metrics import f1_score  # noqa: E402
+from seakr.methods import METHODS  # noqa: E402
+from seakr.methods.text import is_unknown  # noqa: E402
+
+#: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
+CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
+#: where the knowledge answer's sentence is cut before the marker is forced (about half its length in traces)
+CUT = 16
+
+
+class BothLengths(METHODS["seakr"]):
+    """SeaKR whose final stage also answers from the kept passages with the sentence cut at ``CUT`` tokens,
+    recorded beside the whole answer (timed apart, outside the final stage's timer)."""
+
+    def _reason(self, question, tr, steps, kept, known=None):
+        out = super()._reason(question, tr, steps, kept, known)
+        t, whole = time.perf_counter(), self.config
+        self.config = whole.replace(max_new_tokens=CUT)  # the one call of a whole answer reads it
+        try:
+            cut = self.answer_prompt(tr, question, [], kept, "final/cut", False)
+        finally:
+            self.config = whole
+        tr.decision("cut-knowledge", answer=cut.answer, seconds=time.perf_counter() - t)
+        return out
+
+
+def row(ex, ans, level: float) -> dict:
+    """One question: the check's, the whole answer's and the cut answer's F1, and each form's seconds."""
+    d = ans.to_dict()["trace"]
+    cands = d["final"]["candidates"]
+    cut = next(e for e in d["events"] if e.get("what") == "cut-knowledge")
+    check = cands.get("check", {})
+    sure = check.get("p", 0) >= level and not is_unknown(check.get("answer", ""))
+    t = d["totals"]["seconds"]
+    return {"id": ex.id, "gate_sure": sure, "check": check.get("answer"), "whole": cands["knowledge"]["answer"],
+            "cut": cut["answer"], "f1_check": f1_score(check.get("answer", ""), ex.answers),
+            "f1_whole": f1_score(cands["knowledge"]["answer"], ex.answers), "f1_cut": f1_score(cut["answer"], ex.answers),
+            "seconds_whole": round(t["total"] - cut["seconds"], 3),
+            "seconds_cut": round(t["total"] - t.get("final", 0.0), 3)}
+
+
+def summary(rows: list[dict]) -> dict:
+    def secs(form):  # a sure check ends the question after the check (about a second): its seconds are alike
+        return statistics.mean(r[f"seconds_{form}"] for r in rows if not r["gate_sure"])
+
+    pair = replayed_pair(rows, "cut", "whole")
+    return {"questions": len(rows), "chain_questions": sum(not r["gate_sure"] for r in rows), "cut_tokens": CUT, **pair,
+            "chain_seconds_whole": round(secs("whole"), 2), "chain_seconds_cut": round(secs("cut"), 2),
+            "adopt_cut": pair["cut_minus_whole"] >= -1.0 and secs("cut") < secs("whole")}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    decision_args(ap, limit=62)
+    decision_run(ap.parse_args(), "knowledge_length", BothLengths, CHAIN, row, summary=summary, said=lambda r: (
+        f"sure={r['gate_sure']} whole {r['f1_whole']:.2f} cut {r['f1_cut']:.2f} ({r['seconds_whole']:.1f} / "
+        f"{r['seconds_cut']:.1f} s)"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
