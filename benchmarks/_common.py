@@ -111,3 +111,42 @@ def replayed_pair(rows: list[dict], new: str, old: str) -> dict:
     lo, hi = paired["ci95"]
     return {**{f"f1_{k}": round(100 * statistics.mean(v), 1) for k, v in f1.items()},
             f"{new}_minus_{old}": round(100 * paired["mean_difference"], 1), "ci": [round(100 * lo, 1), round(100 * hi, 1)]}
+
+
+def beside_row(ex, ans, level: float, what: str, old: str, new: str) -> tuple[dict, dict]:
+    """One question of a run whose method records a second final answer (trace decision ``what``, with its
+    ``answer`` and its own ``seconds``) beside the knowledge answer: the check's answer, both answers (``old``: the
+    knowledge answer, ``new``: the second), their F1, whether the shipped gate (``level``) would have answered from
+    memory, and each answer's seconds a question (the total less the other's final call). Returns the row and the
+    recorded decision (for what else it holds)."""
+    from seakr.eval.metrics import f1_score
+    from seakr.methods.text import is_unknown
+
+    d = ans.to_dict()["trace"]
+    cands = d["final"]["candidates"]
+    second = next(e for e in d["events"] if e.get("what") == what)
+    check = cands.get("check", {})
+    t = d["totals"]["seconds"]
+    return {"id": ex.id, "gate_sure": check.get("p", 0) >= level and not is_unknown(check.get("answer", "")),
+            "check": check.get("answer"), old: cands["knowledge"]["answer"], new: second["answer"],
+            "f1_check": f1_score(check.get("answer", ""), ex.answers),
+            f"f1_{old}": f1_score(cands["knowledge"]["answer"], ex.answers),
+            f"f1_{new}": f1_score(second["answer"], ex.answers),
+            f"seconds_{old}": round(t["total"] - second["seconds"], 3),
+            f"seconds_{new}": round(t["total"] - t.get("final", 0.0), 3)}, second
+
+
+def chain_seconds(rows: list[dict], form: str) -> float:
+    """Mean seconds of ``form`` over the questions the gate sends to the chain (a sure check ends a question after
+    the check, about a second, alike for every form)."""
+    return statistics.mean(r[f"seconds_{form}"] for r in rows if not r["gate_sure"])
+
+
+def cheaper_form_summary(rows: list[dict], new: str, old: str = "whole", bar: float = -1.0) -> dict:
+    """The rule of a cheaper form of the knowledge answer: ``new`` is adopted only if its gate-replayed F1 is at
+    least ``old``'s + ``bar`` and its seconds a chain question are lower."""
+    pair = replayed_pair(rows, new, old)
+    secs = {f: chain_seconds(rows, f) for f in (old, new)}
+    return {"questions": len(rows), "chain_questions": sum(not r["gate_sure"] for r in rows), **pair,
+            **{f"chain_seconds_{f}": round(v, 2) for f, v in secs.items()},
+            f"adopt_{new}": pair[f"{new}_minus_{old}"] >= bar and secs[new] < secs[old]}

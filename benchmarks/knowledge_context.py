@@ -25,11 +25,9 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import decision_args, decision_run, replayed_pair  # noqa: E402
+from _common import beside_row, decision_args, decision_run, replayed_pair  # noqa: E402
 
-from seakr.eval.metrics import f1_score  # noqa: E402
 from seakr.methods import METHODS  # noqa: E402
-from seakr.methods.text import is_unknown  # noqa: E402
 
 #: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
 CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
@@ -64,21 +62,10 @@ def _recall(titles: list[str], gold: list[str]) -> float | None:
 
 def row(ex, ans, level: float) -> dict:
     """One question: the check's, the kept context's and the found context's F1, seconds and gold recall."""
-    d = ans.to_dict()["trace"]
-    cands = d["final"]["candidates"]
-    found = next(e for e in d["events"] if e.get("what") == "knowledge-found")
-    check = cands.get("check", {})
-    sure = check.get("p", 0) >= level and not is_unknown(check.get("answer", ""))
-    total = d["totals"]["seconds"]["total"]
+    out, found = beside_row(ex, ans, level, "knowledge-found", "kept", "found")
     gold = list(getattr(ex, "supporting_titles", []) or [])
-    return {"id": ex.id, "gate_sure": sure, "check": check.get("answer"), "kept": cands["knowledge"]["answer"],
-            "found": found["answer"], "f1_check": f1_score(check.get("answer", ""), ex.answers),
-            "f1_kept": f1_score(cands["knowledge"]["answer"], ex.answers),
-            "f1_found": f1_score(found["answer"], ex.answers),
-            "passages_kept": len(found["kept_titles"]), "passages_found": len(found["found_titles"]),
-            "recall_kept": _recall(found["kept_titles"], gold), "recall_found": _recall(found["found_titles"], gold),
-            "seconds_kept": round(total - found["seconds"], 3),
-            "seconds_found": round(total - d["totals"]["seconds"].get("final", 0.0), 3)}
+    return {**out, "passages_kept": len(found["kept_titles"]), "passages_found": len(found["found_titles"]),
+            "recall_kept": _recall(found["kept_titles"], gold), "recall_found": _recall(found["found_titles"], gold)}
 
 
 def summary(rows: list[dict]) -> dict:

@@ -13,17 +13,14 @@ Prints a JSON summary; ``--out`` keeps the per-question rows (ids, answers, scor
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import decision_args, decision_run, replayed_pair  # noqa: E402
+from _common import beside_row, cheaper_form_summary, decision_args, decision_run  # noqa: E402
 
-from seakr.eval.metrics import f1_score  # noqa: E402
 from seakr.methods import METHODS  # noqa: E402
-from seakr.methods.text import is_unknown  # noqa: E402
 
 #: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
 CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
@@ -43,28 +40,11 @@ class BothForms(METHODS["seakr"]):
 
 def row(ex, ans, level: float) -> dict:
     """One question: the check's, the whole answer's and the direct answer's F1, and each form's seconds."""
-    d = ans.to_dict()["trace"]
-    cands = d["final"]["candidates"]
-    direct = next(e for e in d["events"] if e.get("what") == "direct-knowledge")
-    check = cands.get("check", {})
-    sure = check.get("p", 0) >= level and not is_unknown(check.get("answer", ""))
-    t = d["totals"]["seconds"]
-    whole = f1_score(cands["knowledge"]["answer"], ex.answers)
-    return {"id": ex.id, "gate_sure": sure, "check": check.get("answer"), "whole": cands["knowledge"]["answer"],
-            "direct": direct["answer"], "f1_check": f1_score(check.get("answer", ""), ex.answers), "f1_whole": whole,
-            "f1_direct": f1_score(direct["answer"], ex.answers),
-            "seconds_whole": round(t["total"] - direct["seconds"], 3),
-            "seconds_direct": round(t["total"] - t.get("final", 0.0), 3)}
+    return beside_row(ex, ans, level, "direct-knowledge", "whole", "direct")[0]
 
 
 def summary(rows: list[dict]) -> dict:
-    def secs(form):  # a sure check ends the question after the check (about a second): its seconds are alike
-        return statistics.mean(r[f"seconds_{form}"] for r in rows if not r["gate_sure"])
-
-    pair = replayed_pair(rows, "direct", "whole")
-    return {"questions": len(rows), "chain_questions": sum(not r["gate_sure"] for r in rows), **pair,
-            "chain_seconds_whole": round(secs("whole"), 2), "chain_seconds_direct": round(secs("direct"), 2),
-            "adopt_direct": pair["direct_minus_whole"] >= -1.0 and secs("direct") < secs("whole")}
+    return cheaper_form_summary(rows, "direct")
 
 
 def main():
