@@ -251,7 +251,11 @@ class HFLanguageModel:
     """
 
     def __init__(self, model: str = DEFAULT_MODEL, *, options: LoadOptions | None = None, _modules=None, **kwargs):
-        o = LoadOptions(**kwargs) if options is None else dataclasses.replace(options, **kwargs) if kwargs else options
+        if options is None:
+            options = LoadOptions(**kwargs)
+        elif kwargs:  # held to the schema with the keywords over the options given
+            options = dataclasses.replace(options, **kwargs)
+        o = options
         if o.state_layer is not None:  # its upper bound where known without the weights
             from .figures import model_depth
 

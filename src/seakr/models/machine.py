@@ -52,10 +52,15 @@ def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
     CPUs ran a hundred times slower than 2)."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"{name} must be a whole number >= 1, not {said(threads)}")
-    if bounded and threads > available_cpus():
-        raise ValueError(f"{name} {said(threads)}: this process may use {available_cpus()} CPUs; more threads than CPUs "
-                         "only contend")
+    if bounded and (why := too_many_threads(threads)):
+        raise ValueError(f"{name} {said(threads)}: {why}")
     return threads
+
+
+def too_many_threads(threads: int) -> str | None:
+    """Why ``threads`` torch threads are too many for the CPUs this process may use, or None where they are not."""
+    cpus = available_cpus()
+    return f"this process may use {cpus} CPUs; more threads than CPUs only contend" if threads > cpus else None
 
 
 def check_layer(layer, name: str = "state_layer", depth: int | None = None) -> int:

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, Field
 
 from ..common.console import did_you_mean
 from ..common.schema import Positive, Said, Whole, schema
-from .machine import PRECISIONS, STATE_SOURCES, available_cpus, device_name, precision_name
+from .machine import PRECISIONS, STATE_SOURCES, device_name, precision_name, too_many_threads
 
 #: How the model loads, set beside a method's options but not one of them: (flag, a grid's top-level key, the
 #: Python keyword of ``load_model`` and ``SeaKR.from_config``).
@@ -41,8 +41,8 @@ def _precision(v: str) -> str:
 
 def _on_this_machine(v: int | None) -> int | None:
     """More torch threads than the CPUs this process may use only contend (1000 on 2 CPUs ran 100x slower)."""
-    if v is not None and v > available_cpus():
-        raise ValueError(f"{v}: this process may use {available_cpus()} CPUs; more threads than CPUs only contend")
+    if v is not None and (why := too_many_threads(v)):
+        raise ValueError(f"{v}: {why}")
     return v
 
 
