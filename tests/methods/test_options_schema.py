@@ -74,8 +74,8 @@ def through_the_service(method, name, v):
     try:
         svc.build(AnswerRequest(question="q", method=method, options={name: v}))
         return None
-    except Exception as e:  # HTTPException: 422 with the reason
-        detail = str(getattr(e, "detail", e))
+    except Exception as e:  # a body's validation error naming the option, or a budget's 422 with the reason
+        detail = e.errors()[0]["msg"] if hasattr(e, "errors") else str(getattr(e, "detail", e))
         # a server cap: a per-option limit, or the request's worst-case budget (rows, work, attention cache),
         # which a large enough value of several options (n_candidates, k, max_steps, ...) exceeds
         capped = (name in LIMITS and "on this server" in detail) or "this server allows" in detail
@@ -166,7 +166,19 @@ def test_the_servers_defaults_reach_each_method_that_has_them():
         assert getattr(m.config, "gate", "step") == "step" and getattr(m.config, "max_steps", 2) == 2, method
     with pytest.raises(Exception) as e:  # what a client sends itself is still checked against its method
         svc.build(AnswerRequest(question="q", method="cot", options={"gate": "step"}))
-    assert e.value.status_code == 422 and "unknown option(s) 'gate'" in e.value.detail
+    assert e.value.errors()[0]["loc"] == ("body", "options", "gate") and "unknown option(s) 'gate'" in str(e.value)
+
+
+def test_the_servers_own_defaults_are_held_to_what_a_request_may_ask():
+    """A server's defaults ride in every request: one past a request's limit would refuse each of them."""
+    from seakr.serve.app import AnswerService
+    from seakr.serve.schema import OptionRefused
+
+    svc = AnswerService(ScriptedLM(lambda view: Reply("x")), None, "seakr", {"k": 100})
+    with pytest.raises(OptionRefused, match=r"^option k: at most 64 on this server, got 100$") as e:
+        svc.build_default()
+    assert e.value.field == "k"
+    assert AnswerService(ScriptedLM(lambda view: Reply("x")), None, "ircot", {"k": 4}).build_default().config.k == 4
 
 
 @pytest.mark.parametrize("key,near,flag", [("threads", None, "--threads"), ("thread", "threads", "--threads"),

@@ -80,13 +80,14 @@ def test_prompt_options_over_http_name_no_server_file_and_the_operators_own_set_
                         defaults={"prompt_set": str(own)}, limits=ServiceLimits())
     c = TestClient(create_app(svc))
     assert c.post("/v1/answer", json={"question": "Capital of France?"}).json()["answer"] == "Paris"
-    details = {c.post("/v1/answer", json={"question": "q", "options": {"prompt_set": p}}).json()["detail"]
-               for p in ("/etc/passwd", "/nonexistent.json", str(tmp_path))}
-    assert details == {"option prompt_set: one of hotpotqa, 2wikimultihopqa, simpleqa"}  # the same line for each
+    said = {str(c.post("/v1/answer", json={"question": "q", "options": {"prompt_set": p}}).json()["errors"])
+            for p in ("/etc/passwd", "/nonexistent.json", str(tmp_path))}
+    assert said == {str([{"field": "body.options.prompt_set",  # the same line for each
+                          "error": "option prompt_set: one of hotpotqa, 2wikimultihopqa, simpleqa"}])}
     for opts, needle in (({"marker": ""}, "option marker"), ({"prompt_style": "weird"}, "option prompt_style"),
                          ({"prompt_set": "simpleqa", "n_shot": 15}, "option n_shot: prompt set 'simpleqa' has")):
         r = c.post("/v1/answer", json={"question": "q", "options": opts})
-        assert r.status_code == 422 and needle in r.json()["detail"], r.text
+        assert r.status_code == 422 and needle in r.json()["errors"][0]["error"], r.text
 
 
 def test_a_request_too_large_for_the_servers_free_memory_is_told_so():

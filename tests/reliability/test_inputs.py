@@ -287,6 +287,9 @@ def test_15_input_checks_run_before_the_model_loads(tmp_path, index):
     port = str(free_port())  # free now, so the option check is what fails
     one_line_error(seakr("serve", "--index", index, "--port", port, "--option", "rerank=random"),
                    "--option: option rerank: one of")
+    # a default past a request's limit would refuse every request the server took
+    one_line_error(seakr("serve", "--index", index, "--port", port, "--option", "k=100"),
+                   "--option: option k: at most 64 on this server, got 100 (every request carries the server's defaults)")
 
 
 def test_17_a_taken_port_fails_before_anything_is_announced(index):

@@ -86,7 +86,7 @@ def test_method_options_ride_as_extra_fields_and_an_unknown_one_is_named(server)
     with pytest.raises(openai.UnprocessableEntityError) as e:
         ask(url, extra_body={"max_step": 1})
     assert "max_step" in e.value.message and "max_steps" in e.value.message  # the nearest valid name
-    assert e.value.body["type"] == "invalid_request_error"
+    assert e.value.body["type"] == "invalid_request_error" and e.value.body["param"] == "max_step"
 
 
 @pytest.mark.parametrize("field, said", [({"max_tokens": 5}, "max_tokens"), ({"n": 2}, "n"),

@@ -2,6 +2,8 @@
 
 import warnings
 
+import pytest
+
 from fastapi.testclient import TestClient
 
 from scripted import Reply, ScriptedLM
@@ -17,3 +19,28 @@ def test_the_schema_has_each_operation_once_and_warns_of_nothing():
     assert len(ids) == len(set(ids))
     assert {"/v1/answer", "/v1/chat/completions", "/v1/models", "/v1/health"} <= set(spec["paths"])
     assert TestClient(app).head("/v1/health").status_code == 200
+
+
+def test_the_schema_documents_each_methods_options_as_its_config_takes_them():
+    """A request's options were a bare table of scalars in the document; each method's options are its config
+    schema's fields, with their bounds in JSON Schema's words, so a client (or a fuzzer) reads what is valid."""
+    import jsonschema
+    from seakr.methods import METHODS
+
+    spec = TestClient(create_app(AnswerService(ScriptedLM(lambda v: Reply("x")), None))).get("/openapi.json").json()
+    options = spec["components"]["schemas"]["AnswerRequest"]["properties"]["options"]
+    each = {o["title"].removesuffix(" options"): o for o in options["anyOf"] if o.get("type") == "object"}
+    assert set(each) == set(METHODS)
+    seakr = each["seakr"]
+    assert seakr["additionalProperties"] is False and seakr["properties"]["k"]["minimum"] == 0
+    assert seakr["properties"]["top_p"] == {**seakr["properties"]["top_p"], "exclusiveMinimum": 0, "maximum": 1}
+    def keys(node):
+        if isinstance(node, dict):
+            return set(node) | {k for v in node.values() for k in keys(v)}
+        return {k for v in node for k in keys(v)} if isinstance(node, list) else set()
+
+    assert not keys(options) & {"ge", "gt", "le", "lt"}  # pydantic's own words, which no JSON Schema reader knows
+    jsonschema.validate({"k": 4, "gate": "step"}, seakr)
+    for bad in ({"k": -1}, {"tempature": 1.0}, {"top_p": 0}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, seakr)

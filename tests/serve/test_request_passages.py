@@ -79,8 +79,8 @@ def test_passages_sent_to_a_method_that_never_searches_are_422():
     """`cot` with passages indexed them and answered without reading them; the command line refuses `--index`
     for it the same way."""
     r = client().post("/v1/answer", json={"question": "Who directed Alien?", "method": "cot", "passages": [ALIEN]})
-    assert r.status_code == 422 and r.json()["detail"] == (
-        "passages: method 'cot' never searches; leave them out (or choose a method that retrieves)")
+    assert r.status_code == 422 and r.json()["errors"] == [{"field": "body.passages", "error": (
+        "passages: method 'cot' never searches; leave them out (or choose a method that retrieves)")}]
     assert client().post("/v1/answer", json={"question": "Who directed Alien?", "method": "cot"}).status_code == 200
 
 

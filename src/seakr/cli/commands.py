@@ -301,6 +301,12 @@ def cmd_serve(args) -> int:
     check_port(args.host, args.port)
     opts = parse_options(args.option)
     run_spec("--option", args.method, opts, context=model_spec(args).context())
+    from ..serve.schema import Door, OptionRefused
+
+    try:  # the server's defaults ride in every request, so they are held to what a request may ask
+        Door(args.method, opts).settle(None, None)
+    except OptionRefused as e:
+        raise CLIError(f"--option: {e} (every request carries the server's defaults)") from None
     local = is_loopback(args.host)
     if not local and not token:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "

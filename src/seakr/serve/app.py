@@ -18,7 +18,6 @@ that times out (``504``) is cancelled: it stops at its next decode step and free
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hmac
 import json
 import re
@@ -38,7 +37,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..methods import METHODS, build_method
 from ..models.base import Cancelled
-from ..prompts import FAMILIES
 from ..search.base import Passage, SearchError
 from ..common.console import did_you_mean, said
 from ..common.jsontext import loads
@@ -46,7 +44,7 @@ from . import openai_api
 from .limits import ServiceLimits
 
 from .schema import (LIMITS, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE, MAX_PASSAGES, MAX_QUESTION, AnswerRequest,  # noqa: F401
-                     AnswerResponse, MethodName, PassageIn)
+                     AnswerResponse, Door, MethodName, OptionRefused, PassageIn)
 from .work import Busy, answer_once, sse, start_stream, stream_items, too_large  # noqa: F401
 import socket
 import os
@@ -58,6 +56,8 @@ from ..search import as_engine, passages_engine
 #: Tokens a retrieved passage adds to a prompt, for the budget: DPR's 100-word passages are 130-150
 #: tokens in the packaged tokenizers, rounded up (the demonstrations are a cached prefix, counted once).
 PASSAGE_TOKENS = 200
+#: The type of a body's validation error that the server's own policy raised: its words name the field
+REFUSED = "refused"
 
 
 def _calls(method) -> list[tuple[int, int, int, int]]:
@@ -121,6 +121,7 @@ class AnswerService:
                  queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
         # an engine of one's own with only search() gets the rest of the protocol (health, error messages read it)
         self.lm, self.engine, self.method, self.defaults = lm, as_engine(engine), method, dict(defaults or {})
+        self.door = Door(method, self.defaults)
         self.capacity, self.timeout = workers + queue, timeout
         self.limits = limits or ServiceLimits()
         self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages
@@ -131,29 +132,20 @@ class AnswerService:
         self.served = self.rejected = self.cancelled = self.failed = 0
         self._health = (-self.HEALTH_TTL, "ok")
 
-    def build(self, req: AnswerRequest):
+    def build(self, req: AnswerRequest, at: tuple = ("body", "options")):
+        """The method a request asks for, its options settled by the server's :class:`Door`; a refused option is a
+        validation error of the body at ``at`` + the option (where the chat route's options ride: the body itself),
+        as every other field's is."""
         name = req.method or self.method
-        opts = {**self.defaults_for(name), **(req.options or {})}
-        if (req.options or {}).get("prompt_set") not in (None, *FAMILIES, self.defaults.get("prompt_set")):
-            # a client names packaged sets only (the operator's own file, set at start, stays allowed); checked
-            # first: the schema reads a set's file, and its error would tell a client which server files exist
-            raise HTTPException(422, detail=f"option prompt_set: one of {', '.join(FAMILIES)}")
-        if (req.options or {}).get("probes", self.defaults.get("probes")) != self.defaults.get("probes"):
-            # a folder on the server: its operator chooses it (seakr serve --option probes=DIR), a client does not;
-            # checked before the schema, which looks the folder up (its error would tell whether it exists)
-            raise HTTPException(422, detail="option probes: a folder on the server, set when it starts "
-                                            "(seakr serve --option probes=DIR), not per request")
-        try:  # the options schema every door shares; the validated config travels on to the method
-            config = METHODS[name].Config.from_dict(opts)
-        except (ValueError, TypeError) as e:
-            raise HTTPException(422, detail=f"method {name}: {e}") from None
-        for key, cap in LIMITS.items():
-            v = getattr(config, key, None)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
-                raise HTTPException(422, detail=f"option {key}: at most {cap} on this server, got {v}")
+        try:
+            config = self.door.settle(name, req.options)
+        except OptionRefused as e:
+            raise RequestValidationError([{"type": REFUSED, "loc": (*at, *[e.field] * bool(e.field)),
+                                           "msg": str(e), "input": req.options}]) from None
         if req.passages is not None and not METHODS[name].retrieves:  # indexed for the request, and never read
-            raise HTTPException(422, detail=f"passages: method {name!r} never searches; leave them out (or choose a "
-                                            "method that retrieves)")
+            raise RequestValidationError([{"type": REFUSED, "loc": ("body", "passages"), "input": None,
+                                           "msg": f"passages: method {name!r} never searches; leave them out (or choose a "
+                                                  "method that retrieves)"}])
         try:
             method = build_method(name, self.lm, self.request_engine(req.passages), config=config)
         except (ValueError, TypeError) as e:
@@ -182,15 +174,10 @@ class AnswerService:
         except (ValueError, TypeError, SearchError) as e:  # a repeated id, no text at all
             raise HTTPException(422, detail=f"passages: {str(e).removeprefix('index: ')}") from None
 
-    def defaults_for(self, name: str) -> dict:
-        """The server's ``--option`` defaults that method ``name`` has: k or max_new_tokens for every method,
-        SeaKR's gate for SeaKR only: a client asking another method is not refused for an option it never sent."""
-        own = {f.name for f in dataclasses.fields(METHODS[name].Config)}
-        return {k: v for k, v in self.defaults.items() if k in own}
-
     def build_default(self):
-        """The server's own default request (its method and options): it must fit the limits too."""
-        return build_method(self.method, self.lm, self.engine, **self.defaults)
+        """The server's own default request (its method and options), held to what every request is: an option past
+        the limits there would refuse every request (:class:`OptionRefused`)."""
+        return build_method(self.method, self.lm, self.engine, config=self.door.settle(None, None))
 
     def check_budget(self, method, question: str = "", passage_tokens: int | list[int] = 0) -> None:
         """``passage_tokens``: the request's own passages' token counts; else the index's longest passage."""
@@ -386,7 +373,8 @@ def create_app(service: AnswerService) -> FastAPI:
             first = errs[0] if errs else {"field": "body", "error": "invalid request"}
             field = first["field"].removeprefix("body").lstrip(".") or None
             said = first["error"].removeprefix("Value error, ")
-            return openai_api.error_response(422, f"{field}: {said}" if field else said, param=field)
+            named = exc.errors() and exc.errors()[0].get("type") == REFUSED  # its words name the option already
+            return openai_api.error_response(422, f"{field}: {said}" if field and not named else said, param=field)
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})
 
     @app.exception_handler(StarletteHTTPException)

@@ -154,7 +154,7 @@ def add_routes(app: FastAPI, service) -> None:
                                                  422: {"description": "invalid request"}, 429: {"description": "busy"}})
     async def chat(req: ChatRequest, request: Request):
         asked, notes = to_answer_request(service, req)
-        method = service.searchable(service.build(asked))
+        method = service.searchable(service.build(asked, at=("body",)))  # its options ride as the body's own fields
         model_id = f"{(service.lm.info() or {}).get('model') or 'model'}/{method.name}"
         if not req.stream:
             return completion(await answer_once(service, method, asked.question, request), model_id, notes)

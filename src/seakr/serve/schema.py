@@ -3,12 +3,16 @@ body, so a passage or a question is held to the same bounds whichever route it c
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, \
+    model_validator
 
-from ..methods import METHODS
+from ..methods import METHODS, MethodConfig
 from ..common.checks import question_text
+from ..common.schema import SchemaError
+from ..prompts import FAMILIES
 from ..search.base import whole_characters
 
 MAX_QUESTION = 2000
@@ -39,12 +43,78 @@ class PassageIn(BaseModel):
 Passages = list[PassageIn | _text(min_length=1, max_length=MAX_PASSAGE_TEXT)]
 
 
+class OptionRefused(ValueError):
+    """A request's option refused, in one line; ``field``: the option it is about (None: the options together)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclasses.dataclass(frozen=True)
+class Door:
+    """The server's side of every request's options: its method, and its ``--option`` defaults under the request's.
+
+    :meth:`settle` makes the method's config (the schema every door shares) from them and holds it to what a client
+    may ask of this server: the packaged prompt sets (the operator's own, set at start, stays allowed), no probe
+    folder (the operator's, set at start), no option past :data:`LIMITS`."""
+
+    method: str = "seakr"
+    defaults: dict = dataclasses.field(default_factory=dict)
+
+    def defaults_for(self, name: str) -> dict:
+        """The server's defaults that method ``name`` has: k or max_new_tokens for every method, SeaKR's gate for
+        SeaKR only, so a client asking another method is not refused for an option it never sent."""
+        own = {f.name for f in dataclasses.fields(METHODS[name].Config)}
+        return {k: v for k, v in self.defaults.items() if k in own}
+
+    def settle(self, name: str | None, given: dict | None) -> MethodConfig:
+        """The config method ``name`` (None: the server's) answers with, the request's options ``given`` over the
+        server's defaults; :class:`OptionRefused` naming the option where the server refuses it."""
+        name, given = name or self.method, given or {}
+        # before the schema, which reads a prompt set's file and looks a probe folder up: its error would tell a
+        # client which files the server has
+        if given.get("prompt_set") not in (None, *FAMILIES, self.defaults.get("prompt_set")):
+            raise OptionRefused(f"option prompt_set: one of {', '.join(FAMILIES)}", "prompt_set")
+        if given.get("probes", self.defaults.get("probes")) != self.defaults.get("probes"):
+            raise OptionRefused("option probes: a folder on the server, set when it starts (seakr serve --option "
+                                "probes=DIR), not per request", "probes")
+        try:
+            config = METHODS[name].Config.from_dict({**self.defaults_for(name), **given})
+        except SchemaError as e:
+            loc = (e.errors or [{}])[0].get("loc") or ()
+            raise OptionRefused(f"method {name}: {e}", loc[0] if loc and isinstance(loc[0], str) else None) from None
+        for key, cap in LIMITS.items():
+            v = getattr(config, key, None)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
+                raise OptionRefused(f"option {key}: at most {cap} on this server, got {v}", key)
+        return config
+
+
+#: JSON Schema's words for a number's bounds, which pydantic leaves in its own where a constraint sits on a
+#: converting type (``common.schema.Whole``)
+_BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+
+
+def _standard(node):
+    if isinstance(node, dict):
+        return {_BOUNDS.get(k, k): _standard(v) for k, v in node.items()}
+    return [_standard(v) for v in node] if isinstance(node, list) else node
+
+
+def _options_schema() -> dict:
+    """Each method's options as its config schema takes them, for the OpenAPI document."""
+    each = [{**_standard(TypeAdapter(c.Config).json_schema()), "title": f"{n} options"} for n, c in METHODS.items()]
+    return {"anyOf": [*each, {"type": "null"}],
+            "description": "method options (the method's; the server's defaults fill the rest), e.g. "
+                           "{\"estimator\": \"energy\", \"max_steps\": 4}"}
+
+
 class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(max_length=MAX_QUESTION, description="the question (visible text, at most 2,000 characters)")
     method: MethodName | None = Field(default=None, description="default: the server's method")
-    options: dict[str, float | int | str | bool | None] | None = Field(
-        default=None, description="method options, e.g. {\"estimator\": \"energy\", \"max_steps\": 4}")
+    options: Annotated[dict[str, float | int | str | bool | None] | None, WithJsonSchema(_options_schema())] = None
     passages: Passages | None = Field(
         default=None, min_length=1, max_length=MAX_PASSAGES,
         description="passages (texts, or {id, title, text}) searched for this request instead of the server's index")
