@@ -162,11 +162,12 @@ def test_bank_names_a_file_that_is_not_json_and_a_folder_that_is_a_file(tmp_path
 
 
 @pytest.mark.parametrize("gates,needle", [
-    ({"some-model": {"check": {"gate_p": 7}}}, "gate_p must be a probability from 0 to 1, not 7"),  # retrieved always
-    ({"some-model": {"check": {"gate_p": "high"}}}, "not 'high'"),
-    ({"some-model": {"check": {"gate_p": float("nan")}}}, "not nan"),
-    ({"some-model": {"check": {}}}, "not None"),
-    ({"some-model": {"check": 0.3}}, 'the entry is 0.3, not {"gate_p": p}'),
+    ({"some-model": {"check": {"gate_p": 7}}}, "check: field gate_p: expected a number in [0, 1], got 7"),  # retrieved always
+    ({"some-model": {"check": {"gate_p": "high"}}}, "field gate_p: expected a number in [0, 1], got 'high'"),
+    ({"some-model": {"check": {"gate_p": float("nan")}}}, "field gate_p: expected a number in [0, 1], got nan"),
+    ({"some-model": {"check": {"gate_p": True}}}, "field gate_p: expected a number in [0, 1], got True"),
+    ({"some-model": {"check": {}}}, "check: missing field 'gate_p'"),
+    ({"some-model": {"check": 0.3}}, 'check: expected {"gate_p": p, ...}, got 0.3'),
     ({"some-model": 3}, "expected {model: {check: ...}}"),
     ([1], "expected {model: {check: ...}}"),
 ])

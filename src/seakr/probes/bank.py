@@ -15,11 +15,14 @@ import functools
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Sequence
+
+from pydantic import Field
 
 from ..common.writing import write_atomic
 from ..prompts import check_wording
 from ..common.jsontext import parse_json
+from ..common.schema import Real, SchemaError, schema
 from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, calibration_name, packaged_name
@@ -28,6 +31,14 @@ import datetime
 #: The gate level when neither the user nor the package gives one: retrieve unless the model is more
 #: likely right than wrong.
 DEFAULT_GATE_P = 0.5
+
+
+@schema("field", extra="allow")
+class GateLevel:
+    """A gate's entry in ``gates.json``: the probability of being right below which it retrieves, and beside it
+    how that level was chosen (rule, n, data, fitted_at, ...)."""
+
+    gate_p: Annotated[Real, Field(ge=0, le=1)]
 
 
 #: What the scores of sampled answers depend on beside the model and the prompt: how the k samples are
@@ -231,8 +242,10 @@ class SelfKnowledge:
         entry, where = self._model_entry("gates.json", gate)
         if entry is None:
             return DEFAULT_GATE_P, "default"
-        p = entry.get("gate_p") if isinstance(entry, dict) else None
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
-            raise ValueError(f"{where}: {self.model}: {gate}: gate_p must be a probability from 0 to 1, not "
-                             f"{p!r}" + ("" if isinstance(entry, dict) else f" (the entry is {entry!r}, not {{\"gate_p\": p}})"))
-        return float(p), f"{where}:{self.model}:{gate}"
+        try:
+            level = GateLevel(**entry) if isinstance(entry, dict) else None
+        except SchemaError as e:
+            raise ValueError(f"{where}: {self.model}: {gate}: {e}") from None
+        if level is None:
+            raise ValueError(f"{where}: {self.model}: {gate}: expected {{\"gate_p\": p, ...}}, got {entry!r}")
+        return level.gate_p, f"{where}:{self.model}:{gate}"
