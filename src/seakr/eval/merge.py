@@ -12,7 +12,7 @@ from ..common.jsontext import strict_json
 from ..common.runs import ROW_FILES, SCORES
 from ..common.writing import make_folder, write_atomic
 from .folders import check_folder_is, check_not_foreign, named_paths, run_dirs, run_lock
-from .resume import _shard_of, method_differences, other_data, said_differences
+from .resume import check_shard_of, shard_of
 from .rowlog import read_run_config, run_rows
 from .summary import summarize, summary_markdown
 
@@ -36,17 +36,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         cfg = read_run_config(p)
         if cfg.get("study"):  # its rows are not answers: it "merged" into an empty run that claimed to be a study
             raise ValueError(f"{d}: a {cfg['study']} study, not a shard of an eval run")
-        diff = method_differences(cfgs[0], cfg) if cfgs else []
-        if diff:
-            raise ValueError(f"{d}: a different run than {dirs[0]} ({said_differences(diff, 'there', 'here')})")
-        if cfgs and other_data(cfgs[0], cfg):
-            raise ValueError(f"{d}: a different run than {dirs[0]} (another data file)")
-        if cfgs and _shard_of(cfg)[1] != _shard_of(cfgs[0])[1]:
-            raise ValueError(f"{d}: " + (f"shard {cfg['shard']}" if cfg.get("shard") else "a whole run (no --shard)")
-                             + f" is of another split than {cfgs[0].get('shard') or 'a whole run (no --shard)'}")
-        for key in ("limit", "every"):  # shards of one run cut the same questions
-            if cfgs and cfg.get(key) != cfgs[0].get(key):
-                raise ValueError(f"{d}: {key} {cfg.get(key)} but {dirs[0]} has {key} {cfgs[0].get(key)}: not shards of one run")
+        if cfgs:
+            check_shard_of(cfgs[0], cfg, d, dirs[0])
         for r in run_rows(p, warn):
             if r.id in seen:
                 raise ValueError(f"{d}: question {r.id} is also in {seen[r.id]}: overlapping shards")
@@ -55,8 +46,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
         cfgs.append(cfg)
     if not cfgs:
         raise ValueError("merge: no shard directories given")
-    n = _shard_of(cfgs[0])[1]
-    have = {_shard_of(c)[0] for c in cfgs}
+    n = shard_of(cfgs[0])[1]
+    have = {shard_of(c)[0] for c in cfgs}
     missing = sorted(set(range(n)) - have)
     if missing:
         warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")

@@ -1,5 +1,5 @@
-"""Whether a run may resume or join another: the differences between two recorded configurations, said in one
-line, and what counts as the same questions, data and method."""
+"""Whether a run may resume, or join another as its shard: the differences between two recorded configurations,
+said in one line, and what counts as the same questions, data and method."""
 
 from __future__ import annotations
 
@@ -69,6 +69,22 @@ def check_same_run(old: dict, config: dict, where: Path, partial: bool = False) 
     check_same_asking(old, config, where)
 
 
+def check_shard_of(first: dict, cfg: dict, where, first_where) -> None:
+    """``cfg`` is another shard of the run ``first`` was recorded by (``seakr merge``): the same method and data,
+    the same split into shards, the same questions cut (limit, every)."""
+    if diff := method_differences(first, cfg):
+        raise ValueError(f"{where}: a different run than {first_where} ({said_differences(diff, 'there', 'here')})")
+    if other_data(first, cfg):
+        raise ValueError(f"{where}: a different run than {first_where} (another data file)")
+    if shard_of(cfg)[1] != shard_of(first)[1]:
+        raise ValueError(f"{where}: " + (f"shard {cfg['shard']}" if cfg.get("shard") else "a whole run (no --shard)")
+                         + f" is of another split than {first.get('shard') or 'a whole run (no --shard)'}")
+    for key in ("limit", "every"):
+        if cfg.get(key) != first.get(key):
+            raise ValueError(f"{where}: {key} {cfg.get(key)} but {first_where} has {key} {first.get(key)}: not shards of "
+                             "one run")
+
+
 def check_same_method(diff: list, where) -> None:
     """A resume over a run recorded with another method config (``diff``: :func:`method_differences`, or the
     plan's part of it before the model loads) is refused, naming every field that differs."""
@@ -83,7 +99,7 @@ def check_same_questions(old: dict, new: dict, where) -> None:
     if other_data(old, new):
         raise ValueError(f"{where}: --resume with different data ({new.get('data')}) than the run "
                          f"recorded in config.json ({old.get('data')})")
-    if "shard" in old and "shard" in new and _shard_of(old) != _shard_of(new):
+    if "shard" in old and "shard" in new and shard_of(old) != shard_of(new):
         shard = [f"shard {s}" if s else "no shard (the whole run)" for s in (new["shard"], old["shard"])]
         raise ValueError(f"{where}: --resume with {shard[0]} but the run recorded {shard[1]}")
     every = (old.get("every") or 1, new.get("every") or 1)  # a run without it took every question
@@ -137,6 +153,6 @@ def _comparable(cfg):
     return out
 
 
-def _shard_of(cfg: dict) -> tuple[int, int]:
+def shard_of(cfg: dict) -> tuple[int, int]:
     """A run's shard as numbers, (0, 1) for a whole run: runs before the plan wrote I/N recorded "00/02" as given."""
     return parse_shard(cfg["shard"]) if cfg.get("shard") else (0, 1)
