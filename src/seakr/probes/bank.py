@@ -242,10 +242,9 @@ class SelfKnowledge:
         entry, where = self._model_entry("gates.json", gate)
         if entry is None:
             return DEFAULT_GATE_P, "default"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: {self.model}: {gate}: expected {{\"gate_p\": p, ...}}, got {entry!r}")
         try:
-            level = GateLevel(**entry) if isinstance(entry, dict) else None
+            return GateLevel(**entry).gate_p, f"{where}:{self.model}:{gate}"
         except SchemaError as e:
             raise ValueError(f"{where}: {self.model}: {gate}: {e}") from None
-        if level is None:
-            raise ValueError(f"{where}: {self.model}: {gate}: expected {{\"gate_p\": p, ...}}, got {entry!r}")
-        return level.gate_p, f"{where}:{self.model}:{gate}"

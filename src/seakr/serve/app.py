@@ -60,6 +60,11 @@ PASSAGE_TOKENS = 200
 REFUSED = "refused"
 
 
+def refused(loc: tuple, msg: str) -> RequestValidationError:
+    """The server's refusal of the body's field at ``loc``, answered as pydantic's refusals of the body are."""
+    return RequestValidationError([{"type": REFUSED, "loc": loc, "msg": msg}])
+
+
 def _calls(method) -> list[tuple[int, int, int, int]]:
     """(prompts, rows per prompt, new tokens, passages in the prompt) of every call, worst case."""
     c = method.config
@@ -120,8 +125,8 @@ class AnswerService:
     def __init__(self, lm, engine, method: str = "seakr", defaults: dict | None = None, workers: int = 1,
                  queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
         # an engine of one's own with only search() gets the rest of the protocol (health, error messages read it)
-        self.lm, self.engine, self.method, self.defaults = lm, as_engine(engine), method, dict(defaults or {})
-        self.door = Door(method, self.defaults)
+        self.lm, self.engine, self.method = lm, as_engine(engine), method
+        self.door = Door(method, dict(defaults or {}))  # the server's options, under every request's
         self.capacity, self.timeout = workers + queue, timeout
         self.limits = limits or ServiceLimits()
         self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages
@@ -140,12 +145,10 @@ class AnswerService:
         try:
             config = self.door.settle(name, req.options)
         except OptionRefused as e:
-            raise RequestValidationError([{"type": REFUSED, "loc": (*at, *[e.field] * bool(e.field)),
-                                           "msg": str(e), "input": req.options}]) from None
+            raise refused((*at, *[e.field] * bool(e.field)), str(e)) from None
         if req.passages is not None and not METHODS[name].retrieves:  # indexed for the request, and never read
-            raise RequestValidationError([{"type": REFUSED, "loc": ("body", "passages"), "input": None,
-                                           "msg": f"passages: method {name!r} never searches; leave them out (or choose a "
-                                                  "method that retrieves)"}])
+            raise refused(("body", "passages"), f"passages: method {name!r} never searches; leave them out (or choose "
+                                                "a method that retrieves)")
         try:
             method = build_method(name, self.lm, self.request_engine(req.passages), config=config)
         except (ValueError, TypeError) as e:
