@@ -296,27 +296,3 @@ def test_the_hidden_score_asks_for_the_greedy_trail_and_no_samples(tmp_path):
     assert STATES in m.requires()
     m.answer("Which city is the capital of France?")
     assert lm.configs and all(c.greedy_trail and c.n == 0 and not c.with_states for _, c in lm.configs)
-
-
-@pytest.mark.parametrize("options,reads", [({"repeat_stop": 4}, True), ({}, False)])
-def test_repeat_stop_ends_only_the_knowledge_answers_reasoning(tmp_path, options, reads):
-    """``repeat_stop`` adds the restated-sentence stop to the knowledge answer's call alone: the steps and the forced
-    answer keep their own stops. Given with a final choice that reads no knowledge answer, it is said unread."""
-    from scripted import parse
-
-    from seakr.methods.base import ANSWER_STOPS, said_again
-
-    class Recording(ScriptedLM):
-        def generate(self, prompts, config, *, prefix=None):
-            self.seen = getattr(self, "seen", []) + [(parse(prompts[0]).forced, config)]
-            return super().generate(prompts, config, prefix=prefix)
-
-    lm = Recording(lambda v: Reply("Paris" if v.forced else "Paris is the capital."))
-    eng = engine(tmp_path, {"Paris": "Paris is the capital of France."})
-    m = SeaKR(lm, eng, gate="step", retrieval="always", rerank="engine", reasoning="knowledge", max_steps=1, **options)
-    m.answer("Which city is the capital of France?")
-    whole = [c for forced, c in lm.seen if not forced and c.stop == ANSWER_STOPS]  # the knowledge answer's reasoning
-    assert len(whole) == 1 and (said_again(4) in whole[0].stop_patterns) == reads
-    assert sum(said_again(4) in c.stop_patterns for _, c in lm.seen) == reads  # no step, no forced answer
-    steps = SeaKR(lm, eng, gate="step", retrieval="always", rerank="engine", reasoning="steps", **options)
-    assert [k for k, _ in steps.unread()] == (["repeat_stop"] if reads else [])

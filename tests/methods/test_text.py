@@ -233,50 +233,6 @@ def test_row_book_stops_at_a_pattern_and_drops_the_trigger_token():
     assert row.finish == "stop" and row.text == "Kubrick was American" and row.tokens == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("words,text,cut", [
-    (4, " Woman's Era and Naj are both magazines published in India. Woman's Era and Naj are both",
-     " Woman's Era and Naj are both magazines published in India."),
-    # an earlier sentence, not only the one before; the copy's fourth word is read at the text's end
-    (4, " Jonny Craig and Pete Doherty sang. They led bands. Jonny Craig and Pete",
-     " Jonny Craig and Pete Doherty sang. They led bands."),
-    (4, "A B C D. A B C D.", "A B C D."),  # a sentence of exactly the repeated words
-    (4, " The film was directed by X. The film was released in 1999.", None),  # three words alike: a new sentence
-    (3, " The film was directed by X. The film was released in 1999.", " The film was directed by X."),
-    (4, " The film was directed by X. The film was directedly", None),  # a word is whole: "directed" is not
-    (4, " Paris is the capital of France, and Paris is the capital city.", None),  # a repeat inside one sentence
-    (4, " He lived in St. Louis and. He lived in St", " He lived in St. Louis and."),
-])
-def test_said_again_cuts_before_a_sentence_that_restates_an_earlier_one(words, text, cut):
-    import regex
-
-    from seakr.methods.base import said_again
-
-    m = regex.search(said_again(words), text)
-    assert (text[: m.start("cut")] if m else None) == cut
-
-
-def test_row_book_cuts_where_a_patterns_group_cut_starts():
-    """A pattern that reads what comes before the cut (a restated sentence) ends the text at its group ``cut``, not
-    at the start of its match (which would drop the first sentence too)."""
-    import torch
-
-    from seakr.methods.base import said_again
-    from seakr.models.rows import RowBook
-
-    pieces = [" Naj is", " a magazine", " of India", ".", " Naj is", " a magazine", " of", " India", "."]
-    book = RowBook(1, [True], with_states=False, stops=("\n",), stop_patterns=(said_again(4),), max_new=20,
-                   eos_id=99, detok=lambda ids: "".join(pieces[i] for i in ids))
-    for t in range(len(pieces)):
-        if not book.alive:
-            break
-        one = torch.tensor([0.0])
-        feed, keep = book.advance(torch.tensor([t]), one, one, one)
-        book.keep(keep)
-    row = book.rows[0]
-    assert row.finish == "stop" and row.text == " Naj is a magazine of India."
-    assert row.tokens == [0, 1, 2, 3, 4]  # the copy's fourth word ended it: its token is dropped, none after it
-
-
 def test_words_of_every_script_stay_whole():
     """A name with a letter outside ASCII is one word, as the engines index it: "Bj" + "rk" matched nothing."""
     pieces = [" Bj", "ör", "k", " was", " born", " in", " Reykjav", "ík", "."]

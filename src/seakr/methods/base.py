@@ -38,17 +38,6 @@ ANSWER_STOPS = ("\n\n", "\nQuestion:", "\nContext", "\n", " Question:")
 RUN_ON = r"(?<=\p{Ll}{2})\.(?=[\p{Lu}*#\[])"
 
 
-def said_again(words: int) -> str:
-    """A stop pattern: a sentence that begins with the same ``words`` words as an earlier sentence of the text, cut
-    before it (group ``cut``). A small model's reasoning often restates its sentence word for word before it says
-    the answer ("X. X. So the answer is"); the copy adds no fact and costs its decode, so the text ends after the
-    first and the marker is forced there. Words are runs without spaces or sentence ends; a sentence starts at the
-    text's start or after ``.``, ``!`` or ``?``."""
-    word = r"[^\s.!?]+"
-    start = rf"(?P<w>{word}(?:\s+{word}){{{words - 1}}})(?![^\s.!?])"
-    return rf"(?:^|(?<=[.!?]))\s*{start}.*?[.!?](?P<cut>\s+)(?P=w)(?![^\s.!?])"
-
-
 @dataclass
 class Scored:
     """One prompt's generation and its uncertainty (None when the call was not scored)."""
@@ -192,12 +181,11 @@ class Method:
         return self.prompts.render(question, steps, cut(lo), tail)
 
     # ------------------------------------------------------------------ model calls
-    def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None,
-                   patterns: Sequence[str] = ()) -> GenerationConfig:
+    def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None) -> GenerationConfig:
         c = self.config
         n = c.k if (sampled and U.NEEDS[c.estimator] == "samples") else 0
         return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
-                                max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), stop_patterns=(RUN_ON, *patterns),
+                                max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), stop_patterns=(RUN_ON,),
                                 seed=c.seed, with_states=n > 0 and c.estimator.startswith("eigen"),
                                 greedy_state=self.greedy_states, greedy_trail=c.estimator == "hidden-score")
 
@@ -211,12 +199,11 @@ class Method:
         return U.score(self.config.estimator, gen, self.config.alpha)
 
     def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str], *,
-             scored: bool = True, max_new: int | None = None, patterns: Sequence[str] = ()) -> list[Scored]:
-        """Generate for several prompts in one batched call, each scored when ``scored``; ``patterns``: stop
-        patterns beside the run-on sentence's."""
+             scored: bool = True, max_new: int | None = None) -> list[Scored]:
+        """Generate for several prompts in one batched call, each scored when ``scored``."""
         self._cancelled(tr)
         t = time.perf_counter()
-        gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new, patterns), prefix=prefix)
+        gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new), prefix=prefix)
         us = [self.uncertainty(p, g, tr.question) if scored else None for p, g in zip(prompts, gens)]
         dt = (time.perf_counter() - t) / max(1, len(gens))
         for p, g, u in zip(prompts, gens, us):
@@ -241,18 +228,17 @@ class Method:
 
     # ------------------------------------------------------------------ answering
     def answer_prompt(self, tr: Tracer, question: str, steps: Sequence[str], passages: Sequence, purpose: str,
-                      scored: bool = True, patterns: Sequence[str] = ()) -> FinalAnswer:
+                      scored: bool = True) -> FinalAnswer:
         """A full answer (CoT) from (steps, passages); see :meth:`answer_prompts`."""
-        return self.answer_prompts(tr, question, [(steps, passages)], purpose, scored, patterns)[0]
+        return self.answer_prompts(tr, question, [(steps, passages)], purpose, scored)[0]
 
     def answer_prompts(self, tr: Tracer, question: str, contexts: Sequence[tuple], purpose: str,
-                       scored: bool = True, patterns: Sequence[str] = ()) -> list[FinalAnswer]:
+                       scored: bool = True) -> list[FinalAnswer]:
         """Full answers for several (steps, passages) contexts in one batched call; an answer without
-        the marker (its reasoning ended by a stop, or by one of ``patterns``) is forced by appending it. U is the
-        one of the call that produced the answer (the forced call when forcing happened, as the reference does)."""
+        the marker is forced by appending it. U is the one of the call that produced the answer (the
+        forced call when forcing happened, as the reference does)."""
         rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
-        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored,
-                        patterns=patterns)
+        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
         said = [extract_answer(r.gen.greedy.text, self.config.marker) for r in res]
         out = [_final(a or "", r, r.gen.greedy.text, False) for a, r in zip(said, res)]
         todo = [i for i, a in enumerate(said) if a is None]

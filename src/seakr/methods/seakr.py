@@ -46,8 +46,7 @@ from ..search.base import SearchEngine
 from ..common.checks import check_question
 from ..common.console import said, warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
-from .base import (Method, STEP_STOPS, Scored, estimator_needs, final_from_steps, said_again, take_step,
-                   warn_unread_tap)
+from .base import Method, STEP_STOPS, Scored, estimator_needs, final_from_steps, take_step, warn_unread_tap
 from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostProbable, OneForm, ProbeRanker,
                         StepGate)
 from .deltas import default_delta
@@ -88,7 +87,6 @@ class SeaKR(Method):
         self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
         self.gate, self.reranker, self.final = self._decisions()
-        self.knowledge_stops = (said_again(c.repeat_stop),) if c.repeat_stop else ()
 
     def _decisions(self):
         """The three decisions (:mod:`~seakr.methods.decisions`), chosen once from the settled configuration."""
@@ -129,9 +127,6 @@ class SeaKR(Method):
         if c.final_check != d.final_check and not self._final_check_read():
             out.append(("final_check", f"{gate} with reasoning={c.reasoning} compares no check's P(correct) with the "
                         "chain's answers (gate=check|probe with reasoning=calibrated|probe does)"))
-        if c.repeat_stop != d.repeat_stop and c.reasoning in ("rationales", "steps") and c.mode == "multihop":
-            out.append(("repeat_stop", f"reasoning={c.reasoning} reads no knowledge answer (knowledge, self-aware, "
-                        "calibrated and probe do)"))
         if c.rerank != "guarded" and c.rerank_z != d.rerank_z:
             out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in self._auto else "")
                         + " does not weigh the engine's top-1 by noise (rerank=guarded does)"))
@@ -140,8 +135,7 @@ class SeaKR(Method):
     #: what mode=simple never reads (it searches once, with the question, and answers from one passage), and why
     SIMPLE_UNREAD = {"max_steps": "answers in one step", "max_passages": "keeps one passage",
                      "keep_p": "searches with the question itself", "query_max_words": "searches with the question itself",
-                     "query_from": "searches with the question itself",
-                     "repeat_stop": "answers from one passage, with no knowledge answer"}
+                     "query_from": "searches with the question itself"}
 
     def _final_check_read(self) -> bool:
         c = self.config
@@ -436,8 +430,7 @@ class SeaKR(Method):
             if "rationale" in rule.forms:
                 cands["rationale"] = self.from_rationales(tr, question, steps, rule.scored)
             if "knowledge" in rule.forms:
-                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge", rule.scored,
-                                                        self.knowledge_stops)
+                cands["knowledge"] = self.answer_prompt(tr, question, [], kept, "final/knowledge", rule.scored)
             if "steps" in rule.forms:
                 cands["steps"] = self.from_steps(tr, question, steps, kept)
             choice, read = rule.choose(cands, known)

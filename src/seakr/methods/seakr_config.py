@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..probes.bank import check_folder
-from ..common.schema import Folder, Real, Threshold, Whole, schema
+from ..common.schema import Folder, Real, Threshold, schema
 from .config import MODES, Estimator, MethodConfig, unknown_options
 from .. import uncertainty as U
 
@@ -52,15 +52,12 @@ class SeaKRConfig(MethodConfig):
     final_check: bool = False
     query_from: Literal[QUERY_FROM] = "auto"  # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
     stopping: Literal[STOPPING] = "seakr"  # seakr | ircot (STOPPING)
-    # the knowledge answer's reasoning ends where a sentence starts with the same repeat_stop words as an earlier one
-    # (a restatement), and the marker is forced there; 0: it runs to a stop or max_new_tokens (methods.base.said_again)
-    repeat_stop: Annotated[Whole, Field(ge=0)] = 0
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
     ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
                              "check_temperature": None, "final_check": False,
-                             "query_from": "pseudo", "stopping": "seakr", "repeat_stop": 0}
+                             "query_from": "pseudo", "stopping": "seakr"}
 
     @model_validator(mode="after")
     def _check_before_chain(self):

@@ -103,8 +103,7 @@ class GenerationConfig:
     top_p: Annotated[Real, Field(gt=0, le=1)] = 0.9
     max_new_tokens: Annotated[Whole, Field(ge=1)] = 100
     stop: Stops = ()
-    # `regex`'s (\p{Lu} works); a match ends the text at its start, or where its group named ``cut`` starts
-    stop_patterns: Annotated[Stops, AfterValidator(_patterns)] = ()
+    stop_patterns: Annotated[Stops, AfterValidator(_patterns)] = ()  # `regex`'s (\p{Lu} works); a match ends the text
     seed: Annotated[Whole, Field(ge=0, le=2 ** 64 - 1)] | None = 42
     common_random_numbers: bool = True  # sample q of every prompt draws the same random stream (sampling.py)
     with_states: bool = True

@@ -109,7 +109,7 @@ class RowBook:
         if self.stops or self.patterns:
             s = self.detok(row.tokens)
             found = [i for i in (s.find(x) for x in self.stops) if i >= 0]
-            found += [_cut(m) for m in (p.search(s) for p in self.patterns) if m]
+            found += [m.start() for m in (p.search(s) for p in self.patterns) if m]
             cut = min(found, default=-1)
             if cut >= 0:
                 row.finish, row.text = "stop", s[:cut]
@@ -150,12 +150,6 @@ class RowBook:
     @property
     def generated_tokens(self) -> int:
         return sum(len(r.tokens) for r in self.rows)
-
-
-def _cut(m: regex.Match) -> int:
-    """Where a stop pattern's match ends the text: at its group ``cut`` where it has one (a pattern that must read
-    what comes before the cut, such as a sentence repeating an earlier one), else at its start."""
-    return m.start("cut") if "cut" in m.re.groupindex else m.start()
 
 
 def _whole(text: str) -> str:
