@@ -296,3 +296,18 @@ def test_the_hidden_score_asks_for_the_greedy_trail_and_no_samples(tmp_path):
     assert STATES in m.requires()
     m.answer("Which city is the capital of France?")
     assert lm.configs and all(c.greedy_trail and c.n == 0 and not c.with_states for _, c in lm.configs)
+
+
+@pytest.mark.parametrize("method,options", [("cot", {}), ("seakr", {"gate": "step", "retrieval": "always",
+                                                                   "rerank": "engine", "reasoning": "knowledge"})])
+def test_a_forced_answer_records_its_reasoning_once(tmp_path, method, options):
+    """A whole answer whose reasoning lacks the marker is forced after that reasoning: the answer's text is the
+    reasoning, the marker and the phrase, each once (the forced call's head already holds the reasoning)."""
+    from seakr.methods import METHODS
+
+    eng = engine(tmp_path, {"Paris": "Paris is the capital of France."})
+    lm = ScriptedLM(lambda v: Reply(" Paris" if v.forced else "The capital of France is Paris."))
+    a = METHODS[method](lm, eng, max_steps=1, **options).answer("Which city is the capital of France?")
+    final = a.trace["final"]
+    text = final["candidates"][final["choice"]]["text"]
+    assert a.answer == "Paris" and text.split() == "The capital of France is Paris. So the answer is Paris".split()

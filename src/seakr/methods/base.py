@@ -247,7 +247,7 @@ class Method:
             heads = [(" " + out[i].text.strip() if out[i].text.strip() else "") for i in todo]
             forced = self.forced_answers(tr, question, [contexts[i] for i in todo], purpose + "/forced", scored, heads)
             for i, f in zip(todo, forced):
-                out[i] = f.replace(text=out[i].text + f.text)
+                out[i] = f  # its text is the head (the reasoning), the marker and the answer: the whole answer once
         return out
 
     def forced_answers(self, tr: Tracer, question: str, contexts: Sequence[tuple], purpose: str, scored: bool,
