@@ -49,7 +49,7 @@ def test_hand_written_maps_are_checked():
     with pytest.raises(ValueError, match="non-increasing"):
         Calibration("short", "eigen", "isotonic", x=[0.0, 1.0], y=[0.2, 0.8])
     with pytest.raises(ValueError, match="slope"):
-        Calibration("short", "eigen", "platt", a=1.0)
+        Calibration("short", "eigen", "platt", a=1.0, b=0.0)
     iso = Calibration("short", "eigen", "isotonic", x=[0.0, 1.0], y=[0.8, 0.2])
     assert iso(0.5) == pytest.approx(0.5) and iso(-5) == 0.8 and iso(5) == 0.2
 

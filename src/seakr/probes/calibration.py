@@ -39,15 +39,19 @@ class Calibration:
     form: Literal[FORMS]
     estimator: str
     kind: Literal[KINDS]
-    x: list[Real] = field(default_factory=list)  # isotonic: knots (increasing score)
-    y: list[Real] = field(default_factory=list)  # isotonic: P(correct) at the knots (non-increasing)
-    a: Real = 0.0  # platt: P(correct) = sigmoid(a * score + b), a <= 0
-    b: Real = 0.0
+    x: list[Real] | None = None  # isotonic: knots (increasing score)
+    y: list[Real] | None = None  # isotonic: P(correct) at the knots (non-increasing)
+    a: Real | None = None  # platt: P(correct) = sigmoid(a * score + b), a <= 0
+    b: Real | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
 
     @model_validator(mode="after")
     def _a_map(self):
-        """Isotonic: increasing knots, a non-increasing P(correct) in 0..1; Platt: a slope <= 0."""
+        """The kind's own parameters, each given (a Platt map without them would be the constant 0.5); isotonic:
+        increasing knots, a non-increasing P(correct) in 0..1; Platt: a slope <= 0."""
+        need = {"isotonic": ("x", "y"), "platt": ("a", "b")}[self.kind]
+        if missing := [k for k in need if getattr(self, k) is None]:
+            raise ValueError(f"a {self.kind} map needs the fields {' and '.join(need)}; {', '.join(missing)} missing")
         if self.kind == "isotonic":
             if not self.x or len(self.x) != len(self.y) or any(b < a for a, b in zip(self.x, self.x[1:])) \
                     or any(b > a + 1e-12 for a, b in zip(self.y, self.y[1:])):
@@ -79,12 +83,9 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "calibration") -> "Calibration":
-        if not isinstance(d, dict) or not {"form", "estimator", "kind"} <= set(d):
-            raise ValueError(f"{where}: not a calibration map (needs form, estimator, kind)")
-        need = {"isotonic": ("x", "y"), "platt": ("a", "b")}.get(d["kind"], ())
-        if missing := [k for k in need if k not in d]:  # a Platt map without them would be the constant 0.5
-            raise ValueError(f"{where}: a {d['kind']} map needs the fields {' and '.join(need)}; "
-                             f"{', '.join(missing)} missing")
+        if not isinstance(d, dict):
+            raise ValueError(f"{where}: not a calibration map (a JSON object of form, estimator, kind and its "
+                             "parameters)")
         try:
             return cls(**d)
         except ValueError as e:
