@@ -746,3 +746,26 @@ def test_settings_are_checked_together_wherever_each_was_given(tmp_path):
     assert cli_plan("--data", HOTPOT, "--method", "cot", "--threads", many, "--ray", "10.0.0.1:6379").model.threads == int(many)
     with pytest.raises(PlanError, match=f"^model.threads {many}: this process may use"):
         cli_plan("--data", HOTPOT, "--method", "cot", "--threads", many)
+
+
+@pytest.mark.parametrize("kw,field,said", [
+    ({"runs": []}, None, "eval: the plan has no runs"),
+    ({"index": "idx", "filler": [HOTPOT]}, None, "eval: filler adds passages to the pooled index"),
+    ({"shard": "4/4"}, "shard", "eval: shard '4/4': need 0 <= I < N"),
+    ({"shard": "one/4"}, "shard", "eval: shard 'one/4': expected I/N, e.g. 0/4"),
+    ({"model": ModelSpec}, "model", "model: empty; name a model, or leave it out for the default"),
+])
+def test_a_rule_between_a_plan_s_fields_refuses_it_as_it_is_made(kw, field, said):
+    """The rules that need neither the machine nor the files are the schema's: the plan (or its model) is refused as
+    it is made, at every door alike, not in a check run later; a refused value names its field."""
+    from seakr.eval.specs import SettingError
+
+    kw = {"model": lambda: ModelSpec("  ")} if kw.get("model") is ModelSpec else kw
+    with pytest.raises(PlanError) as e:
+        EvalPlan(data=HOTPOT, out="o", **{k: v() if callable(v) else v for k, v in kw.items()})
+    assert str(e.value).startswith(said) and (e.value.name if isinstance(e.value, SettingError) else None) == field
+
+
+def test_a_shard_is_recorded_in_one_spelling():
+    assert EvalPlan(data=HOTPOT, out="o", shard=" 1 / 4 ").shard == "1/4"
+    assert EvalPlan(data=HOTPOT, out="o").for_shard(2, 4).shard == "2/4"

@@ -77,7 +77,7 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
             merge_runs(tmp_path / name, [str(tmp_path / "a"), str(tmp_path / "d")])
         assert (tmp_path / name / name).read_text() == "{}\n"
     for bad in ("3/3", "x", "1/0", "-1/2", "0/+2", "+0/2", "\u0660/\u0662", "0/2.0"):
-        with pytest.raises(ValueError, match=f"^shard {re.escape(repr(bad))}: "):
+        with pytest.raises(ValueError, match=f"^{re.escape(repr(bad))}: "):  # the plan's field names it
             parse_shard(bad)
 
 

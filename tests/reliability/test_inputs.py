@@ -449,7 +449,7 @@ def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
     from seakr.methods import SeaKR
 
     for kw, needle in ((dict(index=""), "eval: index: is empty"), (dict(filler=[""]), r"eval: filler\[0\]: is empty"),
-                       (dict(prompt_set=" "), "eval: prompt_set: is empty"), (dict(model=""), "^model: empty; name a model")):
+                       (dict(prompt_set=" "), "eval: prompt_set: is empty"), (dict(model=""), "^eval: model: empty; name a model")):
         with pytest.raises(PlanError, match=needle):
             EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], **kw).check()
     with pytest.raises(ValueError, match="model: empty"):

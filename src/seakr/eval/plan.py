@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Sequence
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, model_validator
 
 from ..search.base import is_url, redact, seakr_own
 from ..common.console import warn
@@ -28,7 +28,8 @@ from ..common.files import check_rereadable, is_pattern, missing, pattern_files,
 from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
 from .datasets import LAYOUTS, load_dataset, warn_unlabelled
 from .example import Example
-from .specs import ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique, check_window, method_options, parse_shard, select_examples, setting
+from .specs import (ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique,
+                    check_window, method_options, parse_shard, select_examples, shard_spelled)
 from ..common.runs import SCORES
 from .rows import STUDY_ROWS, check_row, study_row_check
 from .rowlog import finished_rows, read_results, read_run_config, recorded_with
@@ -98,7 +99,12 @@ def _runs(v):
 
 def as_model_spec(v):
     """A model given by its name or path (or none: the default) as a :class:`ModelSpec`; a spec as it is."""
-    return ModelSpec(user_path(v)) if v is None or isinstance(v, (str, os.PathLike)) else v
+    if v is not None and not isinstance(v, (str, os.PathLike)):
+        return v
+    try:
+        return ModelSpec(user_path(v))
+    except SettingError as e:  # the spec's own model field: the plan's model field names it once
+        raise ValueError(e.text.removeprefix(": ")) from None
 
 
 Named = Annotated[PathText, AfterValidator(_named)]
@@ -124,7 +130,7 @@ class EvalPlan:
     filler: Annotated[list[Named], BeforeValidator(_filler)] = field(default_factory=list)
     limit: Count | None = None
     every: Count | None = None
-    shard: str | None = None  # "I/N"
+    shard: Annotated[str, AfterValidator(shard_spelled)] | None = None  # "I/N"
     seed: Seed = 42
     prompt_set: Named | None = None  # None: the dataset's family
     delta: Threshold | None = None  # SeaKR's threshold for every run that does not set its own
@@ -133,6 +139,21 @@ class EvalPlan:
     grid: bool = False  # each run writes to out/NAME (always so for several runs)
     model: Annotated[ModelSpec, BeforeValidator(as_model_spec), Said("a ModelSpec or a model's name", "")] = field(
         default_factory=ModelSpec)
+
+    @model_validator(mode="after")
+    def _has_runs(self):
+        if not self.runs:
+            raise ValueError("eval: the plan has no runs")
+        return self
+
+    @model_validator(mode="after")
+    def _filler_joins_the_pooled_index(self):
+        """Filler joins the pooled index of the dataset's paragraphs, so beside a given index it could never be read."""
+        if self.filler and self.index:
+            raise ValueError(f"eval: filler adds passages to the pooled index of the dataset's paragraphs, and index "
+                             f"{redact(self.index)} is given: add them to that index (seakr index build FILES --out "
+                             f"{redact(self.index)} --add), or leave index out")
+        return self
 
     def check(self, here: bool = True, run_labels: Sequence[str] = ()) -> "EvalPlan":
         """Every mistake that can be found without the model or the data's content; returns self. ``here``:
@@ -143,8 +164,6 @@ class EvalPlan:
             raise PlanError(f"eval: {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required: "
                             "EvalPlan(data='questions.jsonl', out='runs/name', ...)")
         self._check_filler()
-        if not self.runs:
-            raise PlanError("eval: the plan has no runs")
         names: set = set()
         context = self.model.context() if isinstance(self.model, ModelSpec) else None  # None: the model check says why
         for i, r in enumerate(self.runs):  # each run was held to its schema as it was made
@@ -159,11 +178,9 @@ class EvalPlan:
         if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):
             warn(f"eval: {'index' if self.index else 'filler'} is not read: it is searched only by methods that "
                  f"retrieve, and no run of the plan does ({methods})", once=True)
-        if self.shard is not None:  # recorded as I/N, the one spelling merge and --resume compare
-            self.shard = "{}/{}".format(*parse_shard(self.shard))
         check_settings(None, self.prompt_set)  # the seed: its field
         self.model.check(here)
-        setting("out", check_output_dir, self.out, "out")
+        check_output_dir(self.out)
         if self.resume:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))
@@ -172,13 +189,8 @@ class EvalPlan:
         return self
 
     def _check_filler(self) -> None:
-        """Filler joins the pooled index of the dataset's paragraphs, so beside a given index it could never be read;
-        each file must exist, be a corpus (not a run's rows or an index's own file) and be readable twice (its
-        checksum names the pooled index, then its passages are read)."""
-        if self.filler and self.index:
-            raise PlanError(f"eval: filler adds passages to the pooled index of the dataset's paragraphs, and index "
-                            f"{redact(self.index)} is given: add them to that index (seakr index build FILES --out "
-                            f"{redact(self.index)} --add), or leave index out")
+        """Each filler file must exist, be a corpus (not a run's rows or an index's own file) and be readable twice
+        (its checksum names the pooled index, then its passages are read)."""
         for f in self.filler:  # a file or a folder of them, as `index build` reads (read_corpus)
             if not os.path.exists(f):
                 raise PlanError(f"eval: filler {f}: {'no file matches this pattern' if is_pattern(f) else missing(f)}")

@@ -18,7 +18,7 @@ from ..common.runs import SCORES
 from ..common.writing import make_folder, write_atomic
 from .folders import _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
 from .resume import check_same_run
-from .specs import PlanError, parse_shard
+from .specs import parse_shard
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
@@ -94,7 +94,7 @@ def _check_config_shape(p: Path, cfg: dict) -> None:
     try:
         if shard is not None:
             parse_shard(shard if isinstance(shard, str) else "")
-    except PlanError:
+    except ValueError:
         raise ValueError(f"{p}: field 'shard' should be \"I/N\" or null, got {json.dumps(shard)[:40]}") from None
 
 

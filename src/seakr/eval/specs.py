@@ -7,13 +7,13 @@ import os
 import re
 from dataclasses import field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Sequence
+from typing import Annotated, Any, Sequence
 
 from pydantic import AfterValidator, BeforeValidator, Strict, model_validator
 
 from ..common.console import did_you_mean
 from ..common.schema import PathText, Positive, Said, Seed, check_type, schema, unknown_keys
-from ..models.machine import check_device, check_layer, check_threads, default_threads
+from ..models.machine import default_threads, layer_problem, missing_device, too_many_threads
 from ..models.options import Device, Layer, Precision, StateSource
 from ..common.writing import nearest_existing, no_place, place_refused
 from .example import Example
@@ -53,17 +53,10 @@ class SettingError(PlanError):
         return self.spelled("--" + self.name.replace("_", "-"))
 
 
-def setting(field: str, check: Callable, *args, **kw):
-    """``check(*args, **kw)`` whose refusal begins with the name it was given (``field``'s own): raised again as
-    a :class:`SettingError` of ``field``, so each door can name the setting its own way."""
-    name = field.rsplit(".", 1)[-1]
-    try:
-        return check(*args, **kw)
-    except (TypeError, ValueError) as e:
-        text = str(e)
-        if isinstance(e, SettingError) or not re.match(rf"{re.escape(name)}[ :]", text):
-            raise
-        raise SettingError(field, text[len(name):].lstrip(" ")) from None
+def _a_model(v: str) -> str:
+    if not v.strip():  # read as the default model, without a word
+        raise ValueError("empty; name a model, or leave it out for the default")
+    return v
 
 
 @schema("model.", error=PlanError, field_error=SettingError)
@@ -71,7 +64,8 @@ class ModelSpec:
     """Which model, how it computes and where its states are read (the ``--model/--precision/--device/--threads/
     --layer/--state-source`` flags)."""
 
-    model: Annotated[PathText, Said("a registry name, a .gguf file or a model folder", "")] | None = None  # None: the default
+    model: Annotated[PathText, AfterValidator(_a_model),  # None: the default
+                     Said("a registry name, a .gguf file or a model folder", "")] | None = None
     precision: Precision = "auto"
     device: Device = "cpu"
     threads: Positive | None = None  # bounded by this machine's CPUs where the model loads here (check)
@@ -88,22 +82,23 @@ class ModelSpec:
         """The mistakes that would otherwise surface after a minute of loading, each a :class:`SettingError` of
         ``model.FIELD``. ``here``: the model loads on this machine (not on a remote Ray cluster's workers, whose
         CPUs bound the threads there)."""
-        if self.model is not None:  # "" is no model, not the default one
-            setting("model", model_path, self.model)
         try:
             model_kind(self.model or DEFAULT_MODEL)
         except ValueError as e:
             raise PlanError(str(e)) from None
-        if self.threads is not None:  # beyond this machine's CPUs only contends; a remote cluster's bound its own
-            setting("model.threads", check_threads, self.threads, "threads", bounded=here)
-        elif here:  # SEAKR_THREADS, read as the setting is
+        # beyond this machine's CPUs threads only contend; a remote cluster's workers bound them by their own
+        if here and self.threads is not None and (why := too_many_threads(self.threads)):
+            raise SettingError("model.threads", f"{self.threads}: {why}")
+        if here and self.threads is None:  # SEAKR_THREADS, read as the setting is
             try:
                 default_threads()
             except ValueError as e:
                 raise PlanError(str(e)) from None
-        setting("model.device", check_device, self.device)  # one this machine lacks: now, not at the first load
+        if why := missing_device(self.device):  # one this machine lacks: now, not at the first load
+            raise SettingError("model.device", f"{self.device!r}: {why}")
         if self.layer is not None:  # against the depth where it is known without the weights (any local model)
-            setting("model.layer", check_layer, self.layer, "layer", model_depth(model_path(self.model or DEFAULT_MODEL)))
+            if why := layer_problem(self.layer, model_depth(model_path(self.model or DEFAULT_MODEL))):
+                raise SettingError("model.layer", f"{self.layer}: {why}")
 
     def context(self) -> int | None:
         """The model's context window in tokens where it is known without the weights (a packaged model, a local
@@ -212,10 +207,15 @@ def parse_shard(text: str) -> tuple[int, int]:
             raise ValueError(text)
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise SettingError("shard", f"{text!r}: expected I/N, e.g. 0/4") from None
+        raise ValueError(f"{text!r}: expected I/N, e.g. 0/4") from None
     if n < 1 or not 0 <= i < n:
-        raise SettingError("shard", f"{text!r}: need 0 <= I < N")
+        raise ValueError(f"{text!r}: need 0 <= I < N")
     return i, n
+
+
+def shard_spelled(text: str) -> str:
+    """A shard as ``I/N``, the one spelling a run records and ``merge`` and ``--resume`` compare."""
+    return "{}/{}".format(*parse_shard(text))
 
 
 def check_unique(where: str, name: str, names: set) -> None:
@@ -233,41 +233,46 @@ def check_unique(where: str, name: str, names: set) -> None:
 def check_settings(seed: int | None, prompt_set: str | None) -> None:
     """The seed's range and a prompt-set file (a missing or malformed one: one line naming it)."""
     if seed is not None:
-        setting("seed", check_type, Seed, seed, "seed")
+        try:
+            check_type(Seed, seed)
+        except ValueError as e:
+            raise SettingError("seed", f": {e}") from None
     if prompt_set:
         from ..prompts import PromptSet
 
         PromptSet.load(prompt_set)
 
 
-def check_output_dir(path: str, flag: str = "--out") -> None:
+def check_output_dir(path: str, field: str = "out") -> None:
+    """An output folder a run can make or write into, refused as a :class:`SettingError` of ``field``."""
     if not path.strip():
-        raise PlanError(f"{flag}: an empty path; name the folder")
+        raise SettingError(field, ": an empty path; name the folder")
     if os.path.islink(path) and not os.path.exists(path):
-        raise PlanError(f"{flag} {path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose another")
+        raise SettingError(field, f"{path}: a symbolic link to nothing ({os.readlink(path)}); remove it or choose "
+                                  "another")
     if os.path.exists(path) and not os.path.isdir(path):
-        raise PlanError(f"{flag} {path}: exists and is not a directory")
+        raise SettingError(field, f"{path}: exists and is not a directory")
     if not os.path.exists(path):  # made by the run's first write: a run refused later leaves no empty folder
         where = nearest_existing(path)
         if no_place(where) is None and not os.access(where, os.W_OK | os.X_OK):  # no place: _try_a_folder says why
-            raise PlanError(f"{flag} {path}: cannot create the folder ({where} is not writable)")
-        _try_a_folder(path, flag, where)
+            raise SettingError(field, f"{path}: cannot create the folder ({where} is not writable)")
+        _try_a_folder(path, field, where)
         return
     if not os.access(path, os.W_OK):
-        raise PlanError(f"{flag} {path}: not writable")
+        raise SettingError(field, f"{path}: not writable")
 
     try:
         check_not_foreign(Path(path))  # another program's folder, a model, an index: now, not after the load
         check_free(path)
     except ValueError as e:
         raise PlanError(str(e)) from None
-    _try_a_folder(path, flag, path)  # last: nothing is made, even for a moment, in a folder refused above
+    _try_a_folder(path, field, path)  # last: nothing is made, even for a moment, in a folder refused above
 
 
-def _try_a_folder(path: str, flag: str, where: str) -> None:
+def _try_a_folder(path: str, field: str, where: str) -> None:
     """Refuse an output folder the system will not make or write into (``/proc/x`` passes the permission bits),
     learnt by trying, before the model loads."""
     why = place_refused(where)
     if why:
         doing = "cannot write into the folder" if where == path else "cannot create the folder"
-        raise PlanError(f"{flag} {path}: {doing} ({why})")
+        raise SettingError(field, f"{path}: {doing} ({why})")

@@ -63,39 +63,54 @@ def too_many_threads(threads: int) -> str | None:
     return f"this process may use {cpus} CPUs; more threads than CPUs only contend" if threads > cpus else None
 
 
-def check_layer(layer, name: str = "state_layer", depth: int | None = None) -> int:
-    """A 0-based decoder layer: a whole number >= 0, and below ``depth`` where it is known (a registry model's,
-    or the loaded model's), checked before any weights load."""
+def layer_problem(layer, depth: int | None = None) -> str | None:
+    """What is wrong with a 0-based decoder layer (a whole number >= 0, below ``depth`` where it is known: a
+    registry model's, or the loaded model's), or None; checked before any weights load."""
     if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0 or (depth and layer >= depth):
-        raise ValueError(f"{name} {said(layer)}: expected a 0-based decoder layer " + (f"in 0..{depth - 1}" if depth else ">= 0"))
+        return "expected a 0-based decoder layer " + (f"in 0..{depth - 1}" if depth else ">= 0")
+    return None
+
+
+def check_layer(layer, name: str = "state_layer", depth: int | None = None) -> int:
+    """:func:`layer_problem`'s refusal, in one line led by ``name``."""
+    if why := layer_problem(layer, depth):
+        raise ValueError(f"{name} {said(layer)}: {why}")
     return layer
+
+
+def device_problem(device: str) -> str | None:
+    """What this torch build or machine lacks for ``device`` (one the settings' spelling admits), or None."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        return "expected cpu, cuda, cuda:N (N a GPU number), mps or auto"
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        return "CUDA is not available in this torch build or machine"
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        return f"this machine has {torch.cuda.device_count()} CUDA device(s), numbered from 0"
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        return "MPS (Apple GPU) is not available in this torch build or machine"
+    if dev.type not in ("cpu", "cuda", "mps"):
+        return "expected cpu, cuda, cuda:N (N a GPU number), mps or auto"
+    if dev.type in ("cpu", "mps") and dev.index:  # torch takes cpu:7 as the one CPU, silently
+        return f"there is one {dev.type} device ({dev.type} or {dev.type}:0)"
+    return None
 
 
 def resolve_device(device: str):
     """The torch device for ``device``, refused in one line (before any weights load) where this torch
-    build or machine does not have it."""
+    build or machine does not have it (:func:`device_problem`)."""
     import torch
 
     if not isinstance(device, (str, torch.device)):  # torch's own refusal is a many-line signature listing
         raise TypeError(f"device: expected cpu, cuda, cuda:N, mps or auto as text, got {type(device).__name__}")
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    spelling = f"device {device!r}: expected cpu, cuda, cuda:N (N a GPU number), mps or auto"
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        raise ValueError(spelling) from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r}: CUDA is not available in this torch build or machine")
-    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ValueError(f"device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
-                         f"numbered from 0")
-    if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device {device!r}: MPS (Apple GPU) is not available in this torch build or machine")
-    if dev.type not in ("cpu", "cuda", "mps"):
-        raise ValueError(spelling)
-    if dev.type in ("cpu", "mps") and dev.index:  # torch takes cpu:7 as the one CPU, silently
-        raise ValueError(f"device {device!r}: there is one {dev.type} device ({dev.type} or {dev.type}:0)")
+    if why := device_problem(device):
+        raise ValueError(f"device {device!r}: {why}")
+    dev = torch.device(device)
     return torch.device(dev.type) if dev.type != "cuda" else dev  # cpu:0 is cpu: one spelling in every record
 
 
@@ -107,10 +122,10 @@ def device_name(device: str) -> str:
     return device
 
 
-def check_device(device: str) -> None:
-    """:func:`resolve_device`'s refusal, without importing torch for the CPU (every machine has one)."""
-    if device_name(device) != "cpu":
-        resolve_device(device)
+def missing_device(device: str) -> str | None:
+    """:func:`device_problem` of a device as the settings spell it, without importing torch for the CPU (every
+    machine has one) or for ``auto`` (whatever the machine has)."""
+    return None if device_name(device) in ("cpu", "auto") else device_problem(device)
 
 
 #: Where a layer's state is read: its feed-forward output (the paper's tap), or the residual stream after it.
