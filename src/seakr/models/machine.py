@@ -18,10 +18,13 @@ def default_threads() -> int:
     if env is None:
         return available_cpus()
     try:
-        return check_threads(int(env), "SEAKR_THREADS")
+        n = int(env)
     except ValueError:
+        n = 0
+    if n < 1 or too_many_threads(n):
         raise ValueError(f"SEAKR_THREADS={env!r}: expected a whole number from 1 to the "
-                         f"{available_cpus()} CPUs this process may use") from None
+                         f"{available_cpus()} CPUs this process may use")
+    return n
 
 
 def available_cpus() -> int:
@@ -44,17 +47,6 @@ def free_memory(device) -> int | None:
             return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
     except (OSError, StopIteration, ValueError, IndexError):
         return None
-
-
-def check_threads(threads, name: str = "threads", bounded: bool = True) -> int:
-    """A whole number of torch threads from 1 to the CPUs this process may use (``bounded=False``: no upper
-    bound, for threads that run on another machine): beyond them the threads only contend (1000 threads on 2
-    CPUs ran a hundred times slower than 2)."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, not {said(threads)}")
-    if bounded and (why := too_many_threads(threads)):
-        raise ValueError(f"{name} {said(threads)}: {why}")
-    return threads
 
 
 def too_many_threads(threads: int) -> str | None:
