@@ -60,7 +60,7 @@ def as_array(x, what: str = "states") -> np.ndarray:
 def _matrix(states, what: str = "states") -> np.ndarray:
     """``states`` as a (rows, d) float64 matrix; one vector (or none) is a matrix of one row (or none), which
     the estimators read as too little to compare. More dimensions are a mistake, not uncertainty: a batch
-    (1, k, d) scored +inf without a word."""
+    (1, k, d) is refused rather than scored as +inf."""
     z = as_array(states, what)
     if z.ndim > 2:
         raise ValueError(f"{what}: expected a (k, d) matrix, one state vector a row, got shape {tuple(z.shape)}")

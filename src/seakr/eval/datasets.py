@@ -447,7 +447,7 @@ def require_golds(examples, what: str) -> None:
 def _warn_unscorable(path: str, examples: list[Example]) -> None:
     """Say which questions no answer can score: every gold is empty once normalised ("A", the band "The The",
     '""': SQuAD's normalisation drops articles and punctuation). HotpotQA's train split has two in 10,000; they
-    are kept (refusing them would refuse the file) but no longer count as wrong without a word."""
+    are kept (refusing them would refuse the file), and the warning says why they score 0 whatever is answered."""
     bad = [ex for ex in examples if ex.answers and not any(normalize(a) for a in ex.answers)]
     if bad:
         warn(f"{path}: {len(bad)} question(s) can never score, every gold answer being empty once normalised "

@@ -44,7 +44,7 @@ def example_at(where: str, error: type[ValueError], *args) -> Example:
 def check_questions(examples: Sequence[Example], where: Callable[[int], str], error: type[ValueError] = ValueError):
     """The rules across the questions of a run, from a file or a caller: ids unique (rows are written, resumed and
     compared by id), and a gold answer on every question or on none (a test split is answered unscored; one
-    question without among others with scored 0 silently). ``where(i)``: how the door names question ``i``."""
+    question without among others would score 0 unsaid). ``where(i)``: how the door names question ``i``."""
     seen: dict[str, int] = {}
     for i, ex in enumerate(examples):
         if ex.id in seen:

@@ -135,8 +135,8 @@ def auroc_ci(scores: Sequence[float], positives: Sequence[bool], n: int = 1000, 
 
 def _ranked(scores) -> np.ndarray:
     """Scores with +inf ("uncertain") just above every finite score and -inf just below. NaN (an estimator's
-    failure) ranks as +inf, as the estimators read it (uncertainty.UNCERTAIN): it compared as neither above nor
-    tied with anything, and each one pulled an AUROC towards 0 without a word."""
+    failure) ranks as +inf, as the estimators read it (uncertainty.UNCERTAIN): a NaN compares as neither above nor
+    tied with anything, so each one left as it is would pull an AUROC towards 0."""
     s = np.asarray(scores, dtype=float)
     s = np.where(np.isnan(s), np.inf, s)
     fin = s[np.isfinite(s)]

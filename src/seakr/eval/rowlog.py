@@ -230,7 +230,7 @@ def score_row(row: dict) -> dict:
 def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[ResultRow]:
     """A run directory's finished rows: results.jsonl's, then scores.jsonl's for the ids it lacks
     (a run resumed on another machine from the committed score rows). A damaged line inside either file
-    whose row the other does not hold is said with ``warn``: `compare` and `report` counted without it, silently.
+    whose row the other does not hold is said with ``warn``, so `compare` and `report` never count without it unsaid.
     ``scored``: what needs every row's F1 (a calibration, a fit): a question without gold answers is refused."""
     skipped: dict[str, list] = {"results.jsonl": [], SCORES: []}
     rows = joined_rows(*(read_results(Path(run_dir) / name, check=check_row, skipped=skipped[name])
