@@ -155,8 +155,8 @@ def largest_step_u(row: ResultRow) -> float:
 
 def _check_own_folder(out: Path) -> None:
     """Where a calibration from runs may write: its rows are recomputed from the runs, so its own earlier
-    output is rewritten, but a folder where a run or a study keeps rows is not (``--out`` naming a simple-QA
-    calibration study replaced that study's rows, hours of model time; naming the never-run mixed the two)."""
+    output is rewritten, but a folder where a run or a study keeps rows is not: those rows cost hours of model
+    time, and a calibration's rows written among them would mix the two."""
     check_output_dir(str(out))  # a file, a dangling link, an unwritable place or a live run's folder: one line
     kept = [n for n in ("config.json", *ROW_FILES) if (out / n).exists()]
     if "config.json" in kept or len(kept) > ("calibration_rows.jsonl" in kept):

@@ -13,9 +13,9 @@ from ..common.runs import ROW_FILES, seakr_config
 
 
 def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:
-    """A run or study writes to a folder that holds no other kind's rows: a detect study sent to an eval
-    run's folder replaced its config.json (``compare`` then called the run a detect study, ``--resume``
-    refused it). Called before the model loads where the command knows its kind, and by :class:`RowLog`."""
+    """A run or study writes to a folder that holds no other kind's rows: each kind writes its own config.json,
+    which ``compare`` and ``--resume`` read to know what the folder holds. Called before the model loads where
+    the command knows its kind, and by :class:`RowLog`."""
     _check_rows_kind(Path(folder), rows_name)
     check_not_foreign(Path(folder))
 
@@ -30,11 +30,10 @@ def _check_rows_kind(d: Path, rows_name: str) -> None:
 
 
 def check_not_foreign(d: Path) -> None:
-    """A run writes its config.json, rows and summary into a folder that is not another program's: ``--out``
-    naming a model folder replaced the model's own config.json (the model no longer loaded), naming an
-    index folder left it "damaged: rebuild it" (files its manifest does not list), and naming ``/``, a home
-    or a project folder spread a run's files among its own. Such a folder is new, a run's or study's own, or
-    holds only runs, notes and hidden files (:func:`_ours`)."""
+    """A run writes its config.json, rows and summary into a folder that is not another program's: a model
+    folder has a config.json of its own, an index folder holds only the files its manifest lists, and ``/``, a
+    home or a project folder would have a run's files spread among its own. Such a folder is new, a run's or
+    study's own, or holds only runs, notes and hidden files (:func:`_ours`)."""
     d = Path(d)
     if (idx := index_holding(d)) == Path(os.path.abspath(d)):
         raise ValueError(f"{d}: is a seakr index, which a run's files would damage; choose another --out")

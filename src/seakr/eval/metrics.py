@@ -19,7 +19,8 @@ _PUNCT = set(string.punctuation)
 CORRECT_F1 = 0.5
 
 def number_text(v: int | float) -> str:
-    """A number as the answer it writes: 1990.0 is "1990" (str() gave "1990.0", normalised to "19900")."""
+    """A number as the answer it writes: 1990.0 is "1990" (``str`` writes "1990.0", which normalises to
+    "19900")."""
     return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 

@@ -63,7 +63,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
 
 def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path, files: bool = True) -> dict:
     """A re-rank study's summary, written (``files``) as rerank.json; a warning where the index held little of
-    what the questions need (a study of 6 questions whose searches found nothing printed n 0 and nulls)."""
+    what the questions need (searches that find nothing leave the study nothing to measure)."""
     result = {"model": model, "N": n, "rerank_z": z, **rerank_summary(rows)}
     if not files:
         return result

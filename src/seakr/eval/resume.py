@@ -109,8 +109,8 @@ def check_same_questions(old: dict, new: dict, where) -> None:
 
 
 def check_same_asking(old: dict, new: dict, where) -> None:
-    """How a study asks (:data:`STUDY_KEYS`), where both record it: `detect --form short --resume` over a cot
-    study mixed the two forms. The command checks form and setting before the model loads, RowLog all."""
+    """How a study asks (:data:`STUDY_KEYS`), where both record it: a study resumed in another form or setting
+    would hold rows of two. The command checks form and setting before the model loads, RowLog all."""
     for key in STUDY_KEYS:
         if key in old and key in new and old[key] != new[key]:
             raise ValueError(f"{where}: --resume with {key} {json.dumps(new[key])[:80]} but the study recorded "

@@ -203,8 +203,8 @@ def has_answer(text: str, marker: str | None = None) -> bool:
 def is_unknown(ans: str | None) -> bool:
     """No answer: empty, saying "unknown" (the reference's test) or abstaining in other words ("I don't know",
     "not enough information", "cannot be determined", "N/A"), other than in a name. "Unknown Pleasures", "The
-    Unknown Soldier" and the song "I Don't Know" are answers: as a substring test they lost to the other answer
-    whatever their U. A knowledge check sure of "I don't know" answered with it, retrieving nothing."""
+    Unknown Soldier" and the song "I Don't Know" are answers, so the test is not a substring test. An abstention
+    never wins a final choice, and a knowledge check sure of one retrieves rather than answering with it."""
     if ans is None or not ans.strip():
         return True
     return (any(not _in_name(ans, m) for m in _UNKNOWN.finditer(ans))

@@ -183,7 +183,8 @@ def check_causal(model, name: str) -> None:
 def end_tokens(eos_id: int, model) -> tuple[int, ...]:
     """Every token that ends an answer: the EOS, and those the model's generation config lists (as
     ``transformers.generate`` stops on). Gemma-3 and Llama-3 instruct models end a turn with a token of their own
-    (``<end_of_turn>``, ``<|eot_id|>``) beside the tokenizer's EOS; decoding went on past it, to the token limit."""
+    (``<end_of_turn>``, ``<|eot_id|>``) beside the tokenizer's EOS, and decoding stops there, not at the token
+    limit."""
     listed = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     listed = listed if isinstance(listed, (list, tuple)) else [] if listed is None else [listed]
     vocab = getattr(text_config(model), "vocab_size", None) or float("inf")  # an id past the logits ends nothing

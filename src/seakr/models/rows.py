@@ -154,6 +154,6 @@ class RowBook:
 
 def _whole(text: str) -> str:
     """The text without the U+FFFD that the first bytes of an unfinished character decode to: a row ended by
-    its token limit (or an end token) between the bytes of one character ("マスト\ufffd" from SmolLM2 writing
-    Japanese) showed a replacement mark no model wrote."""
+    its token limit (or an end token) between the bytes of one character would show a replacement mark no model
+    wrote."""
     return text.rstrip("\ufffd")
