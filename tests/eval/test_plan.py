@@ -753,14 +753,13 @@ def test_settings_are_checked_together_wherever_each_was_given(tmp_path):
     ({"index": "idx", "filler": [HOTPOT]}, None, "eval: filler adds passages to the pooled index"),
     ({"shard": "4/4"}, "shard", "eval: shard '4/4': need 0 <= I < N"),
     ({"shard": "one/4"}, "shard", "eval: shard 'one/4': expected I/N, e.g. 0/4"),
-    ({"model": ModelSpec}, "model", "model: empty; name a model, or leave it out for the default"),
+    ({"model": lambda: ModelSpec("  ")}, "model", "model: empty; name a model, or leave it out for the default"),
 ])
 def test_a_rule_between_a_plan_s_fields_refuses_it_as_it_is_made(kw, field, said):
     """The rules that need neither the machine nor the files are the schema's: the plan (or its model) is refused as
     it is made, at every door alike, not in a check run later; a refused value names its field."""
     from seakr.eval.specs import SettingError
 
-    kw = {"model": lambda: ModelSpec("  ")} if kw.get("model") is ModelSpec else kw
     with pytest.raises(PlanError) as e:
         EvalPlan(data=HOTPOT, out="o", **{k: v() if callable(v) else v for k, v in kw.items()})
     assert str(e.value).startswith(said) and (e.value.name if isinstance(e.value, SettingError) else None) == field
