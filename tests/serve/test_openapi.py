@@ -44,3 +44,26 @@ def test_the_schema_documents_each_methods_options_as_its_config_takes_them():
     for bad in ({"k": -1}, {"tempature": 1.0}, {"top_p": 0}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, seakr)
+
+
+def test_bounds_are_in_json_schemas_words_and_names_stay():
+    """pydantic leaves ge/gt/le/lt on a converting number type; they become minimum etc. in number schemas only,
+    so an object whose properties were named like them would keep its names."""
+    from seakr.serve.schema import _standard
+
+    node = {"type": "object", "properties": {"ge": {"type": "integer", "ge": 1}, "lt": {"type": "string"}}}
+    assert _standard(node) == {"type": "object", "properties": {"ge": {"type": "integer", "minimum": 1},
+                                                                "lt": {"type": "string"}}}
+
+
+def test_a_request_leaves_its_prompt_room_in_the_servers_window():
+    """Every request is held to the model's window where the server knows it, as the server's own defaults are."""
+    from seakr.serve.schema import Door, OptionRefused
+
+    door = Door("cot", {}, context=128)
+    assert door.settle("cot", {"max_new_tokens": 127}).max_new_tokens == 127
+    with pytest.raises(OptionRefused, match="leaves no room for a prompt in the model's 128-token context") as e:
+        door.settle("cot", {"answer_tokens": 128})
+    assert e.value.field == "answer_tokens"
+    with pytest.raises(OptionRefused, match="max_new_tokens: 100 leaves no room"):
+        Door("cot", {}, context=64)

@@ -299,12 +299,10 @@ def cmd_serve(args) -> int:
 
     check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
-    opts = parse_options(args.option)
-    run_spec("--option", args.method, opts, context=model_spec(args).context())
     from ..serve.schema import Door, OptionRefused
 
     try:  # the server's defaults ride in every request, so they are held to what a request may ask
-        Door(args.method, opts).settle(None, None)
+        door = Door(args.method, parse_options(args.option), model_spec(args).context())
     except OptionRefused as e:
         raise CLIError(f"--option: {e} (every request carries the server's defaults)") from None
     local = is_loopback(args.host)
@@ -317,7 +315,7 @@ def cmd_serve(args) -> int:
 
     index = args.index or demo_index()
     engine = open_engine(index)
-    svc = AnswerService(model_spec(args).load(), engine, args.method, opts, workers=args.workers, queue=args.queue,
+    svc = AnswerService(model_spec(args).load(), engine, door, workers=args.workers, queue=args.queue,
                         timeout=args.timeout, limits=limits)
     from fastapi import HTTPException
 

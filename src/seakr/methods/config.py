@@ -135,15 +135,19 @@ class MethodConfig:
 MODES = ("simple", "multihop")
 
 
-def check_room(max_new_tokens: int, context: int | None, option: str = "max_new_tokens") -> None:
-    """Refuse a generation length that leaves no token of the model's context window for a prompt (a window of
-    None: not known, nothing to check). Where the model loads, :class:`Method` checks; before, the plan does."""
-    if context and max_new_tokens >= context:
-        raise ValueError(f"option {option}: {said(max_new_tokens)} leaves no room for a prompt in the model's "
-                         f"{context}-token context; lower it")
+class NoRoom(ValueError):
+    """A generation length that leaves no token of the model's context window for a prompt; ``option`` names it."""
+
+    def __init__(self, option: str, tokens: int, context: int):
+        super().__init__(f"option {option}: {said(tokens)} leaves no room for a prompt in the model's {context}-token "
+                         "context; lower it")
+        self.option = option
 
 
 def check_lengths(config: "MethodConfig", context: int | None) -> None:
-    """:func:`check_room` for every generation length a config sets (a step's and a forced answer's)."""
+    """Refuse (:class:`NoRoom`) a step's or a forced answer's length that fills the model's window (``context``:
+    None where it is not known: nothing to check). Before the model loads the plan and the server check against
+    the window alone; where it loads, :class:`Method` against the window less its longest prompt."""
     for option in ("max_new_tokens", "answer_tokens"):
-        check_room(getattr(config, option), context, option)
+        if context and getattr(config, option) >= context:
+            raise NoRoom(option, getattr(config, option), context)

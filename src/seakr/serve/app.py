@@ -122,11 +122,15 @@ def work_of(method, question_tokens: int = 0, passage_tokens: int | list[int] = 
 class AnswerService:
     """The shared model + engine, the limits, an admission counter and the worker pool."""
 
-    def __init__(self, lm, engine, method: str = "seakr", defaults: dict | None = None, workers: int = 1,
+    def __init__(self, lm, engine, method: str | Door = "seakr", defaults: dict | None = None, workers: int = 1,
                  queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
+        """``method``: the server's method by name, its ``defaults`` under every request's options; or a
+        :class:`Door` already made (and so checked) before the model loaded."""
         # an engine of one's own with only search() gets the rest of the protocol (health, error messages read it)
-        self.lm, self.engine, self.method = lm, as_engine(engine), method
-        self.door = Door(method, dict(defaults or {}))  # the server's options, under every request's
+        self.lm, self.engine = lm, as_engine(engine)
+        self.door = method if isinstance(method, Door) else \
+            Door(method, dict(defaults or {}), (lm.info() or {}).get("context_tokens"))
+        self.method = self.door.method
         self.capacity, self.timeout = workers + queue, timeout
         self.limits = limits or ServiceLimits()
         self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages
@@ -178,9 +182,8 @@ class AnswerService:
             raise HTTPException(422, detail=f"passages: {str(e).removeprefix('index: ')}") from None
 
     def build_default(self):
-        """The server's own default request (its method and options), held to what every request is: an option past
-        the limits there would refuse every request (:class:`OptionRefused`)."""
-        return build_method(self.method, self.lm, self.engine, config=self.door.settle(None, None))
+        """The server's own method, with the defaults its :class:`Door` settled when it was made."""
+        return build_method(self.method, self.lm, self.engine, config=self.door.config)
 
     def check_budget(self, method, question: str = "", passage_tokens: int | list[int] = 0) -> None:
         """``passage_tokens``: the request's own passages' token counts; else the index's longest passage."""

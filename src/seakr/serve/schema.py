@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
     model_validator
 
 from ..methods import METHODS, MethodConfig
+from ..methods.config import NoRoom, check_lengths
 from ..common.checks import question_text
 from ..common.schema import SchemaError
 from ..prompts import FAMILIES
@@ -57,10 +58,18 @@ class Door:
 
     :meth:`settle` makes the method's config (the schema every door shares) from them and holds it to what a client
     may ask of this server: the packaged prompt sets (the operator's own, set at start, stays allowed), no probe
-    folder (the operator's, set at start), no option past :data:`LIMITS`."""
+    folder (the operator's, set at start), generation lengths that leave a prompt room in the model's window
+    (``context``: its tokens, None where unknown), no option past :data:`LIMITS`. The server's own request
+    (``config``) is settled once, when the door is made, so defaults that would refuse every request refuse the
+    server instead."""
 
     method: str = "seakr"
     defaults: dict = dataclasses.field(default_factory=dict)
+    context: int | None = None
+    config: MethodConfig = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "config", self._held(self.method, self.defaults))  # every default, unknown ones too
 
     def defaults_for(self, name: str) -> dict:
         """The server's defaults that method ``name`` has: k or max_new_tokens for every method, SeaKR's gate for
@@ -72,6 +81,8 @@ class Door:
         """The config method ``name`` (None: the server's) answers with, the request's options ``given`` over the
         server's defaults; :class:`OptionRefused` naming the option where the server refuses it."""
         name, given = name or self.method, given or {}
+        if name == self.method and not given:
+            return self.config
         # before the schema, which reads a prompt set's file and looks a probe folder up: its error would tell a
         # client which files the server has
         if given.get("prompt_set") not in (None, *FAMILIES, self.defaults.get("prompt_set")):
@@ -79,11 +90,18 @@ class Door:
         if given.get("probes", self.defaults.get("probes")) != self.defaults.get("probes"):
             raise OptionRefused("option probes: a folder on the server, set when it starts (seakr serve --option "
                                 "probes=DIR), not per request", "probes")
+        return self._held(name, {**self.defaults_for(name), **given})
+
+    def _held(self, name: str, options: dict) -> MethodConfig:
         try:
-            config = METHODS[name].Config.from_dict({**self.defaults_for(name), **given})
+            config = METHODS[name].Config.from_dict(options)
         except SchemaError as e:
             loc = (e.errors or [{}])[0].get("loc") or ()
-            raise OptionRefused(f"method {name}: {e}", loc[0] if loc and isinstance(loc[0], str) else None) from None
+            raise OptionRefused(str(e), loc[0] if loc and isinstance(loc[0], str) else None) from None
+        try:
+            check_lengths(config, self.context)
+        except NoRoom as e:
+            raise OptionRefused(str(e), e.option) from None
         for key, cap in LIMITS.items():
             v = getattr(config, key, None)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap:
@@ -97,9 +115,13 @@ _BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "ex
 
 
 def _standard(node):
-    if isinstance(node, dict):
-        return {_BOUNDS.get(k, k): _standard(v) for k, v in node.items()}
-    return [_standard(v) for v in node] if isinstance(node, list) else node
+    """``node`` with each number schema's bounds in JSON Schema's words; property names stay as they are."""
+    if isinstance(node, list):
+        return [_standard(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _standard(v) for k, v in node.items()}
+    return {_BOUNDS.get(k, k): v for k, v in out.items()} if out.get("type") in ("integer", "number") else out
 
 
 def _options_schema() -> dict:
