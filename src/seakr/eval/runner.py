@@ -50,7 +50,7 @@ class FinalStates:
             self._stores[name].put(qid, state)
 
 
-def check_lengths(method, examples: Sequence[Example]) -> None:
+def check_questions_fit(method, examples: Sequence[Example]) -> None:
     """Every question's bare prompt fits the model's context, checked before the first is answered, so a run
     never stops at one question (and every ``--resume`` again at the same one)."""
     check = getattr(method, "check_question", None)
@@ -106,7 +106,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
         if progress:
             progress(len(rows), f1=_percent(rows, "f1"))
         todo = log.todo(examples)
-        check_lengths(method, todo)
+        check_questions_fit(method, todo)
         t_start = time.perf_counter()
 
         def shown(rows):

@@ -112,8 +112,7 @@ class Method:
         self.config = self.resolve(self.config)
         c = self.config
         require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
-        if (budget := self.prompt_budget()) is not None:  # the lengths must leave the prompt room
-            check_lengths(c, budget + max(c.max_new_tokens, c.answer_tokens))
+        check_lengths(c, lm.info().get("context_tokens"))  # the lengths must leave the prompt room
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
         whys: dict[str, list[str]] = {}

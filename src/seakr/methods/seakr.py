@@ -234,10 +234,8 @@ class SeaKR(Method):
             raise ValueError(f"{', '.join(lm_opts)}: set when a model loads, and this model is loaded; give them to "
                              "load_model")
         engine = as_engine(index)
-        if model is not None and not loaded:
-            model_path(model)  # its type, refused here as load_model would
-        context = model.info().get("context_tokens") if loaded else model_context(model_path(model or DEFAULT_MODEL))
-        check_lengths(config, context)
+        if not loaded:  # a bad name, or a length its window cannot hold, fails before the load (cls checks again)
+            check_lengths(config, model_context(model_path(model or DEFAULT_MODEL)))
         m = cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
         warn_unread_tap(m, [f"{k}={said(lm_opts[k])}" for k in ("state_layer", "state_source") if k in lm_opts])
         return m

@@ -25,9 +25,12 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Sequence
+
+from pydantic import Field
 
 from ..common.jsontext import loads
+from ..common.schema import Said, SchemaError, Whole, schema
 from ..common.runs import MANIFEST
 from .base import SearchError
 
@@ -51,31 +54,26 @@ def read_manifest(path: Path) -> dict:
         raise SearchError(f"{mpath}: corrupt manifest ({e.msg})") from None
     if not isinstance(m, dict) or not isinstance(m.get("files", {}), dict):
         raise SearchError(f"{mpath}: corrupt manifest (expected a JSON object with the index's files)")
-    _check_manifest_fields(mpath, m)
+    try:
+        ManifestFields(**{k: m.get(k) for k in ManifestFields.__pydantic_fields__})
+    except SchemaError as e:
+        raise SearchError(f"{mpath}: corrupt manifest ({e})") from None
     return m
 
 
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+Count = Annotated[Whole, Field(ge=0)]
 
 
-#: What an add updates in place: checked when the manifest is read, before any passage is written, so a field
-#: of another shape cannot leave segments the manifest does not list.
-MANIFEST_FIELDS = {
-    "checksum": (lambda v: isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v),
-                 "64 hex digits"),
-    "doc_count": (_count, "a whole number >= 0"),
-    "duplicates_skipped": (lambda v: v is None or _count(v), "a whole number >= 0"),
-    "empty_skipped": (lambda v: v is None or _count(v), "a whole number >= 0"),
-    "sources": (lambda v: v is None or isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of file names"),
-}
+@schema("field", extra="ignore")
+class ManifestFields:
+    """What an add updates in place: checked when the manifest is read, before any passage is written, so a field
+    of another shape cannot leave segments the manifest does not list (null: absent)."""
 
-
-def _check_manifest_fields(mpath: Path, m: dict) -> None:
-    for name, (ok, want) in MANIFEST_FIELDS.items():
-        if not ok(m.get(name)):
-            raise SearchError(f"{mpath}: corrupt manifest (field '{name}' should be {want}, got "
-                              f"{json.dumps(m.get(name))[:40]})")
+    checksum: Annotated[str, Field(pattern="^[0-9a-f]{64}$"), Said("64 hex digits", "")]
+    doc_count: Count
+    duplicates_skipped: Count | None = None
+    empty_skipped: Count | None = None
+    sources: list[str] | None = None
 
 
 def generation_name(n: int) -> str:
