@@ -107,6 +107,11 @@ def test_a_grid_with_runs_refuses_the_method_flags_and_an_empty_run_list(tmp_pat
     grid.write_text(f'data = "{HOTPOT}"\nrun = []\n')
     with pytest.raises(PlanError, match="'run' lists no runs"):
         cli_plan("--config", str(grid), "--out", str(tmp_path / "o"))
+    for runs, said in (("5", "key run: expected a list of tables or null, got 5"),
+                       ("[5]", r"key run\[0\]: expected a table, got 5")):
+        grid.write_text(f'data = "{HOTPOT}"\nrun = {runs}\n')
+        with pytest.raises(PlanError, match=said):
+            cli_plan("--config", str(grid), "--out", str(tmp_path / "o"))
     grid.write_text(f'data = "{HOTPOT}"\nlimit = 2\n')  # settings only: the flags name the method
     p = cli_plan("--config", str(grid), "--out", str(tmp_path / "o"), "--method", "ircot", "--option", "max_steps=1")
     assert [(r.method, r.options) for r in p.runs] == [("ircot", {"max_steps": 1})] and p.limit == 2

@@ -62,7 +62,7 @@ def test_a_request_giving_a_key_twice_is_refused_and_malformed_json_says_why():
     ([], '"body.passages","error":"List should have at least 1 item'),
     ([ALIEN] * (MAX_PASSAGES + 1), f'"body.passages","error":"List should have at most {MAX_PASSAGES} items'),
     (["x" * (MAX_PASSAGE_TEXT + 1)], f"at most {MAX_PASSAGE_TEXT} characters"),
-    ([{"title": "T"}], '"body.passages.0.PassageIn.text","error":"Field required"'),
+    ([{"title": "T"}], '"body.passages.0.passage.text","error":"Field required"'),
     ([{"text": "x", "url": "u"}], "Extra inputs are not permitted"),
     ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "passages: passage id 'a' is given twice"),
     (["  ", "\n"], "passages: every passage's text is empty; nothing to search"),
@@ -192,3 +192,17 @@ def test_passages_counted_by_their_real_tokens_bound_a_calls_prompt(smol, method
     short = {"question": "Who directed Alien?", "passages": [ALIEN, ALIEN + " ", ALIEN + "  "],
              "options": {**options, "max_new_tokens": 4}}
     assert c.post("/v1/answer", json=short).status_code == 200
+
+
+@pytest.mark.parametrize("body,field,said", [
+    ({"options": {"k": {"a": 1}}}, "body.options.k", "option k: expected a whole number in [0, inf), got {'a': 1}"),
+    ({"options": {"titles": [True]}}, "body.options.titles", "option titles: expected true or false, got [True]"),
+    ({"question": "\u200b"}, "body.question", "empty (no visible text)"),
+    ({"passages": [{"id": "", "text": "x"}]}, "body.passages.0.passage.id", "String should have at least 1 character"),
+])
+def test_a_refused_value_is_one_error_in_the_words_of_its_own_schema(body, field, said):
+    """An option's value of any JSON kind reaches its method's schema, which names the option; a passage is refused
+    as the form it was sent in (text or object), not as every form it could have been; a validator's sentence is
+    given without pydantic's "Value error, " before it."""
+    r = client().post("/v1/answer", json={"question": "Who?", **body})
+    assert r.status_code == 422 and r.json()["errors"] == [{"field": field, "error": said}], r.text

@@ -258,7 +258,8 @@ class Said:
     many: str
 
 
-_PLURAL = {"text": "texts", "a number": "numbers", "a whole number": "whole numbers", "true or false": "flags"}
+_PLURAL = {"text": "texts", "a number": "numbers", "a whole number": "whole numbers", "true or false": "flags",
+           "a value": "values"}
 
 
 def _said(t) -> Said:
@@ -275,8 +276,10 @@ def _said(t) -> Said:
     elif origin is dict or base is dict:
         one = f"a table of {_said(args[1]).many}" if len(args) == 2 and args[1] is not Any else "a table"
     else:
-        one = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}.get(base, str(base))
-    return Said(one, _PLURAL.get(one, "lists" if one.startswith("a list") else one))
+        one = {int: "a whole number", float: "a number", bool: "true or false", str: "text", Any: "a value"}.get(
+            base, str(base))
+    many = "lists" if one.startswith("a list") else "tables" + one[len("a table"):] if one.startswith("a table") else one
+    return Said(one, _PLURAL.get(one, many))
 
 
 def describe_type(t) -> str:

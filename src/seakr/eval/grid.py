@@ -40,7 +40,7 @@ class Grid:
     threads: Any = None
     layer: Any = None
     state_source: Any = None
-    run: list[Any] | None = None
+    run: list[dict[str, Any]] | None = None  # [[run]] tables, each a RunSpec's fields
 
 
 def _grid_top(path: str, conf: dict) -> Grid:
@@ -50,11 +50,9 @@ def _grid_top(path: str, conf: dict) -> Grid:
         raise PlanError(f"{path}: {e}") from None
 
 
-def _grid_run(where: str, r: Any) -> RunSpec:
+def _grid_run(where: str, r: dict) -> RunSpec:
     """One ``[[run]]`` table as a :class:`RunSpec`, refused by ``where`` and the run's name (its method's where it
     has none)."""
-    if not isinstance(r, dict):
-        raise PlanError(f"{where}: expected a table with method (and name, options)")
     if "method" not in r:  # not the default method's options checked, as if one were named
         raise PlanError(f"{where}: missing key 'method'")
     name = r.get("name", r["method"])

@@ -235,7 +235,7 @@ class SeaKR(Method):
                              "load_model")
         engine = as_engine(index)
         if not loaded:  # a bad name, or a length its window cannot hold, fails before the load (cls checks again)
-            check_lengths(config, model_context(model_path(model or DEFAULT_MODEL)))
+            check_lengths(config, model_context(model_path(DEFAULT_MODEL if model is None else model)))
         m = cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
         warn_unread_tap(m, [f"{k}={said(lm_opts[k])}" for k in ("state_layer", "state_source") if k in lm_opts])
         return m

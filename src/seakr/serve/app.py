@@ -349,6 +349,8 @@ def _said(e: dict) -> str:
     why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
     if why:
         return f"invalid JSON ({why})"
+    if e.get("type") == "value_error" and (e.get("ctx") or {}).get("error"):  # a validator's own sentence
+        return str(e["ctx"]["error"])
     if e.get("type") == "literal_error":  # "method": "SeaKR" as the paper writes it: the choice it is closest to
         expected = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected")))
         return e.get("msg", "") + did_you_mean(e.get("input"), expected)
@@ -378,7 +380,7 @@ def create_app(service: AnswerService) -> FastAPI:
         if openai_api.is_openai_path(request.url.path):  # its clients read {"error": {"message", "param"}}
             first = errs[0] if errs else {"field": "body", "error": "invalid request"}
             field = first["field"].removeprefix("body").lstrip(".") or None
-            said = first["error"].removeprefix("Value error, ")
+            said = first["error"]
             named = exc.errors() and exc.errors()[0].get("type") == REFUSED  # its words name the option already
             return openai_api.error_response(422, f"{field}: {said}" if field and not named else said, param=field)
         return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, field_validator, \
-    model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, WithJsonSchema, \
+    field_validator, model_validator
 
 from ..methods import METHODS, MethodConfig
 from ..methods.config import NoRoom, check_lengths
@@ -40,8 +40,11 @@ class PassageIn(BaseModel):
     text: _text(min_length=1, max_length=MAX_PASSAGE_TEXT)
 
 
-#: A request's own passages, as ``/v1/answer`` and ``/v1/chat/completions`` take them.
-Passages = list[PassageIn | _text(min_length=1, max_length=MAX_PASSAGE_TEXT)]
+#: A request's own passages, as ``/v1/answer`` and ``/v1/chat/completions`` take them: a text, or an object of
+#: fields; each refused in the words of the form it was given in, not of both.
+Passages = list[Annotated[Annotated[_text(min_length=1, max_length=MAX_PASSAGE_TEXT), Tag("text")]
+                          | Annotated[PassageIn, Tag("passage")],
+                          Discriminator(lambda v: "text" if isinstance(v, str) else "passage")]]
 
 
 class OptionRefused(ValueError):
@@ -136,7 +139,8 @@ class AnswerRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: str = Field(max_length=MAX_QUESTION, description="the question (visible text, at most 2,000 characters)")
     method: MethodName | None = Field(default=None, description="default: the server's method")
-    options: Annotated[dict[str, float | int | str | bool | None] | None, WithJsonSchema(_options_schema())] = None
+    # any JSON value: the method's config schema (Door.settle) refuses a value of the wrong kind, naming the option
+    options: Annotated[dict[str, Any] | None, WithJsonSchema(_options_schema())] = None
     passages: Passages | None = Field(
         default=None, min_length=1, max_length=MAX_PASSAGES,
         description="passages (texts, or {id, title, text}) searched for this request instead of the server's index")
