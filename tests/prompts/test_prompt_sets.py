@@ -25,19 +25,19 @@ def test_a_set_of_ones_own_loads_and_renders(tmp_path):
 
 
 @pytest.mark.parametrize("demo, needle", [
-    ({**GOOD, "steps": "The capital is Vienna"}, "demo 0: field 'steps' must be a list"),  # was split into letters
-    ({**GOOD, "steps": ["a", ""]}, "field 'steps' must be a list of non-empty sentences"),
-    ({**GOOD, "steps": ["Vienna is the capital. The Danube flows"]}, "a step holds a stop string"),
-    ({**GOOD, "steps": ["Vienna\nis the capital"]}, "a step holds a stop string"),
+    ({**GOOD, "steps": "The capital is Vienna"}, "field demos[0].steps: expected a list of texts"),  # was split into letters
+    ({**GOOD, "steps": ["a", ""]}, "field demos[0].steps[1]: an empty sentence"),
+    ({**GOOD, "steps": ["Vienna is the capital. The Danube flows"]}, "field demos[0].steps[0]: holds a stop string"),
+    ({**GOOD, "steps": ["Vienna\nis the capital"]}, "field demos[0].steps[0]: holds a stop string"),
     # rendered "... So the answer is the Danube. So the answer is the Danube.": the answer twice, once mid-chain
-    ({**GOOD, "steps": GOOD["steps"] + ["So the answer is the Danube"]}, "demo 0: step 3 gives the answer ("),
+    ({**GOOD, "steps": GOOD["steps"] + ["So the answer is the Danube"]}, "field demos[0].steps[2]: gives the answer ("),
     ({**GOOD, "steps": ["The final answer is: the Danube"]}, "put the answer in 'answer' only"),
-    ({**GOOD, "question": None}, "demo 0: field 'question' must be non-empty text, got None"),  # rendered "None"
-    ({**GOOD, "answer": 5}, "field 'answer' must be non-empty text, got 5"),
-    ({**GOOD, "answer": "a\nb"}, "field 'answer' holds a line break"),
-    ({**GOOD, "type": 3}, "field 'type' must be text"),
-    ({**GOOD, "answers": ["Danube"]}, "demo 0: unknown key 'answers' (did you mean 'answer'?)"),  # never read
-    ("a demo", "demo 0: expected an object with question, steps and answer, got str"),
+    ({**GOOD, "question": None}, "field demos[0].question: expected text, got None"),  # rendered "None"
+    ({**GOOD, "answer": 5}, "field demos[0].answer: expected text, got 5"),
+    ({**GOOD, "answer": "a\nb"}, "field demos[0].answer: holds a line break"),
+    ({**GOOD, "type": 3}, "field demos[0].type: expected text, got 3"),
+    ({**GOOD, "answers": ["Danube"]}, "field demos[0]: Demo: unknown field(s) 'answers' (did you mean 'answer'?)"),  # never read
+    ("a demo", "field demos[0]: expected an object, got 'a demo'"),
 ])
 def test_a_malformed_demonstration_is_named_with_its_field(tmp_path, demo, needle):
     f = tmp_path / "bad.json"
@@ -48,12 +48,12 @@ def test_a_malformed_demonstration_is_named_with_its_field(tmp_path, demo, needl
 
 
 @pytest.mark.parametrize("body, needle", [("[1, 2]", "expected an object with a list 'demos'"),
-                                          ('{"demos": {}}', "expected an object with a list 'demos'"),
-                                          ('{"name": 5, "demos": []}', "field 'name' must be text"),
+                                          ('{"demos": {}}', "field demos: expected a list of objects, got {}"),
+                                          ('{"name": 5, "demos": [{"question": "q", "steps": [], "answer": "a"}]}', "field name: expected text or null, got 5"),
                                           ("{", "malformed prompt set"),
                                           # every prompt was the question alone, without the steps or the marker
-                                          ('{"demos": []}', "no demonstrations in 'demos'"),
-                                          ('{"demo": [], "demos": [1]}', "unknown key 'demo' (did you mean 'demos'?)")])
+                                          ('{"demos": []}', "field demos: at least 1 item(s), got []"),
+                                          ('{"demo": [], "demos": [1]}', "unknown field(s) 'demo' (did you mean 'demos'?)")])
 def test_a_malformed_set_is_named(tmp_path, body, needle):
     f = tmp_path / "bad.json"
     f.write_text(body)

@@ -123,9 +123,13 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
              unknown: Callable[[type, list[str]], str] | None = None) -> str:
     """The first problem of ``e`` in one line; every unknown name at once (a typo is seldom alone)."""
     errors = _named(e, cls)
-    extra = [str(x["loc"][0]) for x in errors if x["type"] in ("unexpected_keyword_argument", "extra_forbidden")]
-    if extra:
-        return unknown(cls, extra) if unknown else _unknown(cls, extra, label)
+    extra = [x["loc"] for x in errors if x["type"] in ("unexpected_keyword_argument", "extra_forbidden")]
+    if extra:  # a nested record's (a demonstration's in a file) at its place, in its own class's words
+        path, t = _leaf(cls, extra[0][:-1])
+        owner = _schema_class(t) or cls if path else cls
+        names = [str(loc[-1]) for loc in extra if loc[:-1] == extra[0][:-1]]
+        return (f"{_at(label, path)}: " if path else "") + (unknown(owner, names) if unknown else
+                                                              _unknown(owner, names, label))
     missing = [str(x["loc"][0]) for x in errors if x["type"] in ("missing", "missing_argument") and x["loc"]]
     if missing:
         return f"missing {label}{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}"
@@ -156,6 +160,8 @@ def _problem(x: dict, at: str, t) -> str:
         return lead + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
     if t is None:
         return f"{lead}{x['msg']}"
+    if x["type"] == "too_short":
+        return f"{lead}at least {x['ctx']['min_length']} item(s), got {said(x['input'])}"
     if x["type"] == "literal_error":
         choices = list(typing.get_args(_parts(t)[0]))
         return f"{lead}one of {', '.join(map(str, choices))}, not {said(x['input'])}{did_you_mean(x['input'], choices)}"
@@ -259,7 +265,7 @@ class Said:
 
 
 _PLURAL = {"text": "texts", "a number": "numbers", "a whole number": "whole numbers", "true or false": "flags",
-           "a value": "values"}
+           "a value": "values", "an object": "objects"}
 
 
 def _said(t) -> Said:

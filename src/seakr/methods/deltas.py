@@ -3,12 +3,13 @@ the packaged measurement, then the paper's value."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 from pathlib import Path
 
 from ..common.console import said
 from ..common.jsontext import json_file
+from ..common.schema import SchemaError, Threshold, schema
 from .config import MODES
 from ..models.registry import REGISTRY, cache_root
 
@@ -45,15 +46,25 @@ def _packaged_key(model_info: dict, style: str, mode: str) -> str:
             + (_style_tag(style) + _mode_tag(mode)).replace("-", ":"))
 
 
+@schema("field", extra="ignore")
+class ThresholdFile:
+    """A model's calibration file: a threshold per estimator (inf and -inf: never / always retrieve; NaN, which no
+    U ever exceeds, is none), beside whatever else `seakr calibrate` records."""
+
+    delta: dict[str, Threshold] = dataclasses.field(default_factory=dict)
+
+
 def read_thresholds(p: Path) -> dict:
-    """A model's calibration file ({"delta": {estimator: value}, ...}), checked: a hand-edited or damaged one
-    is named with its line, not a traceback, wherever it is read (SeaKR's default, `seakr calibrate`'s write)."""
+    """A model's calibration file (:class:`ThresholdFile`), checked: a hand-edited or damaged one is named with
+    its line, not a traceback, wherever it is read (SeaKR's default, `seakr calibrate`'s write)."""
     d = json_file(p)
-    if not isinstance(d, dict) or not isinstance(d.get("delta", {}), dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v)  # NaN: never retrieves
-            for v in d.get("delta", {}).values()):
-        raise ValueError(f"{p}: not a threshold file (expected {{\"delta\": {{estimator: value}}}}): "
-                         "fix it, delete it, or run `seakr calibrate` again")
+    try:
+        if not isinstance(d, dict):
+            raise SchemaError("expected a JSON object")
+        ThresholdFile(**d)
+    except SchemaError as e:
+        raise ValueError(f"{p}: not a threshold file such as {{\"delta\": {{\"eigen\": -6.0}}}} ({e}): fix it, delete "
+                         "it, or run `seakr calibrate` again") from None
     return d
 
 

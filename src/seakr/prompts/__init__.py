@@ -27,12 +27,15 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import Annotated, Sequence
 
-from ..common.console import did_you_mean, unknown_key, without_controls
+from pydantic import AfterValidator, Field, Strict
+
+from ..common.console import did_you_mean, without_controls
 from ..common.files import check_rereadable, is_url, missing, read_text
 from ..common.jsontext import check_escapes, loads
 from ..common.runs import path_shaped
+from ..common.schema import SchemaError, schema
 MARKER = "So the answer is"
 #: Where a text gives its answer ("... the answer is X", MARKER's words): a chain's step that does ends the chain
 #: (methods/text.py reads the answer after it), so a demonstration's steps never do.
@@ -92,21 +95,54 @@ FAMILIES = ("hotpotqa", "2wikimultihopqa", "simpleqa")
 _SENTINEL = "\x00SEAKR-SPLIT\x00"
 
 
-@dataclass
+def _one_line(v: str) -> str:
+    if not v.strip():
+        raise ValueError("empty; give visible text")
+    if "\n" in v:
+        raise ValueError("holds a line break (the prompt reads one line each)")
+    return v
+
+
+def _a_step(t: str) -> str:
+    """One sentence that does not say the answer: a step ends at '. ' or a line break (the model would learn to
+    stop mid-step), and a chain ends at a step that says the answer (rendered, the demonstration would say its
+    answer twice, the first time mid-chain)."""
+    if not t.strip():
+        raise ValueError("an empty sentence")
+    if ". " in t.rstrip(". ") or "\n" in t:
+        raise ValueError(f"holds a stop string ('. ' or a line break): {t!r}")
+    if ANSWER_SAYS.search(t):
+        raise ValueError(f"gives the answer ({t!r}); a chain ends at such a step, and the prompt adds '{MARKER} ...' "
+                         "after the steps: put the answer in 'answer' only")
+    return t
+
+
+Line = Annotated[str, Strict(), AfterValidator(_one_line)]
+
+
+@schema("field", strict=False)
 class Demo:
-    question: str
-    steps: list[str]
-    answer: str
-    type: str = ""
+    """One demonstration, as the model will see it: a one-line question, its steps (one sentence each), the
+    answer said after the marker."""
+
+    question: Line
+    steps: list[Annotated[str, Strict(), AfterValidator(_a_step)]]
+    answer: Line
+    type: Annotated[str, Strict()] = ""
 
     def render(self, marker: str = MARKER) -> str:
         body = " ".join(s.rstrip(". ") + "." for s in self.steps)
         return f"Question: {self.question}\nAnswer: {body} {marker} {self.answer}."
 
 
-#: The keys of a prompt set's file and of each of its demonstrations.
-SET_KEYS = ("name", "description", "demos")
-DEMO_KEYS = ("question", "steps", "answer", "type")
+@schema("field", strict=False)
+class PromptSetFile:
+    """A prompt set's file: at least one demonstration (a set of none would prompt the question alone, with no
+    example of the steps or the marker; n_shot=0 asks without them)."""
+
+    demos: Annotated[list[Demo], Field(min_length=1)]
+    name: Annotated[str, Strict()] | None = None
+    description: Annotated[str, Strict()] = ""
 
 
 @dataclass
@@ -136,17 +172,13 @@ class PromptSet:
         except json.JSONDecodeError as e:
             raise ValueError(f"{src}: malformed prompt set ({e})") from e
         check_escapes(raw, src)
-        if not isinstance(d, dict) or not isinstance(d.get("demos"), list):
+        if not isinstance(d, dict):
             raise ValueError(f"{src}: malformed prompt set (expected an object with a list 'demos')")
-        if extra := next((k for k in d if k not in SET_KEYS), None):
-            raise ValueError(unknown_key(src, extra, SET_KEYS))
-        for key in ("name", "description"):
-            if not isinstance(d.get(key, ""), str):
-                raise ValueError(f"{src}: field '{key}' must be text, got {type(d[key]).__name__}")
-        if not d["demos"]:  # a set of no demonstration would prompt the question alone, with no example of the steps or the marker
-            raise ValueError(f"{src}: no demonstrations in 'demos'; a set shows at least one (n_shot=0 asks without "
-                             "them)")
-        return cls(d.get("name", src), [_demo(src, i, x) for i, x in enumerate(d["demos"])], d.get("description", ""))
+        try:
+            f = PromptSetFile(**d)
+        except SchemaError as e:
+            raise ValueError(f"{src}: {e}") from None
+        return cls(f.name or src, f.demos, f.description)
 
 
 def _unknown_set(name: str) -> str:
@@ -156,33 +188,6 @@ def _unknown_set(name: str) -> str:
     if name.lower().endswith(".json") or path_shaped(name):
         return f"prompt set '{name}': no such file (a prompt set is {choices})"
     return f"unknown prompt set '{name}'{did_you_mean(name, FAMILIES, cutoff=0.5)}: use {choices}"
-
-
-def _demo(src: str, i: int, x) -> Demo:
-    """One demonstration, checked field by field: a hand-written set is read as the model will see it (steps
-    are a list of strings, the question text)."""
-    where = f"{src}: demo {i}"
-    if not isinstance(x, dict):
-        raise ValueError(f"{where}: expected an object with question, steps and answer, got {type(x).__name__}")
-    if extra := next((k for k in x if k not in DEMO_KEYS), None):  # a key no demonstration reads
-        raise ValueError(unknown_key(where, extra, DEMO_KEYS))
-    for key in ("question", "answer"):
-        if not isinstance(x.get(key), str) or not x[key].strip():
-            raise ValueError(f"{where}: field '{key}' must be non-empty text, got {x.get(key)!r}")
-        if "\n" in x[key]:
-            raise ValueError(f"{where}: field '{key}' holds a line break (the prompt reads one line each)")
-    steps = x.get("steps")
-    if not isinstance(steps, list) or not all(isinstance(t, str) and t.strip() for t in steps):
-        raise ValueError(f"{where}: field 'steps' must be a list of non-empty sentences, got {steps!r}"[:300])
-    for n, t in enumerate(steps, 1):
-        if ". " in t.rstrip(". ") or "\n" in t:  # a step ends at either: the model would learn to stop mid-step
-            raise ValueError(f"{where}: a step holds a stop string ('. ' or a line break): {t!r}")
-        if ANSWER_SAYS.search(t):  # rendered, the demo said its answer twice, the first time mid-chain
-            raise ValueError(f"{where}: step {n} gives the answer ({t!r}); a chain ends at such a step, and the "
-                             f"prompt adds '{MARKER} ...' after the steps: put the answer in 'answer' only")
-    if not isinstance(x.get("type", ""), str):
-        raise ValueError(f"{where}: field 'type' must be text, got {type(x['type']).__name__}")
-    return Demo(x["question"], list(steps), x["answer"], x.get("type", ""))
 
 
 @functools.lru_cache(maxsize=None)
