@@ -8,17 +8,20 @@ import re
 import os
 import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Annotated, Callable, Sequence
+
+from pydantic import AfterValidator, BeforeValidator, Strict
 
 from .example import Example
 from .rows import ResultRow, check_row
 from ..common.console import warn
 from ..common.jsontext import loads, strict_json
 from ..common.runs import SCORES
+from ..common.schema import SchemaError, schema
 from ..common.writing import make_folder, write_atomic
 from .folders import _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
 from .resume import check_same_run
-from .specs import parse_shard
+from .specs import shard_spelled
 
 
 def read_results(path: Path, warn=None, torn: list | None = None, check: Callable[[dict], None] | None = None,
@@ -79,23 +82,30 @@ def read_run_config(run_dir: str | os.PathLike, required: bool = True) -> dict:
         raise ValueError(f"{p}: not a run configuration ({e})") from None
     if not isinstance(cfg, dict):
         raise ValueError(f"{p}: not a run configuration (a JSON {type(cfg).__name__}, expected an object)")
-    _check_config_shape(p, cfg)
+    try:
+        RunRecord(**{k: cfg[k] for k in ("method", "shard") if k in cfg})
+    except SchemaError as e:
+        raise ValueError(f"{p}: {e}") from None
     return cfg
 
 
-def _check_config_shape(p: Path, cfg: dict) -> None:
-    """The fields compare, report and merge read: ``method`` and its ``engine`` objects, ``shard`` "I/N", so a
-    foreign config is named by its file, not found by the reader that trips on it."""
-    method = cfg.get("method")
-    for name, v in (("method", method), ("method.engine", method.get("engine") if isinstance(method, dict) else None)):
-        if v is not None and not isinstance(v, dict):
-            raise ValueError(f"{p}: field '{name}' should be an object, got {json.dumps(v)[:40]}")
-    shard = cfg.get("shard")
-    try:
-        if shard is not None:
-            parse_shard(shard if isinstance(shard, str) else "")
-    except ValueError:
-        raise ValueError(f"{p}: field 'shard' should be \"I/N\" or null, got {json.dumps(shard)[:40]}") from None
+def _only_engine(v):
+    """A recorded method as the record reads it: an object, of which only its engine is held to a shape."""
+    return {"engine": v.get("engine")} if isinstance(v, dict) else v
+
+
+@schema("field", strict=False)
+class MethodRecord:
+    engine: Annotated[dict, Strict()] | None = None  # the index a run searched (compare, report and merge read it)
+
+
+@schema("field", extra="ignore", strict=False)
+class RunRecord:
+    """The fields of a run's ``config.json`` that compare, report and merge read, so a foreign config is named by
+    its file, not found by the reader that trips on it."""
+
+    method: Annotated[MethodRecord, BeforeValidator(_only_engine)] | None = None
+    shard: Annotated[str, Strict(), AfterValidator(shard_spelled)] | None = None
 
 
 def _json_string(body: str) -> str | None:
