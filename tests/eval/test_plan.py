@@ -773,3 +773,17 @@ def test_a_rule_between_a_plan_s_fields_refuses_it_as_it_is_made(kw, field, said
 def test_a_shard_is_recorded_in_one_spelling():
     assert EvalPlan(data=HOTPOT, out="o", shard=" 1 / 4 ").shard == "1/4"
     assert EvalPlan(data=HOTPOT, out="o").for_shard(2, 4).shard == "2/4"
+
+
+def test_the_plan_refuses_a_run_folder_of_another_kinds_rows_at_every_door(tmp_path):
+    """Each run's folder holds its own kind of rows: the check is the plan's, so Python and a grid's runs reach it
+    before the model loads, as the command line and the studies do; a study's plan names its own kind."""
+    (tmp_path / "o" / "b").mkdir(parents=True)
+    (tmp_path / "o" / "b" / "detect_rows.jsonl").write_text('{"id": "q"}\n')
+    plan = EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=[RunSpec("cot", name="a"), RunSpec("cot", name="b")])
+    with pytest.raises(PlanError, match=r"o/b: holds the rows of a detect study \(detect_rows.jsonl\); an eval run"):
+        plan.check()
+    study = EvalPlan(data=HOTPOT, out=str(tmp_path / "o" / "b"), runs=["seakr"], rows="detect_rows.jsonl")
+    assert study.check() is study
+    with pytest.raises(PlanError, match="^eval: rows: one of results.jsonl, detect_rows.jsonl"):
+        EvalPlan(data=HOTPOT, out=str(tmp_path / "x"), rows="answers.jsonl")

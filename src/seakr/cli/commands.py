@@ -17,7 +17,6 @@ from ..eval.grid import check_grid_paths, read_grid
 from ..eval.plan import EvalPlan, run_plan
 from ..eval.specs import ModelSpec, PlanError, SettingError, check_output_dir, run_spec
 from ..common.runs import MANIFEST
-from ..eval.folders import check_rows_home
 from .args import unescape
 from .flags import CLIError, fmt, why_inf, flag_or_option, model_spec, one_value, output_file, parse_options
 import time
@@ -227,8 +226,6 @@ def cmd_eval(args) -> int:
     for k, v in RAY_DEFAULTS.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)
-    for r in plan.runs:  # a grid's runs: a folder each under --out
-        check_rows_home(plan.out_for(r), "results.jsonl")  # a ValueError: main's one line, as a CLIError
     if args.ray is not None:
         from ..eval.cluster import run_shards
 

@@ -11,7 +11,6 @@ from ..common.jsontext import strict_json
 from ..common.writing import write_atomic
 from ..eval.plan import EvalPlan
 from ..eval.specs import run_spec
-from ..eval.folders import check_rows_home
 from .args import build_parser
 from .flags import CLIError, flag_or_option, model_spec, output_file, parse_options
 from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, check_study_options, finished_study
@@ -46,9 +45,8 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
         raise CLIError(str(e)) from None
     plan = EvalPlan(data=args.data, out=args.out, runs=[run_spec("--option", "seakr", {**STUDY_OPTIONS, **(options or {})})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
-                    seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args)).check()
-
-    check_rows_home(plan.out, STUDY_FILES[args.cmd.replace("_", "-")])  # now, not once the model has loaded
+                    seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args),
+                    rows=STUDY_FILES[args.cmd.replace("_", "-")]).check()
     sel = plan.select()
     plan.check_resumed_configs(sel)
     if args.cmd.replace("_", "-") != "rerank-study":  # that one is labelled by the gold passages' titles

@@ -74,7 +74,7 @@ class FitPlan:
         return EvalPlan(data=f, out=str(self.folder(stage, i)), runs=[run_spec("fit", "seakr", opts)], limit=self.limit,
                         every=self.every, shard=f"{half}/2", index=self.index if chain else None,
                         filler=self.filler if chain and not self.index else [], seed=self.seed, resume=True,
-                        model=self.model)
+                        model=self.model, rows="results.jsonl" if chain else "detect_rows.jsonl")
 
     def folder(self, stage: str, i: int) -> Path:
         stem = Path(self.train[i]).name.split(".")[0][:40] or "data"

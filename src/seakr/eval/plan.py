@@ -30,7 +30,7 @@ from .datasets import LAYOUTS, load_dataset, warn_unlabelled
 from .example import Example
 from .specs import (ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique,
                     check_window, method_options, parse_shard, select_examples, shard_spelled)
-from ..common.runs import SCORES
+from ..common.runs import ROW_FILES, SCORES
 from .rows import STUDY_ROWS, check_row, study_row_check
 from .rowlog import finished_rows, read_results, read_run_config, recorded_with
 from ..methods import METHODS, build_method
@@ -45,6 +45,7 @@ from ..search.generations import read_manifest
 from ..models import DEFAULT_MODEL, model_path
 from ..prompts import family_for
 from .corpus import check_poolable, pooled_index
+from .folders import check_rows_home
 
 
 def check_resume_rows(path: str) -> None:
@@ -137,6 +138,7 @@ class EvalPlan:
     resume: bool = False
     concurrency: Count = 1
     grid: bool = False  # each run writes to out/NAME (always so for several runs)
+    rows: Literal[tuple(n for n in ROW_FILES if n != SCORES)] = "results.jsonl"  # the file of its rows: an eval run's, or a study's own kind
     model: Annotated[ModelSpec, BeforeValidator(as_model_spec), Said("a ModelSpec or a model's name", "")] = field(
         default_factory=ModelSpec)
 
@@ -181,6 +183,11 @@ class EvalPlan:
         check_settings(None, self.prompt_set)  # the seed: its field
         self.model.check(here)
         check_output_dir(self.out)
+        for r in self.runs:  # a grid's runs: a folder each under out, holding no other kind's rows
+            try:
+                check_rows_home(self.out_for(r), self.rows)
+            except ValueError as e:
+                raise PlanError(str(e)) from None
         if self.resume:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))
