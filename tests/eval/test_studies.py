@@ -403,8 +403,9 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
     assert "the same F1 from delta -3.000 up (retrieval rate up to 0.50)" in out
     assert main(["calibrate", "--out", str(tmp_path / "cal2")]) == 2
     assert "give --data (simple QA), or --from-runs" in capsys.readouterr().err
-    assert main(["calibrate", "--from-runs", str(never), str(always), "--data", "x.jsonl", "--out", str(tmp_path / "c3")]) == 2
-    assert "takes no --data" in capsys.readouterr().err
+    assert main(["calibrate", "--from-runs", str(never), str(always), "--data", "x.jsonl", "--out", str(tmp_path / "c3"),
+                 "--no-write"]) == 0  # said, not refused: the runs fix the data
+    assert "seakr: warning: calibrate --from-runs: --data is not read: the two runs fix" in capsys.readouterr().err
     assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "cal"), "--no-write"]) == 0
     capsys.readouterr()  # its own earlier output is recomputed from the runs: rewritten
 
@@ -418,10 +419,11 @@ def test_calibrate_cli_from_runs_and_its_one_line_errors(tmp_path, monkeypatch, 
         assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(out), "--no-write"]) == 2
         assert f"{out}: holds the rows of a run or study (config.json" in capsys.readouterr().err
     assert (study / "calibration_rows.jsonl").read_text() == rows and not (never / "calibration_rows.jsonl").exists()
-    for flags, said in ((["--limit", "3"], "--limit"), (["--model", "smollm2-135m", "--k", "4"], "--model, --k")):
-        # taken and never read: the runs fix the model, data and options
-        assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "c4"), *flags]) == 2
-        assert f"calibrate --from-runs: {said}: the two runs fix" in capsys.readouterr().err
+    for flags, said in ((["--limit", "3"], "--limit is"), (["--model", "smollm2-135m", "--k", "4"], "--model, --k are")):
+        # said, not refused: the runs fix the model, data and options
+        assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "c4"), "--no-write",
+                     *flags]) == 0
+        assert f"calibrate --from-runs: {said} not read: the two runs fix" in capsys.readouterr().err
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     assert main(["calibrate", "--from-runs", str(never), str(always), "--out", str(tmp_path / "dangling")]) == 2
     assert "a symbolic link to nothing" in capsys.readouterr().err
@@ -654,13 +656,17 @@ def test_a_study_resumes_only_as_it_was_asked(tmp_path):
         assert [r["id"] for r in log.rows] == ["a"]
 
 
-def test_detect_refuses_an_index_it_would_never_search(tmp_path, capsys):
-    """`seakr detect --index IDX` (or --filler) was taken, opened and never read: the study searches nothing."""
+def test_detect_says_an_index_it_would_never_search_and_leaves_it_out(tmp_path, capsys):
+    """`seakr detect --index IDX` (or --filler) was taken, opened and never read: the study searches nothing, so
+    it is said and left out (not opened: a folder that is no index is no error here)."""
     from seakr.cli import main
 
     for flag in ("--index", "--filler"):
-        assert main(["detect", "--data", HOTPOT, "--out", str(tmp_path / "d"), flag, str(tmp_path)]) == 2
-        assert capsys.readouterr().err.startswith(f"seakr: error: detect: {flag}: the study searches nothing")
+        assert main(["detect", "--data", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "d"), flag,
+                     str(tmp_path)]) == 2
+        warning, error = capsys.readouterr().err.splitlines()
+        assert warning.startswith(f"seakr: warning: detect: {flag} is not read: the study searches nothing")
+        assert "none.jsonl" in error
     assert not (tmp_path / "d").exists()
 
 
@@ -863,21 +869,32 @@ def test_a_finished_study_resumed_is_summarised_without_loading_the_model(tmp_pa
 
 
 @pytest.mark.parametrize("cmd,option,says", [
-    ("detect", "gate=check", "--option gate: a detect study does not read it"),  # was "simple mode's closed-book ..."
-    ("detect", "max_steps=2", "--option max_steps: a detect study does not read it"),
-    ("calibrate", "delta=1", "--option delta: a calibration does not read it"),
-    ("rerank-study", "max_passages=2", "--option max_passages: a re-rank study does not read it"),
-    ("detect --form short", "n_shot=2", "--option n_shot: a detect study in the short form does not read it"),
+    ("detect", "gate=check", "--option gate: not read, a detect study asks"),  # was "simple mode's closed-book ..."
+    ("detect", "max_steps=2", "--option max_steps: not read, a detect study asks"),
+    ("calibrate", "delta=1", "--option delta: not read, a calibration asks"),
+    ("rerank-study", "max_passages=2", "--option max_passages: not read, a re-rank study asks"),
+    ("detect --form short", "n_shot=2", "--option n_shot: not read, a detect study in the short form asks"),
 ])
-def test_a_study_refuses_an_option_it_never_reads_before_the_model_loads(tmp_path, cmd, option, says):
-    """A study asks its own questions: a chain's or a gate's option was taken and never read (or, for gate=check,
-    refused with a reason about SeaKR's simple mode)."""
-    r = run_cli(*cmd.split(), "--model", "smollm2-135m", "--data", HOTPOT, "--option", option, "--out", str(tmp_path / "s"))
-    assert r.returncode == 2 and says in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert "it reads alpha, " in r.stderr and not (tmp_path / "s").exists()
+def test_a_study_says_an_option_it_never_reads_before_the_model_loads(tmp_path, cmd, option, says):
+    """A study asks its own questions: a chain's or a gate's option is said and left out, not refused (one set of
+    flags serves every study), before anything else is checked or loaded."""
+    r = run_cli(*cmd.split(), "--model", "smollm2-135m", "--data", str(tmp_path / "none.jsonl"), "--option", option,
+                "--out", str(tmp_path / "s"))
+    warning, error = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and warning.startswith("seakr: warning: ") and says in warning, r.stderr
+    assert "it reads alpha, " in warning and "none.jsonl" in error and not (tmp_path / "s").exists()
     if "short" in cmd:  # the flag too
-        r = run_cli(*cmd.split(), "--data", HOTPOT, "--prompt-set", "hotpotqa", "--out", str(tmp_path / "s"))
-        assert r.returncode == 2 and "--prompt-set: the short form asks without demonstrations" in r.stderr
+        r = run_cli(*cmd.split(), "--data", str(tmp_path / "none.jsonl"), "--prompt-set", "hotpotqa", "--out",
+                    str(tmp_path / "s"))
+        assert "seakr: warning: detect: --prompt-set is not read: the short form asks without" in r.stderr, r.stderr
+
+
+def test_a_study_reads_its_own_options_only():
+    from seakr.eval.studies import read_study_options
+
+    assert read_study_options("detect", {"gate": "check", "k": 2}) == {"k": 2}
+    assert read_study_options("detect", {"n_shot": 2, "k": 2}, form="short") == {"k": 2}
+    assert read_study_options("calibrate", {"estimator": "energy"}) == {"estimator": "energy"}
 
 
 def test_a_threshold_written_from_few_questions_is_said_to_be_thin(tmp_path, monkeypatch, capsys):

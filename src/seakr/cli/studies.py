@@ -7,13 +7,14 @@ import json
 import os
 import sys
 
+from ..common.console import warn
 from ..common.jsontext import strict_json
 from ..common.writing import write_atomic
 from ..eval.plan import EvalPlan
 from ..eval.specs import run_spec
 from .args import build_parser
 from .flags import CLIError, flag_or_option, model_spec, output_file, parse_options
-from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, check_study_options, finished_study
+from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, finished_study, read_study_options
 from ..eval.datasets import require_golds
 from ..eval.rows import STUDY_FILES
 from ..eval.resume import check_same_run, data_identity
@@ -39,11 +40,8 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
     (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads.
     A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)``
     (every row it holds, the ids of these questions), the model not loaded, and None is returned."""
-    try:
-        check_study_options(args.cmd.replace("_", "-"), options or {}, getattr(args, "form", None))
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    plan = EvalPlan(data=args.data, out=args.out, runs=[run_spec("--option", "seakr", {**STUDY_OPTIONS, **(options or {})})],
+    options = read_study_options(args.cmd.replace("_", "-"), options or {}, getattr(args, "form", None))
+    plan = EvalPlan(data=args.data, out=args.out, runs=[run_spec("--option", "seakr", {**STUDY_OPTIONS, **options})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args),
                     rows=STUDY_FILES[args.cmd.replace("_", "-")]).check()
@@ -75,14 +73,12 @@ def cmd_calibrate(args) -> int:
 
         cache_dir("calibration")
     if args.from_runs:
-        if args.data:
-            raise CLIError("calibrate: --from-runs reads two eval runs; it takes no --data")
         plain = vars(build_parser().parse_args(["calibrate", "--from-runs", "N", "A", "--out", "O"]))
         given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
                  if k not in ("from_runs", "out", "no_write", "cmd") and v != plain.get(k)]
-        if given:  # taken and never read: the runs' own model, data and options are the calibration's
-            raise CLIError(f"calibrate --from-runs: {', '.join(given)}: the two runs fix the model, data and options; "
-                           "leave it out")
+        if given:  # said, not refused: the runs' own model, data and options are the calibration's
+            warn(f"calibrate --from-runs: {', '.join(given)} {'is' if len(given) == 1 else 'are'} not read: the two "
+                 "runs fix the model, data and options")
         print(calibration_lines(calibrate_from_runs(*args.from_runs, args.out, write=not args.no_write), args.out))
         return 0
     if not args.data:
@@ -134,11 +130,13 @@ def _detect_asks_as_before(args, probe) -> None:
 
 
 def cmd_detect(args) -> int:
-    if args.index or args.filler:  # taken and never read: the study searches nothing
-        raise CLIError(f"detect: {'--index' if args.index else '--filler'}: the study searches nothing (closed-book, "
-                       "or each question's gold passages with --setting open-book); leave it out")
-    if args.form == "short" and args.prompt_set:  # taken, recorded and never read
-        raise CLIError("detect: --prompt-set: the short form asks without demonstrations; leave it out")
+    if args.index or args.filler:  # said and left out: the study searches nothing
+        warn(f"detect: {'--index' if args.index else '--filler'} is not read: the study searches nothing (closed-book, "
+             "or each question's gold passages with --setting open-book)")
+        args.index, args.filler = None, []
+    if args.form == "short" and args.prompt_set:
+        warn("detect: --prompt-set is not read: the short form asks without demonstrations")
+        args.prompt_set = None
     try:  # before the model loads: the spelling, and the layer range where the depth is known without weights
         parse_taps(args.probe, None if args.probe in TAP_KEYWORDS else _model_depth(args))
         probe = None

@@ -25,6 +25,7 @@ from typing import Sequence
 
 from ..methods.seakr import SeaKR, SeaKRConfig
 from ..methods.records import u_from_json
+from ..common.console import warn
 from .example import Example
 from .rows import STUDY_FILES, study_row_check
 from .rowlog import RowLog, read_results, recorded_with
@@ -102,8 +103,8 @@ STUDY_READS = {"detect": _STUDY_READS, "calibrate": _STUDY_READS | {"estimator",
 
 
 class StudiedSeaKR(SeaKR):
-    """SeaKR as a study runs it: the study reads its own options (:data:`STUDY_READS`, refused otherwise before the
-    model loads), not the chain's, so the chain's unread-option notes do not apply."""
+    """SeaKR as a study runs it: the study reads its own options (:data:`STUDY_READS`, the others said and left out
+    before the model loads), not the chain's, so the chain's unread-option notes do not apply."""
 
     def unread(self) -> list[tuple[str, str]]:
         return []
@@ -113,9 +114,10 @@ class StudiedSeaKR(SeaKR):
 SHORT_UNREAD = frozenset({"prompt_set", "n_shot", "marker", "answer_tokens", "max_new_tokens"})
 
 
-def check_study_options(study: str, options: dict, form: str | None = None) -> None:
-    """Refuse a SeaKR option that ``study`` (asking in ``form``, for detect) never reads (an unknown name is left to
-    the options schema, which names the closest one)."""
+def read_study_options(study: str, options: dict, form: str | None = None) -> dict:
+    """The options ``study`` (asking in ``form``, for detect) reads; one it never reads is said once and left out,
+    not refused, so one set of flags serves every study (an unknown name is left to the options schema, which names
+    the closest one)."""
     short = study == "detect" and form == "short"
     reads = STUDY_READS[study] - SHORT_UNREAD if short else STUDY_READS[study]
     known = {f.name for f in dataclasses.fields(SeaKRConfig)}
@@ -123,5 +125,6 @@ def check_study_options(study: str, options: dict, form: str | None = None) -> N
     if unread:
         what = {"calibrate": "a calibration", "rerank-study": "a re-rank study"}.get(study, f"a {study} study")
         what += " in the short form" if short else ""
-        raise ValueError(f"--option {', '.join(unread)}: {what} does not read {'them' if len(unread) > 1 else 'it'} "
-                         f"(it asks its own questions; it reads {', '.join(sorted(reads))})")
+        warn(f"--option {', '.join(unread)}: not read, {what} asks its own questions (it reads "
+             f"{', '.join(sorted(reads))})", once=True)
+    return {k: v for k, v in options.items() if k not in unread}
