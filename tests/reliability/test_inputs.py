@@ -460,21 +460,26 @@ def test_empty_paths_through_the_grid_the_options_and_the_python_api(tmp_path):
     one_line_error(seakr("ask", "--option", "probes=", "Who?"), "option probes: an empty path")
 
 
-def test_an_index_ask_never_searches_is_refused(index):
-    """`ask --method cot --index IDX` opened the index and never searched it, as eval's plan did (refused)."""
-    one_line_error(seakr("ask", "--index", index, "--method", "cot", "Who?"),
-                   "--index: method 'cot' never searches; leave it out")
+def test_an_index_ask_never_searches_is_said_and_not_opened(tmp_path):
+    """`ask --method cot --index IDX` opened the index and never searched it; it is said, as eval's plan says it,
+    and not opened (a folder that is no index is no error); a later refusal still stops before the model loads."""
+    r = seakr("ask", "--index", str(tmp_path), "--method", "cot", "--option", "k=-1", "Who?")
+    warning, error = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 2 and warning == "seakr: warning: --index is not read: method 'cot' never searches"
+    assert "option k: expected a whole number in [0, inf), got -1" in error
 
 
 def test_delta_without_a_seakr_run_is_said_not_ignored(index, tmp_path, capsys):
     """--delta is SeaKR's threshold: given to a baseline it was dropped without a word (eval) or named as
-    an unknown --option the user never typed (ask). One method asked refuses it; a plan, whose flags may be
-    looped over several methods, says it is unread."""
+    an unknown --option the user never typed (ask). Both say it is unread: the same flags may be looped over
+    several methods."""
     from seakr.common import console
     from seakr.eval.plan import EvalPlan
 
-    one_line_error(seakr("ask", "--index", index, "--method", "ircot", "--delta=-3", "Who?"),
-                   "--delta: method 'ircot' has no retrieval threshold")
+    r = seakr("ask", "--index", index, "--method", "ircot", "--delta=-3", "--option", "k=-1", "Who?")
+    warning, error = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 2 and "option k: " in error
+    assert warning == "seakr: warning: --delta is not read: method 'ircot' has no retrieval threshold (SeaKR's delta)"
     console._WARNED.clear()
     EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["cot"], delta=-3.0).check()
     assert "eval: delta is not read: it is SeaKR's threshold, and no run of the plan is SeaKR (cot)" in capsys.readouterr().err

@@ -120,9 +120,9 @@ def cmd_search(args) -> int:
 def _method_from_args(args):
     """The method of ``ask``/``demo``: options and index are checked before the model loads (seconds)."""
     opts = parse_options(args.option)
-    if args.delta is not None:
-        if "delta" not in {f.name for f in dataclasses.fields(METHODS[args.method].Config)}:
-            raise CLIError(f"--delta: method {args.method!r} has no retrieval threshold (SeaKR's delta)")
+    if args.delta is not None and "delta" not in {f.name for f in dataclasses.fields(METHODS[args.method].Config)}:
+        warn(f"--delta is not read: method {args.method!r} has no retrieval threshold (SeaKR's delta)")
+    elif args.delta is not None:
         flag_or_option(opts, "delta", "--delta", args.delta)
     flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
     run_spec("--option", args.method, opts, context=model_spec(args).context())  # bad options fail here, not after the load
@@ -138,9 +138,9 @@ def _method_from_args(args):
 def cmd_ask(args) -> int:
     check_question(args.question)
 
-    if args.index and not METHODS[args.method].retrieves:  # opened, and never searched
-        raise CLIError(f"--index: method {args.method!r} never searches; leave it out (or choose a method that "
-                       "retrieves)")
+    if args.index and not METHODS[args.method].retrieves:  # said, and not opened
+        warn(f"--index is not read: method {args.method!r} never searches")
+        args.index = None
     if args.html is not None:
         output_file(args.html, "--html", args.overwrite)
     m = _method_from_args(args)
