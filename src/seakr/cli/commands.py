@@ -26,7 +26,13 @@ from ..progress import LiveLine, progress_bar
 from ..search.build import build_index, check_index_out, pair_sources
 from ..search import open_engine
 from ..methods import METHODS, build_method
-from ..methods.base import warn_unread_tap
+from ..methods.base import sufficiency, warn_unread_tap
+from ..methods.records import u_to_json
+from ..search.build import repair_index
+from ..search.tantivy_engine import TantivyEngine
+from ..serve.render import write_answer_html
+from ..serve.schema import Door, OptionRefused
+from ..eval.cluster import run_shards
 from ..eval.summary import summary_markdown
 from ..eval.merge import export_predictions, merge_runs
 from ..eval.compare import compare
@@ -55,13 +61,9 @@ def cmd_uncertainty(args) -> int:
     g = lm.generate([prompt], cfg)[0]
     scores = U.all_scores(g, args.alpha)
     if args.prompt_estimator:
-        from ..methods.base import sufficiency
-
         scores["prompt"] = sufficiency(lm, prompt, prompt.strip())
     if args.json:  # strict JSON: +inf ("uncertain": nothing to measure) is null, with the reason beside it (it
         # printed the bare token Infinity, which jq and JSON.parse refuse)
-        from ..methods.records import u_to_json
-
         print(json.dumps({"greedy": g.greedy.to_dict(), "scores": {k: u_to_json(v) for k, v in scores.items()},
                           "uncertain": {k: why_inf(k, g).strip(" ()") or "no value" for k, v in scores.items()
                                         if not math.isfinite(v)},
@@ -88,13 +90,9 @@ def cmd_index_build(args) -> int:
 
 def cmd_index_info(args) -> int:
     if args.repair:
-        from ..search.build import repair_index
-
         print(json.dumps(repair_index(args.index), indent=2))
         return 0
     if args.verify and os.path.isdir(args.index):  # before opening: a damaged index may not open at all
-        from ..search.tantivy_engine import TantivyEngine
-
         TantivyEngine.check_files(args.index)
     eng = open_engine(args.index)
     m = eng.metadata()
@@ -160,8 +158,6 @@ def _answer_and_show(m, question: str, args):
         live.close()
     print(json.dumps(ans.to_dict()) if args.json else ans.summary(), flush=True)  # the answer first, whatever follows
     if args.html:
-        from ..serve.render import write_answer_html
-
         try:
             write_answer_html(ans, args.html)
         except OSError as e:
@@ -227,8 +223,6 @@ def cmd_eval(args) -> int:
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)
     if args.ray is not None:
-        from ..eval.cluster import run_shards
-
         sums = [run_shards(plan, args.shards, address=None if args.ray == "local" else args.ray,
                            num_cpus=args.cpus_per_shard, num_gpus=args.gpus_per_shard)]
     else:
@@ -287,17 +281,13 @@ def cmd_demo(args) -> int:
 def cmd_serve(args) -> int:
     import uvicorn
 
-    from ..serve.app import AnswerService, ServiceLimits, create_app
+    from ..serve.app import AnswerService, ServiceLimits, check_memory, check_port, create_app, is_loopback
 
     token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
     if token is not None and not token.strip():
         raise CLIError("--token (or SEAKR_TOKEN) is empty: give a non-empty token, or leave it out to serve without one")
-    from ..serve.app import check_memory, check_port, is_loopback
-
     check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
-    from ..serve.schema import Door, OptionRefused
-
     try:  # the server's defaults ride in every request, so they are held to what a request may ask
         door = Door(args.method, parse_options(args.option), model_spec(args).context())
     except OptionRefused as e:

@@ -23,6 +23,8 @@ from ..eval.finished import study_of_rows
 from ..progress import progress_bar
 from ..search import open_engine
 from ..models import DEFAULT_MODEL
+from ..models.registry import cache_dir
+from ..probes import load_probe
 from ..models.figures import model_depth
 from ..eval.rowlog import read_run_config
 from ..eval.states import tap_name
@@ -69,8 +71,6 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
 
 def cmd_calibrate(args) -> int:
     if not args.no_write:  # the threshold is written into the cache after the sweep: know now that it can be
-        from ..models.registry import cache_dir
-
         cache_dir("calibration")
     if args.from_runs:
         plain = vars(build_parser().parse_args(["calibrate", "--from-runs", "N", "A", "--out", "O"]))
@@ -141,8 +141,6 @@ def cmd_detect(args) -> int:
         parse_taps(args.probe, None if args.probe in TAP_KEYWORDS else _model_depth(args))
         probe = None
         if args.probe_file:
-            from ..probes import load_probe
-
             probe = load_probe(args.probe_file)
     except ValueError as e:
         raise CLIError(str(e)) from None

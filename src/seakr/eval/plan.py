@@ -40,6 +40,7 @@ from ..search import open_engine
 from .runner import run_eval
 from .summary import summary_of_rows
 from .resume import check_same_run, data_identity
+from ..models.batching import BatchingModel
 from ..models.machine import precision_name
 from ..search.generations import read_manifest
 from ..models import DEFAULT_MODEL, model_path
@@ -315,8 +316,6 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
     say(f"index: {redact(index) if index else 'none (no run searches)'}")
     lm = lm or plan.model.load()
     if plan.concurrency > 1:
-        from ..models.batching import BatchingModel
-
         lm = BatchingModel(lm)
     extra = plan.questions_record()
     sums = []

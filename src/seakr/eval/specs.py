@@ -24,6 +24,7 @@ from .folders import check_free, check_not_foreign
 from ..models import DEFAULT_MODEL, load_model, model_path
 from ..models.figures import model_context, model_depth
 from ..models.registry import model_kind
+from ..prompts import PromptSet
 
 
 class PlanError(ValueError):
@@ -238,8 +239,6 @@ def check_settings(seed: int | None, prompt_set: str | None) -> None:
         except ValueError as e:
             raise SettingError("seed", f": {e}") from None
     if prompt_set:
-        from ..prompts import PromptSet
-
         PromptSet.load(prompt_set)
 
 

@@ -40,6 +40,7 @@ from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
+from .figures import model_depth
 from .options import LoadOptions
 from .registry import DEFAULT_MODEL, ModelError, REGISTRY, cache_root, resolve
 from .rows import RowBook
@@ -258,8 +259,6 @@ class HFLanguageModel:
             options = dataclasses.replace(options, **kwargs)
         o = options
         if o.state_layer is not None:  # its upper bound where known without the weights
-            from .figures import model_depth
-
             check_layer(o.state_layer, depth=model_depth(model))
         # the environment's, named as the variable that set it, or nobody finds it; before the weights load
         attention = o.attention or _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
