@@ -146,8 +146,9 @@ class NoRoom(ValueError):
 
 def check_lengths(config: "MethodConfig", context: int | None) -> None:
     """Refuse (:class:`NoRoom`) a step's or a forced answer's length that fills the model's window (``context``:
-    None where it is not known: nothing to check). Before the model loads the plan and the server check against
-    the window alone; where it loads, :class:`Method` against the window less its longest prompt."""
+    None where it is not known: nothing to check). The plan and the server check before the model loads, with the
+    window known without weights; :class:`Method` with the loaded model's own (and ``check_question`` holds each
+    question's prompt to what the longest generation leaves)."""
     for option in ("max_new_tokens", "answer_tokens"):
         if context and getattr(config, option) >= context:
             raise NoRoom(option, getattr(config, option), context)
