@@ -23,12 +23,11 @@ import time
 from .. import uncertainty as U
 from ..models import GenerationConfig
 from ..progress import LiveLine, progress_bar
-from ..search.build import build_index, check_index_out, pair_sources
+from ..search.build import build_index, check_index_out, pair_sources, repair_index
 from ..search import open_engine
 from ..methods import METHODS, build_method
 from ..methods.base import sufficiency, warn_unread_tap
 from ..methods.records import u_to_json
-from ..search.build import repair_index
 from ..search.tantivy_engine import TantivyEngine
 from ..serve.render import write_answer_html
 from ..serve.schema import Door, OptionRefused

@@ -126,7 +126,7 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
     extra = [x["loc"] for x in errors if x["type"] in ("unexpected_keyword_argument", "extra_forbidden")]
     if extra:  # a nested record's (a demonstration's in a file) at its place, in its own class's words
         path, t = _leaf(cls, extra[0][:-1])
-        owner = _schema_class(t) or cls if path else cls
+        owner = (_schema_class(t) or cls) if path else cls
         names = [str(loc[-1]) for loc in extra if loc[:-1] == extra[0][:-1]]
         return (f"{_at(label, path)}: " if path else "") + (unknown(owner, names) if unknown else
                                                               _unknown(owner, names, label))
