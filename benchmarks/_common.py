@@ -150,3 +150,21 @@ def cheaper_form_summary(rows: list[dict], new: str, old: str = "whole", bar: fl
     return {"questions": len(rows), "chain_questions": sum(not r["gate_sure"] for r in rows), **pair,
             **{f"chain_seconds_{f}": round(v, 2) for f, v in secs.items()},
             f"adopt_{new}": pair[f"{new}_minus_{old}"] >= bar and secs[new] < secs[old]}
+
+
+def costlier_form_summary(rows: list[dict], new: str, old: str, bar: float = 1.0, most: float = 1.10) -> dict:
+    """The rule of a form that may cost more: ``new`` is adopted only if its gate-replayed F1 is at least ``old``'s
+    + ``bar`` and its seconds a chain question at most ``most`` times ``old``'s."""
+    pair = replayed_pair(rows, new, old)
+    chain = any(not r["gate_sure"] for r in rows)
+    secs = {f: chain_seconds(rows, f) for f in (old, new)} if chain else {}
+    ratio = secs[new] / secs[old] if chain else None
+    return {"questions": len(rows), "chain_questions": sum(not r["gate_sure"] for r in rows), **pair,
+            **{f"chain_seconds_{f}": round(v, 3) for f, v in secs.items()},
+            "seconds_ratio": None if ratio is None else round(ratio, 3),
+            "passes_bar": pair[f"{new}_minus_{old}"] >= bar and ratio is not None and ratio <= most}
+
+
+def recall(titles: list[str], gold: list[str]) -> float | None:
+    """The share of the gold supporting titles among ``titles`` (None: no gold titles)."""
+    return sum(g in titles for g in gold) / len(gold) if gold else None

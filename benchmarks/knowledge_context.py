@@ -25,7 +25,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import beside_row, decision_args, decision_run, replayed_pair  # noqa: E402
+from _common import beside_row, decision_args, decision_run, recall, replayed_pair  # noqa: E402
 
 from seakr.methods import METHODS  # noqa: E402
 
@@ -56,16 +56,12 @@ class BothContexts(METHODS["seakr"]):
         return out
 
 
-def _recall(titles: list[str], gold: list[str]) -> float | None:
-    return sum(g in titles for g in gold) / len(gold) if gold else None
-
-
 def row(ex, ans, level: float) -> dict:
     """One question: the check's, the kept context's and the found context's F1, seconds and gold recall."""
     out, found = beside_row(ex, ans, level, "knowledge-found", "kept", "found")
     gold = list(getattr(ex, "supporting_titles", []) or [])
     return {**out, "passages_kept": len(found["kept_titles"]), "passages_found": len(found["found_titles"]),
-            "recall_kept": _recall(found["kept_titles"], gold), "recall_found": _recall(found["found_titles"], gold)}
+            "recall_kept": recall(found["kept_titles"], gold), "recall_found": recall(found["found_titles"], gold)}
 
 
 def summary(rows: list[dict]) -> dict:

@@ -19,13 +19,12 @@ seconds; no question or passage text).
 
 import argparse
 import os
-import statistics
 import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import beside_row, decision_args, decision_run, replayed_pair  # noqa: E402
+from _common import beside_row, costlier_form_summary, decision_args, decision_run  # noqa: E402
 
 from seakr.methods import METHODS  # noqa: E402
 
@@ -51,15 +50,8 @@ def row(ex, ans, level: float) -> dict:
 
 
 def summary(rows: list[dict]) -> dict:
-    chain = [r for r in rows if not r["gate_sure"]]
-    pair = replayed_pair(rows, "reversed", "found")
-    secs = {k: statistics.mean(r[f"seconds_{k}"] for r in chain) for k in ("found", "reversed")} if chain else {}
-    ratio = secs["reversed"] / secs["found"] if chain else None
-    several = [r for r in chain if r["passages"] > 1]  # one passage reads the same either way
-    return {"questions": len(rows), "chain_questions": len(chain), "chain_questions_of_several_passages": len(several),
-            **pair, **{f"chain_seconds_{k}": round(v, 3) for k, v in secs.items()},
-            "seconds_ratio": None if ratio is None else round(ratio, 3),
-            "passes_bar": pair["reversed_minus_found"] >= 1.0 and ratio is not None and ratio <= 1.10}
+    several = [r for r in rows if not r["gate_sure"] and r["passages"] > 1]  # one passage reads the same either way
+    return {**costlier_form_summary(rows, "reversed", "found"), "chain_questions_of_several_passages": len(several)}
 
 
 def main():

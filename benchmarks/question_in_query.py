@@ -24,16 +24,13 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import decision_args, emit, pooled_setup, replayed_pair  # noqa: E402
+from _common import costlier_form_summary, decision_args, decision_run, recall  # noqa: E402
 
-from seakr.common.jsontext import strict_json  # noqa: E402
 from seakr.eval.metrics import f1_score  # noqa: E402
-from seakr.eval.specs import method_options  # noqa: E402
-from seakr.methods import METHODS, build_method  # noqa: E402
+from seakr.methods import METHODS  # noqa: E402
 from seakr.methods.text import is_unknown, question_words  # noqa: E402
 
 #: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
@@ -51,18 +48,29 @@ class QuestionInQuery(METHODS["seakr"]):
         return " ".join((asked + step)[: self.config.query_max_words])
 
 
+class BothQueries:
+    """The chain as decided and the question-and-step one, on one model and index: ``answer`` gives both answers,
+    one chain after the other."""
+
+    def __init__(self, lm, engine, **options):
+        self.step, self.both = METHODS["seakr"](lm, engine, **options), QuestionInQuery(lm, engine, **options)
+
+    def answer(self, question):
+        return self.step.answer(question), self.both.answer(question)
+
+
 def _answered(ex, ans, name: str) -> dict:
     """One chain's answer to ``ex``: its F1, seconds, retrievals and the gold titles among its kept passages."""
     d = ans.to_dict()["trace"]
     kept = [p.get("title") for p in d["final"].get("passages") or []]
-    gold = list(getattr(ex, "supporting_titles", []) or [])
     return {name: ans.answer, f"f1_{name}": f1_score(ans.answer, ex.answers),
             f"seconds_{name}": d["totals"]["seconds"]["total"], f"retrievals_{name}": d["totals"]["retrievals"],
-            f"recall_{name}": sum(g in kept for g in gold) / len(gold) if gold else None}
+            f"recall_{name}": recall(kept, list(getattr(ex, "supporting_titles", []) or []))}
 
 
-def row(ex, step, both, level: float) -> dict:
+def row(ex, answers, level: float) -> dict:
     """One question: the check (and whether the shipped gate would have answered from memory), both chains."""
+    step, both = answers
     check = step.to_dict()["trace"]["final"]["candidates"].get("check", {})
     return {"id": ex.id, "gate_sure": check.get("p", 0) >= level and not is_unknown(check.get("answer", "")),
             "check": check.get("answer"), "f1_check": f1_score(check.get("answer", ""), ex.answers),
@@ -76,36 +84,16 @@ def summary(rows: list[dict]) -> dict:
         xs = [r[key] for r in chain if r[key] is not None]
         return round(statistics.mean(xs), 3) if xs else None
 
-    pair = replayed_pair(rows, "both", "step")
-    ratio = mean("seconds_both") / mean("seconds_step") if chain else None
-    return {"questions": len(rows), "chain_questions": len(chain), **pair,
-            **{f"chain_{k}_{n}": mean(f"{k}_{n}") for k in ("seconds", "retrievals", "recall") for n in ("step", "both")},
-            "seconds_ratio": None if ratio is None else round(ratio, 3),
-            "passes_bar": pair["both_minus_step"] >= 1.0 and ratio is not None and ratio <= 1.10}
+    return {**costlier_form_summary(rows, "both", "step"),
+            **{f"chain_{k}_{n}": mean(f"{k}_{n}") for k in ("retrievals", "recall") for n in ("step", "both")}}
 
 
 def main():
     ap = argparse.ArgumentParser()
     decision_args(ap, limit=62)
-    a = ap.parse_args()
-    full, engine, lm = pooled_setup(a)
-    questions = full[:: a.every][: a.limit]
-    level = build_method("seakr", lm, engine, **method_options("seakr", {}, a.family)).gate_p  # the shipped gate
-    opts = method_options("seakr", CHAIN, a.family)
-    step, both = METHODS["seakr"](lm, engine, **opts), QuestionInQuery(lm, engine, **opts)
-    rows = []
-    for i, ex in enumerate(questions):
-        rows.append(row(ex, step.answer(ex.question), both.answer(ex.question), level))
-        r = rows[-1]
-        print(f"{i + 1}/{len(questions)} sure={r['gate_sure']} step {r['f1_step']:.2f} both {r['f1_both']:.2f} "
-              f"({r['seconds_step']:.1f} / {r['seconds_both']:.1f} s)", file=sys.stderr, flush=True)
-    res = {"benchmark": "question_in_query", "model": a.model, "precision": lm.precision,
-           "data": os.path.basename(a.data), "every": a.every, "limit": a.limit, "gate_level": level,
-           **summary(rows), "date": time.strftime("%Y-%m-%d")}
-    emit(res, None)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(strict_json({**res, "rows": rows}, indent=1) + "\n")
+    decision_run(ap.parse_args(), "question_in_query", BothQueries, CHAIN, row, summary=summary, said=lambda r: (
+        f"sure={r['gate_sure']} step {r['f1_step']:.2f} both {r['f1_both']:.2f} "
+        f"({r['seconds_step']:.1f} / {r['seconds_both']:.1f} s)"))
 
 
 if __name__ == "__main__":
