@@ -41,6 +41,10 @@ def write_report(out: str, stem: str, res: dict, text: str) -> None:
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
+#: SeaKR's chain as decided (docs/results.md), the check drawn and recorded but never obeyed: a decision benchmark
+#: replays the shipped gate on its rows
+CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
+
 
 def pooled_args(ap, data: str, precision: str = "auto") -> None:
     """The flags of a benchmark over one dataset's pooled paragraphs + filler: ``--model``, ``--precision``,

@@ -25,13 +25,9 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import beside_row, decision_args, decision_run, recall, replayed_pair  # noqa: E402
+from _common import CHAIN, beside_row, decision_args, decision_run, recall, replayed_pair  # noqa: E402
 
 from seakr.methods import METHODS  # noqa: E402
-
-#: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
-CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
-
 
 class BothContexts(METHODS["seakr"]):
     """SeaKR that records every passage its searches return and, beside the knowledge answer from the kept

@@ -20,12 +20,10 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import beside_row, cheaper_form_summary, decision_args, decision_run  # noqa: E402
+from _common import CHAIN, beside_row, cheaper_form_summary, decision_args, decision_run  # noqa: E402
 
 from seakr.methods import METHODS  # noqa: E402
 
-#: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
-CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
 #: where the knowledge answer's sentence is cut before the marker is forced (about half its length in traces)
 CUT = 16
 

@@ -24,13 +24,9 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import beside_row, costlier_form_summary, decision_args, decision_run  # noqa: E402
+from _common import CHAIN, beside_row, costlier_form_summary, decision_args, decision_run  # noqa: E402
 
 from seakr.methods import METHODS  # noqa: E402
-
-#: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
-CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
-
 
 class BothOrders(METHODS["seakr"]):
     """SeaKR that, beside the knowledge answer from the kept passages in the order found, answers from them in the

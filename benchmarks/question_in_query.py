@@ -27,15 +27,11 @@ import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import costlier_form_summary, decision_args, decision_run, recall  # noqa: E402
+from _common import CHAIN, costlier_form_summary, decision_args, decision_run, recall  # noqa: E402
 
 from seakr.eval.metrics import f1_score  # noqa: E402
 from seakr.methods import METHODS  # noqa: E402
 from seakr.methods.text import is_unknown, question_words  # noqa: E402
-
-#: the chain as decided (docs/results.md), the check drawn and recorded but never obeyed: the gate is replayed
-CHAIN = {"gate_p": 1.0, "query_from": "step", "rerank": "engine", "reasoning": "knowledge"}
-
 
 class QuestionInQuery(METHODS["seakr"]):
     """SeaKR whose queries after the first are the question's words, then the step query's words the question
