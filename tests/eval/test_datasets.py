@@ -108,7 +108,7 @@ def test_malformed_files_name_file_line_field(tmp_path):
         load_dataset(str(f), "hotpotqa")
     g = tmp_path / "iirc.json"
     g.write_text(json.dumps([{"questions": [{"qid": "x", "question": "q", "answer": {"type": "weird"}}]}]))
-    with pytest.raises(DatasetError, match=r"record 0 questions\[0\]: field 'answer.type' has unknown value"):
+    with pytest.raises(DatasetError, match=r"record 0: field questions\[0\].answer.type: one of span, value, binary, none, not 'weird'"):
         load_dataset(str(g), "iirc")
     with pytest.raises(DatasetError, match="no such file"):
         load_dataset(str(tmp_path / "none.json"), "hotpotqa")
@@ -165,11 +165,11 @@ def test_a_csv_field_past_the_line_bound_names_file_and_line(tmp_path, monkeypat
      r"data.jsonl:2: question 'a' has no gold answer, but 1 other\(s\) have"),
     (['{"id": "a", "question": "q", "golden_answers": [""]}', '{"id": "b", "question": "q", "golden_answers": ["x"]}'],
      r"data.jsonl:1: question 'a' has no gold answer, but 1 other\(s\) have"),
-    (['{"id": "a", "question": "q", "golden_answers": [null]}'], r"data.jsonl:1: field 'golden_answers' holds null"),
+    (['{"id": "a", "question": "q", "golden_answers": [null]}'], r"data.jsonl:1: field golden_answers\[0\]: null is no answer"),
     # a null id was the id "None" (and two of them one id); an object its repr
-    (['{"id": null, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is null; ids are text or whole numbers"),
-    (['{"id": {"a": 1}, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is \{"),
-    (['{"id": 1.5, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: the question's id is 1.5"),
+    (['{"id": null, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: field id: expected a question id \(text or a whole number\), got None"),
+    (['{"id": {"a": 1}, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: field id: expected a question id .*, got \{"),
+    (['{"id": 1.5, "question": "q", "golden_answers": ["x"]}'], r"data.jsonl:1: field id: expected a question id .*, got 1.5"),
 ])
 def test_every_question_needs_a_unique_id_a_question_and_an_answer(tmp_path, lines, needle):
     """Checked at load, whatever the layout: a repeated id would overwrite or skip a row on --resume and pair
@@ -211,7 +211,7 @@ def test_musique_official(tmp_path):
     assert ex.answers == ["Stanley Hall", "G. Stanley Hall"] and ex.supporting_titles == ["Journal"]
     assert ex.contexts == [("A", "a"), ("Journal", "founded by Hall")] and ex.dataset == "musique"
     f.write_text(json.dumps({**rec, "paragraphs": [{"title": "A"}]}) + "\n")
-    with pytest.raises(DatasetError, match=r"musique_dev.jsonl:1: paragraphs\[0\] needs a field 'paragraph_text'"):
+    with pytest.raises(DatasetError, match=r"musique_dev.jsonl:1: missing field 'paragraphs\[0\].paragraph_text'"):
         load_dataset(str(f))
 
 
@@ -234,7 +234,7 @@ def test_nq_open_official_layout_and_plain_question_answer_files(tmp_path):
     g.write_text('{"id": "q1", "question": "Who?", "answer": "x"}\n')
     assert detect_layout(str(g)) == "nq" and load_dataset(str(g))[0].answers == ["x"]
     g.write_text('{"id": "q1", "question": "Who?", "answer": {"text": "x"}}\n')
-    with pytest.raises(DatasetError, match=r"mine.jsonl:1: field 'answer' should be a string or a list"):
+    with pytest.raises(DatasetError, match=r"mine.jsonl:1: field answer: dict is no answer"):
         load_dataset(str(g))
 
 
@@ -259,19 +259,19 @@ def test_ids_that_are_whole_numbers_read_as_their_text_in_every_layout(tmp_path)
     f.write_text('{"id": 7, "question": "q", "answer": "x"}\n{"question": "r", "answer": "y"}\n')
     assert [e.id for e in load_dataset(str(f), "nq")] == ["7", "nq-1"]
     f.write_text('{"id": null, "question": "q", "answer": "x"}\n')
-    with pytest.raises(DatasetError, match=r"n.jsonl:1: the question's id is null"):
+    with pytest.raises(DatasetError, match=r"n.jsonl:1: field id: expected a question id .*, got None"):
         load_dataset(str(f), "nq")
     h = tmp_path / "h.json"
     h.write_text(json.dumps([{"_id": None, "question": "q", "answer": "a", "context": []}]))
-    with pytest.raises(DatasetError, match=r"h.json.*: the question's id is null"):
+    with pytest.raises(DatasetError, match=r"h.json.*: field _id: expected a question id .*, got None"):
         load_dataset(str(h), "hotpotqa")
 
 
 @pytest.mark.parametrize("change,needle", [
-    ({"supporting_facts": [5]}, "field 'supporting_facts' should be [[title, sentence], ...]"),  # was a TypeError
-    ({"supporting_facts": [[]]}, "field 'supporting_facts' should be"),  # was "not enough values to unpack"
-    ({"supporting_facts": "T"}, "field 'supporting_facts' should be"),  # its letters were titles
-    ({"supporting_facts": {"title": "T"}}, "field 'supporting_facts' should be"),
+    ({"supporting_facts": [5]}, "field supporting_facts: should be [[title, sentence], ...]"),  # was a TypeError
+    ({"supporting_facts": [[]]}, "field supporting_facts: should be"),  # was "not enough values to unpack"
+    ({"supporting_facts": "T"}, "field supporting_facts: should be"),  # its letters were titles
+    ({"supporting_facts": {"title": "T"}}, "field supporting_facts: should be"),
     ({"context": [[None, ["s."]]]}, "the title text"),  # the title "None"
     ({"context": {"title": [None], "sentences": [["s."]]}}, "'title' (text)"),
 ])
@@ -284,19 +284,24 @@ def test_supporting_facts_and_context_titles_of_another_shape_name_the_record(tm
 
 
 def test_both_supporting_fact_layouts_and_none_read():
-    from seakr.eval.datasets import _titles
+    from seakr.eval.records import HotpotQuestion
 
-    assert _titles("w", [["A", 0], ["B", 1], ["A", 2]]) == ["A", "B"]
-    assert _titles("w", {"title": ["A", "A", "C"], "sent_id": [0, 1, 0]}) == ["A", "C"]
-    assert _titles("w", None) == [] and _titles("w", []) == []
+    def titles(sf):
+        return HotpotQuestion(question="q", id="a", supporting_facts=sf).supporting_facts
+
+    assert titles([["A", 0], ["B", 1], ["A", 2]]) == ["A", "B"]
+    assert titles({"title": ["A", "A", "C"], "sent_id": [0, 1, 0]}) == ["A", "C"]
+    assert titles(None) == [] and titles([]) == []
 
 
 def test_a_question_type_is_text():
-    from seakr.eval.datasets import _kind
+    from seakr.common.schema import SchemaError
+    from seakr.eval.records import HotpotQuestion
 
-    assert _kind("w", None) == "" and _kind("w", "bridge") == "bridge"
-    with pytest.raises(DatasetError, match=r"^w: field 'type' should be text, got 5$"):
-        _kind("w", 5)
+    assert HotpotQuestion(question="q", id="a", type=None).type == "" and HotpotQuestion(
+        question="q", id="a", type="bridge").type == "bridge"
+    with pytest.raises(SchemaError, match=r"^field type: expected text \(a question's type\), got 5$"):
+        HotpotQuestion(question="q", id="a", type=5)
 
 
 def test_questions_no_answer_can_score_are_named_once(tmp_path, capsys):
@@ -343,7 +348,7 @@ def test_squad_and_triviaqa_in_hugging_face_layouts_read_as_their_official_files
     (ex,) = load_dataset(str(tq))
     assert (ex.id, ex.question, ex.answers, ex.dataset) == ("tc_1", "Who wrote Hamlet?", ["William Shakespeare", "Shakespeare"], "triviaqa")
     tq.write_text(json.dumps({"question": "q", "question_id": "t", "question_source": "web", "answer": {"aliases": []}}) + "\n")
-    with pytest.raises(DatasetError, match=r"tq.jsonl:1.answer: missing field 'value'"):
+    with pytest.raises(DatasetError, match=r"tq.jsonl:1: missing field 'answer.value'"):
         load_dataset(str(tq))
 
 
@@ -595,11 +600,12 @@ def test_nan_written_for_a_missing_answer_is_no_answer_not_the_answer_nan(tmp_pa
         with pytest.raises(DatasetError, match=r"qa.jsonl:1: question 'a' has no gold answer, but 1 other\(s\) have"):
             load_dataset(str(f), layout)
     f.write_text('{"id": "a", "question": "q", "golden_answers": ["Lima", NaN]}\n')
-    with pytest.raises(DatasetError, match=r"qa.jsonl:1: field 'golden_answers' holds NaN; answers are strings$"):
+    with pytest.raises(DatasetError, match=r"qa.jsonl:1: field golden_answers\[1\]: NaN is no answer; answers are text, numbers or true/false$"):
         load_dataset(str(f))
     for field in ("answer", "possible_answers"):  # named as the file spells it (both were called 'answers')
         f.write_text('{"id": "a", "question": "q", "%s": ["Lima", null]}\n' % field)
-        with pytest.raises(DatasetError, match=rf"qa.jsonl:1: field '{field}' holds null; answers are strings$"):
+        with pytest.raises(DatasetError, match=rf"qa.jsonl:1: field {field}\[1\]: null is no answer; answers are text, "
+                                               "numbers or true/false$"):
             load_dataset(str(f), "nq")
 
 

@@ -100,9 +100,9 @@ options = {{ max_new_tokens = 16, max_steps = 2, n_shot = 1 }}
 
 def test_bad_input_is_one_line_and_nonzero(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "1", "question": "q", "answer": 5}\n')
+    bad.write_text('{"id": "1", "question": "q", "answer": {"text": "x"}}\n')
     r = seakr("eval", "--data", str(bad), "--layout", "hotpotqa", "--out", str(tmp_path / "o"), "--model", "smollm2-135m")
-    assert r.returncode == 2 and "bad.jsonl:1: field 'answer' should be text, got 5" in r.stderr
+    assert r.returncode == 2 and "bad.jsonl:1: field answer: dict is no answer" in r.stderr
     bad.write_text('{"id": "1", "question": "q"}\n')  # no answer: a test split, but nothing to pool: one line still
     r = seakr("eval", "--data", str(bad), "--layout", "hotpotqa", "--out", str(tmp_path / "o"), "--model", "smollm2-135m")
     assert r.returncode == 2 and "bad.jsonl: its questions carry no context paragraphs to pool; pass --index" in r.stderr

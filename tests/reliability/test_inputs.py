@@ -168,7 +168,7 @@ def test_09_question_with_undecodable_bytes(index):
 
 @pytest.mark.parametrize("content,needle", [
     ("[1, 2, 3]", "expected a JSON object, got int"),
-    (json.dumps([{"_id": "a", "question": "q", "answer": "x", "context": "not paragraphs"}]), "field 'context' has an unknown layout"),
+    (json.dumps([{"_id": "a", "question": "q", "answer": "x", "context": "not paragraphs"}]), "field context: has an unknown layout"),
     (json.dumps([{"_id": "a", "question": "q", "answer": "x", "context": [["T", "not a list"]]}]), "entries should be [title, [sentences]]"),
 ])
 def test_09_malformed_data_files(tmp_path, content, needle):

@@ -209,7 +209,7 @@ def test_a_beir_corpus_is_read_as_json_lines(tmp_path):
     assert detect_format(str(f)) == "jsonl"
     assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("d1", "Alien", "A 1979 film by Ridley Scott."),
                                                                      ("d2", "", "No title here.")]
-    for line, says in (('{"_id": " ", "text": "x"}', "empty field '_id'"), ('{"title": "T", "text": "x"}', "missing field 'id'")):
+    for line, says in (('{"_id": " ", "text": "x"}', "field _id: empty"), ('{"title": "T", "text": "x"}', "missing field 'id'")):
         f.write_text(line + "\n")
         with pytest.raises(CorpusError, match=f"corpus.jsonl:1: {says}"):
             list(read_corpus(str(f), "jsonl"))
@@ -223,12 +223,12 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
     f.write_text('{"id": "a", "contents": "x"}\n{broken\n')
     with pytest.raises(CorpusError, match=r"c.jsonl:2: invalid JSON"):
         list(read_corpus(str(f), "flashrag"))
-    f.write_text('{"id": "a", "text": 5, "title": ""}\n{"id": "b", "text": ["x", 5]}\n')  # sentences are text
-    with pytest.raises(CorpusError, match=r"c.jsonl:2: field 'text' should be str"):
+    f.write_text('{"id": "a", "text": 5, "title": ""}\n{"id": "b", "text": ["x", null]}\n')  # sentences are text
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: field text: expected text or a list of texts or null, got"):
         list(read_corpus(str(f), "jsonl"))
     g = tmp_path / "h.json"
     g.write_text(json.dumps([{"_id": "x", "question": "q", "context": "oops"}]))
-    with pytest.raises(CorpusError, match="field 'context' has an unknown layout"):
+    with pytest.raises(CorpusError, match="field context: has an unknown layout"):
         list(read_corpus(str(g), "hotpotqa"))
     z = tmp_path / "nq.jsonl.gz"
     with gzip.open(z, "wt") as fh:
@@ -238,7 +238,7 @@ def test_malformed_jsonl_names_file_line_field(tmp_path):
     with pytest.raises(CorpusError, match="no such file"):
         list(read_corpus(str(tmp_path / "nope.jsonl"), "jsonl"))
     f.write_text('{"id": "a", "title": "T", "text": "ok"}\n{"id": " ", "title": "T", "text": "x"}\n')
-    with pytest.raises(CorpusError, match=r"c.jsonl:2: empty field 'id'"):  # ids name passages in traces and rows
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: field id: empty"):  # ids name passages in traces and rows
         list(read_corpus(str(f), "jsonl"))
     for blank in ("", "\n\n  \n"):  # read as "cannot guess the format; pass --format" before
         f.write_text(blank)
@@ -254,7 +254,7 @@ def test_nan_a_missing_value_is_no_title_and_no_text_not_the_word_nan(tmp_path):
     assert [(p.id, p.title, p.text) for p in read_corpus(str(f))] == [("a", "", "Alpha beta")]
     for field, rec in (("text", '{"id": "a", "title": "T", "text": NaN}'), ("id", '{"id": NaN, "text": "x"}')):
         f.write_text(rec + "\n")
-        with pytest.raises(CorpusError, match=rf"c.jsonl:1: field '{field}' is NaN, a missing value$"):
+        with pytest.raises(CorpusError, match=rf"c.jsonl:1: field {field}: NaN \(a missing value\), not text$"):
             list(read_corpus(str(f), "jsonl"))
 
 
@@ -286,7 +286,7 @@ def test_questions_given_to_index_are_named_as_a_dataset(tmp_path):
 
 
 def test_sentences_are_joined_with_one_space_where_none_separates_them():
-    from seakr.search.corpora import join_sentences
+    from seakr.search.records import join_sentences
 
     assert join_sentences(["He was born in 1685.", "He died in 1750."]) == "He was born in 1685. He died in 1750."
     assert join_sentences(["A is B.", " C is D."]) == "A is B. C is D."  # HotpotQA's leading spaces kept as they are

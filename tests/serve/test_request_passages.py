@@ -67,7 +67,7 @@ def test_a_request_giving_a_key_twice_is_refused_and_malformed_json_says_why():
     ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "passages: passage id 'a' is given twice"),
     (["  ", "\n"], "passages: every passage's text is empty; nothing to search"),
     (["\u0000", "\u001b[1m"], "passages: every passage's text is empty; nothing to search"),  # was indexed and searched
-    ([{"id": " ", "text": "x"}], "passages: passage 0: empty field 'id'"),
+    ([{"id": " ", "text": "x"}], "passages: passage 0: field id: empty; an id names its passage in traces and rows"),
     ([5], "passages.0"),
 ])
 def test_passages_a_request_cannot_search_are_422_naming_them(passages, said):

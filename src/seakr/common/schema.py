@@ -130,7 +130,8 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
         names = [str(loc[-1]) for loc in extra if loc[:-1] == extra[0][:-1]]
         return (f"{_at(label, path)}: " if path else "") + (unknown(owner, names) if unknown else
                                                               _unknown(owner, names, label))
-    missing = [str(x["loc"][0]) for x in errors if x["type"] in ("missing", "missing_argument") and x["loc"]]
+    missing = [_leaf(cls, x["loc"])[0] or str(x["loc"][-1]) for x in errors
+               if x["type"] in ("missing", "missing_argument") and x["loc"]]
     if missing:
         return f"missing {label}{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}"
     name, t = _leaf(cls, errors[0]["loc"])
@@ -213,11 +214,20 @@ def _element(t, part) -> Any:
     return None
 
 
+def _fields(owner) -> dict:
+    """A schema's fields by every name a file may give them (a field read from ``_id`` or ``id``: both)."""
+    fields = dict(getattr(owner, "__pydantic_fields__", {}) if owner is not None else {})
+    for f in list(fields.values()):
+        alias = f.validation_alias
+        fields.update({a: f for a in getattr(alias, "choices", [alias]) if isinstance(a, str)})
+    return fields
+
+
 def _leaf(cls: type, loc: tuple) -> tuple[str, Any]:
     """The path of an error as a row or a file writes it (``steps[1].u``), and the type it ends at."""
     path, t, owner = "", None, cls
     for part in loc:
-        fields = getattr(owner, "__pydantic_fields__", {}) if owner is not None else {}
+        fields = _fields(owner)
         if isinstance(part, str) and part in fields:
             t = _full(fields[part])
             path += f".{part}" if path else part

@@ -12,8 +12,6 @@ question; every one has a gold answer, or none has (a test split: answered, not 
 from __future__ import annotations
 
 import itertools
-import json
-import math
 import os
 import re
 
@@ -23,11 +21,14 @@ from ..common.jsontext import json_file
 from ..common.runs import seakr_config
 from ..common.tables import dataset_object, head as file_head, jsonl
 from ..common.layouts import TABLE_COLUMNS, DatasetError, layout_of
-from .metrics import normalize, number_text
+from .metrics import normalize
 from .splits import split_files
 from .example import Example, check_questions, example_at
 from .qatables import _cell_answers, load_qa_csv, load_table
-from ..search.corpora import CorpusError, context_pairs, detect_format
+from ..search.corpora import detect_format
+from ..search.records import read
+from .records import (Aliases, FlashragQuestion, HotpotQuestion, IIRCPassage, MusiqueQuestion, NQQuestion,
+                      SquadHFQuestion, SquadQuestions, TriviaQuestion, TriviaQuestions)
 from ..search.base import seakr_own
 
 
@@ -82,67 +83,6 @@ def _one_object(path, recs=None) -> tuple[str, dict]:
     return recs[0]
 
 
-def _req(where, rec, name, kind=None):
-    if not isinstance(rec, dict) or name not in rec:
-        raise DatasetError(f"{where}: missing field '{name}'")
-    v = rec[name]
-    if kind is not None and not isinstance(v, kind):
-        raise DatasetError(f"{where}: field '{name}' should be {kind.__name__ if isinstance(kind, type) else kind}")
-    return v
-
-
-def _ident(where, v) -> str:
-    """A question's id as text: a string or a whole number (2Wiki and IIRC ids are numbers in some copies). Rows
-    are written, resumed and paired by id, so anything else is refused."""
-    if isinstance(v, bool) or not isinstance(v, (str, int)):
-        raise DatasetError(f"{where}: the question's id is {json.dumps(v)[:40]}; ids are text or whole numbers")
-    return str(v)
-
-
-def _obj(where, v, what: str) -> dict:
-    if not isinstance(v, dict):
-        raise DatasetError(f"{where}: {what} should be a JSON object, got {json.dumps(v)[:40]}")
-    return v
-
-
-def _opt(where, rec: dict, name: str, kind: type, default):
-    """An optional field: absent or null reads as ``default``; a value of another type is refused, naming the
-    file, line and field."""
-    v = rec.get(name)
-    if v is None:
-        return default
-    if not isinstance(v, kind):
-        raise DatasetError(f"{where}: field '{name}' should be {'text' if kind is str else 'a JSON ' + kind.__name__}, "
-                           f"got {json.dumps(v)[:40]}")
-    return v
-
-
-def _missing(v) -> bool:
-    """NaN or an infinity: how Python's json (and a table turned into records) writes a missing value; read as
-    the answer "nan" it scored any prediction "NaN"."""
-    return isinstance(v, float) and not math.isfinite(v)
-
-
-def _answer(where, rec: dict, name: str) -> list[str]:
-    """A record's one answer as a list; absent, null or NaN (a test split's questions): none; true or false:
-    "yes" or "no"."""
-    v = rec.get(name)
-    if isinstance(v, bool):
-        return _strs(where, name, [v])
-    v = None if _missing(v) else _opt(where, rec, name, str, None)
-    return [] if v is None else [v]
-
-
-def _strs(where, name, values: list) -> list[str]:
-    """A list of answers as text: numbers become their text (a year, a count), true and false "yes" and "no"
-    (BoolQ's and StrategyQA's answers; HotpotQA's comparison questions answer so); anything else (null, an
-    object) is a malformed answer, not the answer "None"."""
-    bad = [v for v in values if not isinstance(v, (str, int, float)) or _missing(v)]
-    if bad:
-        raise DatasetError(f"{where}: field '{name}' holds {json.dumps(bad[0])}; answers are strings")
-    return [v if isinstance(v, str) else ("yes" if v else "no") if isinstance(v, bool) else number_text(v) for v in values]
-
-
 def warn_unlabelled(path: str, examples: list[Example]) -> None:
     """Say, before a run answers them, that its questions have no gold answers (a table: nor an answer column)."""
     if examples and not examples[0].answers:  # every question has one or none has (check_questions)
@@ -151,68 +91,37 @@ def warn_unlabelled(path: str, examples: list[Example]) -> None:
         warn(f"{path}: no question has a gold answer{cols}: answers are written, without EM or F1", once=True)
 
 
-def _contexts(where, ctx):
-    try:
-        return context_pairs(where, ctx)
-    except CorpusError as e:
-        raise DatasetError(str(e)) from None
-
-
-def _kind(where, v) -> str:
-    """A question's type (comparison, bridge, ...): text or absent."""
-    if v is not None and not isinstance(v, str):
-        raise DatasetError(f"{where}: field 'type' should be text, got {json.dumps(v)[:40]}")
-    return v or ""
-
-
-def _titles(where, sf) -> list[str]:
-    """The supporting titles of ``supporting_facts``: official ``[[title, sentence], ...]`` or HF's
-    ``{"title": [...], "sent_id": [...]}``; another shape is refused (a string's letters are not titles)."""
-    if sf is None:
-        return []
-    rows = sf.get("title") if isinstance(sf, dict) else [r[0] if isinstance(r, list) and r else None for r in sf] \
-        if isinstance(sf, list) else None
-    if not isinstance(rows, list) or not all(isinstance(t, str) for t in rows):
-        raise DatasetError(f"{where}: field 'supporting_facts' should be [[title, sentence], ...] or "
-                           "{\"title\": [...], \"sent_id\": [...]}")
-    return list(dict.fromkeys(rows))
+def _example(where: str, qid, question: str, answers: list[str], titles, contexts, kind: str, dataset: str):
+    return where, example_at(where, DatasetError, qid, question, answers, titles, contexts, kind, dataset)
 
 
 def load_hotpotqa(path):
     for where, r in _records(path):
-        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "_id") if "_id" in r else _req(where, r, "id")), _req(where, r, "question", str),
-                      _answer(where, r, "answer"), _titles(where, r.get("supporting_facts")),
-                      _contexts(where, r["context"]) if "context" in r else [], _kind(where, r.get("type")), "hotpotqa")
+        q = read(HotpotQuestion, where, r, DatasetError)
+        yield _example(where, q.id, q.question, q.answer, q.supporting_facts, q.context, q.type, "hotpotqa")
 
 
 def _aliases(path: str) -> dict[str, list[str]]:
     """2Wiki's ``id_aliases.json`` beside a question file (JSON lines of an answer's Wikidata id and its other
-    names), read as strictly as the questions: a damaged line is named by file and line, an alias must be text."""
+    names), read as strictly as the questions: a damaged line is named by file and line."""
     side = os.path.join(os.path.dirname(path), "id_aliases.json")
     if not os.path.exists(side):
         return {}
-    out = {}
-    for n, a in jsonl(side, DatasetError):
-        where = f"{side}:{n}"
-        out[_req(where, a, "Q_id", str)] = _strs(where, "aliases", _opt(where, a, "aliases", list, []))
-    return out
+    return {a.Q_id: a.aliases for a in (read(Aliases, f"{side}:{n}", r, DatasetError) for n, r in jsonl(side, DatasetError))}
 
 
 def load_2wiki(path):
     aliases = _aliases(path)
     for where, r in _records(path):
         if "golden_answers" in r:  # FlashRAG layout: answer + aliases already merged
-            answers = _req(where, r, "golden_answers", list)
-            meta = _opt(where, r, "metadata", dict, {})
-            yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), _strs(where, "golden_answers", answers),
-                          _titles(where, meta.get("supporting_facts")), _contexts(where, meta["context"]) if "context" in meta else [],
-                          _kind(where, meta.get("type")), "2wikimultihopqa")
+            q = read(FlashragQuestion, where, r, DatasetError)
+            m = q.metadata
+            yield _example(where, q.id, q.question, q.golden_answers, m.supporting_facts, m.context, m.type,
+                           "2wikimultihopqa")
         else:
-            answers = _answer(where, r, "answer") + aliases.get(_opt(where, r, "answer_id", str, None), [])
-            qid = _req(where, r, "_id") if "_id" in r or "id" not in r else r["id"]  # "id": the hub's copies, as HotpotQA's
-            yield where, example_at(where, DatasetError, _ident(where, qid), _req(where, r, "question", str), answers,
-                          _titles(where, r.get("supporting_facts")), _contexts(where, r["context"]) if "context" in r else [],
-                          _kind(where, r.get("type")), "2wikimultihopqa")
+            q = read(HotpotQuestion, where, r, DatasetError)
+            yield _example(where, q.id, q.question, q.answer + aliases.get(q.answer_id, []), q.supporting_facts,
+                           q.context, q.type, "2wikimultihopqa")
 
 
 def load_nq(path):
@@ -220,24 +129,14 @@ def load_nq(path):
     ``nq-<line>``); also any plain ``{"question", "answer"}`` file, the answer a string or a list, and PopQA's
     records (``possible_answers``, a list written as a string)."""
     for i, (where, r) in enumerate(_records(path)):
-        if isinstance(r, dict) and (why := misspelled(r, _NQ_KEYS)):
+        if why := misspelled(r, _NQ_KEYS):
             raise DatasetError(f"{where}: {why}")  # "Answer" left the file unscored, "ID" made the id nq-<line>
-        name = next((n for n in ("answers", "answer", "possible_answers") if n in r), None)
-        if name is None or r[name] is None or _missing(r[name]):  # no answer: a test split's question
-            ans = []
-        else:
-            ans = _req(where, r, "answers", list) if name == "answers" else r[name]
-        if name == "possible_answers" and isinstance(ans, str):
-            ans = _cell_answers(ans)
-        ans = [ans] if isinstance(ans, (str, int, float)) else ans  # a year: 1990; true: "yes"
-        if not isinstance(ans, list):
-            raise DatasetError(f"{where}: field '{name}' should be a string or a list of strings")
-        ctxs = [(_opt(w, c, "title", str, ""), _opt(w, c, "text", str, "")) for w, c in
-                ((f"{where} ctxs[{k}]", _obj(f"{where} ctxs[{k}]", c, "a context")) for k, c in
-                 enumerate(_opt(where, r, "ctxs", list, []))) if c.get("isgold", True)]
-        qid = next((r[k] for k in TABLE_COLUMNS["id"] if k in r), f"nq-{i}")  # StrategyQA's qid, PopQA's id
-        yield where, example_at(where, DatasetError, _ident(where, qid), _req(where, r, "question", str), _strs(where, name or "answers", ans),
-                      [t for t, _ in ctxs], ctxs, "", "nq")
+        if "answers" not in r and "answer" not in r and isinstance(pop := r.get("possible_answers"), str):
+            r = {**r, "possible_answers": _cell_answers(pop)}  # PopQA writes its list as a string
+        q = read(NQQuestion, where, r, DatasetError)
+        ctxs = [(c.title, c.text) for c in q.ctxs if c.isgold]
+        yield _example(where, q.id if q.id is not None else f"nq-{i}", q.question, q.answers, [t for t, _ in ctxs],
+                       ctxs, "", "nq")
 
 
 def _per_question(path, official: str):
@@ -250,15 +149,14 @@ def _per_question(path, official: str):
 
 
 def _squad_hf(recs):
-    """SQuAD as Hugging Face has it: ``{id, title, context, question, answers: {text: [...], answer_start}}``;
-    SQuAD 2.0's unanswerable questions (no answer text) are dropped, as in the official file."""
+    """SQuAD's questions one a record; SQuAD 2.0's unanswerable ones (no answer text) dropped, as in the official
+    file."""
     for where, r in recs:
-        texts = _strs(where, "answers.text", _req(where + ".answers", _req(where, r, "answers", dict), "text", list))
-        if not texts:
-            continue
-        title = _opt(where, r, "title", str, "").replace("_", " ")
-        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(texts)),
-                             [title], [(title, _req(where, r, "context", str))], "", "squad")
+        q = read(SquadHFQuestion, where, r, DatasetError)
+        if q.answers.text:
+            title = q.title.replace("_", " ")
+            yield _example(where, q.id, q.question, list(dict.fromkeys(q.answers.text)), [title], [(title, q.context)],
+                           "", "squad")
 
 
 def load_squad(path):
@@ -267,85 +165,54 @@ def load_squad(path):
         yield from _squad_hf(recs)
         return
     where, d = _one_object(path, recs)
-    for i, art in enumerate(_req(where, d, "data", list)):
-        title = _opt(f"{where} data[{i}]", _obj(f"{where} data[{i}]", art, "an article"), "title", str, "").replace("_", " ")
-        for j, para in enumerate(_req(f"{where} data[{i}]", art, "paragraphs", list)):
-            wp = f"{where} data[{i}].paragraphs[{j}]"
-            ctx = _req(wp, _obj(wp, para, "a paragraph"), "context", str)
-            for k, qa in enumerate(_req(wp, para, "qas", list)):
-                if _obj(f"{wp}.qas[{k}]", qa, "a question").get("is_impossible"):  # SQuAD 2.0's unanswerable: dropped
-                    continue
-                w = f"{wp}.qas[{qa.get('id', k)}]"
-                answers = list(dict.fromkeys(_req(f"{w}.answers[{n}]", _obj(f"{w}.answers[{n}]", a, "an answer"), "text", str)
-                                             for n, a in enumerate(_req(w, qa, "answers", list))))
-                yield w, example_at(w, DatasetError, _ident(w, _req(w, qa, "id")), _req(w, qa, "question", str), answers, [title], [(title, ctx)], "", "squad")
-
-
-def _triviaqa_hf(recs):
-    """TriviaQA as Hugging Face has it: ``{question, question_id, ..., answer: {value, aliases, ...}}``."""
-    for where, r in recs:
-        a = _opt(where, r, "answer", dict, None)  # none: the test split
-        answers = [] if a is None else [_req(where + ".answer", a, "value", str)] + [
-            x for x in _opt(where + ".answer", a, "aliases", list, []) if isinstance(x, str)]
-        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "question_id")), _req(where, r, "question", str),
-                             list(dict.fromkeys(answers)), [], [], "", "triviaqa")
+    for i, art in enumerate(read(SquadQuestions, where, d, DatasetError).data):
+        title = art.title.replace("_", " ")
+        for j, para in enumerate(art.paragraphs):
+            for qa in para.qas:
+                if not qa.is_impossible:  # SQuAD 2.0's unanswerable: dropped
+                    yield _example(f"{where} data[{i}].paragraphs[{j}].qas[{qa.id}]", qa.id, qa.question,
+                                   list(dict.fromkeys(a.text for a in qa.answers)), [title], [(title, para.context)],
+                                   "", "squad")
 
 
 def load_triviaqa(path):
     hf, recs = _per_question(path, "Data")
     if hf:
-        yield from _triviaqa_hf(recs)
-        return
-    where, d = _one_object(path, recs)
-    for i, r in enumerate(_req(where, d, "Data", list)):
-        w = f"{where} Data[{i}]"
-        a = _opt(w, _obj(w, r, "a question"), "Answer", dict, None)  # none: the test split "without answers"
-        answers = [] if a is None else [_req(w + ".Answer", a, "Value", str)] + [
-            x for x in _opt(w + ".Answer", a, "Aliases", list, []) if isinstance(x, str)]
-        yield w, example_at(w, DatasetError, _ident(w, _req(w, r, "QuestionId")), _req(w, r, "Question", str), list(dict.fromkeys(answers)),
-                      [], [], "", "triviaqa")
+        questions = ((where, read(TriviaQuestion, where, r, DatasetError)) for where, r in recs)
+    else:
+        where, d = _one_object(path, recs)
+        questions = ((f"{where} Data[{i}]", q) for i, q in enumerate(read(TriviaQuestions, where, d, DatasetError).Data))
+    for where, q in questions:
+        answers = [] if q.answer is None else list(dict.fromkeys([q.answer.value, *q.answer.aliases]))
+        yield _example(where, q.question_id, q.question, answers, [], [], "", "triviaqa")
 
 
 def load_iirc(path):
-    for i, (where, passage) in enumerate(_records(path)):
-        for j, q in enumerate(_req(where, passage, "questions", list)):
-            w = f"{where} questions[{j}]"
-            a = _req(w, _obj(w, q, "a question"), "answer", dict)
-            kind = _req(w + ".answer", a, "type", str)
-            if kind == "none":  # unanswerable: dropped, as in the paper
-                continue
-            if kind == "span":
-                answers = [_req(f"{w}.answer.answer_spans[{n}]", _obj(f"{w}.answer.answer_spans[{n}]", sp, "a span"), "text", str)
-                           for n, sp in enumerate(_req(w + ".answer", a, "answer_spans", list))]
-            elif kind in ("value", "binary"):
-                answers = [str(_req(w + ".answer", a, "answer_value"))]
-            else:
-                raise DatasetError(f"{w}: field 'answer.type' has unknown value {kind!r}")
-            yield w, example_at(w, DatasetError, _ident(w, q.get("qid", f"iirc-{i}-{j}")), _req(w, q, "question", str), answers,
-                          [_opt(where, passage, "title", str, "")], [], kind, "iirc")
+    """IIRC: unanswerable questions dropped, as in the paper."""
+    for i, (where, r) in enumerate(_records(path)):
+        passage = read(IIRCPassage, where, r, DatasetError)
+        for j, q in enumerate(passage.questions):
+            a = q.answer
+            if a.type != "none":
+                answers = [sp.text for sp in a.answer_spans] if a.type == "span" else [a.answer_value]
+                yield _example(f"{where} questions[{j}]", q.qid if q.qid is not None else f"iirc-{i}-{j}", q.question,
+                               answers, [passage.title], [], a.type, "iirc")
 
 
 def load_musique(path):
     """MuSiQue (official JSONL): its paragraphs with ``is_supporting``; unanswerable questions dropped."""
     for where, r in _records(path):
-        if r.get("answerable") is False:
-            continue
-        paras = _req(where, r, "paragraphs", list)
-        for i, p in enumerate(paras):
-            if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
-                raise DatasetError(f"{where}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
-            _opt(f"{where} paragraphs[{i}]", p, "title", str, "")  # null reads as no title
-        answers = [_req(where, r, "answer", str)] + _strs(where, "answer_aliases", _opt(where, r, "answer_aliases", list, []))
-        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str), list(dict.fromkeys(answers)),
-                             list(dict.fromkeys(p.get("title") or "" for p in paras if p.get("is_supporting"))),
-                             [(p.get("title") or "", p["paragraph_text"]) for p in paras], "", "musique")
+        q = read(MusiqueQuestion, where, r, DatasetError)
+        if q.answerable is not False:
+            yield _example(where, q.id, q.question, list(dict.fromkeys([q.answer, *q.answer_aliases])),
+                           list(dict.fromkeys(p.title for p in q.paragraphs if p.is_supporting)),
+                           [(p.title, p.paragraph_text) for p in q.paragraphs], "", "musique")
 
 
 def load_flashrag(path):
     for where, r in _records(path):
-        yield where, example_at(where, DatasetError, _ident(where, _req(where, r, "id")), _req(where, r, "question", str),
-                      _strs(where, "golden_answers", _req(where, r, "golden_answers", list)), [], [],
-                      _kind(where, _opt(where, r, "metadata", dict, {}).get("type")), "flashrag")
+        q = read(FlashragQuestion, where, r, DatasetError)
+        yield _example(where, q.id, q.question, q.golden_answers, [], [], q.metadata.type, "flashrag")
 
 
 LOADERS = {"hotpotqa": load_hotpotqa, "2wiki": load_2wiki, "nq": load_nq, "squad": load_squad,

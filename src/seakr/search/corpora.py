@@ -32,8 +32,6 @@ import dataclasses
 import hashlib
 import importlib.util
 import itertools
-import json
-import math
 import os
 import re
 import sys
@@ -46,6 +44,8 @@ from ..common.files import MAX_LINE, check_rereadable, given_path, lines as file
 from ..common.jsontext import json_file, parse_json
 from ..common.tables import column_twice, csv_rows, dataset_object, head as file_head, head_of, jsonl, jsonl_records, row_width_refused, table_delimiter
 from .base import Passage
+from .records import (CorpusRow, MusiqueParagraphs, NQPassages, Paragraphs, SquadFile, SquadQuestion, WikiLead,
+                      read)
 
 FORMATS = ("dpr", "table", "flashrag", "jsonl", "hotpotqa", "2wiki", "squad", "nq", "musique", "wiki-offline", "auto")
 
@@ -70,70 +70,36 @@ def _jsonl(path: str) -> Iterator[tuple[int, dict]]:
     return jsonl(path, CorpusError)
 
 
-def _field(path, n, rec, name, kind=str):
-    return _field_at(f"{path}:{n}", rec, name, kind)
-
-
-def _field_at(where: str, rec, name, kind=str):
-    if name not in rec:
-        raise CorpusError(f"{where}: missing field '{name}'")
-    v = rec[name]
-    if isinstance(v, float) and not math.isfinite(v):  # Python's json writes a table's missing value so: not "nan"
-        raise CorpusError(f"{where}: field '{name}' is {json.dumps(v)}, a missing value")
-    if kind is str and isinstance(v, (int, float)) and not isinstance(v, bool):
-        v = str(v)
-    if not isinstance(v, kind):
-        raise CorpusError(f"{where}: field '{name}' should be {kind.__name__}, got {type(v).__name__}")
-    if name in ("id", "_id") and blank(v):  # a passage's id names it in traces, rows and the duplicate check
-        raise CorpusError(f"{where}: empty field '{name}'")
-    return v
-
-
-def _title(where, n, rec: dict) -> str:
-    return _title_at(f"{where}:{n}", rec)
-
-
-def _title_at(where: str, rec) -> str:
-    """A passage's optional title: absent, null or NaN (a missing value as Python's json writes one) is none;
-    otherwise text, as every field is read."""
-    v = rec.get("title")
-    return "" if v is None or isinstance(v, float) and not math.isfinite(v) else _field_at(where, rec, "title")
-
-
 #: The fields a corpus row is read by; another spelling of one ("Title", " text") is named, not read as no field.
 _FIELDS = frozenset({"id", "_id", "title", "text", "contents"})
 
 
 def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
-    """A corpus row as a passage, read alike from a JSON line and from a row given in code (a dict, a table's
-    row): the text from ``text`` (a list of sentences is joined) or else Pyserini's/FlashRAG's ``contents``; the id
-    from ``id`` or BEIR's ``_id`` (a number as its digits; ``default_id`` where a row has none or null); a null or
-    NaN title is none. A field that cannot be read raises :class:`CorpusError` naming ``where``."""
-    if why := misspelled(rec, _FIELDS):  # a DataFrame's "Title" beside "text": every passage untitled
+    """A corpus row (:class:`~seakr.search.records.CorpusRow`) as a passage, read alike from a JSON line and from a
+    row given in code (a dict, a table's row); ``default_id`` where a row has no id or null. Pyserini's/FlashRAG's
+    ``contents`` is read where there is no ``text``: its first line the title (maybe quoted), unless a ``title``
+    field is given or it is one line. A field that cannot be read raises :class:`CorpusError` naming ``where``."""
+    if isinstance(rec, dict) and (why := misspelled(rec, _FIELDS)):  # a DataFrame's "Title": every passage untitled
         raise CorpusError(f"{where}: {why}")
-    key = "_id" if "id" not in rec and "_id" in rec else "id"
-    pid = default_id if default_id is not None and rec.get(key) is None else _field_at(where, rec, key)
-    if "text" not in rec and "contents" in rec:
-        return _contents_passage(where, pid, rec)
-    text = rec.get("text")
-    if isinstance(text, list) and text and all(isinstance(x, str) for x in text):
-        text = join_sentences(text)  # HotpotQA's Wikipedia abstracts keep a passage as its sentences
-    else:
-        text = _field_at(where, rec, "text")
-    return Passage(pid, _title_at(where, rec), text)
+    row = read(CorpusRow, where, rec, CorpusError)
+    pid = row.id if row.id is not None else default_id
+    if pid is None or (row.text is None and row.contents is None):
+        raise CorpusError(f"{where}: missing field '{'id' if pid is None else 'text'}'")
+    title, text = row.title, row.text
+    if text is None:
+        title, text = _contents(row)
+    return read(Passage, where, {"id": pid, "title": title, "text": text}, CorpusError)
 
 
-def _contents_passage(where: str, pid: str, rec) -> Passage:
-    """FlashRAG's ``contents`` (its first line the title, maybe quoted), or Pyserini's (the text alone: beside a
-    ``title`` field, or on one line)."""
-    contents = _field_at(where, rec, "contents")
-    if rec.get("title") is not None or "\n" not in contents.strip():
-        return Passage(pid, _title_at(where, rec), contents.strip())
+def _contents(row: CorpusRow) -> tuple[str, str]:
+    contents = row.contents.strip()
+    if row.title or "\n" not in contents:
+        return row.title, contents
     title, _, text = contents.partition("\n")
     title = title.strip()
     if len(title) >= 2 and title[0] == title[-1] == '"':
         title = title[1:-1]
-    return Passage(pid, title, text.strip())
+    return title, text.strip()
 
 
 def _table_columns(path: str, header: list[str], headerless: bool) -> tuple[int | None, int, int | None] | None:
@@ -195,11 +161,6 @@ def _read_table(path: str, delimiter: str | None) -> Iterator[Passage]:
         yield Passage(row[cols[0]].strip(), title, row[cols[1]])
 
 
-def read_flashrag(path: str) -> Iterator[Passage]:
-    for n, rec in _jsonl(path):
-        yield _contents_passage(f"{path}:{n}", _field(path, n, rec, "id"), rec)
-
-
 def read_jsonl(path: str) -> Iterator[Passage]:
     for n, rec in _jsonl(path):
         yield row_passage(f"{path}:{n}", rec)
@@ -251,50 +212,11 @@ def _load_json_or_jsonl(path: str, piped: _Pipe | None = None) -> Iterator[tuple
         yield from _jsonl(path) if piped is None else jsonl_records(piped, path, CorpusError)
 
 
-def join_sentences(sents) -> str:
-    """A paragraph from its sentences. HotpotQA's later sentences carry their leading space, 2Wiki's
-    do not ("...in 1685.He was..." if simply concatenated): add a space only where none separates them."""
-    if not isinstance(sents, list):
-        return str(sents).strip()
-    out = ""
-    for x in map(str, sents):
-        if out and x and not out[-1].isspace() and not x[0].isspace():
-            out += " "
-        out += x
-    return out.strip()
-
-
-def _sentences(ss) -> bool:
-    """A paragraph's sentences: a list of text (numbers read as their text)."""
-    return isinstance(ss, list) and all(isinstance(x, (str, int, float)) and not isinstance(x, bool) for x in ss)
-
-
-def context_pairs(where: str, ctx) -> list[tuple[str, str]]:
-    """Context paragraphs of HotpotQA/2Wiki in any of their layouts, as (title, text); ``where``
-    (file and line or record) starts every error message."""
-    if isinstance(ctx, list):  # official: [[title, [sentences]], ...]
-        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and _sentences(it[1])
-                   for it in ctx):  # null reads as no title / no text, never "None"
-            raise CorpusError(f"{where}: field 'context' entries should be [title, [sentences]], the title text")
-        return [(t, join_sentences(ss)) for t, ss in ctx]
-    if isinstance(ctx, dict):  # HF: {title: [...], sentences: [[...]]}; FlashRAG: {title, content}
-        titles = ctx.get("title")
-        sents = ctx.get("sentences", ctx.get("content"))
-        if not isinstance(titles, list) or not isinstance(sents, list) or len(titles) != len(sents) \
-                or not all(isinstance(t, str) for t in titles) or not all(_sentences(ss) or isinstance(ss, str) for ss in sents):
-            raise CorpusError(f"{where}: field 'context' should hold equal-length 'title' (text) and "
-                              "'sentences'/'content' lists")
-        return [(t, join_sentences(ss)) for t, ss in zip(titles, sents)]
-    raise CorpusError(f"{where}: field 'context' has an unknown layout ({type(ctx).__name__})")
-
-
-def _pairs_context(path, n, rec) -> list[tuple[str, str]]:
-    ctx = rec.get("context")
-    if ctx is None and isinstance(rec.get("metadata"), dict):
-        ctx = rec["metadata"].get("context")
-    if ctx is None:
-        raise CorpusError(f"{path}:{n}: missing field 'context'")
-    return context_pairs(f"{path}:{n}", ctx)
+def _context(where: str, rec: dict) -> list[tuple[str, str]]:
+    """A HotpotQA or 2Wiki record's paragraphs, at its top or in FlashRAG's ``metadata``."""
+    if rec.get("context") is None and isinstance(rec.get("metadata"), dict):
+        rec = rec["metadata"]
+    return read(Paragraphs, where, rec, CorpusError).context
 
 
 def _pooled(pairs: Iterator[tuple[str, str]]) -> Iterator[Passage]:
@@ -310,7 +232,7 @@ def _pooled(pairs: Iterator[tuple[str, str]]) -> Iterator[Passage]:
 
 
 def read_multihop(path: str) -> Iterator[Passage]:
-    return _pooled(p for n, rec in _load_json_or_jsonl(path) for p in _pairs_context(path, n, rec))
+    return _pooled(p for n, rec in _load_json_or_jsonl(path) for p in _context(f"{path}:{n}", rec))
 
 
 def read_squad(path: str) -> Iterator[Passage]:
@@ -318,35 +240,19 @@ def read_squad(path: str) -> Iterator[Passage]:
     head = _head(path, piped, 2048).lstrip()
     if head.startswith("[") or (head.startswith("{") and not dataset_object(head)):
         # Hugging Face's layout (one question a record, its paragraph beside it), pooled as the official file is
-        return _pooled((_title(path, n, r).replace("_", " "), _field(path, n, r, "context").strip())
+        return _pooled(_squad_pair(read(SquadQuestion, f"{path}:{n}", r, CorpusError))
                        for n, r in _load_json_or_jsonl(path, piped))
-    d = _whole_json(path, piped)
-    if not isinstance(d, dict) or not isinstance(d.get("data"), list):
-        raise CorpusError(f"{path}: missing field 'data' (SQuAD layout)")
+    d = read(SquadFile, path, _whole_json(path, piped), CorpusError)
+    return _pooled(_squad_pair(art, para) for art in d.data for para in art.paragraphs)
 
-    def pairs():
-        for i, art in enumerate(d["data"]):
-            if not isinstance(art, dict):
-                raise CorpusError(f"{path}: data[{i}]: expected a JSON object")
-            title = _title(path, f"data[{i}]", art).replace("_", " ")
-            for j, para in enumerate(_field(path, f"data[{i}]", art, "paragraphs", list)):
-                if not isinstance(para, dict):
-                    raise CorpusError(f"{path}: data[{i}].paragraphs[{j}]: expected a JSON object")
-                yield title, _field(path, f"data[{i}].paragraphs[{j}]", para, "context").strip()
 
-    return _pooled(pairs())
+def _squad_pair(art, para=None) -> tuple[str, str]:
+    return art.title.replace("_", " "), (para or art).context.strip()
 
 
 def read_nq(path: str) -> Iterator[Passage]:
-    def pairs():
-        for n, rec in _jsonl(path):
-            ctxs = _field(path, n, rec, "ctxs", list)
-            for k, c in enumerate(ctxs):
-                if not isinstance(c, dict) or "text" not in c:
-                    raise CorpusError(f"{path}:{n}: field 'ctxs' entries need 'text'")
-                yield _title(path, f"{n} ctxs[{k}]", c), _field(path, f"{n} ctxs[{k}]", c, "text").strip()
-
-    return _pooled(pairs())
+    return _pooled((c.title, c.text.strip()) for n, rec in _jsonl(path)
+                   for c in read(NQPassages, f"{path}:{n}", rec, CorpusError).ctxs)
 
 
 def wiki_offline_path() -> str:
@@ -363,11 +269,9 @@ def read_wiki_offline(path: str | None = None) -> Iterator[Passage]:
     if not isinstance(d, dict):
         raise CorpusError(f"{path}: expected a JSON object of articles")
     for key, rec in d.items():
-        if not isinstance(rec, dict) or "extract" not in rec:
-            raise CorpusError(f"{path}: entry {key!r}: missing field 'extract'")
-        text = (rec.get("extract") or "").strip()
-        if text:
-            yield Passage("wiki-" + hashlib.sha1(key.encode()).hexdigest()[:12], rec.get("title", key), text)
+        lead = read(WikiLead, f"{path}: entry {key!r}", rec, CorpusError)
+        if text := (lead.extract or "").strip():
+            yield Passage("wiki-" + hashlib.sha1(key.encode()).hexdigest()[:12], lead.title or key, text)
 
 
 def detect_format(path: str) -> str:
@@ -419,18 +323,12 @@ def _no_questions(path: str) -> None:
 def read_musique(path: str) -> Iterator[Passage]:
     """MuSiQue's paragraphs (its JSON lines, or the hub's copies), pooled as ``seakr eval`` pools a MuSiQue file:
     the same content-hash ids, so an index of several of its files serves each."""
-    def pairs():
-        for n, rec in _jsonl(path):
-            for i, p in enumerate(_field(path, n, rec, "paragraphs", list)):
-                if not isinstance(p, dict) or not isinstance(p.get("paragraph_text"), str):
-                    raise CorpusError(f"{path}:{n}: paragraphs[{i}] needs a field 'paragraph_text' (a string)")
-                yield _title(path, f"{n} paragraphs[{i}]", p), p["paragraph_text"]
-
-    return _pooled(pairs())
+    return _pooled((p.title, p.paragraph_text) for n, rec in _jsonl(path)
+                   for p in read(MusiqueParagraphs, f"{path}:{n}", rec, CorpusError).paragraphs)
 
 
 READERS = {
-    "dpr": read_dpr, "table": read_table, "flashrag": read_flashrag, "jsonl": read_jsonl, "hotpotqa": read_multihop,
+    "dpr": read_dpr, "table": read_table, "flashrag": read_jsonl, "jsonl": read_jsonl, "hotpotqa": read_multihop,
     "2wiki": read_multihop, "squad": read_squad, "nq": read_nq, "musique": read_musique,
     "wiki-offline": read_wiki_offline,
 }
