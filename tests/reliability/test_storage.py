@@ -336,7 +336,8 @@ def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):
     for folder, shown in ((project, "(src)"), (home, "(.cache)")):
         before = sorted(p.name for p in folder.iterdir())
         for door in (lambda: RowLog(folder, "results.jsonl", CFG), lambda: merge_runs(folder, [str(results / "ircot")]),
-                     lambda: EvalPlan(data=HOTPOT, out=str(folder), runs=["cot"]).check()):
+                     lambda: EvalPlan(data=HOTPOT, out=str(folder), runs=["cot"]).check(),
+                     lambda: EvalPlan(data=HOTPOT, out=str(folder), runs=[RunSpec("ircot"), RunSpec("cot")]).check()):
             with pytest.raises(ValueError, match=rf"{folder}: holds files that are not a seakr run's \({shown[1:-1]}\)"):
                 door()
         r = seakr("detect", "--data", fixture_path("nq_mini.oracle.jsonl"), "--out", str(folder))
@@ -371,7 +372,7 @@ def test_a_run_never_writes_into_a_model_or_an_index_folder(tmp_path):
     idx = tmp_path / "idx"
     TantivyEngine.build([Passage("a", "Alpha", "Alpha is a city.")], idx)
     for folder, needle in ((model, "config.json: not a seakr run's configuration"), (idx, "is a seakr index")):
-        for check in (lambda: check_rows_home(folder, "results.jsonl"), lambda: check_rows_home(folder, "detect_rows.jsonl"),
+        for check in (lambda: check_rows_home([folder], "results.jsonl"), lambda: check_rows_home([folder], "detect_rows.jsonl"),
                       lambda: RowLog(folder, "results.jsonl", CFG), lambda: merge_runs(folder, [str(tmp_path / "shard")])):
             (tmp_path / "shard").mkdir(exist_ok=True)
             (tmp_path / "shard" / "config.json").write_text(json.dumps(CFG))

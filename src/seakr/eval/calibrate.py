@@ -27,6 +27,7 @@ from .rowlog import read_run_config, run_rows
 from .summary import selection_summary
 from .rows import STUDY_FILES
 from .studies import _each
+from .folders import check_not_foreign
 from .specs import check_output_dir
 from ..common.runs import ROW_FILES
 
@@ -157,6 +158,7 @@ def _check_own_folder(out: Path) -> None:
     """Where a calibration from runs may write: its rows are recomputed from the runs, so its own earlier
     output is rewritten, but a folder where a run or a study keeps rows is not: those rows cost hours of model
     time, and a calibration's rows written among them would mix the two."""
+    check_not_foreign(out)  # another program's folder, an index
     check_output_dir(str(out))  # a file, a dangling link, an unwritable place or a live run's folder: one line
     kept = [n for n in ("config.json", *ROW_FILES) if (out / n).exists()]
     if "config.json" in kept or len(kept) > ("calibration_rows.jsonl" in kept):

@@ -12,12 +12,14 @@ from ..common.files import given_path
 from ..common.runs import ROW_FILES, seakr_config
 
 
-def check_rows_home(folder: str | os.PathLike, rows_name: str) -> None:
-    """A run or study writes to a folder that holds no other kind's rows: each kind writes its own config.json,
-    which ``compare`` and ``--resume`` read to know what the folder holds. Called before the model loads where
-    the command knows its kind, and by :class:`RowLog`."""
-    _check_rows_kind(Path(folder), rows_name)
-    check_not_foreign(Path(folder))
+def check_rows_home(folders, rows_name: str) -> None:
+    """The folders a plan writes to (its out, and a grid's run folders in it), each checked once: none is another
+    program's (:func:`check_not_foreign`), and none holds another kind's rows: each kind writes its own
+    config.json, which ``compare`` and ``--resume`` read to know what the folder holds. The plan checks them
+    before the model loads; :class:`RowLog` checks its own folder when it opens."""
+    for d in dict.fromkeys(Path(f) for f in folders):
+        _check_rows_kind(d, rows_name)
+        check_not_foreign(d)
 
 
 def _check_rows_kind(d: Path, rows_name: str) -> None:

@@ -183,12 +183,11 @@ class EvalPlan:
                  f"retrieve, and no run of the plan does ({methods})", once=True)
         check_settings(None, self.prompt_set)  # the seed: its field
         self.model.check(here)
+        try:  # first: another program's folder is refused before anything is tried in it
+            check_rows_home([self.out, *map(self.out_for, self.runs)], self.rows)
+        except ValueError as e:
+            raise PlanError(str(e)) from None
         check_output_dir(self.out)
-        for r in self.runs:  # a grid's runs: a folder each under out, holding no other kind's rows
-            try:
-                check_rows_home(self.out_for(r), self.rows)
-            except ValueError as e:
-                raise PlanError(str(e)) from None
         if self.resume:
             for r in self.runs:
                 check_resume_rows(self.out_for(r))

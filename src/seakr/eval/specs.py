@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import field
-from pathlib import Path
 from typing import Annotated, Any, Sequence
 
 from pydantic import AfterValidator, BeforeValidator, Strict, model_validator
@@ -20,7 +19,7 @@ from .example import Example
 from ..methods import METHODS
 from ..methods.config import check_lengths
 from ..common.runs import ROW_FILES
-from .folders import check_free, check_not_foreign
+from .folders import check_free
 from ..models import DEFAULT_MODEL, load_model, model_path
 from ..models.figures import model_context, model_depth
 from ..models.registry import model_kind
@@ -243,7 +242,9 @@ def check_settings(seed: int | None, prompt_set: str | None) -> None:
 
 
 def check_output_dir(path: str, field: str = "out") -> None:
-    """An output folder a run can make or write into, refused as a :class:`SettingError` of ``field``."""
+    """An output folder a run can make or write into, and that no live run is writing to, refused as a
+    :class:`SettingError` of ``field``. Whose folder it is (another program's, an index) is the rows' rule
+    (:func:`~seakr.eval.folders.check_rows_home`), checked first by the callers that write rows."""
     if not path.strip():
         raise SettingError(field, ": an empty path; name the folder")
     if os.path.islink(path) and not os.path.exists(path):
@@ -261,7 +262,6 @@ def check_output_dir(path: str, field: str = "out") -> None:
         raise SettingError(field, f"{path}: not writable")
 
     try:
-        check_not_foreign(Path(path))  # another program's folder, a model, an index: now, not after the load
         check_free(path)
     except ValueError as e:
         raise PlanError(str(e)) from None
