@@ -1,4 +1,5 @@
-"""One progress-bar helper (rich) used by index builds and evaluation runs: a bar on a terminal, plain lines elsewhere."""
+"""One progress-bar helper (rich) used by index builds and evaluation runs: a bar on a terminal, plain lines
+elsewhere."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def progress_bar(description: str, total: int | None = None, enabled: bool | Non
 
         yield log
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
 
     cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("eta"), TimeRemainingColumn(), TextColumn("{task.fields[info]}")]

@@ -244,7 +244,8 @@ def score(name: str, generation, alpha: float = 1e-3) -> float:
         "hidden-score": lambda: hidden_score(generation.greedy.trail, alpha) if _said(generation.greedy) else UNCERTAIN,
     }
     if name not in fn:
-        raise ValueError(f"unknown estimator {name!r}{did_you_mean(name, ESTIMATORS)}; choose from {', '.join(ESTIMATORS)}")
+        raise ValueError(f"unknown estimator {name!r}{did_you_mean(name, ESTIMATORS)}; choose from "
+                         f"{', '.join(ESTIMATORS)}")
     return fn[name]()
 
 

@@ -63,7 +63,8 @@ def layer_arg(text: str) -> int:
         if m is None:
             raise argparse.ArgumentTypeError(f"expected a decoder layer's number, got {text!r}") from None
         also = f" --state-source {m.group(2)}" if m.group(2) else ""
-        raise argparse.ArgumentTypeError(f"a layer's number, not a tap: {text!r} is --layer {m.group(1)}{also}") from None
+        raise argparse.ArgumentTypeError(f"a layer's number, not a tap: {text!r} is --layer "
+                                         f"{m.group(1)}{also}") from None
 
 
 def flag(t, parse=int):
@@ -103,7 +104,8 @@ def typed_text(text: str) -> str:
     try:
         return data.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError as e:
-        raise argparse.ArgumentTypeError(f"stdin: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        raise argparse.ArgumentTypeError(f"stdin: not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+                                         f"{e.start})") from None
 
 
 def unescape(text: str) -> str:
@@ -113,8 +115,10 @@ def unescape(text: str) -> str:
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", type=given, default=None, help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
-    p.add_argument("--precision", default="auto", choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
+    p.add_argument("--model", type=given, default=None,
+                   help=f"registry name, .gguf file or HF folder (default {DEFAULT_MODEL})")
+    p.add_argument("--precision", default="auto",
+                   choices=["auto", "bf16", "int8", "fp32", "fp16", "float32", "bfloat16", "float16"],
                    help="how the model computes (default auto: the packaged model's fastest precision that passed "
                         "the accuracy bar, else bf16 where native, else fp32); int8 is CPU only")
     p.add_argument("--dtype", dest="precision", help=argparse.SUPPRESS)  # the older name of --precision
@@ -126,7 +130,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_method_args(p, methods) -> None:
-    p.add_argument("--index", type=given, default=None, help="index directory, http(s)://host:9200/INDEX, or a corpus file or folder (indexed once, cached)")
+    p.add_argument("--index", type=given, default=None,
+                   help="index directory, http(s)://host:9200/INDEX, or a corpus file or folder (indexed once, cached)")
     p.add_argument("--method", default="seakr", choices=list(methods))
     p.add_argument("--delta", type=threshold, default=None, help="SeaKR threshold (default: calibration file)")
     p.add_argument("--prompt-set", type=given, default=None, help="hotpotqa | 2wikimultihopqa | simpleqa | FILE.json")
@@ -146,7 +151,8 @@ def _add_service_limits(p) -> None:
                    help=f"prompt tokens of one model call in the worst case (time; default {d.max_prompt_tokens})")
     p.add_argument("--body-timeout", type=float, default=d.body_seconds, metavar="SECONDS",
                    help=f"a request body must arrive within this (default {d.body_seconds:g})")
-    p.add_argument("--max-body", type=positive_int, default=d.max_body, help=f"request body bytes (default {d.max_body})")
+    p.add_argument("--max-body", type=positive_int, default=d.max_body,
+                   help=f"request body bytes (default {d.max_body})")
     p.add_argument("--token", default=None, help="bearer token required on every route but /v1/health "
                                                  "(default: the SEAKR_TOKEN environment variable)")
     p.add_argument("--docs", action=argparse.BooleanOptionalAction, default=None,
@@ -217,7 +223,8 @@ class Parser(argparse.ArgumentParser):
         if any(m and not m.startswith("-") for m in missing):  # a positional: perhaps given, but read as an option
             message += " (text that starts with '-' is read as an option: put it after --, e.g. -- -1)"
         if choice := re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message):  # --layout HotpotQA
-            message += did_you_mean(choice[1], [c.strip(" '") for c in choice[2].split(",")])  # quoted or not, by version
+            message += did_you_mean(choice[1],
+                                    [c.strip(" '") for c in choice[2].split(",")])  # quoted or not, by version
         extra = message.partition("unrecognized arguments: ")[2].split()
         if extra and all(os.path.isfile(a) for a in extra):  # `--data rc/validation-*.parquet`, expanded by the shell
             message += " (files after a flag that takes one: quote a glob, e.g. --data 'rc/validation-*.parquet')"
@@ -281,7 +288,8 @@ def _answer_parsers(sub) -> None:
 
     p = sub.add_parser("serve", help="HTTP service (POST /v1/answer) and the trace viewer at /")
     _add_model_args(p)
-    p.add_argument("--index", type=given, default=None, help="default: the demo index (an index folder, URL, corpus file or folder)")
+    p.add_argument("--index", type=given, default=None,
+                   help="default: the demo index (an index folder, URL, corpus file or folder)")
     p.add_argument("--method", default="seakr", choices=list(METHODS))
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
     p.add_argument("--host", type=given, default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
@@ -297,11 +305,14 @@ def _data_args(p, out_required=True, data_required=None) -> None:
     _add_model_args(p)
     p.add_argument("--data", type=given, required=out_required if data_required is None else data_required,
                    help="dataset file (HotpotQA, 2Wiki, MuSiQue, NQ, SQuAD, TriviaQA, IIRC, PopQA, FlashRAG; a CSV/TSV "
-                        "with question and answer columns), a folder holding one split, or a quoted glob of a split's shards "
+                        "with question and answer columns), a folder holding one split, or a quoted glob of a split's "
+                        "shards "
                         "('rc/validation-*.parquet')")
     p.add_argument("--layout", default="auto", choices=LAYOUTS)
-    p.add_argument("--index", type=given, default=None, help="existing index, or a corpus file or folder; default: pool the dataset's paragraphs (cached)")
-    p.add_argument("--filler", type=given, action="append", default=[], help="extra corpus files (or folders of them) added to the pooled index")
+    p.add_argument("--index", type=given, default=None,
+                   help="existing index, or a corpus file or folder; default: pool the dataset's paragraphs (cached)")
+    p.add_argument("--filler", type=given, action="append", default=[],
+                   help="extra corpus files (or folders of them) added to the pooled index")
     p.add_argument("--limit", type=positive_int, default=None, help="the first N questions")
     p.add_argument("--every", type=positive_int, default=None, metavar="N",
                    help="every N-th question of the file (before --limit): a subset spread over its topics")
@@ -325,11 +336,13 @@ def _eval_parser(sub, methods) -> None:
     p.add_argument("--concurrency", type=positive_int, default=1,
                    help="questions in flight; their model calls are merged into shared decode batches")
     p.add_argument("--shard", default=None, metavar="I/N",
-                   help="run questions I, I+N, ... only (0 <= I < N; e.g. a Slurm array's task id); join with `seakr merge`")
+                   help="run questions I, I+N, ... only (0 <= I < N; e.g. a Slurm array's task id); join with `seakr "
+                        "merge`")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="fan --shards shards out over a Ray cluster (default: a local one); merged into OUT/merged")
     p.add_argument("--shards", type=positive_int, default=None, help="with --ray: how many shards (default 2)")
-    p.add_argument("--cpus-per-shard", type=positive_float, default=None, help="with --ray (default 1)")  # None: cli.RAY_DEFAULTS
+    p.add_argument("--cpus-per-shard", type=positive_float, default=None,
+                   help="with --ray (default 1)")  # None: cli.RAY_DEFAULTS
     p.add_argument("--gpus-per-shard", type=non_negative, default=None, help="with --ray on GPUs: e.g. 1 (default 0)")
     p.set_defaults(cmd="eval")
 
@@ -378,7 +391,8 @@ def _eval_parsers(sub) -> None:
     p.add_argument("--form", default="cot", choices=["cot", "short"],
                    help="cot: SeaKR's answer prompt (demonstrations, chain of thought); short: the knowledge check "
                         "(a short answer, no demonstrations)")
-    p.add_argument("--probe-file", type=given, default=None, help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
+    p.add_argument("--probe-file", type=given, default=None,
+                   help="a fitted probe (seakr probe fit): adds its P(wrong) as 'probe'")
     study("rerank-study", "recall@1 of gold paragraphs: engine order vs self-aware re-ranking")
 
     p = sub.add_parser("report", help="HTML report of an eval directory (tables, calibration and ROC plots)")
@@ -392,7 +406,8 @@ def _probe_parsers(sub) -> None:
     p = sub.add_parser("probe", help="fit learned probes and calibration maps on detect studies of tuning data")
     psub = p.add_subparsers(dest="probe_command", required=True)
     f = psub.add_parser("fit", help="a logistic probe on the greedy answer's state; the best tap by cross-validation")
-    f.add_argument("runs", nargs="+", type=path_arg, help="detect studies (re-rank studies for --form candidate, SeaKR eval runs for "
+    f.add_argument("runs", nargs="+", type=path_arg,
+                   help="detect studies (re-rank studies for --form candidate, SeaKR eval runs for "
                    "--form final-rationale / final-knowledge); tuning data only")
     f.add_argument("--tap", default="best", help="best (every stored tap) or LAYER:SOURCE such as L11:mlp")
     f.add_argument("--form", default="short", choices=list(SOURCES))
@@ -410,14 +425,18 @@ def _probe_parsers(sub) -> None:
     c.add_argument("--out", type=path_arg, required=True, help="calibration file to write (.json)")
     c.set_defaults(cmd="probe_calibrate")
     g = psub.add_parser("gate", help="choose the knowledge check's gate level on tuning runs (F1 against it)")
-    g.add_argument("--check", nargs="+", type=path_arg, required=True, help="detect studies of the check (--form short) on tuning data")
-    g.add_argument("--chain", nargs="+", type=path_arg, required=True, help="SeaKR eval runs retrieving at every step on the same questions")
+    g.add_argument("--check", nargs="+", type=path_arg, required=True,
+                   help="detect studies of the check (--form short) on tuning data")
+    g.add_argument("--chain", nargs="+", type=path_arg, required=True,
+                   help="SeaKR eval runs retrieving at every step on the same questions")
     g.add_argument("--gate", default="check", choices=["check", "probe"])
-    g.add_argument("--model", type=given, default=None, help="whose fitted files to read (default: the check studies' model)")
+    g.add_argument("--model", type=given, default=None,
+                   help="whose fitted files to read (default: the check studies' model)")
     g.add_argument("--probes", type=given, default=None, help="folder of fitted files (default: the package's)")
     g.add_argument("--out", type=path_arg, required=True, help="JSON file for the trade-off curve and the chosen level")
     g.add_argument("--save-level", action="store_true",
-                   help="also write the chosen level into --probes DIR's gates.json, where a run with probes=DIR reads it")
+                   help="also write the chosen level into --probes DIR's gates.json, where a run with probes=DIR reads "
+                        "it")
     g.set_defaults(cmd="probe_gate")
 
 
@@ -431,10 +450,12 @@ def _fit_parser(sub) -> None:
     p.add_argument("--limit", type=positive_int, default=400, help="the first N questions of each file, halved "
                    "into A (the probe and maps) and B (the gate level)")
     p.add_argument("--every", type=positive_int, default=None, metavar="N")
-    p.add_argument("--index", type=given, default=None, help="the chain's corpus (default: each file's paragraphs pooled)")
+    p.add_argument("--index", type=given, default=None,
+                   help="the chain's corpus (default: each file's paragraphs pooled)")
     p.add_argument("--filler", type=given, action="append", default=[])
     p.add_argument("--taps", default="own", choices=("own", "all"),
-                   help="the probe's states: the model's own layer, or every layer's (the best by cross-validation; slower)")
+                   help="the probe's states: the model's own layer, or every layer's (the best by cross-validation; "
+                        "slower)")
     p.add_argument("--folds", type=fold_count, default=5)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="how the model samples and asks (k, temperature, ...), for every stage")
@@ -453,14 +474,17 @@ def _index_parsers(sub) -> None:
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="stream corpora into a new index (atomic) or add to one")
     b.add_argument("sources", nargs="*", type=path_arg,
-                   help="corpus files, or folders of them; - for stdin, with --format (none with --format wiki-offline: "
+                   help="corpus files, or folders of them; - for stdin, with --format (none with --format "
+                        "wiki-offline: "
                         "the demo corpus)")
     b.add_argument("--format", action="append", choices=FORMATS, default=None,
                    help="one for all sources or one per source (default auto)")
-    b.add_argument("--out", type=path_arg, required=True, help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
+    b.add_argument("--out", type=path_arg, required=True,
+                   help="index directory, or http://host:9200/INDEX with --engine elasticsearch")
     b.add_argument("--engine", choices=["tantivy", "elasticsearch"], default=None,
                    help="default: elasticsearch for an http(s):// --out, else tantivy")
-    b.add_argument("--overwrite", action="store_true", help="build a new generation over an existing seakr index (its other files are kept)")
+    b.add_argument("--overwrite", action="store_true",
+                   help="build a new generation over an existing seakr index (its other files are kept)")
     b.add_argument("--add", action="store_true", help="incremental add to an existing index")
     b.add_argument("--passage-words", type=positive_int, default=None, metavar="N",
                    help="cut each document longer than N words into passages of N words (DPR's are 100), each under "

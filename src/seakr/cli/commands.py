@@ -122,7 +122,8 @@ def _method_from_args(args):
     elif args.delta is not None:
         flag_or_option(opts, "delta", "--delta", args.delta)
     flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
-    run_spec("--option", args.method, opts, context=model_spec(args).context())  # bad options fail here, not after the load
+    run_spec("--option", args.method, opts,
+             context=model_spec(args).context())  # bad options fail here, not after the load
     if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
         raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder, an "
                        "http(s)://host:9200/INDEX URL or a corpus file; `seakr index build` makes a folder)")
@@ -165,7 +166,8 @@ def _answer_and_show(m, question: str, args):
 
 
 #: The eval flags' defaults, told apart from a value given: a grid's key fills a flag left at its default.
-FLAG_DEFAULTS = {"layout": "auto", "seed": 42, "concurrency": 1, "precision": "auto", "device": "cpu", "state_source": "mlp"}
+FLAG_DEFAULTS = {"layout": "auto", "seed": 42, "concurrency": 1, "precision": "auto", "device": "cpu",
+                 "state_source": "mlp"}
 
 
 def plan_from_args(args) -> EvalPlan:
@@ -179,7 +181,8 @@ def plan_from_args(args) -> EvalPlan:
         v = getattr(args, key)
         return top[key] if key in top and v in (None, FLAG_DEFAULTS.get(key)) else v
 
-    if runs and (args.method is not None or options):  # a grid's [[run]] tables name the methods: a flag's method would be dropped
+    # a grid's [[run]] tables name the methods: a flag's method would be dropped
+    if runs and (args.method is not None or options):
         given = " and ".join(f for f, v in (("--method", args.method), ("--option", options)) if v)
         raise CLIError(f"{given}: {args.config} names its runs in [[run]] tables; put the method and its options "
                        "there (or leave [[run]] out to run the flags' method)")
@@ -217,7 +220,8 @@ RAY_DEFAULTS = {"shards": 2, "cpus_per_shard": 1.0, "gpus_per_shard": 0.0}
 def cmd_eval(args) -> int:
     given = [f"--{k.replace('_', '-')}" for k in RAY_DEFAULTS if getattr(args, k) is not None]
     if args.ray is None and given:  # without --ray they would be dropped and the whole file run unsharded
-        raise CLIError(f"{', '.join(given)}: with --ray only (a Ray launch of N shards); one shard by hand is --shard I/N")
+        raise CLIError(f"{', '.join(given)}: with --ray only (a Ray launch of N shards); one shard by hand is --shard "
+                       "I/N")
     for k, v in RAY_DEFAULTS.items():
         setattr(args, k, v if getattr(args, k) is None else getattr(args, k))
     plan = plan_from_args(args)
@@ -284,7 +288,8 @@ def cmd_serve(args) -> int:
 
     token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
     if token is not None and not token.strip():
-        raise CLIError("--token (or SEAKR_TOKEN) is empty: give a non-empty token, or leave it out to serve without one")
+        raise CLIError("--token (or SEAKR_TOKEN) is empty: give a non-empty token, or leave it out to serve without "
+                       "one")
     check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
     try:  # the server's defaults ride in every request, so they are held to what a request may ask
@@ -295,7 +300,8 @@ def cmd_serve(args) -> int:
     if not local and not token:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "
              "--token (or SEAKR_TOKEN) and see README 'Serving'")
-    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body,
+    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb,
+                           max_body=args.max_body,
                            max_prompt_tokens=args.max_prompt_tokens, body_seconds=args.body_timeout, token=token,
                            docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
 

@@ -11,7 +11,8 @@ from .args import build_parser
 from ..common.console import message
 from ..common.writing import REFUSED_WRITES
 from ..eval.specs import SettingError, check_settings
-from .shell import OutputRefused, Stopped, NamedOutput, warnings_as_notes, printable_output, stdout_to_null, stop_on_sigterm, disk_refused, interrupted, os_said, out_of_memory, path_refused
+from .shell import (NamedOutput, OutputRefused, Stopped, disk_refused, interrupted, os_said, out_of_memory,
+                    path_refused, printable_output, stdout_to_null, stop_on_sigterm, warnings_as_notes)
 from . import commands, studies
 from .flags import CLIError, model_spec
 from ..models.registry import ModelError

@@ -93,7 +93,8 @@ def cmd_calibrate(args) -> int:
     for key in ("k", "n_candidates"):
         flag_or_option(options, key, f"--{key.replace('_', '-')}", getattr(args, key))
     def done(rows, cfg, ids) -> None:
-        print(calibration_lines(study_of_rows("calibrate", args.out, rows, cfg, ids, write=not args.no_write), args.out))
+        print(calibration_lines(study_of_rows("calibrate", args.out, rows, cfg, ids, write=not args.no_write),
+                                args.out))
 
     if (setup := study_setup(args, options, check=simple_qa, done=done)) is None:
         return 0
@@ -147,7 +148,8 @@ def cmd_detect(args) -> int:
     _detect_asks_as_before(args, probe)
     setup = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
                         check=lambda sel: check_open_book(sel.examples, args.setting),
-                        done=lambda rows, cfg, ids: print(detect_markdown(study_of_rows("detect", args.out, rows, cfg, ids))))
+                        done=lambda rows, cfg, ids: print(detect_markdown(study_of_rows("detect", args.out, rows,
+                                                                                         cfg, ids))))
     if setup is None:
         return 0
     plan, sel, lm, opts = setup
@@ -167,11 +169,14 @@ def cmd_detect(args) -> int:
 
 def cmd_probe_fit(args) -> int:
     output_file(args.out, "--out")
-    probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds,
-                                    report=lambda t, p: print(f"{t}: cross-validated AUROC {p.provenance['cv_auroc']:.3f} "
-                                                              f"(C={p.C:g})", file=sys.stderr), features=args.features)
+    def report(tap, p) -> None:
+        print(f"{tap}: cross-validated AUROC {p.provenance['cv_auroc']:.3f} (C={p.C:g})", file=sys.stderr)
+
+    probe, table = fit_from_studies(args.runs, args.form, args.tap, args.folds, report=report,
+                                    features=args.features)
     probe.save(args.out)
-    print(f"probe {probe.form} for {probe.model} at {probe.tap}: cross-validated AUROC {probe.provenance['cv_auroc']:.3f} "
+    print(f"probe {probe.form} for {probe.model} at {probe.tap}: cross-validated AUROC "
+          f"{probe.provenance['cv_auroc']:.3f} "
           f"on {probe.provenance['n']} answers ({probe.provenance['wrong']} wrong) -> {args.out}")
     _tell_folder_name(args.out, probe.model, lambda m: packaged_name(m, probe.form))
     return 0
@@ -220,7 +225,8 @@ def cmd_rerank_study(args) -> int:
                            "against; use a layout that carries them (HotpotQA, 2Wiki, MuSiQue, SQuAD, NQ with ctxs)")
 
     setup = study_setup(args, parse_options(args.option), check=has_gold,
-                        done=lambda rows, cfg, ids: print(strict_json(study_of_rows("rerank-study", args.out, rows, cfg, ids))))
+                        done=lambda rows, cfg, ids: print(strict_json(study_of_rows("rerank-study", args.out, rows,
+                                                                                    cfg, ids))))
     if setup is None:
         return 0
     plan, sel, lm, opts = setup

@@ -44,7 +44,8 @@ def said(v) -> str:
 
 
 #: A terminal's escape sequences (colours, a window title) and every control character that is not whitespace.
-_TERMINAL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
+_TERMINAL = re.compile(r"\x1b\[[0-?]*[ "
+                       r"-/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f]")
 
 
 def without_controls(text: str) -> str:

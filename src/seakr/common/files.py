@@ -147,7 +147,8 @@ def _zstandard(path: str, raw, error):
         import zstandard
     except ImportError:
         raise error(f"{path}: zstd-compressed, which this Python reads with the zstandard package (pip install "
-                    f"'seakr[zstd]'; Python 3.14 needs none): install it, or decompress the file (zstd -d {path})") from None
+                    "'seakr[zstd]'; Python 3.14 needs none): install it, or decompress the file "
+                    f"(zstd -d {path})") from None
     return io.BufferedReader(_ZstdFrames(raw, zstandard.ZstdDecompressor()))
 
 
@@ -272,7 +273,8 @@ def check_rereadable(path, why: str, error: type[Exception] = ValueError, name: 
     """Refuse a pipe or device where ``why`` says the file is read more than once: its second read would find
     nothing. ``name``: how the message names it (the path)."""
     if read_once(path):
-        raise error(f"{name or path}: a pipe or device, which can be read once, but {why}; save it to a file and name that")
+        raise error(f"{name or path}: a pipe or device, which can be read once, but {why}; save it to a file and name "
+                    "that")
 
 
 def read_text(path: str, error: type[Exception] = ValueError) -> str:
@@ -287,7 +289,8 @@ def given_path(path, what: str, noun: str = "file") -> str:
     """A path a Python caller gives (text or ``os.PathLike``, not blank) as text; anything else is one line
     naming ``what`` (an empty text would be the current folder)."""
     if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
-        raise TypeError(f"{what}: expected {'an' if noun[0] in 'aeiou' else 'a'} {noun}'s path, got {type(path).__name__}")
+        raise TypeError(f"{what}: expected {'an' if noun[0] in 'aeiou' else 'a'} {noun}'s path, got "
+                        f"{type(path).__name__}")
     if not os.fspath(path).strip():
         raise ValueError(f"{what}: an empty path; name the {noun}")
     return os.fspath(path)

@@ -65,7 +65,8 @@ def check_not_a_record(path: str | os.PathLike, what: str | None = None) -> None
         whose = f"is inside the seakr index {idx}, which a file of another kind damages"
     elif d.name == "states" and (d / "taps.json").is_file() and p.exists():
         whose = f"is one of the stored states of the study in {d.parent}, which writing over it would lose"
-    elif p.name in ("config.json", "summary.json", *ROW_FILES) and is_run_folder(d):  # the summary: timing of every sitting
+    elif p.name in ("config.json", "summary.json",
+                    *ROW_FILES) and is_run_folder(d):  # the summary: timing of every sitting
         whose = f"is the record of the seakr run or study in {d}, which writing over it would lose"
     else:
         return

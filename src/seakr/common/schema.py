@@ -294,7 +294,8 @@ def _said(t) -> Said:
     else:
         one = {int: "a whole number", float: "a number", bool: "true or false", str: "text", Any: "a value"}.get(
             base, str(base))
-    many = "lists" if one.startswith("a list") else "tables" + one[len("a table"):] if one.startswith("a table") else one
+    many = ("lists" if one.startswith("a list") else "tables" + one[len("a table"):] if one.startswith("a table")
+            else one)
     return Said(one, _PLURAL.get(one, many))
 
 

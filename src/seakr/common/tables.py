@@ -64,7 +64,9 @@ def record_rows(path, error: type[Exception] = ValueError, batch: int = 1024) ->
         raise error(f"{path}: {_a(kind)} file; reading it needs pyarrow (pip install 'seakr[parquet]')") from None
     n, twice = 0, None
     try:
-        for rows in (pq.ParquetFile(path).iter_batches(batch_size=batch) if kind == "Parquet" else _arrow_batches(path, batch)):
+        batches = (pq.ParquetFile(path).iter_batches(batch_size=batch) if kind == "Parquet"
+                   else _arrow_batches(path, batch))
+        for rows in batches:
             names = rows.schema.names
             if n == 0 and (twice := repeated(names)):
                 break  # a row as a dict kept one of the two columns' cells, unsaid

@@ -26,7 +26,8 @@ def write_atomic(path, content: str | bytes) -> None:
         with open(path, "wb") as f:
             f.write(data)
         return
-    tmp = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}-{threading.get_ident()}.tmp")
+    tmp = os.path.join(os.path.dirname(target),
+                       f".{os.path.basename(target)}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         f = open(tmp, "wb")
     except OSError as e:
@@ -105,7 +106,8 @@ def folder_error(path, e: OSError, what: str = "the folder") -> OSError | ValueE
     if e.errno in _PASSED_ON:
         return e
     where = nearest_existing(str(path))
-    return ValueError(f"{path}: cannot create {what} ({no_place(where) or f'{where} refuses new folders: {e.strerror or e}'})")
+    return ValueError(f"{path}: cannot create {what} "
+                      f"({no_place(where) or f'{where} refuses new folders: {e.strerror or e}'})")
 
 
 def no_place(where: str) -> str | None:
@@ -131,7 +133,8 @@ def file_error(path, e: OSError) -> OSError | ValueError:
         return e
     parent = os.path.dirname(os.path.realpath(path))
     where = nearest_existing(parent)
-    why = no_place(where) or (f"no folder {parent}" if where != parent else f"{parent} refuses new files: {e.strerror or e}")
+    why = no_place(where) or (f"no folder {parent}" if where != parent
+                              else f"{parent} refuses new files: {e.strerror or e}")
     return ValueError(f"{path}: cannot write the file ({why})")
 
 

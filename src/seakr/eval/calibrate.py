@@ -85,7 +85,8 @@ def _calibration_result(rows: list[dict], info: dict, config: dict, mode: str, o
     """The sweep over ``rows``, written (``files``) as calibration.json + its plot under ``out``, and (``write``)
     the chosen threshold stored in the model's calibration file for this prompt style and mode."""
     sweep, best = calibration_sweep(rows)
-    result = {"model": info.get("model"), "state_layer": info.get("state_layer"), "state_source": info.get("state_source"),
+    result = {"model": info.get("model"), "state_layer": info.get("state_layer"),
+              "state_source": info.get("state_source"),
               "estimator": config["estimator"], "k": config["k"], "alpha": config["alpha"], "mode": mode, **extra,
               "n": len(rows), "chosen": best, "sweep": sweep}
     if not files:
@@ -162,7 +163,8 @@ def _check_own_folder(out: Path) -> None:
     check_output_dir(str(out))  # a file, a dangling link, an unwritable place or a live run's folder: one line
     kept = [n for n in ("config.json", *ROW_FILES) if (out / n).exists()]
     if "config.json" in kept or len(kept) > ("calibration_rows.jsonl" in kept):
-        raise ValueError(f"{out}: holds the rows of a run or study ({', '.join(kept)}); write the calibration to a folder of its own")
+        raise ValueError(f"{out}: holds the rows of a run or study ({', '.join(kept)}); write the calibration to a "
+                         "folder of its own")
 
 
 def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bool = True) -> dict:
@@ -176,7 +178,8 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
     mn, ma = cn["method"], ca["method"]
     diff = [k for k in _SAME if mn["config"].get(k) != ma["config"].get(k)]
     if diff or mn.get("model") != ma.get("model"):
-        raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of one SeaKR")
+        raise ValueError(f"{never_dir} and {always_dir} differ in {', '.join(diff) or 'model'}: not two branches of "
+                         "one SeaKR")
     if other_data(cn, ca):  # ids alone matched across two datasets
         raise ValueError(f"{never_dir} and {always_dir} answered different data files: not two branches of one SeaKR")
     _check_own_folder(Path(out_dir))
@@ -188,7 +191,8 @@ def calibrate_from_runs(never_dir: str, always_dir: str, out_dir: str, write: bo
         raise ValueError(f"{never_dir} and {always_dir} share no answered question")
     if len(rows) < max(len(n_rows), len(a_rows)):  # a run stopped early left δ tuned on fewer questions, unsaid
         warn(f"calibrate: δ from the {len(rows)} questions both runs answered; {len(n_rows) - len(rows)} answered by "
-             f"{never_dir} only and {len(a_rows) - len(rows)} by {always_dir} only are left out (resume the shorter run)")
+             f"{never_dir} only and {len(a_rows) - len(rows)} by {always_dir} only are left out (resume the shorter "
+             "run)")
     out = make_folder(out_dir)
     # +-inf (a failed estimate / a chain without steps) are written as strings: JSON has no infinities
     write_atomic(out / "calibration_rows.jsonl", "".join(
@@ -210,7 +214,8 @@ def _plot_sweep(sweep, best, path, title):
     ax.set_xlabel("threshold δ (retrieve when U > δ)")
     ax.set_ylabel("F1 (%)")
     ax2 = ax.twinx()
-    ax2.plot([s["delta"] for s in pts], [s["retrieval_rate"] for s in pts], "s--", color="tab:orange", label="retrieval rate")
+    ax2.plot([s["delta"] for s in pts], [s["retrieval_rate"] for s in pts], "s--", color="tab:orange",
+             label="retrieval rate")
     ax2.set_ylabel("retrieval rate")
     if math.isfinite(best["delta"]):
         ax.axvline(best["delta"], color="gray", lw=1)
@@ -224,9 +229,12 @@ def _plot_sweep(sweep, best, path, title):
 def calibration_lines(r: dict, out: str) -> str:
     """What a calibration chose, for a terminal: delta, its F1 and retrieval rate, the tie, the plot."""
     c = r["chosen"]
-    lines = [f"chosen delta ({r['mode']}) = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate {c['retrieval_rate']:.2f}, n={r['n']})"]
+    lines = [f"chosen delta ({r['mode']}) = {c['delta']:.3f} (F1 {100 * c['f1']:.1f}, retrieval rate "
+             f"{c['retrieval_rate']:.2f}, n={r['n']})"]
     if c["tied_delta_min"] < c["delta"]:
-        lines.append(f"  the same F1 from delta {c['tied_delta_min']:.3f} up (retrieval rate up to {c['tied_retrieval_rate_max']:.2f}):"
+        lines.append(f"  the same F1 from delta {c['tied_delta_min']:.3f} up (retrieval rate up to "
+                     f"{c['tied_retrieval_rate_max']:.2f}):"
                      " the cost rule took the fewest retrievals; more tuning questions would narrow the tie")
-    lines.append(f"plot: {Path(out) / 'calibration.png'}" + (f"; written to {r['written_to']}" if "written_to" in r else ""))
+    written = f"; written to {r['written_to']}" if "written_to" in r else ""
+    lines.append(f"plot: {Path(out) / 'calibration.png'}{written}")
     return "\n".join(lines)

@@ -30,7 +30,8 @@ def compare(dirs: Sequence[str]) -> str:
             raise ValueError(f"{d}: a {cfg['study']} study, not an eval run (`seakr report {d}` shows it)")
         rows = run_rows(p)
         if not rows and not cfg:
-            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / config.json){_runs_inside(p, 'compare')}")
+            raise ValueError(f"{d}: not an eval run directory (no results.jsonl / "
+                             f"config.json){_runs_inside(p, 'compare')}")
         loaded.append((rows, cfg))
     names = run_labels(dirs, [cfg.get("name", Path(d).name) for d, (_, cfg) in zip(dirs, loaded)])
     for name, (rows, cfg) in zip(names, loaded):
@@ -61,7 +62,8 @@ def _corpus_lines(cfgs: list[tuple[str, dict]]) -> str:
             lines.append(f"- {name} searched another index than {base} ({n} passages, {str(c)[:12]} against "
                          f"{nb}, {str(cb)[:12]}): its paired difference mixes the method with the corpus")
         if other_data(b, cfg):
-            lines.append(f"- {name} read another data file than {base}: the question ids may not mean the same questions")
+            lines.append(f"- {name} read another data file than {base}: the question ids may not mean the same "
+                         "questions")
     for line in lines:
         warn(line[2:])
     return "\n**Not like for like:**\n" + "\n".join(lines) + "\n" if lines else ""
@@ -130,7 +132,8 @@ def _choice_signal(scored: Sequence[tuple[float, float, float, float]]) -> dict 
     differ = [(ur, uk, a, b) for ur, uk, a, b in scored if a != b]
     better = sum((uk <= ur) == (b > a) for ur, uk, a, b in differ)  # a tie goes to knowledge, as in pick()
     return {"n": len(scored), "differ": len(differ), "lower_u_better": better,
-            "auroc": auroc([ur - uk for ur, uk, _, _ in differ], [b > a for _, _, a, b in differ]) if differ else float("nan"),
+            "auroc": auroc([ur - uk for ur, uk, _, _ in differ],
+                           [b > a for _, _, a, b in differ]) if differ else float("nan"),
             "gap": statistics.median(uk - ur for ur, uk, _, _ in scored)}
 
 

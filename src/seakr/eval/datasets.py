@@ -107,7 +107,8 @@ def _aliases(path: str) -> dict[str, list[str]]:
     side = os.path.join(os.path.dirname(path), "id_aliases.json")
     if not os.path.exists(side):
         return {}
-    return {a.Q_id: a.aliases for a in (read(Aliases, f"{side}:{n}", r, DatasetError) for n, r in jsonl(side, DatasetError))}
+    return {a.Q_id: a.aliases for a in (read(Aliases, f"{side}:{n}", r, DatasetError) for n,
+                                        r in jsonl(side, DatasetError))}
 
 
 def load_2wiki(path):
@@ -181,7 +182,8 @@ def load_triviaqa(path):
         questions = ((where, read(TriviaQuestion, where, r, DatasetError)) for where, r in recs)
     else:
         where, d = _one_object(path, recs)
-        questions = ((f"{where} Data[{i}]", q) for i, q in enumerate(read(TriviaQuestions, where, d, DatasetError).Data))
+        questions = ((f"{where} Data[{i}]", q) for i,
+                     q in enumerate(read(TriviaQuestions, where, d, DatasetError).Data))
     for where, q in questions:
         answers = [] if q.answer is None else list(dict.fromkeys([q.answer.value, *q.answer.aliases]))
         yield _example(where, q.question_id, q.question, answers, [], [], "", "triviaqa")
@@ -260,7 +262,8 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     layouts = [detect_layout(f) if layout == "auto" else layout for f in files]
     if len(set(layouts)) > 1:
         i = next(i for i, lay in enumerate(layouts) if lay != layouts[0])
-        raise DatasetError(f"{files[i]}: layout {layouts[i]}, but {files[0]} is {layouts[0]}; one run reads one dataset")
+        raise DatasetError(f"{files[i]}: layout {layouts[i]}, but {files[0]} is {layouts[0]}; one run reads one "
+                           "dataset")
     out, wheres = [], []
     for where, ex in itertools.chain.from_iterable(LOADERS[layouts[0]](f) for f in files):
         out.append(ex)

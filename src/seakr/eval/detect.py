@@ -178,7 +178,9 @@ def detect_costs(rows: Sequence[dict], k: int) -> dict:
 
 
 def _detect_prompt(method: SeaKR, question: str, passages, form: str) -> tuple[str, str]:
-    return method.prompts.render_short(question, passages) if form == "short" else method.prompts.render(question, [], passages)
+    if form == "short":
+        return method.prompts.render_short(question, passages)
+    return method.prompts.render(question, [], passages)
 
 
 def _detect_answer(method: SeaKR, question: str, passages, form: str, taps):

@@ -13,9 +13,9 @@ The plan (:mod:`seakr.eval.fitplan`) is checked whole before the model loads. Th
 stage; each stage writes a row as each question is answered, so a killed fit resumes where it stood. The first
 questions of the check and of the chain (:data:`PILOT`) are timed before the rest, and the run is projected from
 them (and refused past ``budget_minutes``, its rows kept) before the long work starts; each finished stage
-re-projects the rest from every question timed so far, and the budget holds there too. The fitted files are recomputed from the rows
-and written atomically, under the names a run with ``probes=OUT`` reads, so ``gate``, ``reasoning`` and
-``rerank`` = ``"auto"`` pick them up.
+re-projects the rest from every question timed so far, and the budget holds there too. The fitted files are
+recomputed from the rows and written atomically, under the names a run with ``probes=OUT`` reads, so ``gate``,
+``reasoning`` and ``rerank`` = ``"auto"`` pick them up.
 """
 
 from __future__ import annotations
@@ -202,10 +202,12 @@ def fit_report(fp: FitPlan, files: dict, gates: dict, runs: dict[str, list[str]]
     def check(name: str, half: str) -> dict:
         return _signal([r["scores"].get(name) for r in rows[half]], [r["f1"] < CORRECT_F1 for r in rows[half]])
 
-    signals = {"check probe (half B, unseen)": check("probe", "B"), f"check {ESTIMATOR} (half A)": check(ESTIMATOR, "A"),
+    signals = {"check probe (half B, unseen)": check("probe", "B"),
+               f"check {ESTIMATOR} (half A)": check(ESTIMATOR, "A"),
                f"check {ESTIMATOR} (half B)": check(ESTIMATOR, "B"), **_final_signals(runs["chain"])}
     return {"model": files["model"], "train": list(fp.train), "limit": fp.limit, "out": fp.out,
-            "probe": {"tap": probe.tap, "C": probe.C, "cv_auroc": probe.provenance["cv_auroc"], "taps_tried": files["taps"]},
+            "probe": {"tap": probe.tap, "C": probe.C, "cv_auroc": probe.provenance["cv_auroc"],
+                      "taps_tried": files["taps"]},
             "signals": signals,
             "gates": {g: {"gate_p": r["gate_p"], "at_gate_p": r["at_gate_p"], "chain_f1": r["chain_f1"], "n": r["n"],
                           "curve": r["curve"][::10]} for g, r in gates.items()},
@@ -235,8 +237,8 @@ def report_markdown(r: dict) -> str:
         lines += ["", f"## gate={gate}: level {g['gate_p']:.2f} (half B, {g['n']} questions; the chain alone "
                       f"{_pct(g['chain_f1'])} F1)", "",
                   "| level | F1 | answered by the check | retrievals/q |", "|---|---|---|---|"]
-        lines += [f"| {c['gate_p']:.2f} | {_pct(c['f1'])} | {c['answered_by_check']:.2f} | {c['retrievals_per_q']:.2f} |"
-                  for c in g["curve"]]
+        lines += [f"| {c['gate_p']:.2f} | {_pct(c['f1'])} | {c['answered_by_check']:.2f} | "
+                  f"{c['retrievals_per_q']:.2f} |" for c in g["curve"]]
     lines += ["", "| stage | seconds a question |", "|---|---|"]
     lines += [f"| {k} | {'–' if v is None else f'{v:.1f}'} |" for k, v in r["seconds_per_question"].items()]
     return "\n".join(lines) + "\n"

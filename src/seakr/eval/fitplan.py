@@ -151,7 +151,8 @@ def _enough_chains(stages: dict[str, list[Stage]]) -> None:
 
 def describe(fp: FitPlan, stages: dict[str, list[Stage]]) -> str:
     """What the fit will run, before it runs it."""
-    lines = [f"fit: {len(fp.train)} train file(s), the first {fp.limit} questions of each in halves A and B -> {fp.out}"]
+    lines = [f"fit: {len(fp.train)} train file(s), the first {fp.limit} questions of each in halves A and B -> "
+             f"{fp.out}"]
     for name, what in (("check", "the knowledge check, half A"), ("chain", "the chain retrieving every step, half A"),
                        ("check2", "the check with the new probe, half B"), ("chain2", "the chain, half B")):
         n = sum(len(s.sel.examples) for s in stages[name])

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..probes.bank import sampling_record
 from ..probes.calibration import Calibration, fit_calibration
-from ..probes.probe import ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, out_of_fold, score_features
+from ..probes.probe import (ENGINE_FEATURES, Probe, check_score_names, engine_features, fit_probe, out_of_fold,
+                            score_features)
 from ..common.console import warn
 from .folders import run_dirs
 from .resume import other_data
@@ -55,7 +56,8 @@ def _study(run: str | Path, rows_name: str = "detect_rows.jsonl", kind: str = "d
     if form is not None and cfg.get("form", form) != form:
         raise ValueError(f"{d}: a detect study of --form {cfg['form']} answers, not {form}: "
                          f"fit --form {form} on {SOURCES.get(form, 'studies of that form')}")
-    return cfg, read_results(d / rows_name, warn, check=study_row_check(rows_name))  # a damaged row: said, not dropped silently
+    return cfg, read_results(d / rows_name, warn,
+                             check=study_row_check(rows_name))  # a damaged row: said, not dropped silently
 
 
 def _folders(runs) -> list:
@@ -85,7 +87,8 @@ def _wording(cfgs: Sequence[dict], runs) -> dict:
     two wordings cannot be pooled (their answers, states and scores belong to different prompts)."""
     seen = {json.dumps(c.get("wording"), sort_keys=True) for c in cfgs}
     if len(seen) > 1:
-        raise ValueError(f"{', '.join(map(str, runs))}: studies asked in different wordings; fit on one wording's studies")
+        raise ValueError(f"{', '.join(map(str, runs))}: studies asked in different wordings; fit on one wording's "
+                         "studies")
     w = cfgs[0].get("wording") if cfgs else None
     return {"wording": w} if w is not None else {}
 
@@ -123,7 +126,8 @@ def _unread(rows: list[dict], name: str, seen: set, data: list[str]) -> list[dic
 
 
 def load_states(runs: Sequence[str | Path], kept: list | None = None,
-                estimators: Sequence[str] = (), form: str | None = None) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+                estimators: Sequence[str] = (), form: str | None = None
+                ) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record and, where
     ``estimators`` that read samples are named, the studies' sampling record: :func:`_sampling`) pooled
     over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
@@ -150,7 +154,8 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
     return str(model), list(taps), np.stack(xs), np.array(ys), data, record
 
 
-def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
+def load_final_states(runs: Sequence[str | Path],
+                      form: str) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """Like :func:`load_states`, from SeaKR eval runs: each row's final answer of ``form`` (its F1 the label)
     and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
     e.g. with the candidate-probe re-rank). Every run must share the model and the tap; a question of one
@@ -162,7 +167,8 @@ def load_final_states(runs: Sequence[str | Path], form: str) -> tuple[str, list[
         name = _data_name(cfg, run)
         rows = _unread(rows, name, seen, data)
         if not (Path(run) / "states" / form / "taps.json").is_file():
-            raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that reads "
+            raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that "
+                             "reads "
                              "them (rerank=probe or reasoning=probe)")
         store = StateStore.open(Path(run) / "states" / form)
         m = _run_model(cfg)
@@ -205,7 +211,8 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
     tap = one_tap(tap)
     if features:
         if form != "short":
-            raise ValueError(f"--features: only a short-form (knowledge check) probe reads its scores, not --form {form}")
+            raise ValueError("--features: only a short-form (knowledge check) probe reads its scores, not --form "
+                             f"{form}")
         p = check_probe(runs, features, tap, folds)
         if report:
             report(p.tap, p)
@@ -215,7 +222,8 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
         if report:
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
-    model, taps, X, wrong, data, wording = load_final_states(runs, form) if form.startswith("final-") else load_states(runs, form=form)
+    load = load_final_states(runs, form) if form.startswith("final-") else load_states(runs, form=form)
+    model, taps, X, wrong, data, wording = load
     chosen = taps if tap == "best" else [tap]
     for t in chosen:
         if t not in taps:
@@ -264,12 +272,14 @@ def calibrate_from_studies(runs: Sequence[str | Path], estimator: str, form: str
         setups.add(((m.get("model") or {}).get("model"), (m.get("config") or {}).get("prompt_style")))
         for r in _unread(rows, _data_name(cfg, run), seen, data):
             if estimator not in r.get("scores", {}):
-                raise ValueError(f"{run}: its rows have no {estimator!r} score (have: {', '.join(r.get('scores', {}))})")
+                have = ", ".join(r.get("scores", {}))
+                raise ValueError(f"{run}: its rows have no {estimator!r} score (have: {have})")
             v = r["scores"][estimator]
             scores.append(math.inf if v is None else v)
             correct.append(r["f1"] >= CORRECT_F1)
     if len(setups) > 1:
-        raise ValueError(f"{', '.join(map(str, runs))}: runs of different models or prompt styles {sorted(map(str, setups))}")
+        raise ValueError(f"{', '.join(map(str, runs))}: runs of different models or prompt styles "
+                         f"{sorted(map(str, setups))}")
     cal = fit_calibration(scores, correct, form=form, estimator=estimator, kind=kind, data="+".join(data))
     if len(set(correct)) < 2:  # it "fitted" on 60 wrong answers without a word: a constant, no signal
         warn(f"calibration {form}/{estimator}: all {len(correct)} answers are {'right' if correct[0] else 'wrong'}; "
@@ -335,10 +345,13 @@ def gate_markdown(res: dict) -> str:
     """A gate level's trade-off curve (every fifth point) and the chosen level, for a terminal."""
     lines = ["| gate_p | F1 | answered by the check | retrievals/q |", "|---|---|---|---|"]
     for c in res["curve"][::5]:
-        lines.append(f"| {c['gate_p']:.2f} | {100 * c['f1']:.1f} | {c['answered_by_check']:.2f} | {c['retrievals_per_q']:.2f} |")
+        lines.append(f"| {c['gate_p']:.2f} | {100 * c['f1']:.1f} | {c['answered_by_check']:.2f} | "
+                     f"{c['retrievals_per_q']:.2f} |")
     at, best = res["at_gate_p"], res["argmax"]
-    lines.append(f"gate_p {res['gate_p']:.2f} (the chain's expected F1 on these {res['n']} questions): F1 {100 * at['f1']:.1f}, "
-                 f"{100 * at['answered_by_check']:.0f} % answered by the check, the chain alone {100 * res['chain_f1']:.1f}; "
+    lines.append(f"gate_p {res['gate_p']:.2f} (the chain's expected F1 on these {res['n']} questions): F1 "
+                 f"{100 * at['f1']:.1f}, "
+                 f"{100 * at['answered_by_check']:.0f} % answered by the check, the chain alone "
+                 f"{100 * res['chain_f1']:.1f}; "
                  f"the curve's argmax {best['gate_p']:.2f} (F1 {100 * best['f1']:.1f})")
     return "\n".join(lines)
 
@@ -385,9 +398,10 @@ def fit_candidate_probe(runs: Sequence[str | Path], folds: int = 5, with_state: 
     penalty over ~900 state weights and 5 engine features would shrink the engine's few strong weights
     with the state's many weak ones."""
     c = candidate_rows(runs)
-    if tap not in ("best", c["tap"]):  # a re-rank study stores the model's own tap only: another is refused, not taken unread
+    if tap not in ("best", c["tap"]):  # a re-rank study stores the model's own tap only: another is not taken unread
         raise ValueError(f"--tap {tap}: the re-rank studies stored {c['tap']} only")
-    kw = dict(model=str(c["model"]), tap=c["tap"], form="candidate", folds=folds, data="+".join(c["data"]), groups=c["groups"])
+    kw = dict(model=str(c["model"]), tap=c["tap"], form="candidate", folds=folds, data="+".join(c["data"]),
+              groups=c["groups"])
     if with_state and with_engine:
         return stack_probe(c["states"], c["engine"], c["wrong"], **kw)
     X = c["states"] if with_state else c["engine"]
@@ -431,7 +445,8 @@ def check_rows(runs: Sequence[str | Path], features: Sequence[str], tap: str = "
         raise ValueError(f"{runs[0]}: its rows have no {', '.join(missing)} score")
     F = [score_features(r.get("scores", {}), features) for r in kept]
     ok = np.array([f is not None for f in F])
-    return {"model": model, "tap": t, "states": X[ok, taps.index(t), :], "extra": np.stack([f for f in F if f is not None]),
+    return {"model": model, "tap": t, "states": X[ok, taps.index(t), :],
+            "extra": np.stack([f for f in F if f is not None]),
             "wrong": wrong[ok], "data": [r["data"] for r, k in zip(kept, ok) if k], "names": data, "wording": wording}
 
 

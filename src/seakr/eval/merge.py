@@ -104,7 +104,8 @@ EXPORT_FORMATS = ("jsonl", "squad", "hotpotqa", "2wiki")
 def export_predictions(run_dir: str | os.PathLike, fmt: str = "jsonl") -> str:
     """A run's predictions, in its questions' order, as a leaderboard or an official script reads them."""
     if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"export: format {fmt!r}{did_you_mean(fmt, EXPORT_FORMATS)}; choose from {', '.join(EXPORT_FORMATS)}")
+        raise ValueError(f"export: format {fmt!r}{did_you_mean(fmt, EXPORT_FORMATS)}; choose from "
+                         f"{', '.join(EXPORT_FORMATS)}")
     named_paths("export", run_dir)
     check_folder_is(run_dir)
     p = Path(run_dir)

@@ -53,7 +53,8 @@ def check_resume_rows(path: str) -> None:
     """The rows a ``--resume`` continues, read now: a row seakr did not write (a hand edit, another tool's
     file) is named by file, line and field before the model loads, not after it (eval) or after the last
     question (a study's summary)."""
-    for name, check in {"results.jsonl": check_row, SCORES: check_row, **{n: study_row_check(n) for n in STUDY_ROWS}}.items():
+    for name, check in {"results.jsonl": check_row, SCORES: check_row,
+                        **{n: study_row_check(n) for n in STUDY_ROWS}}.items():
         if os.path.isfile(os.path.join(path, name)):
             try:
                 read_results(Path(path) / name, check=check)
@@ -139,7 +140,8 @@ class EvalPlan:
     resume: bool = False
     concurrency: Count = 1
     grid: bool = False  # each run writes to out/NAME (always so for several runs)
-    rows: Literal[tuple(n for n in ROW_FILES if n != SCORES)] = "results.jsonl"  # the file of its rows: an eval run's, or a study's own kind
+    # the file of its rows: an eval run's, or a study's own kind
+    rows: Literal[tuple(n for n in ROW_FILES if n != SCORES)] = "results.jsonl"
     model: Annotated[ModelSpec, BeforeValidator(as_model_spec), Said("a ModelSpec or a model's name", "")] = field(
         default_factory=ModelSpec)
 
@@ -176,7 +178,8 @@ class EvalPlan:
         # a setting no run reads is said once, not refused: one loop of the same flags over several methods runs
         methods = ", ".join(sorted({r.method for r in self.runs}))
         if self.delta is not None and not any(r.method == "seakr" for r in self.runs):
-            warn(f"eval: delta is not read: it is SeaKR's threshold, and no run of the plan is SeaKR ({methods})", once=True)
+            warn(f"eval: delta is not read: it is SeaKR's threshold, and no run of the plan is SeaKR ({methods})",
+                 once=True)
 
         if (self.index or self.filler) and not any(METHODS[r.method].retrieves for r in self.runs):
             warn(f"eval: {'index' if self.index else 'filler'} is not read: it is searched only by methods that "
@@ -204,8 +207,8 @@ class EvalPlan:
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
                              "passages)", PlanError, f"eval: filler {f}")
             if own := seakr_own(f):  # a run's rows or an index's own file: seakr's records, not passages
-                raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (
-                    "; give the corpus files it was built from (`seakr index info` lists them)" if own[0] == "index" else ""))
+                built = "; give the corpus files it was built from (`seakr index info` lists them)"
+                raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (built if own[0] == "index" else ""))
 
     def check_resumed_configs(self, sel: Selection, lm=None) -> None:
         """``--resume``'s rule (:func:`~seakr.eval.resume.check_same_run`) applied before the model loads, to the
@@ -254,7 +257,8 @@ class EvalPlan:
         return os.path.join(self.out, run.name) if self.grid or len(self.runs) > 1 else self.out
 
     def options_for(self, run: RunSpec, family: str) -> dict:
-        return method_options(run.method, run.options, family, prompt_set=self.prompt_set, delta=self.delta, seed=self.seed)
+        return method_options(run.method, run.options, family, prompt_set=self.prompt_set, delta=self.delta,
+                              seed=self.seed)
 
     def select(self) -> Selection:
         """Load the data file and pick this plan's questions."""

@@ -38,7 +38,8 @@ def load_qa_csv(path):
         where = f"{path}:{n}"
         if len(row) != 4:
             raise DatasetError(row_width_refused(path, reader, n, len(row), f"4 fields ({','.join(QA_CSV_HEADER)})"))
-        yield where, example_at(where, DatasetError, row[0], row[1], _py_list(where, "Answers", row[2]), list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
+        yield where, example_at(where, DatasetError, row[0], row[1], _py_list(where, "Answers", row[2]),
+                                list(dict.fromkeys(_py_list(where, "Documents", row[3]))),
                       [], "", "2wikimultihopqa" if "2wiki" in path.lower() else "hotpotqa")
 
 
@@ -98,6 +99,6 @@ def load_table(path):
             continue
         if len(row) != len(header):
             raise DatasetError(row_width_refused(path, reader, n, len(row), f"{len(header)} fields (as the header)"))
-        qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"  # (a run's ids: kept as they were)
+        qid = row[cols["id"]] if cols["id"] is not None else f"row-{reader.line_num}"
         answers = _cell_answers(row[cols["answers"]]) if cols["answers"] is not None else []
         yield where, example_at(where, DatasetError, qid, row[cols["question"]], answers, [], [], "", "table")

@@ -56,9 +56,11 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
                       "any_gold_in_top_n": any(h.title in gold for h in hits)})
 
     out = Path(out_dir)
-    rows, held = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume, data)
+    rows, held = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume,
+                       data)
     model, n = method.lm.info().get("model"), method.config.n_candidates
-    return selection_summary(lambda rs, files: _rerank_result(rs, model, n, z, out, files), rows, held, "rerank-study", out)
+    return selection_summary(lambda rs, files: _rerank_result(rs, model, n, z, out, files), rows, held, "rerank-study",
+                             out)
 
 
 def _rerank_result(rows: list[dict], model, n: int, z: float, out: Path, files: bool = True) -> dict:
@@ -89,7 +91,8 @@ def rerank_summary(rows: Sequence[dict]) -> dict:
 
     return {"n": n, "recall@1_engine": rate("engine_top1_gold"), "recall@1_self_aware": rate("seakr_top1_gold"),
             "recall@1_guarded": rate("guarded_top1_gold"), "gold_in_top_n": rate("any_gold_in_top_n"),
-            "paired_vs_engine": {k: paired_bootstrap([float(r[k]) for r in rows], [float(r["engine_top1_gold"]) for r in rows])
+            "paired_vs_engine": {k: paired_bootstrap([float(r[k]) for r in rows],
+                                                     [float(r["engine_top1_gold"]) for r in rows])
                                  for k in ("seakr_top1_gold", "guarded_top1_gold") if rate(k) is not None},
             "gold_lower_u": gold_lower_u(rows)}
 

@@ -48,7 +48,8 @@ def said_differences(diff: list, first: str, second: str, most: int = 4) -> str:
 def _with_added_options(method: dict | None) -> dict | None:
     """A recorded method description with the options added since it was recorded, at the values that
     reproduce it (``Config.ADDED``)."""
-    if not isinstance(method, dict) or not isinstance(method.get("config"), dict) or method.get("method") not in METHODS:
+    if not isinstance(method, dict) or not isinstance(method.get("config"),
+                                                      dict) or method.get("method") not in METHODS:
         return method
     added = getattr(METHODS[method["method"]].Config, "ADDED", {})
     return {**method, "config": {**added, **method["config"]}}
@@ -81,7 +82,8 @@ def check_shard_of(first: dict, cfg: dict, where, first_where) -> None:
                          + f" is of another split than {first.get('shard') or 'a whole run (no --shard)'}")
     for key in ("limit", "every"):
         if cfg.get(key) != first.get(key):
-            raise ValueError(f"{where}: {key} {cfg.get(key)} but {first_where} has {key} {first.get(key)}: not shards of "
+            raise ValueError(f"{where}: {key} {cfg.get(key)} but {first_where} has {key} {first.get(key)}: not shards "
+                             "of "
                              "one run")
 
 

@@ -54,7 +54,8 @@ def read_results(path: Path, warn=None, torn: list | None = None, check: Callabl
                 who = ("no question id could be read from it: the questions only the committed rows hold will run "
                        "again" if tid is None and torn is not None else
                        "its row is lost (no question id could be read from it)" if tid is None else
-                       f"question {tid!r} will run again" if torn is not None else f"the row of question {tid!r} is left out")
+                       f"question {tid!r} will run again" if torn is not None else
+                       f"the row of question {tid!r} is left out")
                 warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); {who}")
             continue
         if check is not None:
@@ -126,7 +127,8 @@ class RowLog:
     """
 
     def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False,
-                 companion: tuple[str, Callable[[dict], dict]] | None = None, check: Callable[[dict], None] | None = None):
+                 companion: tuple[str, Callable[[dict], dict]] | None = None,
+                 check: Callable[[dict], None] | None = None):
         """``companion``: (file name, row -> its slim form): a second log of every row without the
         text it holds (question, passages), to commit, so ``--resume`` continues on another machine
         from that file alone; a row found only there counts as done and is summarised from it."""
@@ -249,7 +251,8 @@ def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[Result
     for name, lines in skipped.items():
         for n, tid in lines:
             if tid is None or tid not in have:
-                who = f"the row of question {tid!r} is left out" if tid is not None else "a row is left out (no id could be read)"
+                who = (f"the row of question {tid!r} is left out" if tid is not None
+                       else "a row is left out (no id could be read)")
                 warn(f"{Path(run_dir) / name}:{n}: unreadable line skipped (a torn or foreign write); {who}")
     out = [ResultRow.from_dict(r) for r in rows]
     bare = next((r for r in out if r.f1 is None), None) if scored else None
@@ -272,8 +275,8 @@ def recorded_with(out_dir: str | os.PathLike, model: str) -> dict | None:
 def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> list[dict] | None:
     """Every row of a run that has nothing left to do for ``examples`` (it may hold more: a larger --limit's),
     read as :class:`RowLog` reads them; None where a resume would answer a question, mend a file (a torn line, a
-    committed row missing beside its full one) or warn, which a run does as ever. (A finished run resumed, by a job resubmitted or a grid
-    run again, loaded the model to find nothing to do: seconds on a CPU, minutes for a large model on a GPU.)"""
+    committed row missing beside its full one) or warn, which a run does as ever. A finished run resumed (a job
+    resubmitted, a grid run again) so loads no model to find nothing to do."""
     out, want = Path(out_dir), {ex.id for ex in examples}
     if not (out / "config.json").exists():
         return None

@@ -185,7 +185,8 @@ class RerankRow(_Identified):
 
 
 #: The file each study writes its rows to, by the study's name (its command).
-STUDY_FILES = {"calibrate": "calibration_rows.jsonl", "detect": "detect_rows.jsonl", "rerank-study": "rerank_rows.jsonl"}
+STUDY_FILES = {"calibrate": "calibration_rows.jsonl", "detect": "detect_rows.jsonl",
+               "rerank-study": "rerank_rows.jsonl"}
 #: The schema of each study's rows, by file: what its summary and the probes fitted on it read.
 STUDY_ROWS = {"calibration_rows.jsonl": CalibrationRow, "detect_rows.jsonl": DetectRow, "rerank_rows.jsonl": RerankRow}
 
@@ -251,11 +252,13 @@ class ResultRow:
         base = dict(id=d["id"], prediction=d.get("prediction") or "", em=em, f1=f1,
                     seconds=float(d.get("seconds") or 0.0), order=int(d.get("order") or 0), type=d.get("type"))
         if tr is None:  # a score row
-            return cls(**base, totals=d.get("totals") or {}, steps=[StepScore.from_dict(s) for s in d.get("steps") or []],
+            return cls(**base, totals=d.get("totals") or {},
+                       steps=[StepScore.from_dict(s) for s in d.get("steps") or []],
                        final=FinalChoice.from_dict(d.get("final")))
         golds = d.get("golds")
         return cls(**base, totals=tr.get("totals") or {}, steps=[StepScore.from_dict(s) for s in tr.get("steps") or []],
-                   final=FinalChoice.from_dict(tr.get("final"), golds), question=d.get("question"), golds=golds, trace=tr)
+                   final=FinalChoice.from_dict(tr.get("final"), golds), question=d.get("question"), golds=golds,
+                   trace=tr)
 
     def _head(self) -> dict:
         out: dict[str, Any] = {"id": self.id, "order": self.order, "prediction": self.prediction, "em": self.em,
@@ -277,5 +280,5 @@ class ResultRow:
         return {**self._head(), "question": self.question, "golds": self.golds, "trace": self.trace}
 
 
-__all__ = ["STUDY_FILES", "STUDY_ROWS", "TOTALS", "Count", "FinalChoice", "ResultRow", "Score", "StepScore", "U", "check_row",
-           "study_row_check"]
+__all__ = ["STUDY_FILES", "STUDY_ROWS", "TOTALS", "Count", "FinalChoice", "ResultRow", "Score", "StepScore", "U",
+           "check_row", "study_row_check"]

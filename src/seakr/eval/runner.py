@@ -121,7 +121,8 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
             ans = method.answer(ex.question, cancel=cancel) if cancel is not None else method.answer(ex.question)
             dt = time.perf_counter() - t
             keep_states.put(ex.id, ans.states)  # before the row: a row on disk always has its states
-            em, f1 = (exact_match(ans.answer, ex.answers), f1_score(ans.answer, ex.answers)) if ex.answers else (None, None)
+            golds = ex.answers
+            em, f1 = (exact_match(ans.answer, golds), f1_score(ans.answer, golds)) if golds else (None, None)
             row = ResultRow(ex.id, ans.answer, em, f1, round(dt, 3), order.get(ex.id, 0), ex.type, question=ex.question,
                             golds=ex.answers, trace=ans.trace)
             log.append(row.to_dict(), shown)

@@ -46,10 +46,12 @@ def final_choice(rows: Sequence[ResultRow], p_rationale: Callable, p_knowledge: 
             "f1": {"raw_u": float(np.mean(raw)), "calibrated": float(np.mean(cal)), "rationale": float(np.mean(fr)),
                    "knowledge": float(np.mean(fk)), "oracle": float(np.mean(np.maximum(fr, fk)))},
             "calibrated_minus": {"raw_u": paired_bootstrap(cal, raw), "rationale": paired_bootstrap(cal, fr),
-                                 "knowledge": paired_bootstrap(cal, fk), "better_single": paired_bootstrap(cal, best_single)}}
+                                 "knowledge": paired_bootstrap(cal, fk),
+                                 "better_single": paired_bootstrap(cal, best_single)}}
 
 
-def chain_f1(row: ResultRow, rule: str, p_rationale: Callable | None = None, p_knowledge: Callable | None = None) -> float:
+def chain_f1(row: ResultRow, rule: str, p_rationale: Callable | None = None,
+             p_knowledge: Callable | None = None) -> float:
     """A SeaKR row's F1 under another final rule, read off its two candidates (``as-run`` keeps its own)."""
     if rule == "as-run":
         return row.f1
@@ -103,5 +105,6 @@ def rerank_signal(questions: Sequence[tuple[Sequence[float], Sequence[bool]]]) -
         best = max(range(len(scores)), key=lambda j: (scores[j], -j))
         top1.append(float(gold[best]))
     return {"n": len(top1), "pairs_questions": len(per_q),
-            "auroc_within": float(np.mean(per_q)) if per_q else None, "auroc_ci95": bootstrap_ci(per_q) if per_q else None,
+            "auroc_within": float(np.mean(per_q)) if per_q else None,
+            "auroc_ci95": bootstrap_ci(per_q) if per_q else None,
             "recall@1": float(np.mean(top1)) if top1 else None, "top1": top1}

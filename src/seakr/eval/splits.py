@@ -38,7 +38,8 @@ def _folder_split(folder: str, error) -> list[str]:
     names = data_file_names(folder)
     if not names:
         subs = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)) and not d.startswith("."))
-        held = f"; it holds the folders {', '.join(subs[:4])}{', ...' if len(subs) > 4 else ''}: name one" if subs else ""
+        held = f"; it holds the folders {', '.join(subs[:4])}{', ...' if len(subs) > 4 else ''}: name one" \
+            if subs else ""
         raise error(f"{folder}: a folder without data files{held}")
     splits: dict[str, list[str]] = {}
     for name in names:
@@ -71,7 +72,8 @@ def _warn_one_shard(path: str) -> None:
     if m and int(m["n"]) > 1:
         pattern = os.path.join(os.path.dirname(path), f"{m['split']}-*{m['ext']}")
         warn(f"{path}: shard {int(m['i']) + 1} of {int(m['n'])} of the split '{m['split']}'; "
-                    f"its questions alone are read (name the split as '{pattern}', quoted, to read it whole)", once=True)
+                    f"its questions alone are read (name the split as '{pattern}', quoted, to read it whole)",
+             once=True)
 
 
 def split_digest(path: str) -> str:

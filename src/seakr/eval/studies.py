@@ -43,7 +43,8 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
     """Run ``fn(example) -> row`` over the examples not yet in ``out_dir/rows_name``; every row is
     written (fsync'd) as it finishes, so a long study resumes where it was killed. Returns the rows of these
     examples and every row the study holds (a resumed one may hold more, from a larger --limit)."""
-    cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples), **(data or {})}
+    cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples),
+           **(data or {})}
     with RowLog(out_dir, rows_name, cfg, resume=resume, check=study_row_check(rows_name)) as log:
         _fit_context(method.lm, log.todo(examples))
         if progress:
@@ -59,7 +60,8 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
         return log.rows_for(examples), list(log.rows)
 
 
-def finished_study(study: str, out_dir: str, examples: Sequence[Example], model: str) -> tuple[list[dict], dict, set] | None:
+def finished_study(study: str, out_dir: str, examples: Sequence[Example],
+                   model: str) -> tuple[list[dict], dict, set] | None:
     """Every row (a larger --limit's too), the recorded configuration and the ids of ``examples``, of a study that
     has nothing left to do for them, where it was run with ``model`` (:func:`~seakr.eval.rowlog.recorded_with`),
     so a finished study loads no model and pools no index; None where a resume would ask a question, mend a torn

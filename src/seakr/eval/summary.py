@@ -57,18 +57,22 @@ def _empty_retrieval_rate(totals: Sequence[dict]) -> float | None:
 def figure(v, spec: str = ".3f") -> str:
     """A figure for a table: a number formatted, None or NaN (no figure: a cost a row lacks, one class) as a dash,
     anything else as it reads (the summary table and the report's study sections)."""
-    return "–" if v is None or v != v else format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    if v is None or v != v:
+        return "–"
+    return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def summary_markdown(summaries: Sequence[dict]) -> str:
-    head = "| run | n | EM | F1 | retrieval rate | retrievals/q | model calls/q | sampled seqs/q | s/q |\n|---|---|---|---|---|---|---|---|---|\n"
+    head = ("| run | n | EM | F1 | retrieval rate | retrievals/q | model calls/q | sampled seqs/q | s/q |\n"
+            "|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     for s in summaries:
         if not s.get("n"):
             lines.append(f"| {s['name']} | 0 | | | | | | | |")
             continue
         lines.append(
-            f"| {s['name']} | {s['n']}{_unscored(s)} | {_score_figure(s, 'em')} | {_score_figure(s, 'f1')} | {figure(s['retrieval_rate'], '.2f')} "
+            f"| {s['name']} | {s['n']}{_unscored(s)} | {_score_figure(s, 'em')} | {_score_figure(s, 'f1')} | "
+            f"{figure(s['retrieval_rate'], '.2f')} "
             f"| {figure(s['retrievals_per_question'], '.2f')} | {figure(s['model_calls_per_question'], '.1f')} "
             f"| {figure(s['sampled_sequences_per_question'], '.0f')} | {s['seconds_per_question']:.1f} |")
     return head + "\n".join(lines) + "\n"
@@ -148,7 +152,8 @@ def throughput(old: dict, answered: int, wall: float, concurrency: int) -> dict:
     resumed run adds its part to what the summary had measured, and a resume with nothing left keeps it
     (long runs finish over several sittings; rewriting only the last one's timing would lose the rest)."""
     if not answered:
-        return {k: old[k] for k in ("wall_seconds", "timed_questions", "questions_per_minute", "concurrency") if k in old}
+        return {k: old[k] for k in ("wall_seconds", "timed_questions", "questions_per_minute",
+                                    "concurrency") if k in old}
     prev_wall = float(old.get("wall_seconds") or 0.0)
     prev_n = int(old.get("timed_questions", round(float(old.get("questions_per_minute") or 0) * prev_wall / 60)))
     n, w = prev_n + answered, max(prev_wall + wall, 1e-9)

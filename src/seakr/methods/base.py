@@ -94,7 +94,8 @@ class Method:
     #: whether it may search (then a command without an index is refused before the model loads)
     retrieves = True
 
-    def __init__(self, lm: Generator, engine: SearchEngine | str | None = None, config: MethodConfig | dict | None = None,
+    def __init__(self, lm: Generator, engine: SearchEngine | str | None = None,
+                 config: MethodConfig | dict | None = None,
                  **overrides):
         """``engine``: a search engine, or an index folder / URL to open; ``config``: the method's config or a
         dict of its options; ``overrides``: options over either."""
@@ -105,13 +106,15 @@ class Method:
         if isinstance(config, dict):
             config = self.Config.from_dict(config)
         elif config is not None and not isinstance(config, self.Config):
-            raise TypeError(f"config: expected {self.Config.__name__} or a dict of options, got {type(config).__name__}")
+            raise TypeError(f"config: expected {self.Config.__name__} or a dict of options, got "
+                            f"{type(config).__name__}")
         self.config = (config or self.Config()).replace(**overrides) if overrides else (config or self.Config())
         if self.config.prompt_style == "auto":
             self.config = self.config.replace(prompt_style=default_prompt_style(lm))
         self.config = self.resolve(self.config)
         c = self.config
-        require(lm, sorted(self.requires()), f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
+        require(lm, sorted(self.requires()),
+                f"method {self.name!r} (estimator={c.estimator}, prompt_style={c.prompt_style})")
         check_lengths(c, lm.info().get("context_tokens"))  # the lengths must leave the prompt room
         self.prompts = PromptBuilder(c.prompt_set, c.n_shot, c.prompt_style,
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
@@ -119,7 +122,8 @@ class Method:
         for name, why in self.unread():  # said, not refused: a grid's or a server's options may serve several methods
             whys.setdefault(why, []).append(f"{name}={said(getattr(c, name))}")
         for why, given in whys.items():
-            warn(f"option{'s' * (len(given) > 1)} {', '.join(given)} {'are' if len(given) > 1 else 'is'} not read: {why}",
+            warn(f"option{'s' * (len(given) > 1)} {', '.join(given)} {'are' if len(given) > 1 else 'is'} not read: "
+                 f"{why}",
                  once=True)
 
     def resolve(self, config: MethodConfig) -> MethodConfig:
@@ -155,7 +159,8 @@ class Method:
             n = self.lm.count_tokens(self.prompts.render(question)[0])
             if n > budget:
                 raise ValueError(f"question too long: its prompt is {n} tokens, and with {self.config.max_new_tokens} "
-                                 f"to generate it exceeds the model's {budget + self.config.max_new_tokens}-token context")
+                                 f"to generate it exceeds the model's {budget + self.config.max_new_tokens}-token "
+                                 "context")
 
     def render(self, tr: Tracer, question: str, steps: Sequence[str] = (), passages: Sequence = (), tail: str = ""):
         """The prompt and its cacheable prefix, fitted to the context window.
@@ -168,7 +173,8 @@ class Method:
         if budget is None or not passages or self._fits(prompt, budget):
             return prompt, prefix
         words = [p.text.split() for p in passages]
-        cut = lambda m: [dataclasses.replace(p, text=" ".join(w[:m]) + " ...") for p, w in zip(passages, words)]  # noqa: E731
+        cut = lambda m: [dataclasses.replace(p, text=" ".join(w[:m]) + " ...") for p,
+                         w in zip(passages, words)]  # noqa: E731
         lo, hi = 0, max(len(w) for w in words)  # the largest m whose prompt fits
         while lo < hi:
             mid = (lo + hi + 1) // 2
@@ -287,7 +293,8 @@ class Method:
         info = self.lm.info()
         eng = self.engine.metadata() if self.engine is not None else None
         return {"method": self.name, "config": self.config.to_dict(), "prompt": self.prompts.to_dict(),
-                "model": {k: info.get(k) for k in ("model", "precision", "dtype", "device", "state_layer", "state_source", "threads")},
+                "model": {k: info.get(k) for k in ("model", "precision", "dtype", "device", "state_layer",
+                                                   "state_source", "threads")},
                 "engine": {k: eng.get(k) for k in ("engine", "path", "url", "doc_count", "checksum")} if eng else None}
 
 

@@ -62,7 +62,8 @@ class _Greedy(Method):
         if ans is not None:
             return tr.finish(ans, "last step", {"last step": FinalAnswer(ans, text=steps[-1])},
                              passages=passages)
-        forced = self.forced_answers(tr, question, [([s for s in steps if s.strip()], passages)], "final/forced", False)[0]
+        forced = self.forced_answers(tr, question, [([s for s in steps if s.strip()], passages)], "final/forced",
+                                     False)[0]
         return tr.finish(forced.answer, "forced", {"forced": forced}, passages=passages)
 
 
@@ -164,7 +165,8 @@ class _ActiveRetrieval(_Greedy):
 
 @schema("option", unknown_options)
 class FLAREConfig(MethodConfig):
-    theta: Annotated[Real, Field(ge=0, le=1)] = 0.2  # token probability below which a sentence triggers retrieval (FlashRAG default)
+    # token probability below which a sentence triggers retrieval (FlashRAG default)
+    theta: Annotated[Real, Field(ge=0, le=1)] = 0.2
 
 
 class FLARE(_ActiveRetrieval):
@@ -225,7 +227,8 @@ class DRAGIN(_ActiveRetrieval):
             received[j] = later.max() if later.size else 0.0
         wa = np.array([received[w.tokens].sum() for w in words])
         wa = wa / wa.sum() if wa.sum() > 0 else wa
-        ent = np.array([np.mean([g.greedy.entropies[t] for t in w.tokens if t < len(g.greedy.entropies)] or [0.0]) for w in words])
+        entropies = g.greedy.entropies
+        ent = np.array([np.mean([entropies[t] for t in w.tokens if t < len(entropies)] or [0.0]) for w in words])
         scores = wa * ent * len(words)
         real = np.array([w.text.lower() not in QUERY_STOPWORDS for w in words])
         return words, list(np.where(real, scores, 0.0))

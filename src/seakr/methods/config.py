@@ -67,7 +67,8 @@ class MethodConfig:
     max_new_tokens: Positive = 100
     seed: Seed = 42
     # uncertainty
-    estimator: Estimator = "eigen"  # eigen | eigen-inside | prompt | perplexity | multi-perplexity | ln-entropy | energy
+    # eigen | eigen-inside | prompt | perplexity | multi-perplexity | ln-entropy | energy
+    estimator: Estimator = "eigen"
     alpha: Annotated[Real, Field(gt=0)] = 1e-3
     # retrieval
     n_candidates: Positive = 3  # N: passages per retrieval
@@ -80,7 +81,8 @@ class MethodConfig:
     prompt_style: Literal[PROMPT_STYLES] = "auto"  # plain | chat | auto: the packaged model's measured better style
     titles: bool = False
     marker: str = MARKER  # said before the answer in every demonstration and forced answer; the answer is read after it
-    answer_tokens: Positive = 32  # the forced answer's budget: the phrase after the marker (gold answers run < 20 tokens)
+    # the forced answer's budget: the phrase after the marker (gold answers run < 20 tokens)
+    answer_tokens: Positive = 32
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).

@@ -1,6 +1,6 @@
 """SeaKR's three self-aware decisions as small strategy objects, each chosen once from the settled configuration
-(:meth:`~seakr.methods.seakr.SeaKR._decisions`), so Algorithm 1 (:meth:`~seakr.methods.seakr.SeaKR._run`) reads the same whichever signal
-decides:
+(:meth:`~seakr.methods.seakr.SeaKR._decisions`), so Algorithm 1 (:meth:`~seakr.methods.seakr.SeaKR._run`) reads
+the same whichever signal decides:
 
 * the **gate** -- whether to retrieve: the paper's step U against delta (:class:`StepGate`), or a knowledge check
   before the chain (:class:`CheckGate`) past which every step retrieves;

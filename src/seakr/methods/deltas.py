@@ -37,8 +37,8 @@ def _mode_tag(mode: str) -> str:
 
 def calibration_path(model_info: dict, style: str = "plain", mode: str = "simple") -> Path:
     name = str(model_info.get("model", "model")).replace("/", "_")
-    return cache_root() / "calibration" / (f"{name}-L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}"
-                                           f"{_style_tag(style)}{_mode_tag(mode)}.json")
+    tap = f"L{model_info.get('state_layer')}-{model_info.get('state_source', 'mlp')}"
+    return cache_root() / "calibration" / f"{name}-{tap}{_style_tag(style)}{_mode_tag(mode)}.json"
 
 
 def _packaged_key(model_info: dict, style: str, mode: str) -> str:

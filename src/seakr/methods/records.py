@@ -67,7 +67,8 @@ class Candidate:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Candidate":
-        return cls(id=str(d.get("id", "")), title=d.get("title", ""), rank=int(d.get("rank", 0)), step=d.get("step", ""),
+        return cls(id=str(d.get("id", "")), title=d.get("title", ""), rank=int(d.get("rank", 0)),
+                   step=d.get("step", ""),
                    u=u_from_json(d.get("u")), chosen=bool(d.get("chosen", False)), score=_opt(d.get("score")),
                    u_se=None if "u_se" not in d else u_from_json(d["u_se"]), p=_opt(d.get("p")))
 

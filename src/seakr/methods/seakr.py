@@ -84,7 +84,8 @@ class SeaKR(Method):
         self.knowledge = SelfKnowledge(str(lm.info().get("model")), c.probes, sampling=vars(c),
                                        check_sampling={**vars(c), "temperature": self.check_temperature})
         self.greedy_states = c.reasoning == "probe" or c.rerank == "probe"
-        self.gate_p, self.gate_p_source = (float(c.gate_p), "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
+        self.gate_p, self.gate_p_source = (float(c.gate_p),
+                                           "config") if c.gate_p is not None else self.knowledge.gate_p(c.gate)
         self._signals()  # every fitted file the options need, read now: a missing one fails here, not mid-answer
         self.gate, self.reranker, self.final = self._decisions()
 
@@ -95,7 +96,8 @@ class SeaKR(Method):
                 else CheckGate(c.gate, self.gate_p))
         if c.query_from == "step" and gate.scored and not gate.always and c.mode == "multihop":
             raise ValueError(f"query_from=step drops the pseudo-step, whose U gate=step reads (gate=auto settled to "
-                             f"step for model {self.lm.info().get('model')}): give gate=check|probe or retrieval=always")
+                             f"step for model {self.lm.info().get('model')}): give gate=check|probe or "
+                             "retrieval=always")
         rerank = {"self-aware": LowestU(), "engine": EngineOrder(), "guarded": Guarded(c.rerank_z),
                   "probe": ProbeRanker(lambda x, top: 1.0 - bank.probe("candidate").score(
                       x.state, engine_features(x.rank, x.score, top)))}[c.rerank]
@@ -113,7 +115,8 @@ class SeaKR(Method):
         step gate, ``rerank_z`` beside another re-rank. Said once each, not refused: a grid or a server's defaults
         may set them for several runs."""
         c, d = self.config, SeaKRConfig
-        gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in self._auto else "")
+        gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in self._auto
+                                   else "")
         out = []
         if c.delta is not None and not (c.retrieval == "self-aware" and (c.gate == "step" or c.mode == "simple")):
             out.append(("delta", "retrieval=always retrieves at every step" if c.retrieval == "always" else
@@ -134,7 +137,8 @@ class SeaKR(Method):
 
     #: what mode=simple never reads (it searches once, with the question, and answers from one passage), and why
     SIMPLE_UNREAD = {"max_steps": "answers in one step", "max_passages": "keeps one passage",
-                     "keep_p": "searches with the question itself", "query_max_words": "searches with the question itself",
+                     "keep_p": "searches with the question itself",
+                     "query_max_words": "searches with the question itself",
                      "query_from": "searches with the question itself"}
 
     def _final_check_read(self) -> bool:
@@ -158,7 +162,8 @@ class SeaKR(Method):
         if config.gate != "check" or config.check_temperature is not None:
             return config
         # a missing map fails here with the same line _signals would give
-        cal = SelfKnowledge(str(self.lm.info().get("model")), config.probes).calibration("short", config.check_estimator)
+        bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
+        cal = bank.calibration("short", config.check_estimator)
         fitted = cal.provenance.get("sampling") or {}
         return config.replace(check_temperature=float(fitted.get("temperature", config.temperature)))
 
@@ -221,7 +226,8 @@ class SeaKR(Method):
         return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning, c.rerank) else set())
 
     @classmethod
-    def from_config(cls, model: str | os.PathLike | Generator | None = None, index: str | os.PathLike | SearchEngine | list | None = None,
+    def from_config(cls, model: str | os.PathLike | Generator | None = None,
+                    index: str | os.PathLike | SearchEngine | list | None = None,
                     **options) -> "SeaKR":
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
         are checked (and the index opened) before the model loads; ``index`` may also be any search engine or a
@@ -364,7 +370,8 @@ class SeaKR(Method):
         goes_on = c.stopping == "ircot"  # IRCoT's chain ends only at an answer, an empty step or max_steps
         if retrieve and len(kept) < c.max_passages:
             source = step if step is not None else chain.last
-            st.query = question if source is None else self.query(source, question, steps[:-1] if step is None else steps)
+            st.query = question if source is None else self.query(source, question,
+                                                                  steps[:-1] if step is None else steps)
             if st.query in chain.queries and not goes_on:
                 st.note = "repeated query: stop"
                 return tr.stop("repeated_query", query=st.query)
@@ -393,7 +400,8 @@ class SeaKR(Method):
         """The pseudo-step minus its low-probability words (paper §3.1; stop words dropped)."""
         g = pseudo.gen.greedy
         words = align_words(self.lm.token_strings(g.token_ids), g.logprobs)
-        query, _ = build_query(words, question, steps[-1] if steps else "", self.config.keep_p, self.config.query_max_words)
+        query, _ = build_query(words, question, steps[-1] if steps else "", self.config.keep_p,
+                               self.config.query_max_words)
         return query
 
     def score_candidates(self, tr, question, steps, kept, hits, scored: bool | None = None) -> list[Candidate]:

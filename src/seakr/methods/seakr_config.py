@@ -38,25 +38,32 @@ class SeaKRConfig(MethodConfig):
     delta: Threshold | None = None  # None: calibration file -> packaged measurement -> paper's -6
     keep_p: Probability = 0.9  # query: keep words whose tokens all have p >= keep_p
     retrieval: Literal[RETRIEVAL] = "self-aware"  # | always        (ablation "- S.A. retrieval")
-    rerank: Literal[RERANK] = "auto"  # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: probe where fitted
-    rerank_z: Annotated[Real, Field(ge=0)] = 1.645  # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
-    reasoning: Literal[REASONING] = "auto"  # self-aware (paper) | rationales | knowledge | steps (IRCoT's) | calibrated | probe; auto: fitted
+    # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: the model's decided rule, else its probe
+    rerank: Literal[RERANK] = "auto"
+    # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
+    rerank_z: Annotated[Real, Field(ge=0)] = 1.645
+    # self-aware (paper) | rationales | knowledge | steps (IRCoT's) | calibrated | probe; auto: fitted
+    reasoning: Literal[REASONING] = "auto"
     mode: Literal[MODES] = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
-    gate: Literal[GATES] = "auto"  # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
+    # step (paper) | check | probe: the knowledge check decides (GATES); auto: probe where fitted
+    gate: Literal[GATES] = "auto"
     check_estimator: Estimator = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
-    check_temperature: Annotated[Real, Field(ge=0)] | None = None  # the check's sampling (gate=check); None: its short-form map's, else temperature
-    gate_p: Probability | None = None  # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
+    # the check's sampling (gate=check); None: its short-form map's, else temperature
+    check_temperature: Annotated[Real, Field(ge=0)] | None = None
+    # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
+    gate_p: Probability | None = None
     probes: Folder | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)
     # past a knowledge check (gate=check|probe), its closed-book answer joins the final choice by its P(correct)
     # beside the chain's two answers (reasoning=calibrated|probe), rather than being dropped once the chain runs
     final_check: bool = False
-    query_from: Literal[QUERY_FROM] = "auto"  # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
+    # pseudo (paper) | step (IRCoT's: the last accepted step; no pseudo-step decode) | auto
+    query_from: Literal[QUERY_FROM] = "auto"
     stopping: Literal[STOPPING] = "seakr"  # seakr | ircot (STOPPING)
 
     #: Options added after runs were recorded, with the value that reproduces a run recorded without them
     #: (so ``--resume`` of such a run compares like with like).
-    ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None, "probes": None,
-                             "check_temperature": None, "final_check": False,
+    ADDED: ClassVar[dict] = {**MethodConfig.ADDED, "gate": "step", "check_estimator": "eigen", "gate_p": None,
+                             "probes": None, "check_temperature": None, "final_check": False,
                              "query_from": "pseudo", "stopping": "seakr"}
 
     @model_validator(mode="after")
@@ -70,7 +77,7 @@ class SeaKRConfig(MethodConfig):
     @model_validator(mode="after")
     def _query_needs_no_pseudo_step(self):
         """query_from=step decodes no pseudo-step, so the step gate would have no U to read."""
-        if self.query_from == "step" and self.gate == "step" and self.retrieval == "self-aware" and self.mode == "multihop":
+        if (self.query_from, self.gate, self.retrieval, self.mode) == ("step", "step", "self-aware", "multihop"):
             raise ValueError("query_from=step drops the pseudo-step, whose U gate=step reads: use a knowledge check "
                              "(gate=check|probe) or retrieval=always")
         return self
@@ -85,7 +92,8 @@ class SeaKRConfig(MethodConfig):
     def _rerank_fits(self):
         """The probe re-ranks multi-hop step candidates; the guarded re-rank's noise is EigenScore's jackknife."""
         if self.rerank == "probe" and self.mode == "simple":  # "auto" settles to self-aware there
-            raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use self-aware or engine)")
+            raise ValueError("rerank=probe reads multi-hop step candidates; simple mode re-ranks answers (use "
+                             "self-aware or engine)")
         if self.rerank == "guarded" and self.estimator != "eigen":
             raise ValueError(f"rerank=guarded needs estimator=eigen, not {self.estimator!r}")
         return self
@@ -105,9 +113,11 @@ class SeaKRConfig(MethodConfig):
                 raise ValueError(f"option k: {self.k} sample(s), but {decision} reads estimator {est}, which compares "
                                  "k >= 2 samples (the paper: 20); set k, or a decision that reads no samples")
             if temp == 0:
-                what = "check_temperature" if decision == "gate=check" and self.check_temperature is not None else "temperature"
-                raise ValueError(f"option {what}: 0 draws k copies of the greedy answer, and {decision} reads estimator "
-                                 f"{est}, which would see no spread; sample at temperature > 0 (the paper: 1.0)")
+                own = decision == "gate=check" and self.check_temperature is not None
+                what = "check_temperature" if own else "temperature"
+                raise ValueError(f"option {what}: 0 draws k copies of the greedy answer, and {decision} reads "
+                                 f"estimator {est}, which would see no spread; sample at temperature > 0 (the paper: "
+                                 "1.0)")
         return self
 
     def sampled_reads(self) -> list[tuple[str, str, float]]:

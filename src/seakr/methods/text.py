@@ -76,8 +76,9 @@ def _before_the_marker_again(rest: str, says: re.Pattern = _ANSWER) -> str:
     return said if said.strip() else rest[again.end():]  # "the answer is so the answer is X": X
 
 
-#: A label a chat model may put before a short reply: "Answer: Paris", "**Final answer:** Paris", "Short answer - Paris",
-#: the "A:" of a question-and-answer layout it continues, or a list's bullet ("- Paris"; not "1.": "1. FC Köln").
+#: A label a chat model may put before a short reply: "Answer: Paris", "**Final answer:** Paris",
+#: "Short answer - Paris", the "A:" of a question-and-answer layout it continues, or a list's bullet ("- Paris";
+#: not "1.": "1. FC Köln").
 _LABEL = re.compile(r"^[*_#\s]*(?:(?:(?:final|short)\s+)?answer[*_]*(?:\s*:|\s+[-\u2013\u2014])|a\s*:)[*_]*\s*(?=\S)"
                     r"|^\s*[-*\u2022]\s+(?=\S)", re.IGNORECASE)
 

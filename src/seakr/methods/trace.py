@@ -186,7 +186,8 @@ class Answer:
         chk = cands.get("check")
         if chk is not None and "p" in chk:  # the knowledge check before the chain (gate=check|probe)
             verdict = "answered at once" if f.get("choice") == "check" else "retrieve"
-            lines.insert(1, f"  check: {chk.get('answer')!r} P(correct)={chk['p']:.2f} vs {chk.get('gate_p', 0):.2f} -> {verdict}")
+            lines.insert(1, f"  check: {chk.get('answer')!r} P(correct)={chk['p']:.2f} vs {chk.get('gate_p', 0):.2f} "
+                            f"-> {verdict}")
         if len(cands) > 1:
             def fmt(name, d):  # what the rule compared: P(correct) where one was read, else U
                 u, p = d.get("u"), d.get("p")

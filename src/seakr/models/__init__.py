@@ -28,7 +28,9 @@ def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, **options) -> "Languag
 
 
 __all__ = [
-    "ATTENTION", "CAPABILITIES", "CHAT", "DEFAULT_MODEL", "GENERATE", "LOAD_KEYS", "LoadOptions", "NEXT_TOKEN", "REGISTRY", "STATES", "TEST_MODEL",
-    "MODEL_OPTIONS", "Generation", "GenerationConfig", "LanguageModel", "MissingCapability", "ModelNotInstalled", "Sample",
+    "ATTENTION", "CAPABILITIES", "CHAT", "DEFAULT_MODEL", "GENERATE", "LOAD_KEYS", "LoadOptions", "NEXT_TOKEN",
+           "REGISTRY", "STATES", "TEST_MODEL",
+    "MODEL_OPTIONS", "Generation", "GenerationConfig", "LanguageModel", "MissingCapability", "ModelNotInstalled",
+           "Sample",
     "load_model", "model_path", "require", "resolve",
 ]

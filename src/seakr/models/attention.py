@@ -49,8 +49,10 @@ class SharedPrefixState:
         # that one conversion copy. K stored transposed, (kv_heads, d, L), so q @ K^T is a plain
         # batched matmul with no per-step copy.
         n_layers = len(prompt_kv[0])
-        self.pk = [[_fp32(prompt_kv[j][li][0], transpose=True) for j in range(len(prompt_kv))] for li in range(n_layers)]
-        self.pv = [[_fp32(prompt_kv[j][li][1], transpose=False) for j in range(len(prompt_kv))] for li in range(n_layers)]
+        self.pk = [[_fp32(prompt_kv[j][li][0],
+                          transpose=True) for j in range(len(prompt_kv))] for li in range(n_layers)]
+        self.pv = [[_fp32(prompt_kv[j][li][1],
+                          transpose=False) for j in range(len(prompt_kv))] for li in range(n_layers)]
         kvh, d = self.pk[0][0].shape[0], self.pk[0][0].shape[1]
         B = len(row_prompt)
         if any(x > y for x, y in zip(row_prompt, row_prompt[1:])):
@@ -206,7 +208,8 @@ def _attention(module, query, key, value, attention_mask, dropout=0.0, scaling=N
     # The decode/prefill state travels as an argument of the forward (transformers passes unknown
     # keyword arguments down to the attention function): no slot to set and clear around each call.
     if seakr_state is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     return seakr_state.attend(module.layer_idx, query, key, value, scale), None
 

@@ -238,7 +238,8 @@ class Generator(Protocol):
     name: str
     capabilities: frozenset[str]
 
-    def generate(self, prompts: Sequence[str], config: GenerationConfig, *, prefix: str | None = None) -> list[Generation]:
+    def generate(self, prompts: Sequence[str], config: GenerationConfig, *,
+                 prefix: str | None = None) -> list[Generation]:
         """Continue each prompt. When ``prefix`` is given every prompt must start with it; its
         key/value cache is computed once per process and reused (the in-context demonstrations)."""
         ...

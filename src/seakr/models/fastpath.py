@@ -91,7 +91,8 @@ def build(model, state_layer: int, state_source: str) -> FastDecoder | None:
         return None
     for layer in model.model.layers:
         a, m = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
-        if a is None or m is None or not all(hasattr(a, n) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "scaling", "head_dim")):
+        if a is None or m is None or not all(hasattr(a, n) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "scaling",
+                                                                     "head_dim")):
             return None
         if not all(hasattr(m, n) for n in ("gate_proj", "up_proj", "down_proj", "act_fn")):
             return None

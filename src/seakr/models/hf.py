@@ -33,7 +33,8 @@ import numpy as np
 from ..common.console import did_you_mean, first_line, said
 from . import speedups
 from .attention import has_sliding_window, install, text_config
-from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, check_generate, check_text,
+from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, check_generate,
+                   check_text,
                    check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from . import graphs
@@ -45,8 +46,8 @@ from .options import LoadOptions
 from .registry import DEFAULT_MODEL, ModelError, REGISTRY, cache_root, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
-from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, default_threads, free_memory,  # noqa: F401
-                      precision_name, resolve_device)
+from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, default_threads,  # noqa: F401
+                      free_memory, precision_name, resolve_device)
 
 
 def _safetensors_errors() -> tuple[type[Exception], ...]:
@@ -354,7 +355,8 @@ class HFLanguageModel:
         model's one state, as before."""
         for li, src in taps:
             if not 0 <= li < self.num_layers or src not in STATE_SOURCES:
-                raise ValueError(f"probe tap ({li}, {src!r}): layer must be in 0..{self.num_layers - 1}, source mlp or residual")
+                raise ValueError(f"probe tap ({li}, {src!r}): layer must be in 0..{self.num_layers - 1}, source mlp or "
+                                 "residual")
         fast = self.speedups.fast_step
         saved = self._taps
         self._taps = [(int(li), src) for li, src in taps]
@@ -384,7 +386,8 @@ class HFLanguageModel:
     @functools.cached_property
     def _appends_eos(self) -> bool:
         eos, probe = self.tokenizer.eos_token_id, self.tokenizer.encode("a", add_special_tokens=True)
-        return eos is not None and probe[-1:] == [eos] and self.tokenizer.encode("a", add_special_tokens=False)[-1:] != [eos]
+        bare = self.tokenizer.encode("a", add_special_tokens=False)
+        return eos is not None and probe[-1:] == [eos] and bare[-1:] != [eos]
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
@@ -453,12 +456,15 @@ class HFLanguageModel:
         copied: old and new at once), and one step's scores over the vocabulary. Measured with the test model
         (bf16, k = 1,000, peak RSS above the loaded model): 5.05 MB a row at 100 new tokens (5.20 counted), 1.34 MB
         at 20 (1.51 counted)."""
-        need = rows * (2 * new_tokens * self._kv_bytes_per_token() + text_config(self.model).vocab_size * self.SCORE_BYTES)
+        scores = text_config(self.model).vocab_size * self.SCORE_BYTES
+        need = rows * (2 * new_tokens * self._kv_bytes_per_token() + scores)
         free = free_memory(self.device)
         if free is not None and need > free:  # (k = 10**5000 from Python: no float, no digits to print)
             asked = f"{need / 1e9:.1f} GB" if need < 10 ** 30 else "more memory than any machine has"
-            raise MemoryError(f"cannot allocate {asked} for a call of {said(rows) if rows >= 10 ** 30 else f'{rows:,}'} "
-                              f"rows ({said(new_tokens)} new tokens each): {free / 1e9:.1f} GB are free on {self.device}")
+            raise MemoryError(f"cannot allocate {asked} for a call of "
+                              f"{said(rows) if rows >= 10 ** 30 else f'{rows:,}'} "
+                              f"rows ({said(new_tokens)} new tokens each): {free / 1e9:.1f} GB are free on "
+                              f"{self.device}")
 
     def _kv_bytes_per_token(self) -> int:
         """Bytes of attention cache one token costs: keys and values, every layer, every KV head."""
@@ -502,7 +508,8 @@ class HFLanguageModel:
             impl = cfg._attn_implementation
             cfg._attn_implementation = "eager"  # the only implementation that returns weights
             try:
-                out = self.model(input_ids=torch.tensor([ids], device=self.device), output_attentions=True, use_cache=False)
+                out = self.model(input_ids=torch.tensor([ids], device=self.device), output_attentions=True,
+                                 use_cache=False)
             finally:
                 cfg._attn_implementation = impl
         return ids, out.attentions[-1][0].float().mean(0).cpu().numpy()
@@ -517,7 +524,8 @@ class HFLanguageModel:
                 res.append({o: float(lp[self.encode(o, special=False)[0]]) for o in options})
         return res
 
-    def generate(self, prompts: Sequence[str], config: GenerationConfig, *, prefix: str | None = None) -> list[Generation]:
+    def generate(self, prompts: Sequence[str], config: GenerationConfig, *,
+                 prefix: str | None = None) -> list[Generation]:
         prompts = check_generate(prompts, config, prefix)
         if not prompts:
             return []
@@ -525,14 +533,16 @@ class HFLanguageModel:
         t0 = time.time()
         self.stats["calls"] += 1
         with self._exclusive(), torch.inference_mode():
-            shared = self.prefill.extend(prefix, shared_prefix(prompts, prefix)) if prefix and len(prompts) > 1 else None
+            shared = self.prefill.extend(prefix,
+                                         shared_prefix(prompts, prefix)) if prefix and len(prompts) > 1 else None
             prefilled = [self.prefill(p, prefix, shared) for p in prompts]
             self.stats["prefill_seconds"] += time.time() - t0
             # sliding-window caches cannot be left-padded side by side: decode those prompts one by one
             groups = [list(range(len(prompts)))] if not self._sliding else [[i] for i in range(len(prompts))]
             self._check_call(prefilled, max(map(len, groups)), config)  # before the random numbers: (k, T) of them
             streams = uniform_streams(config, len(prompts), self.device)
-            results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config, streams[group])]
+            results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config,
+                                                                   streams[group])]
         dt = time.time() - t0
         self.stats["seconds"] += dt
         for r in results:
@@ -551,7 +561,8 @@ class HFLanguageModel:
     def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
-        book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop, stop_patterns=cfg.stop_patterns,
+        book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop,
+                       stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state,
                        greedy_trail=cfg.greedy_trail, end_ids=self.end_ids)
         if self.cuda_graphs:

@@ -112,7 +112,8 @@ def _install(model: torch.nn.Module, packable, pack, run, drop_weights) -> int:
         for parent in model.modules():
             for names in _SIBLINGS:
                 mods = [getattr(parent, a, None) for a in names]
-                if all(m is not None for m in mods) and _fusable(mods, packable) and not any(id(m) in done for m in mods):
+                if all(m is not None for m in mods) and _fusable(mods,
+                                                                 packable) and not any(id(m) in done for m in mods):
                     groups.append(mods)
                     done.update(id(m) for m in mods)
         groups += [[m] for m in model.modules() if packable(m) and id(m) not in done]
@@ -247,7 +248,8 @@ def quantize_linears_int8(model: torch.nn.Module) -> int:
 def _tied_head(model) -> torch.nn.Module | None:
     """The output head when it shares its weight with the input embedding (the lookup needs that float
     table, so it is never freed), else None."""
-    out, inp = getattr(model, "get_output_embeddings", lambda: None)(), getattr(model, "get_input_embeddings", lambda: None)()
+    out = getattr(model, "get_output_embeddings", lambda: None)()
+    inp = getattr(model, "get_input_embeddings", lambda: None)()
     if out is not None and inp is not None and out.weight.data_ptr() == inp.weight.data_ptr():
         return out
     return None

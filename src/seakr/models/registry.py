@@ -297,7 +297,8 @@ def _read_gguf(gguf: Path, dtype) -> tuple:
 
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=dtype, **_dense_gguf())
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=dtype,
+                                                     **_dense_gguf())
     except (ValueError, KeyError, IndexError, TypeError, EOFError, struct.error) as e:
         raise ModelError(f"{gguf}: cannot read this GGUF file ({type(e).__name__}: {first_line(e)}); a truncated or "
                          "damaged download, or an architecture transformers does not convert") from None
@@ -473,7 +474,8 @@ def _not_a_model(name: str, p: Path) -> str | None:
         hint = f"; name one of its GGUF files ({', '.join(ggufs[:3])})" if ggufs else ""
         return f"a folder without config.json, not a Hugging Face model folder{hint}"
     if p.exists():
-        return f"a file that is not a GGUF model ({p.suffix or 'no suffix'}); give a .gguf file or a Hugging Face folder"
+        return (f"a file that is not a GGUF model ({p.suffix or 'no suffix'}); give a .gguf file or a Hugging Face "
+                "folder")
     if p.suffix.lower() == ".gguf" or path_shaped(name):
         return "no such file or folder"
     return None
@@ -506,7 +508,8 @@ def _from_hub(repo_id: str) -> tuple[Path, dict]:
                                  allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken"])
     except LocalEntryNotFoundError:
         raise ModelNotInstalled(f"model '{repo_id}' is not in the local Hugging Face cache "
-                                f"(download it once with HF_HUB_OFFLINE=0, e.g. `huggingface-cli download {repo_id}`)") from None
+                                "(download it once with HF_HUB_OFFLINE=0, e.g. `huggingface-cli download "
+                                f"{repo_id}`)") from None
     except Exception as e:  # network, gated repos, unknown ids: one line naming the model
         raise ModelError(f"model '{repo_id}': {type(e).__name__}: {first_line(e)}") from None
     return Path(path), {"name": repo_id, "source": f"hub:{repo_id}"}

@@ -98,7 +98,8 @@ def apply(model, *, state_layer: int, state_source: str, shared_attention: bool,
     packed, n8 = False, 0
     if int8:
         if not (on_cpu and int8_available()):
-            raise ValueError("precision int8 runs on CPU with torch's fbgemm/x86 quantised kernels; use bf16 on this device")
+            raise ValueError("precision int8 runs on CPU with torch's fbgemm/x86 quantised kernels; use bf16 on this "
+                             "device")
         n8 = quantize_linears_int8(model)
         if not n8:  # GPT-2's blocks are Conv1D: "int8" ran everything in bf16, and said int8
             raise ValueError(f"precision int8: {type(model).__name__} has no torch.nn.Linear layers to run in int8 "

@@ -82,7 +82,8 @@ def check_sampling(fitted, config: dict | None, where: str):
     if got and ours and any(k not in got or float(got[k]) != float(ours[k]) for k in ours):
         fmt = lambda r: ", ".join(f"{k}={r.get(k)}" for k in ours)  # noqa: E731
         raise ValueError(f"{where}: fitted on {', '.join(estimators)} of samples drawn with {fmt(got)}; this run "
-                         f"samples with {fmt(ours)}: sample as it was fitted, or refit it on studies run with these options")
+                         f"samples with {fmt(ours)}: sample as it was fitted, or refit it on studies run with these "
+                         "options")
     return fitted
 
 
@@ -177,7 +178,8 @@ class SelfKnowledge:
                                                f"probe calibrate --form {form} --estimator {estimator}"))
             cal = _named(Calibration.from_dict(d, where), where, form, estimator)
             if cal.provenance.get("model") not in (None, self.model):  # a map of another model's scores
-                raise ValueError(f"{where}: fitted on {cal.provenance['model']!r}'s scores, read here for {self.model!r}")
+                raise ValueError(f"{where}: fitted on {cal.provenance['model']!r}'s scores, read here for "
+                                 f"{self.model!r}")
             self._cache[key] = check_sampling(_same_wording(cal, where), self._sampling(form), where)
         return self._cache[key]  # type: ignore[return-value]
 

@@ -115,9 +115,12 @@ def fit_calibration(scores: Sequence[float | None], correct: Sequence[bool], *, 
     Platt)."""
     where = f"calibration {form}/{estimator}"
     scores, correct = list(scores), list(correct)
-    bad = next((i for i, v in enumerate(scores) if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real))), None)
+    bad = next((i for i,
+                v in enumerate(scores) if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real))),
+               None)
     if bad is not None:
-        raise ValueError(f"{where}: scores must be numbers (None for a failed estimate), got {scores[bad]!r} at row {bad}")
+        raise ValueError(f"{where}: scores must be numbers (None for a failed estimate), got {scores[bad]!r} at row "
+                         f"{bad}")
     correct = list(labels(correct, None, where, "; True: the answer is right"))
     if len(scores) != len(correct) or len(scores) < 2:
         raise ValueError(f"{where}: need at least two scored rows with one label each, got {len(scores)} scores "

@@ -107,7 +107,8 @@ Vector = Annotated[Any, PlainValidator(_vector)]
 @schema("field")
 class Probe:
     model: str
-    tap: Annotated[str, AfterValidator(_tap)]  # "L11:mlp": 0-based layer and source of the state (models.hf probing taps)
+    # "L11:mlp": 0-based layer and source of the state (models.hf probing taps)
+    tap: Annotated[str, AfterValidator(_tap)]
     form: Literal[FORMS]
     coef: Vector
     intercept: Real
@@ -115,7 +116,8 @@ class Probe:
     scale: Vector
     C: Annotated[Real, Field(gt=0)] = 1.0
     provenance: dict[str, Any] = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
-    features: list[str] = field(default_factory=list)  # what follows the state: ENGINE_FEATURES (candidates), estimators (short)
+    # what follows the state: ENGINE_FEATURES (candidates), estimators (short)
+    features: list[str] = field(default_factory=list)
 
     @model_validator(mode="after")
     def _one_shape(self):
@@ -151,7 +153,8 @@ class Probe:
         the probe was read from one)."""
         at = f"{self.source}: " if getattr(self, "source", None) else ""
         if str(info.get("model")) != self.model:
-            raise ValueError(f"{at}probe for {self.model!r} ({self.form}, {self.tap}) cannot read model {info.get('model')!r}: "
+            raise ValueError(f"{at}probe for {self.model!r} ({self.form}, {self.tap}) cannot read model "
+                             f"{info.get('model')!r}: "
                              "fit one for it with `seakr probe fit`")
         layers = info.get("layers")
         li, _ = self.layer_source
@@ -246,9 +249,11 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     if X.ndim != 2 or len(X) != len(y):
         raise ValueError(f"probe fit: X must be (n, d) with one label per row, got {X.shape} and {len(y)} labels")
     if not np.isfinite(X).all():
-        raise ValueError(f"probe fit: X holds non-finite values (first in row {int(np.argwhere(~np.isfinite(X))[0][0])})")
+        raise ValueError("probe fit: X holds non-finite values (first in row "
+                         f"{int(np.argwhere(~np.isfinite(X))[0][0])})")
     if not isinstance(folds, numbers.Integral) or isinstance(folds, bool) or folds < 2:
-        raise ValueError(f"probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got {said(folds)}")
+        raise ValueError("probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got "
+                         f"{said(folds)}")
     if len(set(y)) < 2 or min(np.bincount(y)) < folds:
         raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
                          f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
@@ -283,7 +288,8 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     # The grid stops at C = 0.1: on ~800 states of ~1,000 features weaker regularisation only lost
     # (cross-validated AUROC fell from 0.857 at C = 0.003 to 0.824 at C = 1 on the 0.5B's train states)
     # and made lbfgs ten times slower.
-    cv_scores = {float(C): float(cross_val_score(LogisticRegression(C=C, max_iter=2000), Z, y, cv=cv, scoring="roc_auc").mean())
+    cv_scores = {float(C): float(cross_val_score(LogisticRegression(C=C, max_iter=2000), Z, y, cv=cv,
+                                                 scoring="roc_auc").mean())
                  for C in Cs}
     C = max(cv_scores, key=lambda c: (round(cv_scores[c], 6), -c))  # ties: the stronger regularisation
     lr = LogisticRegression(C=C, max_iter=5000).fit(Z, y)
@@ -296,7 +302,8 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     return Probe(model, tap, form, coef, intercept, mean, scale, C, prov, list(features))
 
 
-def platt(X: np.ndarray, y: np.ndarray, *, C: float, folds: int, groups=None, seed: int = 0) -> tuple[float, float, dict]:
+def platt(X: np.ndarray, y: np.ndarray, *, C: float, folds: int, groups=None,
+          seed: int = 0) -> tuple[float, float, dict]:
     """(a, b, record) so that sigmoid(a z + b) of a probe's logit z is calibrated: a logistic fit of the labels on
     the out-of-fold logits of probes of strength ``C`` (each row scored by a probe that never saw it). In-sample
     logits of a probe over many features may overstate its certainty (a < 1 pulls them in) or a strong penalty

@@ -257,7 +257,8 @@ class PromptBuilder:
             lines.append(f"[{i}] {' '.join(without_controls(text).split())}")  # a corpus's stray escapes too
         return f"{CONTEXT_HEADER}\n" + "\n".join(lines) + f"\n{CONTEXT_FOOTER}\n"
 
-    def render(self, question: str, steps: Sequence[str] = (), passages: Sequence = (), tail: str = "") -> tuple[str, str]:
+    def render(self, question: str, steps: Sequence[str] = (), passages: Sequence = (),
+               tail: str = "") -> tuple[str, str]:
         """Prompt for the next step (or, with ``tail``, e.g. a forced marker) and its cacheable prefix."""
         q = clean_question(question)
         answer = "Answer:" + "".join(" " + clean_step(s) + "." for s in steps if clean_step(s)) + tail
@@ -273,7 +274,8 @@ class PromptBuilder:
         cut = text.index(_SENTINEL)
         return text[:cut] + text[cut + len(_SENTINEL):] + answer, text[:cut]
 
-    def render_short(self, question: str, passages: Sequence = (), wording: ShortWording = SHORT_WORDING) -> tuple[str, str]:
+    def render_short(self, question: str, passages: Sequence = (),
+                     wording: ShortWording = SHORT_WORDING) -> tuple[str, str]:
         """The knowledge check's prompt: the question (after any passages), no demonstrations, and room
         for a short answer; returns (prompt, cacheable prefix) as :meth:`render` does."""
         user = self.context_block(passages) + wording.user.format(question=clean_question(question))

@@ -14,7 +14,8 @@ from ..common.files import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     """An index directory (tantivy; a ``pathlib.Path`` too), an ``http(s)://host:port/index`` URL
-    (Elasticsearch/OpenSearch), or a corpus file or folder, indexed once into the cache (:func:`.build.corpus_index`)."""
+    (Elasticsearch/OpenSearch), or a corpus file or folder, indexed once into the cache
+    (:func:`.build.corpus_index`)."""
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
     spec = user_path(spec)
@@ -61,7 +62,8 @@ def as_engine(index) -> "SearchEngine | None":
         return index
     if isinstance(index, (str, os.PathLike)):
         return open_engine(index)
-    raise TypeError(f"index: expected an index folder, an http(s):// URL or a search engine, got {type(index).__name__}")
+    raise TypeError("index: expected an index folder, an http(s):// URL or a search engine, got "
+                    f"{type(index).__name__}")
 
 
 def _check_search_call(engine) -> None:
@@ -156,7 +158,8 @@ def _passage(i: int, d) -> Passage:
             return row_passage(f"index: passage {i}", d, default_id=f"doc-{i}")
         except CorpusError as e:
             raise SearchError(str(e)) from None
-    raise TypeError(f"index: a list of passages holds Passage objects, texts or dicts with 'text', not {type(d).__name__}")
+    raise TypeError("index: a list of passages holds Passage objects, texts or dicts with 'text', not "
+                    f"{type(d).__name__}")
 
 
 class SearchOnly:

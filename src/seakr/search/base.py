@@ -158,9 +158,9 @@ def is_long(text: str) -> bool:
 
 class Intake:
     """What an index takes of a stream of passages, and what a build reports of it. Each item must be a
-    :class:`Passage` (:func:`check_passage` names another by its place); one without text (nothing to put in a prompt) or
-    with an id already taken (``seen``: this build's, or an existing index's for an add) is skipped and counted;
-    of those taken, how many are long and which is the longest (the service budgets prompts by it). Both
+    :class:`Passage` (:func:`check_passage` names another by its place); one without text (nothing to put in a
+    prompt) or with an id already taken (``seen``: this build's, or an existing index's for an add) is skipped and
+    counted; of those taken, how many are long and which is the longest (the service budgets prompts by it). Both
     engines build through it, so an index of either takes and counts alike."""
 
     def __init__(self, seen=None):

@@ -118,7 +118,8 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
     for src in (s for s, _ in pairs if s and s != "-"):  # "cannot guess the format", or its rows failed mid-build
         if own := seakr_own(src):  # an index's own file, named as one
             kind, what = own
-            raise ValueError(f"{src}: {what}, not a corpus" + ("; build from the corpus files it was built from (`seakr "
+            raise ValueError(f"{src}: {what}, not a corpus" + ("; build from the corpus files it was built from "
+                                                               "(`seakr "
                                                               "index info` lists them)" if kind == "index" else ""))
     # absolute: the manifest is read from other folders and machines, where "docs.jsonl" names nothing
     split = f", {passage_words}-word passages" if passage_words else ""  # what the index holds, in its manifest
@@ -331,8 +332,9 @@ def _guess_format(path: str) -> str:
     except CorpusError as e:  # "pass --format": a flag of `index build` only
         if "cannot guess" not in str(e):
             raise
+        formats = ", ".join(FORMATS[:-1])
         raise CorpusError(f"{path}: neither an index folder nor a corpus file this can tell the format of; `seakr "
-                          f"index build {path} --format FORMAT --out DIR` reads it ({', '.join(FORMATS[:-1])})") from None
+                          f"index build {path} --format FORMAT --out DIR` reads it ({formats})") from None
 
 
 def corpus_digest(path: str) -> str:

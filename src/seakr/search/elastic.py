@@ -68,7 +68,8 @@ def _url_parts(url: str):
     if not index or "/" in index:
         raise SearchError(f"{said}: put the index name in the URL path, e.g. http://localhost:9200/wiki")
     if not _INDEX_NAME.fullmatch(index):
-        raise SearchError(f"{said}: the cluster has no index named {index!r}: index names are lowercase, without spaces")
+        raise SearchError(f"{said}: the cluster has no index named {index!r}: index names are lowercase, without "
+                          "spaces")
     return parts, index
 
 
@@ -91,13 +92,15 @@ class ElasticEngine:
             except Exception as e:
                 if "index_not_found" in str(e) or "no such index" in str(e):
                     raise SearchError(f"{self.url}: the cluster has no index {self.index!r}") from None
-                raise SearchError(f"{self.url}: search failed: cannot read the index's fields ({first_line(e)})") from None
+                raise SearchError(f"{self.url}: search failed: cannot read the index's fields "
+                                  f"({first_line(e)})") from None
             props: dict = {}
             for mapping in _mappings(m):
                 props.update(mapping.get("properties") or {})
             text = next((f for f in TEXT_FIELDS if f in props), None if props else "text")  # no field yet: ours
             if text is None:
-                raise SearchError(f"{self.url}: no passage text field: the index maps {', '.join(sorted(props)) or 'no field'}; "
+                raise SearchError(f"{self.url}: no passage text field: the index maps "
+                                  f"{', '.join(sorted(props)) or 'no field'}; "
                                   f"the text is read from one of {', '.join(TEXT_FIELDS)}")
             self._fields = (text, "title" if "title" in props or not props else None)
         return self._fields
@@ -217,7 +220,8 @@ class ElasticEngine:
         # A fresh index must hold exactly what was sent; on an incremental add re-sent ids replace
         # documents (same _id), so only failures or a shrinking count can be detected there.
         if failed or (before == 0 and after != took.taken) or after < before:
-            raise SearchError(f"{self.url}: partial index: sent {took.taken} documents, {failed} failed, count {before} "
+            raise SearchError(f"{self.url}: partial index: sent {took.taken} documents, {failed} failed, count "
+                              f"{before} "
                               f"-> {after}")
         self._record(took.longest, fresh=before == 0, sent_ids=took.seen, sources=sources)
         return {"sent": took.taken, "duplicates": took.duplicates, "empty": took.empty, "long": took.long,
@@ -260,7 +264,8 @@ class ElasticEngine:
                 return None
             raise SearchError(f"{self.url}: cannot read passage {pid!r} ({first_line(e)})") from None
         src = d.get("_source") or {}
-        return Passage(str(src.get("id", d["_id"])), _text(src.get(title, "") if title else ""), _text(src.get(text, "")))
+        return Passage(str(src.get("id", d["_id"])), _text(src.get(title, "") if title else ""),
+                       _text(src.get(text, "")))
 
     def longest_passage(self) -> Passage | None:
         """The longest passage in characters, as recorded by a seakr build and every add since; None for an index
@@ -273,7 +278,8 @@ class ElasticEngine:
         text, title = self.fields()
         fields = [f for f in (title, text) if f]
         return {
-            "query": {"multi_match": {"query": query, "type": "best_fields", "fields": fields, "tie_breaker": TIE_BREAKER}},
+            "query": {"multi_match": {"query": query, "type": "best_fields", "fields": fields,
+                                      "tie_breaker": TIE_BREAKER}},
             "size": k,
             "_source": ["id", *fields],
         }
@@ -300,7 +306,8 @@ class ElasticEngine:
             if "error" in r:
                 raise SearchError(f"{self.url}: search failed ({r['error']})")
             text, title = self.fields()
-            out.append([Passage(str(h["_source"].get("id", h["_id"])), _text(h["_source"].get(title, "") if title else ""),
+            out.append([Passage(str(h["_source"].get("id", h["_id"])),
+                                _text(h["_source"].get(title, "") if title else ""),
                                 _text(h["_source"].get(text, "")), float(h["_score"])) for h in r["hits"]["hits"]])
         return out
 
@@ -316,7 +323,8 @@ class ElasticEngine:
 
     def metadata(self) -> dict:
         n = self.count()
-        fields = [f for f in reversed(self.fields()) if f] if n else ["title", "text"]  # an empty index may not exist yet
+        # an empty index may not exist yet
+        fields = [f for f in reversed(self.fields()) if f] if n else ["title", "text"]
         return {"engine": self.flavour, "url": self.url, "index": self.index, "doc_count": n,
                 "analyzer": "english", "bm25": {"k1": 1.2, "b": 0.75},
                 "query": {"type": "multi_match best_fields", "fields": fields, "tie_breaker": TIE_BREAKER}}

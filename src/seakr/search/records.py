@@ -62,13 +62,15 @@ def _pairs(ctx) -> list[tuple[str, str]]:
     Hugging Face's ``{title: [...], sentences: [[...]]}`` or FlashRAG's ``{title: [...], content: [...]}``; a null
     reads as no title or no text, never "None"."""
     if isinstance(ctx, list):
-        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and _sentences(it[1]) for it in ctx):
+        if not all(isinstance(it, list) and len(it) == 2 and isinstance(it[0], str) and _sentences(it[1])
+                   for it in ctx):
             raise ValueError("entries should be [title, [sentences]], the title text")
         return [(t, join_sentences(ss)) for t, ss in ctx]
     if isinstance(ctx, dict):
         titles, texts = ctx.get("title"), ctx.get("sentences", ctx.get("content"))
         if not isinstance(titles, list) or not isinstance(texts, list) or len(titles) != len(texts) \
-                or not all(isinstance(t, str) for t in titles) or not all(_sentences(x) or isinstance(x, str) for x in texts):
+                or not all(isinstance(t, str) for t in titles) \
+                or not all(_sentences(x) or isinstance(x, str) for x in texts):
             raise ValueError("should hold equal-length 'title' (text) and 'sentences'/'content' lists")
         return [(t, join_sentences(x)) for t, x in zip(titles, texts)]
     raise ValueError(f"has an unknown layout ({type(ctx).__name__})")

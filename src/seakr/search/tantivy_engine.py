@@ -34,7 +34,8 @@ from ..locks import FolderLock, holder
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_many,
                    check_search, iter_batches)
 from .generations import (added, data_folder, file_digests, mark, missing_folders, new_generation, next_generation,
-                          read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep, writable,
+                          read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep,
+                          writable,
                           write_manifest)
 from types import SimpleNamespace
 
@@ -109,7 +110,8 @@ def _guard(path, what: str):
         except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
             held.drop = True
             msg = first_line(e)
-            raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info --verify`") from None
+            raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info "
+                              "--verify`") from None
 
 
 _HOLD_LOCK = threading.Lock()  # descriptor 2 is one per process: one holder at a time
@@ -165,7 +167,8 @@ def check_replaceable(out: Path) -> dict | None:
     except (OSError, SearchError):
         m = None
     if not isinstance(m, dict) or m.get("format") not in FORMATS or not isinstance(m.get("files"), dict):
-        raise SearchError(f"{mpath}: not a valid {FORMAT} manifest (with its recorded files); refusing to replace {out}")
+        raise SearchError(f"{mpath}: not a valid {FORMAT} manifest (with its recorded files); refusing to replace "
+                          f"{out}")
     return m
 
 
@@ -207,7 +210,8 @@ def _utf8(path: Path) -> str:
 
 
 def _busy(path: Path):
-    return lambda pid: SearchError(f"{path}: another process (pid {pid}) is writing to this index; run this when it ends")
+    return lambda pid: SearchError(f"{path}: another process (pid {pid}) is writing to this index; run this when it "
+                                   "ends")
 
 
 def _refused(out: Path, e: BaseException) -> SearchError:
@@ -494,8 +498,8 @@ class TantivyEngine:
             return None
         with _guard(self.path, "search"):
             searcher = self.index.searcher()
-            docs = (searcher.doc(addr) for _, addr in searcher.search(_tantivy().Query.all_query(), self.count(),
-                                                                       count=False).hits)
+            hits = searcher.search(_tantivy().Query.all_query(), self.count(), count=False).hits
+            docs = (searcher.doc(addr) for _, addr in hits)
             d = max(docs, key=lambda d: len(d.get_first("text") or ""), default=None)
         return _passage_of(d) if d is not None else None
 
@@ -549,7 +553,8 @@ class TantivyEngine:
             hits = searcher.search(t.Query.all_query(), n, count=False).hits if n else []
             for _, addr in hits:
                 d = searcher.doc(addr)
-                total = (total + doc_digest(Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or ""))) % _MOD
+                total = (total + doc_digest(Passage(d["id"][0], d.get_first("title") or "",
+                                                    d.get_first("text") or ""))) % _MOD
         if format(total, "064x") != self.manifest["checksum"]:
             raise SearchError(f"{self.path}: checksum mismatch: the stored documents differ from the manifest")
         return True

@@ -43,8 +43,8 @@ from ..common.jsontext import loads
 from . import openai_api
 from .limits import ServiceLimits
 
-from .schema import (LIMITS, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE, MAX_PASSAGES, MAX_QUESTION, AnswerRequest,  # noqa: F401
-                     AnswerResponse, Door, MethodName, OptionRefused, PassageIn)
+from .schema import (LIMITS, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE, MAX_PASSAGES, MAX_QUESTION,  # noqa: F401
+                     AnswerRequest, AnswerResponse, Door, MethodName, OptionRefused, PassageIn)
 from .work import Busy, answer_once, sse, start_stream, stream_items, too_large  # noqa: F401
 import socket
 import os
@@ -75,8 +75,8 @@ def _calls(method) -> list[tuple[int, int, int, int]]:
         if getattr(c, "mode", "multihop") == "simple":
             return [(1, sampled, T, 0), (1, sampled, A, 0), (N, sampled, T, 1), (N, sampled, A, 1)]
         check = [(1, sampled, 24, 0)] if getattr(c, "gate", "step") != "step" else []
-        return check + [(1, sampled, T, P), (N, sampled, T, P)] * steps + [(1, sampled, A, 0), (1, sampled, T, P),
-                                                                         (1, sampled, A, P)]
+        final = [(1, sampled, A, 0), (1, sampled, T, P), (1, sampled, A, P)]
+        return check + [(1, sampled, T, P), (N, sampled, T, P)] * steps + final
     if method.name in ("cot", "single"):
         return [(1, 1, T, N), (1, 1, A, N)]
     # ircot: one call per step; flare/dragin: tentative + regenerate per step; a forced answer last
@@ -87,8 +87,8 @@ def index_passage_tokens(engine, lm) -> int:
     """Tokens a passage of ``engine`` may add to a prompt: those of its longest passage in characters (token counts
     follow characters closely, not exactly), at least PASSAGE_TOKENS; PASSAGE_TOKENS where the engine cannot say
     (one's own engine, an Elasticsearch index seakr did not build, a tantivy index of over a million passages built
-    before it recorded its longest). A budget of 200-token passages over an index of whole articles let a request through whose prompts
-    held thousands of tokens each."""
+    before it recorded its longest). Over an index of whole articles, a budget of 200-token passages would admit
+    requests whose prompts hold thousands of tokens each."""
     longest = getattr(engine, "longest_passage", None)
     p = longest() if callable(longest) else None
     return max(PASSAGE_TOKENS, lm.count_tokens(p.text)) if isinstance(p, Passage) else PASSAGE_TOKENS
@@ -196,14 +196,17 @@ class AnswerService:
         pt = max(pt) if isinstance(pt, list) else pt
         if w["rows"] > self.limits.max_rows:
             raise HTTPException(422, detail=f"request too large: its largest model call decodes {w['rows']} rows "
-                                            f"(k+1 per prompt x re-rank candidates); this server allows max_rows={self.limits.max_rows}")
+                                            "(k+1 per prompt x re-rank candidates); this server allows "
+                                            f"max_rows={self.limits.max_rows}")
         if w["work"] > self.limits.max_work:
             raise HTTPException(422, detail=f"request too large: up to {w['work']} token-forwards (decoding: rows x "
-                                            f"max_new_tokens; prefilling: the question and passages of up to {pt} tokens, on every call); "
+                                            f"max_new_tokens; prefilling: the question and passages of up to {pt} "
+                                            "tokens, on every call); "
                                             f"this server allows max_work={self.limits.max_work}")
         if w["kv_mb"] > self.limits.max_kv_mb:
             raise HTTPException(422, detail=f"request too large: its largest call holds about {w['kv_mb']:.0f} MB of "
-                                            f"attention cache (prompts and their rows' new tokens, passages of up to {pt} tokens); this server allows "
+                                            "attention cache (prompts and their rows' new tokens, passages of up to "
+                                            f"{pt} tokens); this server allows "
                                             f"max_kv_mb={self.limits.max_kv_mb}")
 
     def admit(self):
@@ -371,7 +374,8 @@ def create_app(service: AnswerService) -> FastAPI:
         from starlette.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=list(service.limits.cors_origins),
-                           allow_methods=["GET", "POST", "HEAD"], allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
+                           allow_methods=["GET", "POST", "HEAD"],
+                           allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
                            max_age=600)
 
     @app.exception_handler(RequestValidationError)
@@ -383,7 +387,8 @@ def create_app(service: AnswerService) -> FastAPI:
             said = first["error"]
             named = exc.errors() and exc.errors()[0].get("type") == REFUSED  # its words name the option already
             return openai_api.error_response(422, f"{field}: {said}" if field and not named else said, param=field)
-        return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})
+        return JSONResponse(status_code=422,
+                            content={"detail": "invalid request", "errors": json.loads(json.dumps(errs, default=str))})
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
@@ -393,7 +398,8 @@ def create_app(service: AnswerService) -> FastAPI:
                                              headers=getattr(exc, "headers", None))
         if why is None:
             return await http_exception_handler(request, exc)
-        return JSONResponse(status_code=422, content={"detail": "invalid request", "errors": [{"field": "body", "error": why}]})
+        return JSONResponse(status_code=422,
+                            content={"detail": "invalid request", "errors": [{"field": "body", "error": why}]})
 
     @app.get("/v1/health")
     def health():  # a thread of FastAPI's pool: the probe may wait on a search cluster
@@ -476,10 +482,12 @@ class _Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         token = self.limits.token
         if token and scope.get("path") not in OPEN_PATHS and not _bearer_ok(scope, token):
-            return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"}, path=scope.get("path", ""))
+            return await _reply(send, 401, "missing or wrong bearer token", {"www-authenticate": "Bearer"},
+                                path=scope.get("path", ""))
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > self.limits.max_body):
-            return await _reply(send, 413, f"request body over {self.limits.max_body} bytes", path=scope.get("path", ""))
+            return await _reply(send, 413, f"request body over {self.limits.max_body} bytes",
+                                path=scope.get("path", ""))
         why = _unread_body(scope, headers)
         if why:
             return await _reply(send, 415, why, path=scope.get("path", ""))

@@ -22,8 +22,10 @@ def _asset(name: str) -> str:
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='generator' content='seakr'><title>{html.escape(title)}</title>"
-            f"<style>{_asset('viewer.css')}</style></head><body><header><h1>seakr</h1><p>{html.escape(title)}</p></header>"
+    return ("<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='generator' "
+            f"content='seakr'><title>{html.escape(title)}</title>"
+            f"<style>{_asset('viewer.css')}</style></head><body>"
+            f"<header><h1>seakr</h1><p>{html.escape(title)}</p></header>"
             f"<main>{body}</main></body></html>")
 
 
@@ -42,8 +44,9 @@ def write_answer_html(ans, path: str) -> None:
 
 
 def _table(head: list[str], rows: list[list]) -> str:
+    cells = ("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return ("<table class='cands'><tr>" + "".join(f"<th>{html.escape(str(h))}</th>" for h in head) + "</tr>"
-            + "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows) + "</table>")
+            + "".join(cells) + "</table>")
 
 
 def _study(path: Path, fields: dict[str, type]) -> dict:
@@ -66,7 +69,8 @@ def _detect_section(path: Path, label: str) -> str:
         if not isinstance(v, dict):
             raise ValueError(f"{path}: field 'estimators.{k}' is not an object")
         rows.append([k, figure(v.get("auroc")), figure(v.get("pcc_with_1_minus_f1"))])
-    return (f"<h2>Detection: {html.escape(label)} ({html.escape(str(d.get('model')))}, n={html.escape(str(d.get('n')))})</h2>"
+    return (f"<h2>Detection: {html.escape(label)} ({html.escape(str(d.get('model')))}, "
+            f"n={html.escape(str(d.get('n')))})</h2>"
             + _table(["estimator", "AUROC", "PCC"], rows))
 
 
@@ -74,7 +78,8 @@ def _rerank_section(path: Path, label: str) -> str:
     d = _study(path, {"n": int})
     paired = d.get("paired_vs_engine") if isinstance(d.get("paired_vs_engine"), dict) else {}
     rows = []
-    for rule, key, pkey in (("engine order", "recall@1_engine", None), ("self-aware (min U)", "recall@1_self_aware", "seakr_top1_gold"),
+    for rule, key, pkey in (("engine order", "recall@1_engine", None),
+                            ("self-aware (min U)", "recall@1_self_aware", "seakr_top1_gold"),
                             ("guarded", "recall@1_guarded", "guarded_top1_gold")):
         p = paired.get(pkey) if isinstance(paired.get(pkey), dict) else {}
         ci = p.get("ci95") if isinstance(p.get("ci95"), list) and len(p["ci95"]) == 2 else [None, None]
@@ -88,19 +93,23 @@ def _rerank_section(path: Path, label: str) -> str:
 def _calibration_section(path: Path, label: str) -> str:
     d = _study(path, {"chosen": dict})
     c = d["chosen"]
-    return (f"<h2>Calibration: {html.escape(label)} ({html.escape(str(d.get('model')))}, {html.escape(str(d.get('estimator')))}, "
+    return (f"<h2>Calibration: {html.escape(label)} ({html.escape(str(d.get('model')))}, "
+            f"{html.escape(str(d.get('estimator')))}, "
             f"n={html.escape(str(d.get('n')))})</h2>"
-            + _table(["chosen δ", "F1", "retrieval rate"], [[figure(c.get("delta")), figure(c.get("f1")), figure(c.get("retrieval_rate"), ".2f")]]))
+            + _table(["chosen δ", "F1", "retrieval rate"],
+                     [[figure(c.get("delta")), figure(c.get("f1")), figure(c.get("retrieval_rate"), ".2f")]]))
 
 
 #: The studies a report shows, by the file each writes.
-STUDY_SECTIONS = {"detect.json": _detect_section, "rerank.json": _rerank_section, "calibration.json": _calibration_section}
+STUDY_SECTIONS = {"detect.json": _detect_section, "rerank.json": _rerank_section,
+                  "calibration.json": _calibration_section}
 
 
 def _runs_section(root: Path) -> str:
     runs = sorted({p.parent for name in ("results.jsonl", SCORES) for p in root.rglob(name)})
     # runs of one name in several folders (a "seakr" per table) are told apart by their folder, as compare does
-    labels = run_labels([str(r.relative_to(root)) for r in runs], [read_run_config(r, required=False).get("name", r.name) for r in runs])
+    labels = run_labels([str(r.relative_to(root)) for r in runs],
+                        [read_run_config(r, required=False).get("name", r.name) for r in runs])
     sums = [summarize(run_rows(r), label) for r, label in zip(runs, labels)]
     if not sums:
         return ""
@@ -123,7 +132,8 @@ def report_html(run_dir: str) -> str:
                   for js in sorted(root.rglob(name))]
     for png in sorted(list(root.rglob("calibration.png")) + list(root.rglob("roc.png"))):
         b64 = base64.b64encode(png.read_bytes()).decode()
-        parts.append(f"<h2>{html.escape(str(png.relative_to(root)))}</h2><img alt='{html.escape(png.name)}' src='data:image/png;base64,{b64}'>")
+        parts.append(f"<h2>{html.escape(str(png.relative_to(root)))}</h2><img alt='{html.escape(png.name)}' "
+                     f"src='data:image/png;base64,{b64}'>")
     if not any(parts):
         raise ValueError(f"{run_dir}: no eval results, study results ({', '.join(STUDY_SECTIONS)}) or plots found")
     # a folder named in another encoding than UTF-8 (bytes Python keeps as lone surrogates) made the page
