@@ -13,31 +13,25 @@ records the document count (checked on opening) and an order-independent checksu
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
-import shutil
-import threading
 import time
 import traceback
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..common.checks import encodable
-from ..common.console import first_line
 from ..common.files import given_path
 from ..common.runs import MANIFEST
-from ..common.writing import folder_error, refused_write
+from ..common.writing import folder_error
 from ..locks import FolderLock, holder
+from .failures import guard, io_failure, write_failure
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_many,
                    check_search, iter_batches)
 from .generations import (added, data_folder, file_digests, mark, missing_folders, new_generation, next_generation,
                           read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep,
-                          writable,
-                          write_manifest)
-from types import SimpleNamespace
+                          writable, write_manifest)
 
 FORMAT = "seakr-tantivy/2"  # generations (search/generations.py)
 FORMATS = ("seakr-tantivy/1", FORMAT)  # /1: the index's files at the top of its folder; opened as before
@@ -74,80 +68,6 @@ def _schema():
     sb.add_text_field("text", stored=True, tokenizer_name=ANALYZER, index_option="freq")
     sb.add_unsigned_field("ord", stored=True, indexed=False)  # document order: ties in score are broken by it
     return sb.build()
-
-
-#: tantivy's word when a segment write fails in its worker thread: the OS error stays in the thread
-_WORKER_DIED = "index writer was killed"
-
-
-def _io_failure(e: BaseException) -> bool:
-    """A write the file system refused, as Python or tantivy ("... (os error 28)") reports it; a corpus
-    file that cannot be read, a corpus error or a bad passage is not one and keeps its own message."""
-    return refused_write(e) is not None or _WORKER_DIED in str(e)
-
-
-def _write_failure(path: Path, e: BaseException) -> str:
-    """What a refused index write says: tantivy's text and, since its worker thread hides the cause ("An index
-    writer was killed ... (io::Error most likely)"), the disk's room."""
-    if _WORKER_DIED not in str(e):
-        return first_line(e)
-    free = shutil.disk_usage(next(p for p in (path, *path.parents) if p.exists())).free
-    return (f"tantivy's writer thread stopped on a refused write: a full disk, a quota or a file-size limit; "
-            f"{free / 1e6:,.1f} MB free there")
-
-
-@contextmanager
-def _guard(path, what: str):
-    """tantivy signals damaged files with a Rust panic (``PanicException``, a ``BaseException``) or
-    ValueError/OSError variants: turn any of them into a one-line :class:`SearchError`. Rust's panic hook
-    writes its own text to file descriptor 2 before Python sees the exception; that text is held back and
-    dropped when the call panicked (replayed when it did not), so the one line is all a user sees."""
-    with _held_stderr() as held:
-        try:
-            yield
-        except (KeyboardInterrupt, SystemExit, GeneratorExit, SearchError):
-            raise
-        except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
-            held.drop = True
-            msg = first_line(e)
-            raise SearchError(f"{path}: {what} failed, the index looks damaged ({msg}); run `seakr index info "
-                              "--verify`") from None
-
-
-_HOLD_LOCK = threading.Lock()  # descriptor 2 is one per process: one holder at a time
-_HOLD_FILE = None
-
-
-@contextmanager
-def _held_stderr():
-    """File descriptor 2 sent to a scratch file for the duration; what it caught is written to the real
-    descriptor afterwards unless ``drop`` was set. Cheap (two dup2 calls on a file opened once); other
-    threads' stderr lines of that moment come out a little later, not lost."""
-    global _HOLD_FILE
-
-    state = SimpleNamespace(drop=False)
-    with _HOLD_LOCK:
-        try:
-            saved = os.dup(2)
-        except OSError:  # no descriptor 2 (a detached process): nothing to hold back
-            yield state
-            return
-        if _HOLD_FILE is None:
-            import tempfile
-
-            _HOLD_FILE = tempfile.TemporaryFile()
-            atexit.register(_HOLD_FILE.close)  # else "ResourceWarning: unclosed file" at every exit under -X dev
-        _HOLD_FILE.seek(0)
-        _HOLD_FILE.truncate()
-        os.dup2(_HOLD_FILE.fileno(), 2)
-        try:
-            yield state
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            if not state.drop and _HOLD_FILE.tell():
-                _HOLD_FILE.seek(0)
-                os.write(2, _HOLD_FILE.read())
 
 
 def check_replaceable(out: Path) -> dict | None:
@@ -210,13 +130,13 @@ def _utf8(path: Path) -> str:
 
 
 def _busy(path: Path):
-    return lambda pid: SearchError(f"{path}: another process (pid {pid}) is writing to this index; run this when it "
-                                   "ends")
+    return lambda pid: SearchError(f"{path}: another process (pid {pid}) is writing to this index; run this when "
+                                   "it ends")
 
 
 def _refused(out: Path, e: BaseException) -> SearchError:
     # tantivy's "Internal error: 'No space left on device (os error 28)'" named no folder
-    return SearchError(f"{out}: the index could not be written ({_write_failure(out, e)}); nothing was kept")
+    return SearchError(f"{out}: the index could not be written ({write_failure(out, e)}); nothing was kept")
 
 
 def _fill(gen: Path, passages, sources, heap_mb, threads, progress, out: Path, uid: str) -> dict:
@@ -290,7 +210,7 @@ class TantivyEngine:
         tantivy makes lock files where it opens)."""
         t = _tantivy()
         self.files = files
-        with _guard(self.path, "opening the corrupt tantivy index"):
+        with guard(self.path, "opening the corrupt tantivy index"):
             self.index = t.Index.open(str(files if writable(files) else readable_copy(files)))  # UTF-8: checked
             self.index.register_tokenizer(ANALYZER, analyzer())
             self._an = analyzer()
@@ -355,7 +275,7 @@ class TantivyEngine:
             traceback.clear_frames(e.__traceback__)  # its frames hold the index and its writer's threads
             remove_tree(tmp)
             remove_empty(made)  # a refused build leaves no folder it made for --out
-            if _io_failure(e):
+            if io_failure(e):
                 raise _refused(out, e) from None
             raise
         return cls(out)
@@ -373,7 +293,7 @@ class TantivyEngine:
         except BaseException as e:
             traceback.clear_frames(e.__traceback__)
             remove_tree(gen)
-            if _io_failure(e):
+            if io_failure(e):
                 raise _refused(out, e) from None
             raise
         _retire(out, old, manifest)
@@ -423,8 +343,8 @@ class TantivyEngine:
             index = None  # noqa: F841 - let go of its writer's threads before the folder goes
             traceback.clear_frames(e.__traceback__)
             remove_tree(gen)
-            if _io_failure(e):
-                raise SearchError(f"{self.path}: adding to the index failed ({_write_failure(self.path, e)}); it holds "
+            if io_failure(e):
+                raise SearchError(f"{self.path}: adding to the index failed ({write_failure(self.path, e)}); it holds "
                                   "what it had") from None
             raise
         self.manifest = m
@@ -455,7 +375,7 @@ class TantivyEngine:
         # tantivy picks among equal scores by the segments a build happened to write, which differ from build to
         # build: every hit tied with the k-th is read, and ties are broken by document order (the id, where the
         # index predates the stored order)
-        with _guard(self.path, "search"):
+        with guard(self.path, "search"):
             searcher = self.index.searcher()
             more = k
             while True:
@@ -477,7 +397,7 @@ class TantivyEngine:
         if not encodable(pid):  # no passage is indexed under half a surrogate pair (check_passage refuses it)
             return None
         t = _tantivy()
-        with _guard(self.path, "search"):
+        with guard(self.path, "search"):
             searcher = self.index.searcher()
             hits = searcher.search(t.Query.term_query(self.schema, "id", pid), 1, count=False).hits
             if not hits:
@@ -496,7 +416,7 @@ class TantivyEngine:
             return self.passage(known["id"])
         if self.count() > self.SCAN_FOR_LONGEST:
             return None
-        with _guard(self.path, "search"):
+        with guard(self.path, "search"):
             searcher = self.index.searcher()
             hits = searcher.search(_tantivy().Query.all_query(), self.count(), count=False).hits
             docs = (searcher.doc(addr) for _, addr in hits)
@@ -547,14 +467,14 @@ class TantivyEngine:
         self.check_files(self.path)
         t = _tantivy()
         total = 0
-        with _guard(self.path, "reading every document"):
+        with guard(self.path, "reading every document"):
             searcher = self.index.searcher()
             n = searcher.num_docs
             hits = searcher.search(t.Query.all_query(), n, count=False).hits if n else []
             for _, addr in hits:
                 d = searcher.doc(addr)
-                total = (total + doc_digest(Passage(d["id"][0], d.get_first("title") or "",
-                                                    d.get_first("text") or ""))) % _MOD
+                p = Passage(d["id"][0], d.get_first("title") or "", d.get_first("text") or "")
+                total = (total + doc_digest(p)) % _MOD
         if format(total, "064x") != self.manifest["checksum"]:
             raise SearchError(f"{self.path}: checksum mismatch: the stored documents differ from the manifest")
         return True
