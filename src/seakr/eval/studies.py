@@ -95,7 +95,7 @@ STUDY_OPTIONS = {"gate": "step", "reasoning": "self-aware", "rerank": "self-awar
 
 
 #: The method options each study reads (its sampling, prompts and U); it asks its own questions, so a chain's or a
-#: gate's option was taken and never read (``detect --option gate=check`` was refused for simple mode's sake)
+#: gate's option is taken and said to be unread (``detect --option gate=check``)
 _STUDY_READS = frozenset({"k", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "alpha", "prompt_set",
                           "n_shot", "prompt_style", "titles", "marker", "answer_tokens"})
 

@@ -119,7 +119,7 @@ def shared_prefix(prompts: Sequence[str], prefix: str, min_gain: int = 64) -> st
 #: Where decoder blocks keep their feed-forward part (Llama, Qwen, Gemma, GPT-2, Falcon: ``mlp``; others).
 MLP_NAMES = ("mlp", "feed_forward", "ffn", "block_sparse_moe")
 #: Blocks that hold their feed-forward linears directly (OPT, XGLM, BioGPT): the second one's output is the FFN
-#: output. OPT is one of the models INSIDE's EigenScore was defined on; it was refused for want of an ``mlp``.
+#: output. OPT is one of the models INSIDE's EigenScore was defined on.
 FFN_OUT_NAMES = ("fc2",)
 
 
