@@ -95,11 +95,6 @@ def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
     return f" (did you mean {close!r}?)" if close is not None else ""
 
 
-def unknown_key(where: str, key: str, allowed) -> str:
-    """The line for a key a file's object does not take, with the closest one it does (a grid's, a prompt set's)."""
-    return f"{where}: unknown key {key!r}" + (did_you_mean(key, allowed) or f"; allowed: {', '.join(allowed)}")
-
-
 _WARNED: set[str] = set()
 
 
