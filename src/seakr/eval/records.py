@@ -5,6 +5,7 @@ names the file, line and field of a refusal; fields a loader does not read are l
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import field
 from typing import Annotated, Any, Literal
@@ -30,8 +31,8 @@ def _answer_text(v) -> str:
     if isinstance(v, (int, float)) and math.isfinite(v):
         return number_text(v)
     if not isinstance(v, str):
-        raise ValueError(f"{'NaN' if isinstance(v, float) else 'null' if v is None else type(v).__name__} is no "
-                         "answer; answers are text, numbers or true/false")
+        said = json.dumps(v) if isinstance(v, float) else "null" if v is None else type(v).__name__  # NaN, Infinity
+        raise ValueError(f"{said} is no answer; answers are text, numbers or true/false")
     return v
 
 
