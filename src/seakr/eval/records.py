@@ -49,7 +49,12 @@ Answer = Annotated[list[AnswerText], BeforeValidator(_one), Said("an answer (tex
 #: One answer or a list of them (a plain question file's ``answer``); none where null.
 SomeAnswers = Annotated[list[AnswerText], BeforeValidator(lambda v: v if isinstance(v, list) else _one(v)),
                         Said("an answer or a list of answers", "answers")]
-Kind = Annotated[str, BeforeValidator(lambda v: "" if v is None else v), Strict(), Said("text (a question's type)", "")]
+def _null_is(empty: type) -> BeforeValidator:
+    """Null read as an empty ``empty`` (a list, an object, text): how a file says "none"."""
+    return BeforeValidator(lambda v: empty() if v is None else v)
+
+
+Kind = Annotated[str, _null_is(str), Strict(), Said("text (a question's type)", "")]
 
 
 def _titles(sf) -> list[str]:
@@ -96,8 +101,7 @@ class FlashragQuestion:
     id: QuestionId
     question: Text
     golden_answers: Answers
-    metadata: Annotated[FlashragMeta, BeforeValidator(lambda v: {} if v is None else v)] = \
-        field(default_factory=FlashragMeta)
+    metadata: Annotated[FlashragMeta, _null_is(dict)] = field(default_factory=FlashragMeta)
 
 
 @schema("field", extra="ignore", strict=False)
@@ -105,13 +109,13 @@ class Aliases:
     """A line of 2Wiki's ``id_aliases.json``: an answer's Wikidata id and its other names."""
 
     Q_id: Text
-    aliases: Annotated[Answers, BeforeValidator(lambda v: [] if v is None else v)] = field(default_factory=list)
+    aliases: Annotated[Answers, _null_is(list)] = field(default_factory=list)
 
 
 @schema("field", extra="ignore", strict=False)
 class NQContext:
     title: Title = ""
-    text: Annotated[str, BeforeValidator(lambda v: "" if v is None else v), Strict()] = ""
+    text: Annotated[str, _null_is(str), Strict()] = ""
     isgold: bool = True
 
 
@@ -123,7 +127,7 @@ class NQQuestion:
     id: QuestionId = Field(None, validation_alias=AliasChoices("id", "qid", "question_id", "_id"))
     answers: SomeAnswers = Field(default_factory=list,
                                  validation_alias=AliasChoices("answers", "answer", "possible_answers"))
-    ctxs: Annotated[list[NQContext], BeforeValidator(lambda v: [] if v is None else v)] = field(default_factory=list)
+    ctxs: Annotated[list[NQContext], _null_is(list)] = field(default_factory=list)
 
 
 @schema("field", extra="ignore", strict=False)
@@ -235,5 +239,5 @@ class MusiqueQuestion:
     question: Text
     answer: Text
     paragraphs: list[MusiqueParagraph]
-    answer_aliases: Annotated[Answers, BeforeValidator(lambda v: [] if v is None else v)] = field(default_factory=list)
+    answer_aliases: Annotated[Answers, _null_is(list)] = field(default_factory=list)
     answerable: bool | None = None
