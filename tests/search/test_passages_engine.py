@@ -28,7 +28,7 @@ def test_a_list_of_passages_or_texts_is_searched_and_its_folder_goes_with_the_en
     ([], SearchError, r"^index: an empty list of passages; give at least one$"),
     ([Passage("a", "", "x"), 5], TypeError, r"^index: a list of passages holds Passage objects, texts or dicts with 'text', not int$"),
     ([{"title": "T", "body": "x"}], SearchError, r"^index: passage 0 has no 'text' \(its keys: title, body\)$"),
-    ([{"text": None}], SearchError, r"^index: passage 0: missing field 'text'$"),
+    ([{"text": None}], SearchError, r"^index: passage 0: missing field 'text' \(or 'contents'\)$"),
     ([{"text": "x", "title": ["T"]}], SearchError, r"^index: passage 0: field title: expected text, got \['T'\]$"),
     ([{"id": True, "text": "x"}], SearchError, r"^index: passage 0: field id: expected text or null, got True$"),
     ({"id": "a", "text": "x"}, SearchError, r"^index: a dict with 'text' is one passage; give a list of passages"),

@@ -85,7 +85,7 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
     row = read(CorpusRow, where, rec, CorpusError)
     pid = row.id if row.id is not None else default_id
     if pid is None or (row.text is None and row.contents is None):
-        raise CorpusError(f"{where}: missing field '{'id' if pid is None else 'text'}'")
+        raise CorpusError(f"{where}: missing field " + ("'id'" if pid is None else "'text' (or 'contents')"))
     title, text = row.title, row.text
     if text is None:
         title, text = _contents(row)
