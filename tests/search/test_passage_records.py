@@ -62,3 +62,11 @@ def test_a_nested_field_is_named_by_its_path():
 def test_sentences_are_joined_with_one_space_where_none_separates_them():
     assert join_sentences(["He was born in 1685.", "He died in 1750."]) == "He was born in 1685. He died in 1750."
     assert join_sentences(["A is B.", " C is D."]) == "A is B. C is D."
+
+
+def test_contents_is_the_text_alone_where_a_title_field_is_given_even_empty():
+    """Pyserini writes ``contents`` beside a ``title`` field; FlashRAG puts the title on contents' first line."""
+    from seakr.search.corpora import row_passage
+
+    assert row_passage("w", {"id": "a", "title": "", "contents": "A\nB"}).text == "A\nB"
+    assert (row_passage("w", {"id": "a", "contents": '"A"\nB'}).title, row_passage("w", {"id": "a", "contents": '"A"\nB'}).text) == ("A", "B")

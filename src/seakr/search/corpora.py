@@ -88,13 +88,14 @@ def row_passage(where: str, rec, default_id: str | None = None) -> Passage:
         raise CorpusError(f"{where}: missing field " + ("'id'" if pid is None else "'text' (or 'contents')"))
     title, text = row.title, row.text
     if text is None:
-        title, text = _contents(row)
+        title, text = _contents(row, rec.get("title") is not None)
     return read(Passage, where, {"id": pid, "title": title, "text": text}, CorpusError)
 
 
-def _contents(row: CorpusRow) -> tuple[str, str]:
+def _contents(row: CorpusRow, titled: bool) -> tuple[str, str]:
+    """``contents`` as (title, text): with a ``title`` field given (Pyserini's), or on one line, the text alone."""
     contents = row.contents.strip()
-    if row.title or "\n" not in contents:
+    if titled or "\n" not in contents:
         return row.title, contents
     title, _, text = contents.partition("\n")
     title = title.strip()
