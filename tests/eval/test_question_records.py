@@ -57,3 +57,13 @@ def test_an_iirc_value_answer_needs_its_value():
         IIRCAnswer(type="value")
     with pytest.raises(SchemaError, match=r"^field type: one of span, value, binary, none, not 'weird'"):
         IIRCAnswer(type="weird")
+
+
+def test_a_flag_is_true_false_or_null_and_null_reads_as_false():
+    from seakr.eval.records import MusiqueQuestion, NQContext, SquadQA
+
+    assert NQContext(text="t", isgold=None).isgold is None and SquadQA(id="a", question="q", is_impossible=None)
+    para = {"paragraph_text": "p", "is_supporting": None}
+    assert MusiqueQuestion(id="a", question="q", answer="x", paragraphs=[para]).paragraphs[0].is_supporting is None
+    with pytest.raises(SchemaError, match=r"^field isgold: expected true or false or null, got 'x'$"):
+        NQContext(text="t", isgold="x")

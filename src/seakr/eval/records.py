@@ -71,7 +71,7 @@ def _titles(sf) -> list[str]:
 
 Titles = Annotated[list[str], BeforeValidator(_titles)]
 #: Texts, anything else in the list left out (TriviaQA's aliases).
-TextsOnly = Annotated[list[Any], AfterValidator(lambda xs: [x for x in xs if isinstance(x, str)])]
+TextsOnly = Annotated[list[Any], _null_is(list), AfterValidator(lambda xs: [x for x in xs if isinstance(x, str)])]
 
 
 @schema("field", extra="ignore", strict=False)
@@ -116,7 +116,7 @@ class Aliases:
 class NQContext:
     title: Title = ""
     text: Annotated[str, _null_is(str), Strict()] = ""
-    isgold: bool = True
+    isgold: bool | None = True  # null: not gold, as false
 
 
 @schema("field", extra="ignore", strict=False)
@@ -142,7 +142,7 @@ class SquadQA:
     id: QuestionId
     question: Text
     answers: list[Span] = field(default_factory=list)
-    is_impossible: bool = False  # SQuAD 2.0's unanswerable questions: dropped
+    is_impossible: bool | None = False  # SQuAD 2.0's unanswerable questions: dropped
 
 
 @schema("field", extra="ignore", strict=False)

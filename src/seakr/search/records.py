@@ -5,7 +5,6 @@ of a refusal; the question loaders (``eval/records.py``) build on the same types
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Annotated, Any
 
@@ -122,7 +121,7 @@ class NQPassages:
 class MusiqueParagraph:
     paragraph_text: Annotated[str, Strict()]
     title: Title = ""
-    is_supporting: bool = False
+    is_supporting: bool | None = False
 
 
 @schema("field", extra="ignore", strict=False)
@@ -132,8 +131,8 @@ class MusiqueParagraphs:
 
 @schema("field", extra="ignore", strict=False)
 class SquadParagraph:
-    context: Annotated[str, Strict()]
-    qas: list[Any] = dataclasses.field(default_factory=list)
+    context: Cell
+    qas: Any = None  # the questions: the dataset's reader reads them (eval/records.py), the passages' does not
 
 
 @schema("field", extra="ignore", strict=False)
