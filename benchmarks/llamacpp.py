@@ -59,7 +59,8 @@ print(json.dumps({"prompt_tokens": len(toks), "prefill_s": m(pre), "prefill_toke
 
 def gguf_file(name: str) -> Path:
     """The packaged model's GGUF, assembled once into the cache (checked by size and sha256)."""
-    from seakr.models.registry import REGISTRY, _assemble, cache_root
+    from seakr.common.cache import cache_root
+    from seakr.models.registry import REGISTRY, _assemble
 
     m = REGISTRY[name]
     out = cache_root() / "gguf" / f"{m.name}-{m.sha256[:16]}.gguf"

@@ -27,10 +27,10 @@ import sys
 sys.modules["fcntl"] = None  # as on Windows
 import seakr.cli, seakr.methods
 from seakr.locks import FolderLock, flock
-from seakr.models.registry import _lock
+from seakr.common.cache import file_lock
 with FolderLock({str(tmp_path)!r}, ".lock", ValueError), FolderLock({str(tmp_path)!r}, ".lock", ValueError):
     pass  # no locks: both go on
-with _lock(__import__("pathlib").Path({str(tmp_path / "c.lock")!r})):
+with file_lock(__import__("pathlib").Path({str(tmp_path / "c.lock")!r})):
     pass
 print(flock(open({str(tmp_path / "y")!r}, "w"), wait=True))
 """

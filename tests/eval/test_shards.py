@@ -109,7 +109,7 @@ def test_processes_started_together_build_a_pooled_index_once(tmp_path, monkeypa
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "cache" / "indexes" / "pooled"
     first = subprocess.Popen([sys.executable, "-c", "import time; from pathlib import Path; "
-                              "from seakr.models.registry import cache_lock\n"
+                              "from seakr.common.cache import cache_lock\n"
                               "with cache_lock('index-pooled'):\n"
                               "    print('building', flush=True); time.sleep(1.5)\n"
                               f"    Path({str(out)!r}).mkdir(parents=True); (Path({str(out)!r}) / 'seakr-index.json').write_text('{{}}')"],

@@ -149,7 +149,7 @@ def test_a_file_system_without_locks_still_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(fcntl, "flock", no_locks)
     with RowLog(tmp_path, "rows.jsonl", {"method": {}}) as log:
         log.append({"id": "a"})
-    from seakr.models.registry import cache_lock
+    from seakr.common.cache import cache_lock
 
     monkeypatch.setenv("SEAKR_CACHE", str(tmp_path / "cache"))
     with cache_lock("m"):

@@ -23,7 +23,7 @@ from ..eval.finished import study_of_rows
 from ..progress import progress_bar
 from ..search import open_engine
 from ..models import DEFAULT_MODEL
-from ..models.registry import cache_dir
+from ..common.cache import cache_dir
 from ..probes import load_probe
 from ..models.figures import model_depth
 from ..eval.rowlog import read_run_config

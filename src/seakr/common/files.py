@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gzip
+import hashlib
 import io
 import os
 import re
@@ -294,3 +295,12 @@ def given_path(path, what: str, noun: str = "file") -> str:
     if not os.fspath(path).strip():
         raise ValueError(f"{what}: an empty path; name the {noun}")
     return os.fspath(path)
+
+
+def sha256_file(path, chunk: int = 8 << 20) -> str:
+    """The SHA-256 of a file, read in chunks (a model's GGUF, a corpus, a data file: their content names them)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(chunk):
+            h.update(b)
+    return h.hexdigest()

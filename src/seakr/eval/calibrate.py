@@ -14,7 +14,7 @@ import numpy as np
 
 from ..methods.deltas import calibration_path, read_thresholds
 from ..methods.seakr import SeaKR
-from ..models.registry import cache_dir, cache_lock
+from ..common.cache import cache_dir, cache_lock
 from ..common.console import warn
 from ..common.writing import make_folder, write_atomic
 from ..methods.trace import Tracer, clean

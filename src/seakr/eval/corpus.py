@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from ..models.registry import cache_root
+from ..common.cache import cache_root
 from ..common.runs import MANIFEST
 from ..search.base import Passage
 from ..search.build import build_once, corpus_digest, file_digest

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..common.console import warn
 from ..common.files import data_file_names, is_pattern, pattern_files
-from ..models.registry import sha256_file
+from ..common.files import sha256_file
 #: ``<split>-<i>-of-<n><ext>``: how the hub and ``datasets`` number a split's shards
 SHARD = re.compile(r"^(?P<split>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})(?P<ext>\..+)$")
 

@@ -11,7 +11,8 @@ from ..common.console import said
 from ..common.jsontext import json_file
 from ..common.schema import SchemaError, Threshold, schema
 from .config import MODES
-from ..models.registry import REGISTRY, cache_root
+from ..common.cache import cache_root
+from ..models.registry import REGISTRY
 
 
 #: Fallback threshold: the paper's delta for Llama-2-7B layer 16. Wrong for other models: calibrate.

@@ -43,7 +43,8 @@ from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
 from .figures import model_depth
 from .options import LoadOptions
-from .registry import DEFAULT_MODEL, ModelError, REGISTRY, cache_root, resolve
+from ..common.cache import cache_root
+from .registry import DEFAULT_MODEL, ModelError, REGISTRY, resolve
 from .rows import RowBook
 from .sampling import uniform_streams
 from .machine import (PRECISIONS, STATE_SOURCES, available_cpus, check_layer, default_threads,  # noqa: F401

@@ -25,7 +25,8 @@ import json
 import hashlib
 import atexit
 from .elastic import ElasticEngine
-from ..models.registry import cache_dir, cache_lock, cache_root, sha256_file
+from ..common.cache import cache_dir, cache_lock, cache_root
+from ..common.files import sha256_file
 from ..progress import progress_bar
 from .tantivy_engine import TantivyEngine
 
