@@ -1,5 +1,6 @@
 """Shared by the benchmark scripts: median timing, one-JSON-line output, report files, a pooled-index set-up."""
 
+import argparse
 import statistics
 import time
 from pathlib import Path
@@ -23,6 +24,15 @@ def emit(res: dict, out: str | None) -> None:
     if out:
         with open(out, "a") as f:
             f.write(line + "\n")
+
+
+def chain_rows_args(doc: str) -> argparse.Namespace:
+    """The arguments of a replay over committed chain rows: the run folders, and the shipped gate's level (a
+    question with P(check) below it goes to the chain)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--gate", type=float, default=0.3, help="the shipped probe gate's level")
+    return ap.parse_args()
 
 
 def dev_sets(pairs: list[str]) -> dict[str, list[str]]:

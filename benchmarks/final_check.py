@@ -13,7 +13,6 @@ train chains); the oracle of the two answers bounds what any such rule could gai
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from _common import chain_rows_args  # noqa: E402
 
 from seakr.eval.metrics import paired_bootstrap  # noqa: E402
 
@@ -53,10 +54,7 @@ def replay(pairs: list[tuple[dict, dict]]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", type=Path)
-    ap.add_argument("--gate", type=float, default=0.3, help="the shipped probe gate's level")
-    a = ap.parse_args()
+    a = chain_rows_args(__doc__)
     per_run = {str(r): replay(chain_pairs(r, a.gate)) for r in a.runs}
     gains = {m: min(v["margins"][m]["minus_knowledge"]["mean_difference"] for v in per_run.values())
              for m in next(iter(per_run.values()))["margins"]}

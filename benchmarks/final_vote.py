@@ -18,7 +18,6 @@ more model call a chain question, so a rule that passes is then measured for its
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -26,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from _common import chain_rows_args  # noqa: E402
 
 from seakr.eval.metrics import f1_score, paired_bootstrap  # noqa: E402
 
@@ -64,10 +65,7 @@ def replay(triples: list[dict]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", type=Path)
-    ap.add_argument("--gate", type=float, default=0.3, help="the shipped probe gate's level")
-    a = ap.parse_args()
+    a = chain_rows_args(__doc__)
     per_run = {str(r): replay(chain_triples(r, a.gate)) for r in a.runs}
     worst = min(v["vote"]["minus_knowledge"]["mean_difference"] for v in per_run.values())
     print(json.dumps({"gate": a.gate, "agree_f1": AGREE_F1, "runs": per_run, "worst_run_gain": worst,
