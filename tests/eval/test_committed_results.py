@@ -79,16 +79,18 @@ def test_every_committed_json_file_is_strict_json():
     assert len(files) > 50 and not bad, bad
 
 
-def test_the_final_check_decision_replays_from_its_committed_rows():
-    """``final-check-qwen.json`` (the decision to keep the check's answer dropped) is what the benchmark computes
-    from the committed rows today."""
+@pytest.mark.parametrize("script,figures,rule", [("final_check.py", "final-check-qwen.json", "margins"),
+                                                 ("final_vote.py", "final-vote-qwen.json", "vote")])
+def test_a_final_choice_decision_replays_from_its_committed_rows(script, figures, rule):
+    """A decision replayed from committed chain rows (the check's answer kept dropped; two agreeing answers not
+    outvoting the knowledge answer) is what its benchmark computes from those rows today."""
     import subprocess
     import sys
 
-    script = RESULTS.parents[0] / "final_check.py"
-    committed = json.loads((RESULTS / "final-check-qwen.json").read_text())
+    committed = json.loads((RESULTS / figures).read_text())
     runs = [str(RESULTS.parents[1] / r) for r in committed["runs"]]
-    out = subprocess.run([sys.executable, str(script), *runs], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, str(RESULTS.parents[0] / script), *runs], capture_output=True, text=True,
+                         check=True).stdout
     now = json.loads(out)
     assert now["adopt"] is committed["adopt"] is False
-    assert [v["margins"] for v in now["runs"].values()] == [v["margins"] for v in committed["runs"].values()]
+    assert [v[rule] for v in now["runs"].values()] == [v[rule] for v in committed["runs"].values()]
