@@ -14,7 +14,7 @@ from pydantic import AfterValidator, AliasChoices, BeforeValidator, Field, Stric
 
 from ..common.schema import Said, schema
 from ..search import records as search
-from ..search.records import Cell, Context, MusiqueParagraph, Title
+from ..search.records import Cell, Context, MusiqueParagraph, Title, missing_value
 from .metrics import number_text
 
 Text = Annotated[str, Strict()]
@@ -38,7 +38,7 @@ def _answer_text(v) -> str:
 
 def _one(v) -> list:
     """A record's one answer as a list: absent, null or NaN (a test split's question) is none."""
-    return [] if v is None or isinstance(v, float) and not math.isfinite(v) else [_answer_text(v)]
+    return [] if v is None or missing_value(v) else [_answer_text(v)]
 
 
 AnswerText = Annotated[str, BeforeValidator(_answer_text)]

@@ -14,21 +14,21 @@ from ..common.checks import blank
 from ..common.schema import Said, SchemaError, schema
 
 
-def _missing(v) -> bool:
+def missing_value(v) -> bool:
     """NaN or an infinity: how Python's json (and a table turned into records) writes a missing value."""
     return isinstance(v, float) and not math.isfinite(v)
 
 
 def _cell(v):
     """A field read as text: a number as its digits (a table's id column); NaN is a missing value, not "nan"."""
-    if _missing(v):
+    if missing_value(v):
         raise ValueError("NaN (a missing value), not text")
     return str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
 
 
 def _no_title(v):
     """A title absent, null or NaN is none."""
-    return "" if v is None or _missing(v) else _cell(v)
+    return "" if v is None or missing_value(v) else _cell(v)
 
 
 def join_sentences(sents) -> str:
