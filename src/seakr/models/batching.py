@@ -87,7 +87,7 @@ class BatchingModel:
         """One merged call for the callers that share a sampling config and prefix. A merge that fails (too large
         for the device, one caller's prompt past the context) runs its callers' calls one by one: each then gets
         what it would have got alone (a row's samples do not depend on who shares the call), so one caller's bad
-        call no longer fails the others."""
+        call never fails the others."""
         self.requests += len(members)
         self.merged_calls += 1
         prompts = [p for (it, _) in members for p in it[1]]

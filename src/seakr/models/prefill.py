@@ -10,7 +10,7 @@ lies (:class:`~seakr.models.attention.CachedPrefixPrefill`) and the prompt's KV 
 (prefix, suffix) that the decode state joins in the one float32 copy it makes anyway.
 
 A prompt is prefilled in chunks of :data:`CHUNK` tokens, and a cancelled request (its client gone, its deadline
-passed) stops between two chunks: one long prompt is no longer one call nothing can interrupt. The chunks attend
+passed) stops between two chunks, so no prompt is one call nothing can interrupt. The chunks attend
 over everything before them, so the KV and the logits are those of one pass (up to float rounding).
 """
 
