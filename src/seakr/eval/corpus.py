@@ -57,12 +57,12 @@ def pooled_index(data_file: str, examples: Sequence[Example], filler: Sequence[s
     return str(out)
 
 
-#: The demo's question: two hops (the film's director, then his nationality) over the demo corpus.
 #: The demo's two questions, one for each behaviour of the default: the first the model knows (its knowledge
 #: check answers it from memory), the second it does not (its closed-book chain answers "Ouagadougou"; the answer,
-#: 2,415,266 in 2019, is in the Ouagadougou lead), so the check sends it to retrieval. The second was the first of
-#: three pre-listed questions over these leads that the model got wrong closed-book (CHANGELOG 2026-12-05).
-DEMO_QUESTIONS = ("What nationality was the director of the film 2001: A Space Odyssey?",
+#: 2,415,266 in 2019, is in the Ouagadougou lead), so the check sends it to retrieval. Each was the first of a
+#: pre-listed set that met its rule: answered right closed-book with P(correct) at the shipped gate level, and
+#: answered wrong closed-book over these leads (CHANGELOG 2026-12-05 and 2026-12-06).
+DEMO_QUESTIONS = ("What is the nationality of the director of the film Jurassic Park?",
                   "What is the population of the capital of Burkina Faso?")
 
 
