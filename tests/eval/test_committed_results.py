@@ -94,3 +94,20 @@ def test_a_final_choice_decision_replays_from_its_committed_rows(script, figures
     now = json.loads(out)
     assert now["adopt"] is committed["adopt"] is False
     assert [v[rule] for v in now["runs"].values()] == [v[rule] for v in committed["runs"].values()]
+
+
+def test_the_shipped_gate_level_is_the_one_its_decision_replays_to():
+    """The 0.5B's probe gate level in the package is what the written rule gives over the committed rows of both
+    decision runs (``benchmarks/gate_level.py --decide``), and the committed verdict is that replay."""
+    import subprocess
+    import sys
+
+    from seakr.probes.bank import SelfKnowledge
+
+    folder = RESULTS / "gate-level-qwen"
+    runs = [str(folder / "hotpotqa-decide246-every4.json"), str(folder / "2wiki-train-migres500-every8.json")]
+    out = subprocess.run([sys.executable, str(RESULTS.parents[0] / "gate_level.py"), "--decide", *runs],
+                         capture_output=True, text=True, check=True, cwd=RESULTS.parents[0]).stdout
+    now, committed = json.loads(out), json.loads((folder / "decide.json").read_text())
+    assert now == committed
+    assert SelfKnowledge("qwen2.5-coder-0.5b").gate_p("probe")[0] == now["level"] == 0.5
