@@ -27,11 +27,11 @@ def emit(res: dict, out: str | None) -> None:
 
 
 def chain_rows_args(doc: str) -> argparse.Namespace:
-    """The arguments of a replay over committed chain rows: the run folders, and the shipped gate's level (a
-    question with P(check) below it goes to the chain)."""
+    """The arguments of a replay over committed chain rows: the run folders, and the probe gate's level (a question
+    with P(check) below it goes to the chain): by default 0.3, the level shipped when these decisions were made."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path)
-    ap.add_argument("--gate", type=float, default=0.3, help="the shipped probe gate's level")
+    ap.add_argument("--gate", type=float, default=0.3, help="the probe gate's level (0.3: shipped when decided)")
     return ap.parse_args()
 
 

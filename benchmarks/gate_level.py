@@ -1,5 +1,5 @@
 """The probe gate's level, decided on both decision sources: SeaKR answers from memory when the knowledge check's
-P(correct) reaches ``gate_p`` (0.3 for the default 0.5B). That level was chosen on the HotpotQA decision sample
+P(correct) reaches ``gate_p`` (0.3 for the default 0.5B when this ran). That level was chosen on the HotpotQA decision sample
 alone (42 questions, 2026-12-05); the protocol's 2Wiki source, ``train_migres500``, had no chains with a recorded
 check then. A 2Wiki question is more often one the model knows closed-book (a comparison of two named things), so
 the level that pays there may differ, and a lower level is also cheaper (a question answered at once costs the check
@@ -34,7 +34,7 @@ from _common import CHAIN, decision_args, decision_run, emit  # noqa: E402
 from seakr.methods import METHODS  # noqa: E402
 
 LEVELS = (0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40, 0.50)
-SHIPPED = 0.30
+BEFORE = 0.30  # the level shipped when the rule was written
 TIE, BAR, FLOOR = 0.5, 1.0, 1.0  # F1 points
 
 
@@ -74,11 +74,11 @@ def decide(runs: list[dict]) -> dict:
     score = {lv: statistics.mean(x["f1"] for x in v) for lv, v in by.items()}
     best = max(score.values())
     chosen = min(lv for lv in LEVELS if score[lv] >= best - TIE)
-    floor_ok = all(a["f1"] >= b["f1"] - FLOOR for a, b in zip(by[chosen], by[SHIPPED]))
-    adopt = chosen != SHIPPED and score[chosen] >= score[SHIPPED] + BAR and floor_ok
+    floor_ok = all(a["f1"] >= b["f1"] - FLOOR for a, b in zip(by[chosen], by[BEFORE]))
+    adopt = chosen != BEFORE and score[chosen] >= score[BEFORE] + BAR and floor_ok
     return {"benchmark": "gate_level", "runs": [r["data"] for r in runs],
             "score": {f"{lv:.2f}": round(s, 2) for lv, s in score.items()}, "best_within_tie": chosen,
-            "floor_ok": floor_ok, "adopt": adopt, "level": chosen if adopt else SHIPPED,
+            "floor_ok": floor_ok, "adopt": adopt, "level": chosen if adopt else BEFORE,
             "per_run": {f"{lv:.2f}": v for lv, v in by.items()}}
 
 
