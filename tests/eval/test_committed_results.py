@@ -84,14 +84,8 @@ def test_every_committed_json_file_is_strict_json():
 def test_a_final_choice_decision_replays_from_its_committed_rows(script, figures, rule):
     """A decision replayed from committed chain rows (the check's answer kept dropped; two agreeing answers not
     outvoting the knowledge answer) is what its benchmark computes from those rows today."""
-    import subprocess
-    import sys
-
     committed = json.loads((RESULTS / figures).read_text())
-    runs = [str(RESULTS.parents[1] / r) for r in committed["runs"]]
-    out = subprocess.run([sys.executable, str(RESULTS.parents[0] / script), *runs], capture_output=True, text=True,
-                         check=True).stdout
-    now = json.loads(out)
+    now = _benchmark(script, *(str(RESULTS.parents[1] / r) for r in committed["runs"]))
     assert now["adopt"] is committed["adopt"] is False
     assert [v[rule] for v in now["runs"].values()] == [v[rule] for v in committed["runs"].values()]
 
@@ -99,15 +93,21 @@ def test_a_final_choice_decision_replays_from_its_committed_rows(script, figures
 def test_the_shipped_gate_level_is_the_one_its_decision_replays_to():
     """The 0.5B's probe gate level in the package is what the written rule gives over the committed rows of both
     decision runs (``benchmarks/gate_level.py --decide``), and the committed verdict is that replay."""
-    import subprocess
-    import sys
-
     from seakr.probes.bank import SelfKnowledge
 
     folder = RESULTS / "gate-level-qwen"
-    runs = [str(folder / "hotpotqa-decide246-every4.json"), str(folder / "2wiki-train-migres500-every8.json")]
-    out = subprocess.run([sys.executable, str(RESULTS.parents[0] / "gate_level.py"), "--decide", *runs],
-                         capture_output=True, text=True, check=True, cwd=RESULTS.parents[0]).stdout
-    now, committed = json.loads(out), json.loads((folder / "decide.json").read_text())
+    now = _benchmark("gate_level.py", "--decide", str(folder / "hotpotqa-decide246-every4.json"),
+                     str(folder / "2wiki-train-migres500-every8.json"))
+    committed = json.loads((folder / "decide.json").read_text())
     assert now == committed
     assert SelfKnowledge("qwen2.5-coder-0.5b").gate_p("probe")[0] == now["level"] == 0.5
+
+
+def _benchmark(script: str, *args: str) -> dict:
+    """What a benchmark script under ``benchmarks/`` prints (one JSON object), run as its users run it."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(RESULTS.parents[0] / script), *args], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)
