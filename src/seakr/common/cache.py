@@ -24,17 +24,21 @@ def cache_root() -> Path:
         xdg = os.path.expanduser("~/.cache")  # and converted every model again, in each folder a command ran from
     root = Path(os.path.expanduser(env) if env else os.path.join(xdg, "seakr"))
     if not encodable(str(root)):  # safetensors and tantivy take UTF-8 paths: it failed mid-conversion, naming nothing
-        who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
-        raise ValueError(f"{who}: a path that is not UTF-8 text, which the model converter and the index engine "
-                         "cannot take; point SEAKR_CACHE at another folder")
+        raise ValueError(f"{_chosen_by(root)}: a path that is not UTF-8 text, which the model converter and the index "
+                         "engine cannot take; point SEAKR_CACHE at another folder")
     p = root
     while not p.exists() and p != p.parent:  # the nearest part that exists must be a folder
         p = p.parent
     if not p.is_dir():
-        who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
-        raise ValueError(f"{who}: {p} is not a directory (seakr keeps converted models and pooled indexes there); "
-                         "point SEAKR_CACHE at a folder")
+        raise ValueError(f"{_chosen_by(root)}: {p} is not a directory (seakr keeps converted models and pooled indexes "
+                         "there); point SEAKR_CACHE at a folder")
     return root
+
+
+def _chosen_by(root: Path) -> str:
+    """The cache named as the user chose it: the variable where it is set, else the default folder."""
+    env = os.environ.get("SEAKR_CACHE")
+    return f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
 
 
 def cache_dir(*parts: str) -> Path:
@@ -47,10 +51,8 @@ def cache_dir(*parts: str) -> Path:
         if not os.access(d, os.W_OK | os.X_OK):
             raise PermissionError(13, "Permission denied")
     except OSError as e:
-        env = os.environ.get("SEAKR_CACHE")
-        who = f"SEAKR_CACHE={env}" if env else f"the cache folder {root}"
-        raise ValueError(f"{who}: cannot write {d} ({e.strerror or e}); seakr keeps converted models, pooled "
-                         "indexes and calibrations there: point SEAKR_CACHE at a folder you can write") from None
+        raise ValueError(f"{_chosen_by(root)}: cannot write {d} ({e.strerror or e}); seakr keeps converted models, "
+                         "pooled indexes and calibrations there: point SEAKR_CACHE at a folder you can write") from None
     return d
 
 
