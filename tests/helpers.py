@@ -175,3 +175,15 @@ def stalled_adder(index) -> subprocess.Popen:
             "    yield Passage('b', 'Danube', 'The Danube flows through Vienna.')\n"
             f"TantivyEngine({str(index)!r}).add(slow())")
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def pooled_recall_at_5(data: str, filler: str, folder) -> float:
+    """recall@5 of any gold paragraph, the question as the query, over a dataset's pooled paragraphs plus a filler
+    corpus indexed into ``folder``."""
+    from seakr.eval.datasets import load_dataset
+    from seakr.search.corpora import read_corpus
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    e = TantivyEngine.build((p for f in (data, filler) for p in read_corpus(f)), folder)
+    qs = load_dataset(data)
+    return sum(any(h.title in set(q.supporting_titles) for h in e.search(q.question, 5)) for q in qs) / len(qs)

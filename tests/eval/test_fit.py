@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from helpers import run_cli, shared_path
+from helpers import HOTPOT, run_cli
 from scripted import Reply, ScriptedLM
 from seakr.eval.fit import fit
 from seakr.eval.fitplan import FitPlan
@@ -156,9 +156,14 @@ def test_a_chain_too_small_for_its_maps_and_gate_level_is_refused_before_the_mod
     assert not lm.calls
 
 
-def test_the_command_refuses_a_shared_dev_file_by_id_in_one_line(tmp_path):
-    dev, ids = shared_path("hotpotqa/dev_hard100.hf.jsonl"), shared_path("exclusion_lists/hotpotqa_dev_ids.txt")
-    r = run_cli("fit", "--train", str(dev), "--out", str(tmp_path / "f"), "--dev-ids", str(ids))
+def test_the_command_refuses_a_dev_file_by_id_in_one_line(tmp_path):
+    """A train file holding a question a dev-id list names (as ``exclusion_lists/*_dev_ids.txt`` do) is refused at
+    the door, before any model loads."""
+    from seakr.eval.datasets import load_dataset
+
+    ids = tmp_path / "hotpotqa_dev_ids.txt"
+    ids.write_text("".join(ex.id + "\n" for ex in load_dataset(HOTPOT)[1:3]))
+    r = run_cli("fit", "--train", HOTPOT, "--out", str(tmp_path / "f"), "--dev-ids", str(ids))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "is a dev question" in r.stderr and "hotpotqa_dev_ids.txt" in r.stderr
 

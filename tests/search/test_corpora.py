@@ -33,6 +33,15 @@ def test_real_files(parts, fmt, min_n):
         assert not ps[0].title.startswith('"')
 
 
+def test_real_pooled_corpus_recall(tmp_path):
+    """The real questions' pooled paragraphs plus the real filler, indexed: the question alone finds a gold
+    paragraph in its top 5 for at least 90 % of them (test_tantivy.py holds our fixtures to the same)."""
+    from helpers import pooled_recall_at_5
+
+    hp, filler = shared_path("hotpotqa", "dev_hard100.hf.jsonl"), shared_path("corpus", "wiki_filler1000.flashrag.jsonl")
+    assert pooled_recall_at_5(hp, filler, tmp_path / "pool") >= 0.9
+
+
 @pytest.mark.parametrize("name,fmt,n", [
     ("hotpotqa_mini.official.json", "hotpotqa", 38),
     ("2wiki_mini.flashrag.jsonl", "2wiki", 11),

@@ -194,21 +194,12 @@ def test_missing_foreign_corrupt_and_partial_indexes(idx, tmp_path):
         TantivyEngine(idx.path, check=False)
 
 
-@pytest.mark.parametrize("where", ["fixtures", "shared"])
-def test_pooled_corpus_recall(tmp_path, where):
-    """recall@5 of any gold paragraph with the question as the query, over the questions' pooled
-    paragraphs plus filler (the shared files where present; our fixtures always)."""
-    from helpers import HOTPOT, fixture_path, shared_path
-    from seakr.eval.datasets import load_dataset
+def test_pooled_corpus_recall(tmp_path):
+    """recall@5 of any gold paragraph with the question as the query, over the questions' pooled paragraphs plus
+    filler (our fixtures; the real files' in test_corpora.py)."""
+    from helpers import HOTPOT, fixture_path, pooled_recall_at_5
 
-    if where == "shared":
-        hp, filler = shared_path("hotpotqa", "dev_hard100.hf.jsonl"), shared_path("corpus", "wiki_filler1000.flashrag.jsonl")
-    else:
-        hp, filler = HOTPOT, fixture_path("filler.flashrag.jsonl")
-    e = TantivyEngine.build((p for s in (hp, filler) for p in read_corpus(s)), tmp_path / "pool")
-    qs = load_dataset(hp)
-    hit = sum(any(h.title in set(q.supporting_titles) for h in e.search(q.question, 5)) for q in qs)
-    assert hit / len(qs) >= 0.9
+    assert pooled_recall_at_5(HOTPOT, fixture_path("filler.flashrag.jsonl"), tmp_path / "pool") >= 0.9
 
 
 def test_the_python_api_names_a_bad_passage_or_search_argument(tmp_path):
