@@ -33,12 +33,12 @@ from pathlib import Path
 
 from _common import SHARED, emit
 
-from seakr.eval.datasets import load_2wiki, load_hotpotqa
+from seakr.eval.datasets import load_dataset
 
 LEVEL = 0.5  # the shipped probe gate level for the 0.5B when this rule was written
 BAR, FLOOR = 1.0, 1.0  # F1 points
-RUNS = {"hotpotqa-decide246-every4.json": (load_hotpotqa, "hotpotqa/dev_decide246.hf.jsonl"),
-        "2wiki-train-migres500-every8.json": (load_2wiki, "2wikimultihopqa/train_migres500.official_plus.jsonl")}
+RUNS = {"hotpotqa-decide246-every4.json": "hotpotqa/dev_decide246.hf.jsonl",
+        "2wiki-train-migres500-every8.json": "2wikimultihopqa/train_migres500.official_plus.jsonl"}
 AUX = {"is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "can", "could", "will", "would",
        "should", "shall", "may", "might", "must"}
 LAST_CLAUSE_OR = re.compile(r",\s*[^,]+?\s+or\s+[^,]+\?\s*$", re.IGNORECASE)
@@ -69,9 +69,8 @@ def paired_ci(a: list[float], b: list[float], n: int = 5000, seed: int = 0) -> l
 
 
 def run(folder: Path, name: str) -> dict:
-    load, data = RUNS[name]
     rows = json.loads((folder / name).read_text())["rows"]
-    questions = {ex.id: ex.question for ex in load(str(SHARED / data))}
+    questions = {ex.id: ex.question for ex in load_dataset(SHARED / RUNS[name])}
     out = {v: replay(rows, questions, v) for v in ("shipped", "two_option")}
     two = [r for r in rows if two_options(questions[r["id"]])]
     return {"run": name, "questions": len(rows), "two_option_questions": len(two),
