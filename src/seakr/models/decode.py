@@ -134,6 +134,21 @@ class CacheBackend:
                              use_cache=True, **cache_kwarg(self.model, self.cache))
         return out.logits[:, -1].float(), box.get("state")
 
+    def feed(self, tokens: list[int], pos: int) -> torch.Tensor:
+        """One row: feed several tokens from position ``pos`` in one forward; the fp32 logits after each, (T, V)."""
+        dev = self.mask.device
+        self.mask = torch.cat([self.mask, self.mask.new_ones(1, len(tokens))], 1)
+        out = self.model(input_ids=torch.tensor([tokens], device=dev), attention_mask=self.mask,
+                         position_ids=torch.arange(pos, pos + len(tokens), device=dev)[None], use_cache=True,
+                         **cache_kwarg(self.model, self.cache))
+        return out.logits[0].float()
+
+    def drop(self, n: int) -> None:
+        """Forget the last ``n`` tokens fed (guesses that were wrong)."""
+        if n:
+            self.cache.crop(-n)
+            self.mask = self.mask[:, :-n]
+
     def select(self, keep):
         for layer in self.cache.layers:
             layer.batch_select_indices(keep)

@@ -37,6 +37,7 @@ from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, Ge
                    check_text,
                    check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
+from .lookup import drafts, lookup_decode
 from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
@@ -250,6 +251,8 @@ class HFLanguageModel:
             Default: ``SEAKR_ATTENTION`` or ``"shared"``.
         cuda_graphs: replay each decode call's step from a CUDA graph (graphs.py): ``None`` (default) does
             where the device is CUDA and the fast step applies, unless ``SEAKR_CUDA_GRAPHS=0``; ``False`` never.
+        draft_tokens: how many tokens a greedy call guesses from its prompt and checks in one forward
+            (lookup.py); 0 decodes one token a forward.
         options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
             keywords, held to the same schema, are read where it is not given and override it where it is.
     """
@@ -285,6 +288,7 @@ class HFLanguageModel:
         self.shared_attention = shared
         self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
                                 and self.device.type == "cuda")
+        self.draft_tokens = o.draft_tokens
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "prompt_hits": 0, "decode_steps": 0, "generated_tokens": 0,
@@ -434,6 +438,7 @@ class HFLanguageModel:
             **self.speedups.info(),
             "shared_attention": self.shared_attention,
             "cuda_graphs": self.cuda_graphs,
+            "draft_tokens": self.draft_tokens,
             "threads": self._torch.get_num_threads(),
             "layers": self.num_layers,
             "state_layer": self.state_layer,
@@ -543,7 +548,7 @@ class HFLanguageModel:
             self._check_call(prefilled, max(map(len, groups)), config)  # before the random numbers: (k, T) of them
             streams = uniform_streams(config, len(prompts), self.device)
             results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config,
-                                                                   streams[group])]
+                                                                   streams[group], [prompts[i] for i in group])]
         dt = time.time() - t0
         self.stats["seconds"] += dt
         for r in results:
@@ -559,13 +564,18 @@ class HFLanguageModel:
                              f"the model's {ctx}-token context; lower it (at most {ctx - longest} here)")
         self._check_room(batch * (int(cfg.greedy) + cfg.n), cfg.max_new_tokens)
 
-    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
+    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams, prompts) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop,
                        stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state,
                        greedy_trail=cfg.greedy_trail, end_ids=self.end_ids)
+        if drafts(cfg, prefilled, self.draft_tokens):
+            lookup_decode(CacheBackend(self.model, [], self.pad_id), prefilled[0], book, self.encode(prompts[0]),
+                          self.draft_tokens, self.stats)
+            self.stats["generated_tokens"] += book.generated_tokens
+            return book.generations([prefilled[0].tokens], [prefilled[0].cached])
         if self.cuda_graphs:
             backend = GraphedBackend(self.speedups.fast_step)
         elif self.shared_attention:

@@ -84,6 +84,7 @@ class LoadOptions:
     fast_step: bool = True
     attention: Literal["shared", "hf"] | None = None  # None: SEAKR_ATTENTION, else shared
     cuda_graphs: bool | None = None  # None: SEAKR_CUDA_GRAPHS, else on where it applies
+    draft_tokens: Annotated[Whole, Field(ge=0, le=64)] = 0  # prompt-lookup guesses a greedy step checks (0: off)
 
 
 #: The keywords that load a model rather than configure a method (``SeaKR.from_config(..., threads=2)``).

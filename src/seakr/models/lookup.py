@@ -1,0 +1,83 @@
+"""Prompt-lookup decoding: a greedy call's tokens drafted from its own prompt, checked in one forward.
+
+A greedy continuation in retrieval-augmented QA copies a great deal: a rationale restates a passage's words, an
+answer repeats a title. Where the last few tokens written also occur earlier in the prompt (or in the text
+written so far), the tokens that followed them there are a cheap guess at what comes next. One forward over the
+token just chosen plus ``k`` guessed tokens returns the model's logits after each of them; the guesses are kept
+while each is the argmax of the logits before it, so the text is the one plain greedy decoding writes, up to the
+rounding of a wider matrix product. A step of 11 tokens costs about what a step of one does on a CPU (memory
+bound: 80 against 71 ms for the 0.5B at 800 tokens of context), and on the decision sample about 70 % of the
+tokens written were guessed right, so a call needs about a third of the forwards.
+
+Only a call with one prompt, a greedy row alone and no state to read takes this path (a chain's step, a final
+answer): sampled rows have no single text to guess, and a state at EOS needs the row's own last step.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from .base import GenerationConfig, check_cancelled
+from .prefill import Prefilled
+from .rows import RowBook
+from .sampling import token_stats
+
+NGRAMS = (3, 2, 1)  # the longest match that occurs wins: a longer one is a surer guess
+
+
+def draft(seq: Sequence[int], k: int) -> list[int]:
+    """Up to ``k`` tokens that followed the latest earlier occurrence of ``seq``'s last 3 (else 2, else 1) tokens;
+    none where they occur nowhere before."""
+    for g in NGRAMS:
+        if len(seq) <= g:
+            continue
+        key = list(seq[-g:])
+        for j in range(len(seq) - g - 1, -1, -1):
+            if list(seq[j:j + g]) == key:
+                return list(seq[j + g:j + g + k])
+    return []
+
+
+def drafts(cfg: GenerationConfig, prefilled: Sequence[Prefilled], k: int) -> bool:
+    """Whether a call decodes by prompt lookup: one prompt (its KV in hand, not a sliding-window cache), the
+    greedy row alone, no state read, and drafting on (``k`` > 0)."""
+    return (k > 0 and len(prefilled) == 1 and prefilled[0].cache is None and cfg.greedy and cfg.n == 0
+            and not (cfg.greedy_state or cfg.greedy_trail or cfg.ignore_eos))
+
+
+def lookup_decode(backend, prefilled: Prefilled, book: RowBook, source: list[int], k: int, stats: dict) -> None:
+    """Decode the greedy row of ``book`` to its end; ``source``: the prompt's token ids, where guesses come from;
+    ``backend``: a :class:`~seakr.models.decode.CacheBackend` (it takes several tokens a step and drops the
+    rejected ones)."""
+    backend.start([prefilled], [0], 0)
+    seq, pos, logits = list(source), prefilled.tokens, prefilled.logits[None]
+    while True:
+        check_cancelled()  # a request that timed out stops here, between two forwards
+        if _take(book, logits[0], seq):
+            return
+        guess = draft(seq, k)
+        out = backend.feed(seq[-1:] + guess, pos)  # logits after the token chosen and after each guess
+        stats["decode_steps"] += 1
+        stats["drafted_tokens"] = stats.get("drafted_tokens", 0) + len(guess)
+        pos += 1
+        right = 0
+        while right < len(guess) and int(out[right].argmax()) == guess[right]:
+            right += 1
+            if _take(book, out[right - 1], seq):
+                stats["accepted_tokens"] = stats.get("accepted_tokens", 0) + right
+                return
+        stats["accepted_tokens"] = stats.get("accepted_tokens", 0) + right
+        pos += right
+        backend.drop(len(guess) - right)  # the KV of the guesses that were wrong
+        logits = out[right:right + 1]
+
+
+def _take(book: RowBook, logits: torch.Tensor, seq: list[int]) -> bool:
+    """Record the argmax of ``logits`` as the row's next token (appended to ``seq``); whether the row is done."""
+    nxt = logits.argmax()[None]
+    lse, logprob, entropy = token_stats(logits[None], nxt)
+    _, keep = book.advance(nxt, logprob, entropy, lse)
+    seq.append(int(nxt))
+    return not keep
