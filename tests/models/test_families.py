@@ -211,6 +211,8 @@ def test_a_model_option_of_another_type_is_named_before_the_weights(kwargs, need
     ("SEAKR_ATTENTION", "", "SEAKR_ATTENTION='': expected shared or hf"),  # "attention must be ...": which setting?
     ("SEAKR_ATTENTION", "fast", "SEAKR_ATTENTION='fast': expected shared or hf"),
     ("SEAKR_CUDA_GRAPHS", "off", "SEAKR_CUDA_GRAPHS='off': expected 1 or 0"),  # taken as on, without a word
+    ("SEAKR_DRAFT_TOKENS", "ten", "SEAKR_DRAFT_TOKENS: expected a whole number"),
+    ("SEAKR_DRAFT_TOKENS", "100", "SEAKR_DRAFT_TOKENS: expected a whole number in [0, 64]"),
 ])
 def test_a_setting_from_the_environment_is_named_as_the_variable(monkeypatch, var, value, needle):
     from seakr.models import load_model

@@ -6,8 +6,10 @@ written so far), the tokens that followed them there are a cheap guess at what c
 token just chosen plus ``k`` guessed tokens returns the model's logits after each of them; the guesses are kept
 while each is the argmax of the logits before it, so the text is the one plain greedy decoding writes, up to the
 rounding of a wider matrix product. A step of 11 tokens costs about what a step of one does on a CPU (memory
-bound: 80 against 71 ms for the 0.5B at 800 tokens of context), and on the decision sample about 70 % of the
-tokens written were guessed right, so a call needs about a third of the forwards.
+bound: 80 against 71 ms for the 0.5B at 800 tokens of context), and a chain's calls need about a third of the
+forwards: SeaKR and IRCoT answer twice as fast. Off by default (``draft_tokens``): in bf16 an eleven-token forward
+rounds otherwise than a one-token one, a log-prob moves by up to about 0.05, and a query word at the cut can go
+either way (docs/results.md).
 
 Only a call with one prompt, a greedy row alone and no state to read takes this path (a chain's step, a final
 answer): sampled rows have no single text to guess, and a state at EOS needs the row's own last step.

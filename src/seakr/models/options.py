@@ -53,6 +53,8 @@ Device = Annotated[str, AfterValidator(_device), Said("a device (cpu, cuda, cuda
 #: A 0-based decoder layer.
 Layer = Annotated[Whole, Field(ge=0)]
 StateSource = Literal[STATE_SOURCES]
+#: How many tokens a greedy call guesses from its prompt a forward (0: none).
+DraftTokens = Annotated[Whole, Field(ge=0, le=64)]
 
 
 def _unknown_option(cls: type, names: list[str]) -> str:
@@ -84,7 +86,7 @@ class LoadOptions:
     fast_step: bool = True
     attention: Literal["shared", "hf"] | None = None  # None: SEAKR_ATTENTION, else shared
     cuda_graphs: bool | None = None  # None: SEAKR_CUDA_GRAPHS, else on where it applies
-    draft_tokens: Annotated[Whole, Field(ge=0, le=64)] = 0  # prompt-lookup guesses a greedy step checks (0: off)
+    draft_tokens: DraftTokens | None = None  # None: SEAKR_DRAFT_TOKENS, else 0 (off)
 
 
 #: The keywords that load a model rather than configure a method (``SeaKR.from_config(..., threads=2)``).
