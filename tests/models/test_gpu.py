@@ -153,3 +153,16 @@ def test_a_greedy_method_gives_the_cpu_answer(long_pair, engine, question):
     cpu, gpu = long_pair
     a, b = (build_method("cot", lm, engine, max_new_tokens=12).answer(question) for lm in (cpu, gpu))
     assert a.answer == b.answer
+
+
+def test_drafted_greedy_tokens_match_the_cpu(pair, monkeypatch):
+    """Prompt-lookup decoding on the device (the cache path, several tokens a forward) writes the CPU's tokens."""
+    cpu, gpu = pair
+    cfg = GenerationConfig(n=0, max_new_tokens=24)
+    prompts = [p + " " + p for p in P]  # a repeated prompt, so guesses are drawn and some kept
+    monkeypatch.setattr(gpu, "draft_tokens", 8)
+    for p in prompts:
+        a, b = cpu.generate([p], cfg)[0].greedy, gpu.generate([p], cfg)[0].greedy
+        assert a.token_ids == b.token_ids
+        assert np.allclose(a.logprobs, b.logprobs, atol=1e-3)
+    assert gpu.stats.get("drafted_tokens", 0) > 0
