@@ -10,8 +10,9 @@ The rule, fixed before this ran: ``draft_tokens = 10`` becomes the default if, f
 with drafting is at most 1.0 below its F1 without, and its mean seconds a question drop. The seconds ratio SeaKR /
 IRCoT is printed for both runs and decides nothing.
 
-Usage: python benchmarks/lookup_decode.py [--data FILE] [--every 4] [--limit 62] [--precision auto] [--out FILE].
-Prints one JSON line; ``--out`` keeps per-question rows (ids, predictions, F1, seconds; no question text).
+Usage: python benchmarks/lookup_decode.py [--data FILE] [--every 4] [--limit 62] [--precision auto] [--out FILE],
+or ``--decide RUN.json`` (the rule over a run's kept rows). Prints one JSON line; ``--out`` keeps per-question rows
+(ids, predictions, F1, seconds; no question text).
 """
 
 import argparse
@@ -63,7 +64,11 @@ def main():
     ap = argparse.ArgumentParser()
     decision_args(ap, limit=62)
     ap.set_defaults(precision="auto")
+    ap.add_argument("--decide", default=None, metavar="RUN.json", help="apply the rule to a run's kept rows")
     a = ap.parse_args()
+    if a.decide:
+        emit(summary(json.load(open(a.decide))["rows"]), None)
+        return
     full, engine, lm = pooled_setup(a)
     methods = {n: build_method(n, lm, engine, **method_options(n, {}, a.family)) for n in METHODS}
     rows = []

@@ -103,6 +103,18 @@ def test_the_shipped_gate_level_is_the_one_its_decision_replays_to():
     assert SelfKnowledge("qwen2.5-coder-0.5b").gate_p("probe")[0] == now["level"] == 0.5
 
 
+def test_drafting_is_off_by_default_as_its_decision_says():
+    """Prompt-lookup decoding's verdict (``benchmarks/lookup_decode.py --decide``) replays from its committed rows,
+    and the package ships what it says: not adopted, so ``draft_tokens`` is unset (0 unless SEAKR_DRAFT_TOKENS)."""
+    from seakr.models.options import LoadOptions
+
+    run = RESULTS / "lookup-decode-qwen" / "decide.json"
+    now = _benchmark("lookup_decode.py", "--decide", str(run))
+    committed = json.loads(run.read_text())
+    assert now == {k: committed[k] for k in now}
+    assert now["adopt"] is False and LoadOptions().draft_tokens is None
+
+
 def _benchmark(script: str, *args: str) -> dict:
     """What a benchmark script under ``benchmarks/`` prints (one JSON object), run as its users run it."""
     import subprocess
