@@ -61,8 +61,8 @@ def cmd_uncertainty(args) -> int:
     scores = U.all_scores(g, args.alpha)
     if args.prompt_estimator:
         scores["prompt"] = sufficiency(lm, prompt, prompt.strip())
-    if args.json:  # strict JSON: +inf ("uncertain": nothing to measure) is null, with the reason beside it (it
-        # printed the bare token Infinity, which jq and JSON.parse refuse)
+    if args.json:  # strict JSON: +inf ("uncertain": nothing to measure) is null, with the reason beside it (the
+        # bare token Infinity is refused by jq and JSON.parse)
         print(json.dumps({"greedy": g.greedy.to_dict(), "scores": {k: u_to_json(v) for k, v in scores.items()},
                           "uncertain": {k: why_inf(k, g).strip(" ()") or "no value" for k, v in scores.items()
                                         if not math.isfinite(v)},

@@ -19,8 +19,8 @@ import zipfile
 import glob
 
 
-#: The longest line a one-record-per-line file may hold: no passage or question comes near it, and a stream
-#: with no line breaks at all (/dev/zero as a corpus, a binary file) had been read whole into memory
+#: The longest line a one-record-per-line file may hold: no passage or question comes near it, and without a bound
+#: a stream with no line breaks at all (/dev/zero as a corpus, a binary file) would be read whole into memory
 MAX_LINE = 256 << 20
 
 

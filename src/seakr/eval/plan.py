@@ -270,8 +270,8 @@ class EvalPlan:
         if self.shard:
             i, n = parse_shard(self.shard)
             chosen = chosen[i::n]
-        # the file's family, not the shard's first question's: a shard without questions took the file's name
-        # ("bom.jsonl" -> hotpotqa) and its config then differed from its siblings' where `merge` compares them
+        # the file's family, not the shard's first question's: a shard without questions has none to name it, and
+        # every shard's config must agree where `merge` compares them
         return Selection(chosen, full, family_for(full[0].dataset), order_of)
 
     def ensure_index(self, sel: Selection, progress: bool = True) -> str:

@@ -54,7 +54,7 @@ class SettingError(PlanError):
 
 
 def _a_model(v: str) -> str:
-    if not v.strip():  # read as the default model, without a word
+    if not v.strip():  # else read as the default model, without a word
         raise ValueError("empty; name a model, or leave it out for the default")
     return v
 

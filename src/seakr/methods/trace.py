@@ -170,8 +170,8 @@ class Answer:
             # no U: +inf ("uncertain") where a threshold was to judge a step that has none (an empty
             # pseudo-step retrieves as SeaKR's U=+inf); "-" where no threshold judged it (a method that
             # scores no steps, or a chain past a knowledge check, where every step retrieves)
-            # a step that decided to retrieve has its query, whether or not a new passage came of it (it read
-            # "no-retr." where the search found nothing new and the chain stopped)
+            # a step that decided to retrieve has its query, whether or not a new passage came of it (a search
+            # that found nothing new, after which the chain stopped, still retrieved)
             decided = bool(s["retrieved"] or s["query"])
             inf = s["threshold"] is not None and (s.get("pseudo") or decided)
             u = ("inf" if inf else "-") if s["u"] is None else f"{s['u']:.2f}"

@@ -12,7 +12,7 @@ def model_path(name: "str | os.PathLike") -> str:
     """A model's name or path as text (a ``pathlib.Path`` too); any other type refused in one line."""
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model: expected a registry name, a .gguf file or a model folder, got {type(name).__name__}")
-    if not os.fspath(name).strip():  # read as the default model, without a word
+    if not os.fspath(name).strip():  # else read as the default model, without a word
         raise ValueError("model: empty; name a model, or leave it out for the default")
     return os.fspath(name)
 

@@ -241,10 +241,9 @@ def reaches_every_layer(model) -> bool:
 
 def has_sliding_window(cfg) -> bool:
     """Whether some layer attends over a window of the last tokens only: as its ``layer_types`` say, or, for
-    configs without them, as a ``sliding_window`` its attention applies does (Mistral-7B-v0.1's 4096: our full
-    attention answered otherwise than transformers once a prompt ran past the window). Any layer kind but full
-    attention counts: Llama 4's ``chunked_attention`` layers attend within chunks, and our full attention
-    answered otherwise past the first chunk."""
+    configs without them, as a ``sliding_window`` its attention applies does (Mistral-7B-v0.1's 4096: past the
+    window, full attention is another model's). Any layer kind but full attention counts: Llama 4's
+    ``chunked_attention`` layers attend within chunks, which full attention does not."""
     types = getattr(cfg, "layer_types", None)
     if types:
         return any(t != "full_attention" for t in types)

@@ -383,12 +383,12 @@ class HFLanguageModel:
     def encode(self, text: str, special: bool = True) -> list[int]:
         ids = self.tokenizer.encode(text, add_special_tokens=special)
         bos = self.tokenizer.bos_token_id
-        # a chat template writes the BOS into the text (Gemma, Llama 3) and the tokenizer adds its own: the model
-        # read every chat prompt after two BOS tokens, a start it never saw in training
+        # a chat template writes the BOS into the text (Gemma, Llama 3) and the tokenizer adds its own: two BOS
+        # tokens are a start the model never saw in training, so one goes
         if special and bos is not None and ids[:2] == [bos, bos] and text.startswith(self.tokenizer.bos_token):
             ids = ids[1:]
-        # a tokenizer set to append its EOS (add_eos_token in some Llama-2 fine-tunes) ended every prompt there,
-        # and the model continued a text it had been told was over
+        # a tokenizer set to append its EOS (add_eos_token in some Llama-2 fine-tunes) would end every prompt there,
+        # telling the model the text is over before it continues it
         if special and ids and self._appends_eos:
             ids = ids[:-1]
         return ids

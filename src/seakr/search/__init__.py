@@ -19,7 +19,7 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     if not isinstance(spec, (str, os.PathLike)):
         raise TypeError(f"index: expected an index folder or an http(s):// URL, got {type(spec).__name__}")
     spec = user_path(spec)
-    if not spec.strip():  # read as the working folder, whose error then named "." instead of the mistake
+    if not spec.strip():  # else read as the working folder, and the error would name "." instead of the mistake
         raise SearchError("index: an empty path; name the index folder or URL")
     if spec == "-":  # "-: no index here": a corpus piped in is indexed by `index build -`, then named
         raise SearchError("index -: standard input is not read as an index; index it first (seakr index build - "
