@@ -90,3 +90,19 @@ def test_the_packaged_model_drafts_a_copied_answer_to_the_same_text(smol, monkey
     plain, fast, right = _both(smol, monkeypatch, prompt, GenerationConfig(n=0, max_new_tokens=40, stop=("\n",)))
     _same(plain, fast)
     assert right > 0
+
+
+def test_the_setting_comes_from_the_keyword_else_the_environment(tiny_lm, monkeypatch):
+    import copy
+
+    from seakr.models.hf import HFLanguageModel
+
+    def load(**kw):
+        return HFLanguageModel(_modules=(copy.deepcopy(tiny_lm.model), tiny_lm.tokenizer), dtype="float32", threads=1,
+                               **kw)
+
+    monkeypatch.delenv("SEAKR_DRAFT_TOKENS", raising=False)
+    assert load().draft_tokens == 0  # off unless asked
+    monkeypatch.setenv("SEAKR_DRAFT_TOKENS", "4")
+    assert load().info()["draft_tokens"] == 4
+    assert load(draft_tokens=0).draft_tokens == 0  # the keyword wins over the environment

@@ -271,9 +271,9 @@ class HFLanguageModel:
         attention = o.attention or _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
         cuda_graphs = o.cuda_graphs if o.cuda_graphs is not None else \
             _env_choice("SEAKR_CUDA_GRAPHS", ("1", "0"), default="1") == "1"
-        env = os.environ.get("SEAKR_DRAFT_TOKENS")
+        env = os.environ.get("SEAKR_DRAFT_TOKENS", "0")  # text: its digits are the number
         draft = o.draft_tokens if o.draft_tokens is not None else \
-            check_type(DraftTokens, env, "SEAKR_DRAFT_TOKENS") if env else 0
+            check_type(DraftTokens, int(env) if env.strip().isdecimal() else env, "SEAKR_DRAFT_TOKENS")
         import torch
 
         self._torch = torch
