@@ -10,6 +10,11 @@ The rule, fixed before this ran: ``draft_tokens = 10`` becomes the default if, f
 with drafting is at most 1.0 below its F1 without, and its mean seconds a question drop. The seconds ratio SeaKR /
 IRCoT is printed for both runs and decides nothing.
 
+In bf16 (``--precision auto`` on an AMX CPU) it was not adopted: bf16's rounding moved 8 and 5 of 62 answers.
+In float32 an eleven-token forward rounds as a one-token one does to about 1e-5, so there the same text and
+log-probs are expected. The same rule, fixed before that run, decides a default for models that compute in float32
+alone (``auto`` on a CPU without native bf16, or ``--precision fp32``): ``--precision fp32``, the same questions.
+
 Usage: python benchmarks/lookup_decode.py [--data FILE] [--every 4] [--limit 62] [--precision auto] [--out FILE],
 or ``--decide RUN.json`` (the rule over a run's kept rows). Prints one JSON line; ``--out`` keeps per-question rows
 (ids, predictions, F1, seconds; no question text).
