@@ -103,16 +103,20 @@ def test_the_shipped_gate_level_is_the_one_its_decision_replays_to():
     assert SelfKnowledge("qwen2.5-coder-0.5b").gate_p("probe")[0] == now["level"] == 0.5
 
 
-def test_drafting_is_off_by_default_as_its_decision_says():
-    """Prompt-lookup decoding's verdict (``benchmarks/lookup_decode.py --decide``) replays from its committed rows,
-    and the package ships what it says: not adopted, so ``draft_tokens`` is unset (0 unless SEAKR_DRAFT_TOKENS)."""
-    from seakr.models.options import LoadOptions
+def test_drafting_defaults_to_what_its_decisions_say():
+    """Prompt-lookup decoding's verdicts (``benchmarks/lookup_decode.py --decide``) replay from their committed
+    rows, and the package ships what they say: off in bf16 (not adopted), on in float32 (adopted)."""
+    from seakr.models.lookup import FLOAT32_DRAFT, default_draft
 
-    run = RESULTS / "lookup-decode-qwen" / "decide.json"
-    now = _benchmark("lookup_decode.py", "--decide", str(run))
-    committed = json.loads(run.read_text())
-    assert now == {k: committed[k] for k in now}
-    assert now["adopt"] is False and LoadOptions().draft_tokens is None
+    verdict = {}
+    for name, precision in (("decide.json", "bfloat16"), ("decide-fp32.json", "float32")):
+        run = RESULTS / "lookup-decode-qwen" / name
+        now = _benchmark("lookup_decode.py", "--decide", str(run))
+        committed = json.loads(run.read_text())
+        assert now == {k: committed[k] for k in now} and committed["precision"] == precision
+        verdict[precision] = now["adopt"]
+    assert verdict == {"bfloat16": False, "float32": True}
+    assert default_draft("bfloat16") == 0 and default_draft("float32") == FLOAT32_DRAFT == committed["draft_tokens"]
 
 
 def _benchmark(script: str, *args: str) -> dict:

@@ -97,12 +97,12 @@ def test_the_setting_comes_from_the_keyword_else_the_environment(tiny_lm, monkey
 
     from seakr.models.hf import HFLanguageModel
 
-    def load(**kw):
-        return HFLanguageModel(_modules=(copy.deepcopy(tiny_lm.model), tiny_lm.tokenizer), dtype="float32", threads=1,
-                               **kw)
+    def load(dtype="float32", **kw):
+        return HFLanguageModel(_modules=(copy.deepcopy(tiny_lm.model), tiny_lm.tokenizer), dtype=dtype, threads=1, **kw)
 
     monkeypatch.delenv("SEAKR_DRAFT_TOKENS", raising=False)
-    assert load().draft_tokens == 0  # off unless asked
+    assert load().draft_tokens == 10  # on in float32, where it writes the same text
+    assert load("bfloat16").draft_tokens == 0  # off where bf16's rounding moves answers
     monkeypatch.setenv("SEAKR_DRAFT_TOKENS", "4")
     assert load().info()["draft_tokens"] == 4
     assert load(draft_tokens=0).draft_tokens == 0  # the keyword wins over the environment

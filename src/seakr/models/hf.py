@@ -37,7 +37,7 @@ from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, Ge
                    check_text,
                    check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
-from .lookup import drafts, lookup_decode
+from .lookup import default_draft, drafts, lookup_decode
 from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
@@ -253,8 +253,9 @@ class HFLanguageModel:
         cuda_graphs: replay each decode call's step from a CUDA graph (graphs.py): ``None`` (default) does
             where the device is CUDA and the fast step applies, unless ``SEAKR_CUDA_GRAPHS=0``; ``False`` never.
         draft_tokens: how many tokens a greedy call guesses from its prompt and checks in one forward
-            (lookup.py): about twice as fast on a CPU, the same text up to bf16's rounding (which can move a word
-            across the query's cut). Default: ``SEAKR_DRAFT_TOKENS`` or 0, one token a forward.
+            (lookup.py): the same text up to the rounding of a wider product. Default: ``SEAKR_DRAFT_TOKENS``, else
+            10 where the model computes in float32 (the same answers) and 0 elsewhere (in bf16 the rounding moves
+            a word across the query's cut now and then).
         options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
             keywords, held to the same schema, are read where it is not given and override it where it is.
     """
@@ -271,8 +272,8 @@ class HFLanguageModel:
         attention = o.attention or _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
         cuda_graphs = o.cuda_graphs if o.cuda_graphs is not None else \
             _env_choice("SEAKR_CUDA_GRAPHS", ("1", "0"), default="1") == "1"
-        env = os.environ.get("SEAKR_DRAFT_TOKENS", "0")  # text: its digits are the number
-        draft = o.draft_tokens if o.draft_tokens is not None else \
+        env = os.environ.get("SEAKR_DRAFT_TOKENS")  # text: its digits are the number; None: by the precision
+        draft = o.draft_tokens if o.draft_tokens is not None or env is None else \
             check_type(DraftTokens, int(env) if env.strip().isdecimal() else env, "SEAKR_DRAFT_TOKENS")
         import torch
 
@@ -293,7 +294,7 @@ class HFLanguageModel:
         self.shared_attention = shared
         self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
                                 and self.device.type == "cuda")
-        self.draft_tokens = draft
+        self.draft_tokens = draft if draft is not None else default_draft(self.precision)
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "prompt_hits": 0, "decode_steps": 0, "generated_tokens": 0,
