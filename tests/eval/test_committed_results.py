@@ -117,6 +117,7 @@ def test_drafting_defaults_to_what_its_decisions_say():
         verdict[precision] = now["adopt"]
     assert verdict == {"bfloat16": False, "float32": True}
     assert default_draft("bfloat16") == 0 and default_draft("float32") == FLOAT32_DRAFT == committed["draft_tokens"]
+    assert default_draft("float32", "cuda") == 0  # measured on a CPU only
 
 
 def _benchmark(script: str, *args: str) -> dict:

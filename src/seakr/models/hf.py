@@ -254,8 +254,8 @@ class HFLanguageModel:
             where the device is CUDA and the fast step applies, unless ``SEAKR_CUDA_GRAPHS=0``; ``False`` never.
         draft_tokens: how many tokens a greedy call guesses from its prompt and checks in one forward
             (lookup.py): the same text up to the rounding of a wider product. Default: ``SEAKR_DRAFT_TOKENS``, else
-            10 where the model computes in float32 (the same answers) and 0 elsewhere (in bf16 the rounding moves
-            a word across the query's cut now and then).
+            10 on a CPU computing in float32 (the same answers) and 0 elsewhere (in bf16 the rounding moves a word
+            across the query's cut now and then; on a GPU the one-token step is a CUDA graph's).
         options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
             keywords, held to the same schema, are read where it is not given and override it where it is.
     """
@@ -294,7 +294,7 @@ class HFLanguageModel:
         self.shared_attention = shared
         self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
                                 and self.device.type == "cuda")
-        self.draft_tokens = draft if draft is not None else default_draft(self.precision)
+        self.draft_tokens = draft if draft is not None else default_draft(self.precision, self.device.type)
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "prompt_hits": 0, "decode_steps": 0, "generated_tokens": 0,

@@ -7,7 +7,7 @@ token just chosen plus ``k`` guessed tokens returns the model's logits after eac
 while each is the argmax of the logits before it, so the text is the one plain greedy decoding writes, up to the
 rounding of a wider matrix product. A step of 11 tokens costs about what a step of one does on a CPU (memory
 bound: 80 against 71 ms for the 0.5B at 800 tokens of context in bf16), and a chain's calls need about a third of
-the forwards. On by default where the model computes in float32: there an eleven-token forward rounds as a
+the forwards. On by default on a CPU computing in float32: there an eleven-token forward rounds as a
 one-token one does, and on the decision sample every answer was the same, at 1.12-1.15x the speed (less than in bf16:
 a wider forward costs more in float32). Off in bf16, where it is twice as fast but a log-prob moves by up to about 0.05,
 and a query word at the cut can go either way (docs/results.md).
@@ -31,9 +31,11 @@ NGRAMS = (3, 2, 1)  # the longest match that occurs wins: a longer one is a sure
 FLOAT32_DRAFT = 10  # the default guesses a step where the model computes in float32 (benchmarks/lookup_decode.py)
 
 
-def default_draft(precision: str) -> int:
-    """``draft_tokens`` where neither the caller nor ``SEAKR_DRAFT_TOKENS`` set it: on in float32 only."""
-    return FLOAT32_DRAFT if precision == "float32" else 0
+def default_draft(precision: str, device: str = "cpu") -> int:
+    """``draft_tokens`` where neither the caller nor ``SEAKR_DRAFT_TOKENS`` set it: on for a CPU computing in float32,
+    where it was measured; a GPU's one-token step replays a CUDA graph, which a wider forward would give up, so it
+    stays off there unless asked."""
+    return FLOAT32_DRAFT if precision == "float32" and device == "cpu" else 0
 
 
 def draft(seq: Sequence[int], k: int) -> list[int]:

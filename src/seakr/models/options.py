@@ -86,7 +86,7 @@ class LoadOptions:
     fast_step: bool = True
     attention: Literal["shared", "hf"] | None = None  # None: SEAKR_ATTENTION, else shared
     cuda_graphs: bool | None = None  # None: SEAKR_CUDA_GRAPHS, else on where it applies
-    draft_tokens: DraftTokens | None = None  # None: SEAKR_DRAFT_TOKENS, else 10 in float32 and 0 otherwise
+    draft_tokens: DraftTokens | None = None  # None: SEAKR_DRAFT_TOKENS, else 10 on a float32 CPU, else 0
 
 
 #: The keywords that load a model rather than configure a method (``SeaKR.from_config(..., threads=2)``).
