@@ -298,6 +298,7 @@ class HFLanguageModel:
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "prompt_hits": 0, "decode_steps": 0, "generated_tokens": 0,
+                      "drafted_tokens": 0, "accepted_tokens": 0,
                       "calls": 0, "prefill_seconds": 0.0, "seconds": 0.0}
         self._lock = threading.RLock()  # see _exclusive
         self.prefill = Prefiller(self.model, self.encode, in_place=shared, keep_cache=self._sliding,
@@ -554,12 +555,20 @@ class HFLanguageModel:
             self._check_call(prefilled, max(map(len, groups)), config)  # before the random numbers: (k, T) of them
             streams = uniform_streams(config, len(prompts), self.device)
             results = [g for group in groups for g in self._decode([prefilled[i] for i in group], config,
-                                                                   streams[group], [prompts[i] for i in group])]
+                                                                   streams[group])]
         dt = time.time() - t0
         self.stats["seconds"] += dt
         for r in results:
             r.seconds = dt / max(1, len(results))
         return results
+
+    def _backend(self):
+        """The one-token step of this model's decode calls: a CUDA graph's, the shared-prefix one, or transformers'."""
+        if self.cuda_graphs:
+            return GraphedBackend(self.speedups.fast_step)
+        if self.shared_attention:
+            return SharedPrefixBackend(self.model, self._tap_modules(), self.speedups.fast_step)
+        return CacheBackend(self.model, self._tap_modules(), self.pad_id)
 
     def _check_call(self, prefilled: list[Prefilled], batch: int, cfg: GenerationConfig) -> None:
         """A call the model's context or the device cannot hold, refused before any decoding (``batch``: the most
@@ -570,7 +579,7 @@ class HFLanguageModel:
                              f"the model's {ctx}-token context; lower it (at most {ctx - longest} here)")
         self._check_room(batch * (int(cfg.greedy) + cfg.n), cfg.max_new_tokens)
 
-    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams, prompts) -> list[Generation]:
+    def _decode(self, prefilled: list[Prefilled], cfg: GenerationConfig, streams) -> list[Generation]:
         kinds = ([True] if cfg.greedy else []) + [False] * cfg.n
         detok = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
         book = RowBook(len(prefilled), kinds, with_states=cfg.with_states, stops=cfg.stop,
@@ -578,16 +587,8 @@ class HFLanguageModel:
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state,
                        greedy_trail=cfg.greedy_trail, end_ids=self.end_ids)
         if drafts(cfg, prefilled, self.draft_tokens):
-            lookup_decode(CacheBackend(self.model, [], self.pad_id), prefilled[0], book, self.encode(prompts[0]),
-                          self.draft_tokens, self.stats)
-            self.stats["generated_tokens"] += book.generated_tokens
-            return book.generations([prefilled[0].tokens], [prefilled[0].cached])
-        if self.cuda_graphs:
-            backend = GraphedBackend(self.speedups.fast_step)
-        elif self.shared_attention:
-            backend = SharedPrefixBackend(self.model, self._tap_modules(), self.speedups.fast_step)
+            lookup_decode(CacheBackend(self.model, [], self.pad_id), prefilled[0], book, self.draft_tokens, self.stats)
         else:
-            backend = CacheBackend(self.model, self._tap_modules(), self.pad_id)
-        decode(backend, prefilled, book, cfg, streams, self.stats)
+            decode(self._backend(), prefilled, book, cfg, streams, self.stats)
         self.stats["generated_tokens"] += book.generated_tokens
         return book.generations([p.tokens for p in prefilled], [p.cached for p in prefilled])

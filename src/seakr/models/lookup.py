@@ -58,35 +58,30 @@ def drafts(cfg: GenerationConfig, prefilled: Sequence[Prefilled], k: int) -> boo
             and not (cfg.greedy_state or cfg.greedy_trail or cfg.ignore_eos))
 
 
-def lookup_decode(backend, prefilled: Prefilled, book: RowBook, source: list[int], k: int, stats: dict) -> None:
-    """Decode the greedy row of ``book`` to its end; ``source``: the prompt's token ids, where guesses come from;
+def lookup_decode(backend, prefilled: Prefilled, book: RowBook, k: int, stats: dict) -> None:
+    """Decode the greedy row of ``book`` to its end, guessing from the prompt's tokens (``prefilled.ids``);
     ``backend``: a :class:`~seakr.models.decode.CacheBackend` (it takes several tokens a step and drops the
     rejected ones)."""
     backend.start([prefilled], [0], 0)
-    seq, pos, logits = list(source), prefilled.tokens, prefilled.logits[None]
-    while True:
+    seq, pos, logits, done = list(prefilled.ids), prefilled.tokens, prefilled.logits, False
+    while not (done or _take(book, logits, seq)):
         check_cancelled()  # a request that timed out stops here, between two forwards
-        if _take(book, logits[0], seq):
-            return
         guess = draft(seq, k)
         out = backend.feed(seq[-1:] + guess, pos)  # logits after the token chosen and after each guess
-        stats["decode_steps"] += 1
-        stats["drafted_tokens"] = stats.get("drafted_tokens", 0) + len(guess)
-        pos += 1
         right = 0
-        while right < len(guess) and int(out[right].argmax()) == guess[right]:
+        while not done and right < len(guess) and int(out[right].argmax()) == guess[right]:
             right += 1
-            if _take(book, out[right - 1], seq):
-                stats["accepted_tokens"] = stats.get("accepted_tokens", 0) + right
-                return
-        stats["accepted_tokens"] = stats.get("accepted_tokens", 0) + right
-        pos += right
+            done = _take(book, out[right - 1], seq)
+        stats["decode_steps"] += 1
+        stats["drafted_tokens"] += len(guess)
+        stats["accepted_tokens"] += right
+        pos += 1 + right
         backend.drop(len(guess) - right)  # the KV of the guesses that were wrong
-        logits = out[right:right + 1]
+        logits = out[right]
 
 
 def _take(book: RowBook, logits: torch.Tensor, seq: list[int]) -> bool:
-    """Record the argmax of ``logits`` as the row's next token (appended to ``seq``); whether the row is done."""
+    """Record the argmax of ``logits`` (V,) as the row's next token (appended to ``seq``); whether the row is done."""
     nxt = logits.argmax()[None]
     lse, logprob, entropy = token_stats(logits[None], nxt)
     _, keep = book.advance(nxt, logprob, entropy, lse)

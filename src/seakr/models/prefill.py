@@ -60,6 +60,7 @@ class Prefilled:
     logits: torch.Tensor  # (vocab,) float32 logits at the last prompt position
     kv: list[LayerKV] | None = None  # the prompt's keys/values per layer
     cache: Any = None  # a transformers cache instead of ``kv`` (sliding-window models decode through it)
+    ids: list[int] | None = None  # the prompt's tokens (a drafted call's guesses come from them)
 
     def layer_kv(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
         """One layer's (K, V) as single tensors (segments joined)."""
@@ -215,13 +216,18 @@ class Prefiller:
 
     def __call__(self, prompt: str, prefix: str | None, shared: PrefixEntry | None = None) -> Prefilled:
         """``shared``: the KV of a longer prefix this call's prompts have in common (:meth:`extend`)."""
+        ids = self.encode(prompt, True)
+        done = self._prefill(prompt, ids, prefix, shared)
+        done.ids = ids
+        return done
+
+    def _prefill(self, prompt: str, ids: list[int], prefix: str | None, shared: PrefixEntry | None) -> Prefilled:
         # sliding-window layers keep only a window of the prefix: no prefix reuse for those models
         if not prefix or self.keep_cache:
-            return self.whole(self.encode(prompt, True))
+            return self.whole(ids)
         if not prompt.startswith(prefix):
             raise ValueError("prompt does not start with the given prefix")
         entry = shared if shared is not None and prompt.startswith(shared.text) else self.prefix(prefix)
-        ids = self.encode(prompt, True)
         self._fits(len(ids))
         entry, rest = self._best(entry, ids)
         P = len(entry.ids)
