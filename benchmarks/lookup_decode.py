@@ -46,15 +46,19 @@ def answer(m, lm, ex, k: int) -> dict:
 
 
 def summary(rows: list[dict]) -> dict:
+    from seakr.eval.metrics import paired_bootstrap
+
     out = {}
     for name in METHODS:
         rs = [r for r in rows if r["method"] == name]
         f1 = {k: 100 * statistics.mean(r[k]["f1"] for r in rs) for k in ("off", "on")}
+        ci = paired_bootstrap([r["on"]["f1"] for r in rs], [r["off"]["f1"] for r in rs])["ci95"]
         secs = {k: statistics.mean(r[k]["seconds"] for r in rs) for k in ("off", "on")}
         out[name] = {"f1_off": round(f1["off"], 1), "f1_on": round(f1["on"], 1),
                      "seconds_off": round(secs["off"], 2), "seconds_on": round(secs["on"], 2),
                      "speedup": round(secs["off"] / secs["on"], 2),
                      "same_prediction": sum(r["off"]["prediction"] == r["on"]["prediction"] for r in rs),
+                     "on_minus_off_ci": [round(100 * x, 1) for x in ci],
                      "passes": f1["on"] >= f1["off"] - MOVE and secs["on"] < secs["off"]}
     out["seakr_over_ircot"] = {k: round(out["seakr"][f"seconds_{k}"] / out["ircot"][f"seconds_{k}"], 2)
                                for k in ("off", "on")}

@@ -25,7 +25,6 @@ decision files under ``../shared/data``. Prints one JSON line.
 """
 
 import json
-import random
 import re
 import statistics
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 from _common import SHARED, emit
 
 from seakr.eval.datasets import load_dataset
+from seakr.eval.metrics import paired_bootstrap
 
 LEVEL = 0.5  # the shipped probe gate level for the 0.5B when this rule was written
 BAR, FLOOR = 1.0, 1.0  # F1 points
@@ -60,12 +60,9 @@ def replay(rows: list[dict], questions: dict[str, str], variant: str) -> dict:
             "seconds": round(statistics.mean(secs), 2), "per_question": f1}
 
 
-def paired_ci(a: list[float], b: list[float], n: int = 5000, seed: int = 0) -> list[float]:
-    """95 % bootstrap interval of mean(b - a) in F1 points."""
-    rng = random.Random(seed)
-    d = [y - x for x, y in zip(a, b)]
-    means = sorted(statistics.mean(rng.choices(d, k=len(d))) for _ in range(n))
-    return [round(100 * means[int(0.025 * n)], 1), round(100 * means[int(0.975 * n)], 1)]
+def paired_ci(a: list[float], b: list[float]) -> list[float]:
+    """95 % paired bootstrap interval of mean(b - a), in F1 points."""
+    return [round(100 * x, 1) for x in paired_bootstrap(b, a)["ci95"]]
 
 
 def run(folder: Path, name: str) -> dict:
