@@ -37,6 +37,7 @@ from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, Ge
                    check_text,
                    check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
+from .head import default_exact, install as install_exact_head
 from .lookup import default_draft, drafts, lookup_decode
 from . import graphs
 from .graphs import GraphedBackend
@@ -256,6 +257,8 @@ class HFLanguageModel:
             (lookup.py): the same text up to the rounding of a wider product. Default: ``SEAKR_DRAFT_TOKENS``, else
             10 on a CPU computing in float32 (the same answers) and 0 elsewhere (in bf16 the rounding moves a word
             across the query's cut now and then; on a GPU the one-token step is a CUDA graph's).
+        exact_logits: recompute a 16-bit model's likeliest logits in float32 (head.py): a greedy choice and a
+            log-prob are then the float32 product's of the same hidden state. Default: ``head.default_exact``.
         options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
             keywords, held to the same schema, are read where it is not given and override it where it is.
     """
@@ -288,6 +291,8 @@ class HFLanguageModel:
         self._load(model, _modules)
         self._setup_state(o.state_layer, o.state_source)
         shared = attention == "shared" and install(self.model)
+        exact = o.exact_logits if o.exact_logits is not None else default_exact(self.precision, self.device.type)
+        self.exact_head = install_exact_head(self.model) if exact else None  # before packing frees the head's weight
         self.speedups = speedups.apply(self.model, state_layer=self.state_layer, state_source=o.state_source,
                                        shared_attention=shared, packed_linear=o.packed_linear, fast_step=o.fast_step,
                                        int8=self.precision == "int8")
@@ -446,6 +451,7 @@ class HFLanguageModel:
             "shared_attention": self.shared_attention,
             "cuda_graphs": self.cuda_graphs,
             "draft_tokens": self.draft_tokens,
+            "exact_logits": self.exact_head is not None,
             "threads": self._torch.get_num_threads(),
             "layers": self.num_layers,
             "state_layer": self.state_layer,
@@ -522,7 +528,7 @@ class HFLanguageModel:
             cfg._attn_implementation = "eager"  # the only implementation that returns weights
             try:
                 out = self.model(input_ids=torch.tensor([ids], device=self.device), output_attentions=True,
-                                 use_cache=False)
+                                 use_cache=False, logits_to_keep=1)  # its attention is read, not its logits
             finally:
                 cfg._attn_implementation = impl
         return ids, out.attentions[-1][0].float().mean(0).cpu().numpy()
