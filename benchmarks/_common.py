@@ -65,16 +65,16 @@ def pooled_args(ap, data: str, precision: str = "auto") -> None:
     ap.add_argument("--filler", default=str(SHARED / "corpus" / "wiki_filler1000.flashrag.jsonl"))
 
 
-def pooled_setup(a):
-    """(every question of ``a.data``, a search engine over its pooled paragraphs + ``a.filler``, the model): the
-    index is built once into the cache."""
+def pooled_setup(a, **load):
+    """(every question of ``a.data``, a search engine over its pooled paragraphs + ``a.filler``, the model, loaded
+    with ``load``'s options beside ``a.precision``): the index is built once into the cache."""
     from seakr.eval.corpus import pooled_index
     from seakr.eval.datasets import load_dataset
     from seakr.models import load_model
     from seakr.search import open_engine
 
     full = load_dataset(a.data)
-    return full, open_engine(pooled_index(a.data, full, [a.filler])), load_model(a.model, precision=a.precision)
+    return full, open_engine(pooled_index(a.data, full, [a.filler])), load_model(a.model, precision=a.precision, **load)
 
 
 def decision_args(ap, limit: int) -> None:
@@ -182,3 +182,53 @@ def costlier_form_summary(rows: list[dict], new: str, old: str, bar: float = 1.0
 def recall(titles: list[str], gold: list[str]) -> float | None:
     """The share of the gold supporting titles among ``titles`` (None: no gold titles)."""
     return sum(g in titles for g in gold) / len(gold) if gold else None
+
+
+AB_METHODS = ("seakr", "ircot")
+
+
+def ab_rows(a, switch, arms: dict, load: dict | None = None) -> tuple[list[dict], object]:
+    """Each question of the decision sample answered by SeaKR (every default) and by IRCoT once under each of two
+    model settings (``arms``: {"off": value, "on": value}; ``switch(lm, value)`` sets one), the order of the two
+    alternating from one question to the next, one model (loaded with ``load``'s options) in one process. Returns the
+    rows (id, method, and per arm the prediction, F1 and seconds) and the model."""
+    import sys
+
+    from seakr.eval.metrics import f1_score
+    from seakr.eval.specs import method_options
+    from seakr.methods import build_method
+
+    full, engine, lm = pooled_setup(a, **(load or {}))
+    methods = {n: build_method(n, lm, engine, **method_options(n, {}, a.family)) for n in AB_METHODS}
+
+    def answer(m, ex, value) -> dict:
+        switch(lm, value)
+        t = time.perf_counter()
+        ans = m.answer(ex.question)
+        return {"prediction": ans.answer, "f1": f1_score(ans.answer, ex.answers), "seconds": time.perf_counter() - t}
+
+    rows = []
+    for i, ex in enumerate(full[:: a.every][: a.limit]):
+        for name, m in methods.items():
+            order = ("off", "on") if i % 2 == 0 else ("on", "off")
+            got = {k: answer(m, ex, arms[k]) for k in order}
+            rows.append({"id": ex.id, "method": name, **got})
+            print(f"{i + 1} {name} f1 {got['off']['f1']:.2f}/{got['on']['f1']:.2f} s {got['off']['seconds']:.1f}/"
+                  f"{got['on']['seconds']:.1f}", file=sys.stderr, flush=True)
+    return rows, lm
+
+
+def ab_figures(rows: list[dict], name: str) -> dict:
+    """One method's figures of an A/B run (:func:`ab_rows`): F1 and mean seconds per arm, the speed-up, how many
+    predictions are the same, and on - off paired with its 95 % bootstrap CI (F1 points)."""
+    from seakr.eval.metrics import paired_bootstrap
+
+    rs = [r for r in rows if r["method"] == name]
+    f1 = {k: 100 * statistics.mean(r[k]["f1"] for r in rs) for k in ("off", "on")}
+    ci = paired_bootstrap([r["on"]["f1"] for r in rs], [r["off"]["f1"] for r in rs])["ci95"]
+    secs = {k: statistics.mean(r[k]["seconds"] for r in rs) for k in ("off", "on")}
+    return {"f1_off": round(f1["off"], 1), "f1_on": round(f1["on"], 1),
+            "seconds_off": round(secs["off"], 2), "seconds_on": round(secs["on"], 2),
+            "speedup": round(secs["off"] / secs["on"], 2),
+            "same_prediction": sum(r["off"]["prediction"] == r["on"]["prediction"] for r in rs),
+            "on_minus_off_ci": [round(100 * x, 1) for x in ci]}

@@ -23,43 +23,22 @@ or ``--decide RUN.json`` (the rule over a run's kept rows). Prints one JSON line
 import argparse
 import json
 import os
-import statistics
-import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import decision_args, emit, pooled_setup  # noqa: E402
+from _common import AB_METHODS as METHODS, ab_figures, ab_rows, decision_args, emit  # noqa: E402
 
-METHODS = ("seakr", "ircot")
 DRAFT = 10
 MOVE = 1.0  # F1 points
 
 
-def answer(m, lm, ex, k: int) -> dict:
-    from seakr.eval.metrics import f1_score
-
-    lm.draft_tokens = k
-    t = time.perf_counter()
-    ans = m.answer(ex.question)
-    return {"prediction": ans.answer, "f1": f1_score(ans.answer, ex.answers), "seconds": time.perf_counter() - t}
-
-
 def summary(rows: list[dict]) -> dict:
-    from seakr.eval.metrics import paired_bootstrap
-
     out = {}
     for name in METHODS:
-        rs = [r for r in rows if r["method"] == name]
-        f1 = {k: 100 * statistics.mean(r[k]["f1"] for r in rs) for k in ("off", "on")}
-        ci = paired_bootstrap([r["on"]["f1"] for r in rs], [r["off"]["f1"] for r in rs])["ci95"]
-        secs = {k: statistics.mean(r[k]["seconds"] for r in rs) for k in ("off", "on")}
-        out[name] = {"f1_off": round(f1["off"], 1), "f1_on": round(f1["on"], 1),
-                     "seconds_off": round(secs["off"], 2), "seconds_on": round(secs["on"], 2),
-                     "speedup": round(secs["off"] / secs["on"], 2),
-                     "same_prediction": sum(r["off"]["prediction"] == r["on"]["prediction"] for r in rs),
-                     "on_minus_off_ci": [round(100 * x, 1) for x in ci],
-                     "passes": f1["on"] >= f1["off"] - MOVE and secs["on"] < secs["off"]}
+        out[name] = ab_figures(rows, name)
+        f = out[name]
+        f["passes"] = f["f1_on"] >= f["f1_off"] - MOVE and f["seconds_on"] < f["seconds_off"]
     out["seakr_over_ircot"] = {k: round(out["seakr"][f"seconds_{k}"] / out["ircot"][f"seconds_{k}"], 2)
                                for k in ("off", "on")}
     out["adopt"] = all(out[n]["passes"] for n in METHODS)
@@ -67,9 +46,6 @@ def summary(rows: list[dict]) -> dict:
 
 
 def main():
-    from seakr.eval.specs import method_options
-    from seakr.methods import build_method
-
     ap = argparse.ArgumentParser()
     decision_args(ap, limit=62)
     ap.set_defaults(precision="auto")
@@ -78,16 +54,7 @@ def main():
     if a.decide:
         emit(summary(json.load(open(a.decide))["rows"]), None)
         return
-    full, engine, lm = pooled_setup(a)
-    methods = {n: build_method(n, lm, engine, **method_options(n, {}, a.family)) for n in METHODS}
-    rows = []
-    for i, ex in enumerate(full[:: a.every][: a.limit]):
-        for name, m in methods.items():
-            order = ("off", "on") if i % 2 == 0 else ("on", "off")
-            got = {k: answer(m, lm, ex, DRAFT if k == "on" else 0) for k in order}
-            rows.append({"id": ex.id, "method": name, **got})
-            print(f"{i + 1} {name} f1 {got['off']['f1']:.2f}/{got['on']['f1']:.2f} s {got['off']['seconds']:.1f}/"
-                  f"{got['on']['seconds']:.1f}", file=sys.stderr, flush=True)
+    rows, lm = ab_rows(a, lambda lm, k: setattr(lm, "draft_tokens", k), {"off": 0, "on": DRAFT})
     res = {"benchmark": "lookup_decode", "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
            "every": a.every, "limit": a.limit, "draft_tokens": DRAFT, **summary(rows), "date": time.strftime("%Y-%m-%d")}
     emit(res, None)
