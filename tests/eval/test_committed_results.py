@@ -120,6 +120,18 @@ def test_drafting_defaults_to_what_its_decisions_say():
     assert default_draft("float32", "cuda") == 0  # measured on a CPU only
 
 
+def test_the_float32_head_defaults_to_what_its_decision_says():
+    """The float32 head's verdict (``benchmarks/exact_logits.py --decide``) replays from its committed rows, and the
+    package ships what it says: off (not adopted)."""
+    from seakr.models.head import default_exact
+
+    run = RESULTS / "exact-logits-qwen" / "decide.json"
+    now = _benchmark("exact_logits.py", "--decide", str(run))
+    committed = json.loads(run.read_text())
+    assert now == {k: committed[k] for k in now} and committed["precision"] == "bfloat16"
+    assert now["adopt"] is False and not default_exact("bfloat16") and not default_exact("float32")
+
+
 def _benchmark(script: str, *args: str) -> dict:
     """What a benchmark script under ``benchmarks/`` prints (one JSON object), run as its users run it."""
     import subprocess
