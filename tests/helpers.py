@@ -118,6 +118,17 @@ def tiny_qwen(tok, tie: bool = False):
     return m
 
 
+def float32_logprobs(lm, ids: list[int]):
+    """Next-token log-probs by the float32 product of the model's own last hidden state with its float32 head's
+    rows (transformers' forward, on the model's device): what ``exact_logits`` with every logit recomputed gives."""
+    import torch
+
+    dev = next(lm.model.parameters()).device
+    with torch.inference_mode():
+        h = lm.model.model(input_ids=torch.tensor([ids], device=dev)).last_hidden_state[0, -1]
+    return torch.log_softmax(lm.model.lm_head.rows.float() @ h.float(), -1).cpu()
+
+
 #: Values of every JSON kind, to put in place of a field of a valid record (the readers' shape tests).
 ODD_VALUES = [None, 5, 1.5, True, "x", "", [], {}, [None], [5], ["x"], [[]], [{}], {"a": 1}, [["T"]], [["T", None]]]
 

@@ -62,15 +62,8 @@ def test_install_reads_rows_a_conversion_copied_and_skips_float32():
     assert default_exact("float32") is False
 
 
-def _reference(lm, ids: list[int]) -> torch.Tensor:
-    """Next-token log-probs by the float32 product of the model's own last hidden state (transformers' forward)."""
-    with torch.inference_mode():
-        h = lm.model.model(input_ids=torch.tensor([ids])).last_hidden_state[0, -1]
-    return torch.log_softmax(lm.model.lm_head.rows.float() @ h.float(), -1)
-
-
 def test_every_forward_reads_the_float32_head(tiny_lm):
-    from helpers import tiny_qwen
+    from helpers import float32_logprobs, tiny_qwen
     from seakr.models.hf import HFLanguageModel
 
     tok = tiny_lm.tokenizer
@@ -86,7 +79,7 @@ def test_every_forward_reads_the_float32_head(tiny_lm):
         g = lm.generate([prompt], cfg)[0].greedy
         ids = lm.encode(prompt)
         for t, lp in zip(g.token_ids, g.logprobs):
-            ref = _reference(lm, ids)
+            ref = float32_logprobs(lm, ids)
             assert t == int(ref.argmax()) and abs(lp - float(ref[t])) < 1e-3, (k, ids)
             ids.append(t)
     plain = HFLanguageModel(_modules=(tiny_qwen(tok).to(torch.bfloat16), tok), dtype="bfloat16", threads=1)

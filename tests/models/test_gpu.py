@@ -166,3 +166,21 @@ def test_drafted_greedy_tokens_match_the_cpu(pair, monkeypatch):
         assert a.token_ids == b.token_ids
         assert np.allclose(a.logprobs, b.logprobs, atol=1e-3)
     assert gpu.stats.get("drafted_tokens", 0) > 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or not torch.cuda.is_bf16_supported(), reason="no bf16 CUDA device")
+def test_the_float32_head_on_the_device(tiny_lm):
+    """The float32 head in a bf16 model on the device (the fast step, replayed from a CUDA graph): every greedy token
+    and its log-prob are the float32 product's of the hidden state."""
+    from helpers import float32_logprobs, tiny_qwen
+
+    tok = tiny_lm.tokenizer
+    gpu = HFLanguageModel(_modules=(tiny_qwen(tok, tie=True).to(torch.bfloat16), tok), dtype="bfloat16",
+                          device="cuda", threads=1, exact_logits=True)
+    gpu.model.lm_head.top = len(tok) + 10  # every logit recomputed
+    g = gpu.generate([P[1]], GenerationConfig(n=0, max_new_tokens=8, ignore_eos=True, with_states=False))[0].greedy
+    ids = gpu.encode(P[1])
+    for t, lp in zip(g.token_ids, g.logprobs):
+        ref = float32_logprobs(gpu, ids)
+        assert t == int(ref.argmax()) and abs(lp - float(ref[t])) < 1e-3
+        ids.append(t)
