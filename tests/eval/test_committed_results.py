@@ -123,13 +123,13 @@ def test_drafting_defaults_to_what_its_decisions_say():
 def test_the_float32_head_defaults_to_what_its_decision_says():
     """The float32 head's verdict (``benchmarks/exact_logits.py --decide``) replays from its committed rows, and the
     package ships what it says: off (not adopted)."""
-    from seakr.models.head import default_exact
+    from seakr.models.options import LoadOptions
 
     run = RESULTS / "exact-logits-qwen" / "decide.json"
     now = _benchmark("exact_logits.py", "--decide", str(run))
     committed = json.loads(run.read_text())
     assert now == {k: committed[k] for k in now} and committed["precision"] == "bfloat16"
-    assert now["adopt"] is False and not default_exact("bfloat16") and not default_exact("float32")
+    assert now["adopt"] is False and LoadOptions().exact_logits is False
 
 
 def _benchmark(script: str, *args: str) -> dict:

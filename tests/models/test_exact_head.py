@@ -4,7 +4,7 @@
 import torch
 
 from seakr.models import GenerationConfig
-from seakr.models.head import TOP, ExactHead, default_exact, install
+from seakr.models.head import TOP, ExactHead, install
 
 
 def _linear(rows: list[list[float]], bias: list[float] | None = None) -> torch.nn.Linear:
@@ -59,7 +59,6 @@ def test_install_reads_rows_a_conversion_copied_and_skips_float32():
     head = install(untied)  # its own values: a copy of them, which packing cannot free
     assert head.rows.data_ptr() != untied.lm_head.head.weight.data_ptr()
     assert torch.equal(head.rows, untied.lm_head.head.weight)
-    assert default_exact("float32") is False
 
 
 def test_every_forward_reads_the_float32_head(tiny_lm):

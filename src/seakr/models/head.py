@@ -11,8 +11,11 @@ with the rounding.
 
 The 16-bit product still runs over the whole vocabulary (the one read of the table a step needs, so a step costs
 what it did); only the top :data:`TOP` of its logits are recomputed: every greedy choice and every top-k sample
-(k <= 50 by default) is among them, and the rest weigh in the softmax only through its normaliser. An opt-in
-(``exact_logits=True``): off by default, by its decision (:func:`default_exact`).
+(k <= 50 by default) is among them, and the rest weigh in the softmax only through its normaliser.
+
+An opt-in (``load_model(..., exact_logits=True)``), off by default by its decision (benchmarks/exact_logits.py): on
+the decision sample every answer it changed became the float32 model's, and SeaKR lost 3.0 F1 there, where bf16's
+rounding had happened to help two answers.
 """
 
 from __future__ import annotations
@@ -64,10 +67,3 @@ def install(model, top: int = TOP) -> ExactHead | None:
     exact = ExactHead(head, table.detach() if same else weight.detach().clone(), top)
     model.lm_head = exact
     return exact
-
-
-def default_exact(precision: str, device: str = "cpu") -> bool:
-    """Whether a model's 16-bit logits are recomputed in float32 where the caller did not say: never. On the decision
-    sample (benchmarks/exact_logits.py) every answer it changed became the float32 model's, and SeaKR lost 3.0 F1
-    there: bf16's rounding had happened to help two answers."""
-    return False

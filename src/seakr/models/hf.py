@@ -37,7 +37,7 @@ from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, Ge
                    check_text,
                    check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
-from .head import default_exact, install as install_exact_head
+from .head import install as install_exact_head
 from .lookup import default_draft, drafts, lookup_decode
 from . import graphs
 from .graphs import GraphedBackend
@@ -258,7 +258,7 @@ class HFLanguageModel:
             10 on a CPU computing in float32 (the same answers) and 0 elsewhere (in bf16 the rounding moves a word
             across the query's cut now and then; on a GPU the one-token step is a CUDA graph's).
         exact_logits: recompute a 16-bit model's likeliest logits in float32 (head.py): a greedy choice and a
-            log-prob are then the float32 product's of the same hidden state. Default: ``head.default_exact``.
+            log-prob are then the float32 product's of the same hidden state. Off by default (its decision).
         options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
             keywords, held to the same schema, are read where it is not given and override it where it is.
     """
@@ -291,8 +291,7 @@ class HFLanguageModel:
         self._load(model, _modules)
         self._setup_state(o.state_layer, o.state_source)
         shared = attention == "shared" and install(self.model)
-        exact = o.exact_logits if o.exact_logits is not None else default_exact(self.precision, self.device.type)
-        self.exact_head = install_exact_head(self.model) if exact else None  # before packing frees the head's weight
+        self.exact_head = install_exact_head(self.model) if o.exact_logits else None  # before packing frees its weight
         self.speedups = speedups.apply(self.model, state_layer=self.state_layer, state_source=o.state_source,
                                        shared_attention=shared, packed_linear=o.packed_linear, fast_step=o.fast_step,
                                        int8=self.precision == "int8")

@@ -87,7 +87,7 @@ class LoadOptions:
     attention: Literal["shared", "hf"] | None = None  # None: SEAKR_ATTENTION, else shared
     cuda_graphs: bool | None = None  # None: SEAKR_CUDA_GRAPHS, else on where it applies
     draft_tokens: DraftTokens | None = None  # None: SEAKR_DRAFT_TOKENS, else 10 on a float32 CPU, else 0
-    exact_logits: bool | None = None  # a 16-bit model's likeliest logits in float32 (models/head.py); None: default
+    exact_logits: bool = False  # a 16-bit model's likeliest logits in float32 (models/head.py; off: its decision)
 
 
 #: The keywords that load a model rather than configure a method (``SeaKR.from_config(..., threads=2)``).
