@@ -232,3 +232,17 @@ def ab_figures(rows: list[dict], name: str) -> dict:
             "speedup": round(secs["off"] / secs["on"], 2),
             "same_prediction": sum(r["off"]["prediction"] == r["on"]["prediction"] for r in rs),
             "on_minus_off_ci": [round(100 * x, 1) for x in ci]}
+
+
+def ab_emit(a, lm, benchmark: str, figures: dict, rows: list[dict]) -> None:
+    """An A/B run's result (:func:`ab_rows`) printed as one JSON line and, with ``--out``, kept with its rows (ids,
+    predictions, F1, seconds; no question text)."""
+    import json
+    import os
+
+    res = {"benchmark": benchmark, "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
+           "every": a.every, "limit": a.limit, **figures, "date": time.strftime("%Y-%m-%d")}
+    emit(res, None)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(json.dumps({**res, "rows": rows}, indent=1) + "\n")

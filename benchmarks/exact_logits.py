@@ -22,12 +22,11 @@ Usage: python benchmarks/exact_logits.py [--data FILE] [--every 4] [--limit 62] 
 import argparse
 import json
 import os
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import AB_METHODS, ab_figures, ab_rows, decision_args, emit  # noqa: E402
+from _common import AB_METHODS, ab_emit, ab_figures, ab_rows, decision_args, emit  # noqa: E402
 
 MOVE = 1.0  # F1 points
 MOST = 1.05  # x the bf16 head's seconds
@@ -73,12 +72,7 @@ def main():
         emit(summary(json.load(open(a.decide))["rows"], fp32), None)
         return
     rows, lm = ab_rows(a, switch, {"off": 0, "on": TOP}, load={"exact_logits": True})
-    res = {"benchmark": "exact_logits", "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
-           "every": a.every, "limit": a.limit, "top": TOP, **summary(rows, fp32), "date": time.strftime("%Y-%m-%d")}
-    emit(res, None)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(json.dumps({**res, "rows": rows}, indent=1) + "\n")
+    ab_emit(a, lm, "exact_logits", {"top": TOP, **summary(rows, fp32)}, rows)
 
 
 if __name__ == "__main__":

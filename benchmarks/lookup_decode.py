@@ -23,11 +23,10 @@ or ``--decide RUN.json`` (the rule over a run's kept rows). Prints one JSON line
 import argparse
 import json
 import os
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import AB_METHODS as METHODS, ab_figures, ab_rows, decision_args, emit  # noqa: E402
+from _common import AB_METHODS as METHODS, ab_emit, ab_figures, ab_rows, decision_args, emit  # noqa: E402
 
 DRAFT = 10
 MOVE = 1.0  # F1 points
@@ -55,12 +54,7 @@ def main():
         emit(summary(json.load(open(a.decide))["rows"]), None)
         return
     rows, lm = ab_rows(a, lambda lm, k: setattr(lm, "draft_tokens", k), {"off": 0, "on": DRAFT})
-    res = {"benchmark": "lookup_decode", "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
-           "every": a.every, "limit": a.limit, "draft_tokens": DRAFT, **summary(rows), "date": time.strftime("%Y-%m-%d")}
-    emit(res, None)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(json.dumps({**res, "rows": rows}, indent=1) + "\n")
+    ab_emit(a, lm, "lookup_decode", {"draft_tokens": DRAFT, **summary(rows)}, rows)
 
 
 if __name__ == "__main__":
