@@ -73,8 +73,9 @@ def test_a_writer_killed_at_any_point_leaves_the_index_as_before_or_as_after(bas
     whole = killed_at(base, f"{how}-whole", args, 60)  # not killed: how long a whole run takes
     took = time.perf_counter() - t
     assert whole == "after"
-    # kill points spread over the whole run: the start, the reading, the writing, the switch, the clean-up
-    seen = [killed_at(base, f"{how}-{i}", args, took * (i + 0.5) / 20 * 1.1) for i in range(20)]
+    # kill points spread over the whole run: the start, the reading, the writing, the switch, the clean-up; and past
+    # its end by half its time, since one run on a shared machine may take longer than the one timed
+    seen = [killed_at(base, f"{how}-{i}", args, took * (i + 0.5) / 20 * 1.5) for i in range(20)]
     assert all(s in ("before", "after") for s in seen), seen
     assert "before" in seen and "after" in seen  # the points did span the run
     # the next writer clears what the killed ones left: one generation, the current one
