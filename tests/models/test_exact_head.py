@@ -42,12 +42,10 @@ def test_the_top_logits_are_the_float32_product_and_the_rest_the_16_bit_ones():
     assert torch.equal(out[rest], lin(h).float()[rest])
 
 
-def test_install_reads_rows_a_conversion_copied_and_skips_float32():
-    from transformers import Qwen2Config, Qwen2ForCausalLM
+def test_install_reads_rows_a_conversion_copied_and_skips_float32(tiny_lm):
+    from helpers import tiny_qwen
 
-    cfg = Qwen2Config(vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                      num_key_value_heads=1, tie_word_embeddings=False)
-    model = Qwen2ForCausalLM(cfg)
+    model = tiny_qwen(tiny_lm.tokenizer)
     assert install(model) is None  # float32: its logits are float32 already
     model = model.to(torch.bfloat16)
     with torch.no_grad():
@@ -55,7 +53,7 @@ def test_install_reads_rows_a_conversion_copied_and_skips_float32():
     head = install(model)
     assert isinstance(model.lm_head, ExactHead) and head.rows.data_ptr() == model.get_input_embeddings().weight.data_ptr()
     assert model.get_output_embeddings() is head and head.weight is head.head.weight
-    untied = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
+    untied = tiny_qwen(tiny_lm.tokenizer).to(torch.bfloat16)
     head = install(untied)  # its own values: a copy of them, which packing cannot free
     assert head.rows.data_ptr() != untied.lm_head.head.weight.data_ptr()
     assert torch.equal(head.rows, untied.lm_head.head.weight)
