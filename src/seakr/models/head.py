@@ -36,7 +36,6 @@ class ExactHead(torch.nn.Module):
     def __init__(self, head: torch.nn.Module, rows: torch.Tensor, top: int = TOP):
         super().__init__()
         self.head, self.rows, self.top = head, rows, top
-        self.bias = getattr(head, "bias", None)
 
     @property
     def weight(self) -> torch.Tensor:  # what transformers and the packing read of an output head
@@ -48,8 +47,8 @@ class ExactHead(torch.nn.Module):
             return out
         top = out.topk(min(self.top, out.shape[-1]), -1).indices  # (..., K)
         exact = (self.rows[top].float() @ h.float().unsqueeze(-1)).squeeze(-1)  # (..., K, d) x (..., d, 1)
-        if self.bias is not None:
-            exact = exact + self.bias.float()[top]
+        if (bias := getattr(self.head, "bias", None)) is not None:
+            exact = exact + bias.float()[top]
         return out.scatter(-1, top, exact)
 
 
