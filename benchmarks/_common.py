@@ -79,13 +79,26 @@ def pooled_setup(a, **load):
 
 def decision_args(ap, limit: int) -> None:
     """The flags of a decision benchmark over the decision sample (every 4th of ``dev_decide246``, the first
-    ``limit``; fp32 by default, as the decisions before were made): the pooled set-up's, ``--every``, ``--limit``,
+    ``limit``; fp32 by default, as the decisions before were made): the pooled set-up's, ``--every``, ``--start``
+    (the first question taken, so a second run can take the questions between a first one's), ``--limit``,
     ``--family`` (whose demonstrations) and ``--out`` (the rows and the summary, as one JSON file)."""
     pooled_args(ap, "hotpotqa/dev_decide246.hf.jsonl", precision="fp32")
     ap.add_argument("--every", type=int, default=4)
+    ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--limit", type=int, default=limit)
     ap.add_argument("--family", default="hotpotqa")
     ap.add_argument("--out", default=None, help="the per-question rows and the summary, as one JSON file")
+
+
+def decision_questions(full: list, a) -> list:
+    """The questions a decision run takes: every ``a.every``-th from ``a.start``, the first ``a.limit`` of them."""
+    return full[a.start :: a.every][: a.limit]
+
+
+def taken(a) -> dict:
+    """How a decision run took its questions, as its result records it (``start`` only where it is not 0, so the
+    results of runs from the first question keep their shape)."""
+    return {"every": a.every, **({"start": a.start} if a.start else {}), "limit": a.limit}
 
 
 def decision_run(a, benchmark: str, method_class, options: dict, row, said, summary) -> None:
@@ -100,7 +113,7 @@ def decision_run(a, benchmark: str, method_class, options: dict, row, said, summ
     from seakr.methods import build_method
 
     full, engine, lm = pooled_setup(a)
-    questions = full[:: a.every][: a.limit]
+    questions = decision_questions(full, a)
     level = build_method("seakr", lm, engine, **method_options("seakr", {}, a.family)).gate_p  # the shipped gate
     m = method_class(lm, engine, **method_options("seakr", options, a.family))
     rows = []
@@ -108,7 +121,7 @@ def decision_run(a, benchmark: str, method_class, options: dict, row, said, summ
         rows.append(row(ex, m.answer(ex.question), level))
         print(f"{i + 1}/{len(questions)} {said(rows[-1])}", file=sys.stderr, flush=True)
     res = {"benchmark": benchmark, "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
-           "every": a.every, "limit": a.limit, "gate_level": level, **summary(rows), "date": time.strftime("%Y-%m-%d")}
+           **taken(a), "gate_level": level, **summary(rows), "date": time.strftime("%Y-%m-%d")}
     emit(res, None)
     if a.out:
         with open(a.out, "w") as f:
@@ -208,7 +221,7 @@ def ab_rows(a, switch, arms: dict, load: dict | None = None) -> tuple[list[dict]
         return {"prediction": ans.answer, "f1": f1_score(ans.answer, ex.answers), "seconds": time.perf_counter() - t}
 
     rows = []
-    for i, ex in enumerate(full[:: a.every][: a.limit]):
+    for i, ex in enumerate(decision_questions(full, a)):
         for name, m in methods.items():
             order = ("off", "on") if i % 2 == 0 else ("on", "off")
             got = {k: answer(m, ex, arms[k]) for k in order}
@@ -241,7 +254,7 @@ def ab_emit(a, lm, benchmark: str, figures: dict, rows: list[dict]) -> None:
     import os
 
     res = {"benchmark": benchmark, "model": a.model, "precision": lm.precision, "data": os.path.basename(a.data),
-           "every": a.every, "limit": a.limit, **figures, "date": time.strftime("%Y-%m-%d")}
+           **taken(a), **figures, "date": time.strftime("%Y-%m-%d")}
     emit(res, None)
     if a.out:
         with open(a.out, "w") as f:
