@@ -53,17 +53,19 @@ def test_a_request_giving_a_key_twice_is_refused_and_malformed_json_says_why():
             r = c.post(route, content=body.encode(), headers={"content-type": "application/json"})
             assert r.status_code == 422 and why in r.json()["errors"][0]["error"], (route, r.text)
             assert r.json()["errors"][0]["error"].startswith("invalid JSON (")
+            assert r.json()["errors"][0]["field"] == "body"  # the whole body: no field of it was read
     r = c.post("/v1/answer", content='{"question": "Who directed Alien?", "passages": ["x"]}'.encode("utf-16"),
                headers={"content-type": "application/json"})
     assert r.status_code == 200, r.text  # JSON's other encodings are read as json.loads reads them
 
 
 @pytest.mark.parametrize("passages,said", [
-    ([], '"body.passages","error":"List should have at least 1 item'),
-    ([ALIEN] * (MAX_PASSAGES + 1), f'"body.passages","error":"List should have at most {MAX_PASSAGES} items'),
-    (["x" * (MAX_PASSAGE_TEXT + 1)], f"at most {MAX_PASSAGE_TEXT} characters"),
-    ([{"title": "T"}], '"body.passages.0.passage.text","error":"Field required"'),
-    ([{"text": "x", "url": "u"}], "Extra inputs are not permitted"),
+    ([], '"body.passages","error":"at least 1 item(s), got []"'),
+    ([ALIEN] * (MAX_PASSAGES + 1), f'"body.passages","error":"at most {MAX_PASSAGES} item(s), got {MAX_PASSAGES + 1}"'),
+    (["x" * (MAX_PASSAGE_TEXT + 1)], f'"body.passages.0.text","error":"at most {MAX_PASSAGE_TEXT:,} characters, got '
+                                     f'{MAX_PASSAGE_TEXT + 1:,}"'),
+    ([{"title": "T"}], '"body.passages.0.passage.text","error":"required"'),
+    ([{"text": "x", "url": "u"}], '"body.passages.0.passage.url","error":"unknown key \'url\'; allowed: id, title, text"'),
     ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "passages: passage id 'a' is given twice"),
     (["  ", "\n"], "passages: every passage's text is empty; nothing to search"),
     (["\u0000", "\u001b[1m"], "passages: every passage's text is empty; nothing to search"),  # was indexed and searched
@@ -194,11 +196,20 @@ def test_passages_counted_by_their_real_tokens_bound_a_calls_prompt(smol, method
     assert c.post("/v1/answer", json=short).status_code == 200
 
 
+def test_a_body_that_is_not_an_object_is_said_so():
+    for body in ([], 5, "Who?"):
+        r = client().post("/v1/answer", json=body)
+        assert r.status_code == 422 and r.json()["errors"] == [
+            {"field": "body", "error": f"expected an object, got {body!r}"}], r.text
+
+
 @pytest.mark.parametrize("body,field,said", [
     ({"options": {"k": {"a": 1}}}, "body.options.k", "option k: expected a whole number in [0, inf), got {'a': 1}"),
     ({"options": {"titles": [True]}}, "body.options.titles", "option titles: expected true or false, got [True]"),
     ({"question": "\u200b"}, "body.question", "empty (no visible text)"),
-    ({"passages": [{"id": "", "text": "x"}]}, "body.passages.0.passage.id", "String should have at least 1 character"),
+    ({"passages": [{"id": "", "text": "x"}]}, "body.passages.0.passage.id", "at least 1 character(s), got ''"),
+    ({"passages": [{"text": 5}]}, "body.passages.0.passage.text", "expected text, got 5"),
+    ({"question": 5}, "body.question", "expected text, got 5"),
 ])
 def test_a_refused_value_is_one_error_in_the_words_of_its_own_schema(body, field, said):
     """An option's value of any JSON kind reaches its method's schema, which names the option; a passage is refused

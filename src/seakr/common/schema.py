@@ -161,12 +161,36 @@ def _problem(x: dict, at: str, t) -> str:
         return lead + (f"expected {describe_type(t)}, got nan" if why == "NaN" else why)
     if t is None:
         return f"{lead}{x['msg']}"
-    if x["type"] == "too_short":
-        return f"{lead}at least {x['ctx']['min_length']} item(s), got {said(x['input'])}"
+    if x["type"] in _LENGTHS:
+        most, unit = _LENGTHS[x["type"]]
+        size = x["ctx"]["max_length" if most else "min_length"]
+        got = f"{len(x['input']):,}" if most else said(x["input"])  # too long to quote: its length
+        return f"{lead}{'at most' if most else 'at least'} {size:,} {unit}, got {got}"
     if x["type"] == "literal_error":
         choices = list(typing.get_args(_parts(t)[0]))
         return f"{lead}one of {', '.join(map(str, choices))}, not {said(x['input'])}{did_you_mean(x['input'], choices)}"
     return f"{lead}expected {describe_type(t)}, got {said(x['input'])}"
+
+
+#: pydantic's length errors: (whether the bound is the most, what is counted)
+_LENGTHS = {"too_short": (False, "item(s)"), "too_long": (True, "item(s)"),
+            "string_too_short": (False, "character(s)"), "string_too_long": (True, "characters")}
+
+
+def worded(x: dict, cls: type) -> str:
+    """One pydantic error ``x`` of schema ``cls`` (``loc`` from ``cls``'s fields) in the words :func:`one_line`
+    uses, without the field's name: for a door that names the field apart (HTTP's ``{"field", "error"}``). An
+    unknown key comes with the nearest known one of the object it is in."""
+    loc = tuple(x.get("loc") or ())
+    if x["type"] in ("extra_forbidden", "unexpected_keyword_argument") and loc:
+        path, t = _leaf(cls, loc[:-1])
+        return unknown_keys((_schema_class(t) if path else cls) or cls, [str(loc[-1])])
+    if x["type"] in ("missing", "missing_argument"):
+        return "required"
+    if not loc and x["type"].endswith("_type"):  # the whole object is of another kind (a list, a number)
+        return f"expected an object, got {said(x['input'])}"
+    path, t = _leaf(cls, loc)
+    return _problem(x, "", t if path else None)
 
 
 def _at(label: str, name: str) -> str:
@@ -214,6 +238,15 @@ def _element(t, part) -> Any:
     return None
 
 
+def _tagged(t, tag) -> Any:
+    """The member of union ``t`` marked ``Tag(tag)`` (a discriminated union), or None."""
+    base = _parts(t)[0]
+    if typing.get_origin(base) not in (typing.Union, types.UnionType):
+        return None
+    return next((a for a in typing.get_args(base) if typing.get_origin(a) is Annotated and any(
+        isinstance(m, pydantic.Tag) and m.tag == tag for m in typing.get_args(a)[1:])), None)
+
+
 def _fields(owner) -> dict:
     """A schema's fields by every name a file may give them (a field read from ``_id`` or ``id``: both)."""
     fields = dict(getattr(owner, "__pydantic_fields__", {}) if owner is not None else {})
@@ -234,6 +267,8 @@ def _leaf(cls: type, loc: tuple) -> tuple[str, Any]:
         elif t is not None and (item := _element(t, part)) is not None:
             t = item
             path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        elif t is not None and (member := _tagged(t, part)) is not None:
+            t = member  # a discriminated union's member, by its tag: the form the value was given in
         else:
             continue  # a union member's tag ("float", "str")
         owner = _schema_class(t)

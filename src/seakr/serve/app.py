@@ -38,13 +38,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..methods import METHODS, build_method
 from ..models.base import Cancelled
 from ..search.base import Passage, SearchError
-from ..common.console import did_you_mean, said
+from ..common.console import said
+from ..common.schema import worded
 from ..common.jsontext import loads
 from . import openai_api
 from .limits import ServiceLimits
 
 from .schema import (LIMITS, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE, MAX_PASSAGES, MAX_QUESTION,  # noqa: F401
-                     AnswerRequest, AnswerResponse, Door, MethodName, OptionRefused, PassageIn)
+                     AnswerRequest, AnswerResponse, ChatRequest, Door, MethodName, OptionRefused, PassageIn)
 from .work import Busy, answer_once, sse, start_stream, stream_items, too_large  # noqa: F401
 import socket
 import os
@@ -347,20 +348,20 @@ class _Route(APIRoute):
         return route
 
 
-def _said(e: dict) -> str:
-    """A validation error's words; for malformed JSON, what is wrong ("JSON decode error" alone did not say)."""
-    why = (e.get("ctx") or {}).get("error") if e.get("type") == "json_invalid" else None
-    if why:
-        return f"invalid JSON ({why})"
-    if e.get("type") == "value_error" and (e.get("ctx") or {}).get("error"):  # a validator's own sentence
-        return str(e["ctx"]["error"])
-    if e.get("type") == "literal_error":  # "method": "SeaKR" as the paper writes it: the choice it is closest to
-        expected = re.findall(r"'([^']*)'", str((e.get("ctx") or {}).get("expected")))
-        return e.get("msg", "") + did_you_mean(e.get("input"), expected)
-    if e.get("type") == "extra_forbidden" and e.get("loc"):  # {"Method": ...}, a passage's {"Text": ...}
-        fields = PassageIn.model_fields if "passages" in e["loc"] else AnswerRequest.model_fields
-        return e.get("msg", "") + did_you_mean(str(e["loc"][-1]), fields)
-    return e.get("msg", "")
+def _said(e: dict, body: type) -> str:
+    """A refusal of a request's body (schema ``body``) in the words every door uses (``common.schema.worded``); the
+    server's own refusals in their words; malformed JSON with what is wrong ("JSON decode error" alone did not say)."""
+    if e.get("type") == REFUSED:
+        return e.get("msg", "")
+    if e.get("type") == "json_invalid":
+        return f"invalid JSON ({(e.get('ctx') or {}).get('error') or e.get('msg', '')})"
+    loc = tuple(e.get("loc") or ())
+    return worded({**e, "loc": loc[1:] if loc[:1] == ("body",) else loc}, body)
+
+
+def _field(e: dict) -> str:
+    """Where a refusal is, as the errors' ``field`` says it (``body.options.k``); malformed JSON is the body's."""
+    return "body" if e.get("type") == "json_invalid" else ".".join(str(x) for x in e.get("loc", []))
 
 
 def create_app(service: AnswerService) -> FastAPI:
@@ -380,7 +381,8 @@ def create_app(service: AnswerService) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        errs = [{"field": ".".join(str(x) for x in e.get("loc", [])), "error": _said(e)} for e in exc.errors()]
+        body = ChatRequest if openai_api.is_openai_path(request.url.path) else AnswerRequest
+        errs = [{"field": _field(e), "error": _said(e, body)} for e in exc.errors()]
         if openai_api.is_openai_path(request.url.path):  # its clients read {"error": {"message", "param"}}
             first = errs[0] if errs else {"field": "body", "error": "invalid request"}
             field = first["field"].removeprefix("body").lstrip(".") or None
