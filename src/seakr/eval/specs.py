@@ -10,13 +10,12 @@ from typing import Annotated, Any, Sequence
 
 from pydantic import AfterValidator, BeforeValidator, Strict, model_validator
 
-from ..common.console import did_you_mean
 from ..common.schema import PathText, Positive, Said, Seed, check_type, schema, unknown_keys
 from ..models.machine import default_threads, layer_problem, missing_device, too_many_threads
 from ..models.options import Device, Layer, Precision, StateSource
 from ..common.writing import nearest_existing, no_place, place_refused
 from .example import Example
-from ..methods import METHODS
+from ..methods import METHODS, method_name
 from ..methods.config import check_lengths
 from ..common.runs import ROW_FILES
 from .folders import check_free
@@ -117,12 +116,6 @@ def _options(v):
     return {} if v is None else v  # RunSpec("cot", None): no options
 
 
-def _method(v: str) -> str:
-    if v not in METHODS:
-        raise ValueError(f"unknown method {v!r}{did_you_mean(v, METHODS)}; choose from {', '.join(METHODS)}")
-    return v
-
-
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: The names of the files a run keeps its record in, as a case-blind file system sees them: a run folder so named
 #: would be read as the file by ``report`` and ``compare``.
@@ -145,7 +138,7 @@ class RunSpec:
     default: the method's name). A grid's ``[[run]]`` table is one. The options are held to the method's own
     schema as the run is made; :attr:`config` is that validated configuration."""
 
-    method: Annotated[str, Strict(), AfterValidator(_method)] = "seakr"
+    method: Annotated[str, Strict(), AfterValidator(method_name)] = "seakr"
     options: Annotated[dict[str, Any], Strict(), BeforeValidator(_options)] = field(default_factory=dict)
     name: Annotated[str, Strict(), AfterValidator(_run_name)] | None = None
 

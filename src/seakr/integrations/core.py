@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from ..methods import METHODS, Method, build_method
+from ..methods import METHODS, Method, method_name
 from ..methods.trace import Answer, decisions
 from ..models import DEFAULT_MODEL, LOAD_KEYS
 from ..models.base import Generator
@@ -31,11 +31,9 @@ class Asker:
 
     def __init__(self, model: str | os.PathLike | Generator | None = None, method: str = "seakr",
                  options: dict[str, Any] | None = None):
-        if method not in METHODS:
-            build_method(method, None)  # the one message for an unknown method (with the closest name)
         options = dict(options or {})
         self.load_options = {k: options.pop(k) for k in list(options) if k in LOAD_KEYS}
-        self.config = METHODS[method].Config.from_dict(options)
+        self.config = METHODS[method_name(method)].Config.from_dict(options)
         self.model, self.method_name, self.options = model or DEFAULT_MODEL, method, options
         self._lm = model if isinstance(model, Generator) else None
         self._lock = threading.Lock()

@@ -9,12 +9,16 @@ from .trace import Answer
 METHODS: dict[str, type[Method]] = {m.name: m for m in (SeaKR, CoT, SingleRetrieval, IRCoT, FLARE, DRAGIN)}
 
 
-def build_method(name: str, lm, engine=None, **options) -> Method:
+def method_name(name: str) -> str:
+    """``name`` where it names a method; else the one refusal every door gives, with the nearest name."""
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)}")
-    cls = METHODS[name]
-    return cls(lm, engine, **options)
+    return name
+
+
+def build_method(name: str, lm, engine=None, **options) -> Method:
+    return METHODS[method_name(name)](lm, engine, **options)
 
 
 __all__ = ["METHODS", "Answer", "CoT", "DRAGIN", "FLARE", "IRCoT", "Method", "MethodConfig", "SeaKR", "SeaKRConfig",
-           "SingleRetrieval", "build_method"]
+           "SingleRetrieval", "build_method", "method_name"]

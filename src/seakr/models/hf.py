@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..common.console import did_you_mean, first_line, said
+from ..common.console import first_line, said
 from . import speedups
 from .attention import has_sliding_window, install, text_config
 from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, GenerationConfig, check_generate,
@@ -64,11 +64,9 @@ def _safetensors_errors() -> tuple[type[Exception], ...]:
 
 
 def choose_precision(precision: str, model: str | None, device) -> str:
-    """The effective precision: an explicit one checked, ``"auto"`` resolved for ``model`` on ``device``."""
+    """The effective precision: an explicit one as named (the load schema, ``LoadOptions``, took only known names),
+    ``"auto"`` resolved for ``model`` on ``device``."""
     p = precision_name(precision)
-    if p not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32/bf16/fp16), not {said(precision)}"
-                         + did_you_mean(precision, (*PRECISIONS, "fp32", "bf16", "fp16")))
     if p != "auto":
         note = speedups.emulation_note(p, device)
         if note:  # it runs, and the user who asked for it hears what it costs here

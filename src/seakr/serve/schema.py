@@ -22,8 +22,7 @@ MAX_PASSAGES, MAX_PASSAGE_TEXT, MAX_PASSAGE_TITLE = 64, 4000, 300
 #: Per-request ceilings on the options that scale compute or memory (the service protects itself).
 LIMITS = {"k": 64, "max_new_tokens": 256, "max_steps": 12, "max_passages": 12, "n_candidates": 10, "n_shot": 16,
           "query_max_words": 256, "keep_top_k": 200, "top_k": 1000}
-MethodName = Literal["seakr", "cot", "single", "ircot", "flare", "dragin"]
-assert set(MethodName.__args__) == set(METHODS)
+MethodName = Literal[tuple(METHODS)]
 
 
 def _text(**sizes):
