@@ -193,6 +193,16 @@ def test_a_model_option_given_as_a_method_option_says_where_it_goes(key, near, f
             C.from_dict({key: 2})
 
 
+@pytest.mark.parametrize("key,near", [("exact_logits", None), ("exact_logit", "exact_logits"), ("draft_tokens", None)])
+def test_a_loading_knob_only_python_sets_is_named_as_one(key, near):
+    """A knob of ``load_model`` with no flag (``exact_logits``, ``draft_tokens``) given as a method option is said to
+    be one, and where it is set, as the flagged ones are."""
+    said = (f"did you mean {near!r}? " if near else "") + f"how the model loads, not a method option: {near or key}= "
+    for C in CONFIGS.values():
+        with pytest.raises(ValueError, match=re.escape(f"unknown option(s) {key!r} ({said}in Python)")):
+            C.from_dict({key: 2})
+
+
 def test_inf_spells_infinity_for_number_options_only():
     """JSON has no infinity, so "-inf" spells it for a number option; a text option keeps its text (the
     service told prompt_set="inf" "expected str, got inf", not that no such set exists)."""

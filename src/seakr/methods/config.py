@@ -17,7 +17,7 @@ from ..common.checks import blank, encodable
 from ..common.console import nearest, said
 from ..common.schema import PathText, Positive, Real, Seed, Whole, schema
 from .text import answer_says
-from ..models import MODEL_OPTIONS
+from ..models import LOAD_KEYS, MODEL_OPTIONS
 
 
 #: every method seakr ships, by name, as each class is defined (:class:`~seakr.methods.base.Method`): an
@@ -37,11 +37,12 @@ def unknown_options(cls: type, unknown: list[str]) -> str:
             owners.setdefault(f.name, []).append(m)
 
     def hint(k: str) -> str:
-        near = nearest(k, MODEL_OPTIONS, 0.8) if k not in owners else None
+        near = nearest(k, {*MODEL_OPTIONS, *LOAD_KEYS}, 0.8) if k not in owners else None
         if near is not None and near not in names:  # "threads" is how the model loads, not flare's "theta"
-            flag, grid, py = MODEL_OPTIONS[near]
+            flag, grid, py = MODEL_OPTIONS.get(near, (None, None, near))
+            doors = f"{flag} on the command line, {grid} at a grid's top, " if flag else ""
             return (f"{k!r} ({'' if near == k else f'did you mean {near!r}? '}how the model loads, not a "
-                    f"method option: {flag} on the command line, {grid} at a grid's top, {py}= in Python)")
+                    f"method option: {doors}{py}= in Python)")
         if k in owners:
             return f"{k!r} (an option of {', '.join(owners[k])})"
         if (close := nearest(k, names)) is not None:
