@@ -192,6 +192,15 @@ def costlier_form_summary(rows: list[dict], new: str, old: str, bar: float = 1.0
             "passes_bar": pair[f"{new}_minus_{old}"] >= bar and ratio is not None and ratio <= most}
 
 
+def replay_verdict(runs: list[dict], old: str, new: str, bar: float = 1.0, floor: float = 1.0) -> dict:
+    """The rule of a variant replayed on several decision runs (each run's ``[variant]["f1"]``): ``new`` is adopted
+    only if its mean F1 is at least ``old``'s + ``bar`` and it is not more than ``floor`` below ``old`` on any run."""
+    score = {v: statistics.mean(r[v]["f1"] for r in runs) for v in (old, new)}
+    floor_ok = all(r[new]["f1"] >= r[old]["f1"] - floor for r in runs)
+    return {"score": {k: round(s, 2) for k, s in score.items()}, "floor_ok": floor_ok,
+            "adopt": score[new] >= score[old] + bar and floor_ok}
+
+
 def recall(titles: list[str], gold: list[str]) -> float | None:
     """The share of the gold supporting titles among ``titles`` (None: no gold titles)."""
     return sum(g in titles for g in gold) / len(gold) if gold else None

@@ -34,7 +34,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from _common import SHARED, emit
+from _common import SHARED, emit, replay_verdict
 from two_option_gate import two_options
 
 from seakr.eval.datasets import load_dataset
@@ -81,11 +81,7 @@ def run(path: Path) -> dict:
 
 
 def decide(runs: list[dict]) -> dict:
-    score = {v: statistics.mean(r[v]["f1"] for r in runs) for v in ("shipped", "options")}
-    floor_ok = all(r["options"]["f1"] >= r["shipped"]["f1"] - FLOOR for r in runs)
-    adopt = score["options"] >= score["shipped"] + BAR and floor_ok
-    return {"benchmark": "option_answer", "level": LEVEL, "score": {k: round(s, 2) for k, s in score.items()},
-            "floor_ok": floor_ok, "adopt": adopt, "runs": runs}
+    return {"benchmark": "option_answer", "level": LEVEL, **replay_verdict(runs, "shipped", "options", BAR, FLOOR), "runs": runs}
 
 
 def main():

@@ -30,7 +30,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from _common import SHARED, emit
+from _common import SHARED, emit, replay_verdict
 
 from seakr.eval.datasets import load_dataset
 from seakr.eval.metrics import paired_bootstrap
@@ -75,11 +75,7 @@ def run(folder: Path, name: str) -> dict:
 
 
 def decide(runs: list[dict]) -> dict:
-    score = {v: statistics.mean(r[v]["f1"] for r in runs) for v in ("shipped", "two_option")}
-    floor_ok = all(r["two_option"]["f1"] >= r["shipped"]["f1"] - FLOOR for r in runs)
-    adopt = score["two_option"] >= score["shipped"] + BAR and floor_ok
-    return {"benchmark": "two_option_gate", "level": LEVEL, "score": {k: round(s, 2) for k, s in score.items()},
-            "floor_ok": floor_ok, "adopt": adopt, "runs": runs}
+    return {"benchmark": "two_option_gate", "level": LEVEL, **replay_verdict(runs, "shipped", "two_option", BAR, FLOOR), "runs": runs}
 
 
 def main():
