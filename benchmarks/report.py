@@ -2,6 +2,7 @@
 DRAGIN on the same questions, each run one after the other on one quiet machine (benchmarks/configs/report.toml).
 
     python benchmarks/report.py RUNS_DIR > RUNS_DIR/report.json
+    python benchmarks/report.py RUNS_DIR RUNS_DIR ...   (several shards of one file, their questions pooled)
 
 It prints, over the questions every run answered: each method's F1 and seconds a question; SeaKR's paired
 difference from IRCoT and from DRAGIN with a 95 % bootstrap CI; the knowledge check's own answer alone (the target
@@ -53,13 +54,16 @@ def figures(runs: dict[str, dict[str, dict]], seakr: str, others: list[str]) -> 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("runs", type=Path)
+    ap.add_argument("runs", type=Path, nargs="+", help="a runs folder, or several (shards: their questions pooled)")
     ap.add_argument("--seakr", default="seakr-default")
     ap.add_argument("--others", default="ircot,dragin")
     a = ap.parse_args()
-    paused = json.loads((a.runs / "paused.json").read_text()) if (a.runs / "paused.json").is_file() else {}
-    others = [o for o in a.others.split(",") if (a.runs / o / "scores.jsonl").is_file()]
-    runs = {r: rows(a.runs / r / "scores.jsonl", paused.get(r)) for r in (a.seakr, *others)}
+    others = [o for o in a.others.split(",") if all((d / o / "scores.jsonl").is_file() for d in a.runs)]
+    runs: dict[str, dict] = {r: {} for r in (a.seakr, *others)}
+    for d in a.runs:
+        paused = json.loads((d / "paused.json").read_text()) if (d / "paused.json").is_file() else {}
+        for r in runs:
+            runs[r].update(rows(d / r / "scores.jsonl", paused.get(r)))
     print(json.dumps(figures(runs, a.seakr, others), indent=1))
 
 
