@@ -38,12 +38,12 @@ PASSAGES = [Passage("p1", "Stanley Kubrick", "Stanley Kubrick was an American fi
     ({"answer_tokens": 0}, ValueError, "answer_tokens"),
 ])
 def test_bad_arguments_are_refused_before_the_model_loads(kwargs, error, needle, monkeypatch):
-    import seakr.methods.seakr
+    import seakr.methods.base
 
     def no_load(*a, **k):
         raise AssertionError("the model was loaded before the arguments were checked")
 
-    monkeypatch.setattr(seakr.methods.seakr, "load_model", no_load)
+    monkeypatch.setattr(seakr.methods.base, "load_model", no_load)
     with pytest.raises(error, match=re.escape(needle)):
         SeaKR.from_config(**kwargs)
 
@@ -162,7 +162,7 @@ def test_an_engine_whose_search_cannot_take_query_and_k_is_refused_before_the_mo
         def search(self, q, n=3, **extra):
             return PASSAGES[:n]
 
-    monkeypatch.setattr("seakr.methods.seakr.load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    monkeypatch.setattr("seakr.methods.base.load_model", lambda *a, **k: pytest.fail("the model loaded"))
     for engine, sig in ((QueryOnly(), "search(query)"), (KeywordK(), "search(query, *, k=3)")):
         needle = f"search engine {type(engine).__name__}: {sig} cannot be called as search(query, k)"
         with pytest.raises(TypeError, match=re.escape(needle)):
@@ -174,12 +174,29 @@ def test_an_engine_whose_search_cannot_take_query_and_k_is_refused_before_the_mo
     assert ans.answer == "American"
 
 
+def test_every_method_has_the_same_library_door(monkeypatch):
+    """``IRCoT.from_config`` (any method's) as ``SeaKR.from_config``: its own options checked before any load, an
+    index of passages opened, a loaded model taken as it is."""
+    import seakr.methods.base
+    from scripted import Reply, ScriptedLM
+    from seakr.methods import CoT, IRCoT
+
+    monkeypatch.setattr(seakr.methods.base, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
+    with pytest.raises(ValueError, match=re.escape("unknown option(s) 'gate' (an option of seakr)")):
+        IRCoT.from_config(model="smollm2-135m", index=PASSAGES, gate="probe")
+    with pytest.raises(ValueError, match="option max_steps: expected a whole number in"):
+        CoT.from_config(max_steps=0)
+    lm = ScriptedLM(lambda v: Reply("Kubrick was American. So the answer is American."))
+    qa = IRCoT.from_config(model=lm, index=PASSAGES, max_steps=1)
+    assert isinstance(qa, IRCoT) and qa.lm is lm and qa.answer("What nationality was Kubrick?").answer == "American"
+
+
 def test_a_model_already_loaded_is_taken_as_it_is(tiny_lm, monkeypatch):
     """Several methods over one loaded model: ``from_config(model=lm)`` was "expected a registry name, ... got
     HFLanguageModel". Taken as it is, its context bounds the options, and load options are refused for it."""
-    import seakr.methods.seakr
+    import seakr.methods.base
 
-    monkeypatch.setattr(seakr.methods.seakr, "load_model", lambda *a, **k: pytest.fail("a second model was loaded"))
+    monkeypatch.setattr(seakr.methods.base, "load_model", lambda *a, **k: pytest.fail("a second model was loaded"))
     qa = SeaKR.from_config(model=tiny_lm, index=PASSAGES, k=2, max_steps=1, max_new_tokens=8, n_shot=0, answer_tokens=8)
     assert qa.lm is tiny_lm and isinstance(qa.answer("Who directed 2001?").answer, str)
     with pytest.raises(ValueError, match="threads: set when a model loads, and this model is loaded"):
@@ -191,14 +208,14 @@ def test_a_model_already_loaded_is_taken_as_it_is(tiny_lm, monkeypatch):
 def test_a_tap_given_for_a_method_that_reads_no_state_is_said(tmp_path, monkeypatch, capsys):
     """``--layer 3`` for IRCoT, or ``state_layer=3`` for SeaKR with a token-level estimator, was taken, recorded in
     the run's config and never read (neither reads a hidden state). Said once, at each door."""
-    import seakr.methods.seakr
+    import seakr.methods.base
     from helpers import HOTPOT
     from scripted import Reply, ScriptedLM
     from seakr.eval.plan import EvalPlan, run_plan
     from seakr.eval.specs import ModelSpec, RunSpec
 
     lm = ScriptedLM(lambda v: Reply("So the answer is Paris."))
-    monkeypatch.setattr(seakr.methods.seakr, "load_model", lambda *a, **k: lm)
+    monkeypatch.setattr(seakr.methods.base, "load_model", lambda *a, **k: lm)
     SeaKR.from_config(model="smollm2-135m", index=["Paris is in France."], state_layer=3, estimator="ln-entropy",
                       gate="step", rerank="self-aware", reasoning="self-aware", delta=0.0)
     assert "state_layer=3 is not read: seakr reads no hidden state here" in capsys.readouterr().err

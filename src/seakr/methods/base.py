@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Sequence
@@ -21,6 +22,8 @@ from .trace import Answer, Tracer
 from .config import PACKAGED, MethodConfig, check_lengths
 from .deltas import default_prompt_style
 from ..search import as_engine
+from ..models import DEFAULT_MODEL, LOAD_KEYS, load_model, model_path
+from ..models.figures import model_context
 
 
 #: Stop strings of one reasoning step: one sentence (our demonstrations have no internal ". ").
@@ -93,6 +96,27 @@ class Method:
     greedy_states = False
     #: whether it may search (then a command without an index is refused before the model loads)
     retrieves = True
+
+    @classmethod
+    def from_config(cls, model: str | os.PathLike | Generator | None = None,
+                    index: str | os.PathLike | SearchEngine | list | None = None, **options) -> "Method":
+        """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)`` (or ``IRCoT.from_config``, any
+        method's): the options and the index are checked (and the index opened) before the model loads; ``index``
+        may also be any search engine or a list of passages or texts (:func:`seakr.search.passages_engine`).
+        ``model`` may also be a model already loaded (``load_model(...)``), shared by several methods; options
+        that say how a model loads (``precision``, ``threads``) go to its load."""
+        lm_opts = {k: options.pop(k) for k in list(options) if k in LOAD_KEYS}
+        config = cls.Config.from_dict(options)  # a bad option fails here, not after the load
+        loaded = isinstance(model, Generator)
+        if loaded and lm_opts:
+            raise ValueError(f"{', '.join(lm_opts)}: set when a model loads, and this model is loaded; give them to "
+                             "load_model")
+        engine = as_engine(index)
+        if not loaded:  # a bad name, or a length its window cannot hold, fails before the load (cls checks again)
+            check_lengths(config, model_context(model_path(DEFAULT_MODEL if model is None else model)))
+        m = cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
+        warn_unread_tap(m, [f"{k}={said(lm_opts[k])}" for k in ("state_layer", "state_source") if k in lm_opts])
+        return m
 
     def __init__(self, lm: Generator, engine: SearchEngine | str | None = None,
                  config: MethodConfig | dict | None = None,

@@ -33,20 +33,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 
 import numpy as np
 
 from .. import uncertainty as U
-from ..models.base import STATES, Generator, cancellable
+from ..models.base import STATES, cancellable
 from ..probes.bank import SelfKnowledge
 from ..probes.probe import engine_features
-from ..search.base import SearchEngine
 from ..common.checks import check_question
-from ..common.console import said, warn, without_controls
+from ..common.console import warn, without_controls
 from ..prompts import SHORT_STOPS, SHORT_TOKENS
-from .base import Method, STEP_STOPS, Scored, estimator_needs, final_from_steps, take_step, warn_unread_tap
+from .base import Method, STEP_STOPS, Scored, estimator_needs, final_from_steps, take_step
 from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostProbable, OneForm, ProbeRanker,
                         StepGate)
 from .deltas import default_delta
@@ -54,10 +52,6 @@ from .records import Candidate, Chain, FinalAnswer
 from .seakr_config import QUERY_FROM, REASONING, RERANK, SeaKRConfig
 from .text import align_words, build_query, drop_answer_sentence, short_answer
 from .trace import Tracer
-from ..models import DEFAULT_MODEL, LOAD_KEYS, load_model, model_path
-from ..models.figures import model_context
-from ..search import as_engine
-from .config import check_lengths
 
 def _found_nothing(asked: SeaKRConfig, settled: SeaKRConfig) -> bool:
     """Every decision asked to settle ("auto") settled to the paper's rule: the fitted folder had nothing."""
@@ -224,27 +218,6 @@ class SeaKR(Method):
         c = self.config
         extra = estimator_needs(c.check_estimator) if c.gate == "check" else set()
         return super().requires() | extra | ({STATES} if "probe" in (c.gate, c.reasoning, c.rerank) else set())
-
-    @classmethod
-    def from_config(cls, model: str | os.PathLike | Generator | None = None,
-                    index: str | os.PathLike | SearchEngine | list | None = None,
-                    **options) -> "SeaKR":
-        """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)``: the options and the index
-        are checked (and the index opened) before the model loads; ``index`` may also be any search engine or a
-        list of passages or texts (:func:`seakr.search.passages_engine`). ``model`` may also be a model already
-        loaded (``load_model(...)``), shared by several methods."""
-        lm_opts = {k: options.pop(k) for k in list(options) if k in LOAD_KEYS}
-        config = cls.Config.from_dict(options)  # a bad option fails here, not after the load
-        loaded = isinstance(model, Generator)
-        if loaded and lm_opts:
-            raise ValueError(f"{', '.join(lm_opts)}: set when a model loads, and this model is loaded; give them to "
-                             "load_model")
-        engine = as_engine(index)
-        if not loaded:  # a bad name, or a length its window cannot hold, fails before the load (cls checks again)
-            check_lengths(config, model_context(model_path(DEFAULT_MODEL if model is None else model)))
-        m = cls(model if loaded else load_model(model or DEFAULT_MODEL, **lm_opts), engine, **options)
-        warn_unread_tap(m, [f"{k}={said(lm_opts[k])}" for k in ("state_layer", "state_source") if k in lm_opts])
-        return m
 
     def describe(self) -> dict:
         d = super().describe()
