@@ -132,6 +132,17 @@ def test_the_float32_head_defaults_to_what_its_decision_says():
     assert now["adopt"] is False and LoadOptions().exact_logits is False
 
 
+@pytest.mark.parametrize("report", sorted(RESULTS.glob("*/report.json")) + sorted(RESULTS.glob("sanity-*-shards*.json")),
+                         ids=lambda p: str(p.relative_to(RESULTS)))
+def test_a_report_replays_from_its_committed_rows(report):
+    """A report set's figures (or the pooled figures of several shards, whose file names its runs), as
+    docs/results.md cites them, are what ``benchmarks/report.py`` computes from the committed rows today."""
+    committed = json.loads(report.read_text())
+    folders = [RESULTS.parents[1] / r for r in committed.pop("runs", [])] or [report.parent]
+    others = [o for o in ("ircot", "dragin") if all((f / o / SCORES).is_file() for f in folders)]
+    assert _benchmark("report.py", *map(str, folders), "--others", ",".join(others)) == committed
+
+
 def _benchmark(script: str, *args: str) -> dict:
     """What a benchmark script under ``benchmarks/`` prints (one JSON object), run as its users run it."""
     import subprocess
