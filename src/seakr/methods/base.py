@@ -7,7 +7,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Self, Sequence
 
 from .. import uncertainty as U
 from ..models.base import (CHAT, GENERATE, NEXT_TOKEN, STATES, Cancelled, Generation, GenerationConfig, Generator,
@@ -99,7 +99,7 @@ class Method:
 
     @classmethod
     def from_config(cls, model: str | os.PathLike | Generator | None = None,
-                    index: str | os.PathLike | SearchEngine | list | None = None, **options) -> "Method":
+                    index: str | os.PathLike | SearchEngine | list | None = None, **options) -> Self:
         """``SeaKR.from_config(model="qwen2.5-coder-0.5b", index="idx/", delta=-5.2)`` (or ``IRCoT.from_config``, any
         method's): the options and the index are checked (and the index opened) before the model loads; ``index``
         may also be any search engine or a list of passages or texts (:func:`seakr.search.passages_engine`).
