@@ -139,8 +139,7 @@ def test_a_report_replays_from_its_committed_rows(report):
     docs/results.md cites them, are what ``benchmarks/report.py`` computes from the committed rows today."""
     committed = json.loads(report.read_text())
     folders = [RESULTS.parents[1] / r for r in committed.pop("runs", [])] or [report.parent]
-    others = [o for o in ("ircot", "dragin") if all((f / o / SCORES).is_file() for f in folders)]
-    assert _benchmark("report.py", *map(str, folders), "--others", ",".join(others)) == committed
+    assert _benchmark("report.py", *map(str, folders)) == committed
 
 
 def _benchmark(script: str, *args: str) -> dict:
