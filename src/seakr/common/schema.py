@@ -125,8 +125,7 @@ def one_line(e: ValidationError, cls: type, label: str = "option",
     errors = _named(e, cls)
     extra = [x["loc"] for x in errors if x["type"] in ("unexpected_keyword_argument", "extra_forbidden")]
     if extra:  # a nested record's (a demonstration's in a file) at its place, in its own class's words
-        path, t = _leaf(cls, extra[0][:-1])
-        owner = (_schema_class(t) or cls) if path else cls
+        path, owner = _holder(cls, extra[0][:-1])
         names = [str(loc[-1]) for loc in extra if loc[:-1] == extra[0][:-1]]
         return (f"{_at(label, path)}: " if path else "") + (unknown(owner, names) if unknown else
                                                               _unknown(owner, names, label))
@@ -183,8 +182,7 @@ def worded(x: dict, cls: type) -> str:
     unknown key comes with the nearest known one of the object it is in."""
     loc = tuple(x.get("loc") or ())
     if x["type"] in ("extra_forbidden", "unexpected_keyword_argument") and loc:
-        path, t = _leaf(cls, loc[:-1])
-        return unknown_keys((_schema_class(t) if path else cls) or cls, [str(loc[-1])])
+        return unknown_keys(_holder(cls, loc[:-1])[1], [str(loc[-1])])
     if x["type"] in ("missing", "missing_argument"):
         return "required"
     if not loc and x["type"].endswith("_type"):  # the whole object is of another kind (a list, a number)
@@ -273,6 +271,13 @@ def _leaf(cls: type, loc: tuple) -> tuple[str, Any]:
             continue  # a union member's tag ("float", "str")
         owner = _schema_class(t)
     return path, t
+
+
+def _holder(cls: type, loc: tuple) -> tuple[str, type]:
+    """(the path, the schema) of the object at ``loc`` in ``cls``: where an unknown key was given, so its nearest
+    valid name comes from that object's fields (``cls`` itself at the top, or where the path leads to no schema)."""
+    path, t = _leaf(cls, loc)
+    return path, (_schema_class(t) or cls) if path else cls
 
 
 def unknown_keys(cls: type, names: list[str]) -> str:
