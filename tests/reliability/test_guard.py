@@ -159,3 +159,19 @@ def test_an_origin_that_no_browser_sends_is_refused_in_one_line():
         assert needle in str(e.value) and "\n" not in str(e.value)
     assert ServiceLimits(cors_origins=("HTTP://LocalHost:3000",)).cors_origins == ("http://localhost:3000",)
     assert ServiceLimits(cors_origins="http://localhost:3000").cors_origins == ("http://localhost:3000",)  # one, bare
+
+
+def test_the_limits_are_one_schema_that_names_each_setting_by_its_flag():
+    """Python and the command line reach one verdict, named as the command line spells the setting."""
+    import pytest
+
+    for kw, said in (({"max_rows": 0}, "--max-rows: expected a whole number in [1, inf), got 0"),
+                     ({"max_work": True}, "--max-work: expected a whole number in [1, inf), got True"),
+                     ({"body_seconds": float("inf")}, "--body-timeout: expected a number in (0, inf), got inf"),
+                     ({"token": "  "}, "--token (or SEAKR_TOKEN): empty"),
+                     ({"docs": "yes"}, "--docs: expected true or false, got 'yes'"),
+                     ({"max_row": 3}, "unknown limit(s) 'max_row' (did you mean 'max_rows'?)")):
+        with pytest.raises(ValueError) as e:
+            ServiceLimits(**kw)
+        assert said in str(e.value) and "\n" not in str(e.value)
+    assert ServiceLimits(cors_origins=["*"]).cors_origins == ("*",)  # a list, as Python callers write one

@@ -335,7 +335,9 @@ def test_17_a_taken_port_fails_before_anything_is_announced(index):
     (["eval", "--delta", "nan", "--data", "q.jsonl"], "--delta: expected a number (inf and -inf allowed)"),
     (["ask", "--method", "dragin", "Who?"], "--index: method 'dragin' searches"),
     (["serve", "--queue", "-5"], "expected a whole number in [0, inf), got -5"),
-    (["serve", "--token", ""], "--token (or SEAKR_TOKEN) is empty"),
+    (["serve", "--token", ""], "--token (or SEAKR_TOKEN): empty: give a token, or leave it out"),
+    (["serve", "--body-timeout", "nan"], "--body-timeout: expected a number in (0, inf), got nan"),
+    (["serve", "--cors-origin", "localhost:3000"], "--cors-origin: 'localhost:3000' is not a web origin"),
     (["serve", "--workers", "100000"], "of attention cache at once, more than this machine's"),
     # a misspelled flag was "seakr: unrecognized arguments", naming neither the command nor the flag meant
     (["ask", "--methd", "cot", "q"], "seakr ask: unrecognized arguments: --methd q (did you mean '--method'?)"),

@@ -287,23 +287,20 @@ def cmd_serve(args) -> int:
     from ..serve.app import AnswerService, ServiceLimits, check_memory, check_port, create_app, is_loopback
 
     token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
-    if token is not None and not token.strip():
-        raise CLIError("--token (or SEAKR_TOKEN) is empty: give a non-empty token, or leave it out to serve without "
-                       "one")
-    check_memory(args.workers, args.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
+    local = is_loopback(args.host)
+    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb,
+                           max_body=args.max_body,
+                           max_prompt_tokens=args.max_prompt_tokens, body_seconds=args.body_timeout, token=token,
+                           docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
+    check_memory(args.workers, limits.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
     check_port(args.host, args.port)
     try:  # the server's defaults ride in every request, so they are held to what a request may ask
         door = Door(args.method, parse_options(args.option), model_spec(args).context())
     except OptionRefused as e:
         raise CLIError(f"--option: {e} (every request carries the server's defaults)") from None
-    local = is_loopback(args.host)
     if not local and not token:
         warn(f"serving on {args.host} without a token: anyone who can reach this address can use the model; pass "
              "--token (or SEAKR_TOKEN) and see README 'Serving'")
-    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb,
-                           max_body=args.max_body,
-                           max_prompt_tokens=args.max_prompt_tokens, body_seconds=args.body_timeout, token=token,
-                           docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
 
     index = args.index or demo_index()
     engine = open_engine(index)
