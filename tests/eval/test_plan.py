@@ -18,7 +18,7 @@ from seakr.cli.args import build_parser
 from seakr.eval.datasets import load_dataset
 from seakr.eval.grid import read_grid
 from seakr.eval.plan import EvalPlan, run_plan
-from seakr.eval.specs import ModelSpec, PlanError, RunSpec, run_spec, method_options
+from seakr.eval.specs import ModelSpec, PlanError, RunSpec, method_options
 from seakr.methods import build_method
 
 NQ = fixture_path("nq_mini.oracle.jsonl")
@@ -371,22 +371,6 @@ def test_the_python_api_refuses_what_the_flags_refuse(tmp_path, kwargs, needle):
         kw = {k: [r() if callable(r) else r for r in v] if k == "runs" and isinstance(v, list) else v() if callable(v) else v
               for k, v in kwargs.items()}
         EvalPlan(**{"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["cot"], **kw}).check()
-
-
-def test_option_pairs_and_the_hint_for_another_methods_option():
-    from seakr.cli.flags import CLIError, parse_options
-
-    assert parse_options(["k=020", "delta=-inf", "titles=true", "marker=So it is"]) == {
-        "k": 20, "delta": "-inf", "titles": True, "marker": "So it is"}
-    for bad in ("=3", " =3", "k"):
-        with pytest.raises(CLIError, match="--option expects key=value"):
-            parse_options([bad])
-    for opts, needle in (({"gate": "check"}, "'gate' (an option of seakr)"),
-                         ({"theta": 0.5}, "'theta' (an option of flare)"),
-                         ({"dleta": 1}, "'dleta' (did you mean 'delta', an option of seakr?)"),
-                         ({"kk": 1}, "'kk' (did you mean 'k'?)")):
-        with pytest.raises(PlanError, match=re.escape(needle)):
-            run_spec("--option", "cot", opts)
 
 
 def test_ray_flags_without_ray_are_refused_not_dropped(tmp_path, capsys):

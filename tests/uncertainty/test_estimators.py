@@ -156,19 +156,6 @@ def test_single_pass_entropies_read_the_greedy_tokens_only():
     assert U.score("max-entropy", empty) == U.score("mean-entropy", empty) == U.UNCERTAIN
 
 
-def test_seakr_uncertainty_says_why_an_estimator_reads_inf():
-    from seakr.cli.flags import why_inf as _why_inf
-    from seakr.models.base import Generation, Sample
-
-    one = Generation(3, greedy=Sample("", [], [], [], [], "stop"),
-                     samples=[Sample("x", [4], [-1.0], [1.0], [1], "stop", state=np.ones(4))])
-    assert _why_inf("eigen", one) == "  (compares >= 2 samples with content; 1 here)"
-    assert _why_inf("max-entropy", one) == "  (the greedy answer is empty)"
-    assert _why_inf("ln-entropy", one) == ""  # one sample with content is enough to read
-    blank = Generation(3, greedy=Sample("a", [1], [-1.0], [1.0], [1], "stop"), samples=[Sample("", [], [], [], [], "stop")])
-    assert _why_inf("multi-perplexity", blank) == "  (no sample with content)"
-
-
 def test_hidden_score_hand_checked_and_as_llm_check_defines_it():
     """LLM-Check's hidden score of one response, negated (higher = less certain): two token states (1,0,0) and
     (0,1,0), each centred over its features, have the Gram matrix [[2/3, -1/3], [-1/3, 2/3]]; the score is minus
