@@ -1,4 +1,4 @@
-"""A 2Wiki sample that no fit, level or choice has read: 100 questions of the 2Wiki train file ``extra500``.
+"""2Wiki samples that no fit, level or choice has read: 100 questions of the 2Wiki train file ``extra500`` each.
 
 Why: the one 2Wiki set reported so far (``dev_first100``) shows SeaKR +0.6 F1 over IRCoT, with the check's own answer
 ahead of both, while the 2Wiki decision runs (``train_migres500``) had the chain ahead. This sample says which of the
@@ -9,12 +9,16 @@ Which questions (fixed before any run): ``extra500`` questions at places 50..499
 the ones the packaged short-form probe was fitted on (every 25th of the first 10,000 train rows), the first 100 of
 those. Left out because something read them: places 0..49 (prompt-style, precision and multi-hop calibration runs),
 every 10th place (the first gate level, the multi-hop delta). ``extra500`` and ``train_migres500`` share no question.
+A second sample, fixed after the first had run and before the second did (``--digits 19 -n 90``): the places ending
+in 1 or 9 by the same rule (90 of them), the first 62 answered, reported alone and pooled with the first
+(``benchmarks/report.py`` over both folders); a measurement only, as the first.
 
-    python benchmarks/unread_2wiki.py OUT.json        # writes the sample (official layout), prints what it holds
+    python benchmarks/unread_2wiki.py OUT.json [--digits 19 -n 90]   # writes the sample (official layout)
     seakr eval --data OUT.json --limit 62 --filler ../shared/data/corpus/wiki_filler1000.flashrag.jsonl \\
       --config benchmarks/configs/report.toml --out benchmarks/results/unread-qwen-2wiki-extra100
+    (the second: --out benchmarks/results/unread-qwen-2wiki-extra90b)
 
-The index pools all 100 questions' paragraphs with the 1,000 filler passages, as the report sets' do; the first 62
+The index pools all the sample's questions' paragraphs with the 1,000 filler passages, as the report sets' do; the first 62
 are answered (one question in flight, the three methods one after the other)."""
 
 import argparse
@@ -36,10 +40,11 @@ def probe_ids() -> set[str]:
     return {r["ID"] for i, r in enumerate(rows[: 25 * 400]) if i % 25 == 0}
 
 
-def unread_sample(n: int = 100) -> list[dict]:
+def unread_sample(n: int = 100, digits: str = "357") -> list[dict]:
+    """The first ``n`` unread questions whose place in ``extra500`` ends in one of ``digits``."""
     records = json.loads((WIKI / "extra500_maybe_train.official.json").read_text())
     fitted = probe_ids()
-    places = [i for i in range(50, len(records)) if i % 10 in (3, 5, 7) and records[i]["_id"] not in fitted]
+    places = [i for i in range(50, len(records)) if str(i % 10) in digits and records[i]["_id"] not in fitted]
     if len(places) < n:
         raise SystemExit(f"only {len(places)} unread questions, asked for {n}")
     return [records[i] for i in places[:n]]
@@ -49,8 +54,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="where the sample is written (JSON, the official 2Wiki layout)")
     ap.add_argument("-n", type=int, default=100)
+    ap.add_argument("--digits", default="357", choices=("357", "19"), help="the last digits of the places taken")
     args = ap.parse_args()
-    sample = unread_sample(args.n)
+    sample = unread_sample(args.n, args.digits)
     args.out.write_text(json.dumps(sample))
     print(json.dumps({"questions": len(sample), "types": Counter(r["type"] for r in sample),
                       "first_ids": [r["_id"] for r in sample[:3]]}))
