@@ -16,7 +16,7 @@ The ablation estimators of paper Table 3 take the per-token numbers of a
 """
 
 from __future__ import annotations
-from .common.console import did_you_mean
+from .common.console import unknown_choice
 
 import functools
 import math
@@ -244,8 +244,7 @@ def score(name: str, generation, alpha: float = 1e-3) -> float:
         "hidden-score": lambda: hidden_score(generation.greedy.trail, alpha) if _said(generation.greedy) else UNCERTAIN,
     }
     if name not in fn:
-        raise ValueError(f"unknown estimator {name!r}{did_you_mean(name, ESTIMATORS)}; choose from "
-                         f"{', '.join(ESTIMATORS)}")
+        raise ValueError(unknown_choice("estimator", name, ESTIMATORS))
     return fn[name]()
 
 

@@ -95,6 +95,11 @@ def did_you_mean(value, choices, cutoff: float = 0.6) -> str:
     return f" (did you mean {close!r}?)" if close is not None else ""
 
 
+def unknown_choice(kind: str, value, choices) -> str:
+    """``unknown KIND 'x' (did you mean 'y'?); choose from a, b``: a name outside a fixed set, in one sentence."""
+    return f"unknown {kind} {value!r}{did_you_mean(value, choices)}; choose from {', '.join(choices)}"
+
+
 _WARNED: set[str] = set()
 
 

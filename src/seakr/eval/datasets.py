@@ -15,7 +15,7 @@ import itertools
 import os
 import re
 
-from ..common.console import did_you_mean, misspelled, warn
+from ..common.console import misspelled, unknown_choice, warn
 from ..common.files import check_rereadable, given_path, is_pattern, user_path
 from ..common.jsontext import json_file
 from ..common.runs import seakr_config
@@ -251,8 +251,7 @@ def load_dataset(path: str | os.PathLike, layout: str = "auto", limit: int | Non
     (``'trivia_qa/rc/validation-*.parquet'``), in shard order; ids are unique across the files."""
     path = user_path(given_path(path, "data", "data file"))
     if layout not in LOADERS and layout != "auto":
-        raise DatasetError(f"unknown dataset layout {layout!r}{did_you_mean(layout, LAYOUTS)}; choose from "
-                           f"{', '.join(LAYOUTS)}")
+        raise DatasetError(unknown_choice("dataset layout", layout, LAYOUTS))
     if not is_pattern(path):
         _not_seakrs_own(path)
     files = split_files(path, DatasetError)

@@ -1,6 +1,6 @@
 """Methods: SeaKR and the paper's baselines over the three protocols (model, engine, estimator)."""
 
-from ..common.console import did_you_mean
+from ..common.console import unknown_choice
 from .base import Method, MethodConfig
 from .baselines import CoT, DRAGIN, FLARE, IRCoT, SingleRetrieval
 from .seakr import SeaKR, SeaKRConfig
@@ -12,7 +12,7 @@ METHODS: dict[str, type[Method]] = {m.name: m for m in (SeaKR, CoT, SingleRetrie
 def method_name(name: str) -> str:
     """``name`` where it names a method; else the one refusal every door gives, with the nearest name."""
     if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}{did_you_mean(name, METHODS)}; choose from {', '.join(METHODS)}")
+        raise ValueError(unknown_choice("method", name, METHODS))
     return name
 
 

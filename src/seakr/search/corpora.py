@@ -39,7 +39,7 @@ from typing import Iterable, Iterator
 
 from ..common.layouts import layout_of
 from ..common.checks import blank
-from ..common.console import did_you_mean, misspelled
+from ..common.console import misspelled, unknown_choice
 from ..common.files import MAX_LINE, check_rereadable, given_path, lines as file_lines, read_once, user_path
 from ..common.jsontext import json_file, parse_json
 from ..common.tables import (column_twice, csv_rows, dataset_object, head as file_head, head_of, jsonl, jsonl_records,
@@ -391,6 +391,5 @@ def read_corpus(path: str | None, fmt: str = "auto") -> Iterator[Passage]:
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt not in READERS:
-        raise CorpusError(f"unknown corpus format {fmt!r}{did_you_mean(fmt, FORMATS)}; choose from "
-                          f"{', '.join(FORMATS)}")
+        raise CorpusError(unknown_choice("corpus format", fmt, FORMATS))
     return READERS[fmt](path)
