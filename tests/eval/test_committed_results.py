@@ -132,10 +132,13 @@ def test_the_float32_head_defaults_to_what_its_decision_says():
     assert now["adopt"] is False and LoadOptions().exact_logits is False
 
 
-@pytest.mark.parametrize("report", sorted(RESULTS.glob("*/report.json")) + sorted(RESULTS.glob("sanity-*-shards*.json")),
+POOLED = sorted(RESULTS.glob("sanity-*-shards*.json")) + sorted(RESULTS.glob("*-pooled.json"))
+
+
+@pytest.mark.parametrize("report", sorted(RESULTS.glob("*/report.json")) + POOLED,
                          ids=lambda p: str(p.relative_to(RESULTS)))
 def test_a_report_replays_from_its_committed_rows(report):
-    """A report set's figures (or the pooled figures of several shards, whose file names its runs), as
+    """A report set's figures (or the pooled figures of several folders, whose file names them), as
     docs/results.md cites them, are what ``benchmarks/report.py`` computes from the committed rows today."""
     committed = json.loads(report.read_text())
     folders = [RESULTS.parents[1] / r for r in committed.pop("runs", [])] or [report.parent]
