@@ -118,7 +118,7 @@ def warnings_as_notes() -> None:
     warnings.showwarning = show
 
 
-#: paths the system cannot follow, wherever a command first touches them (a traceback from the first stat)
+#: paths the system cannot follow, said wherever a command first touches them
 _BAD_PATHS = {errno.ENAMETOOLONG: "a name longer than this file system takes (255 bytes a name, 4096 a path on "
                                   "Linux); choose a shorter one",
               errno.ELOOP: "a symbolic link that points back at itself; remove it or choose another path",
@@ -142,9 +142,9 @@ def path_refused(e: OSError) -> str | None:
 
 
 def disk_refused(e: OSError) -> str | None:
-    """One line for a write the file system refused (a full disk wrote a traceback from inside the row
-    log's close); rows already written are on disk, so ``--resume`` goes on from them. None for any
-    other OSError (it keeps its traceback)."""
+    """One line for a write the file system refused (a full disk, a read-only one, a file-size limit), wherever the
+    write was (a row log's close included); rows already written are on disk, so ``--resume`` goes on from them.
+    None for any other OSError (it keeps its traceback)."""
     why = REFUSED_WRITES.get(e.errno)
     if why is None:
         return None

@@ -81,7 +81,7 @@ def read_grid(path: str) -> tuple[dict, list[RunSpec], list[str]]:
         conf = tomllib.loads(read_text(path, PlanError))
     except tomllib.TOMLDecodeError as e:
         raise PlanError(f"{path}: {e}") from None
-    except RecursionError:  # `a = [[[[...` thousands deep: a traceback from inside the parser
+    except RecursionError:  # `a = [[[[...` thousands deep: the parser recurses past Python's limit
         raise PlanError(f"{path}: nested too deeply to read (arrays or tables inside one another past the "
                         "parser's limit)") from None
     except ValueError as e:  # Python's bound on int(str): "use sys.set_int_max_str_digits()", naming no file
