@@ -176,14 +176,14 @@ def test_cpu_0_is_the_cpu_and_cpu_1_is_told_there_is_one():
     """The Python API and the service's memory check read ``cpu:0`` as the CPU (a service on ``cpu:0`` skipped
     the check that its workers' caches fit the machine's memory)."""
     from seakr.models.hf import resolve_device
-    from seakr.serve.app import check_memory
+    from seakr.serve.app import ServiceLimits, check_memory
 
     assert resolve_device("cpu:0") == torch.device("cpu") and str(resolve_device("cpu:0")) == "cpu"
     with pytest.raises(ValueError, match=re.escape("device 'cpu:1': there is one cpu device (cpu or cpu:0)")):
         resolve_device("cpu:1")
     for device in ("cpu", "cpu:0"):
         with pytest.raises(ValueError, match="more than this machine's"):
-            check_memory(10 ** 6, 2048, device)
+            check_memory(ServiceLimits(workers=10 ** 6, max_kv_mb=2048), device)
 
 
 @pytest.mark.parametrize("kwargs,needle", [

@@ -170,6 +170,8 @@ def test_the_limits_are_one_schema_that_names_each_setting_by_its_flag():
                      ({"body_seconds": float("inf")}, "--body-timeout: expected a number in (0, inf), got inf"),
                      ({"token": "  "}, "--token (or SEAKR_TOKEN): empty"),
                      ({"docs": "yes"}, "--docs: expected true or false, got 'yes'"),
+                     ({"queue": -1}, "--queue: expected a whole number in [0, inf), got -1"),
+                     ({"timeout": float("nan")}, "--timeout: expected a number in (0, inf), got nan"),
                      ({"max_row": 3}, "unknown limit(s) 'max_row' (did you mean 'max_rows'?)")):
         with pytest.raises(ValueError) as e:
             ServiceLimits(**kw)

@@ -141,6 +141,9 @@ def _add_method_args(p, methods) -> None:
 
 def _add_service_limits(p) -> None:
     d = ServiceLimits()
+    p.add_argument("--workers", type=positive_int, default=d.workers, help="concurrent generations")
+    p.add_argument("--queue", type=count, default=d.queue, help="requests admitted beyond the workers; more get 429")
+    p.add_argument("--timeout", type=positive_float, default=d.timeout, help="seconds per request before 504")
     p.add_argument("--max-rows", type=positive_int, default=d.max_rows,
                    help=f"rows of one request's largest model call (memory; default {d.max_rows})")
     p.add_argument("--max-work", type=positive_int, default=d.max_work,
@@ -294,9 +297,6 @@ def _answer_parsers(sub) -> None:
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="server-wide method defaults")
     p.add_argument("--host", type=given, default="127.0.0.1", help="address to listen on (0.0.0.0: every interface)")
     p.add_argument("--port", type=port_number, default=8000)
-    p.add_argument("--workers", type=positive_int, default=1, help="concurrent generations")
-    p.add_argument("--queue", type=count, default=4, help="requests admitted beyond the workers; more get 429")
-    p.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per request before 504")
     _add_service_limits(p)
     p.set_defaults(cmd="serve")
 

@@ -288,11 +288,11 @@ def cmd_serve(args) -> int:
 
     token = args.token if args.token is not None else os.environ.get("SEAKR_TOKEN")
     local = is_loopback(args.host)
-    limits = ServiceLimits(max_rows=args.max_rows, max_work=args.max_work, max_kv_mb=args.max_kv_mb,
-                           max_body=args.max_body,
+    limits = ServiceLimits(workers=args.workers, queue=args.queue, timeout=args.timeout, max_rows=args.max_rows,
+                           max_work=args.max_work, max_kv_mb=args.max_kv_mb, max_body=args.max_body,
                            max_prompt_tokens=args.max_prompt_tokens, body_seconds=args.body_timeout, token=token,
                            docs=local if args.docs is None else args.docs, cors_origins=tuple(args.cors_origin))
-    check_memory(args.workers, limits.max_kv_mb, args.device or "cpu")  # before the load; the service checks again
+    check_memory(limits, args.device or "cpu")  # before the load; the service checks on the loaded model's device
     check_port(args.host, args.port)
     try:  # the server's defaults ride in every request, so they are held to what a request may ask
         door = Door(args.method, parse_options(args.option), model_spec(args).context())
@@ -304,8 +304,7 @@ def cmd_serve(args) -> int:
 
     index = args.index or demo_index()
     engine = open_engine(index)
-    svc = AnswerService(model_spec(args).load(), engine, door, workers=args.workers, queue=args.queue,
-                        timeout=args.timeout, limits=limits)
+    svc = AnswerService(model_spec(args).load(), engine, door, limits=limits)
     from fastapi import HTTPException
 
     try:

@@ -123,20 +123,21 @@ def work_of(method, question_tokens: int = 0, passage_tokens: int | list[int] = 
 class AnswerService:
     """The shared model + engine, the limits, an admission counter and the worker pool."""
 
-    def __init__(self, lm, engine, method: str | Door = "seakr", defaults: dict | None = None, workers: int = 1,
-                 queue: int = 4, timeout: float = 600.0, limits: ServiceLimits | None = None):
+    def __init__(self, lm, engine, method: str | Door = "seakr", defaults: dict | None = None,
+                 limits: ServiceLimits | None = None):
         """``method``: the server's method by name, its ``defaults`` under every request's options; or a
-        :class:`Door` already made (and so checked) before the model loaded."""
+        :class:`Door` already made (and so checked) before the model loaded. ``limits``: the workers, queue and
+        timeout, and what a request may cost (:class:`ServiceLimits`)."""
         # an engine of one's own with only search() gets the rest of the protocol (health, error messages read it)
         self.lm, self.engine = lm, as_engine(engine)
         self.door = method if isinstance(method, Door) else \
             Door(method, dict(defaults or {}), (lm.info() or {}).get("context_tokens"))
         self.method = self.door.method
-        self.capacity, self.timeout = workers + queue, timeout
-        self.limits = limits or ServiceLimits()
+        self.limits = limits = limits or ServiceLimits()
+        self.capacity, self.timeout = limits.workers + limits.queue, limits.timeout
         self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages
-        check_memory(workers, self.limits.max_kv_mb, str((lm.info() or {}).get("device", "cpu")))
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="seakr-model")
+        check_memory(limits, str((lm.info() or {}).get("device", "cpu")))
+        self.pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="seakr-model")
         self._lock = threading.Lock()
         self.inflight, self.started = 0, time.time()
         self.served = self.rejected = self.cancelled = self.failed = 0
@@ -301,9 +302,11 @@ def check_port(host: str, port: int) -> None:
             raise ValueError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
 
-def check_memory(workers: int, max_kv_mb: int, device: str) -> None:
+def check_memory(limits: ServiceLimits, device: str) -> None:
     """Every worker may hold a request's largest attention cache at once: on a CPU the machine's memory must
-    hold them all, or the system would kill the server under load."""
+    hold them all, or the system would kill the server under load. The command checks it before the model loads,
+    on the device its flags name; the service, on the loaded model's."""
+    workers, max_kv_mb = limits.workers, limits.max_kv_mb
     if device_name(device) != "cpu" or not hasattr(os, "sysconf"):
         return
     try:

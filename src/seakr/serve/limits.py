@@ -1,5 +1,5 @@
-"""What one request may cost, kept apart from the app so the command line reads its defaults without
-importing FastAPI."""
+"""What the service admits and what one request may cost, kept apart from the app so the command line reads its
+defaults without importing FastAPI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from ..common.schema import Positive, Real, schema
+from ..common.schema import Positive, Real, Whole, schema
 
 
 def _sendable(token: str) -> str:
@@ -40,7 +40,8 @@ def _origins(v):
 
 
 #: the command line's flag for each setting, which a refusal names
-FLAGS = {"max_rows": "--max-rows", "max_work": "--max-work", "max_kv_mb": "--max-kv-mb", "max_body": "--max-body",
+FLAGS = {"workers": "--workers", "queue": "--queue", "timeout": "--timeout", "max_rows": "--max-rows",
+         "max_work": "--max-work", "max_kv_mb": "--max-kv-mb", "max_body": "--max-body",
          "max_prompt_tokens": "--max-prompt-tokens", "body_seconds": "--body-timeout",
          "token": "--token (or SEAKR_TOKEN)", "docs": "--docs", "cors_origins": "--cors-origin"}
 
@@ -51,8 +52,12 @@ def _as_flag(field: str, text: str) -> ValueError:
 
 @schema("limit", field_error=_as_flag)
 class ServiceLimits:
-    """What one request may cost, and who may ask (``seakr serve --max-rows/--max-work/--max-body/--token``)."""
+    """How many requests the service takes at once, what one may cost, and who may ask (``seakr serve --workers
+    --queue --timeout --max-rows --max-work --max-body --token ...``)."""
 
+    workers: Positive = 1  # generations at once (a CPU model gains nothing from two: their calls take turns)
+    queue: Annotated[Whole, Field(ge=0)] = 4  # requests admitted beyond the workers; more get 429 at once
+    timeout: Annotated[Real, Field(gt=0)] = 600.0  # seconds a request may take before 504 (it is then cancelled)
     max_rows: Positive = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
     max_work: Positive = 200_000  # token-forwards of every call together, worst case (SeaKR, paper defaults: ~97,000)
     max_kv_mb: Positive = 2048  # attention cache of the largest call, worst case (SeaKR, paper defaults, 0.5B: ~0.9 GB)
