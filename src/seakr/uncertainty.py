@@ -17,14 +17,15 @@ The ablation estimators of paper Table 3 take the per-token numbers of a
 
 from __future__ import annotations
 from .common.console import unknown_choice
+from .common.schema import Real, check_type
 
 import functools
 import math
-import numbers
 from collections.abc import Iterator
-from typing import Callable, Sequence
+from typing import Annotated, Callable, Sequence
 
 import numpy as np
+from pydantic import Field
 
 #: Returned when an estimator has too little to work with (e.g. < 2 non-empty samples): +inf is
 #: "maximally uncertain", so it triggers retrieval, loses every re-rank and every final comparison.
@@ -68,8 +69,8 @@ def _matrix(states, what: str = "states") -> np.ndarray:
 
 
 def _check_alpha(alpha: float) -> None:
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0 < alpha < math.inf):
-        raise ValueError(f"alpha must be a finite number > 0 (the Gram matrix's ridge), not {alpha!r}")
+    """The Gram matrix's ridge: a finite number > 0."""
+    check_type(Annotated[Real, Field(gt=0)], alpha, "alpha")
 
 
 @_never_nan

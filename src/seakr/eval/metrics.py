@@ -6,11 +6,13 @@ import math
 import re
 import string
 from collections import Counter
-from typing import Sequence
+from typing import Annotated, Sequence
 
 import numpy as np
+from pydantic import Field
 
 from ..common.checks import labels
+from ..common.schema import Positive, Real, check_type
 
 _PUNCT = set(string.punctuation)
 
@@ -71,12 +73,10 @@ def f1_score(pred, golds: Sequence[str]) -> float:
 
 
 def _check_resampling(n, level) -> None:
-    """A bootstrap's ``n`` resamples (one or more) and its CI ``level`` (between 0 and 1), named as the
+    """A bootstrap's ``n`` resamples (one or more) and its CI ``level`` (between 0 and 1, e.g. 0.95), named as the
     options they are."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n (resamples) must be a whole number >= 1, not {n!r}")
-    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95, not {level!r}")
+    check_type(Positive, n, "n (resamples)")
+    check_type(Annotated[Real, Field(gt=0, lt=1)], level, "level")
 
 
 def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..common.schema import Positive, check_type
 from .core import Asker, ForeignEngine, passage, require, result
 
 haystack = require("haystack", "haystack")
@@ -122,9 +123,7 @@ class SeaKRIndexRetriever:
     text, each passage a ``Document`` with its id, ``meta["title"]`` and score."""
 
     def __init__(self, index: str, top_k: int = 3):
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise ValueError(f"top_k: a whole number >= 1, got {top_k!r}")
-        self.index, self.top_k = os.fspath(index), top_k
+        self.index, self.top_k = os.fspath(index), check_type(Positive, top_k, "top_k")
         self.engine = open_engine(self.index)
 
     @component.output_types(documents=list[Document])

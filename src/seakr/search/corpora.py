@@ -42,6 +42,7 @@ from ..common.checks import blank
 from ..common.console import misspelled, unknown_choice
 from ..common.files import MAX_LINE, check_rereadable, given_path, lines as file_lines, read_once, user_path
 from ..common.jsontext import json_file, parse_json
+from ..common.schema import Positive, check_type
 from ..common.tables import (column_twice, csv_rows, dataset_object, head as file_head, head_of, jsonl, jsonl_records,
                              row_width_refused, table_delimiter)
 from .base import Passage
@@ -357,9 +358,7 @@ def _walk_error(e: OSError) -> None:
 
 def check_passage_words(words: int | None) -> int | None:
     """``words`` when it is a passage size :func:`split_passages` takes (a whole number >= 1, or None)."""
-    if words is not None and (isinstance(words, bool) or not isinstance(words, int) or words < 1):
-        raise ValueError(f"passage words: expected a whole number >= 1, got {words!r}")
-    return words
+    return check_type(Positive | None, words, "passage words")
 
 
 def split_passages(passages: Iterable[Passage], words: int | None) -> Iterator[Passage]:
@@ -368,7 +367,7 @@ def split_passages(passages: Iterable[Passage], words: int | None) -> Iterator[P
     fits keeps its id. ``None`` keeps every text as given. Why: a method puts whole passages into its prompt,
     so one long document filled the model's context (cut to fit, a 30,000-word article made a SeaKR question of
     the 135M test model take 75 s; in 100-word passages, 6.5 s) and BM25 scored it as one bag of words."""
-    if check_passage_words(words) is None:
+    if (words := check_passage_words(words)) is None:
         yield from passages
         return
     for p in passages:
