@@ -21,6 +21,7 @@ from ..methods import METHODS
 from ..eval.datasets import LAYOUTS
 from ..eval.fitting import SOURCES
 from ..search.corpora import FORMATS
+from ..probes.probe import Folds
 
 
 def _names(value: str) -> list[str]:
@@ -87,7 +88,7 @@ def flag(t, parse=int):
 
 Port = Annotated[Whole, Field(ge=1, le=65535)]
 positive_int, count, port_number = flag(Positive), flag(Annotated[Whole, Field(ge=0)]), flag(Port)
-fold_count = flag(Annotated[Whole, Field(ge=2)])  # cross-validation folds
+fold_count = flag(Folds)
 positive_float = flag(Annotated[Real, Field(gt=0)], float)
 non_negative = temperature = flag(Annotated[Real, Field(ge=0)], float)  # a temperature of 0 is greedy
 probability = flag(Annotated[Real, Field(gt=0, le=1)], float)  # a nucleus mass top-p

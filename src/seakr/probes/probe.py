@@ -30,8 +30,8 @@ from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from ..common.runs import check_not_a_record
 from ..common.checks import labels
-from ..common.schema import Real, check_value, schema
-from ..common.console import repeated, said, warn
+from ..common.schema import Real, Whole, check_type, check_value, schema
+from ..common.console import repeated, warn
 from ..common.files import given_path, missing
 from ..common.jsontext import json_file
 from ..common.writing import write_atomic
@@ -43,6 +43,9 @@ FORMS = ("short", "cot", "step", "candidate", "final-rationale", "final-knowledg
 #: What a candidate probe reads beside the state: the engine's rank (one-hot; the third and later
 #: share one), the candidate's score over the top score, and its gap to the top score.
 ENGINE_FEATURES = ("rank-0", "rank-1", "rank-2+", "score/top", "score-top")
+
+#: cross-validation folds (C is chosen by them): two at the least
+Folds = Annotated[Whole, Field(ge=2)]
 
 
 def engine_features(rank: int, score: float | None, top: float | None) -> np.ndarray:
@@ -251,9 +254,6 @@ def _fit_inputs(X, wrong, *, folds, tap: str, form: str) -> tuple[np.ndarray, np
     if not np.isfinite(X).all():
         raise ValueError("probe fit: X holds non-finite values (first in row "
                          f"{int(np.argwhere(~np.isfinite(X))[0][0])})")
-    if not isinstance(folds, numbers.Integral) or isinstance(folds, bool) or folds < 2:
-        raise ValueError("probe fit: folds must be a whole number >= 2 (cross-validation chooses C), got "
-                         f"{said(folds)}")
     if len(set(y)) < 2 or min(np.bincount(y)) < folds:
         raise ValueError(f"probe fit: need at least {folds} right and {folds} wrong answers, got "
                          f"{int((y == 0).sum())} right and {int(y.sum())} wrong")
@@ -275,6 +275,7 @@ def fit_probe(X: np.ndarray, wrong: Sequence[bool], *, model: str, tap: str, for
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import cross_val_score
 
+    folds = check_type(Folds, folds, "probe fit: folds")  # the count the splits and the provenance read
     X, y = _fit_inputs(X, wrong, folds=folds, tap=tap, form=form)
     if len(y) < FEW_ANSWERS <= X.shape[1]:
         warn(f"probe fit ({form}, {tap}): {len(y)} answers for {X.shape[1]} features; a probe fitted on so few is "
