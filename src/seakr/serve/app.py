@@ -134,7 +134,6 @@ class AnswerService:
             Door(method, dict(defaults or {}), (lm.info() or {}).get("context_tokens"))
         self.method = self.door.method
         self.limits = limits = limits or ServiceLimits()
-        self.capacity, self.timeout = limits.workers + limits.queue, limits.timeout
         self.passage_tokens = index_passage_tokens(engine, lm)  # what the budget counts for the index's passages
         check_memory(limits, str((lm.info() or {}).get("device", "cpu")))
         self.pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="seakr-model")
@@ -142,6 +141,11 @@ class AnswerService:
         self.inflight, self.started = 0, time.time()
         self.served = self.rejected = self.cancelled = self.failed = 0
         self._health = (-self.HEALTH_TTL, "ok")
+
+    @property
+    def capacity(self) -> int:
+        """Requests admitted at once: the workers' and the queue's."""
+        return self.limits.workers + self.limits.queue
 
     def build(self, req: AnswerRequest, at: tuple = ("body", "options")):
         """The method a request asks for, its options settled by the server's :class:`Door`; a refused option is a

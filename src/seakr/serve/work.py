@@ -62,7 +62,7 @@ async def answer_once(service, method, question: str, request: Request) -> dict:
         raise HTTPException(**BUSY) from None
     afut = asyncio.wrap_future(fut)
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + service.timeout
+    deadline = loop.time() + service.limits.timeout
     while not afut.done():  # watch for the client hanging up and for the deadline
         await asyncio.wait({afut}, timeout=0.5)
         if afut.done():
@@ -71,7 +71,7 @@ async def answer_once(service, method, question: str, request: Request) -> dict:
             cancel.set()
             service.cancelled += 1
             afut.add_done_callback(_log_abandoned)  # its outcome is read, so nothing logs a traceback
-            raise HTTPException(504, detail=f"timed out after {service.timeout:.0f} s") from None
+            raise HTTPException(504, detail=f"timed out after {service.limits.timeout:.0f} s") from None
     try:
         return service.public(afut.result(), method)
     except BaseException as e:  # a bug must not take the service down
@@ -111,7 +111,7 @@ async def stream_items(service, q: asyncio.Queue, cancel: threading.Event) -> As
     """The queue's items until the answer or an error; past the deadline one ``("error", timed out)``. A client
     that goes away (the generator is closed before the end) cancels the work."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + service.timeout
+    deadline = loop.time() + service.limits.timeout
     done = False
     try:
         while True:
