@@ -68,9 +68,13 @@ def _matrix(states, what: str = "states") -> np.ndarray:
     return z.reshape(1, -1) if z.ndim == 1 and z.size else z
 
 
+#: EigenScore's ridge on the Gram matrix (a finite number > 0): the type a method's ``alpha`` option has too. One
+#: object, so the schema's checker of it is made once, not at every score.
+Alpha = Annotated[Real, Field(gt=0)]
+
+
 def _check_alpha(alpha: float) -> None:
-    """The Gram matrix's ridge: a finite number > 0."""
-    check_type(Annotated[Real, Field(gt=0)], alpha, "alpha")
+    check_type(Alpha, alpha, "alpha")
 
 
 @_never_nan

@@ -179,3 +179,16 @@ def test_hidden_score_reads_the_greedy_trail_and_nothing_of_an_empty_answer():
     assert U.score("hidden-score", g) == U.hidden_score(trail) and U.NEEDS["hidden-score"] == "greedy"
     empty = Generation(3, greedy=Sample("", [], [], [], [], "eos", trail=trail[:1]))  # its one state is at the EOS
     assert U.score("hidden-score", empty) == U.UNCERTAIN
+
+
+def test_the_alpha_check_is_made_once_not_at_every_score():
+    """EigenScore checks its ridge through the schema's type checker, which is built once per type: a type made
+    anew at each call built a new checker every time (a hot path: every step's U reads it)."""
+    from seakr.common.schema import _adapter
+
+    z = np.random.default_rng(0).random((5, 8))
+    U.eigen_score(z)
+    built = _adapter.cache_info().misses
+    for _ in range(5):
+        U.eigen_score(z, 0.01)
+    assert _adapter.cache_info().misses == built

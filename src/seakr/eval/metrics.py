@@ -72,11 +72,15 @@ def f1_score(pred, golds: Sequence[str]) -> float:
     return max((_f1(pred, g) for g in _golds(golds)), default=0.0)
 
 
+#: a confidence interval's level, e.g. 0.95
+Level = Annotated[Real, Field(gt=0, lt=1)]
+
+
 def _check_resampling(n, level) -> None:
     """A bootstrap's ``n`` resamples (one or more) and its CI ``level`` (between 0 and 1, e.g. 0.95), named as the
     options they are."""
     check_type(Positive, n, "n (resamples)")
-    check_type(Annotated[Real, Field(gt=0, lt=1)], level, "level")
+    check_type(Level, level, "level")
 
 
 def bootstrap_ci(values: Sequence[float], n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:

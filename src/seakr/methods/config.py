@@ -70,7 +70,7 @@ class MethodConfig:
     # uncertainty
     # eigen | eigen-inside | prompt | perplexity | multi-perplexity | ln-entropy | energy
     estimator: Estimator = "eigen"
-    alpha: Annotated[Real, Field(gt=0)] = 1e-3
+    alpha: U.Alpha = 1e-3
     # retrieval
     n_candidates: Positive = 3  # N: passages per retrieval
     max_steps: Positive = 7  # reference README
