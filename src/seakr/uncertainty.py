@@ -17,15 +17,14 @@ The ablation estimators of paper Table 3 take the per-token numbers of a
 
 from __future__ import annotations
 from .common.console import unknown_choice
-from .common.schema import Real, check_type
+from .common.schema import PositiveReal, check_type
 
 import functools
 import math
 from collections.abc import Iterator
-from typing import Annotated, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
-from pydantic import Field
 
 #: Returned when an estimator has too little to work with (e.g. < 2 non-empty samples): +inf is
 #: "maximally uncertain", so it triggers retrieval, loses every re-rank and every final comparison.
@@ -70,7 +69,7 @@ def _matrix(states, what: str = "states") -> np.ndarray:
 
 #: EigenScore's ridge on the Gram matrix (a finite number > 0): the type a method's ``alpha`` option has too. One
 #: object, so the schema's checker of it is made once, not at every score.
-Alpha = Annotated[Real, Field(gt=0)]
+Alpha = PositiveReal
 
 
 def _check_alpha(alpha: float) -> None:

@@ -70,6 +70,10 @@ Real = Annotated[float, BeforeValidator(_real)]
 Threshold = Annotated[float, pydantic.Field(allow_inf_nan=True), BeforeValidator(_real), AfterValidator(_not_nan)]
 #: A count of one or more.
 Positive = Annotated[Whole, pydantic.Field(ge=1)]
+#: A count that may be 0.
+Count = Annotated[Whole, pydantic.Field(ge=0)]
+#: A finite number > 0 (seconds, a ridge).
+PositiveReal = Annotated[Real, pydantic.Field(gt=0)]
 #: A random seed (torch's generators take 32 bits).
 Seed = Annotated[Whole, pydantic.Field(ge=0, le=2 ** 32 - 1)]
 #: A file or folder named in text or as a ``pathlib.Path``, ``~`` expanded.

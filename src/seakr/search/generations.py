@@ -30,7 +30,7 @@ from typing import Annotated, Sequence
 from pydantic import Field
 
 from ..common.jsontext import loads
-from ..common.schema import Said, SchemaError, Whole, schema
+from ..common.schema import Count, Said, SchemaError, schema
 from ..common.runs import MANIFEST
 from .base import SearchError
 
@@ -59,9 +59,6 @@ def read_manifest(path: Path) -> dict:
     except SchemaError as e:
         raise SearchError(f"{mpath}: corrupt manifest ({e})") from None
     return m
-
-
-Count = Annotated[Whole, Field(ge=0)]
 
 
 @schema("field", extra="ignore")

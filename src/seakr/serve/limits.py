@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator
 
-from ..common.schema import Positive, Real, Whole, schema
+from ..common.schema import Count, Positive, PositiveReal, schema
 
 
 def _sendable(token: str) -> str:
@@ -56,8 +56,8 @@ class ServiceLimits:
     --queue --timeout --max-rows --max-work --max-body --token ...``)."""
 
     workers: Positive = 1  # generations at once (a CPU model gains nothing from two: their calls take turns)
-    queue: Annotated[Whole, Field(ge=0)] = 4  # requests admitted beyond the workers; more get 429 at once
-    timeout: Annotated[Real, Field(gt=0)] = 600.0  # seconds a request may take before 504 (it is then cancelled)
+    queue: Count = 4  # requests admitted beyond the workers; more get 429 at once
+    timeout: PositiveReal = 600.0  # seconds a request may take before 504 (it is then cancelled)
     max_rows: Positive = 256  # rows of the largest model call (greedy + k samples, times the N re-rank candidates)
     max_work: Positive = 200_000  # token-forwards of every call together, worst case (SeaKR, paper defaults: ~97,000)
     max_kv_mb: Positive = 2048  # attention cache of the largest call, worst case (SeaKR, paper defaults, 0.5B: ~0.9 GB)
@@ -65,7 +65,7 @@ class ServiceLimits:
     #: CPU in fp32 4,096 tokens took 15 s with SmolLM2-135M and 32 s with the 0.5B: docs/performance.md)
     max_prompt_tokens: Positive = 4096
     max_body: Positive = 1 << 20  # bytes of a request body: room for a request's 64 passages of 4,000 characters
-    body_seconds: Annotated[Real, Field(gt=0)] = 10.0  # a request body must arrive within this
+    body_seconds: PositiveReal = 10.0  # a request body must arrive within this
     token: Annotated[str, AfterValidator(_sendable)] | None = None  # required on every route but /v1/health
     docs: bool = True  # serve /docs and /openapi.json
     # web pages of other origins that may call the API ("*": any); none by default
