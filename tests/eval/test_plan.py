@@ -508,7 +508,7 @@ def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_
 
     def resumed(runs, data=HOTPOT, **kw):  # the model given loaded, as run_plan(plan, lm) does
         plan = EvalPlan(data=data, out=str(tmp_path / "o"), runs=runs, resume=True, **kw).check()
-        plan.check_resumed_configs(plan.select(), ScriptedLM(lambda v: Reply("x")))
+        plan.check_folders(plan.select(), ScriptedLM(lambda v: Reply("x")))
 
     resumed([RunSpec("ircot", {"max_steps": 1, "temperature": 1, "prompt_style": "auto"})])  # the same run
     for runs, data, needle in (([RunSpec("ircot", {"max_steps": 2})], HOTPOT, "method.config.max_steps: 1 recorded, 2 now"),
@@ -540,7 +540,7 @@ def test_the_plan_and_the_row_log_refuse_a_resume_by_one_rule(tmp_path, change, 
                       "config": {**recorded["method"]["config"], **change.get("method", {}).get("config", {})}}}
     plan = EvalPlan(data=HOTPOT, out=str(out), runs=runs, resume=True, **kw).check()
     with pytest.raises(PlanError) as before:
-        plan.check_resumed_configs(plan.select(), ScriptedLM(lambda v: Reply("x")))
+        plan.check_folders(plan.select(), ScriptedLM(lambda v: Reply("x")))
     with pytest.raises(ValueError) as after:
         RowLog(out, "results.jsonl", now, resume=True)
     assert str(before.value) == str(after.value)

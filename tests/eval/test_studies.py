@@ -605,6 +605,51 @@ def test_a_resume_reads_the_rows_it_continues_before_the_model_loads(tmp_path, c
     assert r.stderr.startswith(f"seakr: error: {out / rows_name}:1: {needle}") and r.stderr.count("\n") == 1, r.stderr
 
 
+ROWS_OF = {"eval": "results.jsonl", "detect": "detect_rows.jsonl", "calibrate": "calibration_rows.jsonl",
+           "rerank-study": "rerank_rows.jsonl"}
+
+
+@pytest.mark.parametrize("cmd", list(ROWS_OF))
+@pytest.mark.parametrize("record, flags, needle", [
+    (True, [], "holds results already; pass --resume to continue or choose another --out"),
+    (False, ["--resume"], "holds rows but no config.json, so nothing says which run they belong to"),
+])
+def test_every_refusal_of_a_runs_folder_comes_before_the_model_loads(tmp_path, cmd, record, flags, needle):
+    """The row log's own refusals (rows there without --resume; rows that no record names) were made as it opened,
+    after the model had loaded: each run's folder is claimed before the load, so none of them waits for it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    if record:
+        (out / "config.json").write_text(json.dumps({"study": cmd}))
+    (out / ROWS_OF[cmd]).write_text(json.dumps({"id": "a"}) + "\n")
+    extra = ["--method", "cot"] if cmd == "eval" else []
+    r = run_cli(cmd, "--data", HOTPOT, "--out", str(out), *flags, *extra)
+    assert r.returncode == 2 and "config:" not in r.stderr, r.stderr
+    assert r.stderr == f"seakr: error: {out}: {needle}" + r.stderr.split(needle, 1)[1], r.stderr
+    assert r.stderr.count("\n") == 1 and sorted(p.name for p in out.iterdir()) == sorted(
+        [ROWS_OF[cmd]] + (["config.json"] if record else [])), r.stderr  # as it was
+
+
+def test_a_claimed_folder_that_never_began_is_left_as_it_was(tmp_path):
+    """A run refused after its folders were claimed (here: nothing to pool for a method that searches) leaves
+    none of the folders it made, so the same --out works at once for the next command."""
+    from seakr.eval.plan import EvalPlan, run_plan
+    from seakr.eval.specs import PlanError
+
+    out = tmp_path / "new" / "grid"
+    plan = EvalPlan(data=fixture_path("qa_mini.qa.csv"), out=str(out), runs=["ircot", "cot"])
+    with pytest.raises(ValueError, match="carry no context paragraphs to pool"):
+        run_plan(plan)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "mine").mkdir()
+    with pytest.raises(ValueError, match="carry no context paragraphs"):
+        run_plan(EvalPlan(data=fixture_path("qa_mini.qa.csv"), out=str(tmp_path / "mine"), runs=["ircot"]))
+    assert [p.name for p in tmp_path.iterdir()] == ["mine"] and list((tmp_path / "mine").iterdir()) == []
+    (tmp_path / "mine" / "results.jsonl").write_text(json.dumps({"id": "a"}) + "\n")
+    with pytest.raises(PlanError, match="holds results already"):  # before the data's paragraphs are looked at
+        run_plan(EvalPlan(data=fixture_path("qa_mini.qa.csv"), out=str(tmp_path / "mine"), runs=["ircot"]))
+
+
 def test_a_probe_is_not_fitted_on_a_detect_row_another_tool_wrote(tmp_path):
     from seakr.eval.fitting import fit_from_studies
 

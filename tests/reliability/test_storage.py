@@ -305,10 +305,10 @@ def test_a_config_with_an_infinite_threshold_is_strict_json_and_resumes_as_eithe
         with pytest.raises(ValueError, match=r'method\.config\.delta: "-inf" recorded, "inf" now'):
             RowLog(tmp_path, "results.jsonl", other, resume=True)
         plan = EvalPlan(data=HOTPOT, out=str(tmp_path), runs=[RunSpec("seakr", {"delta": "-inf"})], resume=True)
-        plan.check_resumed_configs(plan.select())
+        plan.check_folders(plan.select())
         plan.runs = [RunSpec("seakr", {"delta": "inf"})]
         with pytest.raises(PlanError, match=r'method\.config\.delta: "-inf" recorded, "inf" now'):
-            plan.check_resumed_configs(plan.select())
+            plan.check_folders(plan.select())
 
 
 def test_a_run_never_spreads_its_files_into_another_programs_folder(tmp_path):

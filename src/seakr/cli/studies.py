@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import ExitStack
 
 from ..common.console import warn
 from ..common.jsontext import strict_json
@@ -14,7 +15,7 @@ from ..eval.plan import EvalPlan
 from ..eval.specs import run_spec
 from .args import build_parser
 from .flags import CLIError, flag_or_option, model_spec, output_file, parse_options
-from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, finished_study, read_study_options
+from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, read_study_options
 from ..eval.datasets import require_golds
 from ..eval.rows import STUDY_FILES
 from ..eval.resume import check_same_run, data_identity
@@ -26,7 +27,7 @@ from ..models import DEFAULT_MODEL
 from ..common.cache import cache_dir
 from ..probes import load_probe
 from ..models.figures import model_depth
-from ..eval.rowlog import read_run_config
+from ..eval.rowlog import read_run_config, recorded_with
 from ..eval.states import tap_name
 from ..eval.detect import TAP_KEYWORDS, check_open_book, detect, detect_asking, detect_markdown, parse_taps, study_taps
 from ..eval.fitting import calibrate_from_studies, fit_from_studies, gate_from_runs, gate_markdown
@@ -38,35 +39,40 @@ from ..eval.fitplan import FitPlan
 
 
 def study_setup(args, options: dict | None = None, index: bool = True, check=None, done=None):
-    """A study's plan (one SeaKR run), its questions, the model and the run's effective options. ``check``
-    (the selection -> None, raising on a mistake) runs on the questions before the index is pooled or the model loads.
-    A resumed study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)``
-    (every row it holds, the ids of these questions), the model not loaded, and None is returned."""
-    options = read_study_options(args.cmd.replace("_", "-"), options or {}, getattr(args, "form", None))
+    """A study's plan (one SeaKR run), its questions, the model, the run's effective options and its folder's row
+    log, claimed before the model loads (:meth:`~seakr.eval.plan.EvalPlan.claim`). ``check`` (the selection ->
+    None, raising on a mistake) runs on the questions before the index is pooled or the model loads. A resumed
+    study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)`` (every row it
+    holds, the ids of these questions), the model not loaded, and None is returned."""
+    study = args.cmd.replace("_", "-")
+    options = read_study_options(study, options or {}, getattr(args, "form", None))
     plan = EvalPlan(data=args.data, out=args.out, runs=[run_spec("--option", "seakr", {**STUDY_OPTIONS, **options})],
                     layout=args.layout, index=args.index, filler=list(args.filler), limit=args.limit, every=args.every,
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args),
-                    rows=STUDY_FILES[args.cmd.replace("_", "-")]).check()
+                    rows=STUDY_FILES[study]).check()
     sel = plan.select()
-    plan.check_resumed_configs(sel)
-    if args.cmd.replace("_", "-") != "rerank-study":  # that one is labelled by the gold passages' titles
-        try:
-            require_golds(sel.examples, f"`seakr {args.cmd}`")
-        except ValueError as e:
-            raise CLIError(f"{args.data}: {e}") from None
-    if check is not None:
-        check(sel)
-    study = args.cmd.replace("_", "-")
-    if done is not None and args.resume and (found := finished_study(study, plan.out, sel.examples,
-                                                                     plan.model_name())) is not None:
-        print(f"nothing left to do: the study holds a row for each of its {len(sel.examples)} question(s); its "
-              "summary from the rows, the model not loaded", file=sys.stderr)
-        print("config: " + json.dumps(found[1]["method"]), file=sys.stderr)  # as the study recorded it
-        done(*found)
-        return None
-    if index:
-        print(f"index: {plan.ensure_index(sel)}", file=sys.stderr)
-    return plan, sel, plan.model.load(), plan.options_for(plan.runs[0], sel.family)
+    log, = plan.claim(sel)
+    with ExitStack() as fails:
+        fails.callback(log.close)  # let go unless the study takes it
+        if study != "rerank-study":  # that one is labelled by the gold passages' titles
+            try:
+                require_golds(sel.examples, f"`seakr {args.cmd}`")
+            except ValueError as e:
+                raise CLIError(f"{args.data}: {e}") from None
+        if check is not None:
+            check(sel)
+        cfg = recorded_with(log.recorded, plan.model_name())
+        if done is not None and args.resume and cfg and (rows := log.finished(sel.examples)) is not None:
+            print(f"nothing left to do: the study holds a row for each of its {len(sel.examples)} question(s); its "
+                  "summary from the rows, the model not loaded", file=sys.stderr)
+            print("config: " + json.dumps(cfg["method"]), file=sys.stderr)  # as the study recorded it
+            done(rows, cfg, {ex.id for ex in sel.examples})
+            return None
+        if index:
+            print(f"index: {plan.ensure_index(sel)}", file=sys.stderr)
+        setup = plan, sel, plan.model.load(), plan.options_for(plan.runs[0], sel.family), log
+        fails.pop_all()
+    return setup
 
 
 def cmd_calibrate(args) -> int:
@@ -98,12 +104,13 @@ def cmd_calibrate(args) -> int:
 
     if (setup := study_setup(args, options, check=simple_qa, done=done)) is None:
         return 0
-    plan, sel, lm, opts = setup
-    m = SeaKR(lm, open_engine(plan.index), **opts)
-    print("config: " + json.dumps(m.describe()), file=sys.stderr)
-    with progress_bar("calibrating", total=len(sel.examples)) as adv:
-        r = calibrate(m, sel.examples, args.out, progress=adv, write=not args.no_write, resume=args.resume,
-                      data=data_identity(args.data))
+    plan, sel, lm, opts, log = setup
+    with log:
+        m = SeaKR(lm, open_engine(plan.index), **opts)
+        print("config: " + json.dumps(m.describe()), file=sys.stderr)
+        with progress_bar("calibrating", total=len(sel.examples)) as adv:
+            r = calibrate(m, sel.examples, args.out, progress=adv, write=not args.no_write, resume=args.resume,
+                          data=data_identity(args.data), log=log)
     print(calibration_lines(r, args.out))
     return 0
 
@@ -152,17 +159,18 @@ def cmd_detect(args) -> int:
                                                                                          cfg, ids))))
     if setup is None:
         return 0
-    plan, sel, lm, opts = setup
-    m = SeaKR(lm, None, **opts)
-    try:
-        taps = parse_taps(args.probe, lm.info()["layers"])
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    print("config: " + json.dumps({**m.describe(), "setting": args.setting, "form": args.form, "probe": args.probe,
-                                   "probe_file": args.probe_file}), file=sys.stderr)
-    with progress_bar("detect", total=len(sel.examples)) as adv:
-        r = detect(m, sel.examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data),
-                   setting=args.setting, probe=taps, form=args.form, probe_model=probe)
+    plan, sel, lm, opts, log = setup
+    with log:
+        m = SeaKR(lm, None, **opts)
+        try:
+            taps = parse_taps(args.probe, lm.info()["layers"])
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+        print("config: " + json.dumps({**m.describe(), "setting": args.setting, "form": args.form,
+                                       "probe": args.probe, "probe_file": args.probe_file}), file=sys.stderr)
+        with progress_bar("detect", total=len(sel.examples)) as adv:
+            r = detect(m, sel.examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data),
+                       setting=args.setting, probe=taps, form=args.form, probe_model=probe, log=log)
     print(detect_markdown(r))
     return 0
 
@@ -229,11 +237,13 @@ def cmd_rerank_study(args) -> int:
                                                                                     cfg, ids))))
     if setup is None:
         return 0
-    plan, sel, lm, opts = setup
-    m = SeaKR(lm, open_engine(plan.index), **opts)
-    print("config: " + json.dumps(m.describe()), file=sys.stderr)
-    with progress_bar("re-rank study", total=len(sel.examples)) as adv:
-        r = rerank_study(m, sel.examples, args.out, progress=adv, resume=args.resume, data=data_identity(args.data))
+    plan, sel, lm, opts, log = setup
+    with log:
+        m = SeaKR(lm, open_engine(plan.index), **opts)
+        print("config: " + json.dumps(m.describe()), file=sys.stderr)
+        with progress_bar("re-rank study", total=len(sel.examples)) as adv:
+            r = rerank_study(m, sel.examples, args.out, progress=adv, resume=args.resume,
+                             data=data_identity(args.data), log=log)
     print(strict_json(r))
     return 0
 

@@ -57,7 +57,7 @@ def calibration_sweep(rows: Sequence[dict]) -> tuple[list[dict], dict]:
 
 
 def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, write: bool = True,
-              resume: bool = False, data: dict | None = None) -> dict:
+              resume: bool = False, data: dict | None = None, log=None) -> dict:
     require_golds(examples, "a calibration")
 
     def one(ex):
@@ -74,7 +74,8 @@ def calibrate(method: SeaKR, examples: Sequence[Example], out_dir: str, progress
                       "f1_rag": f1_score(ra, ex.answers), "direct": direct.answer, "rag": ra})
 
     out = Path(out_dir)
-    rows, held = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data)
+    rows, held = _each("calibrate", method, examples, out_dir, STUDY_FILES["calibrate"], one, progress, resume, data,
+                       log)
     info, config = method.lm.info(), dataclasses.asdict(method.config)
     return selection_summary(lambda rs, files: _calibration_result(rs, info, config, "simple", out, write, files=files),
                              rows, held, "calibrate", out)

@@ -103,7 +103,7 @@ def detect_asking(form: str, setting: str, probe_model=None) -> dict:
 
 def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
            data: dict | None = None, setting: str = "closed-book", probe: Sequence[tuple[int, str]] = (),
-           form: str = "cot", probe_model=None) -> dict:
+           form: str = "cot", probe_model=None, log=None) -> dict:
     """Greedy answer + every estimator per question, closed-book or with the gold passage(s)
     (open-book: the model is right often enough for AUROC to see both classes). ``probe``: also
     score EigenScore at each (layer, source) and k in :func:`probe_ks`, from the same samples. The greedy
@@ -146,7 +146,7 @@ def detect(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=No
     out = Path(out_dir)
     meta = {**(data or {}), **detect_asking(form, setting, probe_model), "states": store.taps,
             **({"probe": [tap_name(t) for t in taps]} if probe else {})}
-    rows, held = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta)
+    rows, held = _each("detect", method, examples, out_dir, STUDY_FILES["detect"], one, progress, resume, meta, log)
     info, style, k = lm.info(), method.config.prompt_style, method.config.k
     return selection_summary(lambda rs, files: _detect_result(rs, info, setting, form, style, k, out, files),
                              rows, held, "detect", out)

@@ -14,7 +14,7 @@ from .summary import selection_summary
 
 def study_of_rows(study: str, out_dir: str, rows: list[dict], cfg: dict, ids=None, write: bool = True) -> dict:
     """A finished study's summary of the questions ``ids`` (None: every row) written again from its rows and
-    recorded configuration (:func:`finished_study`), as the study itself writes it (``write``: a calibration's
+    recorded configuration (as a claimed row log reads them), as the study itself writes it (``write``: a calibration's
     threshold stored in the model's file too)."""
     info, config, out = cfg["method"]["model"], cfg["method"]["config"], Path(out_dir)
     if study == "calibrate":

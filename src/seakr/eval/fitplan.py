@@ -128,7 +128,7 @@ def plan_stages(fp: FitPlan, lm=None) -> dict[str, list[Stage]]:
                 continue  # a question-answer table: the check's questions only
             stage = Stage(name, plan, sel)
             _refuse_dev(stage, listed)
-            plan.check_resumed_configs(sel, lm)
+            plan.check_folders(sel, lm)
             stages[name].append(stage)
     if not stages["chain"]:
         raise PlanError("fit: no train file carries paragraphs for the chain (the final maps and the gate level "

@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Literal, Sequence
@@ -31,15 +32,14 @@ from .example import Example
 from .specs import (ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique,
                     check_window, method_options, parse_shard, select_examples, shard_spelled)
 from ..common.runs import ROW_FILES, SCORES
-from .rows import STUDY_ROWS, check_row, study_row_check
-from .rowlog import finished_rows, read_results, read_run_config, recorded_with
+from .rowlog import ROW_KINDS, RowLog, recorded_with
 from ..methods import METHODS, build_method
 from ..methods.base import warn_unread_tap
 from ..progress import progress_bar
 from ..search import open_engine
 from .runner import run_eval
 from .summary import summary_of_rows
-from .resume import check_same_run, data_identity
+from .resume import data_identity
 from ..models.batching import BatchingModel
 from ..models.machine import precision_name
 from ..search.generations import read_manifest
@@ -47,19 +47,6 @@ from ..models import DEFAULT_MODEL, model_path
 from ..prompts import family_for
 from .corpus import check_poolable, pooled_index
 from .folders import check_rows_home
-
-
-def check_resume_rows(path: str) -> None:
-    """The rows a ``--resume`` continues, read now: a row seakr did not write (a hand edit, another tool's
-    file) is named by file, line and field before the model loads, not after it (eval) or after the last
-    question (a study's summary)."""
-    for name, check in {"results.jsonl": check_row, SCORES: check_row,
-                        **{n: study_row_check(n) for n in STUDY_ROWS}}.items():
-        if os.path.isfile(os.path.join(path, name)):
-            try:
-                read_results(Path(path) / name, check=check)
-            except ValueError as e:
-                raise PlanError(str(e)) from None
 
 
 @dataclass
@@ -191,9 +178,6 @@ class EvalPlan:
         except ValueError as e:
             raise PlanError(str(e)) from None
         check_output_dir(self.out)
-        if self.resume:
-            for r in self.runs:
-                check_resume_rows(self.out_for(r))
         if self.index:  # a missing or damaged index folder, or a URL of another shape, fails here, not after the load
             open_engine(self.index)  # (a cluster's client connects at its first request; a corpus file is indexed)
         return self
@@ -210,16 +194,29 @@ class EvalPlan:
                 built = "; give the corpus files it was built from (`seakr index info` lists them)"
                 raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (built if own[0] == "index" else ""))
 
-    def check_resumed_configs(self, sel: Selection, lm=None) -> None:
-        """``--resume``'s rule (:func:`~seakr.eval.resume.check_same_run`) applied before the model loads, to the
-        part of each run's record the plan already knows (:meth:`known_record`); the row log applies it to the
-        whole record once the model has settled the rest."""
-        for r in self.runs if self.resume else ():
-            if old := read_run_config(self.out_for(r), required=False):
-                try:
-                    check_same_run(old, self.known_record(r, sel, lm), self.out_for(r), partial=True)
-                except ValueError as e:
-                    raise PlanError(str(e)) from None
+    def claim(self, sel: Selection, lm=None) -> list[RowLog]:
+        """Each run's row log, claimed before the model loads (:class:`~seakr.eval.rowlog.RowLog`: the folder locked
+        and checked, its rows read), and on ``--resume`` the part of each run's record the plan knows
+        (:meth:`known_record`) held to the recorded one; the logs begin once the model has settled the rest.
+        Close them (:func:`claimed`)."""
+        logs: list[RowLog] = []
+        try:
+            for r in self.runs:
+                logs.append(RowLog(self.out_for(r), self.rows, resume=self.resume, **ROW_KINDS[self.rows]))
+                logs[-1].check_known(self.known_record(r, sel, lm))
+        except BaseException as e:
+            for log in logs:
+                log.close()
+            if isinstance(e, ValueError) and not isinstance(e, PlanError):
+                raise PlanError(str(e)) from None
+            raise
+        return logs
+
+    def check_folders(self, sel: Selection, lm=None) -> None:
+        """Every run's folder claimed and let go (:meth:`claim`): for a caller that runs the plan's runs later,
+        one at a time (a fit's stages), so each folder is refused before any model loads."""
+        for log in self.claim(sel, lm):
+            log.close()
 
     def known_record(self, r: RunSpec, sel: Selection, lm=None) -> dict:
         """A run's ``config.json`` as far as the plan says it without the model's weights: the questions, the
@@ -303,17 +300,25 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
              checked: bool = False) -> list[dict]:
     """Run every method of ``plan`` over its questions (one loaded model shared by the runs); returns
     their summaries. ``say`` receives the effective config of each run before it starts. ``checked``: the door
-    has just run :meth:`EvalPlan.check` (``seakr eval``), which is not done twice."""
+    has just run :meth:`EvalPlan.check` (``seakr eval``), which is not done twice. Every run's folder is claimed
+    before the model loads (:meth:`EvalPlan.claim`), so nothing about the folders is refused after it."""
     if not checked:
         plan.check()
     sel = plan.select()
-    plan.check_resumed_configs(sel, lm)
-    if lm is None and plan.resume and (done := _answered_already(plan, sel)) is not None:
-        say(f"nothing left to answer: every run holds a row for each of its {len(sel.examples)} question(s); "
-            "summaries from the rows, the model not loaded")
-        for run, (_, method) in zip(plan.runs, done):
-            say(f"config[{run.name}]: " + json.dumps(method))  # as the run recorded it
-        return [summary_of_rows(plan.out_for(r), rows, r.name, sel.examples) for r, (rows, _) in zip(plan.runs, done)]
+    with ExitStack() as held:
+        logs = [held.enter_context(log) for log in plan.claim(sel, lm)]
+        if lm is None and plan.resume and (done := _answered_already(plan, sel, logs)) is not None:
+            say(f"nothing left to answer: every run holds a row for each of its {len(sel.examples)} question(s); "
+                "summaries from the rows, the model not loaded")
+            for run, (_, method) in zip(plan.runs, done):
+                say(f"config[{run.name}]: " + json.dumps(method))  # as the run recorded it
+            return [summary_of_rows(plan.out_for(r), rows, r.name, sel.examples)
+                    for r, (rows, _) in zip(plan.runs, done)]
+        return _run_claimed(plan, sel, logs, lm, progress, say)
+
+
+def _run_claimed(plan: EvalPlan, sel: Selection, logs: list[RowLog], lm, progress: bool, say) -> list[dict]:
+    """The runs of ``plan`` into the row logs it claimed: the index, the model, then each method in turn."""
     index = plan.ensure_index(sel, progress)
     warn_unlabelled(plan.data, sel.examples)  # after every refusal of the input: those stay one line
     say(f"index: {redact(index) if index else 'none (no run searches)'}")
@@ -322,24 +327,24 @@ def run_plan(plan: EvalPlan, lm=None, *, progress: bool = True, say: Callable[[s
         lm = BatchingModel(lm)
     extra = plan.questions_record()
     sums = []
-    for run in plan.runs:
+    for run, log in zip(plan.runs, logs):
         m = build_method(run.method, lm, open_engine(index) if index else None, **plan.options_for(run, sel.family))
         warn_unread_tap(m, plan.model.tap_given())
         say(f"config[{run.name}]: " + json.dumps(m.describe()))
         with progress_bar(run.name, total=len(sel.examples), enabled=progress) as adv:
             sums.append(run_eval(m, sel.examples, plan.out_for(run), resume=plan.resume, name=run.name, progress=adv,
-                                 concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of))
+                                 concurrency=plan.concurrency, extra_config=extra, order_of=sel.order_of, log=log))
     return sums
 
 
-def _answered_already(plan: EvalPlan, sel: Selection) -> list[tuple[list[dict], dict]] | None:
+def _answered_already(plan: EvalPlan, sel: Selection, logs: list[RowLog]) -> list[tuple[list[dict], dict]] | None:
     """Each run's rows and recorded method where a resumed plan has nothing left to answer, else None. Its
-    method, options and questions were checked against each run's record (:meth:`EvalPlan.check_resumed_configs`);
-    a run recorded with another model goes the usual way (the model loads, and the resume says what differs)."""
+    method, options and questions were held to each run's record as the plan claimed its folder; a run recorded
+    with another model goes the usual way (the model loads, and the resume says what differs)."""
     done = []
-    for r in plan.runs:
-        cfg = recorded_with(plan.out_for(r), plan.model_name())
-        rows = finished_rows(plan.out_for(r), sel.examples) if cfg is not None else None
+    for log in logs:
+        cfg = recorded_with(log.recorded, plan.model_name())
+        rows = log.finished(sel.examples) if cfg is not None else None
         if rows is None:
             return None
         done.append((rows, cfg["method"]))

@@ -27,7 +27,7 @@ from .studies import _each, _finite
 
 
 def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progress=None, resume: bool = False,
-                 data: dict | None = None) -> dict:
+                 data: dict | None = None, log=None) -> dict:
     """recall@1 of a gold paragraph among the top-N: the engine's order, the paper's rule (min U) and
     the guarded rule (leave the top-1 only beyond the noise of the difference), from one scoring. Each
     candidate's greedy step state is kept under ``states/`` (id ``QID#RANK``), with the engine's scores in
@@ -57,7 +57,7 @@ def rerank_study(method: SeaKR, examples: Sequence[Example], out_dir: str, progr
 
     out = Path(out_dir)
     rows, held = _each("rerank-study", method, examples, out_dir, STUDY_FILES["rerank-study"], one, progress, resume,
-                       data)
+                       data, log)
     model, n = method.lm.info().get("model"), method.config.n_candidates
     return selection_summary(lambda rs, files: _rerank_result(rs, model, n, z, out, files), rows, held, "rerank-study",
                              out)

@@ -8,18 +8,17 @@ import re
 import os
 import threading
 from pathlib import Path
-from typing import Annotated, Callable, Sequence
+from typing import Annotated, Callable
 
 from pydantic import AfterValidator, BeforeValidator, Strict
 
-from .example import Example
-from .rows import ResultRow, check_row
+from .rows import ResultRow, check_row, study_row_check
 from ..common.console import warn
 from ..common.jsontext import loads, strict_json
 from ..common.runs import SCORES
 from ..common.schema import SchemaError, schema
 from ..common.writing import make_folder, write_atomic
-from .folders import _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
+from .folders import LOCK, _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
 from .resume import check_same_run
 from .specs import shard_spelled
 
@@ -119,55 +118,95 @@ def _json_string(body: str) -> str | None:
 class RowLog:
     """Append-only JSONL of finished items, shared by ``seakr eval`` and the studies.
 
-    Every row is flushed and fsync'd before the next, so ``kill -9`` loses at most the item in
-    flight. Opening an existing log needs ``resume=True`` (no silent mixing of two runs) and the same
-    ``config["method"]`` (method, model, engine) as the one recorded in ``config.json`` beside it; a
-    same ``data_sha256`` when both record one; unreadable lines are dropped (a warning names any but a
-    torn last one) and the file rewritten so appends start on a clean line.
+    Opened in two moves. The *claim* (the constructor) needs no model: it locks the folder (one writer), refuses
+    another program's folder, another kind's rows, rows without ``--resume`` and rows without a ``config.json``,
+    and reads the rows there (a row its ``check`` refuses is named by file and line). A plan claims every run's
+    folder before the model loads, so no refusal of the folder waits for the weights. :meth:`begin` takes the
+    run's whole record once the method is settled: a resume must match the recorded one (method, model, engine,
+    data; :func:`~seakr.eval.resume.check_same_run`), then the files are mended (unreadable lines dropped, so
+    appends start on a clean line) and ``config.json`` written. Given ``config``, the constructor does both.
+
+    Every row is flushed and fsync'd before the next, so ``kill -9`` loses at most the item in flight. A claim
+    that ends before it began leaves no folder it made behind.
     """
 
-    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict, *, resume: bool = False,
-                 companion: tuple[str, Callable[[dict], dict]] | None = None,
+    def __init__(self, out_dir: str | os.PathLike, rows_name: str, config: dict | None = None, *,
+                 resume: bool = False, companion: tuple[str, Callable[[dict], dict]] | None = None,
                  check: Callable[[dict], None] | None = None):
         """``companion``: (file name, row -> its slim form): a second log of every row without the
         text it holds (question, passages), to commit, so ``--resume`` continues on another machine
         from that file alone; a row found only there counts as done and is summarised from it."""
         named_paths("out_dir", out_dir)  # run_eval(..., "") and the studies wrote their rows into the current folder
-        self.dir = Path(out_dir)
+        self.dir, self.resume, self._f = Path(out_dir), resume, None
         check_not_foreign(self.dir)  # before its lock file is left in another program's folder
+        self._made = _missing_folders(self.dir)  # what a claim that never begins takes away again
         make_folder(self.dir)
+        self._made.insert(0, None if (self.dir / LOCK).exists() else self.dir / LOCK)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
         try:
-            self._open(rows_name, config, resume, companion, check)
+            self._claim(rows_name, companion, check)
+            if config is not None:
+                self.begin(config)
         except BaseException:
-            self._dir_lock.__exit__()
+            self.close()
             raise
 
-    def _open(self, rows_name: str, config: dict, resume: bool, companion, check) -> None:
+    def _claim(self, rows_name: str, companion, check) -> None:
         _check_rows_kind(self.dir, rows_name)  # (check_not_foreign ran in __init__, before the lock)
         self.path = self.dir / rows_name
         self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
-        cfg_path = self.dir / "config.json"
-        if any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)) and not resume:
+        held = any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path))
+        if held and not self.resume:
             raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
-        if resume and cfg_path.exists():
-            check_same_run(read_run_config(self.dir), config, self.dir)
-        elif resume and any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path)):
+        self.recorded = read_run_config(self.dir, required=False) if self.resume else {}
+        if held and not self.recorded:
             raise ValueError(f"{self.dir}: holds rows but no config.json, so nothing says which run they belong to; "
                              "refusing to resume into it (choose another --out)")
-        torn: list[str] = []
-        full = _reread(self.path, torn, check)  # a row the check refuses stops here, the folder as it was
-        slim = _reread(self.slim_path, torn, check) if self.slim_path else []
-        # delta=-inf as "-inf", as options spell it
-        write_atomic(cfg_path, strict_json(config, spell=True, indent=2))
-        self.rows = joined_rows(full, slim, torn)
+        self.torn: list = []  # ids of unreadable lines (None: no id could be read)
+        self.skipped: list = []  # unreadable lines before the last, as (file, line, id)
+        self.full = self._read(self.path, check)  # a row the check refuses stops here, the folder as it was
+        self.kept = self._read(self.slim_path, check) if self.slim_path else []
+        self.rows = joined_rows(self.full, self.kept, self.torn)
         self.done = {r["id"] for r in self.rows}
+
+    def _read(self, path: Path, check) -> list[dict]:
+        skipped: list = []
+        rows = read_results(path, torn=self.torn, check=check, skipped=skipped)
+        self.skipped += [(path, n, tid) for n, tid in skipped]
+        return rows
+
+    def check_known(self, record: dict) -> None:
+        """The resume rule applied to the part of the run's record known before the model loads (the plan's:
+        its questions, the options it sets, the model's name, the index's checksum)."""
+        if self.recorded:
+            check_same_run(self.recorded, record, self.dir, partial=True)
+
+    def finished(self, examples) -> list[dict] | None:
+        """Every row this folder holds, where it holds one for each of ``examples`` and nothing in it needs
+        mending (an unreadable line, a committed row missing beside its full one); else None, and the run goes
+        the usual way: a finished run resumed loads no model to find nothing to do."""
+        want = {ex.id for ex in examples}
+        kept = {r["id"] for r in self.kept} if self.slim_path else self.done
+        return None if self.skipped or not want <= kept or not want <= self.done else list(self.rows)
+
+    def begin(self, config: dict) -> None:
+        """Start writing with ``config``, the run's whole record: checked against the recorded one on resume,
+        then the files mended and ``config.json`` written."""
+        if self.recorded:
+            check_same_run(self.recorded, config, self.dir)
+        for path, n, tid in self.skipped:
+            warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); " + _lost(tid))
+        for path, rows in ((self.path, self.full), (self.slim_path, self.kept)):
+            if path is not None and path.exists():  # appends start on a clean line
+                write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
+        write_atomic(self.dir / "config.json", strict_json(config, spell=True, indent=2))  # -inf as "-inf"
+        self._made = []
         self._lock = threading.Lock()
         self._f = open(self.path, "a", encoding="utf-8")
         self._slim_f = open(self.slim_path, "a", encoding="utf-8") if self.slim_path else None
         if self._slim_f is not None:  # a row written before the run stopped (disk full, kill -9) between the two
-            have = {r["id"] for r in slim}  # files: the committed file would lack it and run it again elsewhere
-            self._write(self._slim_f, [self.slim(r) for r in full if r["id"] not in have])
+            have = {r["id"] for r in self.kept}  # files: the committed file would lack it and run it again elsewhere
+            self._write(self._slim_f, [self.slim(r) for r in self.full if r["id"] not in have])
 
     def todo(self, examples):
         return [ex for ex in examples if ex.id not in self.done]
@@ -198,11 +237,12 @@ class RowLog:
 
     def close(self) -> None:
         try:
-            self._f.close()
-            if self._slim_f is not None:
-                self._slim_f.close()
+            for f in (self._f, getattr(self, "_slim_f", None)):
+                if f is not None:
+                    f.close()
         finally:
             self._dir_lock.__exit__()
+            _remove_empty(self._made)  # a claim that never began: no folder of its own left behind
 
     def __enter__(self):
         return self
@@ -211,14 +251,35 @@ class RowLog:
         self.close()
 
 
-def _reread(path: Path, torn: list | None = None, check=None) -> list[dict]:
-    """The readable rows of a log, the file rewritten with them so appends start on a clean line."""
-    rows = read_results(path, warn, torn, check)
-    if path.exists():
-        with open(path, "w", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
-    return rows
+def _missing_folders(d: Path) -> list[Path]:
+    """The folders ``mkdir -p d`` makes, deepest first."""
+    made = []
+    while not d.exists() and d != d.parent:
+        made.append(d)
+        d = d.parent
+    return made
+
+
+def _remove_empty(made: list) -> None:
+    """Take away what a claim made: its lock file (None: one was there before it), then each folder it made,
+    deepest first, while it holds nothing else."""
+    if not made:
+        return
+    try:
+        if made[0] is not None:
+            made[0].unlink(missing_ok=True)
+        for d in made[1:]:
+            d.rmdir()
+    except OSError:  # something else is in it now: it stays
+        pass
+
+
+def _lost(tid: str | None) -> str:
+    """What an unreadable line costs a resume: the question it held runs again, or (no id) every question only
+    the committed rows hold does (:func:`joined_rows`)."""
+    if tid is None:
+        return "no question id could be read from it: the questions only the committed rows hold will run again"
+    return f"question {tid!r} will run again"
 
 
 def joined_rows(full: list[dict], slim: list[dict], torn=()) -> list[dict]:
@@ -262,30 +323,22 @@ def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[Result
     return out
 
 
-def recorded_with(out_dir: str | os.PathLike, model: str) -> dict | None:
-    """The configuration a run or study recorded in ``out_dir``, where it ran with ``model`` (a registry name
-    resolved, a path) and recorded its method's options; None otherwise (a finished resume then goes the usual way)."""
-    cfg = read_run_config(out_dir, required=False)
+class _Kinds(dict):
+    """How a log of each row file is kept (:data:`ROW_KINDS`)."""
+
+    def __missing__(self, rows_name: str) -> dict:
+        return {"check": study_row_check(rows_name)}
+
+
+#: The keywords a :class:`RowLog` of each row file takes: an eval run's rows are checked and kept beside their
+#: committable companion (:func:`score_row`); a study's are checked by their own schema.
+ROW_KINDS = _Kinds({"results.jsonl": {"companion": (SCORES, score_row), "check": check_row}})
+
+
+def recorded_with(cfg: dict, model: str) -> dict | None:
+    """A run's or study's recorded configuration ``cfg``, where it ran with ``model`` (a registry name resolved, a
+    path) and recorded its method's options; None otherwise (a finished resume then goes the usual way)."""
     method = cfg.get("method")
     recorded = method.get("model") if isinstance(method, dict) else None
     ok = isinstance(recorded, dict) and recorded.get("model") == model and isinstance(method.get("config"), dict)
     return cfg if ok else None
-
-
-def finished_rows(out_dir: str | os.PathLike, examples: Sequence[Example]) -> list[dict] | None:
-    """Every row of a run that has nothing left to do for ``examples`` (it may hold more: a larger --limit's),
-    read as :class:`RowLog` reads them; None where a resume would answer a question, mend a file (a torn line, a
-    committed row missing beside its full one) or warn, which a run does as ever. A finished run resumed (a job
-    resubmitted, a grid run again) so loads no model to find nothing to do."""
-    out, want = Path(out_dir), {ex.id for ex in examples}
-    if not (out / "config.json").exists():
-        return None
-    torn: list = []
-    skipped: list = []
-    slim = read_results(out / SCORES, torn=torn, skipped=skipped, check=check_row)
-    if skipped or not want <= {r["id"] for r in slim}:  # the small file first: a run with work left stops here
-        return None
-    rows = joined_rows(read_results(out / "results.jsonl", torn=torn, skipped=skipped, check=check_row), slim, torn)
-    if skipped or not want <= {r["id"] for r in rows}:
-        return None
-    return rows

@@ -14,10 +14,9 @@ from typing import Callable, Sequence
 from .datasets import check_examples
 from .example import Example
 from .metrics import exact_match, f1_score
-from .rows import ResultRow, check_row
+from .rows import ResultRow
 from .states import StateStore, own_tap, tap_name
-from ..common.runs import SCORES
-from .rowlog import RowLog, score_row
+from .rowlog import ROW_KINDS, RowLog
 from .summary import _percent, _summary
 import inspect
 import importlib.metadata as md
@@ -90,10 +89,12 @@ def answer_concurrently(one: Callable, todo: Sequence[Example], concurrency: int
 
 def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *, resume: bool = False,
              name: str | None = None, progress=None, extra_config: dict | None = None, concurrency: int = 1,
-             order_of: dict | None = None) -> dict:
+             order_of: dict | None = None, log: RowLog | None = None) -> dict:
     """Answer every example (``concurrency`` questions in flight; wrap the model in
     :class:`~seakr.models.batching.BatchingModel` so their model calls share decode batches).
-    ``order_of`` maps ids to their place in the whole run (shards keep the unsharded order)."""
+    ``order_of`` maps ids to their place in the whole run (shards keep the unsharded order). ``log``: the row log
+    of ``out_dir`` a plan claimed before the model loaded (:meth:`~seakr.eval.plan.EvalPlan.claim`); else it is
+    claimed here."""
     if not callable(getattr(method, "answer", None)) or not callable(getattr(method, "describe", None)):
         raise TypeError(f"method: expected a seakr method (seakr.methods.build_method), got {type(method).__name__}")
     examples = check_examples(examples)
@@ -101,7 +102,9 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
            "examples": len(examples), **(extra_config or {})}
     if unread := dict(getattr(method, "unread", list)()):  # said once at the start; the folder keeps it, beside
         cfg["unread_options"] = unread  # the method (a resume compares the method alone)
-    with RowLog(out_dir, "results.jsonl", cfg, resume=resume, companion=(SCORES, score_row), check=check_row) as log:
+    log = log if log is not None else RowLog(out_dir, "results.jsonl", resume=resume, **ROW_KINDS["results.jsonl"])
+    with log:
+        log.begin(cfg)
         rows = log.rows_for(examples)
         if progress:
             progress(len(rows), f1=_percent(rows, "f1"))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 from typing import Sequence
 
 
@@ -27,8 +26,7 @@ from ..methods.seakr import SeaKR, SeaKRConfig
 from ..methods.records import u_from_json
 from ..common.console import warn
 from .example import Example
-from .rows import STUDY_FILES, study_row_check
-from .rowlog import RowLog, read_results, recorded_with
+from .rowlog import ROW_KINDS, RowLog
 from .runner import versions
 
 
@@ -39,13 +37,17 @@ def _finite(x):
 
 
 def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, rows_name: str, fn,
-          progress=None, resume: bool = False, data: dict | None = None) -> tuple[list[dict], list[dict]]:
+          progress=None, resume: bool = False, data: dict | None = None,
+          log: RowLog | None = None) -> tuple[list[dict], list[dict]]:
     """Run ``fn(example) -> row`` over the examples not yet in ``out_dir/rows_name``; every row is
     written (fsync'd) as it finishes, so a long study resumes where it was killed. Returns the rows of these
-    examples and every row the study holds (a resumed one may hold more, from a larger --limit)."""
+    examples and every row the study holds (a resumed one may hold more, from a larger --limit). ``log``: the
+    folder's row log as the command claimed it before the model loaded; else it is claimed here."""
     cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples),
            **(data or {})}
-    with RowLog(out_dir, rows_name, cfg, resume=resume, check=study_row_check(rows_name)) as log:
+    log = log if log is not None else RowLog(out_dir, rows_name, resume=resume, **ROW_KINDS[rows_name])
+    with log:
+        log.begin(cfg)
         _fit_context(method.lm, log.todo(examples))
         if progress:
             progress(len(log.rows_for(examples)))
@@ -59,24 +61,6 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
                 progress(1)
         return log.rows_for(examples), list(log.rows)
 
-
-def finished_study(study: str, out_dir: str, examples: Sequence[Example],
-                   model: str) -> tuple[list[dict], dict, set] | None:
-    """Every row (a larger --limit's too), the recorded configuration and the ids of ``examples``, of a study that
-    has nothing left to do for them, where it was run with ``model`` (:func:`~seakr.eval.rowlog.recorded_with`),
-    so a finished study loads no model and pools no index; None where a resume would ask a question, mend a torn
-    or unreadable line or refuse another model. Its options and questions are what the plan's own check compared."""
-    cfg = recorded_with(out_dir, model)
-    if cfg is None:
-        return None
-    torn: list = []
-    skipped: list = []
-    name = STUDY_FILES[study]
-    rows = read_results(Path(out_dir) / name, torn=torn, skipped=skipped, check=study_row_check(name))
-    want = {ex.id for ex in examples}
-    if torn or skipped or not want <= {r["id"] for r in rows}:
-        return None
-    return rows, cfg, want
 
 def _fit_context(lm, examples: Sequence[Example]) -> None:
     """A question longer than the model's context by itself fits no prompt of any form: refused before the

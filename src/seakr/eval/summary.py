@@ -127,8 +127,8 @@ def _summary(out: Path, rows: Sequence[dict], name: str, resume: bool, answered:
 
 
 def summary_of_rows(out_dir: str | os.PathLike, rows: Sequence[dict], name: str, examples: Sequence[Example]) -> dict:
-    """A finished run's summary of ``examples``, written again from its rows (:func:`finished_rows`: all of them,
-    a larger --limit's too, for the files), its timing kept."""
+    """A finished run's summary of ``examples``, written again from its rows (all of them, a larger --limit's too,
+    for the files: :meth:`~seakr.eval.rowlog.RowLog.finished`), its timing kept."""
     want = {ex.id for ex in examples}
     return _summary(Path(out_dir), [r for r in rows if r["id"] in want], name, True, 0, 0.0, 1, rows)
 
