@@ -336,7 +336,7 @@ def test_a_dash_is_named_as_standard_input_where_a_file_or_index_is_read(tmp_pat
 
     with pytest.raises(ValueError, match=r"^-: standard input is not read here: save it to a file and name that$"):
         list(lines("-"))
-    with pytest.raises(PlanError, match=r"^eval: filler -: standard input is not read here"):
+    with pytest.raises(PlanError, match=r"^eval: filler: -: standard input is not read here"):
         EvalPlan(data=os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "nq_mini.oracle.jsonl"),
                  out=str(tmp_path / "o"), runs=["single"], filler=["-"]).check()
     with pytest.raises(SearchError, match=r"^index -: standard input is not read as an index; index it first"):

@@ -78,7 +78,7 @@ def test_a_grid_path_beside_the_file_but_not_in_the_working_folder_says_where_it
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "q.jsonl").write_text(open(NQ, encoding="utf-8").read())
-    (sub / "filler.jsonl").write_text("")
+    (sub / "filler.jsonl").write_text(json.dumps({"id": "f1", "contents": '"T"\nsome text'}) + "\n")
     grid = sub / "g.toml"
     grid.write_text('data = "q.jsonl"\nout = "o"\n')
     monkeypatch.chdir(tmp_path)
@@ -480,12 +480,16 @@ def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_pat
     base = {"data": HOTPOT, "out": str(tmp_path / "o"), "runs": ["ircot"]}
     with pytest.raises(PlanError, match=r"^eval: filler adds passages to the pooled index .* index .*idx is given"):
         EvalPlan(**base, index=idx, filler=[HOTPOT]).check()
-    with pytest.raises(PlanError, match=r"^eval: filler .*nope\.jsonl: no such file$"):
+    with pytest.raises(PlanError, match=r"^eval: filler: .*nope\.jsonl: no such file$"):
         EvalPlan(**base, filler=[str(tmp_path / "nope.jsonl")]).check()
-    EvalPlan(**base, filler=[str(tmp_path)]).check()  # a folder of corpus files, as `index build` reads it
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "a.jsonl").write_text('{"id": "a", "text": "x"}\n')
+    EvalPlan(**base, filler=[str(tmp_path / "corpus")]).check()  # a folder of corpus files, as `index build` reads it
+    with pytest.raises(PlanError, match=r"^eval: filler: .*idx/gen-.*: a file of the seakr index .*idx, not a corpus"):
+        EvalPlan(**base, filler=[str(tmp_path)]).check()  # an index among them: said before the pooling
     (tmp_path / "w1.jsonl").write_text('{"id": "w", "text": "x"}\n')
     assert EvalPlan(**base, filler=[str(tmp_path / "w*.jsonl")]).check().filler == [str(tmp_path / "w1.jsonl")]
-    with pytest.raises(PlanError, match=r"^eval: filler .*nope\*.jsonl: no file matches this pattern$"):
+    with pytest.raises(PlanError, match=r"^eval: filler: .*nope\*.jsonl: no file matches this pattern$"):
         EvalPlan(**base, filler=[str(tmp_path / "nope*.jsonl")]).check()
     EvalPlan(**base, filler=[HOTPOT]).check()  # filler of the pooled index: kept
     grid = tmp_path / "g.toml"
@@ -497,6 +501,25 @@ def test_filler_beside_a_given_index_or_missing_is_refused_at_every_door(tmp_pat
                  ["rerank-study", "--data", HOTPOT, "--out", str(tmp_path / "r"), "--index", idx, "--filler", HOTPOT]):
         assert main(argv) == 2
         assert "filler adds passages to the pooled index" in capsys.readouterr().err
+
+
+def test_a_filler_file_that_is_no_corpus_is_named_by_its_flag_or_key_before_any_work(tmp_path, capsys):
+    """A filler file whose corpus format cannot be told was found only by the pooling, after the data had been read
+    and digested, and its message said to pass --format, which `eval` does not take."""
+    from seakr.cli import main
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("a line of notes, not passages\n")
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{HOTPOT}"\nout = "{tmp_path / "g"}"\nfiller = ["{notes}"]\n')
+    for argv, where in ((["eval", "--data", HOTPOT, "--method", "ircot", "--out", str(tmp_path / "c"), "--filler",
+                          str(notes)], "--filler: "),
+                        (["eval", "--config", str(grid)], f"{grid}: key filler: ")):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"seakr: error: {where}{notes}: cannot guess the corpus format; it reads dpr, table, ")
+        assert err.count("\n") == 1 and "--format" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.toml", "notes.txt"]
 
 
 def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_loads(tmp_path):
@@ -687,7 +710,7 @@ def test_a_runs_or_an_indexs_own_file_as_filler_is_refused_before_any_work(tmp_p
     TantivyEngine.build([Passage("p1", "T", "some text")], idx)
     for filler, said in ((run / "results.jsonl", f"a file of the seakr run or study {run} (its config and rows), not a "
                           "corpus"), (idx, f"the seakr index {idx}, not a corpus; give the corpus files it was built from")):
-        with pytest.raises(PlanError, match="^" + re.escape(f"eval: filler {filler}: {said}")):
+        with pytest.raises(PlanError, match="^" + re.escape(f"eval: filler: {filler}: {said}")):
             EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=["single"], filler=[str(filler)]).check()
 
 

@@ -362,7 +362,7 @@ def test_a_pipe_is_read_where_it_is_read_once_and_named_where_it_would_be_read_t
     for cmd, needle in ((f"eval --data <(cat {data}) --method cot --out {out}", "a data file is read more than once"),
                         (f"index build <(cat {corpus}) --out {out}", "guessing its format reads its head first"),
                         (f"eval --data {data} --filler <(cat {corpus}) --method seakr --out {out}",
-                         "eval: filler /dev/fd/"),
+                         "--filler: /dev/fd/"),
                         (f"ask --index {index} --prompt-set <(cat {corpus}) Who?", "a prompt set is read when")):
         one_line_error(bash(cmd), ": a pipe or device, which can be read once, but", needle)
     r = bash(f"index build --format jsonl <(cat {corpus}) --out {out}")

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Callable, Literal, Sequence
 from pydantic import AfterValidator, BeforeValidator, model_validator
 
 from ..search.base import is_url, redact, seakr_own
+from ..search.corpora import corpus_files, detect_format
 from ..common.console import warn
 from ..common.files import check_rereadable, is_pattern, missing, pattern_files, user_path
 from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
@@ -183,16 +184,21 @@ class EvalPlan:
         return self
 
     def _check_filler(self) -> None:
-        """Each filler file must exist, be a corpus (not a run's rows or an index's own file) and be readable twice
-        (its checksum names the pooled index, then its passages are read)."""
+        """Each filler file must exist, be readable twice (its checksum names the pooled index, then its passages
+        are read) and be a corpus whose format the pooling can tell (not a run's rows or an index's own file)."""
         for f in self.filler:  # a file or a folder of them, as `index build` reads (read_corpus)
             if not os.path.exists(f):
-                raise PlanError(f"eval: filler {f}: {'no file matches this pattern' if is_pattern(f) else missing(f)}")
+                raise _setting("filler", f": {f}: {'no file matches this pattern' if is_pattern(f) else missing(f)}")
             check_rereadable(f, "a filler corpus is read twice (its checksum names the pooled index, then its "
-                             "passages)", PlanError, f"eval: filler {f}")
-            if own := seakr_own(f):  # a run's rows or an index's own file: seakr's records, not passages
-                built = "; give the corpus files it was built from (`seakr index info` lists them)"
-                raise PlanError(f"eval: filler {f}: {own[1]}, not a corpus" + (built if own[0] == "index" else ""))
+                             "passages)", lambda text: _setting("filler", ": " + text))
+            for each in [f, *(corpus_files(f) if os.path.isdir(f) else [])]:  # a folder, then each file in it
+                if own := seakr_own(each):  # a run's rows or an index's own file: seakr's records, not passages
+                    built = "; give the corpus files it was built from (`seakr index info` lists them)"
+                    raise _setting("filler", f": {each}: {own[1]}, not a corpus" + (built if own[0] == "index" else ""))
+                try:
+                    _ = os.path.isfile(each) and detect_format(each, None)
+                except ValueError as e:
+                    raise _setting("filler", f": {e}") from None
 
     def claim(self, sel: Selection, lm=None) -> list[RowLog]:
         """Each run's row log, claimed before the model loads (:class:`~seakr.eval.rowlog.RowLog`: the folder locked

@@ -53,7 +53,7 @@ def unknown_options(cls: type, unknown: list[str]) -> str:
 
     hints = [hint(k) for k in unknown]
     known = "" if all(h != repr(k) for h, k in zip(hints, unknown)) else f"; its options: {', '.join(names)}"
-    return f"{cls.__name__}: unknown option(s) {', '.join(hints)}{known}"
+    return f"unknown option(s) {', '.join(hints)}{known}"  # the field names the door: --option, options.k
 
 
 @schema("option", unknown_options)

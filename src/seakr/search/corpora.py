@@ -278,7 +278,9 @@ def read_wiki_offline(path: str | None = None) -> Iterator[Passage]:
             yield Passage("wiki-" + hashlib.sha1(key.encode()).hexdigest()[:12], lead.title or key, text)
 
 
-def detect_format(path: str) -> str:
+def detect_format(path: str, flag: str | None = "--format") -> str:
+    """The corpus format of ``path``, told by its name, else by its head; ``flag``: the door's way to name a format
+    where none can be told (None: a door with no such choice, such as ``eval --filler``)."""
     name = os.path.basename(path).lower()
     bare = re.sub(r"\.(gz|bz2|xz|zst)$", "", name)  # compressed or not: told by its first bytes
     if bare.endswith(".tsv"):
@@ -309,7 +311,9 @@ def detect_format(path: str) -> str:
     if '"text"' in head and ('"id"' in head or '"_id"' in head):  # ours, or BEIR's corpus.jsonl
         return "jsonl"
     _no_questions(path)
-    raise CorpusError(f"{path}: cannot guess the corpus format; pass --format ({', '.join(FORMATS[:-1])})")
+    known = ", ".join(FORMATS[:-1])
+    raise CorpusError(f"{path}: cannot guess the corpus format; " + (f"pass {flag} ({known})" if flag else
+                                                                    f"it reads {known}"))
 
 
 def _no_questions(path: str) -> None:
