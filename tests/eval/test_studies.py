@@ -769,7 +769,12 @@ def test_a_detect_resume_with_other_taps_is_refused_before_the_model_loads(tmp_p
     from types import SimpleNamespace
 
     from seakr.cli import main
-    from seakr.cli.studies import _detect_asks_as_before
+    from seakr.cli.studies import detect_known
+    from seakr.eval.resume import check_same_run
+
+    def _detect_asks_as_before(args, probe):  # what the claimed log holds to the record
+        recorded = json.loads((out / "config.json").read_text())
+        check_same_run(recorded, detect_known(args, probe)(recorded), out, partial=True)
 
     out = tmp_path / "study"
     out.mkdir()

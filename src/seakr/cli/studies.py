@@ -18,7 +18,7 @@ from .flags import CLIError, flag_or_option, model_spec, output_file, parse_opti
 from ..eval.studies import STUDY_OPTIONS, StudiedSeaKR as SeaKR, read_study_options
 from ..eval.datasets import require_golds
 from ..eval.rows import STUDY_FILES
-from ..eval.resume import check_same_run, data_identity
+from ..eval.resume import data_identity
 from ..eval.calibrate import calibrate, calibrate_from_runs, calibration_lines
 from ..eval.finished import study_of_rows
 from ..progress import progress_bar
@@ -38,12 +38,13 @@ from ..eval.fit import fit, report_markdown
 from ..eval.fitplan import FitPlan
 
 
-def study_setup(args, options: dict | None = None, index: bool = True, check=None, done=None):
+def study_setup(args, options: dict | None = None, index: bool = True, check=None, done=None, known=None):
     """A study's plan (one SeaKR run), its questions, the model, the run's effective options and its folder's row
     log, claimed before the model loads (:meth:`~seakr.eval.plan.EvalPlan.claim`). ``check`` (the selection ->
     None, raising on a mistake) runs on the questions before the index is pooled or the model loads. A resumed
     study with nothing left to do is summarised from its rows by ``done(rows, recorded_config, ids)`` (every row it
-    holds, the ids of these questions), the model not loaded, and None is returned."""
+    holds, the ids of these questions), the model not loaded, and None is returned. ``known`` (the recorded config
+    -> the part of the study's own record known now) is held to the recorded one on a resume."""
     study = args.cmd.replace("_", "-")
     options = read_study_options(study, options or {}, getattr(args, "form", None))
     plan = EvalPlan(data=args.data, out=args.out, runs=[run_spec("--option", "seakr", {**STUDY_OPTIONS, **options})],
@@ -51,7 +52,7 @@ def study_setup(args, options: dict | None = None, index: bool = True, check=Non
                     seed=args.seed, prompt_set=args.prompt_set, resume=args.resume, model=model_spec(args),
                     rows=STUDY_FILES[study]).check()
     sel = plan.select()
-    log, = plan.claim(sel)
+    log, = plan.claim(sel, known=known)
     with ExitStack() as fails:
         fails.callback(log.close)  # let go unless the study takes it
         if study != "rerank-study":  # that one is labelled by the gold passages' titles
@@ -120,21 +121,20 @@ def _model_depth(args) -> int | None:
     return model_depth(args.model or DEFAULT_MODEL)
 
 
-def _detect_asks_as_before(args, probe) -> None:
-    """``detect --resume``: the resume rule (``check_same_run``) on what the study's record is known to be before
-    the model loads: its form, setting, wording and probe file, and its taps where the model's depth is known
-    without weights. The taps it records begin with the model's own, known once loaded: taken as the recorded
-    one, a difference in the rest is one the row log would refuse too."""
-    if not (args.resume and os.path.isfile(os.path.join(args.out, "config.json"))):
-        return
+def detect_known(args, probe):
+    """``detect --resume``: what the study's record is known to be before the model loads (the record -> that part
+    of it, which the claimed row log holds to the recorded one): its form, setting, wording and probe file, and its
+    taps where the model's depth is known without weights. The taps it records begin with the model's own, known
+    once loaded: taken as the recorded one, a difference in the rest is one the row log would refuse too."""
+    def known(recorded: dict) -> dict:
+        out = detect_asking(args.form, args.setting, probe)
+        states, depth = recorded.get("states"), _model_depth(args)  # every layer: known for a local or cached model
+        if isinstance(states, list) and states and (args.probe not in TAP_KEYWORDS or depth):
+            given = [tap_name(t) for t in parse_taps(args.probe, depth)]
+            out["states"] = study_taps(states[0], given, tap_name(probe.layer_source) if probe else None)
+        return out
 
-    old = read_run_config(args.out)
-    known = detect_asking(args.form, args.setting, probe)
-    recorded, depth = old.get("states"), _model_depth(args)  # every layer: known for a local (or cached) model
-    if isinstance(recorded, list) and recorded and (args.probe not in TAP_KEYWORDS or depth):
-        given = [tap_name(t) for t in parse_taps(args.probe, depth)]
-        known["states"] = study_taps(recorded[0], given, tap_name(probe.layer_source) if probe else None)
-    check_same_run(old, known, args.out, partial=True)
+    return known
 
 
 def cmd_detect(args) -> int:
@@ -152,8 +152,7 @@ def cmd_detect(args) -> int:
             probe = load_probe(args.probe_file)
     except ValueError as e:
         raise CLIError(str(e)) from None
-    _detect_asks_as_before(args, probe)
-    setup = study_setup(args, parse_options(args.option), index=False,  # no engine: see above
+    setup = study_setup(args, parse_options(args.option), index=False, known=detect_known(args, probe),  # no engine
                         check=lambda sel: check_open_book(sel.examples, args.setting),
                         done=lambda rows, cfg, ids: print(detect_markdown(study_of_rows("detect", args.out, rows,
                                                                                          cfg, ids))))

@@ -200,15 +200,18 @@ class EvalPlan:
                 except ValueError as e:
                     raise _setting("filler", f": {e}") from None
 
-    def claim(self, sel: Selection, lm=None) -> list[RowLog]:
+    def claim(self, sel: Selection, lm=None, known: Callable[[dict], dict] | None = None) -> list[RowLog]:
         """Each run's row log, claimed before the model loads (:class:`~seakr.eval.rowlog.RowLog`: the folder locked
-        and checked, its rows read), and on ``--resume`` the part of each run's record the plan knows
-        (:meth:`known_record`) held to the recorded one; the logs begin once the model has settled the rest.
-        Close them (:func:`claimed`)."""
+        and checked, its rows read), and on ``--resume`` the part of each run's record known now held to the
+        recorded one: what the caller knows of how it asks (``known``: the recorded config -> that part; a study's
+        form and taps), then what the plan says (:meth:`known_record`). The logs begin once the model has settled
+        the rest; the caller closes them."""
         logs: list[RowLog] = []
         try:
             for r in self.runs:
                 logs.append(RowLog(self.out_for(r), self.rows, resume=self.resume, **ROW_KINDS[self.rows]))
+                if known is not None and logs[-1].recorded:
+                    logs[-1].check_known(known(logs[-1].recorded))
                 logs[-1].check_known(self.known_record(r, sel, lm))
         except BaseException as e:
             for log in logs:
