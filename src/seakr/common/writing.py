@@ -153,3 +153,21 @@ def refused_write(e: BaseException) -> str | None:
     if isinstance(e, OSError) and e.errno in REFUSED_WRITES:
         return REFUSED_WRITES[e.errno]
     return next((why for n, why in REFUSED_WRITES.items() if f"(os error {n})" in str(e)), None)
+
+
+def missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, innermost first."""
+    made = []
+    while not folder.exists() and folder != folder.parent:
+        made.append(folder)
+        folder = folder.parent
+    return made
+
+
+def remove_empty(folders: list[Path]) -> None:
+    """Remove the folders (innermost first) while they are empty: what a failed build made and left unused."""
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            return

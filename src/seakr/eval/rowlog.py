@@ -17,7 +17,7 @@ from ..common.console import warn
 from ..common.jsontext import loads, strict_json
 from ..common.runs import SCORES
 from ..common.schema import SchemaError, schema
-from ..common.writing import make_folder, write_atomic
+from ..common.writing import make_folder, missing_folders, remove_empty, write_atomic
 from .folders import LOCK, _check_rows_kind, check_folder_is, check_not_foreign, named_paths, run_lock
 from .resume import check_same_run
 from .specs import shard_spelled
@@ -139,7 +139,7 @@ class RowLog:
         named_paths("out_dir", out_dir)  # run_eval(..., "") and the studies wrote their rows into the current folder
         self.dir, self.resume, self._f = Path(out_dir), resume, None
         check_not_foreign(self.dir)  # before its lock file is left in another program's folder
-        self._made = _missing_folders(self.dir)  # what a claim that never begins takes away again
+        self._made = missing_folders(self.dir)  # what a claim that never begins takes away again
         make_folder(self.dir)
         self._made.insert(0, None if (self.dir / LOCK).exists() else self.dir / LOCK)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
@@ -242,7 +242,7 @@ class RowLog:
                     f.close()
         finally:
             self._dir_lock.__exit__()
-            _remove_empty(self._made)  # a claim that never began: no folder of its own left behind
+            _take_back(self._made)  # a claim that never began: no folder of its own left behind
 
     def __enter__(self):
         return self
@@ -251,27 +251,11 @@ class RowLog:
         self.close()
 
 
-def _missing_folders(d: Path) -> list[Path]:
-    """The folders ``mkdir -p d`` makes, deepest first."""
-    made = []
-    while not d.exists() and d != d.parent:
-        made.append(d)
-        d = d.parent
-    return made
-
-
-def _remove_empty(made: list) -> None:
-    """Take away what a claim made: its lock file (None: one was there before it), then each folder it made,
-    deepest first, while it holds nothing else."""
-    if not made:
-        return
-    try:
-        if made[0] is not None:
-            made[0].unlink(missing_ok=True)
-        for d in made[1:]:
-            d.rmdir()
-    except OSError:  # something else is in it now: it stays
-        pass
+def _take_back(made: list) -> None:
+    """Take away what a claim made: its lock file (None: one was there before it), then the folders it made."""
+    if made and made[0] is not None:
+        made[0].unlink(missing_ok=True)
+    remove_empty(made[1:])
 
 
 def _lost(tid: str | None) -> str:

@@ -264,24 +264,6 @@ def remove_orphans(out: Path) -> list[Path]:
     return gone
 
 
-def missing_folders(folder: Path) -> list[Path]:
-    """``folder`` and its ancestors that do not exist yet, innermost first."""
-    made = []
-    while not folder.exists() and folder != folder.parent:
-        made.append(folder)
-        folder = folder.parent
-    return made
-
-
-def remove_empty(folders: list[Path]) -> None:
-    """Remove the folders (innermost first) while they are empty: what a failed build made and left unused."""
-    for f in folders:
-        try:
-            f.rmdir()
-        except OSError:
-            return
-
-
 def added(m: dict, stats: dict, sources: Sequence[str]) -> dict:
     """The manifest ``m`` with an add's counts, checksum and sources."""
     m = dict(m)

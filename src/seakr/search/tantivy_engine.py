@@ -24,13 +24,13 @@ from typing import Iterable, Sequence
 from ..common.checks import encodable
 from ..common.files import given_path
 from ..common.runs import MANIFEST
-from ..common.writing import folder_error
+from ..common.writing import folder_error, missing_folders, remove_empty
 from ..locks import FolderLock, holder
 from .failures import guard, io_failure, write_failure
 from .base import (BM25_B, BM25_K1, LUCENE_ENGLISH_STOPWORDS, TIE_BREAKER, Intake, Passage, SearchError, check_many,
                    check_search, iter_batches)
-from .generations import (added, data_folder, file_digests, mark, missing_folders, new_generation, next_generation,
-                          read_manifest, readable_copy, remove_empty, remove_orphans, remove_tree, retire, sweep,
+from .generations import (added, data_folder, file_digests, mark, new_generation, next_generation,
+                          read_manifest, readable_copy, remove_orphans, remove_tree, retire, sweep,
                           writable, write_manifest)
 
 FORMAT = "seakr-tantivy/2"  # generations (search/generations.py)
