@@ -197,7 +197,7 @@ class RowLog:
         for path, n, tid in self.skipped:
             warn(f"{path}:{n}: unreadable line skipped (a torn or foreign write); " + _lost(tid))
         for path, rows in ((self.path, self.full), (self.slim_path, self.kept)):
-            if path is not None and path.exists():  # appends start on a clean line
+            if path is not None and path.exists():  # appends start on a clean line; a kill here loses no row
                 write_atomic(path, "".join(json.dumps(r) + "\n" for r in rows))
         write_atomic(self.dir / "config.json", strict_json(config, spell=True, indent=2))  # -inf as "-inf"
         self._made = []
@@ -207,6 +207,7 @@ class RowLog:
         if self._slim_f is not None:  # a row written before the run stopped (disk full, kill -9) between the two
             have = {r["id"] for r in self.kept}  # files: the committed file would lack it and run it again elsewhere
             self._write(self._slim_f, [self.slim(r) for r in self.full if r["id"] not in have])
+        self.full = self.kept = []  # read: the rows live on in self.rows
 
     def todo(self, examples):
         return [ex for ex in examples if ex.id not in self.done]
