@@ -285,6 +285,24 @@ def test_a_plan_runs_from_python_with_any_generator(tmp_path):
     assert cfg["method"]["config"]["prompt_set"] == "hotpotqa"  # the family default, from the plan
 
 
+def test_the_runs_of_a_plan_search_one_opened_index(tmp_path, monkeypatch):
+    """Each run opened the index again, and each opening reads every index file to compare it with its recorded
+    digest: a grid of three runs over a given index read it four times (the check's, then one a run)."""
+    from seakr.search import Passage
+    from seakr.search.tantivy_engine import TantivyEngine
+
+    idx = str(TantivyEngine.build([Passage("p1", "Jaws", "Jaws was directed by Steven Spielberg.")],
+                                  tmp_path / "idx").path)
+    reads = []
+    real = TantivyEngine.check_files
+    monkeypatch.setattr(TantivyEngine, "check_files", staticmethod(lambda path: reads.append(path) or real(path)))
+    lm = ScriptedLM(lambda v: Reply("So the answer is Steven Spielberg."))
+    runs = [RunSpec("ircot", name="a"), RunSpec("ircot", {"max_steps": 1}, name="b"), RunSpec("single", name="c")]
+    sums = run_plan(EvalPlan(data=HOTPOT, out=str(tmp_path / "o"), runs=runs, index=idx, limit=1), lm,
+                    progress=False, say=lambda _m: None)
+    assert [s["n"] for s in sums] == [1, 1, 1] and len(reads) == 2  # the plan's check, then the one all runs share
+
+
 def test_a_plan_that_never_searches_needs_no_index_nor_paragraphs(tmp_path):
     """CoT over questions with no paragraphs (a FlashRAG file of questions and answers): nothing to pool and
     nothing to search, so no index; a method that searches still asks for one, in one line."""

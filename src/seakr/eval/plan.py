@@ -335,9 +335,10 @@ def _run_claimed(plan: EvalPlan, sel: Selection, logs: list[RowLog], lm, progres
     if plan.concurrency > 1:
         lm = BatchingModel(lm)
     extra = plan.questions_record()
+    engine = open_engine(index) if index else None  # once for every run: opening checks each index file's digest
     sums = []
     for run, log in zip(plan.runs, logs):
-        m = build_method(run.method, lm, open_engine(index) if index else None, **plan.options_for(run, sel.family))
+        m = build_method(run.method, lm, engine, **plan.options_for(run, sel.family))
         warn_unread_tap(m, plan.model.tap_given())
         say(f"config[{run.name}]: " + json.dumps(m.describe()))
         with progress_bar(run.name, total=len(sel.examples), enabled=progress) as adv:
