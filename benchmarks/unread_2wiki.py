@@ -11,12 +11,14 @@ those. Left out because something read them: places 0..49 (prompt-style, precisi
 every 10th place (the first gate level, the multi-hop delta). ``extra500`` and ``train_migres500`` share no question.
 A second sample, fixed after the first had run and before the second did (``--digits 19 -n 90``): the places ending
 in 1 or 9 by the same rule (90 of them), the first 62 answered, reported alone and pooled with the first
-(``benchmarks/report.py`` over both folders); a measurement only, as the first.
+(``benchmarks/report.py`` over both folders); a measurement only, as the first. A third, fixed after the second had
+run and before the third did (``--digits 2468``): the places ending in 2, 4, 6 or 8 by the same rule, the first 100
+pooled into the index, the first 62 answered; reported alone and pooled with the other two, a measurement only.
 
     python benchmarks/unread_2wiki.py OUT.json [--digits 19 -n 90]   # writes the sample (official layout)
     seakr eval --data OUT.json --limit 62 --filler ../shared/data/corpus/wiki_filler1000.flashrag.jsonl \\
       --config benchmarks/configs/report.toml --out benchmarks/results/unread-qwen-2wiki-extra100
-    (the second: --out benchmarks/results/unread-qwen-2wiki-extra90b)
+    (the second: --out benchmarks/results/unread-qwen-2wiki-extra90b; the third: unread-qwen-2wiki-extra100c)
 
 The index pools all the sample's questions' paragraphs with the 1,000 filler passages, as the report sets' do; the first 62
 are answered (one question in flight, the three methods one after the other)."""
@@ -54,7 +56,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, help="where the sample is written (JSON, the official 2Wiki layout)")
     ap.add_argument("-n", type=int, default=100)
-    ap.add_argument("--digits", default="357", choices=("357", "19"), help="the last digits of the places taken")
+    ap.add_argument("--digits", default="357", choices=("357", "19", "2468"),
+                    help="the last digits of the places taken")
     args = ap.parse_args()
     sample = unread_sample(args.n, args.digits)
     args.out.write_text(json.dumps(sample))
