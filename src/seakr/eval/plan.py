@@ -33,7 +33,7 @@ from .example import Example
 from .specs import (ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique,
                     check_window, method_options, parse_shard, select_examples, shard_spelled)
 from ..common.runs import ROW_FILES, SCORES
-from .rowlog import ROW_KINDS, RowLog, recorded_with
+from .rowlog import RowLog, recorded_with, row_kind
 from ..methods import METHODS, build_method
 from ..methods.base import warn_unread_tap
 from ..progress import progress_bar
@@ -209,7 +209,7 @@ class EvalPlan:
         logs: list[RowLog] = []
         try:
             for r in self.runs:
-                logs.append(RowLog(self.out_for(r), self.rows, resume=self.resume, **ROW_KINDS[self.rows]))
+                logs.append(RowLog(self.out_for(r), self.rows, resume=self.resume, **row_kind(self.rows)))
                 if known is not None and logs[-1].recorded:
                     logs[-1].check_known(known(logs[-1].recorded))
                 logs[-1].check_known(self.known_record(r, sel, lm))

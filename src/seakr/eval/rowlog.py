@@ -137,28 +137,28 @@ class RowLog:
         text it holds (question, passages), to commit, so ``--resume`` continues on another machine
         from that file alone; a row found only there counts as done and is summarised from it."""
         named_paths("out_dir", out_dir)  # run_eval(..., "") and the studies wrote their rows into the current folder
-        self.dir, self.resume, self._f = Path(out_dir), resume, None
+        self.dir, self._f, self._slim_f = Path(out_dir), None, None
         check_not_foreign(self.dir)  # before its lock file is left in another program's folder
         self._made = missing_folders(self.dir)  # what a claim that never begins takes away again
         make_folder(self.dir)
         self._made.insert(0, None if (self.dir / LOCK).exists() else self.dir / LOCK)
         self._dir_lock = run_lock(self.dir).__enter__()  # held until close: one writer per folder
         try:
-            self._claim(rows_name, companion, check)
+            self._claim(rows_name, resume, companion, check)
             if config is not None:
                 self.begin(config)
         except BaseException:
             self.close()
             raise
 
-    def _claim(self, rows_name: str, companion, check) -> None:
+    def _claim(self, rows_name: str, resume: bool, companion, check) -> None:
         _check_rows_kind(self.dir, rows_name)  # (check_not_foreign ran in __init__, before the lock)
         self.path = self.dir / rows_name
         self.slim_path, self.slim = (self.dir / companion[0], companion[1]) if companion else (None, None)
         held = any(p and p.exists() and p.stat().st_size for p in (self.path, self.slim_path))
-        if held and not self.resume:
+        if held and not resume:
             raise ValueError(f"{self.dir}: holds results already; pass --resume to continue or choose another --out")
-        self.recorded = read_run_config(self.dir, required=False) if self.resume else {}
+        self.recorded = read_run_config(self.dir, required=False) if resume else {}
         if held and not self.recorded:
             raise ValueError(f"{self.dir}: holds rows but no config.json, so nothing says which run they belong to; "
                              "refusing to resume into it (choose another --out)")
@@ -238,7 +238,7 @@ class RowLog:
 
     def close(self) -> None:
         try:
-            for f in (self._f, getattr(self, "_slim_f", None)):
+            for f in (self._f, self._slim_f):
                 if f is not None:
                     f.close()
         finally:
@@ -308,16 +308,12 @@ def run_rows(run_dir: Path, warn=warn, scored: str | None = None) -> list[Result
     return out
 
 
-class _Kinds(dict):
-    """How a log of each row file is kept (:data:`ROW_KINDS`)."""
-
-    def __missing__(self, rows_name: str) -> dict:
-        return {"check": study_row_check(rows_name)}
-
-
-#: The keywords a :class:`RowLog` of each row file takes: an eval run's rows are checked and kept beside their
-#: committable companion (:func:`score_row`); a study's are checked by their own schema.
-ROW_KINDS = _Kinds({"results.jsonl": {"companion": (SCORES, score_row), "check": check_row}})
+def row_kind(rows_name: str) -> dict:
+    """The keywords a :class:`RowLog` of ``rows_name`` takes: an eval run's rows are checked and kept beside their
+    committable companion (:func:`score_row`); a study's are checked by their own schema."""
+    if rows_name == "results.jsonl":
+        return {"companion": (SCORES, score_row), "check": check_row}
+    return {"check": study_row_check(rows_name)}
 
 
 def recorded_with(cfg: dict, model: str) -> dict | None:

@@ -16,7 +16,7 @@ from .example import Example
 from .metrics import exact_match, f1_score
 from .rows import ResultRow
 from .states import StateStore, own_tap, tap_name
-from .rowlog import ROW_KINDS, RowLog
+from .rowlog import RowLog, row_kind
 from .summary import _percent, _summary
 import inspect
 import importlib.metadata as md
@@ -102,7 +102,7 @@ def run_eval(method, examples: Sequence[Example], out_dir: str | os.PathLike, *,
            "examples": len(examples), **(extra_config or {})}
     if unread := dict(getattr(method, "unread", list)()):  # said once at the start; the folder keeps it, beside
         cfg["unread_options"] = unread  # the method (a resume compares the method alone)
-    log = log if log is not None else RowLog(out_dir, "results.jsonl", resume=resume, **ROW_KINDS["results.jsonl"])
+    log = log if log is not None else RowLog(out_dir, "results.jsonl", resume=resume, **row_kind("results.jsonl"))
     with log:
         log.begin(cfg)
         rows = log.rows_for(examples)

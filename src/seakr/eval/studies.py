@@ -26,7 +26,7 @@ from ..methods.seakr import SeaKR, SeaKRConfig
 from ..methods.records import u_from_json
 from ..common.console import warn
 from .example import Example
-from .rowlog import ROW_KINDS, RowLog
+from .rowlog import RowLog, row_kind
 from .runner import versions
 
 
@@ -45,7 +45,7 @@ def _each(study: str, method: SeaKR, examples: Sequence[Example], out_dir: str, 
     folder's row log as the command claimed it before the model loaded; else it is claimed here."""
     cfg = {"study": study, "method": method.describe(), "versions": versions(), "examples": len(examples),
            **(data or {})}
-    log = log if log is not None else RowLog(out_dir, rows_name, resume=resume, **ROW_KINDS[rows_name])
+    log = log if log is not None else RowLog(out_dir, rows_name, resume=resume, **row_kind(rows_name))
     with log:
         log.begin(cfg)
         _fit_context(method.lm, log.todo(examples))
