@@ -34,6 +34,13 @@ def test_options_and_parts_are_checked_when_the_component_is_made():
         SeaKRAnswerer(store)
     with pytest.raises(ValueError, match="option k"):
         SeaKRRouter(options={"k": -1})
+    # the model and how it loads, too: they failed at the pipeline's first run, after its earlier components ran
+    with pytest.raises(ValueError, match=r"unknown model 'qwen2.5-coder-05b' \(did you mean 'qwen2.5-coder-0.5b'\?\)"):
+        SeaKRAnswerer(InMemoryBM25Retriever(store), model="qwen2.5-coder-05b")
+    with pytest.raises(ValueError, match=r"^model '.*nothing.gguf': no such file or folder$"):
+        SeaKRRouter(model="/nonexistent/nothing.gguf")
+    with pytest.raises(ValueError, match=r"^option precision: 'fp8': expected auto, "):
+        SeaKRRouter(model="smollm2-135m", options={"precision": "fp8"})
 
 
 @pytest.mark.slow

@@ -22,6 +22,11 @@ def test_options_and_the_retriever_are_checked_when_the_runnable_is_made(small_i
         SeaKRRunnable(object())
     with pytest.raises(ValueError):
         SeaKRRetriever(index=small_index, k=0)
+    # the model and how it loads, too: they failed at the chain's first invoke
+    with pytest.raises(ValueError, match=r"^unknown model 'nope': not a registry name"):
+        SeaKRRunnable(SeaKRRetriever(index=small_index), model="nope")
+    with pytest.raises(ValueError, match=r"^option threads: 4096: this process may use \d+ CPUs"):
+        SeaKRRunnable(SeaKRRetriever(index=small_index), model="smollm2-135m", options={"threads": 4096})
 
 
 def test_a_seakr_index_is_a_langchain_retriever(small_index):

@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 from ..methods import METHODS, Method, method_name
 from ..methods.trace import Answer, decisions
-from ..models import DEFAULT_MODEL, LOAD_KEYS
+from ..models import DEFAULT_MODEL, LOAD_KEYS, LoadOptions, model_path
+from ..models.registry import model_kind
 from ..models.base import Generator
 from ..search.base import Passage
 
@@ -25,9 +26,10 @@ def require(module: str, extra: str):
 
 
 class Asker:
-    """A method by name and its options, checked now (unknown method, unknown or out-of-range option: one
-    ValueError naming it); the model (a registry name, a path, or a model already loaded) loads on first use,
-    once, shared by every call."""
+    """A method by name and its options, and the model with how it loads, checked now (an unknown method, model or
+    option, a value out of range, a model file that is not there: one ValueError naming it, as every other door
+    refuses it); the model (a registry name, a path, or a model already loaded) loads on first use, once, shared by
+    every call."""
 
     def __init__(self, model: str | os.PathLike | Generator | None = None, method: str = "seakr",
                  options: dict[str, Any] | None = None):
@@ -36,6 +38,9 @@ class Asker:
         self.config = METHODS[method_name(method)].Config.from_dict(options)
         self.model, self.method_name, self.options = model or DEFAULT_MODEL, method, options
         self._lm = model if isinstance(model, Generator) else None
+        if self._lm is None:  # what the load would refuse after the first question's wait, refused now
+            self._load = LoadOptions(**self.load_options)
+            model_kind(model_path(self.model))
         self._lock = threading.Lock()
 
     def init_parameters(self) -> dict:
@@ -47,9 +52,9 @@ class Asker:
     def lm(self) -> Generator:
         with self._lock:
             if self._lm is None:
-                from ..models import load_model
+                from ..models.hf import HFLanguageModel
 
-                self._lm = load_model(self.model, **self.load_options)
+                self._lm = HFLanguageModel(model_path(self.model), options=self._load)
             return self._lm
 
     def method(self, engine=None) -> Method:
