@@ -12,7 +12,7 @@ from pydantic import Field
 
 from ..common.console import did_you_mean, message as console
 from ..common.files import user_path
-from ..common.schema import Count, Positive, PositiveReal, Real, SchemaError, Threshold, Whole, check_type
+from ..common.schema import Count, NonNegative, Positive, PositiveReal, Real, SchemaError, Threshold, Whole, check_type
 import sys
 from ..models import DEFAULT_MODEL
 from ..models.machine import STATE_SOURCES
@@ -90,7 +90,7 @@ Port = Annotated[Whole, Field(ge=1, le=65535)]
 positive_int, count, port_number = flag(Positive), flag(Count), flag(Port)
 fold_count = flag(Folds)
 positive_float = flag(PositiveReal, float)
-non_negative = temperature = flag(Annotated[Real, Field(ge=0)], float)  # a temperature of 0 is greedy
+non_negative = temperature = flag(NonNegative, float)  # a temperature of 0 is greedy
 probability = flag(Annotated[Real, Field(gt=0, le=1)], float)  # a nucleus mass top-p
 threshold = flag(Threshold, float)  # SeaKR's delta: inf never retrieves on U, -inf always does
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from ..common.files import read_text
-from ..common.schema import Folder, PathText, Positive, Real, Seed, Whole, schema
+from ..common.schema import Folder, PathText, Positive, PositiveReal, Seed, Whole, schema
 from .plan import EvalPlan, Selection, as_model_spec
 from .rowlog import read_results
 from .specs import ModelSpec, PlanError, run_spec
@@ -54,7 +54,7 @@ class FitPlan:
     folds: Annotated[Whole, Field(ge=2, le=20)] = 5
     options: dict[str, Any] = field(default_factory=dict)  # sampling and wording (FIT_OPTIONS), for every stage
     seed: Seed = 42
-    budget_minutes: Annotated[Real, Field(gt=0)] | None = None
+    budget_minutes: PositiveReal | None = None
     dev_ids: Annotated[list[PathText], BeforeValidator(_listed)] = field(default_factory=list)
     resume: bool = False
 

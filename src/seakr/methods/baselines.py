@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import Field
 
 from ..models.base import ATTENTION, CHAT, GENERATE
-from ..common.schema import Real, schema
+from ..common.schema import NonNegative, Real, schema
 from .base import Method, STEP_STOPS, final_from_steps, take_step
 from .config import MethodConfig, Positive, unknown_options
 from .records import FinalAnswer
@@ -189,7 +189,7 @@ class FLARE(_ActiveRetrieval):
 
 @schema("option", unknown_options)
 class DRAGINConfig(MethodConfig):
-    tau: Annotated[Real, Field(ge=0)] = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
+    tau: NonNegative = 1.0  # RIND threshold (DRAGIN configs: 0.6-1.5 for 7B/13B models)
     keep_top_k: Positive = 25  # QFS: content words kept in the query
 
 

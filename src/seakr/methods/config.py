@@ -15,7 +15,7 @@ from .. import uncertainty as U
 from ..prompts import ANSWER_SAYS, MARKER, PROMPT_STYLES, prompt_set
 from ..common.checks import blank, encodable
 from ..common.console import nearest, said
-from ..common.schema import PathText, Positive, Real, Seed, Whole, schema
+from ..common.schema import Count, NonNegative, PathText, Positive, Real, Seed, schema
 from .text import answer_says
 from ..models import LOAD_KEYS, MODEL_OPTIONS
 
@@ -61,8 +61,8 @@ class MethodConfig:
     """Knobs shared by every method; each field documents where its default comes from."""
 
     # sampling of every model call (reference code: n=20, T=1, top-k 50, top-p 0.9, 100 tokens, seed 42)
-    k: Annotated[Whole, Field(ge=0)] = 20
-    temperature: Annotated[Real, Field(ge=0)] = 1.0
+    k: Count = 20
+    temperature: NonNegative = 1.0
     top_k: Positive = 50
     top_p: Annotated[Real, Field(gt=0, le=1)] = 0.9
     max_new_tokens: Positive = 100
@@ -78,7 +78,7 @@ class MethodConfig:
     query_max_words: Positive = 64
     # prompts
     prompt_set: PathText = "hotpotqa"
-    n_shot: Annotated[Whole, Field(ge=0)] | None = None
+    n_shot: Count | None = None
     prompt_style: Literal[PROMPT_STYLES] = "auto"  # plain | chat | auto: the packaged model's measured better style
     titles: bool = False
     marker: str = MARKER  # said before the answer in every demonstration and forced answer; the answer is read after it

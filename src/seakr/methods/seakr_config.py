@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from ..probes.bank import check_folder
-from ..common.schema import Folder, Real, Threshold, schema
+from ..common.schema import Folder, NonNegative, Real, Threshold, schema
 from .config import MODES, Estimator, MethodConfig, unknown_options
 from .. import uncertainty as U
 
@@ -41,7 +41,7 @@ class SeaKRConfig(MethodConfig):
     # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: the model's decided rule, else its probe
     rerank: Literal[RERANK] = "auto"
     # guarded: leave the engine's top-1 only when its U exceeds by z standard errors
-    rerank_z: Annotated[Real, Field(ge=0)] = 1.645
+    rerank_z: NonNegative = 1.645
     # self-aware (paper) | rationales | knowledge | steps (IRCoT's) | calibrated | probe; auto: fitted
     reasoning: Literal[REASONING] = "auto"
     mode: Literal[MODES] = "multihop"  # | simple (one retrieval, NQ/TriviaQA/SQuAD)
@@ -49,7 +49,7 @@ class SeaKRConfig(MethodConfig):
     gate: Literal[GATES] = "auto"
     check_estimator: Estimator = "eigen"  # the check's U (gate=check); any sample- or greedy-based estimator
     # the check's sampling (gate=check); None: its short-form map's, else temperature
-    check_temperature: Annotated[Real, Field(ge=0)] | None = None
+    check_temperature: NonNegative | None = None
     # gate=check|probe: answer at once when P(correct) >= gate_p; None: packaged, else 0.5
     gate_p: Probability | None = None
     probes: Folder | None = None  # folder of fitted probes/calibration maps; None: the package's (probes/data)

@@ -18,7 +18,7 @@ import regex
 from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from ..common.checks import encodable
-from ..common.schema import Real, Whole, schema
+from ..common.schema import Count, NonNegative, Positive, Real, Whole, schema
 from ..common.console import said
 
 
@@ -96,12 +96,12 @@ Stops = Annotated[tuple[str, ...], BeforeValidator(_texts)]
 class GenerationConfig:
     """Sampling knobs of one call (defaults: the reference code's k=20 request: T=1, top-k 50, top-p 0.9)."""
 
-    n: Annotated[Whole, Field(ge=0)] = 20
+    n: Count = 20
     greedy: bool = True
-    temperature: Annotated[Real, Field(ge=0)] = 1.0
-    top_k: Annotated[Whole, Field(ge=1)] = 50
+    temperature: NonNegative = 1.0
+    top_k: Positive = 50
     top_p: Annotated[Real, Field(gt=0, le=1)] = 0.9
-    max_new_tokens: Annotated[Whole, Field(ge=1)] = 100
+    max_new_tokens: Positive = 100
     stop: Stops = ()
     stop_patterns: Annotated[Stops, AfterValidator(_patterns)] = ()  # `regex`'s (\p{Lu} works); a match ends the text
     seed: Annotated[Whole, Field(ge=0, le=2 ** 64 - 1)] | None = 42

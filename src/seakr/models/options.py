@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from ..common.console import did_you_mean
-from ..common.schema import Positive, Said, Whole, schema
+from ..common.schema import Count, Positive, Said, Whole, schema
 from .machine import PRECISIONS, STATE_SOURCES, device_name, precision_name, too_many_threads
 
 #: How the model loads, set beside a method's options but not one of them: (flag, a grid's top-level key, the
@@ -51,7 +51,7 @@ Precision = Annotated[str, AfterValidator(_precision), Said("a precision", "prec
 #: cpu, cuda, cuda:N, mps or auto, as text.
 Device = Annotated[str, AfterValidator(_device), Said("a device (cpu, cuda, cuda:N, mps or auto)", "devices")]
 #: A 0-based decoder layer.
-Layer = Annotated[Whole, Field(ge=0)]
+Layer = Count
 StateSource = Literal[STATE_SOURCES]
 #: How many tokens a greedy call guesses from its prompt a forward (0: none).
 DraftTokens = Annotated[Whole, Field(ge=0, le=64)]
@@ -80,8 +80,8 @@ class LoadOptions:
     threads: Annotated[Positive | None, AfterValidator(_on_this_machine)] = None  # None: SEAKR_THREADS, else every CPU
     state_layer: Layer | None = None  # None: L/2 - 1
     state_source: StateSource = "mlp"
-    prefix_cache_size: Annotated[Whole, Field(ge=0)] = 4
-    prompt_cache_size: Annotated[Whole, Field(ge=0)] = 4
+    prefix_cache_size: Count = 4
+    prompt_cache_size: Count = 4
     packed_linear: bool | None = None
     fast_step: bool = True
     attention: Literal["shared", "hf"] | None = None  # None: SEAKR_ATTENTION, else shared

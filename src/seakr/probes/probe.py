@@ -30,7 +30,7 @@ from pydantic import AfterValidator, Field, PlainValidator, model_validator
 
 from ..common.runs import check_not_a_record
 from ..common.checks import labels
-from ..common.schema import Real, Whole, check_type, check_value, schema
+from ..common.schema import PositiveReal, Real, Whole, check_type, check_value, schema
 from ..common.console import repeated, warn
 from ..common.files import given_path, missing
 from ..common.jsontext import json_file
@@ -117,7 +117,7 @@ class Probe:
     intercept: Real
     mean: Vector
     scale: Vector
-    C: Annotated[Real, Field(gt=0)] = 1.0
+    C: PositiveReal = 1.0
     provenance: dict[str, Any] = field(default_factory=dict)  # data, n, positives, cv_auroc, fitted_at, ...
     # what follows the state: ENGINE_FEATURES (candidates), estimators (short)
     features: list[str] = field(default_factory=list)
