@@ -540,6 +540,29 @@ def test_a_filler_file_that_is_no_corpus_is_named_by_its_flag_or_key_before_any_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.toml", "notes.txt"]
 
 
+def test_a_missing_file_is_named_by_the_setting_that_names_it_at_every_door(tmp_path, capsys):
+    """`--data /nope` said "/nope: no such file" and `--train /nope` the same, naming neither the flag nor, in a grid,
+    the key: the file was first opened by the loader, which knows no setting."""
+    from seakr.cli import main
+    from seakr.eval.fitplan import FitPlan, plan_stages
+
+    gone = str(tmp_path / "gone.jsonl")
+    grid = tmp_path / "g.toml"
+    grid.write_text(f'data = "{gone}"\nout = "{tmp_path / "g"}"\n')
+    for argv, said in ((["eval", "--data", gone, "--out", str(tmp_path / "o")], "--data: "),
+                       (["eval", "--config", str(grid)], f"{grid}: key data: "),
+                       (["detect", "--data", gone, "--out", str(tmp_path / "d")], "--data: "),
+                       (["fit", "--train", gone, "--out", str(tmp_path / "f")], "--train: "),
+                       (["fit", "--train", HOTPOT, "--dev-ids", gone, "--out", str(tmp_path / "f")], "--dev-ids: ")):
+        assert main(argv) == 2
+        assert capsys.readouterr().err == f"seakr: error: {said}{gone}: no such file\n"
+    with pytest.raises(PlanError, match=rf"^eval: data: {re.escape(gone)}: no such file$"):
+        EvalPlan(data=gone, out=str(tmp_path / "o")).check()
+    with pytest.raises(PlanError, match=rf"^fit: train: {re.escape(gone)}: no such file$"):
+        plan_stages(FitPlan(train=[HOTPOT, gone], out=str(tmp_path / "f")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.toml"]
+
+
 def test_a_resume_with_other_options_method_or_data_is_refused_before_the_model_loads(tmp_path):
     """The run's recorded method, options and data were compared only by the row log, once the model had
     loaded (10.8 s with the 1.5B); what the plan sets itself is compared when the questions are read.

@@ -19,7 +19,7 @@ from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, PositiveReal, Seed, Whole, schema
 from .plan import EvalPlan, Selection, as_model_spec
 from .rowlog import read_results
-from .specs import ModelSpec, PlanError, run_spec
+from .specs import ModelSpec, PlanError, check_there, run_spec
 from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
 
 #: The chain the final maps and the gate level are fitted on: every step retrieves, and both final answers are
@@ -118,6 +118,9 @@ def plan_stages(fp: FitPlan, lm=None) -> dict[str, list[Stage]]:
     and which files the chain can search (their paragraphs pooled, or the given index)."""
     if not fp.resume and Path(fp.out).is_dir() and any(Path(fp.out).iterdir()):
         raise PlanError(f"fit: {fp.out} holds an earlier fit; pass --resume to continue it, or choose a new --out")
+    for name, files in (("train", fp.train), ("dev_ids", fp.dev_ids)):
+        for f in files:
+            check_there(name, f, "fit: ")
     listed = dev_ids(fp.dev_ids or [f for f in os.environ.get("SEAKR_DEV_IDS", "").split(os.pathsep) if f])
     stages: dict[str, list[Stage]] = {"check": [], "chain": [], "check2": [], "chain2": []}
     for i in range(len(fp.train)):

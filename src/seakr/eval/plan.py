@@ -30,8 +30,8 @@ from ..common.files import check_rereadable, is_pattern, missing, pattern_files,
 from ..common.schema import PathText, Positive, Said, Seed, Threshold, schema
 from .datasets import LAYOUTS, load_dataset, warn_unlabelled
 from .example import Example
-from .specs import (ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_unique,
-                    check_window, method_options, parse_shard, select_examples, shard_spelled)
+from .specs import (ModelSpec, PlanError, RunSpec, SettingError, check_output_dir, check_settings, check_there,
+                    check_unique, check_window, method_options, parse_shard, select_examples, shard_spelled)
 from ..common.runs import ROW_FILES, SCORES
 from .rowlog import RowLog, recorded_with, row_kind
 from ..methods import METHODS, build_method
@@ -152,10 +152,11 @@ class EvalPlan:
         """Every mistake that can be found without the model or the data's content; returns self. ``here``:
         the model loads on this machine (:meth:`ModelSpec.check`); ``run_labels``: how a refusal names each run
         (a grid's ``FILE: [[run]] #2 (name)``; default ``run 'name'``)."""
-        missing = [name for name in ("data", "out") if not getattr(self, name)]
-        if missing:  # the command line says its flags (plan_from_args); a Python caller reads the fields
-            raise PlanError(f"eval: {' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} required: "
+        absent = [name for name in ("data", "out") if not getattr(self, name)]
+        if absent:  # the command line says its flags (plan_from_args); a Python caller reads the fields
+            raise PlanError(f"eval: {' and '.join(absent)} {'are' if len(absent) > 1 else 'is'} required: "
                             "EvalPlan(data='questions.jsonl', out='runs/name', ...)")
+        check_there("data", self.data, "eval: ")
         self._check_filler()
         names: set = set()
         context = self.model.context() if isinstance(self.model, ModelSpec) else None  # None: the model check says why

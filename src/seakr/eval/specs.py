@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BeforeValidator, Strict, model_validator
 from ..common.schema import PathText, Positive, Said, Seed, check_type, schema, unknown_keys
 from ..models.machine import default_threads, layer_problem, missing_device, too_many_threads
 from ..models.options import Device, Layer, Precision, StateSource
+from ..common.files import is_pattern, missing
 from ..common.writing import nearest_existing, no_place, place_refused
 from .example import Example
 from ..methods import METHODS, method_name
@@ -232,6 +233,13 @@ def check_settings(seed: int | None, prompt_set: str | None) -> None:
             raise SettingError("seed", f": {e}") from None
     if prompt_set:
         PromptSet.load(prompt_set)
+
+
+def check_there(field: str, path: str, lead: str) -> None:
+    """A file a setting names is there (a quoted glob of a split's shards is matched where it is read), else a
+    :class:`SettingError` of ``field``, which each door names as its users write it (``--data``, a grid's key)."""
+    if not (is_pattern(path) or os.path.exists(path)):
+        raise SettingError(field, f": {path}: {missing(path)}", lead=lead)
 
 
 def check_output_dir(path: str, field: str = "out") -> None:
