@@ -16,11 +16,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from ..common.files import read_text
-from ..common.schema import Folder, PathText, Positive, PositiveReal, Seed, Whole, schema
+from ..common.schema import Folder, PathText, Positive, PositiveReal, Seed, schema
 from .plan import EvalPlan, Selection, as_model_spec
 from .rowlog import read_results
 from .specs import ModelSpec, PlanError, check_there, run_spec
 from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
+from ..probes.probe import Folds
 
 #: The chain the final maps and the gate level are fitted on: every step retrieves, and both final answers are
 #: kept with their U (the paper's rules; the fitted rules are what this run makes).
@@ -51,7 +52,7 @@ class FitPlan:
     index: PathText | None = None  # the chain's corpus; None: each file's paragraphs pooled (+ filler)
     filler: Annotated[list[PathText], BeforeValidator(_listed)] = field(default_factory=list)
     taps: Literal["own", "all"] = "own"  # the probe's states: the model's own tap, or every layer's (slower)
-    folds: Annotated[Whole, Field(ge=2, le=20)] = 5
+    folds: Annotated[Folds, Field(le=20)] = 5
     options: dict[str, Any] = field(default_factory=dict)  # sampling and wording (FIT_OPTIONS), for every stage
     seed: Seed = 42
     budget_minutes: PositiveReal | None = None

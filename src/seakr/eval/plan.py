@@ -197,7 +197,8 @@ class EvalPlan:
                     built = "; give the corpus files it was built from (`seakr index info` lists them)"
                     raise _setting("filler", f": {each}: {own[1]}, not a corpus" + (built if own[0] == "index" else ""))
                 try:
-                    _ = os.path.isfile(each) and detect_format(each, None)
+                    if os.path.isfile(each):
+                        detect_format(each, None)
                 except ValueError as e:
                     raise _setting("filler", f": {e}") from None
 

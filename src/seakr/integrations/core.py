@@ -52,9 +52,9 @@ class Asker:
     def lm(self) -> Generator:
         with self._lock:
             if self._lm is None:
-                from ..models.hf import HFLanguageModel
+                from ..models import load_model
 
-                self._lm = HFLanguageModel(model_path(self.model), options=self._load)
+                self._lm = load_model(self.model, options=self._load)
             return self._lm
 
     def method(self, engine=None) -> Method:

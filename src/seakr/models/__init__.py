@@ -17,11 +17,13 @@ def model_path(name: "str | os.PathLike") -> str:
     return os.fspath(name)
 
 
-def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, **options) -> "LanguageModel":
+def load_model(name: "str | os.PathLike" = DEFAULT_MODEL, options: LoadOptions | None = None,
+               **knobs) -> "LanguageModel":
     """Load a registry name, GGUF file or HF folder (a ``pathlib.Path`` too) as a :class:`HFLanguageModel`; the
-    options (:class:`~seakr.models.options.LoadOptions`) and the name are checked before torch is imported."""
+    knobs (:class:`~seakr.models.options.LoadOptions`, or ``options`` already made from them) and the name are
+    checked before torch is imported."""
     name = model_path(name)
-    opts = LoadOptions(**options)
+    opts = options if options is not None else LoadOptions(**knobs)
     from .hf import HFLanguageModel
 
     return HFLanguageModel(name, options=opts)
