@@ -141,6 +141,58 @@ def test_bad_plans_are_refused_before_any_model_loads(tmp_path, cache):
         fit(plan(tmp_path, budget_minutes=1e-9), ScriptedLM(script), progress=False, say=lambda s: None)
 
 
+def _folder(tmp_path, kind):
+    """A folder a fit's --out may name, in one of the states a user's folders are in."""
+    d = tmp_path / "out"
+    d.mkdir()
+    if kind == "eval run":
+        (d / "config.json").write_text(json.dumps({"method": {"method": "cot", "config": {}}}))
+        (d / "results.jsonl").write_text('{"id": "q1"}\n')
+    elif kind == "detect study":
+        (d / "config.json").write_text(json.dumps({"study": "detect", "method": {}}))
+        (d / "detect_rows.jsonl").write_text('{"id": "q1"}\n')
+    elif kind == "index":
+        (d / "seakr-index.json").write_text("{}")
+    elif kind == "other files":
+        (d / "model.safetensors").write_bytes(b"\0")
+    return d
+
+
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("kind, said", [("eval run", "the folder of an eval run"),
+                                        ("detect study", "the folder of a detect study"),
+                                        ("index", "is a seakr index"), ("other files", "not a seakr run's")])
+def test_a_fit_writes_only_into_a_new_folder_or_its_own(tmp_path, cache, kind, said, resume):
+    """A fit's folder is new, one that holds only notes, or a fit's own: any other kind is refused by name, with or
+    without --resume, before any model call, and left as it was."""
+    out = _folder(tmp_path, kind)
+    before = sorted((p.name, p.read_bytes()) for p in out.iterdir())
+    lm = ScriptedLM(script)
+    with pytest.raises(PlanError, match=f"fit: .*{said}"):
+        fit(plan(tmp_path, out=str(out), resume=resume), lm, progress=False, say=lambda s: None)
+    assert not lm.calls and sorted((p.name, p.read_bytes()) for p in out.iterdir()) == before
+
+
+def test_a_fit_resumes_only_with_the_train_files_it_began_with(tmp_path, cache):
+    """A begun fit (its stage folders) refuses a run without --resume, and a --resume with other train files,
+    whose fitted files would replace the first fit's; a folder of notes takes a new fit."""
+    out = tmp_path / "fitted"
+    (out / "runs" / "check-0-tr").mkdir(parents=True)
+    (out / "README.md").write_text("notes")
+    lm = ScriptedLM(script)
+    with pytest.raises(PlanError, match="holds an earlier fit; pass --resume"):
+        fit(plan(tmp_path), lm, progress=False, say=lambda s: None)
+    other = train_file(tmp_path, prefix="other")
+    with pytest.raises(PlanError, match=r"--resume with other train files .*runs/check-0-tr\)"):
+        fit(plan(tmp_path, train=[str(other)], resume=True), lm, progress=False, say=lambda s: None)
+    assert not lm.calls
+    from seakr.eval.fitplan import check_fit_home
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "README.md").write_text("notes")
+    check_fit_home(plan(tmp_path, out=str(tmp_path / "notes")))  # notes only: a new fit goes in
+
+
 @pytest.mark.parametrize("n, half, count", [(39, "B", 19), (10, "A", 5)])
 def test_a_chain_too_small_for_its_maps_and_gate_level_is_refused_before_the_model_loads(tmp_path, cache, n, half,
                                                                                          count):

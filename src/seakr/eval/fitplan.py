@@ -18,7 +18,9 @@ from pydantic import BeforeValidator, Field, model_validator
 from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, PositiveReal, Seed, schema
 from .plan import EvalPlan, Selection, as_model_spec
+from .folders import check_not_foreign
 from .rowlog import read_results
+from ..common.runs import ROW_FILES, is_run_folder
 from .specs import ModelSpec, PlanError, check_there, run_spec
 from .studies import STUDY_OPTIONS, STUDY_READS, SHORT_UNREAD
 from ..probes.probe import Folds
@@ -34,6 +36,8 @@ GATES = ("probe", "check")
 #: Chain questions a half needs at least: half A's answers fit the final-form maps, half B's choose the gate level;
 #: on fewer, a map or a level follows a handful of answers (the packaged ones were fitted on 50).
 MIN_CHAIN = 20
+#: Each model stage: its train files' half and whether it runs the chain (else the knowledge check).
+STAGES = (("check", 0, False), ("check2", 1, False), ("chain", 0, True), ("chain2", 1, True))
 
 
 def _listed(v):
@@ -117,15 +121,14 @@ def plan_stages(fp: FitPlan, lm=None) -> dict[str, list[Stage]]:
     """Every model stage, checked before any model loads (``lm``: one given loaded, whose name a resume compares):
     each file and half (selected, refused if a dev id list names a question, compared with its rows on a resume),
     and which files the chain can search (their paragraphs pooled, or the given index)."""
-    if not fp.resume and Path(fp.out).is_dir() and any(Path(fp.out).iterdir()):
-        raise PlanError(f"fit: {fp.out} holds an earlier fit; pass --resume to continue it, or choose a new --out")
+    check_fit_home(fp)
     for name, files in (("train", fp.train), ("dev_ids", fp.dev_ids)):
         for f in files:
             check_there(name, f, "fit: ")
     listed = dev_ids(fp.dev_ids or [f for f in os.environ.get("SEAKR_DEV_IDS", "").split(os.pathsep) if f])
     stages: dict[str, list[Stage]] = {"check": [], "chain": [], "check2": [], "chain2": []}
     for i in range(len(fp.train)):
-        for name, half, chain in (("check", 0, False), ("check2", 1, False), ("chain", 0, True), ("chain2", 1, True)):
+        for name, half, chain in STAGES:
             plan = fp.stage_plan(name, i, half, chain).check()
             sel = plan.select()
             if chain and not fp.index and not any(ex.contexts for ex in sel.full):
@@ -139,6 +142,28 @@ def plan_stages(fp: FitPlan, lm=None) -> dict[str, list[Stage]]:
                         "are fitted on its answers); add one that does (HotpotQA, 2Wiki, MuSiQue), or give --index")
     _enough_chains(stages)
     return stages
+
+
+def check_fit_home(fp: FitPlan) -> None:
+    """``fp.out`` is new, or a folder a run could write to that holds no fit (:func:`check_not_foreign`: not an
+    index, not another program's files), or this fit's own: one begun (its stage folders in ``runs/``) resumes only
+    with ``--resume`` and the same train files, so a fit's files are never mixed with another kind's or another
+    fit's."""
+    out = Path(fp.out)
+    if is_run_folder(out):
+        held = next((kind for name, kind in ROW_FILES.items() if (out / name).is_file()), "a seakr run or study")
+        raise PlanError(f"fit: {out}: the folder of {held}; a fit writes to a folder of its own: choose another --out")
+    try:
+        check_not_foreign(out)
+    except ValueError as e:
+        raise PlanError(f"fit: {e}") from None
+    began = sorted(p.name for p in (out / "runs").iterdir() if p.is_dir()) if (out / "runs").is_dir() else []
+    if (began or (out / "fit-report.json").is_file()) and not fp.resume:
+        raise PlanError(f"fit: {out} holds an earlier fit; pass --resume to continue it, or choose a new --out")
+    planned = {fp.folder(stage, i).name for stage, _, _ in STAGES for i in range(len(fp.train))}
+    if other := [n for n in began if n not in planned]:
+        raise PlanError(f"fit: {out}: --resume with other train files than the fit began with (it holds "
+                        f"runs/{other[0]}); resume it with them, or choose another --out")
 
 
 def _enough_chains(stages: dict[str, list[Stage]]) -> None:
