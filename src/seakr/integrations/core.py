@@ -5,6 +5,8 @@ made into a seakr search engine; and the answer in the shape the doors return.""
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
 import os
 import threading
 from typing import Any, Callable
@@ -14,7 +16,9 @@ from ..methods.trace import Answer, decisions
 from ..models import DEFAULT_MODEL, LOAD_KEYS, LoadOptions, model_path
 from ..models.registry import model_kind
 from ..models.base import Generator
+from ..common.checks import blank
 from ..search.base import Passage
+from ..search.records import CorpusRow, read
 
 
 def require(module: str, extra: str):
@@ -61,25 +65,37 @@ class Asker:
         return METHODS[self.method_name](self.lm(), engine, self.config)
 
 
-def passage(id: str | None, title: str | None, text: str | None, score: float | None, n: int) -> Passage:
-    """A foreign document as a passage: its id (else its position), title, text and score (0 where none)."""
-    return Passage(str(id) if id is not None else f"doc-{n}", title or "", text or "", float(score or 0.0))
+def passage(where: str, id: Any, title: Any, text: Any, score: Any) -> Passage | None:
+    """A foreign document's fields as a passage, read as a corpus row is (:class:`~seakr.search.records.CorpusRow`: an
+    id or title given as a number is its digits, a NaN title is none), a refusal naming ``where``; None where it has
+    no text, so that a search skips it as an index build does. A score that is not a finite number is none (0)."""
+    row = read(CorpusRow, where, {"id": id, "title": title, "text": text}, ValueError)
+    if blank(row.text or ""):
+        return None
+    real = isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score)
+    return Passage(row.id, row.title, row.text, float(score) if real else 0.0)
 
 
 class ForeignEngine:
-    """A seakr search engine over a framework's retriever: ``fetch(query, k)`` returns that framework's documents;
-    ``convert(doc, n)`` makes one a :class:`Passage`. Every document returned is remembered by id, so a door can
-    hand back the framework's own documents the answer saw."""
+    """A seakr search engine over a framework's retriever: ``fetch(query, k)`` returns that framework's documents,
+    ``fields(doc)`` a document's id, title, text and score, each read by :func:`passage` (a document without an id
+    is ``doc-N``, N its place in the results). A document without text, or with an id the results already had, is
+    skipped, as an index build skips them. Every document returned is remembered by id, so a door can hand back the
+    framework's own documents the answer saw."""
 
-    def __init__(self, fetch: Callable[[str, int], list], convert: Callable[[Any, int], Passage], name: str):
-        self.fetch, self.convert, self.name = fetch, convert, name
+    def __init__(self, fetch: Callable[[str, int], list], fields: Callable[[Any], tuple], name: str):
+        self.fetch, self.fields, self.name = fetch, fields, name
         self.seen: dict[str, Any] = {}
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
-        docs = list(self.fetch(query, k))[:k]
-        out = [self.convert(d, n) for n, d in enumerate(docs)]
-        self.seen.update((p.id, d) for p, d in zip(out, docs))
-        return out
+        out: dict[str, tuple[Passage, Any]] = {}
+        for n, doc in enumerate(list(self.fetch(query, k))[:k]):
+            id, title, text, score = self.fields(doc)
+            p = passage(f"{self.name}: document {n}", f"doc-{n}" if id is None else id, title, text, score)
+            if p is not None and p.id not in out:
+                out[p.id] = p, doc
+        self.seen.update((i, doc) for i, (_, doc) in out.items())
+        return [p for p, _ in out.values()]
 
     def search_many(self, queries, k: int = 3) -> list[list[Passage]]:
         return [self.search(q, k) for q in queries]

@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from ..common.schema import Positive, check_type
-from .core import Asker, ForeignEngine, passage, require, result
+from .core import Asker, ForeignEngine, require, result
 
 haystack = require("haystack", "haystack")
 from haystack import Document, component, default_from_dict, default_to_dict  # noqa: E402
@@ -38,10 +38,10 @@ def retriever_engine(retriever, text_embedder=None) -> ForeignEngine:
             return retriever.run(query_embedding=emb, top_k=k)["documents"]
         return retriever.run(query=query, top_k=k)["documents"]
 
-    def convert(doc, n: int):
-        return passage(doc.id, (doc.meta or {}).get("title"), doc.content, doc.score, n)
+    def fields(doc) -> tuple:
+        return doc.id, (doc.meta or {}).get("title"), doc.content, doc.score
 
-    return ForeignEngine(fetch, convert, f"haystack:{type(retriever).__name__}")
+    return ForeignEngine(fetch, fields, f"haystack:{type(retriever).__name__}")
 
 
 def _check_runs(obj, name: str) -> None:

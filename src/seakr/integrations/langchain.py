@@ -14,7 +14,7 @@ import queue
 import threading
 from typing import Any, Iterator
 
-from .core import Asker, ForeignEngine, passage, require, result
+from .core import Asker, ForeignEngine, require, result
 
 require("langchain_core", "langchain")
 from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
@@ -30,11 +30,11 @@ QUESTION_KEYS = ("question", "query", "input")
 
 def retriever_engine(retriever) -> ForeignEngine:
     """A LangChain retriever as seakr's search engine: ``invoke(query)``, its first k documents."""
-    def convert(doc, n: int):
+    def fields(doc) -> tuple:
         meta = doc.metadata or {}
-        return passage(doc.id or meta.get("id"), meta.get("title"), doc.page_content, meta.get("score"), n)
+        return doc.id or meta.get("id"), meta.get("title"), doc.page_content, meta.get("score")
 
-    return ForeignEngine(lambda query, k: retriever.invoke(query), convert, f"langchain:{type(retriever).__name__}")
+    return ForeignEngine(lambda query, k: retriever.invoke(query), fields, f"langchain:{type(retriever).__name__}")
 
 
 def question_of(value: Any) -> str:
