@@ -4,6 +4,7 @@ made into a seakr search engine; and the answer in the shape the doors return.""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import numbers
@@ -18,7 +19,7 @@ from ..models.registry import model_kind
 from ..models.base import Generator
 from ..common.checks import blank
 from ..search.base import Passage
-from ..search.records import CorpusRow, read
+from ..search.corpora import row_passage
 
 
 def require(module: str, extra: str):
@@ -66,14 +67,12 @@ class Asker:
 
 
 def passage(where: str, id: Any, title: Any, text: Any, score: Any) -> Passage | None:
-    """A foreign document's fields as a passage, read as a corpus row is (:class:`~seakr.search.records.CorpusRow`: an
-    id or title given as a number is its digits, a NaN title is none), a refusal naming ``where``; None where it has
-    no text, so that a search skips it as an index build does. A score that is not a finite number is none (0)."""
-    row = read(CorpusRow, where, {"id": id, "title": title, "text": text}, ValueError)
-    if blank(row.text or ""):
-        return None
+    """A foreign document's fields as a passage, read as a corpus row is (:func:`~seakr.search.corpora.row_passage`:
+    an id or title given as a number is its digits, a NaN title is none), a refusal naming ``where``; None where it
+    has no text, so that a search skips it as an index build does. A score that is not a finite number is none (0)."""
+    p = row_passage(where, {"id": id, "title": title, "text": "" if text is None else text})
     real = isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score)
-    return Passage(row.id, row.title, row.text, float(score) if real else 0.0)
+    return None if blank(p.text) else dataclasses.replace(p, score=float(score) if real else 0.0)
 
 
 class ForeignEngine:
