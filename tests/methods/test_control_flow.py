@@ -311,3 +311,37 @@ def test_a_forced_answer_records_its_reasoning_once(tmp_path, method, options):
     final = a.trace["final"]
     text = final["candidates"][final["choice"]]["text"]
     assert a.answer == "Paris" and text.split() == "The capital of France is Paris. So the answer is Paris".split()
+
+
+class FinalFlags(ScriptedLM):
+    """The scripted model, recording whether each prompt's call was marked a final answer."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.final = []
+
+    def generate(self, prompts, config, *, prefix=None):
+        self.final += [config.final] * len(prompts)
+        return super().generate(prompts, config, prefix=prefix)
+
+
+#: The calls whose text no later decision reads: the answers a method returns (the model may draft them).
+FINAL_PURPOSES = {"final/knowledge", "final/knowledge/forced", "final/rationale", "final/steps", "final/forced",
+                  "cot", "cot/forced", "single", "single/forced"}
+
+
+@pytest.mark.parametrize("method, options", [(SeaKR, {"delta": DELTA, "k": 5}),
+                                             (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "knowledge",
+                                                      "rerank": "engine"}),
+                                             (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "steps"}),
+                                             (IRCoT, {}), (FLARE, {}), ("cot", {}), ("single", {})])
+def test_only_the_answers_a_method_returns_are_final_calls(kubrick, method, options):
+    """A step, a pseudo-step, a re-rank candidate or a check feeds a later decision (a query, a U, a choice), so its
+    call is never marked final; every answer the method returns is (here forced: no step says it)."""
+    from seakr.methods import METHODS
+
+    lm = FinalFlags(lambda v: Reply("American", 0.1) if v.forced else Reply(STEP1, CERTAIN))  # forced at the end
+    a = (METHODS[method] if isinstance(method, str) else method)(lm, kubrick, **options).answer(Q)
+    purposes = [e["purpose"] for e in a.trace["events"] if e["type"] == "model_call"]
+    assert len(purposes) == len(lm.final) and any(lm.final)
+    assert {p for p, f in zip(purposes, lm.final) if f} == {p for p in purposes if p in FINAL_PURPOSES}

@@ -101,8 +101,39 @@ def test_the_setting_comes_from_the_keyword_else_the_environment(tiny_lm, monkey
         return HFLanguageModel(_modules=(copy.deepcopy(tiny_lm.model), tiny_lm.tokenizer), dtype=dtype, threads=1, **kw)
 
     monkeypatch.delenv("SEAKR_DRAFT_TOKENS", raising=False)
-    assert load().draft_tokens == 10  # on in float32, where it writes the same text
-    assert load("bfloat16").draft_tokens == 0  # off where bf16's rounding moves answers
+    assert load().draft_tokens == load().final_draft_tokens == 10  # on in float32, where it writes the same text
+    bf16 = load("bfloat16")  # every call off, where bf16's rounding moves a chain's steps; a final answer on
+    assert (bf16.draft_tokens, bf16.final_draft_tokens) == (0, 10)
     monkeypatch.setenv("SEAKR_DRAFT_TOKENS", "4")
-    assert load().info()["draft_tokens"] == 4
-    assert load(draft_tokens=0).draft_tokens == 0  # the keyword wins over the environment
+    assert load().info()["draft_tokens"] == load("bfloat16").info()["final_draft_tokens"] == 4
+    off = load("bfloat16", draft_tokens=0)  # the keyword wins over the environment, for every call
+    assert off.draft_tokens == off.final_draft_tokens == 0
+
+
+def test_a_final_answers_call_drafts_where_the_model_drafts_no_other(tiny_lm, monkeypatch):
+    """A call marked final (no later decision reads its text) takes the final depth, any other the plain one."""
+    import seakr.models.hf as hf
+
+    used = []
+    real = hf.lookup_decode
+    monkeypatch.setattr(hf, "lookup_decode", lambda *a: used.append(a[3]) or real(*a))
+    monkeypatch.setattr(tiny_lm, "draft_tokens", 0)
+    monkeypatch.setattr(tiny_lm, "final_draft_tokens", 7)
+    step = tiny_lm.generate([PROMPTS[0]], GenerationConfig(n=0, max_new_tokens=8))[0].greedy
+    assert used == []
+    final = tiny_lm.generate([PROMPTS[0]], GenerationConfig(n=0, max_new_tokens=8, final=True))[0].greedy
+    assert used == [7] and final.token_ids == step.token_ids  # float32: the same text
+    tiny_lm.generate([PROMPTS[0]], GenerationConfig(n=2, max_new_tokens=8, final=True))  # sampled rows: never
+    assert used == [7]
+
+
+def test_the_default_depths_by_precision_and_device(monkeypatch):
+    from seakr.models.lookup import draft_depths
+
+    monkeypatch.delenv("SEAKR_DRAFT_TOKENS", raising=False)
+    assert draft_depths(None, "float32") == (10, 10) and draft_depths(None, "bfloat16") == (0, 10)
+    assert draft_depths(None, "bfloat16", "cuda") == draft_depths(None, "float32", "cuda") == (0, 0)
+    assert draft_depths(3, "bfloat16", "cuda") == (3, 3)
+    monkeypatch.setenv("SEAKR_DRAFT_TOKENS", "x")
+    with pytest.raises(ValueError, match="SEAKR_DRAFT_TOKENS"):
+        draft_depths(None, "float32")

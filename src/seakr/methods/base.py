@@ -210,13 +210,15 @@ class Method:
         return self.prompts.render(question, steps, cut(lo), tail)
 
     # ------------------------------------------------------------------ model calls
-    def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None) -> GenerationConfig:
+    def gen_config(self, stops: Sequence[str], sampled: bool, max_new: int | None = None,
+                   final: bool = False) -> GenerationConfig:
         c = self.config
         n = c.k if (sampled and U.NEEDS[c.estimator] == "samples") else 0
         return GenerationConfig(n=n, greedy=True, temperature=c.temperature, top_k=c.top_k, top_p=c.top_p,
                                 max_new_tokens=max_new or c.max_new_tokens, stop=tuple(stops), stop_patterns=(RUN_ON,),
                                 seed=c.seed, with_states=n > 0 and c.estimator.startswith("eigen"),
-                                greedy_state=self.greedy_states, greedy_trail=c.estimator == "hidden-score")
+                                greedy_state=self.greedy_states, greedy_trail=c.estimator == "hidden-score",
+                                final=final)
 
     def uncertainty(self, prompt: str, gen: Generation, question: str) -> float:
         """The configured estimator on one generation; an empty greedy step is a failed step (+inf,
@@ -228,11 +230,12 @@ class Method:
         return U.score(self.config.estimator, gen, self.config.alpha)
 
     def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str], *,
-             scored: bool = True, max_new: int | None = None) -> list[Scored]:
-        """Generate for several prompts in one batched call, each scored when ``scored``."""
+             scored: bool = True, max_new: int | None = None, final: bool = False) -> list[Scored]:
+        """Generate for several prompts in one batched call, each scored when ``scored``; ``final``: the calls
+        are final answers, whose text no later decision reads (the model may draft them)."""
         self._cancelled(tr)
         t = time.perf_counter()
-        gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new), prefix=prefix)
+        gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new, final), prefix=prefix)
         us = [self.uncertainty(p, g, tr.question) if scored else None for p, g in zip(prompts, gens)]
         dt = (time.perf_counter() - t) / max(1, len(gens))
         for p, g, u in zip(prompts, gens, us):
@@ -267,7 +270,7 @@ class Method:
         the marker is forced by appending it. U is the one of the call that produced the answer (the
         forced call when forcing happened, as the reference does)."""
         rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
-        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored)
+        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, final=True)
         said = [extract_answer(r.gen.greedy.text, self.config.marker) for r in res]
         out = [_final(a or "", r, r.gen.greedy.text, False) for a, r in zip(said, res)]
         todo = [i for i, a in enumerate(said) if a is None]
@@ -288,7 +291,7 @@ class Method:
         tails = [f"{h} {self.config.marker}" for h in heads]
         rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored,
-                        max_new=self.config.answer_tokens)
+                        max_new=self.config.answer_tokens, final=True)
         said = [extract_answer(f"the answer is {r.gen.greedy.text}", self.config.marker) for r in res]
         return [_final(a or "", r, t + r.gen.greedy.text, True) for a, t, r in zip(said, tails, res)]
 

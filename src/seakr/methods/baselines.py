@@ -50,11 +50,11 @@ class _Greedy(Method):
                  f"{self.name} does not retrieve" if not self.retrieves else f"{self.name} does not read it")
                 for n in given]
 
-    def gen_config(self, stops, sampled, max_new=None):
-        return super().gen_config(stops, False, max_new)
+    def gen_config(self, stops, sampled, max_new=None, final=False):
+        return super().gen_config(stops, False, max_new, final)
 
-    def call(self, tr, purpose, prompts, prefix, stops, *, scored=False, max_new=None):
-        return super().call(tr, purpose, prompts, prefix, stops, scored=False, max_new=max_new)
+    def call(self, tr, purpose, prompts, prefix, stops, *, scored=False, **kw):
+        return super().call(tr, purpose, prompts, prefix, stops, scored=False, **kw)
 
     def _finish(self, question: str, tr: Tracer, steps: list[str], passages: list) -> str:
         """Answer from the steps when they contain one; else force it after the steps."""

@@ -110,6 +110,7 @@ class GenerationConfig:
     greedy_state: bool = False  # also read the state at EOS after the greedy row (learned probes read one state)
     greedy_trail: bool = False  # also keep the greedy row's state at every token (the one-response hidden score)
     ignore_eos: bool = False  # benchmarks: force exactly max_new_tokens tokens
+    final: bool = False  # a final answer: no later decision reads its text or log-probs (lookup.py drafts it)
 
     @model_validator(mode="after")
     def _something_to_generate(self):

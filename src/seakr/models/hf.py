@@ -38,14 +38,13 @@ from .base import (ATTENTION, CHAT, GENERATE, NEXT_TOKEN, STATES, Generation, Ge
                    check_texts)
 from .decode import CacheBackend, SharedPrefixBackend, decode
 from .head import install as install_exact_head
-from .lookup import default_draft, drafts, lookup_decode
+from .lookup import draft_depths, drafts, lookup_decode
 from . import graphs
 from .graphs import GraphedBackend
 from .prefill import Prefilled, Prefiller
 from .kernels import int8_available
 from .figures import model_depth
-from .options import DraftTokens, LoadOptions
-from ..common.schema import check_type
+from .options import LoadOptions
 from ..common.cache import cache_root
 from .registry import DEFAULT_MODEL, ModelError, REGISTRY, resolve
 from .rows import RowBook
@@ -253,8 +252,8 @@ class HFLanguageModel:
             where the device is CUDA and the fast step applies, unless ``SEAKR_CUDA_GRAPHS=0``; ``False`` never.
         draft_tokens: how many tokens a greedy call guesses from its prompt and checks in one forward
             (lookup.py): the same text up to the rounding of a wider product. Default: ``SEAKR_DRAFT_TOKENS``, else
-            10 on a CPU computing in float32 (the same answers) and 0 elsewhere (in bf16 the rounding moves a word
-            across the query's cut now and then; on a GPU the one-token step is a CUDA graph's).
+            10 on a CPU for every call in float32 and for a final answer's in any precision, and 0 elsewhere (in
+            bf16 the rounding moves a chain's step now and then; on a GPU the one-token step is a CUDA graph's).
         exact_logits: recompute a 16-bit model's likeliest logits in float32 (head.py): a greedy choice and a
             log-prob are then the float32 product's of the same hidden state. Off by default (its decision).
         options: these as one :class:`~seakr.models.options.LoadOptions` already checked (``load_model``'s); the
@@ -273,9 +272,6 @@ class HFLanguageModel:
         attention = o.attention or _env_choice("SEAKR_ATTENTION", ("shared", "hf"), default="shared")
         cuda_graphs = o.cuda_graphs if o.cuda_graphs is not None else \
             _env_choice("SEAKR_CUDA_GRAPHS", ("1", "0"), default="1") == "1"
-        env = os.environ.get("SEAKR_DRAFT_TOKENS")  # text: its digits are the number; None: by the precision
-        draft = o.draft_tokens if o.draft_tokens is not None or env is None else \
-            check_type(DraftTokens, int(env) if env.strip().isdecimal() else env, "SEAKR_DRAFT_TOKENS")
         import torch
 
         self._torch = torch
@@ -285,6 +281,7 @@ class HFLanguageModel:
                                           model if _modules is None else None, self.device)
         # int8 runs its linears in int8 and everything else in the native float
         self.dtype = native_float(self.device) if self.precision == "int8" else self.precision
+        self.draft_tokens, self.final_draft_tokens = draft_depths(o.draft_tokens, self.precision, self.device.type)
         t0 = time.time()
         self._load(model, _modules)
         self._setup_state(o.state_layer, o.state_source)
@@ -296,7 +293,6 @@ class HFLanguageModel:
         self.shared_attention = shared
         self.cuda_graphs = bool(cuda_graphs and shared and self.speedups.fast_step is not None
                                 and self.device.type == "cuda")
-        self.draft_tokens = draft if draft is not None else default_draft(self.precision, self.device.type)
         self.load_seconds = time.time() - t0
         # prefill_seconds: of the model's seconds, those spent prefilling (the rest is decoding)
         self.stats = {"prefill_tokens": 0, "prefix_hits": 0, "prompt_hits": 0, "decode_steps": 0, "generated_tokens": 0,
@@ -447,7 +443,7 @@ class HFLanguageModel:
             **self.speedups.info(),
             "shared_attention": self.shared_attention,
             "cuda_graphs": self.cuda_graphs,
-            "draft_tokens": self.draft_tokens,
+            "draft_tokens": self.draft_tokens, "final_draft_tokens": self.final_draft_tokens,
             "exact_logits": self.exact_head is not None,
             "threads": self._torch.get_num_threads(),
             "layers": self.num_layers,
@@ -589,8 +585,9 @@ class HFLanguageModel:
                        stop_patterns=cfg.stop_patterns,
                        max_new=cfg.max_new_tokens, eos_id=self.eos_id, detok=detok, greedy_state=cfg.greedy_state,
                        greedy_trail=cfg.greedy_trail, end_ids=self.end_ids)
-        if drafts(cfg, prefilled, self.draft_tokens):
-            lookup_decode(CacheBackend(self.model, [], self.pad_id), prefilled[0], book, self.draft_tokens, self.stats)
+        k = self.final_draft_tokens if cfg.final else self.draft_tokens
+        if drafts(cfg, prefilled, k):
+            lookup_decode(CacheBackend(self.model, [], self.pad_id), prefilled[0], book, k, self.stats)
         else:
             decode(self._backend(), prefilled, book, cfg, streams, self.stats)
         self.stats["generated_tokens"] += book.generated_tokens

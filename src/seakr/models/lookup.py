@@ -9,8 +9,10 @@ rounding of a wider matrix product. A step of 11 tokens costs about what a step 
 bound: 80 against 71 ms for the 0.5B at 800 tokens of context in bf16), and a chain's calls need about a third of
 the forwards. On by default on a CPU computing in float32: there an eleven-token forward rounds as a
 one-token one does, and on the decision sample every answer was the same, at 1.12-1.15x the speed (less than in bf16:
-a wider forward costs more in float32). Off in bf16, where it is twice as fast but a log-prob moves by up to about 0.05,
-and a query word at the cut can go either way (docs/results.md).
+a wider forward costs more in float32). In bf16 a log-prob moves by up to about 0.05, so a chain's step can go
+another way and search other passages: there only a final answer's call drafts (``GenerationConfig.final``: no later
+decision reads its text), which on the decision sample kept 56 of 59 answers' texts and 0.2 F1 for 0.80x the seconds
+a chain question (docs/results.md).
 
 Only a call with one prompt, a greedy row alone and no state to read takes this path (a chain's step, a final
 answer): sampled rows have no single text to guess, and a state at EOS needs the row's own last step.
@@ -18,24 +20,36 @@ answer): sampled rows have no single text to guess, and a state at EOS needs the
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import torch
 
+from ..common.schema import check_type
 from .base import GenerationConfig, check_cancelled
+from .options import DraftTokens
 from .prefill import Prefilled
 from .rows import RowBook
 from .sampling import token_stats
 
 NGRAMS = (3, 2, 1)  # the longest match that occurs wins: a longer one is a surer guess
-FLOAT32_DRAFT = 10  # the default guesses a step where the model computes in float32 (benchmarks/lookup_decode.py)
+FLOAT32_DRAFT = 10  # the default guesses a forward (benchmarks/lookup_decode.py, benchmarks/final_draft.py)
 
 
-def default_draft(precision: str, device: str = "cpu") -> int:
-    """``draft_tokens`` where neither the caller nor ``SEAKR_DRAFT_TOKENS`` set it: on for a CPU computing in float32,
-    where it was measured; a GPU's one-token step replays a CUDA graph, which a wider forward would give up, so it
-    stays off there unless asked."""
-    return FLOAT32_DRAFT if precision == "float32" and device == "cpu" else 0
+def draft_depths(given: int | None, precision: str, device: str = "cpu") -> tuple[int, int]:
+    """How many tokens a greedy call guesses a forward: (any call, a final answer's call, whose text no later
+    decision reads: ``GenerationConfig.final``). ``given`` (the load option), else ``SEAKR_DRAFT_TOKENS``, sets both.
+    Else each is on where it was measured: every call on a CPU computing in float32, where the text is plain greedy
+    decoding's; a final answer's on any CPU, where in bf16 rounding can move it only where two tokens tie
+    (benchmarks/final_draft.py). A GPU's one-token step replays a CUDA graph, which a wider forward would give up, so
+    there it stays off unless asked."""
+    env = os.environ.get("SEAKR_DRAFT_TOKENS")  # text: its digits are the number
+    if given is None and env is not None:
+        given = check_type(DraftTokens, int(env) if env.strip().isdecimal() else env, "SEAKR_DRAFT_TOKENS")
+    if given is not None:
+        return given, given
+    cpu = device == "cpu"
+    return (FLOAT32_DRAFT if cpu and precision == "float32" else 0), (FLOAT32_DRAFT if cpu else 0)
 
 
 def draft(seq: Sequence[int], k: int) -> list[int]:
