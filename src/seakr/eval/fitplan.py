@@ -162,8 +162,8 @@ def check_fit_home(fp: FitPlan) -> None:
         raise PlanError(f"fit: {out} holds an earlier fit; pass --resume to continue it, or choose a new --out")
     planned = {fp.folder(stage, i).name for stage, _, _ in STAGES for i in range(len(fp.train))}
     if other := [n for n in began if n not in planned]:
-        raise PlanError(f"fit: {out}: --resume with other train files than the fit began with (it holds "
-                        f"runs/{other[0]}); resume it with them, or choose another --out")
+        raise PlanError(f"fit: {out}: --resume with other train files, or in another order, than the fit began with "
+                        f"(it holds runs/{other[0]}); resume it with them, or choose another --out")
 
 
 def _enough_chains(stages: dict[str, list[Stage]]) -> None:
