@@ -317,7 +317,7 @@ class FinalFlags(ScriptedLM):
     """The scripted model, recording whether each prompt's call was marked a final answer."""
 
     def __init__(self, script):
-        super().__init__(script)
+        super().__init__(script, attention=lambda text, n: np.full((n, n), 1.0 / n))  # DRAGIN reads attention
         self.final = []
 
     def generate(self, prompts, config, *, prefix=None):
@@ -334,7 +334,7 @@ FINAL_PURPOSES = {"final/knowledge", "final/knowledge/forced", "final/rationale"
                                              (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "knowledge",
                                                       "rerank": "engine"}),
                                              (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "steps"}),
-                                             (IRCoT, {}), (FLARE, {}), ("cot", {}), ("single", {})])
+                                             (IRCoT, {}), (FLARE, {}), (DRAGIN, {}), ("cot", {}), ("single", {})])
 def test_only_the_answers_a_method_returns_are_final_calls(kubrick, method, options):
     """A step, a pseudo-step, a re-rank candidate or a check feeds a later decision (a query, a U, a choice), so its
     call is never marked final; every answer the method returns is (here forced: no step says it)."""
