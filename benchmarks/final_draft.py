@@ -15,17 +15,19 @@ the drafted one is decoded second, after the plain one's prompt is cached, as th
 chain's steps.
 
 Usage: python benchmarks/final_draft.py [--precision auto] [--every 4] [--limit 62] [--out FILE]
-Prints a JSON summary; ``--out`` keeps the per-question rows (ids, answers, scores, seconds; no question text).
+or ``--decide RUN.json`` (the rule over a run's kept rows). Prints a JSON summary; ``--out`` keeps the per-question
+rows (ids, answers, scores, seconds; no question text).
 """
 
 import argparse
+import json
 import os
 import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _common import CHAIN, beside_row, cheaper_form_summary, decision_args, decision_run  # noqa: E402
+from _common import CHAIN, beside_row, cheaper_form_summary, decision_args, decision_run, emit  # noqa: E402
 
 from seakr.methods import METHODS  # noqa: E402
 
@@ -66,7 +68,11 @@ def summary(rows: list[dict]) -> dict:
 def main():
     ap = argparse.ArgumentParser()
     decision_args(ap, limit=62)
+    ap.add_argument("--decide", default=None, metavar="RUN.json", help="apply the rule to a run's kept rows")
     a = ap.parse_args()
+    if a.decide:
+        emit(summary(json.load(open(a.decide))["rows"]), None)
+        return
     if a.precision == "fp32":
         ap.error("float32 drafts by default already; this decides bf16 (--precision auto or bf16)")
     decision_run(a, "final_draft", BothDecodings, CHAIN, row, summary=summary, said=lambda r: (

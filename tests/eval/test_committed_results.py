@@ -103,10 +103,13 @@ def test_the_shipped_gate_level_is_the_one_its_decision_replays_to():
     assert SelfKnowledge("qwen2.5-coder-0.5b").gate_p("probe")[0] == now["level"] == 0.5
 
 
-def test_drafting_defaults_to_what_its_decisions_say():
+def test_drafting_defaults_to_what_its_decisions_say(monkeypatch):
     """Prompt-lookup decoding's verdicts (``benchmarks/lookup_decode.py --decide``) replay from their committed
-    rows, and the package ships what they say: off in bf16 (not adopted), on in float32 (adopted)."""
-    from seakr.models.lookup import FLOAT32_DRAFT, default_draft
+    rows, and the package ships what they say: off in bf16 (not adopted), on in float32 (adopted); a final answer's
+    calls on in bf16 too (adopted)."""
+    from seakr.models.lookup import FLOAT32_DRAFT, draft_depths
+
+    monkeypatch.delenv("SEAKR_DRAFT_TOKENS", raising=False)
 
     verdict = {}
     for name, precision in (("decide.json", "bfloat16"), ("decide-fp32.json", "float32")):
@@ -116,8 +119,13 @@ def test_drafting_defaults_to_what_its_decisions_say():
         assert now == {k: committed[k] for k in now} and committed["precision"] == precision
         verdict[precision] = now["adopt"]
     assert verdict == {"bfloat16": False, "float32": True}
-    assert default_draft("bfloat16") == 0 and default_draft("float32") == FLOAT32_DRAFT == committed["draft_tokens"]
-    assert default_draft("float32", "cuda") == 0  # measured on a CPU only
+    # the final answer's calls, decided apart (benchmarks/final_draft.py): on in bf16 (adopted)
+    run = RESULTS / "final-draft-qwen" / "decide.json"
+    final = _benchmark("final_draft.py", "--decide", str(run))
+    assert final == {k: json.loads(run.read_text())[k] for k in final} and final["adopt_drafted"]
+    assert draft_depths(None, "bfloat16") == (0, FLOAT32_DRAFT) and draft_depths(None, "float32") == (FLOAT32_DRAFT,) * 2
+    assert FLOAT32_DRAFT == committed["draft_tokens"] == final["draft_tokens"]
+    assert draft_depths(None, "float32", "cuda") == (0, 0)  # measured on a CPU only
 
 
 def test_the_float32_head_defaults_to_what_its_decision_says():
