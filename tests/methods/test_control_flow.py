@@ -325,23 +325,26 @@ class FinalFlags(ScriptedLM):
         return super().generate(prompts, config, prefix=prefix)
 
 
-#: The calls whose text no later decision reads: the answers a method returns (the model may draft them).
+#: The calls that return a method's answer; unscored, no later decision reads their text or log-probs (the model may
+#: draft them).
 FINAL_PURPOSES = {"final/knowledge", "final/knowledge/forced", "final/rationale", "final/steps", "final/forced",
                   "cot", "cot/forced", "single", "single/forced"}
 
 
-@pytest.mark.parametrize("method, options", [(SeaKR, {"delta": DELTA, "k": 5}),
+@pytest.mark.parametrize("method, options", [(SeaKR, {"delta": DELTA, "k": 5, "reasoning": "self-aware"}),
                                              (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "knowledge",
                                                       "rerank": "engine"}),
+                                             (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "rationales"}),
                                              (SeaKR, {"delta": DELTA, "k": 5, "reasoning": "steps"}),
                                              (IRCoT, {}), (FLARE, {}), (DRAGIN, {}), ("cot", {}), ("single", {})])
 def test_only_the_answers_a_method_returns_are_final_calls(kubrick, method, options):
     """A step, a pseudo-step, a re-rank candidate or a check feeds a later decision (a query, a U, a choice), so its
-    call is never marked final; every answer the method returns is (here forced: no step says it)."""
+    call is never marked final; every unscored answer the method returns is (here forced: no step says it)."""
     from seakr.methods import METHODS
 
     lm = FinalFlags(lambda v: Reply("American", 0.1) if v.forced else Reply(STEP1, CERTAIN))  # forced at the end
     a = (METHODS[method] if isinstance(method, str) else method)(lm, kubrick, **options).answer(Q)
-    purposes = [e["purpose"] for e in a.trace["events"] if e["type"] == "model_call"]
-    assert len(purposes) == len(lm.final) and any(lm.final)
-    assert {p for p, f in zip(purposes, lm.final) if f} == {p for p in purposes if p in FINAL_PURPOSES}
+    calls = [(e["purpose"], e["u"] is None) for e in a.trace["events"] if e["type"] == "model_call"]
+    assert len(calls) == len(lm.final) and any(lm.final) == (options.get("reasoning") != "self-aware")
+    # an answer whose U a choice reads (reasoning=self-aware's pair) is not final: its log-probs feed that choice
+    assert lm.final == [p in FINAL_PURPOSES and unscored for p, unscored in calls]

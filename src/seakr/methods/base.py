@@ -232,7 +232,7 @@ class Method:
     def call(self, tr: Tracer, purpose: str, prompts: Sequence[str], prefix: str, stops: Sequence[str], *,
              scored: bool = True, max_new: int | None = None, final: bool = False) -> list[Scored]:
         """Generate for several prompts in one batched call, each scored when ``scored``; ``final``: the calls
-        are final answers, whose text no later decision reads (the model may draft them)."""
+        are answers whose text and log-probs no later decision reads (an unscored answer: the model may draft it)."""
         self._cancelled(tr)
         t = time.perf_counter()
         gens = self.lm.generate(list(prompts), self.gen_config(stops, scored, max_new, final), prefix=prefix)
@@ -270,7 +270,8 @@ class Method:
         the marker is forced by appending it. U is the one of the call that produced the answer (the
         forced call when forcing happened, as the reference does)."""
         rendered = [self.render(tr, question, st, ps) for st, ps in contexts]
-        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored, final=True)
+        res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored,
+                        final=not scored)
         said = [extract_answer(r.gen.greedy.text, self.config.marker) for r in res]
         out = [_final(a or "", r, r.gen.greedy.text, False) for a, r in zip(said, res)]
         todo = [i for i, a in enumerate(said) if a is None]
@@ -291,7 +292,7 @@ class Method:
         tails = [f"{h} {self.config.marker}" for h in heads]
         rendered = [self.render(tr, question, st, ps, tail=t) for (st, ps), t in zip(contexts, tails)]
         res = self.call(tr, purpose, [p for p, _ in rendered], rendered[0][1], ANSWER_STOPS, scored=scored,
-                        max_new=self.config.answer_tokens, final=True)
+                        max_new=self.config.answer_tokens, final=not scored)
         said = [extract_answer(f"the answer is {r.gen.greedy.text}", self.config.marker) for r in res]
         return [_final(a or "", r, t + r.gen.greedy.text, True) for a, t, r in zip(said, tails, res)]
 

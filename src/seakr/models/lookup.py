@@ -11,8 +11,8 @@ the forwards. On by default on a CPU computing in float32: there an eleven-token
 one-token one does, and on the decision sample every answer was the same, at 1.12-1.15x the speed (less than in bf16:
 a wider forward costs more in float32). In bf16 a log-prob moves by up to about 0.05, so a chain's step can go
 another way and search other passages: there only a final answer's call drafts (``GenerationConfig.final``: no later
-decision reads its text); on the decision sample 56 of 59 answers kept their text, and F1 moved by -0.2, for 0.80x
-the seconds a chain question (docs/results.md).
+decision reads its text or log-probs); on the decision sample 56 of 59 answers kept their text, and F1 moved by -0.2,
+for 0.80x the seconds a chain question (docs/results.md).
 
 Only a call with one prompt, a greedy row alone and no state to read takes this path (a chain's step, a final
 answer): sampled rows have no single text to guess, and a state at EOS needs the row's own last step.
