@@ -38,7 +38,8 @@ def test_a_step_that_decided_to_retrieve_and_found_nothing_new_says_so():
 
 def test_the_final_line_shows_what_the_rule_compared():
     """A probe's or a calibrated choice compares P(correct) (the answers were not sampled: no U); the
-    paper's rule compares U; the check before the chain shows its P(correct), not its probe score."""
+    paper's rule compares U; a rule that takes one form's answer compares nothing; the check before the chain shows
+    its P(correct), not its probe score."""
     a = _answer([])
     a.trace["final"] = {"choice": "knowledge", "candidates": {
         "rationale": {"answer": "Bizet", "u": None, "p": 0.12}, "knowledge": {"answer": "Verdi", "u": None, "p": 0.4},
@@ -48,6 +49,11 @@ def test_the_final_line_shows_what_the_rule_compared():
                      "check 'John' (P(correct)=0.05) -> knowledge")
     a.trace["final"]["candidates"] = {"rationale": {"answer": "Bizet", "u": -4.2}, "knowledge": {"answer": "", "u": None}}
     assert a.summary().splitlines()[-2] == "  final: rationale 'Bizet' (U=-4.20) | knowledge '' (U=inf) -> knowledge"
+    # a rule that takes one form's answer (reasoning=knowledge) scored none: no U is shown as if it were infinite
+    a.trace["final"] = {"choice": "knowledge", "rule": "knowledge", "candidates": {
+        "knowledge": {"answer": "2,415,266", "u": None}, "check": {"answer": "1,500,000", "u": 0.97, "p": 0.03}}}
+    assert a.summary().splitlines()[-2] == ("  final: knowledge '2,415,266' (unscored) | check '1,500,000' "
+                                            "(P(correct)=0.03) -> knowledge")
 
 
 def test_the_last_line_says_how_many_searches_found_nothing():

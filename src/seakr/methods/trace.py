@@ -189,9 +189,12 @@ class Answer:
             lines.insert(1, f"  check: {chk.get('answer')!r} P(correct)={chk['p']:.2f} vs {chk.get('gate_p', 0):.2f} "
                             f"-> {verdict}")
         if len(cands) > 1:
-            def fmt(name, d):  # what the rule compared: P(correct) where one was read, else U
+            one_form = f.get("rule") in ("rationales", "knowledge", "steps")  # takes its one answer: reads no U
+
+            def fmt(name, d):  # what the rule compared: P(correct) where one was read, else U, where U was
                 u, p = d.get("u"), d.get("p")
-                read = f"P(correct)={p:.2f}" if p is not None else f"U={'inf' if u is None else format(u, '.2f')}"
+                read = (f"P(correct)={p:.2f}" if p is not None else "unscored" if one_form
+                        else f"U={'inf' if u is None else format(u, '.2f')}")
                 return f"{name} {d.get('answer')!r} ({read})"
             lines.append("  final: " + " | ".join(fmt(n, d) for n, d in cands.items()) + f" -> {f.get('choice')}")
         t = self.trace["totals"]
