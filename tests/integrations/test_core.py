@@ -46,14 +46,14 @@ def test_a_retrievers_documents_are_read_as_a_corpus_row_is(engine_of):
                         ("b", "   ", {"title": "Blank"}, 1.0),
                         ("a", "Another text under the same id.", {}, 2.0),
                         ("c", "Scored by NumPy.", {"title": float("nan")}, np.float32(0.5)),
-                        (None, "No id.", {}, None)])
-    got = engine.search("q", k=5)
+                        (None, "No id.", {}, None), ("d", "Scored past a float.", {}, 10 ** 400)])
+    got = engine.search("q", k=6)
     # Haystack makes an id of a document's content where none is given; LangChain leaves it None
-    no_id = got[-1].id if engine.name.startswith("haystack") else "doc-4"
+    no_id = got[2].id if engine.name.startswith("haystack") else "doc-4"
     assert [(p.id, p.title, p.text) for p in got] == [("a", "1984", "Orwell wrote it."), ("c", "", "Scored by NumPy."),
-                                                      (no_id, "", "No id.")]
-    assert [p.score for p in got] == [0.0, 0.5, 0.0] and all(math.isfinite(p.score) for p in got)
-    assert engine.seen["a"].id == "a" and set(engine.seen) == {"a", "c", no_id}
+                                                      (no_id, "", "No id."), ("d", "", "Scored past a float.")]
+    assert [p.score for p in got] == [0.0, 0.5, 0.0, 0.0] and all(math.isfinite(p.score) for p in got)
+    assert engine.seen["a"].id == "a" and set(engine.seen) == {"a", "c", no_id, "d"}
 
 
 @pytest.mark.parametrize("engine_of", FRAMEWORKS)

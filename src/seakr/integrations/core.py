@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import math
-import numbers
 import os
 import threading
 from typing import Any, Callable
@@ -18,6 +16,7 @@ from ..models import DEFAULT_MODEL, LOAD_KEYS, LoadOptions, model_path
 from ..models.registry import model_kind
 from ..models.base import Generator
 from ..common.checks import blank
+from ..common.schema import SchemaError
 from ..search.base import Passage
 from ..search.corpora import row_passage
 
@@ -71,8 +70,12 @@ def passage(where: str, id: Any, title: Any, text: Any, score: Any) -> Passage |
     an id or title given as a number is its digits, a NaN title is none), a refusal naming ``where``; None where it
     has no text, so that a search skips it as an index build does. A score that is not a finite number is none (0)."""
     p = row_passage(where, {"id": id, "title": title, "text": "" if text is None else text})
-    real = isinstance(score, numbers.Real) and not isinstance(score, bool) and math.isfinite(score)
-    return None if blank(p.text) else dataclasses.replace(p, score=float(score) if real else 0.0)
+    if blank(p.text):
+        return None
+    try:  # the passage schema's own rule for a score
+        return dataclasses.replace(p, score=score)
+    except SchemaError:
+        return p
 
 
 class ForeignEngine:
