@@ -348,3 +348,5 @@ def test_only_the_answers_a_method_returns_are_final_calls(kubrick, method, opti
     assert len(calls) == len(lm.final) and any(lm.final) == (options.get("reasoning") != "self-aware")
     # an answer whose U a choice reads (reasoning=self-aware's pair) is not final: its log-probs feed that choice
     assert lm.final == [p in FINAL_PURPOSES and unscored for p, unscored in calls]
+    # the trace says whether the final rule compared scores: the printed final line reads it
+    assert a.trace["final"]["scored"] == (options.get("reasoning") == "self-aware")

@@ -50,7 +50,7 @@ def test_the_final_line_shows_what_the_rule_compared():
     a.trace["final"]["candidates"] = {"rationale": {"answer": "Bizet", "u": -4.2}, "knowledge": {"answer": "", "u": None}}
     assert a.summary().splitlines()[-2] == "  final: rationale 'Bizet' (U=-4.20) | knowledge '' (U=inf) -> knowledge"
     # a rule that takes one form's answer (reasoning=knowledge) scored none: no U is shown as if it were infinite
-    a.trace["final"] = {"choice": "knowledge", "rule": "knowledge", "candidates": {
+    a.trace["final"] = {"choice": "knowledge", "rule": "knowledge", "scored": False, "candidates": {
         "knowledge": {"answer": "2,415,266", "u": None}, "check": {"answer": "1,500,000", "u": 0.97, "p": 0.03}}}
     assert a.summary().splitlines()[-2] == ("  final: knowledge '2,415,266' (unscored) | check '1,500,000' "
                                             "(P(correct)=0.03) -> knowledge")

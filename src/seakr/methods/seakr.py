@@ -309,7 +309,8 @@ class SeaKR(Method):
         known = self._gate(tr, question) if self.gate.checks else None  # the knowledge check, where it decides
         if known is not None and known.sure:
             tr.stop("known")
-            return tr.finish(known.answer, "check", {"check": known}, rule=f"gate={self.gate.name}")
+            return tr.finish(known.answer, "check", {"check": known}, rule=f"gate={self.gate.name}",
+                             scored=True)
         chain = Chain()  # R, K, the queries asked, the accepted step's generation
         for i in range(self.config.max_steps):
             with tr.step(i, self.gate.threshold) as st:
@@ -417,7 +418,8 @@ class SeaKR(Method):
                 tr.decision("final-choice", rule=self.config.reasoning, **read)
         if known is not None:  # the check that sent the question to the chain: a candidate, or for the record
             cands["check"] = known
-        return tr.finish(cands[choice].answer, choice, cands, rule=self.config.reasoning, passages=kept)
+        return tr.finish(cands[choice].answer, choice, cands, rule=self.config.reasoning, passages=kept,
+                         scored=rule.scored)
 
     def from_rationales(self, tr, question, steps, scored: bool = True) -> FinalAnswer:
         """Paper B.3: '<demos> Question: q Answer: <step>. <step>. So the answer is' -> the answer."""
@@ -451,18 +453,19 @@ class SeaKR(Method):
             retrieve = self.should_retrieve(direct.u)
             tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=direct.u, delta=self.delta)
             if not retrieve:
-                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval)
+                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval, scored=True)
             st.retrieved, st.query = True, question
             hits = self.search(tr, question, c.n_candidates)
             if not hits:
-                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval, note="no passage found")
+                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval, scored=True,
+                                 note="no passage found")
             best, res = self.answer_with_passages(tr, question, hits)
             st.candidates = [Candidate(h.id, h.title, r, x.answer, x.u, chosen=r == best, score=h.score)
                              for r, (h, x) in enumerate(zip(hits, res))]
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
             st.text, st.u_step = res[best].text.strip(), res[best].u
         return tr.finish(res[best].answer, "passage", {"direct": direct, "passage": res[best]}, rule=c.rerank,
-                         passages=[hits[best]])
+                         passages=[hits[best]], scored=True)
 
 
 __all__ = ["SeaKR", "SeaKRConfig"]

@@ -126,13 +126,14 @@ class Tracer:
         return reason
 
     def finish(self, answer: str, choice: str, candidates: dict[str, FinalAnswer], *, rule: str | None = None,
-               passages=(), note: str = "") -> str:
+               passages=(), note: str = "", scored: bool = False) -> str:
         """The final choice, in the one shape every method shares: the answer, which candidate it came
-        from (``choice``), every candidate answer considered, the rule that
-        chose, why the loop stopped, and the passages the answer could see."""
-        self.final = {"answer": answer, "choice": choice, "rule": rule or choice, "stop_reason": self.stop_reason,
-                      "candidates": candidates, "passages": [{"id": p.id, "title": p.title} for p in passages],
-                      "note": note}
+        from (``choice``), every candidate answer considered, the rule that chose and whether a decision read the
+        candidates' scores (``scored``; a rule that takes one form's answer reads none), why the loop
+        stopped, and the passages the answer could see."""
+        self.final = {"answer": answer, "choice": choice, "rule": rule or choice, "scored": scored,
+                      "stop_reason": self.stop_reason, "candidates": candidates,
+                      "passages": [{"id": p.id, "title": p.title} for p in passages], "note": note}
         self.decision("final", choice=choice, rule=rule or choice)
         return answer
 
@@ -189,7 +190,7 @@ class Answer:
             lines.insert(1, f"  check: {chk.get('answer')!r} P(correct)={chk['p']:.2f} vs {chk.get('gate_p', 0):.2f} "
                             f"-> {verdict}")
         if len(cands) > 1:
-            one_form = f.get("rule") in ("rationales", "knowledge", "steps")  # takes its one answer: reads no U
+            one_form = not f.get("scored", True)  # the rule took its one form's answer: it read no U
 
             def fmt(name, d):  # what the rule compared: P(correct) where one was read, else U, where U was
                 u, p = d.get("u"), d.get("p")
