@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from ..common.files import read_text
 from ..common.schema import Folder, PathText, Positive, PositiveReal, Seed, schema
 from .plan import EvalPlan, Selection, as_model_spec
-from .folders import check_not_foreign
+from .folders import check_not_foreign, rows_held
 from .rowlog import read_results
 from ..common.runs import ROW_FILES, is_run_folder
 from .specs import ModelSpec, PlanError, check_there, run_spec
@@ -151,7 +151,7 @@ def check_fit_home(fp: FitPlan) -> None:
     fit's."""
     out = Path(fp.out)
     if is_run_folder(out):
-        held = next((kind for name, kind in ROW_FILES.items() if (out / name).is_file()), "a seakr run or study")
+        held = next((ROW_FILES[n] for n in rows_held(out)), "a seakr run or study")
         raise PlanError(f"fit: {out}: the folder of {held}; a fit writes to a folder of its own: choose another --out")
     try:
         check_not_foreign(out)

@@ -22,10 +22,15 @@ def check_rows_home(folders, rows_name: str) -> None:
         check_not_foreign(d)
 
 
+def rows_held(d: Path) -> list[str]:
+    """The row files ``d`` holds with rows in them; :data:`~seakr.common.runs.ROW_FILES` names each one's kind."""
+    return [n for n in ROW_FILES if (d / n).is_file() and (d / n).stat().st_size]
+
+
 def _check_rows_kind(d: Path, rows_name: str) -> None:
     """The rows already in ``d`` are of the kind ``rows_name`` keeps, or none (see :func:`check_rows_home`)."""
     mine = ROW_FILES.get(rows_name)
-    other = [n for n, kind in ROW_FILES.items() if kind != mine and (d / n).is_file() and (d / n).stat().st_size]
+    other = [n for n in rows_held(d) if ROW_FILES[n] != mine]
     if mine is not None and other:
         raise ValueError(f"{d}: holds the rows of {ROW_FILES[other[0]]} ({', '.join(other)}); {mine} writes to "
                          "a folder of its own: choose another --out")
