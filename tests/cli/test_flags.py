@@ -9,7 +9,7 @@ import pytest
 from seakr.eval.specs import PlanError, run_spec
 
 
-def test_option_pairs_and_the_hint_for_another_methods_option():
+def test_option_pairs_and_the_hint_for_a_misspelled_option():
     from seakr.cli.flags import CLIError, parse_options
 
     assert parse_options(["k=020", "delta=-inf", "titles=true", "marker=So it is"]) == {
@@ -17,8 +17,7 @@ def test_option_pairs_and_the_hint_for_another_methods_option():
     for bad in ("=3", " =3", "k"):
         with pytest.raises(CLIError, match="--option expects key=value"):
             parse_options([bad])
-    for opts, needle in (({"gate": "check"}, "'gate' (an option of seakr)"),
-                         ({"theta": 0.5}, "'theta' (an option of flare)"),
+    for opts, needle in (({"gaet": "check"}, "'gaet' (did you mean 'gate', an option of seakr?)"),
                          ({"dleta": 1}, "'dleta' (did you mean 'delta', an option of seakr?)"),
                          ({"kk": 1}, "'kk' (did you mean 'k'?)")):
         with pytest.raises(PlanError, match=re.escape(needle)):

@@ -182,8 +182,8 @@ def test_every_method_has_the_same_library_door(monkeypatch):
     from seakr.methods import CoT, IRCoT
 
     monkeypatch.setattr(seakr.methods.base, "load_model", lambda *a, **k: pytest.fail("the model loaded"))
-    with pytest.raises(ValueError, match=re.escape("unknown option(s) 'gate' (an option of seakr)")):
-        IRCoT.from_config(model="smollm2-135m", index=PASSAGES, gate="probe")
+    with pytest.raises(ValueError, match=re.escape("unknown option(s) 'gaet' (did you mean 'gate', an option of seakr?)")):
+        IRCoT.from_config(model="smollm2-135m", index=PASSAGES, gaet="probe")
     with pytest.raises(ValueError, match="option max_steps: expected a whole number in"):
         CoT.from_config(max_steps=0)
     lm = ScriptedLM(lambda v: Reply("Kubrick was American. So the answer is American."))

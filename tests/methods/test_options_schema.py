@@ -165,8 +165,32 @@ def test_the_servers_defaults_reach_each_method_that_has_them():
         assert m.config.k == 4, method
         assert getattr(m.config, "gate", "step") == "step" and getattr(m.config, "max_steps", 2) == 2, method
     with pytest.raises(Exception) as e:  # what a client sends itself is still checked against its method
-        svc.build(AnswerRequest(question="q", method="cot", options={"gate": "step"}))
-    assert e.value.errors()[0]["loc"] == ("body", "options", "gate") and "unknown option(s) 'gate'" in str(e.value)
+        svc.build(AnswerRequest(question="q", method="cot", options={"max_steps": 0}))
+    assert e.value.errors()[0]["loc"] == ("body", "options", "max_steps")
+    with pytest.raises(Exception) as e:  # and a name no method has is refused with the nearest one
+        svc.build(AnswerRequest(question="q", method="cot", options={"gaet": "step"}))
+    assert e.value.errors()[0]["loc"] == ("body", "options", "gaet") and "did you mean 'gate'" in str(e.value)
+
+
+def test_another_methods_option_is_said_not_refused_at_every_door(capsys):
+    """`--option gate=probe` looped over seakr, ircot and cot stopped at cot ("unknown option 'gate'"), as did a
+    grid's or a request's: an option of another method is kept aside and said as not read, through the one schema
+    every door converts into; a name no method has is still refused with the nearest one."""
+    from seakr.methods import CoT
+    from seakr.serve.app import AnswerRequest, AnswerService
+
+    why = "an option of seakr, which cot does not read"
+    run = run_spec("--option", "cot", {"gate": "probe", "k": 3})  # the flags' and a grid's door
+    assert run.config.others == {"gate": "probe"} and "gate" not in run.config.to_dict()
+    assert run.config.replace(k=4).others == {"gate": "probe"}  # settling a config keeps what it was given
+    m = CoT(ScriptedLM(lambda view: Reply("x")), None, gate="probe", k=3)  # Python
+    assert m.unread() == [("k", "cot decodes greedily and draws no samples (SeaKR reads it)"), ("gate", why)]
+    assert "gate='probe' is not read: " + why in capsys.readouterr().err
+    svc = AnswerService(ScriptedLM(lambda view: Reply("x")), None, "seakr")  # HTTP
+    m = svc.build(AnswerRequest(question="q", method="cot", options={"gate": "step"}))
+    assert svc.public(m.answer("q"), m)["config"]["unread_options"] == {"gate": why}
+    with pytest.raises(PlanError, match=re.escape("'gaet' (did you mean 'gate', an option of seakr?)")):
+        run_spec("--option", "cot", {"gaet": "probe"})
 
 
 def test_the_servers_own_defaults_are_held_to_what_a_request_may_ask():
@@ -177,8 +201,8 @@ def test_the_servers_own_defaults_are_held_to_what_a_request_may_ask():
     with pytest.raises(OptionRefused, match=r"^option k: at most 64 on this server, got 100$") as e:
         AnswerService(ScriptedLM(lambda view: Reply("x")), None, "seakr", {"k": 100})
     assert e.value.field == "k"
-    with pytest.raises(OptionRefused, match=r"^unknown option\(s\) 'gate' \(an option of seakr\)") as e:  # its own method's
-        AnswerService(ScriptedLM(lambda view: Reply("x")), None, "cot", {"gate": "step"})
+    with pytest.raises(OptionRefused, match=r"^unknown option\(s\) 'gaet' \(did you mean 'gate'") as e:  # no method's
+        AnswerService(ScriptedLM(lambda view: Reply("x")), None, "cot", {"gaet": "step"})
     assert AnswerService(ScriptedLM(lambda view: Reply("x")), None, "ircot", {"k": 4}).build_default().config.k == 4
 
 

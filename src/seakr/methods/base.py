@@ -19,7 +19,7 @@ from ..common.console import said, warn, without_controls
 from .text import extract_answer, has_answer, is_unknown
 from .records import FinalAnswer
 from .trace import Answer, Tracer
-from .config import PACKAGED, MethodConfig, check_lengths
+from .config import PACKAGED, MethodConfig, check_lengths, options_of_others
 from .deltas import default_prompt_style
 from ..search import as_engine
 from ..models import DEFAULT_MODEL, LOAD_KEYS, load_model, model_path
@@ -144,7 +144,7 @@ class Method:
                                      lm.format_chat if c.prompt_style == "chat" else None, c.titles, c.marker)
         whys: dict[str, list[str]] = {}
         for name, why in self.unread():  # said, not refused: a grid's or a server's options may serve several methods
-            whys.setdefault(why, []).append(f"{name}={said(getattr(c, name))}")
+            whys.setdefault(why, []).append(f"{name}={said(c.others.get(name, getattr(c, name, None)))}")
         for why, given in whys.items():
             warn(f"option{'s' * (len(given) > 1)} {', '.join(given)} {'are' if len(given) > 1 else 'is'} not read: "
                  f"{why}",
@@ -155,7 +155,14 @@ class Method:
         return config
 
     def unread(self) -> list[tuple[str, str]]:
-        """The options given (other than their defaults) that this method, as settled, never reads, and why."""
+        """Every option given that this method never reads, and why: its own (:meth:`own_unread`) and another
+        method's (:attr:`MethodConfig.others`)."""
+        owners = options_of_others(type(self.config))
+        return [*self.own_unread(), *((k, f"an option of {', '.join(owners[k])}, which {self.name} does not read")
+                                      for k in self.config.others)]
+
+    def own_unread(self) -> list[tuple[str, str]]:
+        """The options of its own given (other than their defaults) that this method, as settled, never reads."""
         return []
 
     def requires(self) -> set[str]:

@@ -41,7 +41,7 @@ class _Greedy(Method):
     #: the retrieval options each baseline reads (of n_candidates, max_passages, query_max_words)
     READS: ClassVar[tuple[str, ...]] = ()
 
-    def unread(self) -> list[tuple[str, str]]:
+    def own_unread(self) -> list[tuple[str, str]]:
         c, d = self.config, type(self.config)
         passages = () if self.retrieves else ("titles",)  # a method with no passage shows no title
         given = [n for n in (*self.SAMPLING, "n_candidates", "max_passages", "query_max_words", *passages)

@@ -124,13 +124,35 @@ class MethodConfig:
 
     @classmethod
     def from_dict(cls, d: dict):
-        """The config a mapping of options names (a TOML table, a JSON body, a run's recorded config)."""
+        """The config a mapping of options names (a TOML table, a JSON body, a run's recorded config). An option of
+        another packaged method (``gate`` given to CoT) is kept aside in :attr:`others`, not refused: this method
+        never reads it (the method says so), and one set of options can then serve several methods (a loop of the
+        same flags, a grid's or a server's defaults). A name no method has is refused, with the nearest one."""
         if not isinstance(d, dict):
             raise TypeError(f"{cls.__name__}.from_dict: expected a dict of options, got {type(d).__name__}")
-        return cls(**d)
+        own = {f.name for f in dataclasses.fields(cls)}
+        others = {k: v for k, v in d.items() if k not in own and k in options_of_others(cls)}
+        config = cls(**{k: v for k, v in d.items() if k not in others})
+        config.others = others
+        return config
 
     def replace(self, **kw):
-        return self.from_dict({**asdict(self), **kw})
+        return self.from_dict({**self.others, **asdict(self), **kw})
+
+    #: the options of other methods it was given, which it never reads (:meth:`from_dict`); not a field: a run
+    #: records and compares only what its method reads
+    others: ClassVar[dict] = {}
+
+
+def options_of_others(cls: type) -> dict[str, list[str]]:
+    """{option: the packaged methods that have it} for the options ``cls`` lacks."""
+    own = {f.name for f in dataclasses.fields(cls)}
+    owners: dict[str, list[str]] = {}
+    for m, klass in PACKAGED.items():
+        for f in dataclasses.fields(klass.Config):
+            if f.name not in own:
+                owners.setdefault(f.name, []).append(m)
+    return owners
 
 
 #: SeaKR's two modes. A threshold belongs to one: a confident closed-book answer to a simple question

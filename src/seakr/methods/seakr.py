@@ -103,7 +103,7 @@ class SeaKR(Method):
             final = LowerU() if c.reasoning == "self-aware" else OneForm(c.reasoning)
         return gate, rerank, final
 
-    def unread(self) -> list[tuple[str, str]]:
+    def own_unread(self) -> list[tuple[str, str]]:
         """The options given that the settled configuration never reads, and why: ``delta`` beside a gate ``auto``
         settled to the model's fitted probe (the chain past a check retrieves at every step), ``gate_p`` under the
         step gate, ``rerank_z`` beside another re-rank. Said once each, not refused: a grid or a server's defaults
