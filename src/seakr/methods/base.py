@@ -155,15 +155,11 @@ class Method:
         return config
 
     def unread(self) -> list[tuple[str, str]]:
-        """Every option given that this method never reads, and why: its own (:meth:`own_unread`) and another
-        method's (:attr:`MethodConfig.others`)."""
+        """The options given (other than their defaults) that this method, as settled, never reads, and why: here
+        another method's (:attr:`MethodConfig.others`); a method adds its own to these."""
         owners = options_of_others(type(self.config))
-        return [*self.own_unread(), *((k, f"an option of {', '.join(owners[k])}, which {self.name} does not read")
-                                      for k in self.config.others)]
-
-    def own_unread(self) -> list[tuple[str, str]]:
-        """The options of its own given (other than their defaults) that this method, as settled, never reads."""
-        return []
+        return [(k, f"an option of {', '.join(owners[k])}, which {self.name} does not read")
+                for k in self.config.others]
 
     def requires(self) -> set[str]:
         return estimator_needs(self.config.estimator) | ({CHAT} if self.config.prompt_style == "chat" else set())

@@ -41,14 +41,14 @@ class _Greedy(Method):
     #: the retrieval options each baseline reads (of n_candidates, max_passages, query_max_words)
     READS: ClassVar[tuple[str, ...]] = ()
 
-    def own_unread(self) -> list[tuple[str, str]]:
+    def unread(self) -> list[tuple[str, str]]:
         c, d = self.config, type(self.config)
         passages = () if self.retrieves else ("titles",)  # a method with no passage shows no title
         given = [n for n in (*self.SAMPLING, "n_candidates", "max_passages", "query_max_words", *passages)
                  if getattr(c, n) != getattr(d, n) and n not in self.READS]
         return [(n, f"{self.name} decodes greedily and draws no samples (SeaKR reads it)" if n in self.SAMPLING else
                  f"{self.name} does not retrieve" if not self.retrieves else f"{self.name} does not read it")
-                for n in given]
+                for n in given] + super().unread()
 
     def gen_config(self, stops, sampled, max_new=None, final=False):
         return super().gen_config(stops, False, max_new, final)

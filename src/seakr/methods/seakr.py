@@ -103,7 +103,7 @@ class SeaKR(Method):
             final = LowerU() if c.reasoning == "self-aware" else OneForm(c.reasoning)
         return gate, rerank, final
 
-    def own_unread(self) -> list[tuple[str, str]]:
+    def unread(self) -> list[tuple[str, str]]:
         """The options given that the settled configuration never reads, and why: ``delta`` beside a gate ``auto``
         settled to the model's fitted probe (the chain past a check retrieves at every step), ``gate_p`` under the
         step gate, ``rerank_z`` beside another re-rank. Said once each, not refused: a grid or a server's defaults
@@ -127,7 +127,7 @@ class SeaKR(Method):
         if c.rerank != "guarded" and c.rerank_z != d.rerank_z:
             out.append(("rerank_z", f"rerank={c.rerank}" + (" (auto's choice)" if "rerank" in self._auto else "")
                         + " does not weigh the engine's top-1 by noise (rerank=guarded does)"))
-        return out + (self._unread_simple() if c.mode == "simple" else [])
+        return out + (self._unread_simple() if c.mode == "simple" else []) + super().unread()
 
     #: what mode=simple never reads (it searches once, with the question, and answers from one passage), and why
     SIMPLE_UNREAD = {"max_steps": "answers in one step", "max_passages": "keeps one passage",
