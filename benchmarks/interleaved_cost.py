@@ -13,7 +13,8 @@ the demonstrations' prefix KV is shared by both, as it is within either method's
 Prints one JSON line: each method's seconds a question and F1, the ratio of the mean seconds with its 95 % CI
 (questions resampled), and, with ``--rows`` (a grid's folder holding both methods' runs), on how many questions each
 method's answer is the one its run there gave (the same answer: the same work, timed twice). ``--out`` also keeps
-a row a question (id, each method's seconds, F1 and answer).
+a row a question (id, each method's seconds, F1 and answer) before that line; ``--replay OUT`` prints the line
+again from those rows, without a model.
 """
 
 import argparse
@@ -49,39 +50,56 @@ def recorded(rows: Path | None, method: str) -> dict[str, str]:
         return {r["id"]: r["prediction"] for r in map(json.loads, f)}
 
 
+def summary(rows: list[dict], same: dict | None) -> dict:
+    """The figures of the per-question rows: each method's mean seconds and F1, the ratio and its CI."""
+    secs = {m: np.array([r[m]["seconds"] for r in rows]) for m in RUNS}
+    return {"n": len(rows), "seconds": {m: round(float(v.mean()), 3) for m, v in secs.items()},
+            "f1": {m: round(100 * float(np.mean([r[m]["f1"] for r in rows])), 1) for m in RUNS},
+            "seakr_over_ircot": round(float(secs["seakr"].mean() / secs["ircot"].mean()), 3),
+            "ci95": [round(x, 3) for x in ratio_ci(secs["seakr"], secs["ircot"])], "same_answer_as_rows": same}
+
+
+def replay(path: Path) -> dict:
+    """The summary line of an ``--out`` file, computed again from its rows."""
+    *rows, last = [json.loads(x) for x in path.read_text().splitlines()]
+    return {**{k: last[k] for k in ("bench", "data", "precision")},
+            **summary(rows, last["same_answer_as_rows"])}
+
+
+def run(a) -> tuple[list[dict], dict]:
+    """Both methods on each question, taking turns; the rows and, with ``a.rows``, how many answers match."""
+    examples, engine, lm = pooled_setup(a)
+    examples = examples[: a.limit]
+    family = family_for(a.data)
+    methods = {m: build_method(m, lm, engine, **method_options(m, {}, family)) for m in RUNS}
+    before = {m: recorded(a.rows, m) for m in RUNS}
+    same, rows = {m: 0 for m in RUNS}, []
+    for i, ex in enumerate(examples):
+        row = {"id": ex.id}
+        for m in list(RUNS) if i % 2 == 0 else list(RUNS)[::-1]:  # who goes first alternates
+            t = time.perf_counter()
+            ans = methods[m].answer(ex.question).answer
+            row[m] = {"seconds": round(time.perf_counter() - t, 3), "f1": f1_score(ans, ex.answers), "prediction": ans}
+            same[m] += before[m].get(ex.id) == ans
+        rows.append(row)
+        print(f"{i + 1}/{len(examples)} " + " ".join(f"{m} {row[m]['seconds']:.2f}s" for m in RUNS), flush=True)
+    return rows, same
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     pooled_args(ap, "musique/train_hipporag100.official.jsonl")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--rows", type=Path, default=None, help="a report grid's folder with both methods' runs")
     ap.add_argument("--out", default=None, help="a JSONL file: a row a question, then the summary line")
+    ap.add_argument("--replay", type=Path, default=None, help="an --out file: print its summary again from its rows")
     a = ap.parse_args()
-    examples, engine, lm = pooled_setup(a)
-    examples = examples[: a.limit]
-    family = family_for(a.data)
-    methods = {m: build_method(m, lm, engine, **method_options(m, {}, family)) for m in RUNS}
-    before = {m: recorded(a.rows, m) for m in RUNS}
-    secs, f1s, same = {m: [] for m in RUNS}, {m: [] for m in RUNS}, {m: 0 for m in RUNS}
-    rows = []
-    for i, ex in enumerate(examples):
-        order = list(RUNS) if i % 2 == 0 else list(RUNS)[::-1]  # who goes first alternates
-        row = {"id": ex.id}
-        for m in order:
-            t = time.perf_counter()
-            ans = methods[m].answer(ex.question).answer
-            secs[m].append(time.perf_counter() - t)
-            f1s[m].append(f1_score(ans, ex.answers))
-            same[m] += before[m].get(ex.id) == ans
-            row[m] = {"seconds": round(secs[m][-1], 3), "f1": f1s[m][-1], "prediction": ans}
-        rows.append(row)
-        print(f"{i + 1}/{len(examples)} " + " ".join(f"{m} {np.mean(secs[m]):.2f}s" for m in RUNS), flush=True)
-    s, r = np.array(secs["seakr"]), np.array(secs["ircot"])
-    res = {"bench": "interleaved_cost", "data": Path(a.data).name, "n": len(examples), "precision": a.precision,
-           "seconds": {m: round(float(np.mean(v)), 3) for m, v in secs.items()},
-           "f1": {m: round(100 * float(np.mean(v)), 1) for m, v in f1s.items()},
-           "seakr_over_ircot": round(float(s.mean() / r.mean()), 3),
-           "ci95": [round(x, 3) for x in ratio_ci(s, r)],
-           "same_answer_as_rows": same if a.rows else None}
+    if a.replay:
+        print(strict_json(replay(a.replay)))
+        return
+    rows, same = run(a)
+    res = {"bench": "interleaved_cost", "data": Path(a.data).name, "precision": a.precision,
+           **summary(rows, same if a.rows else None)}
     if a.out:
         Path(a.out).write_text("".join(strict_json(x) + "\n" for x in rows))
     emit(res, a.out)

@@ -153,6 +153,13 @@ def test_a_report_replays_from_its_committed_rows(report):
     assert _benchmark("report.py", *map(str, folders)) == committed
 
 
+@pytest.mark.parametrize("rows", sorted(RESULTS.glob("interleaved-cost-*.jsonl")), ids=lambda p: p.name)
+def test_an_interleaved_cost_replays_from_its_committed_rows(rows):
+    """The seconds ratio measured with both methods taking turns, as docs/results.md cites it, is what its
+    per-question rows give today."""
+    assert _benchmark("interleaved_cost.py", "--replay", str(rows)) == json.loads(rows.read_text().splitlines()[-1])
+
+
 def _benchmark(script: str, *args: str) -> dict:
     """What a benchmark script under ``benchmarks/`` prints (one JSON object), run as its users run it."""
     import subprocess
