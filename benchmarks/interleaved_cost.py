@@ -27,7 +27,7 @@ import numpy as np
 from _common import emit, pooled_args, pooled_setup
 from seakr.common.jsontext import strict_json
 from seakr.eval.metrics import f1_score
-from seakr.eval.specs import method_options
+from seakr.eval.specs import method_options, parse_shard
 from seakr.methods import build_method
 from seakr.prompts import family_for
 
@@ -69,6 +69,9 @@ def replay(path: Path) -> dict:
 def run(a) -> tuple[list[dict], dict]:
     """Both methods on each question, taking turns; the rows and, with ``a.rows``, how many answers match."""
     examples, engine, lm = pooled_setup(a)
+    if a.shard:  # the questions of these shards (as ``seakr eval --shard I/N`` takes them), in the file's order
+        picked = {parse_shard(x) for x in a.shard}
+        examples = [ex for i, ex in enumerate(examples) if any(i % n == k for k, n in picked)]
     examples = examples[: a.limit]
     family = family_for(a.data)
     methods = {m: build_method(m, lm, engine, **method_options(m, {}, family)) for m in RUNS}
@@ -90,6 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     pooled_args(ap, "musique/train_hipporag100.official.jsonl")
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--shard", action="append", help="I/N: this shard's questions (repeat for several)")
     ap.add_argument("--rows", type=Path, default=None, help="a report grid's folder with both methods' runs")
     ap.add_argument("--out", default=None, help="a JSONL file: a row a question, then the summary line")
     ap.add_argument("--replay", type=Path, default=None, help="an --out file: print its summary again from its rows")
