@@ -31,10 +31,7 @@ def unknown_options(cls: type, unknown: list[str]) -> str:
     """The unknown option names, each with its nearest valid name: the option's spelling in this method, another
     method's option, or a model's loading knob given as a method option."""
     names = [f.name for f in dataclasses.fields(cls)]
-    owners: dict[str, list[str]] = {}  # every method's options: "gate" given to cot is SeaKR's
-    for m, klass in PACKAGED.items():
-        for f in dataclasses.fields(klass.Config):
-            owners.setdefault(f.name, []).append(m)
+    owners = options_of_others(cls)  # "gate" given to cot is SeaKR's
 
     def hint(k: str) -> str:
         near = nearest(k, {*MODEL_OPTIONS, *LOAD_KEYS}, 0.8) if k not in owners else None
@@ -130,8 +127,8 @@ class MethodConfig:
         same flags, a grid's or a server's defaults). A name no method has is refused, with the nearest one."""
         if not isinstance(d, dict):
             raise TypeError(f"{cls.__name__}.from_dict: expected a dict of options, got {type(d).__name__}")
-        own = {f.name for f in dataclasses.fields(cls)}
-        others = {k: v for k, v in d.items() if k not in own and k in options_of_others(cls)}
+        owned_elsewhere = options_of_others(cls)
+        others = {k: v for k, v in d.items() if k in owned_elsewhere}
         config = cls(**{k: v for k, v in d.items() if k not in others})
         config.others = others
         return config
