@@ -82,6 +82,26 @@ def test_an_unknown_answer_retrieves_at_every_step_though_delta_says_never(tmp_p
 
 
 @pytest.mark.parametrize("gate", ["check", "probe"])
+@pytest.mark.parametrize("rerank", ["self-aware", "engine"])
+def test_simple_mode_gated_by_the_check_answers_from_memory_or_from_one_passage(tmp_path, idx, gate, rerank):
+    """Simple QA with a knowledge check as its gate: the check's closed-book answer where it is sure (one call, no
+    search), else one search with the question and the kept passage's answer, the check's answer beside it. Only
+    the paper's re-rank draws samples for the passages' answers; no direct answer is asked beside the check."""
+    m, lm, a = run(tmp_path, idx, KNOWN, gate=gate, gate_p=0.5, mode="simple", rerank=rerank)
+    assert a.answer == "Steven Spielberg" and a.trace["final"]["choice"] == "check"
+    assert len(lm.calls) == 1 and a.trace["totals"]["retrievals"] == 0
+    m, lm, b = run(tmp_path, idx, UNKNOWN, gate=gate, gate_p=0.5, mode="simple", rerank=rerank)
+    final, step = b.trace["final"], b.trace["steps"][0]
+    assert final["choice"] == "passage" and set(final["candidates"]) == {"check", "passage"}
+    assert step["retrieved"] and step["query"] == UNKNOWN and step["threshold"] is None
+    calls = [e for e in b.trace["events"] if e["type"] == "model_call"]
+    assert [e["purpose"] for e in calls][0] == "check" and not any(e["purpose"] == "direct" for e in calls)
+    answered = [e for e in calls if e["purpose"].startswith("rerank")]
+    assert answered and all((e["samples"] > 0) == (rerank == "self-aware") for e in answered)
+    assert len(step["candidates"]) == 1 or rerank == "self-aware"
+
+
+@pytest.mark.parametrize("gate", ["check", "probe"])
 def test_a_check_sure_of_an_abstention_retrieves(tmp_path, idx, gate):
     """A check that says "I don't know" with every sign of certainty (low U, a "known" state) answered with it at
     once: only the word "unknown" was read as no answer."""
@@ -201,7 +221,7 @@ def test_missing_fitted_files_fail_at_construction_with_one_line(tmp_path, idx):
         SeaKR(lm, idx, gate="sometimes")
     with pytest.raises(ValueError, match="gate_p"):
         SeaKR(lm, idx, gate_p=1.5)
-    with pytest.raises(ValueError, match="simple mode"):
+    with pytest.raises(ValueError, match="calibration"):  # simple mode reads the same fitted files
         SeaKR(lm, idx, gate="check", mode="simple", probes=str(tmp_path / "empty"))
 
 

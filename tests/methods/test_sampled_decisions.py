@@ -21,7 +21,7 @@ def script(v):
     ({"gate": "step", "retrieval": "always", "rerank": "self-aware", "k": 0}, "but rerank=self-aware reads"),
     ({"gate": "step", "retrieval": "always", "rerank": "engine", "reasoning": "self-aware", "k": 0},
      "but reasoning=self-aware reads"),
-    ({"mode": "simple", "k": 1, "estimator": "ln-entropy"}, "reads estimator ln-entropy"),
+    ({"mode": "simple", "gate": "step", "k": 1, "estimator": "ln-entropy"}, "reads estimator ln-entropy"),
     ({"gate": "step", "temperature": 0}, "option temperature: 0 draws k copies of the greedy answer"),
     ({"gate": "check", "check_temperature": 0}, "option check_temperature: 0 draws k copies"),
 ])

@@ -15,8 +15,9 @@ The gate, the re-rank and the final choice are strategy objects (``decisions.py`
 configuration: whichever signal decides (U against delta, a knowledge check, a probe, a calibration map), the loop
 below is the same. With ``final_check``, the knowledge check's closed-book answer joins the final choice.
 
-Simple-QA mode (NQ/TriviaQA/SQuAD, one retrieval): answer closed-book; if U > delta, retrieve N
-passages for the question and keep the answer whose single-passage context gives the lowest U.
+Simple-QA mode (NQ/TriviaQA/SQuAD, one retrieval): answer closed-book; if U > delta (or, gate=check|probe, the
+knowledge check finds the model unsure), retrieve N passages for the question and keep the answer whose
+single-passage context gives the lowest U (rerank=engine: the top-1's).
 
 Choices where paper and reference differ (documented):
 * rationale-based reasoning follows the paper (append "So the answer is" after the steps); the
@@ -86,8 +87,7 @@ class SeaKR(Method):
     def _decisions(self):
         """The three decisions (:mod:`~seakr.methods.decisions`), chosen once from the settled configuration."""
         c, bank = self.config, self.knowledge
-        gate = (StepGate(self.delta, c.retrieval == "always") if c.gate == "step" or c.mode == "simple"
-                else CheckGate(c.gate, self.gate_p))
+        gate = StepGate(self.delta, c.retrieval == "always") if c.gate == "step" else CheckGate(c.gate, self.gate_p)
         if c.query_from == "step" and gate.scored and not gate.always and c.mode == "multihop":
             raise ValueError(f"query_from=step drops the pseudo-step, whose U gate=step reads (gate=auto settled to "
                              f"step for model {self.lm.info().get('model')}): give gate=check|probe or "
@@ -112,7 +112,7 @@ class SeaKR(Method):
         gate = f"gate={c.gate}" + (f" (auto's choice for {self.lm.info().get('model')})" if "gate" in self._auto
                                    else "")
         out = []
-        if c.delta is not None and not (c.retrieval == "self-aware" and (c.gate == "step" or c.mode == "simple")):
+        if c.delta is not None and not (c.retrieval == "self-aware" and c.gate == "step"):
             out.append(("delta", "retrieval=always retrieves at every step" if c.retrieval == "always" else
                         f"{gate} decides retrieval, and the chain past it retrieves at every step (gate=step reads "
                         "delta)"))
@@ -440,31 +440,40 @@ class SeaKR(Method):
         """Simple-QA re-rank: an answer with each single passage as context (one batched call), and
         the one the re-ranker keeps (by the answers' U)."""
         hits = hits[:1] if self.reranker.only_top else hits
-        res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank")
+        res = self.answer_prompts(tr, question, [([], [h]) for h in hits], "rerank", scored=self.reranker.scored)
         return self.reranker.choose([Candidate(h.id, h.title, r, x.answer, x.u, score=h.score)
                                      for r, (h, x) in enumerate(zip(hits, res))]), res
 
     def _simple(self, question: str, tr: Tracer) -> str:
+        """Simple QA (NQ, TriviaQA, SQuAD): a closed-book answer, given where the gate trusts it (its U against
+        delta, or the knowledge check's P(correct)); else one search with the question and the answer from the
+        passage the re-ranker keeps. The closed-book answer stays the fallback where the search finds nothing."""
         c = self.config
-        with tr.step(0, self.delta) as st:
-            direct = self.answer_prompt(tr, question, [], [], "direct")
-            st.pseudo, st.u = direct.text.strip(), direct.u
-            st.text, st.u_step = st.pseudo, direct.u
-            retrieve = self.should_retrieve(direct.u)
-            tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=direct.u, delta=self.delta)
-            if not retrieve:
-                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval, scored=True)
+        if self.gate.checks:
+            closed, form = self._gate(tr, question), "check"
+            if closed.sure:
+                tr.stop("known")
+                return tr.finish(closed.answer, form, {form: closed}, rule=f"gate={self.gate.name}", scored=True)
+        with tr.step(0, self.gate.threshold) as st:
+            if not self.gate.checks:
+                closed, form = self.answer_prompt(tr, question, [], [], "direct"), "direct"
+                st.pseudo, st.u = closed.text.strip(), closed.u
+                st.text, st.u_step = st.pseudo, closed.u
+                retrieve = self.gate.retrieve(closed.u)
+                tr.decision("retrieve" if retrieve else "no-retrieve", step=0, u=closed.u, delta=self.delta)
+                if not retrieve:
+                    return tr.finish(closed.answer, form, {form: closed}, rule=c.retrieval, scored=True)
             st.retrieved, st.query = True, question
             hits = self.search(tr, question, c.n_candidates)
             if not hits:
-                return tr.finish(direct.answer, "direct", {"direct": direct}, rule=c.retrieval, scored=True,
+                return tr.finish(closed.answer, form, {form: closed}, rule=c.retrieval, scored=True,
                                  note="no passage found")
             best, res = self.answer_with_passages(tr, question, hits)
             st.candidates = [Candidate(h.id, h.title, r, x.answer, x.u, chosen=r == best, score=h.score)
                              for r, (h, x) in enumerate(zip(hits, res))]
             st.kept = {"id": hits[best].id, "title": hits[best].title, "score": hits[best].score}
             st.text, st.u_step = res[best].text.strip(), res[best].u
-        return tr.finish(res[best].answer, "passage", {"direct": direct, "passage": res[best]}, rule=c.rerank,
+        return tr.finish(res[best].answer, "passage", {form: closed, "passage": res[best]}, rule=c.rerank,
                          passages=[hits[best]], scored=True)
 
 

@@ -67,14 +67,6 @@ class SeaKRConfig(MethodConfig):
                              "query_from": "pseudo", "stopping": "seakr"}
 
     @model_validator(mode="after")
-    def _check_before_chain(self):
-        """A knowledge check gates a multi-hop chain; simple mode's closed-book answer already decides."""
-        if self.gate not in ("step", "auto") and self.mode == "simple":
-            raise ValueError(f"gate={self.gate} is a check before a multi-hop chain; simple mode's closed-book "
-                             "answer already decides (its U against delta)")
-        return self
-
-    @model_validator(mode="after")
     def _query_needs_no_pseudo_step(self):
         """query_from=step decodes no pseudo-step, so the step gate would have no U to read."""
         if (self.query_from, self.gate, self.retrieval, self.mode) == ("step", "step", "self-aware", "multihop"):
@@ -124,7 +116,7 @@ class SeaKRConfig(MethodConfig):
         """(decision, estimator, temperature) of each decision that reads a U computed from k samples; an
         ``auto`` decision counts once the method has settled it (the model decides what it becomes)."""
         reads = []
-        if self.retrieval == "self-aware" and (self.gate == "step" or self.mode == "simple"):
+        if self.retrieval == "self-aware" and self.gate == "step":
             reads.append((f"retrieval ({'gate=step' if self.mode == 'multihop' else 'simple mode'})", self.estimator,
                           self.temperature))
         if self.rerank in ("self-aware", "guarded"):
