@@ -242,7 +242,7 @@ def test_auto_settles_on_what_is_fitted_for_the_model(tmp_path, idx, capsys):
     SeaKR(lm, idx, gate="step", reasoning="self-aware", rerank="self-aware", probes=str(tmp_path / "none"))
     assert capsys.readouterr().err == ""  # asked for the paper's rules: nothing to say
     simple = SeaKR(lm, idx, gate="auto", reasoning="auto", mode="simple", probes=write_bank(tmp_path))
-    assert simple.config.gate == "step"
+    assert (simple.config.gate, simple.config.rerank) == ("probe", "self-aware")  # both decided on decision data
 
 
 def test_an_option_the_settled_configuration_does_not_read_is_said(tmp_path, idx, capsys):

@@ -163,7 +163,7 @@ class SeaKR(Method):
 
     def _settle(self, config: SeaKRConfig) -> SeaKRConfig:
         """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
-        paper's step gate; ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
+        paper's step gate, in either mode (chosen for simple mode on decision data too); ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
         data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
         maps are fitted, else the paper's raw U; ``rerank="auto"``: the rule chosen for this model on decision data
         where there is one (``decisions.json``), else the candidate probe where one is fitted (multi-hop), else the
@@ -191,8 +191,6 @@ class SeaKR(Method):
             chosen = bank.decided("rerank", [r for r in RERANK if r != "auto"])[0] if multihop else None
             probe = STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate") and multihop
             rerank = chosen or ("probe" if probe else "self-aware")
-        if config.mode == "simple":
-            gate = "step" if config.gate == "auto" else gate
         settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank, query_from=query_from)
         if config.probes and _found_nothing(config, settled):  # a folder fitted for another model, or a typo
             warn(f"probes={config.probes} holds nothing fitted for model {bank.model}: gate, rerank and reasoning "
