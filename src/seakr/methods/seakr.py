@@ -163,12 +163,12 @@ class SeaKR(Method):
 
     def _settle(self, config: SeaKRConfig) -> SeaKRConfig:
         """``gate="auto"``: the probe where one is fitted for this model (and it has states), else the
-        paper's step gate, in either mode (chosen for simple mode on decision data too); ``reasoning="auto"``: the final-choice rule chosen for this model on tuning
-        data where there is one (``reasoning.json``), else the calibrated choice where both final forms'
-        maps are fitted, else the paper's raw U; ``rerank="auto"``: the rule chosen for this model on decision data
-        where there is one (``decisions.json``), else the candidate probe where one is fitted (multi-hop), else the
-        paper's lowest U; ``query_from="auto"``: the model's decided query where its gate is a knowledge check, else
-        the paper's pseudo-step. The run's configuration records the settled values."""
+        paper's step gate, in either mode (each chosen on decision data); ``reasoning="auto"``: the final-choice rule
+        chosen for this model on tuning data where there is one (``reasoning.json``), else the calibrated choice where
+        both final forms' maps are fitted, else the paper's raw U; ``rerank="auto"``: the rule chosen for this model
+        on decision data where there is one (``decisions.json``), else the candidate probe where one is fitted
+        (multi-hop), else the paper's lowest U; ``query_from="auto"``: the model's decided query where its gate is a
+        knowledge check, else the paper's pseudo-step. The run's configuration records the settled values."""
         self._auto = {k for k in ("gate", "reasoning", "rerank", "query_from") if getattr(config, k) == "auto"}
         if not self._auto:
             return config
