@@ -263,6 +263,9 @@ def test_an_option_the_settled_configuration_does_not_read_is_said(tmp_path, idx
     assert "options check_estimator='ln-entropy', check_temperature=0.7 are not read: gate=step draws no check" in err
     SeaKR(lm, idx, gate="step", retrieval="always", delta=-1.75, probes=bank)
     assert "option delta=-1.75 is not read: retrieval=always retrieves at every step" in capsys.readouterr().err
+    SeaKR(lm, idx, mode="simple", gate="probe", delta=-1.5, probes=bank)  # one search, no chain past the gate
+    assert "option delta=-1.5 is not read: gate=probe decides retrieval (gate=step reads delta)" in \
+        capsys.readouterr().err
     SeaKR(lm, idx, gate="check", gate_p=0.45, check_temperature=0.7, rerank="guarded", rerank_z=2.5, probes=bank)
     assert capsys.readouterr().err == ""  # each read
     from seakr.methods import build_method  # the baselines decode greedily: the sampling options were unread too

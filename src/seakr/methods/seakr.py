@@ -113,9 +113,9 @@ class SeaKR(Method):
                                    else "")
         out = []
         if c.delta is not None and not (c.retrieval == "self-aware" and c.gate == "step"):
+            past = ", and the chain past it retrieves at every step" if c.mode == "multihop" else ""
             out.append(("delta", "retrieval=always retrieves at every step" if c.retrieval == "always" else
-                        f"{gate} decides retrieval, and the chain past it retrieves at every step (gate=step reads "
-                        "delta)"))
+                        f"{gate} decides retrieval{past} (gate=step reads delta)"))
         if c.gate_p is not None and c.gate not in ("check", "probe"):
             out.append(("gate_p", f"{gate} reads no probability of a right answer (gate=check or gate=probe does)"))
         for name in ("check_estimator", "check_temperature"):
