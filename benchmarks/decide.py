@@ -56,9 +56,14 @@ def kept(c: dict, rule: str) -> str:
     return max(c, key=lambda n: c[n]["f1"])  # oracle
 
 
-def call_seconds(full: dict) -> dict[str, float]:
-    """Seconds by stage from a full row's model calls (a batched call's time split evenly over its prompts)."""
-    out = {"check": 0.0, "pseudo-step": 0.0, "rerank": 0.0, "final/rationale": 0.0, "final/knowledge": 0.0}
+#: A chain's stages, as its model calls' purposes begin.
+CHAIN_STAGES = ("check", "pseudo-step", "rerank", "final/rationale", "final/knowledge")
+
+
+def call_seconds(full: dict, stages: tuple[str, ...] = CHAIN_STAGES) -> dict[str, float]:
+    """Seconds by stage from a full row's model calls (a batched call's time split evenly over its prompts); a
+    call belongs to the stage its purpose begins with (``rerank/forced``: ``rerank``)."""
+    out = dict.fromkeys(stages, 0.0)
     for e in full["trace"]["events"]:
         if e["type"] == "model_call":
             out[next(k for k in out if e["purpose"].startswith(k))] += e["seconds"]

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from decide import call_seconds, rows  # noqa: E402  (its sibling: a run's rows; seconds by stage)
 from seakr.eval.metrics import paired_bootstrap  # noqa: E402
 from seakr.methods.text import is_unknown  # noqa: E402
 
@@ -31,17 +32,8 @@ RUNS = {"step": "step-always-engine", "probe": "probe-never-sure-engine", "min_u
 DELTA, LEVEL = -1.631, 0.5  # the packaged simple-QA delta; the multi-hop gate's level
 
 
-def rows(path: Path) -> dict[str, dict]:
-    return {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
-
-
-def stage_seconds(full: dict) -> dict[str, float]:
-    """Seconds of a full row's model calls by stage: the closed-book answer, the check, the passages' answers."""
-    out = {"direct": 0.0, "check": 0.0, "rerank": 0.0}
-    for e in full["trace"]["events"]:
-        if e["type"] == "model_call":
-            out[e["purpose"].split("/")[0]] += e["seconds"]
-    return out
+#: Simple mode's stages: the closed-book answer, the check, the passages' answers.
+STAGES = ("direct", "check", "rerank")
 
 
 def question(runs: dict[str, dict], secs: dict[str, dict]) -> dict[str, tuple[float, float]]:
@@ -70,7 +62,7 @@ def figures(dirs: list[Path]) -> dict:
         runs = {k: rows(d / name / "scores.jsonl") for k, name in RUNS.items()}
         full = {k: rows(d / name / "results.jsonl") for k, name in RUNS.items()}
         ids = [i for i in runs["step"] if all(i in runs[k] and i in full[k] for k in RUNS)]
-        got = [question({k: runs[k][i] for k in RUNS}, {k: stage_seconds(full[k][i]) for k in RUNS}) for i in ids]
+        got = [question({k: runs[k][i] for k in RUNS}, {k: call_seconds(full[k][i], STAGES) for k in RUNS}) for i in ids]
         sets[d.name] = {rule: 100 * statistics.mean(g[rule][0] for g in got) for rule in got[0]} | {"n": len(ids)}
         for g in got:
             for rule, v in g.items():
