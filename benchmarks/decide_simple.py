@@ -29,21 +29,21 @@ from seakr.eval.metrics import paired_bootstrap  # noqa: E402
 from seakr.methods.text import is_unknown  # noqa: E402
 
 RUNS = {"step": "step-always-engine", "probe": "probe-never-sure-engine", "min_u": "probe-never-sure-min-u"}
-DELTA, LEVEL = -1.631, 0.5  # the packaged simple-QA delta; the multi-hop gate's level
+LEVEL = 0.5  # the multi-hop gate's level (the probe runs record gate_p 1.0: never sure)
 
 
 #: Simple mode's stages: the closed-book answer, the check, the passages' answers.
 STAGES = ("direct", "check", "rerank")
 
 
-def question(runs: dict[str, dict], secs: dict[str, dict]) -> dict[str, tuple[float, float]]:
-    """{rule: (F1, seconds)} of one question under every rule."""
+def question(runs: dict[str, dict], secs: dict[str, dict], delta: float) -> dict[str, tuple[float, float]]:
+    """{rule: (F1, seconds)} of one question under every rule; ``delta``: the step gate's, as its run recorded it."""
     c = {k: r["final"]["candidates"] for k, r in runs.items()}
     direct, check = c["step"]["direct"], c["probe"]["check"]
     top1, min_u = c["probe"]["passage"], c["min_u"]["passage"]
     closed_s, check_s = secs["step"]["direct"], secs["probe"]["check"]
     top1_s, min_u_s = secs["probe"]["rerank"], secs["min_u"]["rerank"]
-    unsure = direct["u"] is None or direct["u"] > DELTA
+    unsure = direct["u"] is None or direct["u"] > delta
     sure = check["p"] >= LEVEL and not is_unknown(check["answer"])
     return {"closed-book": (direct["f1"], closed_s),
             "always+top1": (top1["f1"], closed_s + top1_s),  # the code asks the closed-book answer first
@@ -61,8 +61,10 @@ def figures(dirs: list[Path]) -> dict:
     for d in dirs:
         runs = {k: rows(d / name / "scores.jsonl") for k, name in RUNS.items()}
         full = {k: rows(d / name / "results.jsonl") for k, name in RUNS.items()}
+        delta = json.loads((d / RUNS["step"] / "config.json").read_text())["method"]["delta"]  # the packaged one
         ids = [i for i in runs["step"] if all(i in runs[k] and i in full[k] for k in RUNS)]
-        got = [question({k: runs[k][i] for k in RUNS}, {k: call_seconds(full[k][i], STAGES) for k in RUNS}) for i in ids]
+        got = [question({k: runs[k][i] for k in RUNS}, {k: call_seconds(full[k][i], STAGES) for k in RUNS}, delta)
+               for i in ids]
         sets[d.name] = {rule: 100 * statistics.mean(g[rule][0] for g in got) for rule in got[0]} | {"n": len(ids)}
         for g in got:
             for rule, v in g.items():
@@ -75,7 +77,7 @@ def figures(dirs: list[Path]) -> dict:
     gate = min((g for g, v in gates.items() if v["f1"] >= best - 0.5), key=lambda g: gates[g]["seconds"])
     paper = [100 * f for f, _ in per["step+min_u"]]
     chosen = [100 * f for f, _ in per[f"{gate}+{rerank}"]]
-    return {"n": len(paper), "delta": DELTA, "level": LEVEL, "rules": rules, "by_set": sets,
+    return {"n": len(paper), "delta": delta, "level": LEVEL, "rules": rules, "by_set": sets,
             "retrieval_rate": {"step": statistics.mean(f for f, _ in per["_step_retrieves"]),
                                "probe": statistics.mean(f for f, _ in per["_probe_retrieves"])},
             "chosen": {"rerank": rerank, "gate": gate, "minus_paper": paired_bootstrap(chosen, paper)}}
