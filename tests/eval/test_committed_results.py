@@ -143,16 +143,18 @@ def test_the_float32_head_defaults_to_what_its_decision_says():
 POOLED = sorted(RESULTS.glob("sanity-*-shards*.json")) + sorted(RESULTS.glob("*-pooled.json"))
 
 
-@pytest.mark.parametrize("report", sorted(RESULTS.glob("*/report.json")) + POOLED,
+@pytest.mark.parametrize("report", sorted(RESULTS.glob("*/report.json")) + sorted(RESULTS.glob("*/*/report.json"))
+                         + POOLED,
                          ids=lambda p: str(p.relative_to(RESULTS)))
 def test_a_report_replays_from_its_committed_rows(report):
-    """A report set's figures (or the pooled figures of several folders, whose file names them, and the runs beside
-    SeaKR where they are not IRCoT and DRAGIN), as docs/results.md cites them, are what ``benchmarks/report.py``
+    """A report set's figures (or the pooled figures of several folders, whose file names them, and the runs
+    compared where they are not SeaKR's default beside IRCoT and DRAGIN), as docs/results.md cites them, are what ``benchmarks/report.py``
     computes from the committed rows today."""
     committed = json.loads(report.read_text())
     folders = [RESULTS.parents[1] / r for r in committed.pop("runs", [])] or [report.parent]
     others = ["--others", ",".join(committed["others"])] if "others" in committed else []
-    assert _benchmark("report.py", *map(str, folders), *others) == committed
+    seakr = ["--seakr", committed["seakr"]] if "seakr" in committed else []
+    assert _benchmark("report.py", *map(str, folders), *seakr, *others) == committed
 
 
 @pytest.mark.parametrize("rows", sorted(RESULTS.glob("interleaved-cost-*.jsonl")), ids=lambda p: p.name)
