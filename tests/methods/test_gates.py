@@ -330,6 +330,28 @@ def test_auto_rerank_follows_the_rule_chosen_for_the_model_and_decodes_only_the_
     assert "\n" not in str(e.value)
 
 
+def test_the_query_keeps_the_words_at_the_level_decided_for_the_step_query(tmp_path, idx):
+    """keep_p unset settles to the level decisions.json names for the model where the chain searches with its accepted
+    step, to the paper's 0.9 for a pseudo-step, and an explicit level stays; the run's config records it. A level the
+    file names outside [0, 1] is one line at construction."""
+    bank = write_bank(tmp_path)
+    (tmp_path / "decisions.json").write_text(json.dumps({"scripted": {"keep_p": 0.0}}))
+    kw = dict(gate="probe", gate_p=0.99, rerank="engine", max_steps=3)
+    step = SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, query_from="step", **kw)
+    assert step.config.keep_p == 0.0 and step.describe()["config"]["keep_p"] == 0.0
+    assert SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, query_from="pseudo", **kw).config.keep_p == 0.9
+    assert SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, query_from="step", keep_p=0.5,
+                 **kw).config.keep_p == 0.5
+    everything = [s["query"] for s in step.answer(UNKNOWN).trace["steps"] if s["retrieved"]]
+    paper = SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, query_from="step", keep_p=0.9, **kw)
+    sure = [s["query"] for s in paper.answer(UNKNOWN).trace["steps"] if s["retrieved"]]
+    assert all(set(b.split()) <= set(a.split()) for a, b in zip(everything, sure))  # level 0 drops no word
+    (tmp_path / "decisions.json").write_text(json.dumps({"scripted": {"keep_p": 1.5}}))
+    with pytest.raises(ValueError, match=r"decisions\.json: scripted: keep_p") as e:
+        SeaKR(ScriptedLM(script(), dim=DIM), idx, k=5, probes=bank, query_from="step", **kw)
+    assert "\n" not in str(e.value)
+
+
 def test_a_stacked_probe_reads_the_scores_of_the_checks_own_samples(tmp_path, idx):
     # state weights 0, one weight on EigenScore: the decision can only come from the check's k samples
     lo, hi = eigen(CERTAIN, k=5, dim=DIM, text="Steven Spielberg"), eigen(UNSURE, k=5, dim=DIM, text="French")

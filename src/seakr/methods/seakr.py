@@ -50,7 +50,7 @@ from .decisions import (CheckGate, EngineOrder, Guarded, LowerU, LowestU, MostPr
                         StepGate)
 from .deltas import default_delta
 from .records import Candidate, Chain, FinalAnswer
-from .seakr_config import QUERY_FROM, REASONING, RERANK, SeaKRConfig
+from .seakr_config import PAPER_KEEP_P, QUERY_FROM, REASONING, RERANK, SeaKRConfig
 from .text import align_words, build_query, drop_answer_sentence, short_answer
 from .trace import Tracer
 
@@ -168,8 +168,10 @@ class SeaKR(Method):
         both final forms' maps are fitted, else the paper's raw U; ``rerank="auto"``: the rule chosen for this model
         on decision data where there is one (``decisions.json``), else the candidate probe where one is fitted
         (multi-hop), else the paper's lowest U; ``query_from="auto"``: the model's decided query where its gate is a
-        knowledge check, else the paper's pseudo-step. The run's configuration records the settled values."""
-        self._auto = {k for k in ("gate", "reasoning", "rerank", "query_from") if getattr(config, k) == "auto"}
+        knowledge check, else the paper's pseudo-step; ``keep_p=None``: the model's decided level where the query is
+        the accepted step, else the paper's 0.9. The run's configuration records the settled values."""
+        self._auto = {k for k in ("gate", "reasoning", "rerank", "query_from") if getattr(config, k) == "auto"} | (
+            {"keep_p"} if config.keep_p is None else set())
         if not self._auto:
             return config
         bank = SelfKnowledge(str(self.lm.info().get("model")), config.probes)
@@ -186,12 +188,16 @@ class SeaKR(Method):
         if query_from == "auto":  # the model's decided query where a check gates, else the paper's pseudo-step
             decided = bank.decided("query_from", [q for q in QUERY_FROM if q != "auto"])[0]
             query_from = decided if decided and gate in ("check", "probe") and config.mode == "multihop" else "pseudo"
+        keep_p = config.keep_p
+        if keep_p is None:  # the level decided for the step's query, else the paper's (for its pseudo-step)
+            decided = bank.decided_level("keep_p") if query_from == "step" else None
+            keep_p = PAPER_KEEP_P if decided is None else decided
         if rerank == "auto":  # the rule chosen for the model on decision data, else its probe, else the paper's
             multihop = config.mode == "multihop"
             chosen = bank.decided("rerank", [r for r in RERANK if r != "auto"])[0] if multihop else None
             probe = STATES in getattr(self.lm, "capabilities", ()) and bank.has_probe("candidate") and multihop
             rerank = chosen or ("probe" if probe else "self-aware")
-        settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank, query_from=query_from)
+        settled = config.replace(gate=gate, reasoning=reasoning, rerank=rerank, query_from=query_from, keep_p=keep_p)
         if config.probes and _found_nothing(config, settled):  # a folder fitted for another model, or a typo
             warn(f"probes={config.probes} holds nothing fitted for model {bank.model}: gate, rerank and reasoning "
                  "follow the paper's rules", once=True)

@@ -30,13 +30,19 @@ GATES = ("step", "check", "probe", "auto")
 #: takes what was chosen for the model on decision data where its gate is a knowledge check, else ``pseudo``.
 QUERY_FROM = ("pseudo", "step", "auto")
 
+#: The paper's level for the query's words (§3.1): a word whose tokens fell below it is dropped. The chain that
+#: searches with its accepted step reads the level decided for the model (``decisions.json``; 0 for the 0.5B).
+PAPER_KEEP_P = 0.9
+
 Probability = Annotated[Real, Field(ge=0, le=1)]
 
 
 @schema("option", unknown_options)
 class SeaKRConfig(MethodConfig):
     delta: Threshold | None = None  # None: calibration file -> packaged measurement -> paper's -6
-    keep_p: Probability = 0.9  # query: keep words whose tokens all have p >= keep_p
+    # query: keep words whose tokens all have p >= keep_p; None: the model's decided level where the chain searches
+    # with its accepted step, else the paper's 0.9
+    keep_p: Probability | None = None
     retrieval: Literal[RETRIEVAL] = "self-aware"  # | always        (ablation "- S.A. retrieval")
     # self-aware (paper) | engine (ablation: top-1) | guarded | probe; auto: the model's decided rule, else its probe
     rerank: Literal[RERANK] = "auto"

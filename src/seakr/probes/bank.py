@@ -22,7 +22,7 @@ from pydantic import Field
 from ..common.writing import write_atomic
 from ..prompts import check_wording
 from ..common.jsontext import parse_json
-from ..common.schema import Real, SchemaError, schema
+from ..common.schema import Real, SchemaError, check_type, schema
 from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, calibration_name, packaged_name
@@ -33,12 +33,16 @@ import datetime
 DEFAULT_GATE_P = 0.5
 
 
+#: A probability level, as ``gates.json`` and ``decisions.json`` hold one.
+Level = Annotated[Real, Field(ge=0, le=1)]
+
+
 @schema("field", extra="allow")
 class GateLevel:
     """A gate's entry in ``gates.json``: the probability of being right below which it retrieves, and beside it
     how that level was chosen (rule, n, data, fitted_at, ...)."""
 
-    gate_p: Annotated[Real, Field(ge=0, le=1)]
+    gate_p: Level
 
 
 #: What the scores of sampled answers depend on beside the model and the prompt: how the k samples are
@@ -211,6 +215,14 @@ class SelfKnowledge:
         """The value chosen for ``option`` for this model on decision data (``decisions.json``: {model: {option:
         value, "why": {...}}}), as :meth:`reasoning` reads its rule."""
         return self._chosen(option, rules, "decisions.json")
+
+    def decided_level(self, option: str) -> float | None:
+        """The level chosen for ``option`` for this model on decision data (``decisions.json``), or None."""
+        v, where = self._model_entry("decisions.json", option)
+        try:
+            return None if v is None else check_type(Level, v)
+        except SchemaError as e:
+            raise ValueError(f"{where}: {self.model}: {option}: {e}") from None
 
     def _chosen(self, decision: str, rules: Sequence[str], file: str | None = None) -> tuple[str | None, str]:
         rule, where = self._model_entry(file or f"{decision}.json", decision)
