@@ -76,6 +76,8 @@ Count = Annotated[Whole, pydantic.Field(ge=0)]
 PositiveReal = Annotated[Real, pydantic.Field(gt=0)]
 #: A finite number >= 0 (a temperature, where 0 is greedy; a threshold on a z-score).
 NonNegative = Annotated[Real, pydantic.Field(ge=0)]
+#: A probability or a level on one (a gate's P(correct), a query word's token p, FLARE's theta).
+Probability = Annotated[Real, pydantic.Field(ge=0, le=1)]
 #: A random seed (torch's generators take 32 bits).
 Seed = Annotated[Whole, pydantic.Field(ge=0, le=2 ** 32 - 1)]
 #: A file or folder named in text or as a ``pathlib.Path``, ``~`` expanded.

@@ -16,13 +16,12 @@ Baselines generate greedily (no samples): their decisions use token probabilitie
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import ClassVar
 
 import numpy as np
-from pydantic import Field
 
 from ..models.base import ATTENTION, CHAT, GENERATE
-from ..common.schema import NonNegative, Real, schema
+from ..common.schema import NonNegative, Probability, schema
 from .base import Method, STEP_STOPS, final_from_steps, take_step
 from .config import MethodConfig, Positive, unknown_options
 from .records import FinalAnswer
@@ -166,7 +165,7 @@ class _ActiveRetrieval(_Greedy):
 @schema("option", unknown_options)
 class FLAREConfig(MethodConfig):
     # token probability below which a sentence triggers retrieval (FlashRAG default)
-    theta: Annotated[Real, Field(ge=0, le=1)] = 0.2
+    theta: Probability = 0.2
 
 
 class FLARE(_ActiveRetrieval):

@@ -3,12 +3,12 @@ their signals, and the rules between them, each a model validator checked before
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from ..probes.bank import check_folder
-from ..common.schema import Folder, NonNegative, Real, Threshold, schema
+from ..common.schema import Folder, NonNegative, Probability, Threshold, schema
 from .config import MODES, Estimator, MethodConfig, unknown_options
 from .. import uncertainty as U
 
@@ -33,8 +33,6 @@ QUERY_FROM = ("pseudo", "step", "auto")
 #: The paper's level for the query's words (§3.1): a word whose tokens fell below it is dropped. The chain that
 #: searches with its accepted step reads the level decided for the model (``decisions.json``; 0 for the 0.5B).
 PAPER_KEEP_P = 0.9
-
-Probability = Annotated[Real, Field(ge=0, le=1)]
 
 
 @schema("option", unknown_options)

@@ -15,14 +15,13 @@ import functools
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Sequence
+from typing import Sequence
 
-from pydantic import Field
 
 from ..common.writing import write_atomic
 from ..prompts import check_wording
 from ..common.jsontext import parse_json
-from ..common.schema import Real, SchemaError, check_type, schema
+from ..common.schema import Probability, SchemaError, check_type, schema
 from ..uncertainty import NEEDS
 from .calibration import Calibration
 from .probe import Probe, calibration_name, packaged_name
@@ -33,16 +32,12 @@ import datetime
 DEFAULT_GATE_P = 0.5
 
 
-#: A probability level, as ``gates.json`` and ``decisions.json`` hold one.
-Level = Annotated[Real, Field(ge=0, le=1)]
-
-
 @schema("field", extra="allow")
 class GateLevel:
     """A gate's entry in ``gates.json``: the probability of being right below which it retrieves, and beside it
     how that level was chosen (rule, n, data, fitted_at, ...)."""
 
-    gate_p: Level
+    gate_p: Probability
 
 
 #: What the scores of sampled answers depend on beside the model and the prompt: how the k samples are
@@ -220,7 +215,7 @@ class SelfKnowledge:
         """The level chosen for ``option`` for this model on decision data (``decisions.json``), or None."""
         v, where = self._model_entry("decisions.json", option)
         try:
-            return None if v is None else check_type(Level, v)
+            return None if v is None else check_type(Probability, v)
         except SchemaError as e:
             raise ValueError(f"{where}: {self.model}: {option}: {e}") from None
 
