@@ -64,8 +64,8 @@ def main() -> None:
         paused = json.loads((d / "paused.json").read_text()) if (d / "paused.json").is_file() else {}
         for r in runs:
             runs[r].update(rows(d / r / "scores.jsonl", paused.get(r)))
-    said = ({} if a.seakr == ap.get_default("seakr") else {"seakr": a.seakr}) | (
-        {} if a.others == ap.get_default("others") else {"others": others})  # so the tests replay it as run
+    # what was not the default, so the tests replay it as run
+    said = {k: v for k, v in (("seakr", a.seakr), ("others", others)) if getattr(a, k) != ap.get_default(k)}
     print(json.dumps(said | figures(runs, a.seakr, others), indent=1))
 
 

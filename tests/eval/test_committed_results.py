@@ -148,8 +148,8 @@ POOLED = sorted(RESULTS.glob("sanity-*-shards*.json")) + sorted(RESULTS.glob("*-
                          ids=lambda p: str(p.relative_to(RESULTS)))
 def test_a_report_replays_from_its_committed_rows(report):
     """A report set's figures (or the pooled figures of several folders, whose file names them, and the runs
-    compared where they are not SeaKR's default beside IRCoT and DRAGIN), as docs/results.md cites them, are what ``benchmarks/report.py``
-    computes from the committed rows today."""
+    compared where they are not SeaKR's default beside IRCoT and DRAGIN), as docs/results.md cites them, are what
+    ``benchmarks/report.py`` computes from the committed rows today."""
     committed = json.loads(report.read_text())
     folders = [RESULTS.parents[1] / r for r in committed.pop("runs", [])] or [report.parent]
     others = ["--others", ",".join(committed["others"])] if "others" in committed else []
