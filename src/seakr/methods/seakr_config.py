@@ -31,7 +31,7 @@ GATES = ("step", "check", "probe", "auto")
 QUERY_FROM = ("pseudo", "step", "auto")
 
 #: The paper's level for the query's words (§3.1): a word whose tokens fell below it is dropped. The chain that
-#: searches with its accepted step reads the level decided for the model (``decisions.json``; 0 for the 0.5B).
+#: searches with its accepted step reads the level decided for the model (``decisions.json``; 0.9 for the 0.5B).
 PAPER_KEEP_P = 0.9
 
 

@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
-
 from ..common.writing import write_atomic
 from ..prompts import check_wording
 from ..common.jsontext import parse_json
