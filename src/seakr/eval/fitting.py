@@ -66,14 +66,13 @@ def _folders(runs) -> list:
     return run_dirs("studies", runs, "study")
 
 
-def _with_states(runs: Sequence[str | Path], rows_name: str, kind: str, form: str | None = None):
-    """(run, config, rows, state store) of each study, in order; every run must share the model and taps."""
-    runs = _folders(runs)
-
+def _with_states(runs: Sequence[str | Path], read, states: str = "states"):
+    """(run, config, rows, state store) of each run, in order (``read(run)``: its config and rows; ``states``: the
+    folder of its stored states); every run must share the model and taps."""
     first, width = None, None
-    for run in runs:
-        cfg, rows = _study(run, rows_name, kind, form)
-        store = StateStore.open(Path(run) / "states")
+    for run in _folders(runs):
+        cfg, rows = read(run)
+        store = StateStore.open(Path(run) / states)
         m = _run_model(cfg)
         if first is not None and (m, store.taps) != first:
             raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {first[0]} at {first[1]}")
@@ -130,14 +129,24 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
                 ) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
     """(model, taps, X of shape (n, taps, d), wrong labels, data names, the check's wording record and, where
     ``estimators`` that read samples are named, the studies' sampling record: :func:`_sampling`) pooled
-    over detect runs; rows without a stored state (an empty answer) are left out. Every run must share the
-    model, the taps and (short form) the wording; a question of one data file that two runs answered
-    (overlapping subsets, e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``,
-    where given, receives each kept row (its ``scores``) with its data name under ``"data"`` and its study
-    under ``"run"``, in the order of X."""
-    runs = _folders(runs)
+    over detect runs, or for a ``final-`` form over SeaKR eval runs (each row's final answer of that form and the
+    state the run kept for it in ``states/<form>/``, where the method read them, e.g. with the candidate-probe
+    re-rank). Rows without a stored state (an empty answer) are left out. Every run must share the model, the
+    taps and (short form) the wording; a question of one data file that two runs answered (overlapping subsets,
+    e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``, where given, receives each kept
+    row (its ``scores``) with its data name under ``"data"`` and its study under ``"run"``, in the order of X."""
+    final = form is not None and form.startswith("final-")
+
+    def read(run):
+        if not final:
+            return _study(run, "detect_rows.jsonl", "detect", form)
+        if not (Path(run) / "states" / form / "taps.json").is_file():
+            raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that "
+                             "reads them (rerank=probe or reasoning=probe)")
+        return _final_rows(run, form)
+
     model, taps, xs, ys, data, cfgs, seen = None, None, [], [], [], [], set()
-    for run, cfg, rows, store in _with_states(runs, "detect_rows.jsonl", "detect", form):
+    for run, cfg, rows, store in _with_states(runs, read, f"states/{form}" if final else "states"):
         model, taps = _run_model(cfg), store.taps
         cfgs.append(cfg)
         name = _data_name(cfg, run)
@@ -149,41 +158,10 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
                 if kept is not None:
                     kept.append({**r, "data": name, "run": str(run)})
     if not xs:
-        raise ValueError(f"{', '.join(map(str, runs))}: no stored states to fit on")
-    record = {**_wording(cfgs, runs), **_sampling(cfgs, runs, estimators)}
+        raise ValueError(f"{', '.join(map(str, _folders(runs)))}: no stored {form + ' ' if final else ''}states to "
+                         "fit on")
+    record = {} if final else {**_wording(cfgs, runs), **_sampling(cfgs, runs, estimators)}
     return str(model), list(taps), np.stack(xs), np.array(ys), data, record
-
-
-def load_final_states(runs: Sequence[str | Path],
-                      form: str) -> tuple[str, list[str], np.ndarray, np.ndarray, list[str], dict]:
-    """Like :func:`load_states`, from SeaKR eval runs: each row's final answer of ``form`` (its F1 the label)
-    and the state the run kept for it (``states/<form>/``; a run keeps them where the method read them,
-    e.g. with the candidate-probe re-rank). Every run must share the model and the tap; a question of one
-    data file that two runs answered (overlapping subsets) is read from the first only."""
-    runs = _folders(runs)
-    model, taps, xs, ys, data, seen, width = None, None, [], [], [], set(), None
-    for run in runs:
-        cfg, rows = _final_rows(run, form)
-        name = _data_name(cfg, run)
-        rows = _unread(rows, name, seen, data)
-        if not (Path(run) / "states" / form / "taps.json").is_file():
-            raise ValueError(f"{run}: no states of the {form} answers (states/{form}/): run it with an option that "
-                             "reads "
-                             "them (rerank=probe or reasoning=probe)")
-        store = StateStore.open(Path(run) / "states" / form)
-        m = _run_model(cfg)
-        if model is not None and (m, store.taps) != (model, taps):
-            raise ValueError(f"{run}: model {m} at taps {store.taps}, the first run has {model} at {taps}")
-        model, taps, store.width = m, store.taps, width
-        for r in rows:
-            z = store.get(r["id"])
-            if z is not None:
-                xs.append(z)
-                ys.append(r["f1"] < CORRECT_F1)
-        width = store.width
-    if not xs:
-        raise ValueError(f"{', '.join(map(str, runs))}: no stored {form} states to fit on")
-    return str(model), list(taps), np.stack(xs), np.array(ys), data, {}
 
 
 def one_tap(tap: str) -> str:
@@ -222,8 +200,7 @@ def fit_from_studies(runs: Sequence[str | Path], form: str = "short", tap: str =
         if report:
             report(p.tap, p)
         return p, {p.tap: p.provenance["cv_auroc"]}
-    load = load_final_states(runs, form) if form.startswith("final-") else load_states(runs, form=form)
-    model, taps, X, wrong, data, wording = load
+    model, taps, X, wrong, data, wording = load_states(runs, form=form)
     chosen = taps if tap == "best" else [tap]
     for t in chosen:
         if t not in taps:
@@ -363,7 +340,7 @@ def candidate_rows(runs: Sequence[str | Path]) -> dict:
     one data file that two studies asked is read from the first only, as in :func:`load_states`."""
     out = {"states": [], "engine": [], "wrong": [], "groups": [], "keys": [], "model": None, "tap": None, "data": []}
     seen = set()
-    for run, cfg, rows, store in _with_states(runs, "rerank_rows.jsonl", "re-rank"):
+    for run, cfg, rows, store in _with_states(runs, lambda run: _study(run, "rerank_rows.jsonl", "re-rank")):
         out["model"], out["tap"] = _run_model(cfg), store.taps[0]
         for r in _unread(rows, _data_name(cfg, run), seen, out["data"]):
             _add_candidates(out, r, store, run)
