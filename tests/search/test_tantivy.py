@@ -588,6 +588,33 @@ def test_a_corpus_file_given_as_the_index_is_indexed_once_into_the_cache(tmp_pat
         assert not (tmp_path / "from-index").exists()
 
 
+def test_an_index_build_shows_progress_only_once_every_input_is_checked(tmp_path, monkeypatch):
+    """The check phase, then the work: a refused build opens no progress bar (on a terminal, a bar drawn and then
+    an error), whichever door calls it; an accepted one opens one."""
+    import contextlib
+
+    from seakr.search import build
+
+    opened = []
+
+    @contextlib.contextmanager
+    def bar(description, **kw):
+        opened.append(description)
+        yield lambda n=1, **fields: None
+
+    monkeypatch.setattr(build, "progress_bar", bar)
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"id": "1", "title": "T", "text": "some text"}) + "\n")
+    pairs = [(str(corpus), "jsonl")]
+    for out, kw in ((tmp_path / "i", {"add": True, "overwrite": True}), (tmp_path / "i", {"passage_words": 0}),
+                    (corpus, {}), (tmp_path / "i", {"engine": "elasticsearch"})):
+        with pytest.raises(ValueError):
+            build.build_index(pairs, str(out), progress=True, **kw)
+    assert opened == [] and not (tmp_path / "i").exists()
+    build.build_index(pairs, str(tmp_path / "i"), progress=True)
+    assert opened == [f"indexing into {tmp_path / 'i'}"] and TantivyEngine(tmp_path / "i").count() == 1
+
+
 def test_a_folder_of_corpus_files_given_as_the_index_is_indexed_once_and_an_index_stays_an_index(tmp_path, monkeypatch):
     """``--index wiki/`` (a folder of corpus files, as ``index build`` reads) was "not a seakr index"; an index
     folder that lost its manifest is still named as a damaged index, never read as a corpus."""

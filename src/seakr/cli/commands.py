@@ -15,15 +15,15 @@ from ..common.console import shown, warn
 from ..common.writing import write_atomic
 from ..eval.grid import check_grid_paths, read_grid
 from ..eval.plan import EvalPlan, run_plan
-from ..eval.specs import ModelSpec, PlanError, SettingError, check_output_dir, run_spec
+from ..eval.specs import ModelSpec, PlanError, SettingError, run_spec
 from ..common.runs import MANIFEST
 from .args import unescape
 from .flags import CLIError, fmt, why_inf, flag_or_option, model_spec, one_value, output_file, parse_options
 import time
 from .. import uncertainty as U
 from ..models import GenerationConfig
-from ..progress import LiveLine, progress_bar
-from ..search.build import build_index, check_index_out, pair_sources, repair_index
+from ..progress import LiveLine
+from ..search.build import build_index, pair_sources, repair_index
 from ..search import open_engine
 from ..methods import METHODS, build_method
 from ..methods.base import sufficiency, warn_unread_tap
@@ -79,11 +79,8 @@ def cmd_uncertainty(args) -> int:
 
 
 def cmd_index_build(args) -> int:
-    pairs = pair_sources(args.sources, args.format)
-    args.engine = check_index_out(args.out, [s for s, _ in pairs], args.engine, args.add)
-    with progress_bar(f"indexing into {args.out}") as adv:
-        print(build_index(pairs, args.out, engine=args.engine, add=args.add, overwrite=args.overwrite, progress=adv,
-                          passage_words=args.passage_words))
+    print(build_index(pair_sources(args.sources, args.format), args.out, engine=args.engine, add=args.add,
+                      overwrite=args.overwrite, progress=True, passage_words=args.passage_words))
     return 0
 
 
@@ -235,7 +232,6 @@ def cmd_eval(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    check_output_dir(args.out)
     print(summary_markdown([merge_runs(args.out, args.dirs)]))
     return 0
 

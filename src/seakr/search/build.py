@@ -3,6 +3,7 @@ streamed into a new Tantivy index (atomically) or an Elasticsearch one, or added
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -110,7 +111,8 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
                 overwrite: bool = False, progress=None, passage_words: int | None = None) -> str:
     """Stream the corpora into ``out`` (a folder, or ``http://host:9200/INDEX`` for Elasticsearch: the
     engine follows ``out`` unless named); returns one line saying what was built or added. ``passage_words``
-    cuts longer documents into passages of that many words (:func:`.corpora.split_passages`)."""
+    cuts longer documents into passages of that many words (:func:`.corpora.split_passages`). ``progress``: a
+    callable given each batch's count, or True for a progress bar, shown once every input is checked."""
     if add and overwrite:
         raise ValueError("index build: --add keeps the index and --overwrite replaces it; choose one")
     check_passage_words(passage_words)  # before any corpus is read
@@ -128,8 +130,10 @@ def build_index(pairs: Sequence[tuple[str | None, str]], out: str, *, engine: st
               for s, f in pairs]
     if add:
         labels = added_again(out, labels, engine)
-    said, long = _into_engine(engine, out, _passages(pairs, passage_words), labels, add=add, overwrite=overwrite,
-                              progress=progress)
+    bar = progress_bar(f"indexing into {redact(out)}") if progress is True else contextlib.nullcontext(progress)
+    with bar as adv:
+        said, long = _into_engine(engine, out, _passages(pairs, passage_words), labels, add=add, overwrite=overwrite,
+                                  progress=adv)
     if not passage_words:  # taken as given: say what a cut would spare
         warn_long(redact(out), long, "building with `--passage-words 100` (`passage_words=100` in Python) cuts them")
     return said
