@@ -76,6 +76,13 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
         with pytest.raises(ValueError, match=f"holds {name} already; merge into a new directory"):
             merge_runs(tmp_path / name, [str(tmp_path / "a"), str(tmp_path / "d")])
         assert (tmp_path / name / name).read_text() == "{}\n"
+    # the output folder is held to the run's rules whichever door merges (a file, a link to nothing)
+    (tmp_path / "file").write_text("x")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    for out, why in (("file", "exists and is not a directory"), ("dangling", "a symbolic link to nothing")):
+        with pytest.raises(ValueError, match=why):
+            merge_runs(tmp_path / out, [str(tmp_path / "a"), str(tmp_path / "d")])
+    assert not (tmp_path / "nowhere").exists()
     for bad in ("3/3", "x", "1/0", "-1/2", "0/+2", "+0/2", "\u0660/\u0662", "0/2.0"):
         with pytest.raises(ValueError, match=f"^{re.escape(repr(bad))}: "):  # the plan's field names it
             parse_shard(bad)

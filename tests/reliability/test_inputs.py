@@ -738,8 +738,11 @@ def test_the_python_api_of_compare_report_and_merge_refuses_an_empty_path(tmp_pa
                  lambda: RowLog("", "results.jsonl", {})):  # run_eval's and every study's log
         with pytest.raises(ValueError, match="an empty path; name the folder"):
             call()
-    with pytest.raises(ValueError, match="^/dev/null: exists and is not a directory$"):  # was FileExistsError
+    from seakr.eval.specs import SettingError
+
+    with pytest.raises(SettingError, match="/dev/null: exists and is not a directory$") as e:  # was FileExistsError
         merge_runs("/dev/null", [str(tmp_path)])
+    assert e.value.field == "out"  # held to the output folder's rule, as `seakr merge --out` is
 
 
 @pytest.mark.slow  # loads the packaged model

@@ -14,6 +14,7 @@ from ..common.writing import make_folder, write_atomic
 from .folders import check_folder_is, check_not_foreign, named_paths, run_dirs, run_lock
 from .resume import check_shard_of, shard_of
 from .rowlog import read_run_config, run_rows
+from .specs import check_output_dir
 from .summary import summarize, summary_markdown
 
 
@@ -25,8 +26,7 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     named_paths("merge", out_dir)
     dirs = run_dirs("merge", dirs)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():  # said before the shards are read
-        raise ValueError(f"{out}: exists and is not a directory")
+    check_output_dir(str(out))  # said before the shards are read
     for d in dirs:  # the merged run became a run inside a shard: `report` and `compare` of the shard found both
         if Path(os.path.realpath(d)) in Path(os.path.realpath(out)).parents:
             raise ValueError(f"{out}: inside the shard {d}; merge into a folder outside the shards")
