@@ -1,14 +1,20 @@
 """Retrieval: the SearchEngine protocol, the embedded tantivy backend, Elasticsearch/OpenSearch, corpora."""
 
+import inspect
 import os
+import tempfile
 import urllib.parse
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from ..common.checks import blank
 from ..common.console import repeated
 from ..common.schema import SchemaError
 from .base import Passage, SearchEngine, SearchError, check_many, is_url, redact
+from .build import corpus_index, is_corpus_folder, warn_long
 from .corpora import FORMATS, CorpusError, check_passage_words, read_corpus, row_passage, split_passages
+from .elastic import ElasticEngine
+from .tantivy_engine import TantivyEngine
 from ..common.files import DATA_SUFFIXES, check_rereadable, missing, user_path
 
 
@@ -27,14 +33,8 @@ def open_engine(spec: str | os.PathLike, **kwargs) -> SearchEngine:
     if is_url(spec):
         if _url_path(spec).lower().endswith(DATA_SUFFIXES):  # a corpus file's URL, not a cluster's
             raise SearchError(redact(f"{spec}: {missing(spec)}, and give the file (it is indexed once)"))
-        from .elastic import ElasticEngine
-
         return ElasticEngine.from_url(spec, **kwargs)
-    from .tantivy_engine import TantivyEngine
-
     check_rereadable(spec, "a corpus given as the index is read twice (its digest, its passages)", SearchError)
-    from .build import corpus_index, is_corpus_folder
-
     if os.path.isfile(spec) or is_corpus_folder(spec):  # a corpus file or folder: indexed once into the cache
         spec = corpus_index(spec)
     return TantivyEngine(spec)
@@ -69,8 +69,6 @@ def as_engine(index) -> "SearchEngine | None":
 def _check_search_call(engine) -> None:
     """An engine's ``search`` takes ``(query, k)`` as seakr calls it, checked when the engine is given, not at
     the first retrieval after the model has loaded."""
-    import inspect
-
     try:
         sig = inspect.signature(engine.search)
     except (TypeError, ValueError):  # a C extension's method may not say; its first call will
@@ -96,11 +94,6 @@ def passages_engine(docs, passage_words: int | None = None, *, advise: bool = Tr
     documents into passages (:func:`split_passages`). ``advise``: say that long passages could be cut (a service
     indexing a client's passages does not log advice for Python code at every request)."""
     check_passage_words(passage_words)  # before the documents are read
-    import tempfile
-    from pathlib import Path
-
-    from .tantivy_engine import TantivyEngine
-
     if hasattr(docs, "columns"):  # a table iterates its columns (a DataFrame their names): read its rows
         twice = repeated(str(c) for c in (docs.column_names if hasattr(docs, "column_names") else docs.columns))
         if twice is not None:  # its rows as dicts kept one of the two columns' cells, unsaid
@@ -123,8 +116,6 @@ def passages_engine(docs, passage_words: int | None = None, *, advise: bool = Tr
     if twice is not None:  # the build keeps the first and drops the rest without a word
         raise SearchError(f"index: passage id {twice!r} is given twice; ids name the passages in traces")
     tmp = tempfile.TemporaryDirectory(prefix="seakr-passages-", ignore_cleanup_errors=True)
-    from .build import warn_long
-
     engine = TantivyEngine.build(split_passages(ps, passage_words), Path(tmp.name) / "index", threads=1)
     if advise and not passage_words:  # taken as given: say what a cut would spare
         warn_long("index", engine.manifest["long_passages"], "`passages_engine(docs, passage_words=100)` cuts them")

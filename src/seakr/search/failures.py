@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,8 +73,6 @@ def _held_stderr():
             yield state
             return
         if _HOLD_FILE is None:
-            import tempfile
-
             _HOLD_FILE = tempfile.TemporaryFile()
             atexit.register(_HOLD_FILE.close)  # else "ResourceWarning: unclosed file" at every exit under -X dev
         _HOLD_FILE.seek(0)
