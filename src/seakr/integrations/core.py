@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ..methods import METHODS, Method, method_name
 from ..methods.trace import Answer, decisions
-from ..models import DEFAULT_MODEL, LOAD_KEYS, LoadOptions, model_path
+from ..models import DEFAULT_MODEL, LOAD_KEYS, LoadOptions, load_model, model_path
 from ..models.registry import model_kind
 from ..models.base import Generator
 from ..common.checks import blank
@@ -56,8 +56,6 @@ class Asker:
     def lm(self) -> Generator:
         with self._lock:
             if self._lm is None:
-                from ..models import load_model
-
                 self._lm = load_model(self.model, options=self._load)
             return self._lm
 
