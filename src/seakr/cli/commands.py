@@ -119,13 +119,13 @@ def _method_from_args(args):
     elif args.delta is not None:
         flag_or_option(opts, "delta", "--delta", args.delta)
     flag_or_option(opts, "prompt_set", "--prompt-set", getattr(args, "prompt_set", None) or None)
-    run_spec("--option", args.method, opts,
-             context=model_spec(args).context())  # bad options fail here, not after the load
+    spec = run_spec("--option", args.method, opts,
+                    context=model_spec(args).context())  # bad options fail here, not after the load
     if not args.index and METHODS[args.method].retrieves:  # else it fails at its first search, after the load
         raise CLIError(f"--index: method {args.method!r} searches; pass --index (an index folder, an "
                        "http(s)://host:9200/INDEX URL or a corpus file; `seakr index build` makes a folder)")
     engine = open_engine(args.index) if args.index else None
-    m = build_method(args.method, model_spec(args).load(), engine, **opts)
+    m = build_method(args.method, model_spec(args).load(), engine, config=spec.config)  # the validated config
     warn_unread_tap(m, model_spec(args).tap_given())
     return m
 
