@@ -46,7 +46,7 @@ def _fake_run(d, shard, k=20, ids=("a",)):
                                              + "\n" for i in ids))
 
 
-def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
+def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys, monkeypatch):
     from seakr.eval.specs import parse_shard
     from seakr.eval.merge import merge_runs
 
@@ -83,6 +83,17 @@ def test_merge_refuses_other_runs_and_reports_missing_shards(tmp_path, capsys):
         with pytest.raises(ValueError, match=why):
             merge_runs(tmp_path / out, [str(tmp_path / "a"), str(tmp_path / "d")])
     assert not (tmp_path / "nowhere").exists()
+    # an index is refused as one before anything is tried in it (the writable-folder check makes a folder there)
+    from seakr.eval import specs
+    from seakr.search.tantivy_engine import TantivyEngine
+    from seakr.search import Passage
+
+    TantivyEngine.build([Passage("1", "T", "some text")], tmp_path / "idx")
+    tried = []
+    monkeypatch.setattr(specs, "place_refused", lambda where, *a, **k: tried.append(where))
+    with pytest.raises(ValueError, match="is a seakr index, which a run's files would damage"):
+        merge_runs(tmp_path / "idx", [str(tmp_path / "a"), str(tmp_path / "d")])
+    assert tried == []
     for bad in ("3/3", "x", "1/0", "-1/2", "0/+2", "+0/2", "\u0660/\u0662", "0/2.0"):
         with pytest.raises(ValueError, match=f"^{re.escape(repr(bad))}: "):  # the plan's field names it
             parse_shard(bad)

@@ -26,6 +26,8 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     named_paths("merge", out_dir)
     dirs = run_dirs("merge", dirs)
     out = Path(out_dir)
+    _check_unheld(out)  # first, as a run's folder checks are: nothing is tried in a folder refused here
+    check_not_foreign(out)
     check_output_dir(str(out))  # said before the shards are read
     for d in dirs:  # the merged run became a run inside a shard: `report` and `compare` of the shard found both
         if Path(os.path.realpath(d)) in Path(os.path.realpath(out)).parents:
@@ -51,8 +53,6 @@ def merge_runs(out_dir: str | os.PathLike, dirs: Sequence[str]) -> dict:
     missing = sorted(set(range(n)) - have)
     if missing:
         warn(f"merge: shards {', '.join(f'{i}/{n}' for i in missing)} missing; the merged run is partial")
-    _check_unheld(out)
-    check_not_foreign(out)
     make_folder(out)
     with run_lock(out):  # two merges into one new folder at once each wrote their rows over the other's
         _check_unheld(out)  # again, now that no other merge can be writing here
