@@ -135,6 +135,7 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
     taps and (short form) the wording; a question of one data file that two runs answered (overlapping subsets,
     e.g. ``--every 25`` and ``--every 15``) is read from the first only. ``kept``, where given, receives each kept
     row (its ``scores``) with its data name under ``"data"`` and its study under ``"run"``, in the order of X."""
+    runs = _folders(runs)  # one path alone is one folder, in the messages too
     final = form is not None and form.startswith("final-")
 
     def read(run):
@@ -158,8 +159,7 @@ def load_states(runs: Sequence[str | Path], kept: list | None = None,
                 if kept is not None:
                     kept.append({**r, "data": name, "run": str(run)})
     if not xs:
-        raise ValueError(f"{', '.join(map(str, _folders(runs)))}: no stored {form + ' ' if final else ''}states to "
-                         "fit on")
+        raise ValueError(f"{', '.join(map(str, runs))}: no stored {form + ' ' if final else ''}states to fit on")
     record = {} if final else {**_wording(cfgs, runs), **_sampling(cfgs, runs, estimators)}
     return str(model), list(taps), np.stack(xs), np.array(ys), data, record
 
